@@ -1,0 +1,982 @@
+//! The control-plane half of an Othello: keys, the bipartite graph and the
+//! value columns. It computes every data-plane change as a list of slot
+//! writes ([`Change`]) that [`Delta`]s carry to query structures.
+//!
+//! Each key `k` is an edge between vertex `ha(k)` of side A and `hb(k)` of
+//! side B. The graph is kept acyclic; for each edge, and for each value
+//! column `c`, `A_c[ha(k)] ^ B_c[hb(k)]` equals the key's slot word (its
+//! `l`-bit value, with the `r`-bit check field above it).
+//!
+//! * **insert**: if the edge joins two trees, XOR the smaller tree by the
+//!   difference (found by a lock-step search from both ends that stops as
+//!   soon as one side is exhausted, so the cost is twice the smaller tree);
+//!   if one end is isolated only that slot is written. If both ends are
+//!   already in one tree the edge would close a cycle: the key goes to the
+//!   stash (a small exact table the data plane checks first) instead of
+//!   stopping the world for a rebuild.
+//! * **remove**: unlink the edge; no data-plane write. A removal may open a
+//!   path for stashed keys, which are then moved back into the arrays.
+//! * **alter**: split the key's tree at its edge and XOR the smaller half.
+//! * **rebuild** (new seed, O(n)): only when the stash overflows or the
+//!   key count passes the capacity the arrays were sized for; it produces a
+//!   whole snapshot. Sizing with enough capacity up front avoids it.
+//!
+//! Keys are found by walking the (short, expected < 2 entries) adjacency
+//! list of `ha(k)`, so the control plane needs no separate key index.
+
+use std::fmt::Debug;
+
+use nexthop_hash::{KeyBytes, SeedSequence};
+
+use crate::config::{mask, Config};
+use crate::delta::{Delta, Op};
+use crate::error::UpdateError;
+use crate::query::{Query, QueryMeta};
+use crate::snapshot;
+
+const NIL: u32 = u32::MAX;
+/// `next_a` of an edge that lives in the stash instead of the graph.
+const STASHED: u32 = u32::MAX - 1;
+/// Seeds tried by one rebuild before giving up.
+const MAX_SEEDS: usize = 64;
+/// Smallest capacity a structure is sized for.
+const MIN_CAPACITY: usize = 16;
+
+#[derive(Clone, Copy, Debug)]
+struct Edge {
+    a: u32,
+    b: u32,
+    next_a: u32,
+    next_b: u32,
+}
+
+/// The data-plane writes of one control operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Slot writes, one list per value column.
+    Writes(Vec<Vec<Op>>),
+    /// Seeds or sizes changed: every query structure needs a new snapshot.
+    Rebuilt,
+}
+
+impl Change {
+    /// The writes for `column` (empty for a rebuild).
+    pub fn writes(&self, column: usize) -> &[Op] {
+        match self {
+            Change::Writes(w) => w.get(column).map_or(&[], |v| v.as_slice()),
+            Change::Rebuilt => &[],
+        }
+    }
+
+    /// Whether the operation rebuilt the structure.
+    pub fn is_rebuild(&self) -> bool {
+        matches!(self, Change::Rebuilt)
+    }
+}
+
+/// Counters describing the structure's history.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Rebuilds because the key count passed the capacity.
+    pub grow_rebuilds: u64,
+    /// Rebuilds because the stash overflowed.
+    pub reseed_rebuilds: u64,
+    /// Keys that went to the stash on insert.
+    pub stashed: u64,
+    /// Data-plane slot writes emitted (column 0).
+    pub slot_writes: u64,
+}
+
+/// Summary of an Othello's size and state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// Keys stored.
+    pub len: usize,
+    /// Keys the arrays are sized for before a grow rebuild.
+    pub capacity: usize,
+    /// Query-side metadata (sizes, seed, widths, generation).
+    pub meta: QueryMeta,
+    /// Bytes per data-plane slot.
+    pub slot_bytes: usize,
+    /// Keys in the stash.
+    pub stash_len: usize,
+    /// Data-plane bytes (arrays and stash) of one column.
+    pub query_bytes: usize,
+    /// Data-plane bits per key of one column (`None` when empty).
+    pub bits_per_key: Option<f64>,
+    /// History counters.
+    pub counters: Counters,
+}
+
+/// An Othello control structure mapping keys of type `K` to `l`-bit values
+/// in one or more columns (one per switch, all sharing one graph).
+pub struct Othello<K> {
+    cfg: Config,
+    meta: QueryMeta,
+    seeds: SeedSequence,
+    capacity: usize,
+    len: usize,
+    keys: Vec<Option<K>>,
+    edges: Vec<Edge>,
+    /// `words[e * cols + c]`: slot word (value | check << l) of edge `e`.
+    words: Vec<u64>,
+    /// Adjacency heads; vertices `0..ma` are side A, `ma..ma+mb` side B.
+    head: Vec<u32>,
+    mark: Vec<u32>,
+    stamp: u32,
+    /// `arr[x * cols + c]`: slot word of vertex `x` in column `c`.
+    arr: Vec<u64>,
+    free: Vec<u32>,
+    stash: Vec<u32>,
+    counters: Counters,
+    qa: Vec<u32>,
+    qb: Vec<u32>,
+}
+
+impl<K> Debug for Othello<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Othello")
+            .field("len", &self.len)
+            .field("meta", &self.meta)
+            .field("stash", &self.stash.len())
+            .finish_non_exhaustive()
+    }
+}
+
+enum Side {
+    A,
+    B,
+}
+
+impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
+    /// An empty structure (grows by rebuilding as keys arrive).
+    pub fn new(cfg: Config) -> Result<Self, UpdateError> {
+        Self::with_capacity(cfg, 0)
+    }
+
+    /// An empty structure sized for `capacity` keys: no rebuild happens
+    /// before that many keys are present, unless the stash overflows.
+    pub fn with_capacity(cfg: Config, capacity: usize) -> Result<Self, UpdateError> {
+        cfg.validate()?;
+        if capacity > 1 << 31 {
+            return Err(crate::error::ConfigError::Capacity(capacity).into());
+        }
+        let mut seeds = SeedSequence::new(cfg.seed);
+        let seed = seeds.next().unwrap_or(cfg.seed);
+        let mut o = Othello {
+            cfg,
+            meta: QueryMeta {
+                generation: 0,
+                seed,
+                ma: 1,
+                mb: 1,
+                value_bits: cfg.value_bits,
+                check_bits: cfg.check_bits,
+                sizing: cfg.sizing,
+            },
+            seeds,
+            capacity: 0,
+            len: 0,
+            keys: Vec::new(),
+            edges: Vec::new(),
+            words: Vec::new(),
+            head: Vec::new(),
+            mark: Vec::new(),
+            stamp: 0,
+            arr: Vec::new(),
+            free: Vec::new(),
+            stash: Vec::new(),
+            counters: Counters::default(),
+            qa: Vec::new(),
+            qb: Vec::new(),
+        };
+        o.resize(capacity.max(MIN_CAPACITY));
+        Ok(o)
+    }
+
+    /// Build from `(key, value)` pairs (one column). Duplicate keys are an
+    /// error naming the key.
+    pub fn build(cfg: Config, pairs: impl IntoIterator<Item = (K, u64)>) -> Result<Self, UpdateError> {
+        Self::build_columns(cfg, pairs.into_iter().map(|(k, v)| (k, vec![v])))
+    }
+
+    /// Build from keys with one value per column.
+    pub fn build_columns(
+        cfg: Config,
+        rows: impl IntoIterator<Item = (K, Vec<u64>)>,
+    ) -> Result<Self, UpdateError> {
+        cfg.validate()?;
+        let rows = rows.into_iter();
+        let mut o = Self::with_capacity(cfg, 0)?;
+        let cols = cfg.columns;
+        let (lo, _) = rows.size_hint();
+        o.keys.reserve(lo);
+        o.words.reserve(lo * cols);
+        for (k, vals) in rows {
+            let w = o.encode_words(&k, &vals, o.meta.seed)?;
+            o.keys.push(Some(k));
+            o.words.extend_from_slice(&w);
+        }
+        o.len = o.keys.len();
+        o.edges = vec![
+            Edge {
+                a: NIL,
+                b: NIL,
+                next_a: NIL,
+                next_b: NIL,
+            };
+            o.len
+        ];
+        let cap = o.len.max(MIN_CAPACITY);
+        o.rebuild(cap, true)?;
+        Ok(o)
+    }
+
+    fn cols(&self) -> usize {
+        self.cfg.columns
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Query-side metadata (generation, seed, sizes, widths).
+    pub fn meta(&self) -> &QueryMeta {
+        &self.meta
+    }
+
+    /// Size and history summary.
+    pub fn stats(&self) -> Stats {
+        let slot_bytes = self.meta.slot_bytes();
+        let query_bytes = (self.meta.ma as usize + self.meta.mb as usize) * slot_bytes
+            + self.stash.len() * snapshot::STASH_ENTRY;
+        Stats {
+            len: self.len,
+            capacity: self.capacity,
+            meta: self.meta,
+            slot_bytes,
+            stash_len: self.stash.len(),
+            query_bytes,
+            bits_per_key: (self.len > 0).then(|| query_bytes as f64 * 8.0 / self.len as f64),
+            counters: self.counters,
+        }
+    }
+
+    fn encode_words(&self, key: &K, vals: &[u64], seed: u64) -> Result<Vec<u64>, UpdateError> {
+        if vals.len() != self.cols() {
+            return Err(UpdateError::Columns {
+                expected: self.cols(),
+                got: vals.len(),
+            });
+        }
+        let vmask = mask(self.cfg.value_bits as u32);
+        let check = if self.cfg.check_bits == 0 {
+            0
+        } else {
+            self.meta.check(key.hash128(seed)) << self.cfg.value_bits
+        };
+        vals.iter()
+            .map(|&v| {
+                if v & !vmask != 0 {
+                    Err(UpdateError::ValueTooWide {
+                        value: v,
+                        bits: self.cfg.value_bits,
+                    })
+                } else {
+                    Ok(v | check)
+                }
+            })
+            .collect()
+    }
+
+    /// Set up empty arrays for `capacity` keys with the current seed.
+    fn resize(&mut self, capacity: usize) {
+        let (ma, mb) = self.cfg.sizing.arrays_for(capacity);
+        self.meta.ma = ma;
+        self.meta.mb = mb;
+        self.capacity = self.cfg.sizing.capacity_of(ma, mb).max(capacity);
+        let nv = ma as usize + mb as usize;
+        self.head = vec![NIL; nv];
+        self.mark = vec![0; nv];
+        self.stamp = 0;
+        self.arr = vec![0; nv * self.cols()];
+    }
+
+    #[inline]
+    fn adj_next(&self, e: u32, x: u32) -> (u32, u32) {
+        let ed = &self.edges[e as usize];
+        if x < self.meta.ma {
+            (self.meta.ma + ed.b, ed.next_a)
+        } else {
+            (ed.a, ed.next_b)
+        }
+    }
+
+    fn link(&mut self, e: u32) {
+        let ma = self.meta.ma;
+        let Edge { a, b, .. } = self.edges[e as usize];
+        let xb = (ma + b) as usize;
+        self.edges[e as usize].next_a = self.head[a as usize];
+        self.head[a as usize] = e;
+        self.edges[e as usize].next_b = self.head[xb];
+        self.head[xb] = e;
+    }
+
+    fn unlink(&mut self, e: u32) {
+        let ma = self.meta.ma;
+        let Edge { a, b, .. } = self.edges[e as usize];
+        for x in [a, ma + b] {
+            let mut prev = NIL;
+            let mut cur = self.head[x as usize];
+            while cur != NIL && cur != e {
+                prev = cur;
+                cur = self.adj_next(cur, x).1;
+            }
+            debug_assert_eq!(cur, e, "edge not in its vertex's list");
+            let next = self.adj_next(e, x).1;
+            if prev == NIL {
+                self.head[x as usize] = next;
+            } else if x < ma {
+                self.edges[prev as usize].next_a = next;
+            } else {
+                self.edges[prev as usize].next_b = next;
+            }
+        }
+    }
+
+    /// The edge holding `key`, with its slots `(a, b)` under the current seed.
+    fn find(&self, key: &K) -> Option<u32> {
+        let h = key.hash128(self.meta.seed);
+        let (a, b) = self.meta.slots(h);
+        let (a, b) = (a as u32, b as u32);
+        let mut e = self.head[a as usize];
+        while e != NIL {
+            let ed = &self.edges[e as usize];
+            if ed.b == b && self.keys[e as usize].as_ref() == Some(key) {
+                return Some(e);
+            }
+            e = ed.next_a;
+        }
+        self.stash
+            .iter()
+            .copied()
+            .find(|&e| self.keys[e as usize].as_ref() == Some(key))
+    }
+
+    /// The value of `key` in column 0.
+    pub fn get(&self, key: &K) -> Option<u64> {
+        self.get_column(key, 0)
+    }
+
+    /// The value of `key` in `column`.
+    pub fn get_column(&self, key: &K, column: usize) -> Option<u64> {
+        if column >= self.cols() {
+            return None;
+        }
+        let e = self.find(key)?;
+        Some(self.words[e as usize * self.cols() + column] & mask(self.cfg.value_bits as u32))
+    }
+
+    /// Whether `key` is present.
+    pub fn contains(&self, key: &K) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// All `(key, value of column 0)` pairs, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, u64)> + '_ {
+        let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));
+        self.keys
+            .iter()
+            .enumerate()
+            .filter_map(move |(e, k)| k.as_ref().map(|k| (k, self.words[e * cols] & vmask)))
+    }
+
+    /// All keys with their values in every column.
+    pub fn iter_columns(&self) -> impl Iterator<Item = (&K, Vec<u64>)> + '_ {
+        let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));
+        self.keys.iter().enumerate().filter_map(move |(e, k)| {
+            k.as_ref()
+                .map(|k| (k, self.words[e * cols..(e + 1) * cols].iter().map(|w| w & vmask).collect()))
+        })
+    }
+
+    fn new_ops(&self) -> Vec<Vec<Op>> {
+        vec![Vec::new(); self.cols()]
+    }
+
+    /// Set `arr[x][c] = w`, recording a write if it changes.
+    fn set_slot(&mut self, x: u32, c: usize, w: u64, ops: &mut [Vec<Op>]) {
+        let cols = self.cols();
+        let slot = &mut self.arr[x as usize * cols + c];
+        if *slot != w {
+            *slot = w;
+            let op = if x < self.meta.ma {
+                Op::SetA { index: x, word: w }
+            } else {
+                Op::SetB {
+                    index: x - self.meta.ma,
+                    word: w,
+                }
+            };
+            ops[c].push(op);
+        }
+    }
+
+    fn next_stamp(&mut self) -> u32 {
+        if self.stamp >= u32::MAX - 2 {
+            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.stamp = 0;
+        }
+        self.stamp += 2;
+        self.stamp
+    }
+
+    /// Lock-step search of the trees of `xa` and `xb`, not crossing edge
+    /// `skip`. `None` if they are connected; otherwise the side whose tree
+    /// was exhausted first (the smaller), with its vertices in `qa`/`qb`.
+    fn split_search(&mut self, xa: u32, xb: u32, skip: u32) -> Option<Side> {
+        let sa = self.next_stamp();
+        let sb = sa + 1;
+        let mut qa = std::mem::take(&mut self.qa);
+        let mut qb = std::mem::take(&mut self.qb);
+        qa.clear();
+        qb.clear();
+        qa.push(xa);
+        qb.push(xb);
+        self.mark[xa as usize] = sa;
+        self.mark[xb as usize] = sb;
+        let (mut ia, mut ib) = (0, 0);
+        let result = loop {
+            if ia == qa.len() {
+                break Some(Side::A);
+            }
+            if !self.expand(qa[ia], skip, sa, sb, &mut qa) {
+                break None;
+            }
+            ia += 1;
+            if ib == qb.len() {
+                break Some(Side::B);
+            }
+            if !self.expand(qb[ib], skip, sb, sa, &mut qb) {
+                break None;
+            }
+            ib += 1;
+        };
+        self.qa = qa;
+        self.qb = qb;
+        result
+    }
+
+    /// Push the unvisited neighbours of `x`; false if the other search's
+    /// mark is reached (the two trees are one).
+    #[inline]
+    fn expand(&mut self, x: u32, skip: u32, mine: u32, theirs: u32, q: &mut Vec<u32>) -> bool {
+        let mut e = self.head[x as usize];
+        while e != NIL {
+            let (y, next) = self.adj_next(e, x);
+            if e != skip {
+                let m = self.mark[y as usize];
+                if m == theirs {
+                    return false;
+                }
+                if m != mine {
+                    self.mark[y as usize] = mine;
+                    q.push(y);
+                }
+            }
+            e = next;
+        }
+        true
+    }
+
+    /// XOR column `c` of every vertex of `side`'s search result by `d[c]`.
+    fn flip(&mut self, side: Side, d: &[u64], ops: &mut [Vec<Op>]) {
+        let q = match side {
+            Side::A => std::mem::take(&mut self.qa),
+            Side::B => std::mem::take(&mut self.qb),
+        };
+        let cols = self.cols();
+        for (c, &dc) in d.iter().enumerate() {
+            if dc == 0 {
+                continue;
+            }
+            for &x in &q {
+                let w = self.arr[x as usize * cols + c] ^ dc;
+                self.set_slot(x, c, w, ops);
+            }
+        }
+        match side {
+            Side::A => self.qa = q,
+            Side::B => self.qb = q,
+        }
+    }
+
+    /// Put edge `e` into the graph if it closes no cycle, writing slots so
+    /// its constraint holds. False (nothing changed) if it would close one.
+    fn attach(&mut self, e: u32, ops: &mut [Vec<Op>]) -> bool {
+        let cols = self.cols();
+        let Edge { a, b, .. } = self.edges[e as usize];
+        let (xa, xb) = (a, self.meta.ma + b);
+        let w0 = e as usize * cols;
+        if self.head[xa as usize] == NIL || self.head[xb as usize] == NIL {
+            // One end is isolated: write just that slot.
+            let (free, other) = if self.head[xa as usize] == NIL {
+                (xa, xb)
+            } else {
+                (xb, xa)
+            };
+            for c in 0..cols {
+                let w = self.words[w0 + c] ^ self.arr[other as usize * cols + c];
+                self.set_slot(free, c, w, ops);
+            }
+        } else {
+            let Some(side) = self.split_search(xa, xb, NIL) else {
+                return false;
+            };
+            let d: Vec<u64> = (0..cols)
+                .map(|c| {
+                    self.words[w0 + c]
+                        ^ self.arr[xa as usize * cols + c]
+                        ^ self.arr[xb as usize * cols + c]
+                })
+                .collect();
+            self.flip(side, &d, ops);
+        }
+        self.link(e);
+        true
+    }
+
+    fn stash_put(&mut self, e: u32, ops: &mut [Vec<Op>]) {
+        self.edges[e as usize].next_a = STASHED;
+        self.edges[e as usize].next_b = STASHED;
+        self.stash.push(e);
+        self.push_stash_ops(e, ops);
+    }
+
+    fn push_stash_ops(&self, e: u32, ops: &mut [Vec<Op>]) {
+        let Some(key) = self.keys[e as usize].as_ref() else {
+            return;
+        };
+        let fp = key.hash128(self.meta.seed).0;
+        let vmask = mask(self.cfg.value_bits as u32);
+        for (c, col) in ops.iter_mut().enumerate() {
+            let word = self.words[e as usize * self.cols() + c] & vmask;
+            col.push(Op::StashPut { fp, word });
+        }
+    }
+
+    fn alloc_edge(&mut self, key: K, words: &[u64], a: u32, b: u32) -> u32 {
+        let edge = Edge {
+            a,
+            b,
+            next_a: NIL,
+            next_b: NIL,
+        };
+        let cols = self.cols();
+        match self.free.pop() {
+            Some(e) => {
+                self.keys[e as usize] = Some(key);
+                self.edges[e as usize] = edge;
+                self.words[e as usize * cols..(e as usize + 1) * cols].copy_from_slice(words);
+                e
+            }
+            None => {
+                self.keys.push(Some(key));
+                self.edges.push(edge);
+                self.words.extend_from_slice(words);
+                (self.keys.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Insert a new key with its column-0 value (single-column structures).
+    pub fn insert(&mut self, key: K, value: u64) -> Result<Change, UpdateError> {
+        self.insert_columns(key, &[value])
+    }
+
+    /// Insert a new key with one value per column.
+    pub fn insert_columns(&mut self, key: K, values: &[u64]) -> Result<Change, UpdateError> {
+        let words = self.encode_words(&key, values, self.meta.seed)?;
+        if self.find(&key).is_some() {
+            return Err(UpdateError::DuplicateKey(format!("{key:?}")));
+        }
+        if self.len >= self.capacity {
+            let (a, b) = self.meta.slots(key.hash128(self.meta.seed));
+            let e = self.alloc_edge(key, &words, a as u32, b as u32);
+            self.len += 1;
+            let cap = (self.capacity * 2).max(self.len);
+            self.counters.grow_rebuilds += 1;
+            self.rebuild_or_undo(cap, e)?;
+            return Ok(Change::Rebuilt);
+        }
+        let (a, b) = self.meta.slots(key.hash128(self.meta.seed));
+        let e = self.alloc_edge(key, &words, a as u32, b as u32);
+        self.len += 1;
+        let mut ops = self.new_ops();
+        if !self.attach(e, &mut ops) {
+            self.counters.stashed += 1;
+            if self.stash.len() >= self.cfg.stash_capacity {
+                self.counters.reseed_rebuilds += 1;
+                let cap = self.capacity;
+                self.rebuild_or_undo(cap, e)?;
+                return Ok(Change::Rebuilt);
+            }
+            self.stash_put(e, &mut ops);
+        }
+        self.counters.slot_writes += ops[0].len() as u64;
+        Ok(Change::Writes(ops))
+    }
+
+    /// Rebuild; if no seed works, drop the newest key (the one just added)
+    /// and restore the previous structure so the failed insert changes
+    /// nothing.
+    fn rebuild_or_undo(&mut self, capacity: usize, newest: u32) -> Result<(), UpdateError> {
+        match self.rebuild(capacity, false) {
+            Ok(()) => Ok(()),
+            Err(err) => {
+                self.keys[newest as usize] = None;
+                self.free.push(newest);
+                self.len -= 1;
+                let cap = self.capacity;
+                self.rebuild(cap, false)?;
+                Err(err)
+            }
+        }
+    }
+
+    /// Remove `key`.
+    pub fn remove(&mut self, key: &K) -> Result<Change, UpdateError> {
+        let e = self
+            .find(key)
+            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
+        let mut ops = self.new_ops();
+        if self.edges[e as usize].next_a == STASHED {
+            let fp = key.hash128(self.meta.seed).0;
+            self.stash.retain(|&s| s != e);
+            for col in ops.iter_mut() {
+                col.push(Op::StashDel { fp });
+            }
+        } else {
+            self.unlink(e);
+        }
+        self.keys[e as usize] = None;
+        self.edges[e as usize].a = NIL;
+        self.free.push(e);
+        self.len -= 1;
+        self.retry_stash(&mut ops);
+        self.counters.slot_writes += ops[0].len() as u64;
+        Ok(Change::Writes(ops))
+    }
+
+    /// Move stashed keys back into the graph where they no longer close a
+    /// cycle. Slot writes come before the stash removal.
+    fn retry_stash(&mut self, ops: &mut [Vec<Op>]) {
+        let mut k = 0;
+        while k < self.stash.len() {
+            let e = self.stash[k];
+            if self.attach(e, ops) {
+                self.stash.swap_remove(k);
+                if let Some(key) = self.keys[e as usize].as_ref() {
+                    let fp = key.hash128(self.meta.seed).0;
+                    for col in ops.iter_mut() {
+                        col.push(Op::StashDel { fp });
+                    }
+                }
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// Change the column-0 value of `key` (the paper's alter).
+    pub fn alter(&mut self, key: &K, value: u64) -> Result<Change, UpdateError> {
+        let e = self
+            .find(key)
+            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
+        let mut vals: Vec<u64> = (0..self.cols())
+            .map(|c| self.words[e as usize * self.cols() + c] & mask(self.cfg.value_bits as u32))
+            .collect();
+        vals[0] = value;
+        self.alter_edge(e, key, &vals)
+    }
+
+    /// Change the value of `key` in one column.
+    pub fn alter_column(&mut self, key: &K, column: usize, value: u64) -> Result<Change, UpdateError> {
+        if column >= self.cols() {
+            return Err(UpdateError::Columns {
+                expected: self.cols(),
+                got: column,
+            });
+        }
+        let e = self
+            .find(key)
+            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
+        let mut vals: Vec<u64> = (0..self.cols())
+            .map(|c| self.words[e as usize * self.cols() + c] & mask(self.cfg.value_bits as u32))
+            .collect();
+        vals[column] = value;
+        self.alter_edge(e, key, &vals)
+    }
+
+    /// Change the values of `key` in every column.
+    pub fn alter_columns(&mut self, key: &K, values: &[u64]) -> Result<Change, UpdateError> {
+        let e = self
+            .find(key)
+            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
+        self.alter_edge(e, key, values)
+    }
+
+    fn alter_edge(&mut self, e: u32, key: &K, values: &[u64]) -> Result<Change, UpdateError> {
+        let new = self.encode_words(key, values, self.meta.seed)?;
+        let cols = self.cols();
+        let w0 = e as usize * cols;
+        let d: Vec<u64> = (0..cols).map(|c| new[c] ^ self.words[w0 + c]).collect();
+        self.words[w0..w0 + cols].copy_from_slice(&new);
+        let mut ops = self.new_ops();
+        if self.edges[e as usize].next_a == STASHED {
+            let fp = key.hash128(self.meta.seed).0;
+            let vmask = mask(self.cfg.value_bits as u32);
+            for c in 0..cols {
+                if d[c] != 0 {
+                    ops[c].push(Op::StashPut {
+                        fp,
+                        word: new[c] & vmask,
+                    });
+                }
+            }
+        } else if d.iter().any(|&x| x != 0) {
+            let Edge { a, b, .. } = self.edges[e as usize];
+            let side = self
+                .split_search(a, self.meta.ma + b, e)
+                .unwrap_or(Side::A);
+            self.flip(side, &d, &mut ops);
+        }
+        self.counters.slot_writes += ops[0].len() as u64;
+        Ok(Change::Writes(ops))
+    }
+
+    /// Recompute everything for `capacity` keys with fresh seeds. With
+    /// `check_dups`, duplicate keys are reported instead of stashed.
+    fn rebuild(&mut self, capacity: usize, check_dups: bool) -> Result<(), UpdateError> {
+        let cols = self.cols();
+        let live: Vec<u32> = (0..self.keys.len() as u32)
+            .filter(|&e| self.keys[e as usize].is_some())
+            .collect();
+        let mut dup_checked = !check_dups;
+        for _attempt in 0..MAX_SEEDS {
+            let seed = self.seeds.next().unwrap_or(0);
+            self.meta.seed = seed;
+            self.resize(capacity);
+            // Check fields depend on the seed: re-encode.
+            if self.cfg.check_bits != 0 {
+                let l = self.cfg.value_bits;
+                let vmask = mask(l as u32);
+                for &e in &live {
+                    if let Some(k) = self.keys[e as usize].as_ref() {
+                        let chk = self.meta.check(k.hash128(seed)) << l;
+                        for c in 0..cols {
+                            let w = &mut self.words[e as usize * cols + c];
+                            *w = (*w & vmask) | chk;
+                        }
+                    }
+                }
+            }
+            for &e in &live {
+                if let Some(k) = self.keys[e as usize].as_ref() {
+                    let (a, b) = self.meta.slots(k.hash128(seed));
+                    self.edges[e as usize] = Edge {
+                        a: a as u32,
+                        b: b as u32,
+                        next_a: NIL,
+                        next_b: NIL,
+                    };
+                }
+            }
+            if !dup_checked {
+                // Keys with equal hashes sit on the same edge; only those
+                // can be equal keys.
+                for &e in &live {
+                    let Edge { a, b, .. } = self.edges[e as usize];
+                    let mut f = self.head[a as usize];
+                    while f != NIL {
+                        if self.edges[f as usize].b == b && self.keys[f as usize] == self.keys[e as usize] {
+                            let k = self.keys[e as usize].as_ref();
+                            return Err(UpdateError::DuplicateKey(format!(
+                                "{:?}",
+                                k.ok_or(UpdateError::NoSeedWorks(0))?
+                            )));
+                        }
+                        f = self.edges[f as usize].next_a;
+                    }
+                    self.edges[e as usize].next_a = self.head[a as usize];
+                    self.head[a as usize] = e;
+                }
+                for &e in &live {
+                    let a = self.edges[e as usize].a;
+                    self.head[a as usize] = NIL;
+                    self.edges[e as usize].next_a = NIL;
+                }
+                dup_checked = true;
+            }
+            for &e in &live {
+                self.link(e);
+            }
+            let cycles = self.colour();
+            if cycles.len() <= self.cfg.stash_capacity {
+                self.stash.clear();
+                for e in cycles {
+                    self.unlink(e);
+                    self.edges[e as usize].next_a = STASHED;
+                    self.edges[e as usize].next_b = STASHED;
+                    self.stash.push(e);
+                }
+                self.meta.generation += 1;
+                return Ok(());
+            }
+        }
+        Err(UpdateError::NoSeedWorks(MAX_SEEDS))
+    }
+
+    /// Assign slot words to every tree by a depth-first walk from a root
+    /// set to 0; returns the edges that close cycles (still linked).
+    fn colour(&mut self) -> Vec<u32> {
+        let cols = self.cols();
+        let nv = self.head.len();
+        let mut done = vec![false; self.edges.len()];
+        let mut cycles = Vec::new();
+        let seen = self.next_stamp();
+        let mut stack: Vec<u32> = Vec::new();
+        for root in 0..nv as u32 {
+            if self.head[root as usize] == NIL || self.mark[root as usize] == seen {
+                continue;
+            }
+            self.mark[root as usize] = seen;
+            stack.push(root);
+            while let Some(x) = stack.pop() {
+                let mut e = self.head[x as usize];
+                while e != NIL {
+                    let (y, next) = self.adj_next(e, x);
+                    if !done[e as usize] {
+                        done[e as usize] = true;
+                        if self.mark[y as usize] == seen {
+                            cycles.push(e);
+                        } else {
+                            self.mark[y as usize] = seen;
+                            for c in 0..cols {
+                                self.arr[y as usize * cols + c] = self.arr[x as usize * cols + c]
+                                    ^ self.words[e as usize * cols + c];
+                            }
+                            stack.push(y);
+                        }
+                    }
+                    e = next;
+                }
+            }
+        }
+        cycles
+    }
+
+    /// Build the data-plane structure of `column`.
+    ///
+    /// # Panics
+    /// If `column >= config().columns`.
+    pub fn export(&self, column: usize) -> Query {
+        assert!(column < self.cols(), "column out of range");
+        let (cols, ma) = (self.cols(), self.meta.ma as usize);
+        Query::from_parts(
+            self.meta,
+            |i| self.arr[i * cols + column],
+            |j| self.arr[(ma + j) * cols + column],
+            &self.stash_entries(column),
+        )
+    }
+
+    /// The snapshot bytes of `column` (what [`Self::export`] holds).
+    ///
+    /// # Panics
+    /// If `column >= config().columns`.
+    pub fn snapshot(&self, column: usize) -> Vec<u8> {
+        assert!(column < self.cols(), "column out of range");
+        let (cols, ma) = (self.cols(), self.meta.ma as usize);
+        snapshot::write(
+            self.meta,
+            |i| self.arr[i * cols + column],
+            |j| self.arr[(ma + j) * cols + column],
+            &self.stash_entries(column),
+        )
+    }
+
+    fn stash_entries(&self, column: usize) -> Vec<(u128, u64)> {
+        let vmask = mask(self.cfg.value_bits as u32);
+        self.stash
+            .iter()
+            .filter_map(|&e| {
+                let k = self.keys[e as usize].as_ref()?;
+                Some((
+                    k.hash128(self.meta.seed).0,
+                    self.words[e as usize * self.cols() + column] & vmask,
+                ))
+            })
+            .collect()
+    }
+
+    /// The delta that brings a query structure of `column` from the state
+    /// before the operation that returned `change` to the current state.
+    /// Call it before the next operation.
+    pub fn delta(&self, change: &Change, column: usize) -> Delta {
+        match change {
+            Change::Writes(w) => Delta::Ops {
+                generation: self.meta.generation,
+                ops: w.get(column).cloned().unwrap_or_default(),
+            },
+            Change::Rebuilt => Delta::Snapshot(self.snapshot(column)),
+        }
+    }
+
+    /// Check every invariant (for tests): acyclic graph, each edge's
+    /// constraint in each column, stash contents, lengths.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let cols = self.cols();
+        let mut live = 0;
+        for (e, k) in self.keys.iter().enumerate() {
+            let Some(k) = k else { continue };
+            live += 1;
+            let ed = self.edges[e];
+            let h = k.hash128(self.meta.seed);
+            let (a, b) = self.meta.slots(h);
+            if (a as u32, b as u32) != (ed.a, ed.b) {
+                return Err(format!("edge {e} has stale slots"));
+            }
+            if ed.next_a == STASHED {
+                if !self.stash.contains(&(e as u32)) {
+                    return Err(format!("edge {e} marked stashed but not in stash"));
+                }
+                continue;
+            }
+            for c in 0..cols {
+                let w = self.arr[a * cols + c] ^ self.arr[(self.meta.ma as usize + b) * cols + c];
+                if w != self.words[e * cols + c] {
+                    return Err(format!("edge {e} column {c}: {w:#x} != {:#x}", self.words[e * cols + c]));
+                }
+            }
+        }
+        if live != self.len {
+            return Err(format!("len {} but {live} live keys", self.len));
+        }
+        if self.stash.len() > self.cfg.stash_capacity {
+            return Err("stash over capacity".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,21 @@
+//! Othello hashing and the Concise flat-name FIB.
+//!
+//! See the crate README for the algorithm, memory layout, invariants, update
+//! procedure and threading contract.
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod config;
+pub mod control;
+pub mod delta;
+pub mod error;
+pub mod query;
+mod snapshot;
+pub mod view;
+
+pub use config::{Config, Sizing, MAX_STASH};
+pub use control::{Change, Counters, Othello, Stats};
+pub use delta::{Delta, Op};
+pub use error::{ConfigError, FormatError, UpdateError};
+pub use query::{Query, QueryMeta, MISS, STRIPES};
+pub use view::{MappedQuery, QueryView};

@@ -1,0 +1,605 @@
+//! The data-plane query structure: only what a lookup reads.
+//!
+//! A lookup of key `k` hashes it once (XXH3-128 with the structure's seed),
+//! reduces two 32-bit words of the hash onto `0..ma` and `0..mb`, reads
+//! `A[i]` and `B[j]` and returns `A[i] ^ B[j]`: two memory reads whatever the
+//! key length. Keys whose edge would have closed a cycle in the control
+//! plane's graph live in a small stash (at most [`MAX_STASH`] entries, usually
+//! none) that is consulted first, and only when it is not empty.
+//!
+//! # Concurrency
+//!
+//! Any number of threads may call [`Query::lookup`] and
+//! [`Query::lookup_batch`] while one thread calls [`Query::apply`] (writers
+//! are serialised by an internal mutex). Readers never block and never see a
+//! half-applied delta: slot arrays are guarded by striped sequence locks, an
+//! equivalent of the Concise paper's D1/D2 flip bits (section V.C) that is
+//! immune to the flip bits' ABA problem (two updates between a reader's two
+//! reads of a flip bit cancel out; a counter does not). Stripe `p` of array
+//! A covers every `A[i]` with `i % STRIPES == p`, likewise for B. A writer
+//! makes every stripe it touches odd, fences, writes the slots, and makes the
+//! stripes even again with release stores; a reader reads both stripe
+//! counters (acquire), the two slots, fences, and re-reads the counters,
+//! retrying if either was odd or changed. A reader therefore returns either
+//! the value before or the value after every delta, never a mix.
+//!
+//! The stash has its own sequence lock. Its length is read with acquire
+//! ordering first, so a reader that finds a key gone from the stash also
+//! sees the slot writes that moved the key into the arrays (the control
+//! plane always orders those writes before the stash removal).
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicU16, Ordering};
+use std::sync::Mutex;
+
+use nexthop_hash::{reduce, Hash128, KeyBytes};
+
+use crate::config::{mask, slot_bytes_for, Sizing, MAX_STASH};
+use crate::delta::{Delta, Op};
+use crate::error::FormatError;
+use crate::snapshot;
+
+/// Number of sequence-lock stripes per array (a power of two).
+pub const STRIPES: usize = 1024;
+
+/// Value written by [`Query::lookup_batch`] for a key the check field rejects.
+pub const MISS: u64 = u64::MAX;
+
+/// Everything a lookup needs besides the arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryMeta {
+    /// Bumped by the control plane each time seeds or sizes change.
+    pub generation: u64,
+    /// Hash seed.
+    pub seed: u64,
+    /// Length of array A.
+    pub ma: u32,
+    /// Length of array B.
+    pub mb: u32,
+    /// `l`: value bits.
+    pub value_bits: u8,
+    /// `r`: alien-key check bits (0: off).
+    pub check_bits: u8,
+    /// The sizing rule the arrays were made with (informational).
+    pub sizing: Sizing,
+}
+
+impl QueryMeta {
+    /// Bytes per slot (1, 2, 4 or 8).
+    pub fn slot_bytes(&self) -> usize {
+        slot_bytes_for(self.value_bits as u32 + self.check_bits as u32) as usize
+    }
+
+    /// The two slot indexes of a hash.
+    #[inline(always)]
+    pub fn slots(&self, h: Hash128) -> (usize, usize) {
+        (
+            reduce(h.w0(), self.ma) as usize,
+            reduce(h.w1(), self.mb) as usize,
+        )
+    }
+
+    /// The `r`-bit check field of a hash (0 when `r == 0`).
+    #[inline(always)]
+    pub fn check(&self, h: Hash128) -> u64 {
+        if self.check_bits == 0 {
+            0
+        } else {
+            h.hi() >> (64 - self.check_bits as u32)
+        }
+    }
+
+    /// Turn a slot word into a lookup result.
+    #[inline(always)]
+    fn decode(&self, w: u64, h: Hash128) -> u64 {
+        if self.check_bits != 0 && (w >> self.value_bits) != self.check(h) {
+            MISS
+        } else {
+            w & mask(self.value_bits as u32)
+        }
+    }
+}
+
+trait Word: Copy + Send + Sync + 'static {
+    type Atomic: Send + Sync;
+    fn atomic(v: u64) -> Self::Atomic;
+    fn load(a: &Self::Atomic) -> u64;
+    fn store(a: &Self::Atomic, v: u64);
+}
+
+macro_rules! word {
+    ($t:ty, $a:ty) => {
+        impl Word for $t {
+            type Atomic = $a;
+            #[inline(always)]
+            fn atomic(v: u64) -> $a {
+                <$a>::new(v as $t)
+            }
+            #[inline(always)]
+            fn load(a: &$a) -> u64 {
+                a.load(Ordering::Relaxed) as u64
+            }
+            #[inline(always)]
+            fn store(a: &$a, v: u64) {
+                a.store(v as $t, Ordering::Relaxed)
+            }
+        }
+    };
+}
+word!(u8, AtomicU8);
+word!(u16, AtomicU16);
+word!(u32, AtomicU32);
+word!(u64, AtomicU64);
+
+struct Slots<W: Word> {
+    a: Box<[W::Atomic]>,
+    b: Box<[W::Atomic]>,
+}
+
+impl<W: Word> Slots<W> {
+    fn load_a(&self, i: usize) -> u64 {
+        W::load(&self.a[i])
+    }
+
+    fn load_b(&self, j: usize) -> u64 {
+        W::load(&self.b[j])
+    }
+
+    fn from_fn(ma: usize, mb: usize, a: impl Fn(usize) -> u64, b: impl Fn(usize) -> u64) -> Self {
+        Slots {
+            a: (0..ma).map(|i| W::atomic(a(i))).collect(),
+            b: (0..mb).map(|j| W::atomic(b(j))).collect(),
+        }
+    }
+}
+
+enum Storage {
+    W8(Slots<u8>),
+    W16(Slots<u16>),
+    W32(Slots<u32>),
+    W64(Slots<u64>),
+}
+
+macro_rules! with_slots {
+    ($st:expr, $s:ident => $body:expr) => {
+        match $st {
+            Storage::W8($s) => $body,
+            Storage::W16($s) => $body,
+            Storage::W32($s) => $body,
+            Storage::W64($s) => $body,
+        }
+    };
+}
+
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: 1. _mm_prefetch is a hint: it never faults and never reads into
+    // the program's view of memory, whatever address it is given.
+    // 2. SSE is part of the x86_64 baseline, so the intrinsic is available.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+struct StashEntry {
+    lo: AtomicU64,
+    hi: AtomicU64,
+    word: AtomicU64,
+}
+
+struct Stash {
+    seq: AtomicU32,
+    len: AtomicU32,
+    entries: Box<[StashEntry]>,
+}
+
+impl Stash {
+    fn new(entries: &[(u128, u64)]) -> Stash {
+        let e: Box<[StashEntry]> = (0..MAX_STASH)
+            .map(|k| {
+                let (fp, w) = entries.get(k).copied().unwrap_or((0, 0));
+                StashEntry {
+                    lo: AtomicU64::new(fp as u64),
+                    hi: AtomicU64::new((fp >> 64) as u64),
+                    word: AtomicU64::new(w),
+                }
+            })
+            .collect();
+        Stash {
+            seq: AtomicU32::new(0),
+            len: AtomicU32::new(entries.len().min(MAX_STASH) as u32),
+            entries: e,
+        }
+    }
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Acquire) == 0
+    }
+
+    /// Reader: the stashed word for `fp`, if present.
+    fn get(&self, fp: u128) -> Option<u64> {
+        let (lo, hi) = (fp as u64, (fp >> 64) as u64);
+        loop {
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 == 0 {
+                let n = (self.len.load(Ordering::Relaxed) as usize).min(MAX_STASH);
+                let mut found = None;
+                for e in &self.entries[..n] {
+                    if e.lo.load(Ordering::Relaxed) == lo && e.hi.load(Ordering::Relaxed) == hi {
+                        found = Some(e.word.load(Ordering::Relaxed));
+                        break;
+                    }
+                }
+                fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == s1 {
+                    return found;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn find(&self, fp: u128) -> Option<usize> {
+        let n = self.len.load(Ordering::Relaxed) as usize;
+        (0..n).find(|&k| {
+            let e = &self.entries[k];
+            e.lo.load(Ordering::Relaxed) == fp as u64
+                && e.hi.load(Ordering::Relaxed) == (fp >> 64) as u64
+        })
+    }
+
+    /// Writer only (under the writer lock).
+    fn put(&self, fp: u128, word: u64) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        let n = self.len.load(Ordering::Relaxed) as usize;
+        match self.find(fp) {
+            Some(k) => self.entries[k].word.store(word, Ordering::Relaxed),
+            None => {
+                let e = &self.entries[n];
+                e.lo.store(fp as u64, Ordering::Relaxed);
+                e.hi.store((fp >> 64) as u64, Ordering::Relaxed);
+                e.word.store(word, Ordering::Relaxed);
+                self.len.store(n as u32 + 1, Ordering::Release);
+            }
+        }
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Writer only (under the writer lock).
+    fn del(&self, fp: u128) {
+        let Some(k) = self.find(fp) else { return };
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        let n = self.len.load(Ordering::Relaxed) as usize;
+        let last = &self.entries[n - 1];
+        let (lo, hi, w) = (
+            last.lo.load(Ordering::Relaxed),
+            last.hi.load(Ordering::Relaxed),
+            last.word.load(Ordering::Relaxed),
+        );
+        let e = &self.entries[k];
+        e.lo.store(lo, Ordering::Relaxed);
+        e.hi.store(hi, Ordering::Relaxed);
+        e.word.store(w, Ordering::Relaxed);
+        self.len.store(n as u32 - 1, Ordering::Release);
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    fn entries(&self) -> Vec<(u128, u64)> {
+        let n = self.len.load(Ordering::Acquire) as usize;
+        self.entries[..n]
+            .iter()
+            .map(|e| {
+                let fp = (e.hi.load(Ordering::Relaxed) as u128) << 64
+                    | e.lo.load(Ordering::Relaxed) as u128;
+                (fp, e.word.load(Ordering::Relaxed))
+            })
+            .collect()
+    }
+}
+
+/// The data-plane half of an Othello: seeds, sizes, two slot arrays and
+/// the stash. Lookups are lock-free; deltas are applied in place.
+pub struct Query {
+    meta: QueryMeta,
+    storage: Storage,
+    seq_a: Box<[AtomicU32]>,
+    seq_b: Box<[AtomicU32]>,
+    stash: Stash,
+    writer: Mutex<()>,
+}
+
+impl std::fmt::Debug for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("meta", &self.meta)
+            .field("stash_len", &self.stash.len.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+const STRIPE_MASK: usize = STRIPES - 1;
+
+impl Query {
+    /// Build from slot-word functions (used by the control plane's export).
+    pub(crate) fn from_parts(
+        meta: QueryMeta,
+        a: impl Fn(usize) -> u64,
+        b: impl Fn(usize) -> u64,
+        stash: &[(u128, u64)],
+    ) -> Query {
+        let (ma, mb) = (meta.ma as usize, meta.mb as usize);
+        let storage = match meta.slot_bytes() {
+            1 => Storage::W8(Slots::from_fn(ma, mb, a, b)),
+            2 => Storage::W16(Slots::from_fn(ma, mb, a, b)),
+            4 => Storage::W32(Slots::from_fn(ma, mb, a, b)),
+            _ => Storage::W64(Slots::from_fn(ma, mb, a, b)),
+        };
+        Query {
+            meta,
+            storage,
+            seq_a: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
+            seq_b: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
+            stash: Stash::new(stash),
+            writer: Mutex::new(()),
+        }
+    }
+
+    /// Load (copy) a snapshot produced by [`Query::to_snapshot`] or
+    /// [`Othello::snapshot`](crate::Othello::snapshot).
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Query, FormatError> {
+        let lay = snapshot::parse(bytes)?;
+        let sb = lay.slot_bytes;
+        let stash: Vec<(u128, u64)> = snapshot::stash_entries(bytes, &lay).collect();
+        Ok(Query::from_parts(
+            lay.meta,
+            |i| snapshot::slot(bytes, lay.a_off, sb, i),
+            |j| snapshot::slot(bytes, lay.b_off, sb, j),
+            &stash,
+        ))
+    }
+
+    /// Serialise to the snapshot format. Consistent if no writer runs
+    /// concurrently (the writer lock is taken).
+    pub fn to_snapshot(&self) -> Vec<u8> {
+        let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        with_slots!(&self.storage, s => snapshot::write(
+            self.meta,
+            |i| s.load_a(i),
+            |j| s.load_b(j),
+            &self.stash.entries(),
+        ))
+    }
+
+    /// Sizes, seed, widths and generation.
+    pub fn meta(&self) -> &QueryMeta {
+        &self.meta
+    }
+
+    /// Entries currently in the stash.
+    pub fn stash_len(&self) -> usize {
+        self.stash.len.load(Ordering::Relaxed) as usize
+    }
+
+    /// Bytes a lookup may touch: both arrays plus the stash.
+    pub fn memory_bytes(&self) -> usize {
+        (self.meta.ma as usize + self.meta.mb as usize) * self.meta.slot_bytes()
+            + self.stash_len() * snapshot::STASH_ENTRY
+    }
+
+    /// Look up one key: its value, or `None` when the check field (if any)
+    /// says the key is alien. Without a check field an alien key gets an
+    /// arbitrary value (the paper's behaviour).
+    #[inline]
+    pub fn lookup<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
+        let h = key.hash128(self.meta.seed);
+        let w = self.lookup_hash(h);
+        (w != MISS).then_some(w)
+    }
+
+    #[inline(always)]
+    fn lookup_hash(&self, h: Hash128) -> u64 {
+        if !self.stash.is_empty() {
+            if let Some(v) = self.stash.get(h.0) {
+                return v;
+            }
+        }
+        let (i, j) = self.meta.slots(h);
+        let w = with_slots!(&self.storage, s => self.read_pair(s, i, j));
+        self.meta.decode(w, h)
+    }
+
+    #[inline(always)]
+    fn read_pair<W: Word>(&self, s: &Slots<W>, i: usize, j: usize) -> u64 {
+        let sa = &self.seq_a[i & STRIPE_MASK];
+        let sb = &self.seq_b[j & STRIPE_MASK];
+        loop {
+            let s1a = sa.load(Ordering::Acquire);
+            let s1b = sb.load(Ordering::Acquire);
+            if (s1a | s1b) & 1 == 0 {
+                let w = W::load(&s.a[i]) ^ W::load(&s.b[j]);
+                fence(Ordering::Acquire);
+                if sa.load(Ordering::Relaxed) == s1a && sb.load(Ordering::Relaxed) == s1b {
+                    return w;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Look up many keys, hiding memory latency: the keys of each group of
+    /// 16 are hashed and both of their slots prefetched before any is read.
+    /// `out[i]` receives the value of `keys[i]`, or [`MISS`] when the check
+    /// field rejects it. Returns the number of hits.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `keys`.
+    pub fn lookup_batch<K: KeyBytes>(&self, keys: &[K], out: &mut [u64]) -> usize {
+        assert!(out.len() >= keys.len(), "output shorter than keys");
+        with_slots!(&self.storage, s => self.batch_in(s, keys, out))
+    }
+
+    fn batch_in<W: Word, K: KeyBytes>(&self, s: &Slots<W>, keys: &[K], out: &mut [u64]) -> usize {
+        const G: usize = 16;
+        let mut hits = 0;
+        let mut hs = [Hash128(0); G];
+        let mut ij = [(0usize, 0usize); G];
+        for (kc, oc) in keys.chunks(G).zip(out.chunks_mut(G)) {
+            for (n, k) in kc.iter().enumerate() {
+                let h = k.hash128(self.meta.seed);
+                let (i, j) = self.meta.slots(h);
+                prefetch(&s.a[i]);
+                prefetch(&s.b[j]);
+                hs[n] = h;
+                ij[n] = (i, j);
+            }
+            let stash = !self.stash.is_empty();
+            for n in 0..kc.len() {
+                let h = hs[n];
+                let w = match stash.then(|| self.stash.get(h.0)).flatten() {
+                    Some(v) => v,
+                    None => self.meta.decode(self.read_pair(s, ij[n].0, ij[n].1), h),
+                };
+                hits += (w != MISS) as usize;
+                oc[n] = w;
+            }
+        }
+        hits
+    }
+
+    /// Apply a delta. `Delta::Ops` must be for this structure's generation;
+    /// every op is validated before anything is written, so a bad delta
+    /// leaves the structure unchanged. A `Delta::Snapshot` cannot be applied
+    /// in place (the arrays change size): load it with
+    /// [`Query::from_snapshot`] and swap the structure.
+    pub fn apply(&self, delta: &Delta) -> Result<(), FormatError> {
+        match delta {
+            Delta::Ops { generation, ops } => self.apply_ops(*generation, ops),
+            Delta::Snapshot(_) => Err(FormatError::Malformed(
+                "a snapshot delta replaces the structure; load it with Query::from_snapshot",
+            )),
+        }
+    }
+
+    /// Apply slot writes for `generation` (see [`Query::apply`]).
+    pub fn apply_ops(&self, generation: u64, ops: &[Op]) -> Result<(), FormatError> {
+        let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if generation != self.meta.generation {
+            return Err(FormatError::Generation {
+                delta: generation,
+                current: self.meta.generation,
+            });
+        }
+        self.validate(ops)?;
+        with_slots!(&self.storage, s => self.write_ops(s, ops));
+        Ok(())
+    }
+
+    fn validate(&self, ops: &[Op]) -> Result<(), FormatError> {
+        let word_mask = mask(self.meta.value_bits as u32 + self.meta.check_bits as u32);
+        let vmask = mask(self.meta.value_bits as u32);
+        let mut stash: Vec<u128> = self.stash.entries().into_iter().map(|e| e.0).collect();
+        for op in ops {
+            match *op {
+                Op::SetA { index, word } | Op::SetB { index, word } => {
+                    let len = if matches!(op, Op::SetA { .. }) {
+                        self.meta.ma
+                    } else {
+                        self.meta.mb
+                    };
+                    if index >= len {
+                        return Err(FormatError::IndexOutOfRange {
+                            index: index as u64,
+                            len,
+                        });
+                    }
+                    if word & !word_mask != 0 {
+                        return Err(FormatError::Malformed("slot word wider than l + r bits"));
+                    }
+                }
+                Op::StashPut { fp, word } => {
+                    if word & !vmask != 0 {
+                        return Err(FormatError::Malformed("stash value wider than l bits"));
+                    }
+                    if !stash.contains(&fp) {
+                        if stash.len() == MAX_STASH {
+                            return Err(FormatError::StashFull(MAX_STASH));
+                        }
+                        stash.push(fp);
+                    }
+                }
+                Op::StashDel { fp } => stash.retain(|&x| x != fp),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_ops<W: Word>(&self, s: &Slots<W>, ops: &[Op]) {
+        let mut start = 0;
+        while start < ops.len() {
+            let end = ops[start..]
+                .iter()
+                .position(|o| matches!(o, Op::StashPut { .. } | Op::StashDel { .. }))
+                .map_or(ops.len(), |p| start + p);
+            if end > start {
+                self.write_slots(s, &ops[start..end]);
+            }
+            if let Some(op) = ops.get(end) {
+                match *op {
+                    Op::StashPut { fp, word } => self.stash.put(fp, word),
+                    Op::StashDel { fp } => self.stash.del(fp),
+                    _ => unreachable!("segment ends at a stash op"),
+                }
+            }
+            start = end + 1;
+        }
+    }
+
+    /// Write a run of slot ops under the stripe sequence locks.
+    fn write_slots<W: Word>(&self, s: &Slots<W>, ops: &[Op]) {
+        let mut touched_a = [0u64; STRIPES / 64];
+        let mut touched_b = [0u64; STRIPES / 64];
+        for op in ops {
+            if let Op::SetA { index, .. } | Op::SetB { index, .. } = *op {
+                let p = index as usize & STRIPE_MASK;
+                let t = if matches!(op, Op::SetA { .. }) {
+                    &mut touched_a
+                } else {
+                    &mut touched_b
+                };
+                t[p / 64] |= 1 << (p % 64);
+            }
+        }
+        let stripes = |t: &[u64; STRIPES / 64], seq: &'_ [AtomicU32], f: &dyn Fn(&AtomicU32)| {
+            for (wi, &word) in t.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let p = wi * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    f(&seq[p]);
+                }
+            }
+        };
+        let open = |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        stripes(&touched_a, &self.seq_a, &open);
+        stripes(&touched_b, &self.seq_b, &open);
+        fence(Ordering::Release);
+        for op in ops {
+            match *op {
+                Op::SetA { index, word } => W::store(&s.a[index as usize], word),
+                Op::SetB { index, word } => W::store(&s.b[index as usize], word),
+                _ => {}
+            }
+        }
+        let close = |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        stripes(&touched_a, &self.seq_a, &close);
+        stripes(&touched_b, &self.seq_b, &close);
+    }
+}
+

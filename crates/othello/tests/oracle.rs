@@ -1,0 +1,349 @@
+//! Differential tests of the Othello control and query structures against a
+//! HashMap oracle, with deltas applied to a live query structure.
+
+use std::collections::HashMap;
+
+use nexthop_othello::{Change, Config, Delta, Othello, Query, Sizing};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Apply a change to a query structure the way a data plane would.
+fn follow(q: &mut Query, o: &Othello<u64>, change: &Change, column: usize) {
+    match o.delta(change, column) {
+        Delta::Snapshot(bytes) => *q = Query::from_snapshot(&bytes).expect("own snapshot loads"),
+        d => {
+            // Round-trip through the wire form too.
+            let d = Delta::decode(&d.encode()).expect("own delta decodes");
+            q.apply(&d).expect("own delta applies");
+        }
+    }
+}
+
+fn check_all(q: &Query, o: &Othello<u64>, oracle: &HashMap<u64, u64>) {
+    for (k, v) in oracle {
+        assert_eq!(o.get(k), Some(*v), "control get {k}");
+        assert_eq!(q.lookup(k), Some(*v), "query lookup {k}");
+    }
+    assert_eq!(o.len(), oracle.len());
+    o.check_invariants().expect("invariants");
+}
+
+/// Run `ops` random operations; returns (rebuilds, stash peak).
+fn random_run(cfg: Config, capacity: usize, ops: usize, key_space: u64, seed: u64) -> (u64, usize) {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut o: Othello<u64> = Othello::with_capacity(cfg, capacity).unwrap();
+    let mut q = o.export(0);
+    let mut oracle = HashMap::new();
+    let vmask = cfg.value_mask();
+    let mut peak = 0;
+    for step in 0..ops {
+        let k = rng.gen_range(0..key_space);
+        let v = rng.gen::<u64>() & vmask;
+        let change = match rng.gen_range(0..10) {
+            0..=4 => match o.insert(k, v) {
+                Ok(c) => {
+                    assert!(oracle.insert(k, v).is_none(), "insert of present key accepted");
+                    c
+                }
+                Err(_) => {
+                    assert!(oracle.contains_key(&k), "insert of new key refused");
+                    continue;
+                }
+            },
+            5..=7 => match o.remove(&k) {
+                Ok(c) => {
+                    assert!(oracle.remove(&k).is_some());
+                    c
+                }
+                Err(_) => {
+                    assert!(!oracle.contains_key(&k));
+                    continue;
+                }
+            },
+            _ => match o.alter(&k, v) {
+                Ok(c) => {
+                    assert!(oracle.insert(k, v).is_some());
+                    c
+                }
+                Err(_) => {
+                    assert!(!oracle.contains_key(&k));
+                    continue;
+                }
+            },
+        };
+        follow(&mut q, &o, &change, 0);
+        peak = peak.max(o.stats().stash_len);
+        if step % 997 == 0 {
+            check_all(&q, &o, &oracle);
+            assert_eq!(q.to_snapshot(), o.snapshot(0), "delta-updated != fresh export at step {step}");
+        }
+    }
+    check_all(&q, &o, &oracle);
+    assert_eq!(q.to_snapshot(), o.snapshot(0));
+    let c = o.stats().counters;
+    (c.grow_rebuilds + c.reseed_rebuilds, peak)
+}
+
+#[test]
+fn random_operations_match_hashmap_pow2() {
+    random_run(Config::default(), 0, 60_000, 20_000, 1);
+}
+
+#[test]
+fn random_operations_match_hashmap_tight_with_check_bits() {
+    let cfg = Config {
+        sizing: Sizing::Tight,
+        value_bits: 5,
+        check_bits: 9,
+        ..Config::default()
+    };
+    random_run(cfg, 5_000, 60_000, 8_000, 2);
+}
+
+#[test]
+fn growth_from_empty_rebuilds_and_stays_exact() {
+    let (rebuilds, _) = random_run(Config::with_value_bits(17), 0, 30_000, 1 << 40, 3);
+    assert!(rebuilds >= 5, "growth from 16 to ~15k keys must rebuild, got {rebuilds}");
+}
+
+#[test]
+fn tiny_stash_forces_reseeds_and_stays_exact() {
+    // Tight arrays nearly full with a stash of 0: cycles force reseeding.
+    let cfg = Config {
+        sizing: Sizing::Tight,
+        stash_capacity: 0,
+        ..Config::default()
+    };
+    let mut o: Othello<u64> = Othello::with_capacity(cfg, 2000).unwrap();
+    let mut q = o.export(0);
+    let mut oracle = HashMap::new();
+    for k in 0..2000u64 {
+        let c = o.insert(k, k & 0xff).unwrap();
+        follow(&mut q, &o, &c, 0);
+        oracle.insert(k, k & 0xff);
+    }
+    check_all(&q, &o, &oracle);
+    assert!(o.stats().counters.reseed_rebuilds > 0, "expected a reseed at full tight load");
+}
+
+#[test]
+fn stash_absorbs_cycles_without_rebuild() {
+    let cfg = Config {
+        sizing: Sizing::Tight,
+        stash_capacity: 64,
+        ..Config::default()
+    };
+    let mut o: Othello<u64> = Othello::with_capacity(cfg, 50_000).unwrap();
+    let gen = o.meta().generation;
+    let mut q = o.export(0);
+    let mut oracle = HashMap::new();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+    while oracle.len() < 50_000 {
+        let k: u64 = rng.gen();
+        if oracle.contains_key(&k) {
+            continue;
+        }
+        let c = o.insert(k, k & 0xff).unwrap();
+        assert!(!c.is_rebuild());
+        follow(&mut q, &o, &c, 0);
+        oracle.insert(k, k & 0xff);
+    }
+    assert_eq!(o.meta().generation, gen);
+    assert!(o.stats().counters.stashed > 0 || o.stats().stash_len == 0);
+    check_all(&q, &o, &oracle);
+    // Deleting everything drains the stash.
+    let keys: Vec<u64> = oracle.keys().copied().collect();
+    for k in keys {
+        let c = o.remove(&k).unwrap();
+        follow(&mut q, &o, &c, 0);
+    }
+    assert_eq!(o.stats().stash_len, 0);
+    assert_eq!(q.stash_len(), 0);
+}
+
+#[test]
+fn bulk_build_equals_lookups_and_rejects_duplicates() {
+    let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 7919, k % 200)).collect();
+    let o = Othello::build(Config::default(), pairs.clone()).unwrap();
+    let q = o.export(0);
+    for (k, v) in &pairs {
+        assert_eq!(q.lookup(k), Some(*v));
+    }
+    let mut dup = pairs.clone();
+    dup.push((7919 * 5, 1));
+    match Othello::build(Config::default(), dup) {
+        Err(nexthop_othello::UpdateError::DuplicateKey(k)) => assert_eq!(k, "39595"),
+        other => panic!("expected duplicate error, got {other:?}"),
+    }
+}
+
+#[test]
+fn batch_lookup_equals_single_lookup() {
+    let cfg = Config {
+        value_bits: 12,
+        check_bits: 8,
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k, (k * 31) & 0xfff)).collect();
+    let o = Othello::build(cfg, pairs).unwrap();
+    let q = o.export(0);
+    let keys: Vec<u64> = (0..20_000u64).collect();
+    let mut out = vec![0; keys.len()];
+    let hits = q.lookup_batch(&keys, &mut out);
+    let mut single_hits = 0;
+    for (k, &o) in keys.iter().zip(&out) {
+        let s = q.lookup(k);
+        assert_eq!(s.unwrap_or(nexthop_othello::MISS), o);
+        single_hits += s.is_some() as usize;
+    }
+    assert_eq!(hits, single_hits);
+}
+
+#[test]
+fn alien_keys_miss_at_about_two_to_minus_r() {
+    for r in [4u8, 8] {
+        let cfg = Config {
+            value_bits: 8,
+            check_bits: r,
+            ..Config::default()
+        };
+        let n = 50_000u64;
+        let o = Othello::build(cfg, (0..n).map(|k| (k, k & 0xff))).unwrap();
+        let q = o.export(0);
+        let trials = 400_000u64;
+        let fp = (n..n + trials).filter(|k| q.lookup(k).is_some()).count() as f64 / trials as f64;
+        let expect = 1.0 / (1u64 << r) as f64;
+        assert!(fp > expect * 0.7 && fp < expect * 1.3, "r={r}: fpr {fp} vs {expect}");
+        for k in 0..n {
+            assert_eq!(q.lookup(&k), Some(k & 0xff));
+        }
+    }
+}
+
+#[test]
+fn shared_graph_serves_several_columns() {
+    let cfg = Config {
+        columns: 3,
+        value_bits: 4,
+        ..Config::default()
+    };
+    let rows = (0..5000u64).map(|k| (k, vec![k & 0xf, (k >> 4) & 0xf, (k >> 8) & 0xf]));
+    let mut o = Othello::build_columns(cfg, rows).unwrap();
+    let mut qs: Vec<Query> = (0..3).map(|c| o.export(c)).collect();
+    assert!(qs.iter().all(|q| q.meta().seed == qs[0].meta().seed));
+    for k in 5000..6000u64 {
+        let c = o.insert_columns(k, &[1, 2, 3]).unwrap();
+        for (col, q) in qs.iter_mut().enumerate() {
+            match o.delta(&c, col) {
+                Delta::Snapshot(b) => *q = Query::from_snapshot(&b).unwrap(),
+                d => q.apply(&d).unwrap(),
+            }
+        }
+    }
+    let c = o.alter_column(&7, 2, 9).unwrap();
+    for (col, q) in qs.iter_mut().enumerate() {
+        q.apply(&o.delta(&c, col)).unwrap();
+    }
+    o.check_invariants().unwrap();
+    for k in 0..6000u64 {
+        let want = o.get_columns_for_test(k);
+        for (c, q) in qs.iter().enumerate() {
+            assert_eq!(q.lookup(&k), Some(want[c]), "key {k} column {c}");
+        }
+        assert_eq!(qs[0].to_snapshot(), o.snapshot(0));
+    }
+}
+
+trait ColumnsForTest {
+    fn get_columns_for_test(&self, k: u64) -> Vec<u64>;
+}
+impl ColumnsForTest for Othello<u64> {
+    fn get_columns_for_test(&self, k: u64) -> Vec<u64> {
+        (0..self.config().columns)
+            .map(|c| self.get_column(&k, c).unwrap())
+            .collect()
+    }
+}
+
+#[test]
+fn every_value_width_round_trips() {
+    for l in [1u8, 3, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64] {
+        let cfg = Config::with_value_bits(l);
+        let m = cfg.value_mask();
+        let pairs: Vec<(u64, u64)> = (0..3000u64)
+            .map(|k| (k, k.wrapping_mul(0x9E37_79B9_7F4A_7C15) & m))
+            .collect();
+        let mut o = Othello::build(cfg, pairs.clone()).unwrap();
+        let mut q = o.export(0);
+        for (k, v) in &pairs {
+            assert_eq!(q.lookup(k), Some(*v), "l={l}");
+        }
+        let c = o.alter(&5, m).unwrap();
+        follow(&mut q, &o, &c, 0);
+        assert_eq!(q.lookup(&5u64), Some(m));
+        let c = o.insert(1 << 40, m).unwrap();
+        follow(&mut q, &o, &c, 0);
+        assert_eq!(q.lookup(&(1u64 << 40)), Some(m));
+        if l < 64 {
+            assert!(o.insert(1 << 41, m + 1).is_err(), "l={l}: too-wide value accepted");
+        }
+    }
+}
+
+#[test]
+fn values_wider_than_l_are_refused_without_change() {
+    let mut o: Othello<u64> = Othello::new(Config::with_value_bits(4)).unwrap();
+    o.insert(1, 3).unwrap();
+    assert!(o.insert(2, 16).is_err());
+    assert!(o.alter(&1, 99).is_err());
+    assert_eq!(o.get(&1), Some(3));
+    assert_eq!(o.len(), 1);
+}
+
+#[test]
+fn byte_string_and_array_keys_work() {
+    let keys: Vec<Vec<u8>> = (0..2000).map(|i| format!("/name/{i}/x").into_bytes()).collect();
+    let o = Othello::build(Config::default(), keys.iter().cloned().zip(0..).map(|(k, i)| (k, i % 256))).unwrap();
+    let q = o.export(0);
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(q.lookup(k.as_slice()), Some(i as u64 % 256));
+    }
+    let macs: Vec<[u8; 6]> = (0..2000u32).map(|i| { let b = i.to_be_bytes(); [2, 0, b[0], b[1], b[2], b[3]] }).collect();
+    let o = Othello::build(Config::default(), macs.iter().map(|m| (*m, m[5] as u64))).unwrap();
+    let q = o.export(0);
+    for m in &macs {
+        assert_eq!(q.lookup(m), Some(m[5] as u64));
+    }
+}
+
+#[test]
+fn inserts_write_few_slots_on_average() {
+    let cfg = Config {
+        sizing: Sizing::Tight,
+        ..Config::default()
+    };
+    let n = 100_000;
+    let mut o: Othello<u64> = Othello::with_capacity(cfg, n).unwrap();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+    for _ in 0..n {
+        let _ = o.insert(rng.gen(), rng.gen::<u64>() & 0xff);
+    }
+    let per = o.stats().counters.slot_writes as f64 / n as f64;
+    assert!(per <= 1.5, "{per} slot writes per insert");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn any_operation_sequence_matches_oracle(seed in any::<u64>(), l in 1u8..=40, r in 0u8..=12, tight in any::<bool>()) {
+        let cfg = Config {
+            value_bits: l,
+            check_bits: r,
+            sizing: if tight { Sizing::Tight } else { Sizing::PowerOfTwo },
+            stash_capacity: (seed % 5) as usize,
+            ..Config::default()
+        };
+        random_run(cfg, (seed % 300) as usize, 3_000, 600, seed);
+    }
+}

@@ -1,0 +1,21 @@
+//! Test and benchmark support for nexthop (not published).
+//!
+//! * [`keys`]: seeded key generators: the Othello/Concise LFSR query stream,
+//!   uniform and distinct integers, Zipf popularity, and realistic MACs,
+//!   IPv4/IPv6 hosts, 5-tuples and names, plus [`keys::gen_bytes`] to get any
+//!   of them as canonical bytes by [`keys::KeyKind`] name.
+//! * [`cuckoo`]: a bucketed (2,4) cuckoo hash table after CuckooSwitch, the
+//!   baseline that benchmarks run beside nexthop's structures.
+//!
+//! Everything is deterministic from an explicit `u64` seed: a test that fails
+//! can be rerun with the seed it printed.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod cuckoo;
+pub mod keys;
+
+pub use cuckoo::{CuckooError, CuckooTable};
+pub use keys::{
+    distinct_u64, five_tuples, gen_bytes, ipv4s, ipv6s, macs, strings, uniform_u64, zipf_indices,
+    FiveTuple, KeyKind, Lfsr64, ParseKeyKindError, Zipf, ZipfError,
+};
