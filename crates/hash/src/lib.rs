@@ -74,6 +74,11 @@ impl SeedSequence {
     pub fn new(start: u64) -> Self {
         SeedSequence(start)
     }
+
+    /// The current state; `SeedSequence::new(s.state())` continues `s`.
+    pub fn state(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Iterator for SeedSequence {

@@ -980,3 +980,118 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         Ok(())
     }
 }
+
+impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
+    /// Serialise the whole control state (see [`crate::persist`]).
+    pub fn save(&self) -> Vec<u8> {
+        use crate::persist::{finish, write_header, write_key, Header};
+        let cols = self.cols();
+        let mut out = Vec::with_capacity(64 + self.len * (16 + 8 * cols) + self.arr.len() * 8);
+        let c = self.counters;
+        write_header(
+            &mut out,
+            &Header {
+                cfg: &self.cfg,
+                seed_state: self.seeds.state(),
+                generation: self.meta.generation,
+                seed: self.meta.seed,
+                ma: self.meta.ma,
+                mb: self.meta.mb,
+                capacity: self.capacity,
+                len: self.len,
+                counters: [c.grow_rebuilds, c.reseed_rebuilds, c.stashed, c.slot_writes],
+            },
+        );
+        for (e, k) in self.keys.iter().enumerate() {
+            if let Some(k) = k {
+                let stashed = self.edges[e].next_a == STASHED;
+                write_key(&mut out, k, stashed, &self.words[e * cols..(e + 1) * cols]);
+            }
+        }
+        for w in &self.arr {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        finish(&mut out);
+        out
+    }
+
+    /// Load a control state written by [`Self::save`]. The graph is rebuilt
+    /// from the keys and checked (acyclic, every constraint holds, widths,
+    /// stash size), so a damaged or forged file is an error, never a
+    /// structure that answers wrongly.
+    pub fn load(bytes: &[u8]) -> Result<Self, crate::error::FormatError> {
+        use crate::error::FormatError as E;
+        let saved = crate::persist::read::<K>(bytes)?;
+        let mut o = Self::with_capacity(saved.cfg, 0).map_err(|_| E::Malformed("configuration"))?;
+        let cols = o.cols();
+        o.seeds = SeedSequence::new(saved.seed_state);
+        o.meta.generation = saved.generation;
+        o.meta.seed = saved.seed;
+        o.meta.ma = saved.ma;
+        o.meta.mb = saved.mb;
+        o.capacity = saved.capacity;
+        let nv = saved.ma as usize + saved.mb as usize;
+        o.head = vec![NIL; nv];
+        o.mark = vec![0; nv];
+        let word_mask = mask(o.cfg.word_bits());
+        if saved.arr.iter().any(|&w| w & !word_mask != 0) {
+            return Err(E::Malformed("slot word wider than l + r bits"));
+        }
+        o.arr = saved.arr;
+        let [g, r, s, w] = saved.counters;
+        o.counters = Counters {
+            grow_rebuilds: g,
+            reseed_rebuilds: r,
+            stashed: s,
+            slot_writes: w,
+        };
+        // Union-find over vertices proves the graph acyclic.
+        let mut parent: Vec<u32> = (0..nv as u32).collect();
+        fn root(p: &mut [u32], mut x: u32) -> u32 {
+            while p[x as usize] != x {
+                p[x as usize] = p[p[x as usize] as usize];
+                x = p[x as usize];
+            }
+            x
+        }
+        for (k, stashed, words) in saved.keys {
+            let h = k.hash128(o.meta.seed);
+            let check = o.meta.check(h) << o.cfg.value_bits;
+            let vmask = mask(o.cfg.value_bits as u32);
+            if words.iter().any(|&w| w & !word_mask != 0 || w & !vmask != check) {
+                return Err(E::Malformed("key word does not match the configuration"));
+            }
+            if o.find(&k).is_some() {
+                return Err(E::Malformed("duplicate key"));
+            }
+            let (a, b) = o.meta.slots(h);
+            let e = o.alloc_edge(k, &words, a as u32, b as u32);
+            o.len += 1;
+            if stashed {
+                if o.stash.len() >= o.cfg.stash_capacity {
+                    return Err(E::Malformed("stash over capacity"));
+                }
+                o.edges[e as usize].next_a = STASHED;
+                o.edges[e as usize].next_b = STASHED;
+                o.stash.push(e);
+                continue;
+            }
+            let (xa, xb) = (a as u32, o.meta.ma + b as u32);
+            let (ra, rb) = (root(&mut parent, xa), root(&mut parent, xb));
+            if ra == rb {
+                return Err(E::Malformed("graph has a cycle"));
+            }
+            parent[ra as usize] = rb;
+            for (c, &w) in words.iter().enumerate() {
+                if o.arr[xa as usize * cols + c] ^ o.arr[xb as usize * cols + c] != w {
+                    return Err(E::Malformed("slot words do not encode a key's value"));
+                }
+            }
+            o.link(e);
+        }
+        if o.capacity < o.len || o.capacity > 1 << 32 {
+            return Err(E::Malformed("capacity"));
+        }
+        Ok(o)
+    }
+}

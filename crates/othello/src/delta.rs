@@ -24,6 +24,7 @@
 //! checksum; [`Query::apply`](crate::Query::apply) then checks every index
 //! against the arrays and the generation before writing anything.
 
+use crate::codec::{put_varint, Reader};
 use crate::error::FormatError;
 
 /// One slot write.
@@ -153,7 +154,8 @@ impl Delta {
         if nexthop_hash::hash64(body, 0) as u32 != want {
             return Err(FormatError::Checksum("delta"));
         }
-        let mut r = Reader { buf: body, pos: 5 };
+        let mut r = Reader::new(body);
+        r.take(5)?;
         let delta = match body[4] {
             KIND_OPS => {
                 let generation = r.u64()?;
@@ -204,77 +206,6 @@ impl Delta {
             return Err(FormatError::TrailingData(r.remaining()));
         }
         Ok(delta)
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// A bounds-checked cursor over untrusted bytes.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
-        match end {
-            Some(end) => {
-                let s = &self.buf[self.pos..end];
-                self.pos = end;
-                Ok(s)
-            }
-            None => Err(FormatError::Truncated {
-                needed: self.pos.saturating_add(n),
-                got: self.buf.len(),
-            }),
-        }
-    }
-
-    fn u8(&mut self) -> Result<u8, FormatError> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u64(&mut self) -> Result<u64, FormatError> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
-    }
-
-    fn u128(&mut self) -> Result<u128, FormatError> {
-        let b = self.take(16)?;
-        let mut a = [0u8; 16];
-        a.copy_from_slice(b);
-        Ok(u128::from_le_bytes(a))
-    }
-
-    fn varint(&mut self) -> Result<u64, FormatError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let b = self.u8()?;
-            if i == 9 && b > 1 {
-                return Err(FormatError::Malformed("varint overflows 64 bits"));
-            }
-            v |= ((b & 0x7f) as u64) << (7 * i);
-            if b & 0x80 == 0 {
-                if b == 0 && i > 0 {
-                    return Err(FormatError::Malformed("overlong varint"));
-                }
-                return Ok(v);
-            }
-        }
-        Err(FormatError::Malformed("varint longer than 10 bytes"))
     }
 }
 
@@ -357,15 +288,9 @@ mod tests {
 
     #[test]
     fn overlong_varint_is_rejected() {
-        let mut r = Reader {
-            buf: &[0x80, 0x00],
-            pos: 0,
-        };
+        let mut r = Reader::new(&[0x80, 0x00]);
         assert!(r.varint().is_err());
-        let mut r = Reader {
-            buf: &[0xff; 11],
-            pos: 0,
-        };
+        let mut r = Reader::new(&[0xff; 11]);
         assert!(r.varint().is_err());
     }
 }

@@ -5,10 +5,13 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod codec;
 pub mod config;
 pub mod control;
 pub mod delta;
 pub mod error;
+pub mod fib;
+pub mod persist;
 pub mod query;
 mod snapshot;
 pub mod view;
@@ -17,5 +20,6 @@ pub use config::{Config, Sizing, MAX_STASH};
 pub use control::{Change, Counters, Othello, Stats};
 pub use delta::{Delta, Op};
 pub use error::{ConfigError, FormatError, UpdateError};
+pub use persist::StoredKey;
 pub use query::{Query, QueryMeta, MISS, STRIPES};
 pub use view::{MappedQuery, QueryView};

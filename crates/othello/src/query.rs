@@ -42,6 +42,9 @@ use crate::snapshot;
 pub const STRIPES: usize = 1024;
 
 /// Value written by [`Query::lookup_batch`] for a key the check field rejects.
+/// Misses only exist when `check_bits > 0`, and then `value_bits < 64`, so
+/// `MISS` is never a stored value; with `value_bits == 64` every lookup hits
+/// and `u64::MAX` is an ordinary value.
 pub const MISS: u64 = u64::MAX;
 
 /// Everything a lookup needs besides the arrays.
@@ -88,13 +91,14 @@ impl QueryMeta {
         }
     }
 
-    /// Turn a slot word into a lookup result.
+    /// Turn a slot word into a lookup result (`None`: the check field says
+    /// the key is alien).
     #[inline(always)]
-    fn decode(&self, w: u64, h: Hash128) -> u64 {
+    pub(crate) fn decode(&self, w: u64, h: Hash128) -> Option<u64> {
         if self.check_bits != 0 && (w >> self.value_bits) != self.check(h) {
-            MISS
+            None
         } else {
-            w & mask(self.value_bits as u32)
+            Some(w & mask(self.value_bits as u32))
         }
     }
 }
@@ -399,15 +403,14 @@ impl Query {
     #[inline]
     pub fn lookup<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
         let h = key.hash128(self.meta.seed);
-        let w = self.lookup_hash(h);
-        (w != MISS).then_some(w)
+        self.lookup_hash(h)
     }
 
     #[inline(always)]
-    fn lookup_hash(&self, h: Hash128) -> u64 {
+    fn lookup_hash(&self, h: Hash128) -> Option<u64> {
         if !self.stash.is_empty() {
             if let Some(v) = self.stash.get(h.0) {
-                return v;
+                return Some(v);
             }
         }
         let (i, j) = self.meta.slots(h);
@@ -462,12 +465,12 @@ impl Query {
             let stash = !self.stash.is_empty();
             for n in 0..kc.len() {
                 let h = hs[n];
-                let w = match stash.then(|| self.stash.get(h.0)).flatten() {
-                    Some(v) => v,
+                let r = match stash.then(|| self.stash.get(h.0)).flatten() {
+                    Some(v) => Some(v),
                     None => self.meta.decode(self.read_pair(s, ij[n].0, ij[n].1), h),
                 };
-                hits += (w != MISS) as usize;
-                oc[n] = w;
+                hits += r.is_some() as usize;
+                oc[n] = r.unwrap_or(MISS);
             }
         }
         hits

@@ -89,10 +89,7 @@ impl<'a> QueryView<'a> {
             Arrays::W32(a, b) => u32::from_le(a[i] ^ b[j]) as u64,
             Arrays::W64(a, b) => u64::from_le(a[i] ^ b[j]),
         };
-        if self.meta.check_bits != 0 && (w >> self.meta.value_bits) != self.meta.check(h) {
-            return None;
-        }
-        Some(w & crate::config::mask(self.meta.value_bits as u32))
+        self.meta.decode(w, h)
     }
 
     /// Look up many keys; `out[i]` gets the value or [`MISS`]. Returns hits.
@@ -100,8 +97,9 @@ impl<'a> QueryView<'a> {
         assert!(out.len() >= keys.len(), "output shorter than keys");
         let mut hits = 0;
         for (k, o) in keys.iter().zip(out.iter_mut()) {
-            *o = self.lookup(k).unwrap_or(MISS);
-            hits += (*o != MISS) as usize;
+            let r = self.lookup(k);
+            *o = r.unwrap_or(MISS);
+            hits += r.is_some() as usize;
         }
         hits
     }

@@ -190,11 +190,16 @@ fn batch_lookup_equals_single_lookup() {
     let q = o.export(0);
     let keys: Vec<u64> = (0..20_000u64).collect();
     let mut out = vec![0; keys.len()];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snap");
+    std::fs::write(&path, o.snapshot(0)).unwrap();
+    let o2 = nexthop_othello::MappedQuery::open(&path).unwrap();
     let hits = q.lookup_batch(&keys, &mut out);
     let mut single_hits = 0;
     for (k, &o) in keys.iter().zip(&out) {
         let s = q.lookup(k);
         assert_eq!(s.unwrap_or(nexthop_othello::MISS), o);
+        assert_eq!(o2.view().lookup(k), s);
         single_hits += s.is_some() as usize;
     }
     assert_eq!(hits, single_hits);
@@ -346,4 +351,54 @@ proptest! {
         };
         random_run(cfg, (seed % 300) as usize, 3_000, 600, seed);
     }
+}
+
+#[test]
+fn control_state_round_trips_and_continues_identically() {
+    let cfg = Config {
+        check_bits: 6,
+        stash_capacity: 8,
+        sizing: Sizing::Tight,
+        ..Config::default()
+    };
+    let mut o: Othello<u64> = Othello::with_capacity(cfg, 4000).unwrap();
+    for k in 0..4000u64 {
+        o.insert(k * 3, k & 0xff).unwrap();
+    }
+    for k in 0..500u64 {
+        o.remove(&(k * 6)).unwrap();
+    }
+    let bytes = o.save();
+    let mut l: Othello<u64> = Othello::load(&bytes).unwrap();
+    l.check_invariants().unwrap();
+    assert_eq!(l.snapshot(0), o.snapshot(0));
+    assert_eq!(l.len(), o.len());
+    // Both continue with the same deltas.
+    for k in (1u64 << 40)..(1u64 << 40) + 500 {
+        let a = o.insert(k, 1).unwrap();
+        let b = l.insert(k, 1).unwrap();
+        let sorted = |c: &Change| {
+            let mut w = c.writes(0).to_vec();
+            w.sort_by_key(|op| format!("{op:?}"));
+            w
+        };
+        assert_eq!(sorted(&a), sorted(&b));
+    }
+    assert_eq!(l.snapshot(0), o.snapshot(0));
+}
+
+#[test]
+fn damaged_control_state_is_refused() {
+    let o = Othello::build(Config::default(), (0..300u64).map(|k| (k, k & 0xff))).unwrap();
+    let bytes = o.save();
+    for n in [0, 7, 8, 20, bytes.len() / 2, bytes.len() - 1] {
+        assert!(Othello::<u64>::load(&bytes[..n]).is_err(), "prefix {n} accepted");
+    }
+    for i in (0..bytes.len()).step_by(13) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x10;
+        assert!(Othello::<u64>::load(&b).is_err(), "flip at {i} accepted");
+    }
+    // Wrong key type: u64 keys are 8 bytes, not 6.
+    assert!(Othello::<[u8; 6]>::load(&bytes).is_err());
 }

@@ -1,0 +1,1 @@
+//! The Concise flat-name FIB (being written).
