@@ -208,6 +208,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Layout, FormatError> {
     if nexthop_hash::hash64(&bytes[HEADER_LEN..], 0) != le_u64(bytes, 80) {
         return Err(FormatError::Checksum("snapshot payload"));
     }
+    let pad_a = lay.a_off + meta.ma as usize * lay.slot_bytes..lay.b_off;
+    let pad_b = lay.b_off + meta.mb as usize * lay.slot_bytes..lay.stash_off;
+    if bytes[pad_a].iter().chain(&bytes[pad_b]).any(|&b| b != 0) {
+        return Err(FormatError::Malformed("nonzero padding"));
+    }
     if bytes[88..120].iter().any(|&b| b != 0) {
         return Err(FormatError::Malformed("reserved header bytes"));
     }

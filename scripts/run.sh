@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up, build, and run nexthop's main job on its built-in default dataset.
+# Extra arguments go to `nexthop demo` (try --help).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release -p nexthop-cli
+exec ./target/release/nexthop demo "$@"

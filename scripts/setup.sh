@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what nexthop needs to build and test on a Debian machine.
+# Idempotent: skips what is already there. Run as root or with sudo available.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
+
+need_pkgs=()
+for p in build-essential pkg-config ca-certificates curl; do
+    dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
+done
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+    echo "setup: installing ${need_pkgs[*]}"
+    $APT update -qq
+    DEBIAN_FRONTEND=noninteractive $APT install -y -qq "${need_pkgs[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: installing the Rust toolchain with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+for c in clippy rustfmt; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$c"; then
+        rustup component add "$c" 2>/dev/null || echo "setup: could not add $c (continuing)"
+    fi
+done
+echo "setup: $(cargo --version)"

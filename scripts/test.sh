@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up and run nexthop's whole test suite (formatting, lints, all tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --release -- -D warnings
+echo "== cargo test"
+cargo test --workspace --release
