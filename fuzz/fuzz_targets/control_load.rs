@@ -6,9 +6,11 @@ use nexthop_othello::Othello;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(o) = Othello::<u64>::load(data) {
-        o.check_invariants().expect("loaded structure is consistent");
+        o.check_invariants()
+            .expect("loaded structure is consistent");
     }
     if let Ok(o) = Othello::<Vec<u8>>::load(data) {
-        o.check_invariants().expect("loaded structure is consistent");
+        o.check_invariants()
+            .expect("loaded structure is consistent");
     }
 });

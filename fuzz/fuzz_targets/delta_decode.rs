@@ -12,6 +12,10 @@ fuzz_target!(|data: &[u8]| {
     let q = o.export(0);
     let before = q.to_snapshot();
     if q.apply(&d).is_err() {
-        assert_eq!(q.to_snapshot(), before, "failed apply changed the structure");
+        assert_eq!(
+            q.to_snapshot(),
+            before,
+            "failed apply changed the structure"
+        );
     }
 });

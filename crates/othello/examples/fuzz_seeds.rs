@@ -4,7 +4,11 @@
 use nexthop_othello::{Config, Delta, Op, Othello, Sizing};
 
 fn main() -> std::io::Result<()> {
-    let dir = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "fuzz/seeds".into()));
+    let dir = std::path::PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "fuzz/seeds".into()),
+    );
     for t in ["snapshot_decode", "delta_decode", "control_load"] {
         std::fs::create_dir_all(dir.join(t))?;
     }
@@ -18,11 +22,15 @@ fn main() -> std::io::Result<()> {
         },
     ];
     for (i, cfg) in cfgs.iter().enumerate() {
-        let mut o: Othello<u64> = Othello::with_capacity(*cfg, 40).map_err(std::io::Error::other)?;
+        let mut o: Othello<u64> =
+            Othello::with_capacity(*cfg, 40).map_err(std::io::Error::other)?;
         for k in 0..40u64 {
             let c = o.insert(k, k & 0xff).map_err(std::io::Error::other)?;
             if k % 10 == 0 {
-                std::fs::write(dir.join(format!("delta_decode/insert-{i}-{k}")), o.delta(&c, 0).encode())?;
+                std::fs::write(
+                    dir.join(format!("delta_decode/insert-{i}-{k}")),
+                    o.delta(&c, 0).encode(),
+                )?;
             }
         }
         std::fs::write(dir.join(format!("snapshot_decode/snap-{i}")), o.snapshot(0))?;

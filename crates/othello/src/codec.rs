@@ -83,4 +83,3 @@ impl<'a> Reader<'a> {
         Err(FormatError::Malformed("varint longer than 10 bytes"))
     }
 }
-

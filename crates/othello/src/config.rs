@@ -19,10 +19,16 @@ impl Sizing {
     pub fn arrays_for(self, n: usize) -> (u32, u32) {
         let n = n.max(1) as u64;
         let (ma, mb) = match self {
-            Sizing::PowerOfTwo => ((n * 133).div_ceil(100).next_power_of_two(), n.next_power_of_two()),
+            Sizing::PowerOfTwo => (
+                (n * 133).div_ceil(100).next_power_of_two(),
+                n.next_power_of_two(),
+            ),
             Sizing::Tight => ((n * 4).div_ceil(3), n),
         };
-        (ma.min(u32::MAX as u64) as u32, mb.min(u32::MAX as u64) as u32)
+        (
+            ma.min(u32::MAX as u64) as u32,
+            mb.min(u32::MAX as u64) as u32,
+        )
     }
 
     /// The number of keys the arrays `(ma, mb)` are meant to hold.

@@ -196,7 +196,10 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Build from `(key, value)` pairs (one column). Duplicate keys are an
     /// error naming the key.
-    pub fn build(cfg: Config, pairs: impl IntoIterator<Item = (K, u64)>) -> Result<Self, UpdateError> {
+    pub fn build(
+        cfg: Config,
+        pairs: impl IntoIterator<Item = (K, u64)>,
+    ) -> Result<Self, UpdateError> {
         Self::build_columns(cfg, pairs.into_iter().map(|(k, v)| (k, vec![v])))
     }
 
@@ -406,8 +409,15 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     pub fn iter_columns(&self) -> impl Iterator<Item = (&K, Vec<u64>)> + '_ {
         let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));
         self.keys.iter().enumerate().filter_map(move |(e, k)| {
-            k.as_ref()
-                .map(|k| (k, self.words[e * cols..(e + 1) * cols].iter().map(|w| w & vmask).collect()))
+            k.as_ref().map(|k| {
+                (
+                    k,
+                    self.words[e * cols..(e + 1) * cols]
+                        .iter()
+                        .map(|w| w & vmask)
+                        .collect(),
+                )
+            })
         })
     }
 
@@ -712,7 +722,12 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     }
 
     /// Change the value of `key` in one column.
-    pub fn alter_column(&mut self, key: &K, column: usize, value: u64) -> Result<Change, UpdateError> {
+    pub fn alter_column(
+        &mut self,
+        key: &K,
+        column: usize,
+        value: u64,
+    ) -> Result<Change, UpdateError> {
         if column >= self.cols() {
             return Err(UpdateError::Columns {
                 expected: self.cols(),
@@ -757,9 +772,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             }
         } else if d.iter().any(|&x| x != 0) {
             let Edge { a, b, .. } = self.edges[e as usize];
-            let side = self
-                .split_search(a, self.meta.ma + b, e)
-                .unwrap_or(Side::A);
+            let side = self.split_search(a, self.meta.ma + b, e).unwrap_or(Side::A);
             self.flip(side, &d, &mut ops);
         }
         self.counters.slot_writes += ops[0].len() as u64;
@@ -810,7 +823,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     let Edge { a, b, .. } = self.edges[e as usize];
                     let mut f = self.head[a as usize];
                     while f != NIL {
-                        if self.edges[f as usize].b == b && self.keys[f as usize] == self.keys[e as usize] {
+                        if self.edges[f as usize].b == b
+                            && self.keys[f as usize] == self.keys[e as usize]
+                        {
                             let k = self.keys[e as usize].as_ref();
                             return Err(UpdateError::DuplicateKey(format!(
                                 "{:?}",
@@ -967,7 +982,10 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             for c in 0..cols {
                 let w = self.arr[a * cols + c] ^ self.arr[(self.meta.ma as usize + b) * cols + c];
                 if w != self.words[e * cols + c] {
-                    return Err(format!("edge {e} column {c}: {w:#x} != {:#x}", self.words[e * cols + c]));
+                    return Err(format!(
+                        "edge {e} column {c}: {w:#x} != {:#x}",
+                        self.words[e * cols + c]
+                    ));
                 }
             }
         }
@@ -1058,7 +1076,10 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
             let h = k.hash128(o.meta.seed);
             let check = o.meta.check(h) << o.cfg.value_bits;
             let vmask = mask(o.cfg.value_bits as u32);
-            if words.iter().any(|&w| w & !word_mask != 0 || w & !vmask != check) {
+            if words
+                .iter()
+                .any(|&w| w & !word_mask != 0 || w & !vmask != check)
+            {
                 return Err(E::Malformed("key word does not match the configuration"));
             }
             if o.find(&k).is_some() {

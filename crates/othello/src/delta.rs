@@ -217,7 +217,10 @@ mod tests {
         Delta::Ops {
             generation: 7,
             ops: vec![
-                Op::SetA { index: 3, word: 0x55 },
+                Op::SetA {
+                    index: 3,
+                    word: 0x55,
+                },
                 Op::SetB {
                     index: 1 << 30,
                     word: u64::MAX,

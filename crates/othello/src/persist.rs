@@ -207,8 +207,9 @@ pub(crate) fn read<K: StoredKey>(bytes: &[u8]) -> Result<Saved<K>, FormatError> 
                 got: r.remaining(),
             });
         }
-        let k = K::from_stored(r.take(kl as usize)?)
-            .ok_or(FormatError::Malformed("key bytes of the wrong form for the key type"))?;
+        let k = K::from_stored(r.take(kl as usize)?).ok_or(FormatError::Malformed(
+            "key bytes of the wrong form for the key type",
+        ))?;
         let stashed = match r.u8()? {
             0 => false,
             1 => true,

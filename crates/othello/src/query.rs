@@ -28,7 +28,7 @@
 //! sees the slot writes that moved the key into the arrays (the control
 //! plane always orders those writes before the stash removal).
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicU16, Ordering};
+use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use nexthop_hash::{reduce, Hash128, KeyBytes};
@@ -589,7 +589,8 @@ impl Query {
                 }
             }
         };
-        let open = |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        let open =
+            |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         stripes(&touched_a, &self.seq_a, &open);
         stripes(&touched_b, &self.seq_b, &open);
         fence(Ordering::Release);
@@ -600,9 +601,9 @@ impl Query {
                 _ => {}
             }
         }
-        let close = |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        let close =
+            |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
         stripes(&touched_a, &self.seq_a, &close);
         stripes(&touched_b, &self.seq_b, &close);
     }
 }
-

@@ -237,7 +237,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Layout, FormatError> {
             return Err(FormatError::Malformed("stash value wider than l bits"));
         }
         if prev.is_some_and(|p| p >= fp) {
-            return Err(FormatError::Malformed("stash entries not sorted and unique"));
+            return Err(FormatError::Malformed(
+                "stash entries not sorted and unique",
+            ));
         }
         prev = Some(fp);
     }

@@ -29,7 +29,8 @@ fn readers_never_see_a_third_value_during_updates() {
         stash_capacity: 64,
         ..Config::default()
     };
-    let mut o: Othello<u64> = Othello::with_capacity(cfg, (STABLE + TOGGLED + 4_000) as usize).unwrap();
+    let mut o: Othello<u64> =
+        Othello::with_capacity(cfg, (STABLE + TOGGLED + 4_000) as usize).unwrap();
     for k in 0..STABLE {
         o.insert(k, stable_value(k)).unwrap();
     }

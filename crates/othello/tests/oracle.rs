@@ -43,7 +43,10 @@ fn random_run(cfg: Config, capacity: usize, ops: usize, key_space: u64, seed: u6
         let change = match rng.gen_range(0..10) {
             0..=4 => match o.insert(k, v) {
                 Ok(c) => {
-                    assert!(oracle.insert(k, v).is_none(), "insert of present key accepted");
+                    assert!(
+                        oracle.insert(k, v).is_none(),
+                        "insert of present key accepted"
+                    );
                     c
                 }
                 Err(_) => {
@@ -76,7 +79,11 @@ fn random_run(cfg: Config, capacity: usize, ops: usize, key_space: u64, seed: u6
         peak = peak.max(o.stats().stash_len);
         if step % 997 == 0 {
             check_all(&q, &o, &oracle);
-            assert_eq!(q.to_snapshot(), o.snapshot(0), "delta-updated != fresh export at step {step}");
+            assert_eq!(
+                q.to_snapshot(),
+                o.snapshot(0),
+                "delta-updated != fresh export at step {step}"
+            );
         }
     }
     check_all(&q, &o, &oracle);
@@ -104,7 +111,10 @@ fn random_operations_match_hashmap_tight_with_check_bits() {
 #[test]
 fn growth_from_empty_rebuilds_and_stays_exact() {
     let (rebuilds, _) = random_run(Config::with_value_bits(17), 0, 30_000, 1 << 40, 3);
-    assert!(rebuilds >= 5, "growth from 16 to ~15k keys must rebuild, got {rebuilds}");
+    assert!(
+        rebuilds >= 5,
+        "growth from 16 to ~15k keys must rebuild, got {rebuilds}"
+    );
 }
 
 #[test]
@@ -124,7 +134,10 @@ fn tiny_stash_forces_reseeds_and_stays_exact() {
         oracle.insert(k, k & 0xff);
     }
     check_all(&q, &o, &oracle);
-    assert!(o.stats().counters.reseed_rebuilds > 0, "expected a reseed at full tight load");
+    assert!(
+        o.stats().counters.reseed_rebuilds > 0,
+        "expected a reseed at full tight load"
+    );
 }
 
 #[test]
@@ -219,7 +232,10 @@ fn alien_keys_miss_at_about_two_to_minus_r() {
         let trials = 400_000u64;
         let fp = (n..n + trials).filter(|k| q.lookup(k).is_some()).count() as f64 / trials as f64;
         let expect = 1.0 / (1u64 << r) as f64;
-        assert!(fp > expect * 0.7 && fp < expect * 1.3, "r={r}: fpr {fp} vs {expect}");
+        assert!(
+            fp > expect * 0.7 && fp < expect * 1.3,
+            "r={r}: fpr {fp} vs {expect}"
+        );
         for k in 0..n {
             assert_eq!(q.lookup(&k), Some(k & 0xff));
         }
@@ -291,7 +307,10 @@ fn every_value_width_round_trips() {
         follow(&mut q, &o, &c, 0);
         assert_eq!(q.lookup(&(1u64 << 40)), Some(m));
         if l < 64 {
-            assert!(o.insert(1 << 41, m + 1).is_err(), "l={l}: too-wide value accepted");
+            assert!(
+                o.insert(1 << 41, m + 1).is_err(),
+                "l={l}: too-wide value accepted"
+            );
         }
     }
 }
@@ -308,13 +327,24 @@ fn values_wider_than_l_are_refused_without_change() {
 
 #[test]
 fn byte_string_and_array_keys_work() {
-    let keys: Vec<Vec<u8>> = (0..2000).map(|i| format!("/name/{i}/x").into_bytes()).collect();
-    let o = Othello::build(Config::default(), keys.iter().cloned().zip(0..).map(|(k, i)| (k, i % 256))).unwrap();
+    let keys: Vec<Vec<u8>> = (0..2000)
+        .map(|i| format!("/name/{i}/x").into_bytes())
+        .collect();
+    let o = Othello::build(
+        Config::default(),
+        keys.iter().cloned().zip(0..).map(|(k, i)| (k, i % 256)),
+    )
+    .unwrap();
     let q = o.export(0);
     for (i, k) in keys.iter().enumerate() {
         assert_eq!(q.lookup(k.as_slice()), Some(i as u64 % 256));
     }
-    let macs: Vec<[u8; 6]> = (0..2000u32).map(|i| { let b = i.to_be_bytes(); [2, 0, b[0], b[1], b[2], b[3]] }).collect();
+    let macs: Vec<[u8; 6]> = (0..2000u32)
+        .map(|i| {
+            let b = i.to_be_bytes();
+            [2, 0, b[0], b[1], b[2], b[3]]
+        })
+        .collect();
     let o = Othello::build(Config::default(), macs.iter().map(|m| (*m, m[5] as u64))).unwrap();
     let q = o.export(0);
     for m in &macs {
@@ -392,7 +422,10 @@ fn damaged_control_state_is_refused() {
     let o = Othello::build(Config::default(), (0..300u64).map(|k| (k, k & 0xff))).unwrap();
     let bytes = o.save();
     for n in [0, 7, 8, 20, bytes.len() / 2, bytes.len() - 1] {
-        assert!(Othello::<u64>::load(&bytes[..n]).is_err(), "prefix {n} accepted");
+        assert!(
+            Othello::<u64>::load(&bytes[..n]).is_err(),
+            "prefix {n} accepted"
+        );
     }
     for i in (0..bytes.len()).step_by(13) {
         let mut b = bytes.clone();
