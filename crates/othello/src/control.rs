@@ -26,7 +26,7 @@
 
 use std::fmt::Debug;
 
-use nexthop_hash::{KeyBytes, SeedSequence};
+use nexthop_hash::{Hash128, KeyBytes, SeedSequence};
 
 use crate::config::{mask, Config};
 use crate::delta::{Delta, Op};
@@ -216,7 +216,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         o.keys.reserve(lo);
         o.words.reserve(lo * cols);
         for (k, vals) in rows {
-            let w = o.encode_words(&k, &vals, o.meta.seed)?;
+            let w = o.encode_words(k.hash128(o.meta.seed), &vals)?;
             o.keys.push(Some(k));
             o.words.extend_from_slice(&w);
         }
@@ -276,7 +276,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
     }
 
-    fn encode_words(&self, key: &K, vals: &[u64], seed: u64) -> Result<Vec<u64>, UpdateError> {
+    fn encode_words(&self, h: Hash128, vals: &[u64]) -> Result<Vec<u64>, UpdateError> {
         if vals.len() != self.cols() {
             return Err(UpdateError::Columns {
                 expected: self.cols(),
@@ -287,7 +287,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let check = if self.cfg.check_bits == 0 {
             0
         } else {
-            self.meta.check(key.hash128(seed)) << self.cfg.value_bits
+            self.meta.check(h) << self.cfg.value_bits
         };
         vals.iter()
             .map(|&v| {
@@ -360,7 +360,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// The edge holding `key`, with its slots `(a, b)` under the current seed.
     fn find(&self, key: &K) -> Option<u32> {
-        let h = key.hash128(self.meta.seed);
+        self.find_hashed(key, key.hash128(self.meta.seed))
+    }
+
+    /// [`Self::find`] with the key's hash already computed.
+    fn find_hashed(&self, key: &K, h: Hash128) -> Option<u32> {
         let (a, b) = self.meta.slots(h);
         let (a, b) = (a as u32, b as u32);
         let mut e = self.head[a as usize];
@@ -617,12 +621,13 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Insert a new key with one value per column.
     pub fn insert_columns(&mut self, key: K, values: &[u64]) -> Result<Change, UpdateError> {
-        let words = self.encode_words(&key, values, self.meta.seed)?;
-        if self.find(&key).is_some() {
+        let h = key.hash128(self.meta.seed);
+        let words = self.encode_words(h, values)?;
+        if self.find_hashed(&key, h).is_some() {
             return Err(UpdateError::DuplicateKey(format!("{key:?}")));
         }
+        let (a, b) = self.meta.slots(h);
         if self.len >= self.capacity {
-            let (a, b) = self.meta.slots(key.hash128(self.meta.seed));
             let e = self.alloc_edge(key, &words, a as u32, b as u32);
             self.len += 1;
             let cap = (self.capacity * 2).max(self.len);
@@ -630,7 +635,6 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             self.rebuild_or_undo(cap, e)?;
             return Ok(Change::Rebuilt);
         }
-        let (a, b) = self.meta.slots(key.hash128(self.meta.seed));
         let e = self.alloc_edge(key, &words, a as u32, b as u32);
         self.len += 1;
         let mut ops = self.new_ops();
@@ -753,7 +757,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     }
 
     fn alter_edge(&mut self, e: u32, key: &K, values: &[u64]) -> Result<Change, UpdateError> {
-        let new = self.encode_words(key, values, self.meta.seed)?;
+        let new = self.encode_words(key.hash128(self.meta.seed), values)?;
         let cols = self.cols();
         let w0 = e as usize * cols;
         let d: Vec<u64> = (0..cols).map(|c| new[c] ^ self.words[w0 + c]).collect();
@@ -786,65 +790,45 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let live: Vec<u32> = (0..self.keys.len() as u32)
             .filter(|&e| self.keys[e as usize].is_some())
             .collect();
-        let mut dup_checked = !check_dups;
         for _attempt in 0..MAX_SEEDS {
             let seed = self.seeds.next().unwrap_or(0);
             self.meta.seed = seed;
             self.resize(capacity);
-            // Check fields depend on the seed: re-encode.
-            if self.cfg.check_bits != 0 {
-                let l = self.cfg.value_bits;
-                let vmask = mask(l as u32);
-                for &e in &live {
-                    if let Some(k) = self.keys[e as usize].as_ref() {
-                        let chk = self.meta.check(k.hash128(seed)) << l;
-                        for c in 0..cols {
-                            let w = &mut self.words[e as usize * cols + c];
-                            *w = (*w & vmask) | chk;
-                        }
+            // One pass: hash each key once, re-encode its check field (it
+            // depends on the seed), check for a duplicate on the same edge
+            // (only keys with equal hashes can be equal), and link it.
+            let l = self.cfg.value_bits;
+            let vmask = mask(l as u32);
+            for &e in &live {
+                let Some(k) = self.keys[e as usize].as_ref() else {
+                    continue;
+                };
+                let h = k.hash128(seed);
+                if self.cfg.check_bits != 0 {
+                    let chk = self.meta.check(h) << l;
+                    for w in &mut self.words[e as usize * cols..(e as usize + 1) * cols] {
+                        *w = (*w & vmask) | chk;
                     }
                 }
-            }
-            for &e in &live {
-                if let Some(k) = self.keys[e as usize].as_ref() {
-                    let (a, b) = self.meta.slots(k.hash128(seed));
-                    self.edges[e as usize] = Edge {
-                        a: a as u32,
-                        b: b as u32,
-                        next_a: NIL,
-                        next_b: NIL,
-                    };
-                }
-            }
-            if !dup_checked {
-                // Keys with equal hashes sit on the same edge; only those
-                // can be equal keys.
-                for &e in &live {
-                    let Edge { a, b, .. } = self.edges[e as usize];
+                let (a, b) = self.meta.slots(h);
+                let (a, b) = (a as u32, b as u32);
+                if check_dups {
                     let mut f = self.head[a as usize];
                     while f != NIL {
                         if self.edges[f as usize].b == b
-                            && self.keys[f as usize] == self.keys[e as usize]
+                            && self.keys[f as usize].as_ref() == Some(k)
                         {
-                            let k = self.keys[e as usize].as_ref();
-                            return Err(UpdateError::DuplicateKey(format!(
-                                "{:?}",
-                                k.ok_or(UpdateError::NoSeedWorks(0))?
-                            )));
+                            return Err(UpdateError::DuplicateKey(format!("{k:?}")));
                         }
                         f = self.edges[f as usize].next_a;
                     }
-                    self.edges[e as usize].next_a = self.head[a as usize];
-                    self.head[a as usize] = e;
                 }
-                for &e in &live {
-                    let a = self.edges[e as usize].a;
-                    self.head[a as usize] = NIL;
-                    self.edges[e as usize].next_a = NIL;
-                }
-                dup_checked = true;
-            }
-            for &e in &live {
+                self.edges[e as usize] = Edge {
+                    a,
+                    b,
+                    next_a: NIL,
+                    next_b: NIL,
+                };
                 self.link(e);
             }
             let cycles = self.colour();
