@@ -1,1 +1,174 @@
-fn main() {}
+//! `nexthop`: build, query and update Concise FIBs on disk, and a demo.
+//!
+//! Glue only: the algorithms live in `nexthop-othello`; this crate parses
+//! arguments, reads and writes files (see [`fibdir`] for the directory
+//! layout and its atomic replacement) and reports errors as
+//! `error: ...` with a non-zero exit.
+#![forbid(unsafe_code)]
+
+mod cmd_fib;
+mod demo;
+mod fibdir;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use nexthop_othello::fib::KeyType;
+use nexthop_othello::Sizing;
+
+/// nexthop: a software forwarding plane built on Othello hashing.
+#[derive(Debug, Parser)]
+#[command(name = "nexthop", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Concise FIB directories: build, lookup, update, stats.
+    #[command(subcommand)]
+    Fib(FibCmd),
+    /// Generate a dataset, build a FIB, verify it, measure lookups and updates.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum FibCmd {
+    /// Build a FIB directory from a routes file (NAME ACTION per line).
+    Build(BuildArgs),
+    /// Look names up (arguments, or stdin one per line) and print their actions.
+    Lookup(LookupArgs),
+    /// Apply a changes file (+ NAME ACTION, - NAME, = NAME ACTION) atomically.
+    Update(UpdateArgs),
+    /// Print sizes, configuration and counters of a FIB directory.
+    Stats(StatsArgs),
+}
+
+#[derive(Debug, Args)]
+struct BuildArgs {
+    /// Name type: mac, ipv4, ipv6, u64 or str.
+    #[arg(long, value_name = "TYPE")]
+    key_type: KeyType,
+    /// Routes file: NAME ACTION per line, # comments; ACTION is a port (3),
+    /// a port set (1+3), drop or controller.
+    #[arg(long, value_name = "FILE")]
+    routes: PathBuf,
+    /// FIB directory to create, or to replace if it already holds a FIB.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Value bits l: the FIB holds at most 2^l distinct actions.
+    #[arg(long, value_name = "L", default_value_t = 8)]
+    value_bits: u8,
+    /// Check bits r for alien-name detection (0: off; misses are then
+    /// impossible and unknown names get an arbitrary action).
+    #[arg(long, value_name = "R", default_value_t = 0)]
+    check_bits: u8,
+    /// Array sizing: pow2 (power-of-two arrays) or tight (about 2.33 l bits/name).
+    #[arg(long, value_name = "RULE", default_value = "pow2")]
+    sizing: Sizing,
+    /// Size the arrays for this many names, so adds up to it never rebuild.
+    #[arg(long, value_name = "N")]
+    capacity: Option<usize>,
+    /// Start of the hash seed sequence (default: a fixed constant).
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Names whose edge would close a cycle go to a stash of at most this many.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    stash_capacity: usize,
+}
+
+#[derive(Debug, Args)]
+struct LookupArgs {
+    /// FIB directory.
+    #[arg(long, value_name = "DIR")]
+    fib: PathBuf,
+    /// Names to look up; without any, names are read from stdin, one per
+    /// line (blank lines and # comment lines are skipped).
+    #[arg(value_name = "NAME")]
+    names: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct UpdateArgs {
+    /// FIB directory, updated in place atomically.
+    #[arg(long, value_name = "DIR")]
+    fib: PathBuf,
+    /// Changes file: + NAME ACTION, - NAME, = NAME ACTION per line.
+    #[arg(long, value_name = "FILE")]
+    changes: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct StatsArgs {
+    /// FIB directory.
+    #[arg(long, value_name = "DIR")]
+    fib: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Number of MAC names.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    names: usize,
+    /// Number of changes in the update step (default: min(100000, N/10)).
+    #[arg(long, value_name = "N")]
+    changes: Option<usize>,
+    /// FIB directory (replaced if it holds a FIB); routes.txt and
+    /// changes.txt are written beside current/ in it.
+    #[arg(long, value_name = "DIR", default_value = "out/demo-fib")]
+    out: PathBuf,
+    /// Seed of the generated dataset and changes.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.cmd {
+        Cmd::Fib(FibCmd::Build(a)) => {
+            let opts = cmd_fib::BuildOpts {
+                key_type: a.key_type,
+                value_bits: a.value_bits,
+                check_bits: a.check_bits,
+                sizing: a.sizing,
+                capacity: a.capacity,
+                seed: a.seed,
+                stash_capacity: a.stash_capacity,
+            };
+            cmd_fib::build(&opts, &a.routes, &a.out)
+        }
+        Cmd::Fib(FibCmd::Lookup(a)) => cmd_fib::lookup(&a.fib, &a.names),
+        Cmd::Fib(FibCmd::Update(a)) => cmd_fib::update(&a.fib, &a.changes),
+        Cmd::Fib(FibCmd::Stats(a)) => cmd_fib::stats(&a.fib, a.json),
+        Cmd::Demo(a) => demo::run(&demo::DemoOpts {
+            names: a.names,
+            changes: a.changes,
+            out: a.out,
+            seed: a.seed,
+        }),
+    }
+}
+
+/// Whether the error is a closed stdout (`nexthop fib lookup ... | head`).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -121,11 +121,12 @@ pub struct Othello<K> {
     /// `words[e * cols + c]`: slot word (value | check << l) of edge `e`.
     words: Vec<u64>,
     /// Adjacency heads; vertices `0..ma` are side A, `ma..ma+mb` side B.
-    head: Vec<u32>,
-    mark: Vec<u32>,
+    /// Per vertex, `stride = 1 + columns` words: word 0 holds the adjacency
+    /// head (low 32 bits) and the search mark (high 32 bits), words
+    /// `1..=columns` the slot words, so a search touches one cache line per
+    /// vertex. Vertices `0..ma` are side A, `ma..ma+mb` side B.
+    verts: Vec<u64>,
     stamp: u32,
-    /// `arr[x * cols + c]`: slot word of vertex `x` in column `c`.
-    arr: Vec<u64>,
     free: Vec<u32>,
     stash: Vec<u32>,
     counters: Counters,
@@ -180,10 +181,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             keys: Vec::new(),
             edges: Vec::new(),
             words: Vec::new(),
-            head: Vec::new(),
-            mark: Vec::new(),
+            verts: Vec::new(),
             stamp: 0,
-            arr: Vec::new(),
             free: Vec::new(),
             stash: Vec::new(),
             counters: Counters::default(),
@@ -237,6 +236,44 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     fn cols(&self) -> usize {
         self.cfg.columns
+    }
+
+    #[inline(always)]
+    fn stride(&self) -> usize {
+        1 + self.cfg.columns
+    }
+
+    #[inline(always)]
+    fn head(&self, x: u32) -> u32 {
+        self.verts[x as usize * self.stride()] as u32
+    }
+
+    #[inline(always)]
+    fn set_head(&mut self, x: u32, e: u32) {
+        let i = x as usize * self.stride();
+        self.verts[i] = (self.verts[i] & !0xffff_ffff) | e as u64;
+    }
+
+    #[inline(always)]
+    fn mark(&self, x: u32) -> u32 {
+        (self.verts[x as usize * self.stride()] >> 32) as u32
+    }
+
+    #[inline(always)]
+    fn set_mark(&mut self, x: u32, m: u32) {
+        let i = x as usize * self.stride();
+        self.verts[i] = (self.verts[i] & 0xffff_ffff) | (m as u64) << 32;
+    }
+
+    #[inline(always)]
+    fn slot(&self, x: u32, c: usize) -> u64 {
+        self.verts[x as usize * self.stride() + 1 + c]
+    }
+
+    #[inline(always)]
+    fn slot_mut(&mut self, x: u32, c: usize) -> &mut u64 {
+        let i = x as usize * self.stride() + 1 + c;
+        &mut self.verts[i]
     }
 
     /// The configuration.
@@ -310,10 +347,13 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.meta.mb = mb;
         self.capacity = self.cfg.sizing.capacity_of(ma, mb).max(capacity);
         let nv = ma as usize + mb as usize;
-        self.head = vec![NIL; nv];
-        self.mark = vec![0; nv];
+        self.verts = Vec::new();
+        self.verts.resize(nv * (1 + self.cols()), 0);
+        let st = self.stride();
+        for x in 0..nv {
+            self.verts[x * st] = NIL as u64;
+        }
         self.stamp = 0;
-        self.arr = vec![0; nv * self.cols()];
     }
 
     #[inline]
@@ -329,11 +369,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     fn link(&mut self, e: u32) {
         let ma = self.meta.ma;
         let Edge { a, b, .. } = self.edges[e as usize];
-        let xb = (ma + b) as usize;
-        self.edges[e as usize].next_a = self.head[a as usize];
-        self.head[a as usize] = e;
-        self.edges[e as usize].next_b = self.head[xb];
-        self.head[xb] = e;
+        let xb = ma + b;
+        self.edges[e as usize].next_a = self.head(a);
+        self.set_head(a, e);
+        self.edges[e as usize].next_b = self.head(xb);
+        self.set_head(xb, e);
     }
 
     fn unlink(&mut self, e: u32) {
@@ -341,7 +381,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let Edge { a, b, .. } = self.edges[e as usize];
         for x in [a, ma + b] {
             let mut prev = NIL;
-            let mut cur = self.head[x as usize];
+            let mut cur = self.head(x);
             while cur != NIL && cur != e {
                 prev = cur;
                 cur = self.adj_next(cur, x).1;
@@ -349,7 +389,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             debug_assert_eq!(cur, e, "edge not in its vertex's list");
             let next = self.adj_next(e, x).1;
             if prev == NIL {
-                self.head[x as usize] = next;
+                self.set_head(x, next);
             } else if x < ma {
                 self.edges[prev as usize].next_a = next;
             } else {
@@ -367,7 +407,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     fn find_hashed(&self, key: &K, h: Hash128) -> Option<u32> {
         let (a, b) = self.meta.slots(h);
         let (a, b) = (a as u32, b as u32);
-        let mut e = self.head[a as usize];
+        let mut e = self.head(a);
         while e != NIL {
             let ed = &self.edges[e as usize];
             if ed.b == b && self.keys[e as usize].as_ref() == Some(key) {
@@ -431,8 +471,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Set `arr[x][c] = w`, recording a write if it changes.
     fn set_slot(&mut self, x: u32, c: usize, w: u64, ops: &mut [Vec<Op>]) {
-        let cols = self.cols();
-        let slot = &mut self.arr[x as usize * cols + c];
+        let slot = self.slot_mut(x, c);
         if *slot != w {
             *slot = w;
             let op = if x < self.meta.ma {
@@ -449,7 +488,10 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     fn next_stamp(&mut self) -> u32 {
         if self.stamp >= u32::MAX - 2 {
-            self.mark.iter_mut().for_each(|m| *m = 0);
+            let st = self.stride();
+            for x in 0..self.verts.len() / st {
+                self.verts[x * st] &= 0xffff_ffff;
+            }
             self.stamp = 0;
         }
         self.stamp += 2;
@@ -468,8 +510,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         qb.clear();
         qa.push(xa);
         qb.push(xb);
-        self.mark[xa as usize] = sa;
-        self.mark[xb as usize] = sb;
+        self.set_mark(xa, sa);
+        self.set_mark(xb, sb);
         let (mut ia, mut ib) = (0, 0);
         let result = loop {
             if ia == qa.len() {
@@ -496,16 +538,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// mark is reached (the two trees are one).
     #[inline]
     fn expand(&mut self, x: u32, skip: u32, mine: u32, theirs: u32, q: &mut Vec<u32>) -> bool {
-        let mut e = self.head[x as usize];
+        let mut e = self.head(x);
         while e != NIL {
             let (y, next) = self.adj_next(e, x);
             if e != skip {
-                let m = self.mark[y as usize];
+                let m = self.mark(y);
                 if m == theirs {
                     return false;
                 }
                 if m != mine {
-                    self.mark[y as usize] = mine;
+                    self.set_mark(y, mine);
                     q.push(y);
                 }
             }
@@ -520,13 +562,12 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             Side::A => std::mem::take(&mut self.qa),
             Side::B => std::mem::take(&mut self.qb),
         };
-        let cols = self.cols();
         for (c, &dc) in d.iter().enumerate() {
             if dc == 0 {
                 continue;
             }
             for &x in &q {
-                let w = self.arr[x as usize * cols + c] ^ dc;
+                let w = self.slot(x, c) ^ dc;
                 self.set_slot(x, c, w, ops);
             }
         }
@@ -543,15 +584,15 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let Edge { a, b, .. } = self.edges[e as usize];
         let (xa, xb) = (a, self.meta.ma + b);
         let w0 = e as usize * cols;
-        if self.head[xa as usize] == NIL || self.head[xb as usize] == NIL {
+        if self.head(xa) == NIL || self.head(xb) == NIL {
             // One end is isolated: write just that slot.
-            let (free, other) = if self.head[xa as usize] == NIL {
+            let (free, other) = if self.head(xa) == NIL {
                 (xa, xb)
             } else {
                 (xb, xa)
             };
             for c in 0..cols {
-                let w = self.words[w0 + c] ^ self.arr[other as usize * cols + c];
+                let w = self.words[w0 + c] ^ self.slot(other, c);
                 self.set_slot(free, c, w, ops);
             }
         } else {
@@ -561,8 +602,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let d: Vec<u64> = (0..cols)
                 .map(|c| {
                     self.words[w0 + c]
-                        ^ self.arr[xa as usize * cols + c]
-                        ^ self.arr[xb as usize * cols + c]
+                        ^ self.slot(xa, c)
+                        ^ self.slot(xb, c)
                 })
                 .collect();
             self.flip(side, &d, ops);
@@ -813,7 +854,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 let (a, b) = self.meta.slots(h);
                 let (a, b) = (a as u32, b as u32);
                 if check_dups {
-                    let mut f = self.head[a as usize];
+                    let mut f = self.head(a);
                     while f != NIL {
                         if self.edges[f as usize].b == b
                             && self.keys[f as usize].as_ref() == Some(k)
@@ -851,30 +892,30 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// set to 0; returns the edges that close cycles (still linked).
     fn colour(&mut self) -> Vec<u32> {
         let cols = self.cols();
-        let nv = self.head.len();
+        let nv = self.verts.len() / self.stride();
         let mut done = vec![false; self.edges.len()];
         let mut cycles = Vec::new();
         let seen = self.next_stamp();
         let mut stack: Vec<u32> = Vec::new();
         for root in 0..nv as u32 {
-            if self.head[root as usize] == NIL || self.mark[root as usize] == seen {
+            if self.head(root) == NIL || self.mark(root) == seen {
                 continue;
             }
-            self.mark[root as usize] = seen;
+            self.set_mark(root, seen);
             stack.push(root);
             while let Some(x) = stack.pop() {
-                let mut e = self.head[x as usize];
+                let mut e = self.head(x);
                 while e != NIL {
                     let (y, next) = self.adj_next(e, x);
                     if !done[e as usize] {
                         done[e as usize] = true;
-                        if self.mark[y as usize] == seen {
+                        if self.mark(y) == seen {
                             cycles.push(e);
                         } else {
-                            self.mark[y as usize] = seen;
+                            self.set_mark(y, seen);
                             for c in 0..cols {
-                                self.arr[y as usize * cols + c] = self.arr[x as usize * cols + c]
-                                    ^ self.words[e as usize * cols + c];
+                                *self.slot_mut(y, c) =
+                                    self.slot(x, c) ^ self.words[e as usize * cols + c];
                             }
                             stack.push(y);
                         }
@@ -892,11 +933,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// If `column >= config().columns`.
     pub fn export(&self, column: usize) -> Query {
         assert!(column < self.cols(), "column out of range");
-        let (cols, ma) = (self.cols(), self.meta.ma as usize);
+        let ma = self.meta.ma as usize;
         Query::from_parts(
             self.meta,
-            |i| self.arr[i * cols + column],
-            |j| self.arr[(ma + j) * cols + column],
+            |i| self.slot(i as u32, column),
+            |j| self.slot((ma + j) as u32, column),
             &self.stash_entries(column),
         )
     }
@@ -907,11 +948,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// If `column >= config().columns`.
     pub fn snapshot(&self, column: usize) -> Vec<u8> {
         assert!(column < self.cols(), "column out of range");
-        let (cols, ma) = (self.cols(), self.meta.ma as usize);
+        let ma = self.meta.ma as usize;
         snapshot::write(
             self.meta,
-            |i| self.arr[i * cols + column],
-            |j| self.arr[(ma + j) * cols + column],
+            |i| self.slot(i as u32, column),
+            |j| self.slot((ma + j) as u32, column),
             &self.stash_entries(column),
         )
     }
@@ -964,7 +1005,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 continue;
             }
             for c in 0..cols {
-                let w = self.arr[a * cols + c] ^ self.arr[(self.meta.ma as usize + b) * cols + c];
+                let w = self.slot(a as u32, c) ^ self.slot(self.meta.ma + b as u32, c);
                 if w != self.words[e * cols + c] {
                     return Err(format!(
                         "edge {e} column {c}: {w:#x} != {:#x}",
@@ -988,7 +1029,7 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
     pub fn save(&self) -> Vec<u8> {
         use crate::persist::{finish, write_header, write_key, Header};
         let cols = self.cols();
-        let mut out = Vec::with_capacity(64 + self.len * (16 + 8 * cols) + self.arr.len() * 8);
+        let mut out = Vec::with_capacity(64 + self.len * (16 + 8 * cols) + self.verts.len() * 8);
         let c = self.counters;
         write_header(
             &mut out,
@@ -1010,8 +1051,10 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
                 write_key(&mut out, k, stashed, &self.words[e * cols..(e + 1) * cols]);
             }
         }
-        for w in &self.arr {
-            out.extend_from_slice(&w.to_le_bytes());
+        for x in 0..self.meta.ma + self.meta.mb {
+            for c in 0..cols {
+                out.extend_from_slice(&self.slot(x, c).to_le_bytes());
+            }
         }
         finish(&mut out);
         out
@@ -1033,13 +1076,17 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
         o.meta.mb = saved.mb;
         o.capacity = saved.capacity;
         let nv = saved.ma as usize + saved.mb as usize;
-        o.head = vec![NIL; nv];
-        o.mark = vec![0; nv];
         let word_mask = mask(o.cfg.word_bits());
         if saved.arr.iter().any(|&w| w & !word_mask != 0) {
             return Err(E::Malformed("slot word wider than l + r bits"));
         }
-        o.arr = saved.arr;
+        o.verts = vec![0; nv * (1 + cols)];
+        for x in 0..nv {
+            o.verts[x * (1 + cols)] = NIL as u64;
+            for c in 0..cols {
+                o.verts[x * (1 + cols) + 1 + c] = saved.arr[x * cols + c];
+            }
+        }
         let [g, r, s, w] = saved.counters;
         o.counters = Counters {
             grow_rebuilds: g,
@@ -1088,7 +1135,7 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
             }
             parent[ra as usize] = rb;
             for (c, &w) in words.iter().enumerate() {
-                if o.arr[xa as usize * cols + c] ^ o.arr[xb as usize * cols + c] != w {
+                if o.slot(xa, c) ^ o.slot(xb, c) != w {
                     return Err(E::Malformed("slot words do not encode a key's value"));
                 }
             }
