@@ -74,6 +74,46 @@ impl Change {
     }
 }
 
+/// One operation of [`Othello::apply_batch`] (column 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchOp<K> {
+    /// Insert a new key with its value.
+    Insert(K, u64),
+    /// Remove a key.
+    Remove(K),
+    /// Change a key's value.
+    Alter(K, u64),
+}
+
+impl<K> BatchOp<K> {
+    /// The key the operation is about.
+    pub fn key(&self) -> &K {
+        match self {
+            BatchOp::Insert(k, _) | BatchOp::Remove(k) | BatchOp::Alter(k, _) => k,
+        }
+    }
+}
+
+/// A batch stopped at operation `index`; the operations before it were
+/// applied and `applied` holds their writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchError {
+    /// Index of the failing operation in the batch.
+    pub index: usize,
+    /// Why it failed (the structure is as before it).
+    pub error: UpdateError,
+    /// The change made by the operations before `index`.
+    pub applied: Change,
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "batch operation {}: {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for BatchError {}
+
 /// Counters describing the structure's history.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -199,7 +239,43 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         cfg: Config,
         pairs: impl IntoIterator<Item = (K, u64)>,
     ) -> Result<Self, UpdateError> {
-        Self::build_columns(cfg, pairs.into_iter().map(|(k, v)| (k, vec![v])))
+        if cfg.columns != 1 {
+            return Err(UpdateError::Columns {
+                expected: cfg.columns,
+                got: 1,
+            });
+        }
+        let pairs = pairs.into_iter();
+        let mut o = Self::with_capacity(cfg, 0)?;
+        let (lo, _) = pairs.size_hint();
+        crate::mem::reserve_huge(&mut o.keys, lo);
+        crate::mem::reserve_huge(&mut o.words, lo);
+        let vmask = mask(cfg.value_bits as u32);
+        for (k, v) in pairs {
+            if v & !vmask != 0 {
+                return Err(UpdateError::ValueTooWide {
+                    value: v,
+                    bits: cfg.value_bits,
+                });
+            }
+            o.keys.push(Some(k));
+            o.words.push(v);
+        }
+        o.finish_build()
+    }
+
+    /// Size for the keys pushed by a build, then construct.
+    fn finish_build(mut self) -> Result<Self, UpdateError> {
+        self.len = self.keys.len();
+        self.edges = crate::mem::huge_vec(self.len, |_| Edge {
+            a: NIL,
+            b: NIL,
+            next_a: NIL,
+            next_b: NIL,
+        });
+        let cap = self.len.max(MIN_CAPACITY);
+        self.rebuild(cap, true)?;
+        Ok(self)
     }
 
     /// Build from keys with one value per column.
@@ -212,26 +288,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let mut o = Self::with_capacity(cfg, 0)?;
         let cols = cfg.columns;
         let (lo, _) = rows.size_hint();
-        o.keys.reserve(lo);
-        o.words.reserve(lo * cols);
+        crate::mem::reserve_huge(&mut o.keys, lo);
+        crate::mem::reserve_huge(&mut o.words, lo * cols);
         for (k, vals) in rows {
             let w = o.encode_words(k.hash128(o.meta.seed), &vals)?;
             o.keys.push(Some(k));
             o.words.extend_from_slice(&w);
         }
-        o.len = o.keys.len();
-        o.edges = vec![
-            Edge {
-                a: NIL,
-                b: NIL,
-                next_a: NIL,
-                next_b: NIL,
-            };
-            o.len
-        ];
-        let cap = o.len.max(MIN_CAPACITY);
-        o.rebuild(cap, true)?;
-        Ok(o)
+        o.finish_build()
     }
 
     fn cols(&self) -> usize {
@@ -347,13 +411,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.meta.mb = mb;
         self.capacity = self.cfg.sizing.capacity_of(ma, mb).max(capacity);
         let nv = ma as usize + mb as usize;
-        self.verts = Vec::new();
-        self.verts.resize(nv * (1 + self.cols()), 0);
         let st = self.stride();
-        for x in 0..nv {
-            self.verts[x * st] = NIL as u64;
-        }
+        self.verts = Vec::new();
+        self.verts = crate::mem::huge_vec(nv * st, |i| if i % st == 0 { NIL as u64 } else { 0 });
         self.stamp = 0;
+        let cap = self.capacity;
+        crate::mem::reserve_huge(&mut self.keys, cap);
+        crate::mem::reserve_huge(&mut self.edges, cap);
+        crate::mem::reserve_huge(&mut self.words, cap * self.cfg.columns);
     }
 
     #[inline]
@@ -513,21 +578,23 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.set_mark(xa, sa);
         self.set_mark(xb, sb);
         let (mut ia, mut ib) = (0, 0);
+        // Expand one vertex per side in turn and stop as soon as a side is
+        // exhausted, so a leaf end costs one expansion.
         let result = loop {
-            if ia == qa.len() {
-                break Some(Side::A);
-            }
             if !self.expand(qa[ia], skip, sa, sb, &mut qa) {
                 break None;
             }
             ia += 1;
-            if ib == qb.len() {
-                break Some(Side::B);
+            if ia == qa.len() {
+                break Some(Side::A);
             }
             if !self.expand(qb[ib], skip, sb, sa, &mut qb) {
                 break None;
             }
             ib += 1;
+            if ib == qb.len() {
+                break Some(Side::B);
+            }
         };
         self.qa = qa;
         self.qb = qb;
@@ -600,11 +667,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 return false;
             };
             let d: Vec<u64> = (0..cols)
-                .map(|c| {
-                    self.words[w0 + c]
-                        ^ self.slot(xa, c)
-                        ^ self.slot(xb, c)
-                })
+                .map(|c| self.words[w0 + c] ^ self.slot(xa, c) ^ self.slot(xb, c))
                 .collect();
             self.flip(side, &d, ops);
         }
@@ -662,45 +725,66 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Insert a new key with one value per column.
     pub fn insert_columns(&mut self, key: K, values: &[u64]) -> Result<Change, UpdateError> {
+        let mut ops = self.new_ops();
         let h = key.hash128(self.meta.seed);
+        let rebuilt = self.insert_hashed(key, h, values, &mut ops)?;
+        Ok(Self::finish_change(ops, rebuilt))
+    }
+
+    fn finish_change(ops: Vec<Vec<Op>>, rebuilt: bool) -> Change {
+        if rebuilt {
+            Change::Rebuilt
+        } else {
+            Change::Writes(ops)
+        }
+    }
+
+    /// Insert with the key's hash under the current seed already computed;
+    /// appends writes to `ops`; `Ok(true)` if the structure was rebuilt.
+    fn insert_hashed(
+        &mut self,
+        key: K,
+        h: Hash128,
+        values: &[u64],
+        ops: &mut [Vec<Op>],
+    ) -> Result<bool, UpdateError> {
         let words = self.encode_words(h, values)?;
         if self.find_hashed(&key, h).is_some() {
             return Err(UpdateError::DuplicateKey(format!("{key:?}")));
         }
         let (a, b) = self.meta.slots(h);
-        if self.len >= self.capacity {
-            let e = self.alloc_edge(key, &words, a as u32, b as u32);
-            self.len += 1;
+        let e = self.alloc_edge(key, &words, a as u32, b as u32);
+        self.len += 1;
+        if self.len > self.capacity {
             let cap = (self.capacity * 2).max(self.len);
             self.counters.grow_rebuilds += 1;
             self.rebuild_or_undo(cap, e)?;
-            return Ok(Change::Rebuilt);
+            return Ok(true);
         }
-        let e = self.alloc_edge(key, &words, a as u32, b as u32);
-        self.len += 1;
-        let mut ops = self.new_ops();
-        if !self.attach(e, &mut ops) {
+        let before = ops[0].len();
+        if !self.attach(e, ops) {
             self.counters.stashed += 1;
             if self.stash.len() >= self.cfg.stash_capacity {
                 self.counters.reseed_rebuilds += 1;
                 let cap = self.capacity;
                 self.rebuild_or_undo(cap, e)?;
-                return Ok(Change::Rebuilt);
+                return Ok(true);
             }
-            self.stash_put(e, &mut ops);
+            self.stash_put(e, ops);
         }
-        self.counters.slot_writes += ops[0].len() as u64;
-        Ok(Change::Writes(ops))
+        self.counters.slot_writes += (ops[0].len() - before) as u64;
+        Ok(false)
     }
 
     /// Rebuild; if no seed works, drop the newest key (the one just added)
     /// and restore the previous structure so the failed insert changes
-    /// nothing.
+    /// nothing but the seed.
     fn rebuild_or_undo(&mut self, capacity: usize, newest: u32) -> Result<(), UpdateError> {
         match self.rebuild(capacity, false) {
             Ok(()) => Ok(()),
             Err(err) => {
                 self.keys[newest as usize] = None;
+                self.edges[newest as usize].a = NIL;
                 self.free.push(newest);
                 self.len -= 1;
                 let cap = self.capacity;
@@ -712,15 +796,26 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Remove `key`.
     pub fn remove(&mut self, key: &K) -> Result<Change, UpdateError> {
-        let e = self
-            .find(key)
-            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
         let mut ops = self.new_ops();
+        let h = key.hash128(self.meta.seed);
+        self.remove_hashed(key, h, &mut ops)?;
+        Ok(Change::Writes(ops))
+    }
+
+    fn remove_hashed(
+        &mut self,
+        key: &K,
+        h: Hash128,
+        ops: &mut [Vec<Op>],
+    ) -> Result<(), UpdateError> {
+        let e = self
+            .find_hashed(key, h)
+            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
+        let before = ops[0].len();
         if self.edges[e as usize].next_a == STASHED {
-            let fp = key.hash128(self.meta.seed).0;
             self.stash.retain(|&s| s != e);
             for col in ops.iter_mut() {
-                col.push(Op::StashDel { fp });
+                col.push(Op::StashDel { fp: h.0 });
             }
         } else {
             self.unlink(e);
@@ -729,9 +824,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.edges[e as usize].a = NIL;
         self.free.push(e);
         self.len -= 1;
-        self.retry_stash(&mut ops);
-        self.counters.slot_writes += ops[0].len() as u64;
-        Ok(Change::Writes(ops))
+        if !self.stash.is_empty() {
+            self.retry_stash(ops);
+        }
+        self.counters.slot_writes += (ops[0].len() - before) as u64;
+        Ok(())
     }
 
     /// Move stashed keys back into the graph where they no longer close a
@@ -756,14 +853,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Change the column-0 value of `key` (the paper's alter).
     pub fn alter(&mut self, key: &K, value: u64) -> Result<Change, UpdateError> {
-        let e = self
-            .find(key)
-            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
-        let mut vals: Vec<u64> = (0..self.cols())
-            .map(|c| self.words[e as usize * self.cols() + c] & mask(self.cfg.value_bits as u32))
-            .collect();
-        vals[0] = value;
-        self.alter_edge(e, key, &vals)
+        self.alter_one(key, Some(0), &[value])
     }
 
     /// Change the value of `key` in one column.
@@ -779,49 +869,190 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 got: column,
             });
         }
-        let e = self
-            .find(key)
-            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
-        let mut vals: Vec<u64> = (0..self.cols())
-            .map(|c| self.words[e as usize * self.cols() + c] & mask(self.cfg.value_bits as u32))
-            .collect();
-        vals[column] = value;
-        self.alter_edge(e, key, &vals)
+        self.alter_one(key, Some(column), &[value])
     }
 
     /// Change the values of `key` in every column.
     pub fn alter_columns(&mut self, key: &K, values: &[u64]) -> Result<Change, UpdateError> {
-        let e = self
-            .find(key)
-            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
-        self.alter_edge(e, key, values)
+        self.alter_one(key, None, values)
     }
 
-    fn alter_edge(&mut self, e: u32, key: &K, values: &[u64]) -> Result<Change, UpdateError> {
-        let new = self.encode_words(key.hash128(self.meta.seed), values)?;
+    fn alter_one(
+        &mut self,
+        key: &K,
+        column: Option<usize>,
+        values: &[u64],
+    ) -> Result<Change, UpdateError> {
+        let mut ops = self.new_ops();
+        let h = key.hash128(self.meta.seed);
+        self.alter_hashed(key, h, column, values, &mut ops)?;
+        Ok(Change::Writes(ops))
+    }
+
+    /// Alter `column` (all columns when `None`) of `key` to `values`.
+    fn alter_hashed(
+        &mut self,
+        key: &K,
+        h: Hash128,
+        column: Option<usize>,
+        values: &[u64],
+        ops: &mut [Vec<Op>],
+    ) -> Result<(), UpdateError> {
+        let e = self
+            .find_hashed(key, h)
+            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
         let cols = self.cols();
         let w0 = e as usize * cols;
-        let d: Vec<u64> = (0..cols).map(|c| new[c] ^ self.words[w0 + c]).collect();
-        self.words[w0..w0 + cols].copy_from_slice(&new);
-        let mut ops = self.new_ops();
+        let vmask = mask(self.cfg.value_bits as u32);
+        let check = self.words[w0] & !vmask;
+        let mut d = [0u64; 8];
+        let mut d_heap = Vec::new();
+        let d: &mut [u64] = if cols <= 8 {
+            &mut d[..cols]
+        } else {
+            d_heap.resize(cols, 0);
+            &mut d_heap
+        };
+        let expected = if column.is_some() { 1 } else { cols };
+        if values.len() != expected {
+            return Err(UpdateError::Columns {
+                expected,
+                got: values.len(),
+            });
+        }
+        for (i, &v) in values.iter().enumerate() {
+            if v & !vmask != 0 {
+                return Err(UpdateError::ValueTooWide {
+                    value: v,
+                    bits: self.cfg.value_bits,
+                });
+            }
+            let c = column.unwrap_or(i);
+            d[c] = (v | check) ^ self.words[w0 + c];
+        }
+        for c in 0..cols {
+            self.words[w0 + c] ^= d[c];
+        }
+        let before = ops[0].len();
         if self.edges[e as usize].next_a == STASHED {
-            let fp = key.hash128(self.meta.seed).0;
-            let vmask = mask(self.cfg.value_bits as u32);
             for c in 0..cols {
                 if d[c] != 0 {
                     ops[c].push(Op::StashPut {
-                        fp,
-                        word: new[c] & vmask,
+                        fp: h.0,
+                        word: self.words[w0 + c] & vmask,
                     });
                 }
             }
         } else if d.iter().any(|&x| x != 0) {
             let Edge { a, b, .. } = self.edges[e as usize];
             let side = self.split_search(a, self.meta.ma + b, e).unwrap_or(Side::A);
-            self.flip(side, &d, &mut ops);
+            self.flip(side, d, ops);
         }
-        self.counters.slot_writes += ops[0].len() as u64;
-        Ok(Change::Writes(ops))
+        self.counters.slot_writes += (ops[0].len() - before) as u64;
+        Ok(())
+    }
+
+    /// Apply many operations as one change, hiding memory latency: the keys
+    /// are hashed up front and the graph vertices (then the first edges) of
+    /// the operations a few places ahead are prefetched while the current one
+    /// runs. The returned change holds the writes of all of them in order
+    /// (or is a rebuild if any operation rebuilt the structure).
+    ///
+    /// Stops at the first failing operation: the error carries its index and
+    /// the change made by the operations before it, which are applied.
+    pub fn apply_batch(&mut self, batch: Vec<BatchOp<K>>) -> Result<Change, BatchError> {
+        const AHEAD: usize = 8;
+        let mut ops = self.new_ops();
+        let mut rebuilt = false;
+        let mut seed = self.meta.seed;
+        let mut hashes: Vec<Hash128> = batch.iter().map(|op| op.key().hash128(seed)).collect();
+        let n = batch.len();
+        for i in 0..n.min(2 * AHEAD) {
+            self.prefetch_vertices(hashes[i]);
+        }
+        for (i, op) in batch.into_iter().enumerate() {
+            if self.meta.seed != seed {
+                // A rebuild changed the seed: hash the rest when they run.
+                seed = self.meta.seed;
+                hashes[i..].iter_mut().for_each(|h| *h = Hash128(0));
+            }
+            if i + 2 * AHEAD < n && hashes[i + 2 * AHEAD] != Hash128(0) {
+                self.prefetch_vertices(hashes[i + 2 * AHEAD]);
+            }
+            if i + AHEAD < n && hashes[i + AHEAD] != Hash128(0) {
+                self.prefetch_first_edges(hashes[i + AHEAD]);
+            }
+            if i + AHEAD / 2 < n && hashes[i + AHEAD / 2] != Hash128(0) {
+                self.prefetch_neighbours(hashes[i + AHEAD / 2]);
+            }
+            let h = if hashes[i] == Hash128(0) {
+                op.key().hash128(seed)
+            } else {
+                hashes[i]
+            };
+            let r = match op {
+                BatchOp::Insert(k, v) => self.insert_hashed(k, h, &[v], &mut ops),
+                BatchOp::Remove(k) => self.remove_hashed(&k, h, &mut ops).map(|_| false),
+                BatchOp::Alter(k, v) => self
+                    .alter_hashed(&k, h, Some(0), &[v], &mut ops)
+                    .map(|_| false),
+            };
+            match r {
+                Ok(rb) => rebuilt |= rb,
+                Err(error) => {
+                    return Err(BatchError {
+                        index: i,
+                        error,
+                        applied: Self::finish_change(ops, rebuilt),
+                    })
+                }
+            }
+        }
+        Ok(Self::finish_change(ops, rebuilt))
+    }
+
+    #[inline(always)]
+    fn prefetch_vertices(&self, h: Hash128) {
+        let (a, b) = self.meta.slots(h);
+        let st = self.stride();
+        crate::query::prefetch(self.verts.as_ptr().wrapping_add(a * st));
+        crate::query::prefetch(
+            self.verts
+                .as_ptr()
+                .wrapping_add((self.meta.ma as usize + b) * st),
+        );
+    }
+
+    /// Prefetch the first neighbours of both ends (the first level of a
+    /// tree search), reading the edges prefetched earlier.
+    #[inline(always)]
+    fn prefetch_neighbours(&self, h: Hash128) {
+        let (a, b) = self.meta.slots(h);
+        let st = self.stride();
+        for x in [a as u32, self.meta.ma + b as u32] {
+            let mut e = self.head(x);
+            let mut budget = 2;
+            while e != NIL && budget > 0 {
+                let (y, next) = self.adj_next(e, x);
+                crate::query::prefetch(self.verts.as_ptr().wrapping_add(y as usize * st));
+                e = next;
+                budget -= 1;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch_first_edges(&self, h: Hash128) {
+        let (a, b) = self.meta.slots(h);
+        for x in [a as u32, self.meta.ma + b as u32] {
+            let e = self.head(x);
+            if e != NIL {
+                crate::query::prefetch(self.edges.as_ptr().wrapping_add(e as usize));
+                if x < self.meta.ma {
+                    crate::query::prefetch(self.keys.as_ptr().wrapping_add(e as usize));
+                }
+            }
+        }
     }
 
     /// Recompute everything for `capacity` keys with fresh seeds. With
@@ -835,9 +1066,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let seed = self.seeds.next().unwrap_or(0);
             self.meta.seed = seed;
             self.resize(capacity);
-            // One pass: hash each key once, re-encode its check field (it
-            // depends on the seed), check for a duplicate on the same edge
-            // (only keys with equal hashes can be equal), and link it.
+            // Pass 1 (sequential): hash each key once, re-encode its check
+            // field (it depends on the seed) and record its slots.
             let l = self.cfg.value_bits;
             let vmask = mask(l as u32);
             for &e in &live {
@@ -852,24 +1082,41 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     }
                 }
                 let (a, b) = self.meta.slots(h);
-                let (a, b) = (a as u32, b as u32);
+                self.edges[e as usize] = Edge {
+                    a: a as u32,
+                    b: b as u32,
+                    next_a: NIL,
+                    next_b: NIL,
+                };
+            }
+            // Pass 2: link, with the vertices of keys ahead prefetched, and
+            // look for a duplicate on the same edge (only keys with equal
+            // hashes can be equal).
+            const AHEAD: usize = 16;
+            let st = self.stride();
+            for (i, &e) in live.iter().enumerate() {
+                if let Some(&f) = live.get(i + AHEAD) {
+                    let Edge { a, b, .. } = self.edges[f as usize];
+                    crate::query::prefetch(self.verts.as_ptr().wrapping_add(a as usize * st));
+                    let xb = (self.meta.ma + b) as usize;
+                    crate::query::prefetch(self.verts.as_ptr().wrapping_add(xb * st));
+                }
+                let Edge { a, b, .. } = self.edges[e as usize];
                 if check_dups {
                     let mut f = self.head(a);
                     while f != NIL {
                         if self.edges[f as usize].b == b
-                            && self.keys[f as usize].as_ref() == Some(k)
+                            && self.keys[f as usize] == self.keys[e as usize]
                         {
-                            return Err(UpdateError::DuplicateKey(format!("{k:?}")));
+                            let k = self.keys[e as usize].as_ref();
+                            return Err(UpdateError::DuplicateKey(match k {
+                                Some(k) => format!("{k:?}"),
+                                None => String::new(),
+                            }));
                         }
                         f = self.edges[f as usize].next_a;
                     }
                 }
-                self.edges[e as usize] = Edge {
-                    a,
-                    b,
-                    next_a: NIL,
-                    next_b: NIL,
-                };
                 self.link(e);
             }
             let cycles = self.colour();
@@ -892,32 +1139,44 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// set to 0; returns the edges that close cycles (still linked).
     fn colour(&mut self) -> Vec<u32> {
         let cols = self.cols();
-        let nv = self.verts.len() / self.stride();
-        let mut done = vec![false; self.edges.len()];
-        let mut cycles = Vec::new();
+        let st = self.stride();
+        let nv = self.verts.len() / st;
+        let mut cycles: Vec<u32> = Vec::new();
         let seen = self.next_stamp();
-        let mut stack: Vec<u32> = Vec::new();
+        // (vertex, the tree edge it was reached by)
+        let mut stack: Vec<(u32, u32)> = Vec::new();
         for root in 0..nv as u32 {
             if self.head(root) == NIL || self.mark(root) == seen {
                 continue;
             }
             self.set_mark(root, seen);
-            stack.push(root);
-            while let Some(x) = stack.pop() {
+            stack.push((root, NIL));
+            while let Some((x, parent)) = stack.pop() {
                 let mut e = self.head(x);
                 while e != NIL {
                     let (y, next) = self.adj_next(e, x);
-                    if !done[e as usize] {
-                        done[e as usize] = true;
+                    if e != parent {
                         if self.mark(y) == seen {
-                            cycles.push(e);
+                            // A non-tree edge is met from both of its ends.
+                            if !cycles.contains(&e) {
+                                cycles.push(e);
+                                if cycles.len() > self.cfg.stash_capacity {
+                                    return cycles;
+                                }
+                            }
                         } else {
                             self.set_mark(y, seen);
                             for c in 0..cols {
                                 *self.slot_mut(y, c) =
                                     self.slot(x, c) ^ self.words[e as usize * cols + c];
                             }
-                            stack.push(y);
+                            let first = self.head(y);
+                            if first != NIL {
+                                crate::query::prefetch(
+                                    self.edges.as_ptr().wrapping_add(first as usize),
+                                );
+                            }
+                            stack.push((y, e));
                         }
                     }
                     e = next;
@@ -1080,7 +1339,7 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
         if saved.arr.iter().any(|&w| w & !word_mask != 0) {
             return Err(E::Malformed("slot word wider than l + r bits"));
         }
-        o.verts = vec![0; nv * (1 + cols)];
+        o.verts = crate::mem::huge_vec(nv * (1 + cols), |_| 0);
         for x in 0..nv {
             o.verts[x * (1 + cols)] = NIL as u64;
             for c in 0..cols {

@@ -6,6 +6,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod codec;
+mod mem;
 pub mod config;
 pub mod control;
 pub mod delta;
@@ -17,7 +18,7 @@ mod snapshot;
 pub mod view;
 
 pub use config::{Config, Sizing, MAX_STASH};
-pub use control::{Change, Counters, Othello, Stats};
+pub use control::{BatchError, BatchOp, Change, Counters, Othello, Stats};
 pub use delta::{Delta, Op};
 pub use error::{ConfigError, FormatError, UpdateError};
 pub use persist::StoredKey;

@@ -150,8 +150,8 @@ impl<W: Word> Slots<W> {
 
     fn from_fn(ma: usize, mb: usize, a: impl Fn(usize) -> u64, b: impl Fn(usize) -> u64) -> Self {
         Slots {
-            a: (0..ma).map(|i| W::atomic(a(i))).collect(),
-            b: (0..mb).map(|j| W::atomic(b(j))).collect(),
+            a: crate::mem::huge_vec(ma, |i| W::atomic(a(i))).into_boxed_slice(),
+            b: crate::mem::huge_vec(mb, |j| W::atomic(b(j))).into_boxed_slice(),
         }
     }
 }
@@ -175,7 +175,7 @@ macro_rules! with_slots {
 }
 
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: 1. _mm_prefetch is a hint: it never faults and never reads into
     // the program's view of memory, whatever address it is given.
