@@ -93,13 +93,56 @@ impl<'a> QueryView<'a> {
     }
 
     /// Look up many keys; `out[i]` gets the value or [`MISS`]. Returns hits.
+    /// Keys are hashed and both slots prefetched in groups of 16 before any
+    /// is read, as in [`Query::lookup_batch`](crate::Query::lookup_batch).
+    ///
+    /// # Panics
+    /// If `out` is shorter than `keys`.
     pub fn lookup_batch<K: KeyBytes>(&self, keys: &[K], out: &mut [u64]) -> usize {
         assert!(out.len() >= keys.len(), "output shorter than keys");
+        match self.arrays {
+            Arrays::W8(a, b) => self.batch_in(a, b, keys, out, |x| x as u64),
+            Arrays::W16(a, b) => self.batch_in(a, b, keys, out, |x| u16::from_le(x) as u64),
+            Arrays::W32(a, b) => self.batch_in(a, b, keys, out, |x| u32::from_le(x) as u64),
+            Arrays::W64(a, b) => self.batch_in(a, b, keys, out, u64::from_le),
+        }
+    }
+
+    fn batch_in<W: Copy + std::ops::BitXor<Output = W>, K: KeyBytes>(
+        &self,
+        a: &[W],
+        b: &[W],
+        keys: &[K],
+        out: &mut [u64],
+        widen: impl Fn(W) -> u64,
+    ) -> usize {
+        const G: usize = 16;
         let mut hits = 0;
-        for (k, o) in keys.iter().zip(out.iter_mut()) {
-            let r = self.lookup(k);
-            *o = r.unwrap_or(MISS);
-            hits += r.is_some() as usize;
+        let mut hs = [nexthop_hash::Hash128(0); G];
+        let mut ij = [(0usize, 0usize); G];
+        for (kc, oc) in keys.chunks(G).zip(out.chunks_mut(G)) {
+            for (n, k) in kc.iter().enumerate() {
+                let h = k.hash128(self.meta.seed);
+                let (i, j) = self.meta.slots(h);
+                crate::query::prefetch(&a[i]);
+                crate::query::prefetch(&b[j]);
+                hs[n] = h;
+                ij[n] = (i, j);
+            }
+            for n in 0..kc.len() {
+                let h = hs[n];
+                let stashed = if self.stash.is_empty() {
+                    None
+                } else {
+                    self.stash.iter().find(|e| e.0 == h.0).map(|e| e.1)
+                };
+                let r = match stashed {
+                    Some(v) => Some(v),
+                    None => self.meta.decode(widen(a[ij[n].0] ^ b[ij[n].1]), h),
+                };
+                hits += r.is_some() as usize;
+                oc[n] = r.unwrap_or(MISS);
+            }
         }
         hits
     }

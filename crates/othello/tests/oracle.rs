@@ -216,6 +216,9 @@ fn batch_lookup_equals_single_lookup() {
         single_hits += s.is_some() as usize;
     }
     assert_eq!(hits, single_hits);
+    let mut vout = vec![0; keys.len()];
+    assert_eq!(o2.view().lookup_batch(&keys, &mut vout), hits);
+    assert_eq!(vout, out, "zero-copy batch differs from owned batch");
 }
 
 #[test]
