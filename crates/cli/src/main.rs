@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd_fib;
+mod cmd_forward;
 mod demo;
 mod fibdir;
 
@@ -32,6 +33,8 @@ enum Cmd {
     Fib(FibCmd),
     /// Generate a dataset, build a FIB, verify it, measure lookups and updates.
     Demo(DemoArgs),
+    /// Forward a pcap file's frames through a FIB; write a pcap per output port.
+    Forward(cmd_forward::ForwardArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,6 +153,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out: a.out,
             seed: a.seed,
         }),
+        Cmd::Forward(a) => cmd_forward::run(a),
     }
 }
 

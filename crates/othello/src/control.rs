@@ -930,8 +930,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let c = column.unwrap_or(i);
             d[c] = (v | check) ^ self.words[w0 + c];
         }
-        for c in 0..cols {
-            self.words[w0 + c] ^= d[c];
+        for (w, dc) in self.words[w0..w0 + cols].iter_mut().zip(d.iter()) {
+            *w ^= dc;
         }
         let before = ops[0].len();
         if self.edges[e as usize].next_a == STASHED {
@@ -967,8 +967,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let mut seed = self.meta.seed;
         let mut hashes: Vec<Hash128> = batch.iter().map(|op| op.key().hash128(seed)).collect();
         let n = batch.len();
-        for i in 0..n.min(2 * AHEAD) {
-            self.prefetch_vertices(hashes[i]);
+        for &h in &hashes[..n.min(2 * AHEAD)] {
+            self.prefetch_vertices(h);
         }
         for (i, op) in batch.into_iter().enumerate() {
             if self.meta.seed != seed {

@@ -6,12 +6,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod codec;
-mod mem;
 pub mod config;
 pub mod control;
 pub mod delta;
 pub mod error;
 pub mod fib;
+mod mem;
 pub mod persist;
 pub mod query;
 mod snapshot;

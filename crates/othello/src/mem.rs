@@ -14,7 +14,10 @@ const HUGE_PAGE: usize = 2 << 20;
 /// A vector of `n` elements `f(0..n)`, on huge pages when large.
 pub(crate) fn huge_vec<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
-    advise_huge(v.as_ptr() as usize, n.saturating_mul(std::mem::size_of::<T>()));
+    advise_huge(
+        v.as_ptr() as usize,
+        n.saturating_mul(std::mem::size_of::<T>()),
+    );
     v.extend((0..n).map(f));
     v
 }
@@ -25,7 +28,10 @@ pub(crate) fn reserve_huge<T>(v: &mut Vec<T>, n: usize) {
         return;
     }
     let mut new: Vec<T> = Vec::with_capacity(n);
-    advise_huge(new.as_ptr() as usize, n.saturating_mul(std::mem::size_of::<T>()));
+    advise_huge(
+        new.as_ptr() as usize,
+        n.saturating_mul(std::mem::size_of::<T>()),
+    );
     new.append(v);
     *v = new;
 }

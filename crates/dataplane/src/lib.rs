@@ -1,0 +1,52 @@
+//! nexthop's data plane: the flat-name switching pipeline and its ports.
+//!
+//! * [`Pipeline`] names each frame ([`NameSource`]: destination MAC,
+//!   IPv4 5-tuple or a configured byte range), looks the names up in
+//!   batches of [`BATCH`] in a Concise FIB data plane ([`NameTable`]:
+//!   a memory-mapped [`QueryView`](nexthop_othello::QueryView) or an
+//!   in-memory [`Query`](nexthop_othello::Query)), resolves the action ids
+//!   through the FIB's action table and returns one [`Decision`] per frame.
+//!   It does no I/O, so every port type reuses it.
+//! * [`pcap`]: pcap file ports (one input file, one output file per port)
+//!   and [`pcap::forward_pcap`], which drives a pipeline between them.
+//!
+//! Frames that cannot be named (runts, frames cut inside a header, frames
+//! too short for the name bytes) are counted by reason and dropped; nothing
+//! in a frame can make the pipeline panic. See `docs/dataplane.md` for the
+//! whole contract.
+//!
+//! ```
+//! use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig};
+//! use nexthop_othello::fib::{Action, ConciseFib, KeyType};
+//! use nexthop_othello::Config;
+//!
+//! let routes = vec![(1, [2u8, 0, 0, 0, 0, 1], Action::Port(3))];
+//! let fib = ConciseFib::build(Config::default(), &routes)?;
+//! let query = fib.othello().export(0);
+//! let mut p = Pipeline::new(&query, fib.action_table(), KeyType::Mac, PipelineConfig::default())?;
+//!
+//! let mut frame = vec![2u8, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+//! frame.resize(60, 0);
+//! let mut decisions = Vec::new();
+//! p.process(0, &[&frame[..]], &mut decisions);
+//! assert_eq!(decisions, [Decision::Port(3)]);
+//! assert_eq!(p.egress(&decisions[0]), Egress::Ports(&[3]));
+//! assert_eq!(p.counters().tx(3).frames, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+// No unsafe code yet; live ports (AF_PACKET) will be the fenced exception.
+#![deny(unsafe_code)]
+
+mod counters;
+mod error;
+mod name;
+pub mod pcap;
+mod pipeline;
+
+pub use counters::{Counters, HitCounts, MalformedCounts, PortCounter};
+pub use error::{ConfigError, FrameError, MalformedKind};
+pub use name::{key_len, NameSource, ParseNameSourceError};
+pub use pipeline::{
+    Decision, Egress, MissPolicy, NameTable, ParseMissPolicyError, Pipeline, PipelineConfig, BATCH,
+    DEFAULT_MAX_FRAME_LEN,
+};
