@@ -39,6 +39,8 @@ const NIL: u32 = u32::MAX;
 const STASHED: u32 = u32::MAX - 1;
 /// Seeds tried by one rebuild before giving up.
 const MAX_SEEDS: usize = 64;
+/// Removals between two attempts to move stashed keys back into the graph.
+const RETRY_EVERY: u32 = 1024;
 /// Smallest capacity a structure is sized for.
 const MIN_CAPACITY: usize = 16;
 
@@ -170,6 +172,7 @@ pub struct Othello<K> {
     free: Vec<u32>,
     stash: Vec<u32>,
     counters: Counters,
+    removes_since_retry: u32,
     qa: Vec<u32>,
     qb: Vec<u32>,
 }
@@ -226,6 +229,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             free: Vec::new(),
             stash: Vec::new(),
             counters: Counters::default(),
+            removes_since_retry: 0,
             qa: Vec::new(),
             qb: Vec::new(),
         };
@@ -764,6 +768,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let before = ops[0].len();
         if !self.attach(e, ops) {
             self.counters.stashed += 1;
+            if self.stash.len() >= self.cfg.stash_capacity && self.cfg.stash_capacity > 0 {
+                // Make room: removals since the last retry may have broken
+                // the cycles of stashed keys.
+                self.retry_stash(ops);
+            }
             if self.stash.len() >= self.cfg.stash_capacity {
                 self.counters.reseed_rebuilds += 1;
                 let cap = self.capacity;
@@ -824,7 +833,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.edges[e as usize].a = NIL;
         self.free.push(e);
         self.len -= 1;
-        if !self.stash.is_empty() {
+        // Retrying stashed keys costs a tree search each and rarely succeeds:
+        // do it once per RETRY_EVERY removals (and when an insert finds the
+        // stash full), not on every removal.
+        self.removes_since_retry += 1;
+        if !self.stash.is_empty()
+            && (self.removes_since_retry >= RETRY_EVERY || self.len == self.stash.len())
+        {
+            self.removes_since_retry = 0;
             self.retry_stash(ops);
         }
         self.counters.slot_writes += (ops[0].len() - before) as u64;

@@ -196,7 +196,17 @@ struct StashEntry {
 struct Stash {
     seq: AtomicU32,
     len: AtomicU32,
+    /// One bit per stashed key (bit [`stash_bit`] of its hash): a lookup
+    /// scans the stash only when its bit is set, so a non-empty stash costs
+    /// the other keys one L1 load.
+    filter: AtomicU64,
     entries: Box<[StashEntry]>,
+}
+
+/// The stash-filter bit of a key's 128-bit hash (top 6 bits).
+#[inline(always)]
+pub(crate) fn stash_bit(fp: u128) -> u64 {
+    1u64 << (fp >> 122)
 }
 
 impl Stash {
@@ -211,16 +221,20 @@ impl Stash {
                 }
             })
             .collect();
+        let filter = entries.iter().fold(0, |f, e| f | stash_bit(e.0));
         Stash {
             seq: AtomicU32::new(0),
             len: AtomicU32::new(entries.len().min(MAX_STASH) as u32),
+            filter: AtomicU64::new(filter),
             entries: e,
         }
     }
 
+    /// Whether `fp` may be stashed (acquire: a reader that finds its bit
+    /// clear after a removal also sees the slot writes made before it).
     #[inline(always)]
-    fn is_empty(&self) -> bool {
-        self.len.load(Ordering::Acquire) == 0
+    fn may_contain(&self, fp: u128) -> bool {
+        self.filter.load(Ordering::Acquire) & stash_bit(fp) != 0
     }
 
     /// Reader: the stashed word for `fp`, if present.
@@ -269,6 +283,8 @@ impl Stash {
                 e.hi.store((fp >> 64) as u64, Ordering::Relaxed);
                 e.word.store(word, Ordering::Relaxed);
                 self.len.store(n as u32 + 1, Ordering::Release);
+                let f = self.filter.load(Ordering::Relaxed) | stash_bit(fp);
+                self.filter.store(f, Ordering::Release);
             }
         }
         self.seq.store(s.wrapping_add(2), Ordering::Release);
@@ -292,6 +308,12 @@ impl Stash {
         e.hi.store(hi, Ordering::Relaxed);
         e.word.store(w, Ordering::Relaxed);
         self.len.store(n as u32 - 1, Ordering::Release);
+        let f = self.entries[..n - 1].iter().fold(0, |f, e| {
+            let fp =
+                (e.hi.load(Ordering::Relaxed) as u128) << 64 | e.lo.load(Ordering::Relaxed) as u128;
+            f | stash_bit(fp)
+        });
+        self.filter.store(f, Ordering::Release);
         self.seq.store(s.wrapping_add(2), Ordering::Release);
     }
 
@@ -408,7 +430,7 @@ impl Query {
 
     #[inline(always)]
     fn lookup_hash(&self, h: Hash128) -> Option<u64> {
-        if !self.stash.is_empty() {
+        if self.stash.may_contain(h.0) {
             if let Some(v) = self.stash.get(h.0) {
                 return Some(v);
             }
@@ -462,10 +484,14 @@ impl Query {
                 hs[n] = h;
                 ij[n] = (i, j);
             }
-            let stash = !self.stash.is_empty();
             for n in 0..kc.len() {
                 let h = hs[n];
-                let r = match stash.then(|| self.stash.get(h.0)).flatten() {
+                let stashed = if self.stash.may_contain(h.0) {
+                    self.stash.get(h.0)
+                } else {
+                    None
+                };
+                let r = match stashed {
                     Some(v) => Some(v),
                     None => self.meta.decode(self.read_pair(s, ij[n].0, ij[n].1), h),
                 };

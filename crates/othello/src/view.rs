@@ -24,6 +24,7 @@ pub struct QueryView<'a> {
     meta: QueryMeta,
     arrays: Arrays<'a>,
     stash: Vec<(u128, u64)>,
+    stash_filter: u64,
 }
 
 impl std::fmt::Debug for QueryView<'_> {
@@ -61,10 +62,15 @@ impl<'a> QueryView<'a> {
             4 => Arrays::W32(cast(a)?, cast(b)?),
             _ => Arrays::W64(cast(a)?, cast(b)?),
         };
+        let stash: Vec<(u128, u64)> = snapshot::stash_entries(bytes, lay).collect();
+        let stash_filter = stash
+            .iter()
+            .fold(0, |f, e| f | crate::query::stash_bit(e.0));
         Ok(QueryView {
             meta: lay.meta,
             arrays,
-            stash: snapshot::stash_entries(bytes, lay).collect(),
+            stash,
+            stash_filter,
         })
     }
 
@@ -77,7 +83,7 @@ impl<'a> QueryView<'a> {
     #[inline]
     pub fn lookup<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
         let h = key.hash128(self.meta.seed);
-        if !self.stash.is_empty() {
+        if self.stash_filter & crate::query::stash_bit(h.0) != 0 {
             if let Some(&(_, v)) = self.stash.iter().find(|e| e.0 == h.0) {
                 return Some(v);
             }
@@ -131,7 +137,7 @@ impl<'a> QueryView<'a> {
             }
             for n in 0..kc.len() {
                 let h = hs[n];
-                let stashed = if self.stash.is_empty() {
+                let stashed = if self.stash_filter & crate::query::stash_bit(h.0) == 0 {
                     None
                 } else {
                     self.stash.iter().find(|e| e.0 == h.0).map(|e| e.1)
