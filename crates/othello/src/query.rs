@@ -140,6 +140,11 @@ struct Slots<W: Word> {
 }
 
 impl<W: Word> Slots<W> {
+    #[inline(always)]
+    fn xor(&self, i: usize, j: usize) -> u64 {
+        W::load(&self.a[i]) ^ W::load(&self.b[j])
+    }
+
     fn load_a(&self, i: usize) -> u64 {
         W::load(&self.a[i])
     }
@@ -335,6 +340,11 @@ impl Stash {
 pub struct Query {
     meta: QueryMeta,
     storage: Storage,
+    /// Whole-structure sequence counter: odd while a writer is inside a
+    /// slot-write section. Readers validate against it first (two loads of
+    /// one cache line per lookup or per group of 16) and fall back to the
+    /// stripes only when a write overlapped them.
+    epoch: AtomicU64,
     seq_a: Box<[AtomicU32]>,
     seq_b: Box<[AtomicU32]>,
     stash: Stash,
@@ -370,6 +380,7 @@ impl Query {
         Query {
             meta,
             storage,
+            epoch: AtomicU64::new(0),
             seq_a: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
             seq_b: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
             stash: Stash::new(stash),
@@ -436,7 +447,16 @@ impl Query {
             }
         }
         let (i, j) = self.meta.slots(h);
-        let w = with_slots!(&self.storage, s => self.read_pair(s, i, j));
+        let w = with_slots!(&self.storage, s => {
+            let e1 = self.epoch.load(Ordering::Acquire);
+            let w = s.xor(i, j);
+            fence(Ordering::Acquire);
+            if e1 & 1 == 0 && self.epoch.load(Ordering::Relaxed) == e1 {
+                w
+            } else {
+                self.read_pair(s, i, j)
+            }
+        });
         self.meta.decode(w, h)
     }
 
@@ -472,28 +492,55 @@ impl Query {
 
     fn batch_in<W: Word, K: KeyBytes>(&self, s: &Slots<W>, keys: &[K], out: &mut [u64]) -> usize {
         const G: usize = 16;
+        // `Query` holds atomics, so the compiler must assume its plain fields
+        // may change across atomic loads: keep what the loop reads in locals.
+        let meta = self.meta;
         let mut hits = 0;
         let mut hs = [Hash128(0); G];
         let mut ij = [(0usize, 0usize); G];
+        let mut words = [0u64; G];
+        // Keys found in the stash in phase 1 (bit n of the group).
+        let mut stashed: u32;
         for (kc, oc) in keys.chunks(G).zip(out.chunks_mut(G)) {
+            // Phase 1: hash, prefetch both slots, consult the stash (before
+            // any slot is read, see the module docs).
+            stashed = 0;
             for (n, k) in kc.iter().enumerate() {
-                let h = k.hash128(self.meta.seed);
-                let (i, j) = self.meta.slots(h);
+                let h = k.hash128(meta.seed);
+                let (i, j) = meta.slots(h);
                 prefetch(&s.a[i]);
                 prefetch(&s.b[j]);
                 hs[n] = h;
                 ij[n] = (i, j);
+                if self.stash.may_contain(h.0) {
+                    if let Some(v) = self.stash.get(h.0) {
+                        words[n] = v;
+                        stashed |= 1 << n;
+                    }
+                }
             }
+            // Phase 2: one sequence-lock read section for the whole group
+            // against the structure's epoch; if a write overlapped it, the
+            // group's keys are read again one by one under their stripes.
+            let e1 = self.epoch.load(Ordering::Acquire);
             for n in 0..kc.len() {
-                let h = hs[n];
-                let stashed = if self.stash.may_contain(h.0) {
-                    self.stash.get(h.0)
+                if stashed & (1 << n) == 0 {
+                    let (i, j) = ij[n];
+                    words[n] = s.xor(i, j);
+                }
+            }
+            fence(Ordering::Acquire);
+            let clean = e1 & 1 == 0 && self.epoch.load(Ordering::Relaxed) == e1;
+            for n in 0..kc.len() {
+                let r = if stashed & (1 << n) != 0 {
+                    Some(words[n])
                 } else {
-                    None
-                };
-                let r = match stashed {
-                    Some(v) => Some(v),
-                    None => self.meta.decode(self.read_pair(s, ij[n].0, ij[n].1), h),
+                    let w = if clean {
+                        words[n]
+                    } else {
+                        self.read_pair(s, ij[n].0, ij[n].1)
+                    };
+                    meta.decode(w, hs[n])
                 };
                 hits += r.is_some() as usize;
                 oc[n] = r.unwrap_or(MISS);
@@ -615,6 +662,8 @@ impl Query {
                 }
             }
         };
+        let e = self.epoch.load(Ordering::Relaxed);
+        self.epoch.store(e.wrapping_add(1), Ordering::Relaxed);
         let open =
             |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         stripes(&touched_a, &self.seq_a, &open);
@@ -631,5 +680,6 @@ impl Query {
             |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
         stripes(&touched_a, &self.seq_a, &close);
         stripes(&touched_b, &self.seq_b, &close);
+        self.epoch.store(e.wrapping_add(2), Ordering::Release);
     }
 }
