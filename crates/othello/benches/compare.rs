@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use nexthop_hash::{reduce, Hash128, KeyBytes};
-use nexthop_othello::{Config, Delta, Othello, Query, Sizing, MAX_STASH, STRIPES};
+use nexthop_othello::{BatchOp, Config, Delta, Othello, Query, Sizing, MAX_STASH, STRIPES};
 use nexthop_testutil::keys::rng;
 use nexthop_testutil::{distinct_u64, five_tuples, CuckooTable};
 use ptr_hash::{bucket_fn::Linear, hash::KeyHasher, PtrHash, PtrHashParams};
@@ -703,6 +703,7 @@ fn control_rounds<K: BenchKey>(
     let n = keys.len();
     let ops = (n / 10).max(n.min(20_000));
     let (mut ins, mut alt, mut del) = (vec![], vec![], vec![]);
+    let (mut bins, mut balt, mut bdel) = (vec![], vec![], vec![]);
     let (mut bo, mut bh) = (vec![], vec![]);
     let (mut rebuilds, mut stashed, mut writes) = (0u64, 0u64, 0u64);
     let mut stash_len = 0;
@@ -728,6 +729,50 @@ fn control_rounds<K: BenchKey>(
             black_box(c.remove(k).expect("remove"));
         }
         del.push(ops as f64 / (cpu_secs() - t));
+        drop(c);
+        // The same operations through `apply_batch` (batches of 4096, the
+        // prefetch pipeline); batch construction is outside the timing.
+        const B: usize = 4096;
+        let mut c = Othello::with_capacity(cfg, n).expect("with_capacity");
+        let batches: Vec<Vec<BatchOp<K>>> = keys
+            .chunks(B)
+            .zip(vals.chunks(B))
+            .map(|(kc, vc)| {
+                kc.iter()
+                    .zip(vc)
+                    .map(|(k, &v)| BatchOp::Insert(*k, v as u64))
+                    .collect()
+            })
+            .collect();
+        let t = cpu_secs();
+        for b in batches {
+            black_box(c.apply_batch(b).expect("insert batch"));
+        }
+        bins.push(n as f64 / (cpu_secs() - t));
+        let batches: Vec<Vec<BatchOp<K>>> = stream[..ops]
+            .chunks(B)
+            .zip(svals.chunks(B))
+            .map(|(kc, vc)| {
+                kc.iter()
+                    .zip(vc)
+                    .map(|(k, &v)| BatchOp::Alter(*k, (v ^ 1) as u64))
+                    .collect()
+            })
+            .collect();
+        let t = cpu_secs();
+        for b in batches {
+            black_box(c.apply_batch(b).expect("alter batch"));
+        }
+        balt.push(ops as f64 / (cpu_secs() - t));
+        let batches: Vec<Vec<BatchOp<K>>> = stream[..ops]
+            .chunks(B)
+            .map(|kc| kc.iter().map(|k| BatchOp::Remove(*k)).collect())
+            .collect();
+        let t = cpu_secs();
+        for b in batches {
+            black_box(c.apply_batch(b).expect("remove batch"));
+        }
+        bdel.push(ops as f64 / (cpu_secs() - t));
         drop(c);
         for which in [round % 2 == 0, round % 2 != 0] {
             let t = cpu_secs();
@@ -757,6 +802,13 @@ fn control_rounds<K: BenchKey>(
         ma / 1e6,
         md / 1e6
     );
+    let (bi, ba, bd) = (median(&bins), median(&balt), median(&bdel));
+    println!(
+        "control, apply_batch (4096/batch): insert {:.2} M/s, alter {:.2} M/s, delete {:.2} M/s",
+        bi / 1e6,
+        ba / 1e6,
+        bd / 1e6
+    );
     println!(
         "build: othello {:.3} s, hashbrown insert (with_capacity) {:.3} s, ratio {:.2}",
         mbo,
@@ -767,6 +819,9 @@ fn control_rounds<K: BenchKey>(
         .num("insert_per_s", mi)
         .num("alter_per_s", ma)
         .num("delete_per_s", md)
+        .num("batch_insert_per_s", bi)
+        .num("batch_alter_per_s", ba)
+        .num("batch_delete_per_s", bd)
         .field("alter_delete_ops", ops)
         .field("insert_rounds_per_s", format!("{ins:?}"))
         .num("slot_writes_per_insert", wpi)

@@ -505,14 +505,16 @@ impl Query {
             // Phase 1: hash, prefetch both slots, consult the stash (before
             // any slot is read, see the module docs).
             stashed = 0;
+            // One acquire load of the stash filter per group.
+            let filter = self.stash.filter.load(Ordering::Acquire);
             for (n, k) in kc.iter().enumerate() {
                 let h = k.hash128(meta.seed);
                 let (i, j) = meta.slots(h);
-                prefetch(&s.a[i]);
-                prefetch(&s.b[j]);
+                prefetch(s.a.as_ptr().wrapping_add(i));
+                prefetch(s.b.as_ptr().wrapping_add(j));
                 hs[n] = h;
                 ij[n] = (i, j);
-                if self.stash.may_contain(h.0) {
+                if filter & stash_bit(h.0) != 0 {
                     if let Some(v) = self.stash.get(h.0) {
                         words[n] = v;
                         stashed |= 1 << n;
