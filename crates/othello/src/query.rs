@@ -12,16 +12,19 @@
 //! Any number of threads may call [`Query::lookup`] and
 //! [`Query::lookup_batch`] while one thread calls [`Query::apply`] (writers
 //! are serialised by an internal mutex). Readers never block and never see a
-//! half-applied delta: slot arrays are guarded by striped sequence locks, an
+//! half-applied delta: slot arrays are guarded by sequence locks, an
 //! equivalent of the Concise paper's D1/D2 flip bits (section V.C) that is
 //! immune to the flip bits' ABA problem (two updates between a reader's two
-//! reads of a flip bit cancel out; a counter does not). Stripe `p` of array
-//! A covers every `A[i]` with `i % STRIPES == p`, likewise for B. A writer
-//! makes every stripe it touches odd, fences, writes the slots, and makes the
-//! stripes even again with release stores; a reader reads both stripe
-//! counters (acquire), the two slots, fences, and re-reads the counters,
-//! retrying if either was odd or changed. A reader therefore returns either
-//! the value before or the value after every delta, never a mix.
+//! reads of a flip bit cancel out; a counter does not). A writer makes the
+//! whole-structure epoch and every stripe it touches odd, fences, writes the
+//! slots, and makes the stripes and the epoch even again with release
+//! stores. Stripe `p` of array A covers every `A[i]` with
+//! `i % STRIPES == p`, likewise for B. A reader first validates against the
+//! epoch (acquire load, slot reads, acquire fence, reload: unchanged and
+//! even means no write overlapped); only if it moved does the reader fall
+//! back to its two stripe counters, retrying while either is odd or changed.
+//! A reader therefore returns either the value before or the value after
+//! every delta, never a mix.
 //!
 //! The stash has its own sequence lock. Its length is read with acquire
 //! ordering first, so a reader that finds a key gone from the stash also
