@@ -8,6 +8,7 @@
 
 mod cmd_fib;
 mod cmd_forward;
+mod cmd_run;
 mod demo;
 mod fibdir;
 
@@ -35,6 +36,8 @@ enum Cmd {
     Demo(DemoArgs),
     /// Forward a pcap file's frames through a FIB; write a pcap per output port.
     Forward(cmd_forward::ForwardArgs),
+    /// Forward frames between live Linux interfaces (AF_PACKET) through a FIB.
+    Run(cmd_run::RunArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -154,6 +157,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             seed: a.seed,
         }),
         Cmd::Forward(a) => cmd_forward::run(a),
+        Cmd::Run(a) => cmd_run::run(a),
     }
 }
 

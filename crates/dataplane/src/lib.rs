@@ -9,6 +9,9 @@
 //!   It does no I/O, so every port type reuses it.
 //! * [`pcap`]: pcap file ports (one input file, one output file per port)
 //!   and [`pcap::forward_pcap`], which drives a pipeline between them.
+//! * `afpacket` (Linux): live ports, a `TPACKET_V3` receive ring and
+//!   batched `sendmmsg` transmit; `live`: the run-to-completion loop
+//!   that drives a pipeline between them.
 //!
 //! Frames that cannot be named (runts, frames cut inside a header, frames
 //! too short for the name bytes) are counted by reason and dropped; nothing
@@ -34,11 +37,16 @@
 //! assert_eq!(p.counters().tx(3).frames, 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-// No unsafe code yet; live ports (AF_PACKET) will be the fenced exception.
+// Unsafe code is denied except in the live-port modules (AF_PACKET sockets,
+// the ring mapping, signal handlers), which allow it module by module.
 #![deny(unsafe_code)]
 
+#[cfg(target_os = "linux")]
+pub mod afpacket;
 mod counters;
 mod error;
+#[cfg(target_os = "linux")]
+pub mod live;
 mod name;
 pub mod pcap;
 mod pipeline;

@@ -6,13 +6,19 @@
 use nexthop_othello::{Config, Othello};
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let n = args.first().copied().unwrap_or(1_000_000);
     let aliens = args.get(1).copied().unwrap_or(10_000_000);
     let keys = nexthop_testutil::distinct_u64(1, n + aliens);
     let (known, alien) = keys.split_at(n);
     println!("n = {n} known keys, {aliens} alien keys, l = 8");
-    println!("{:>3} {:>12} {:>12} {:>10}", "r", "measured", "2^-r", "bits/key");
+    println!(
+        "{:>3} {:>12} {:>12} {:>10}",
+        "r", "measured", "2^-r", "bits/key"
+    );
     for r in [0u8, 4, 8, 12, 16] {
         let cfg = Config {
             value_bits: 8,

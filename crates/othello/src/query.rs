@@ -527,15 +527,26 @@ impl Query {
             // Phase 2: one sequence-lock read section for the whole group
             // against the structure's epoch; if a write overlapped it, the
             // group's keys are read again one by one under their stripes.
-            let e1 = self.epoch.load(Ordering::Acquire);
-            for n in 0..kc.len() {
-                if stashed & (1 << n) == 0 {
-                    let (i, j) = ij[n];
-                    words[n] = s.xor(i, j);
+            // A try that overlapped a write is repeated (its lines are
+            // cached by then) before falling back to the stripes.
+            let mut clean = false;
+            for _ in 0..3 {
+                let e1 = self.epoch.load(Ordering::Acquire);
+                if e1 & 1 == 0 {
+                    for n in 0..kc.len() {
+                        if stashed & (1 << n) == 0 {
+                            let (i, j) = ij[n];
+                            words[n] = s.xor(i, j);
+                        }
+                    }
+                    fence(Ordering::Acquire);
+                    if self.epoch.load(Ordering::Relaxed) == e1 {
+                        clean = true;
+                        break;
+                    }
                 }
+                std::hint::spin_loop();
             }
-            fence(Ordering::Acquire);
-            let clean = e1 & 1 == 0 && self.epoch.load(Ordering::Relaxed) == e1;
             for n in 0..kc.len() {
                 let r = if stashed & (1 << n) != 0 {
                     Some(words[n])

@@ -1,0 +1,415 @@
+//! The run-to-completion forwarding loop over live AF_PACKET ports.
+//!
+//! One thread does everything for a frame before it takes the next block:
+//! take a ready block from an input ring ([`RxRing::next_block`]), run its
+//! frames through [`Pipeline::process`] in groups of [`GROUP`], gather the
+//! frames per output port and send each port's list with one batched
+//! [`TxPort::send_batch`] (straight from the ring, no copy), then give the
+//! block back. When no input has a ready block the loop `poll()`s all
+//! inputs (at most [`POLL_MS`] at a time, so stop conditions and progress
+//! reports stay on time).
+//!
+//! The pipeline counts frames in per input port, decisions, drops by
+//! reason and frames out per port; the loop adds what only the ports know:
+//! frames the kernel refused to send, and ring drops.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::afpacket::{poll_fds, RxRing, TxPort};
+use crate::counters::Counters;
+use crate::pipeline::{Decision, Egress, NameTable, Pipeline};
+
+/// Frames per `Pipeline::process` call (and per gather-and-send round).
+pub const GROUP: usize = 256;
+
+/// Longest single `poll()` wait, in milliseconds.
+pub const POLL_MS: i32 = 50;
+
+/// The ports of a live run.
+#[derive(Debug, Default)]
+pub struct LivePorts {
+    inputs: Vec<(u16, RxRing)>,
+    outputs: Vec<Option<TxPort>>,
+}
+
+impl LivePorts {
+    /// No ports yet.
+    pub fn new() -> LivePorts {
+        LivePorts::default()
+    }
+
+    /// Receive on `ring` as input port `port`.
+    pub fn add_input(&mut self, port: u16, ring: RxRing) {
+        self.inputs.push((port, ring));
+    }
+
+    /// Send frames for output port `port` on `tx` (replacing any earlier one).
+    pub fn add_output(&mut self, port: u16, tx: TxPort) {
+        let i = usize::from(port);
+        if self.outputs.len() <= i {
+            self.outputs.resize_with(i + 1, || None);
+        }
+        self.outputs[i] = Some(tx);
+    }
+
+    /// Whether output port `port` has a transmit socket.
+    pub fn has_output(&self, port: u16) -> bool {
+        matches!(self.outputs.get(usize::from(port)), Some(Some(_)))
+    }
+}
+
+/// When a live run stops (whichever comes first; none: only on signal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StopAfter {
+    /// Wall-clock time since the start.
+    pub duration: Option<Duration>,
+    /// Frames received (the block in hand is finished, so a few more may
+    /// be counted).
+    pub frames: Option<u64>,
+}
+
+/// Why a live run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// SIGINT or SIGTERM (or [`StopFlag::raise`]).
+    Signal,
+    /// [`StopAfter::duration`] passed.
+    Duration,
+    /// [`StopAfter::frames`] frames were received.
+    Frames,
+}
+
+impl StopReason {
+    /// `signal`, `duration` or `packets`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Signal => "signal",
+            StopReason::Duration => "duration",
+            StopReason::Frames => "packets",
+        }
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_sig: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// The process-wide stop request, set by SIGINT/SIGTERM once
+/// [`StopFlag::install`] has run.
+#[derive(Clone, Copy, Debug)]
+pub struct StopFlag(());
+
+impl StopFlag {
+    /// Install handlers for SIGINT and SIGTERM that set the flag (without
+    /// `SA_RESTART`, so a waiting `poll()` returns at once).
+    ///
+    /// # Errors
+    /// `sigaction` failed.
+    #[allow(unsafe_code)]
+    pub fn install() -> io::Result<StopFlag> {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: (1) sigaction is a plain C struct for which all-zero
+            // bytes are valid (empty mask, no flags, default handler).
+            let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // SAFETY: (2) `sa.sa_mask` is a live sigset_t owned by `sa`.
+            unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+            // SAFETY: (3) `sa` is fully initialised and lives for the call;
+            // the handler only performs an atomic store, which is
+            // async-signal-safe; a null old-action pointer is allowed.
+            let r = unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(StopFlag(()))
+    }
+
+    /// Whether a stop was requested.
+    pub fn is_raised(&self) -> bool {
+        STOP.load(Ordering::Relaxed)
+    }
+
+    /// Request a stop (as a signal would).
+    pub fn raise(&self) {
+        STOP.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Port-level counts the pipeline cannot see.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Per output port: frames the kernel refused to send (`(port, n)`,
+    /// ports with none left out).
+    pub tx_failed: Vec<(u16, u64)>,
+    /// Per input port: frames the kernel dropped because the ring was full.
+    pub ring_drops: Vec<(u16, u64)>,
+    /// Per input port: frames skipped because they were captured in part.
+    pub rx_truncated: Vec<(u16, u64)>,
+}
+
+impl PortStats {
+    /// Frames refused on all output ports.
+    pub fn tx_failed_total(&self) -> u64 {
+        self.tx_failed.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Ring drops on all input ports.
+    pub fn ring_drops_total(&self) -> u64 {
+        self.ring_drops.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Partly captured frames on all input ports.
+    pub fn rx_truncated_total(&self) -> u64 {
+        self.rx_truncated.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// A progress report, once per reporting interval.
+#[derive(Clone, Debug)]
+pub struct Progress<'a> {
+    /// Time since the start.
+    pub elapsed: Duration,
+    /// The pipeline's counters so far.
+    pub counters: &'a Counters,
+    /// Port-level counts so far.
+    pub ports: &'a PortStats,
+    /// Frames received since the previous report.
+    pub interval_frames: u64,
+    /// Length of that interval.
+    pub interval: Duration,
+}
+
+/// The outcome of [`forward_live`].
+#[derive(Clone, Debug)]
+pub struct LiveRun {
+    /// The pipeline's counters for this run.
+    pub counters: Counters,
+    /// Port-level counts.
+    pub ports: PortStats,
+    /// Why the run stopped.
+    pub stopped_by: StopReason,
+    /// Wall-clock time of the whole run.
+    pub elapsed: Duration,
+    /// From the first frame received to the end of the last block
+    /// processed (zero when no frame came).
+    pub active: Duration,
+}
+
+impl LiveRun {
+    /// Millions of frames received per second over the active time.
+    pub fn mpps(&self) -> f64 {
+        let s = self.active.as_secs_f64();
+        if s > 0.0 {
+            self.counters.frames_in as f64 / s / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Forward frames from the input rings of `ports` to their output ports
+/// through `pipeline` until `stop` is raised or `after` is met; call
+/// `progress` every `report_every` (if given).
+///
+/// Frames for an output port that has no [`TxPort`] are counted as refused
+/// on that port. Punted frames (controller actions, misses under the
+/// controller policy) are counted by the pipeline and not sent.
+///
+/// # Errors
+/// `poll()` failed.
+pub fn forward_live<T: NameTable>(
+    pipeline: &mut Pipeline<T>,
+    ports: &mut LivePorts,
+    after: StopAfter,
+    stop: &StopFlag,
+    report_every: Option<Duration>,
+    mut progress: impl FnMut(&Progress<'_>),
+) -> io::Result<LiveRun> {
+    let before = pipeline.take_counters();
+    let nout = ports.outputs.len();
+    let mut stats = PortStats::default();
+    let mut tx_failed = vec![0u64; nout];
+    let fds: Vec<_> = ports.inputs.iter().map(|(_, r)| r.raw_fd()).collect();
+    let mut decisions: Vec<Decision> = Vec::with_capacity(GROUP);
+    let start = Instant::now();
+    let mut first_frame: Option<Instant> = None;
+    let mut last_frame = start;
+    let mut next_report = report_every.map(|d| start + d);
+    let mut last_report = (start, 0u64);
+
+    let stopped_by = loop {
+        if stop.is_raised() {
+            break StopReason::Signal;
+        }
+        if after
+            .frames
+            .is_some_and(|n| pipeline.counters().frames_in >= n)
+        {
+            break StopReason::Frames;
+        }
+        let now = Instant::now();
+        if after.duration.is_some_and(|d| now - start >= d) {
+            break StopReason::Duration;
+        }
+        if let (Some(at), Some(every)) = (next_report, report_every) {
+            if now >= at {
+                port_stats(ports, &tx_failed, &mut stats);
+                let c = pipeline.counters();
+                progress(&Progress {
+                    elapsed: now - start,
+                    counters: c,
+                    ports: &stats,
+                    interval_frames: c.frames_in - last_report.1,
+                    interval: now - last_report.0,
+                });
+                last_report = (now, c.frames_in);
+                next_report = Some(at + every);
+            }
+        }
+
+        let mut any = false;
+        for (in_port, ring) in ports.inputs.iter_mut() {
+            let Some(mut block) = ring.next_block() else {
+                continue;
+            };
+            any = true;
+            let mut all: Vec<&[u8]> = Vec::with_capacity(block.packets() as usize);
+            block.frames_into(&mut all);
+            if !all.is_empty() && first_frame.is_none() {
+                first_frame = Some(Instant::now());
+            }
+            // Per block: the lists borrow the block's frames.
+            let mut per_port: Vec<Vec<&[u8]>> = (0..nout).map(|_| Vec::new()).collect();
+            for group in all.chunks(GROUP) {
+                pipeline.process(*in_port, group, &mut decisions);
+                for (f, d) in group.iter().zip(&decisions) {
+                    if let Egress::Ports(ps) = pipeline.egress(d) {
+                        for &p in ps {
+                            match per_port.get_mut(usize::from(p)) {
+                                Some(list) => list.push(f),
+                                None => add_failed(&mut tx_failed, p, 1),
+                            }
+                        }
+                    }
+                }
+                for (p, list) in per_port.iter_mut().enumerate() {
+                    if list.is_empty() {
+                        continue;
+                    }
+                    let n = list.len() as u64;
+                    let failed = match ports.outputs.get_mut(p) {
+                        Some(Some(tx)) => tx.send_batch(list).failed as u64,
+                        _ => n,
+                    };
+                    if failed > 0 {
+                        tx_failed[p] += failed;
+                    }
+                    list.clear();
+                }
+            }
+            drop(per_port);
+            drop(all);
+            drop(block);
+            last_frame = Instant::now();
+        }
+        if !any {
+            let mut wait = POLL_MS;
+            if let Some(d) = after.duration {
+                let left = d.saturating_sub(start.elapsed()).as_millis();
+                wait = wait.min(i32::try_from(left).unwrap_or(POLL_MS)).max(1);
+            }
+            poll_fds(&fds, wait)?;
+        }
+    };
+
+    let elapsed = start.elapsed();
+    port_stats(ports, &tx_failed, &mut stats);
+    let counters = pipeline.take_counters();
+    let mut carried = before;
+    carried.merge(&counters);
+    pipeline.set_counters(carried);
+    Ok(LiveRun {
+        counters,
+        ports: stats,
+        stopped_by,
+        elapsed,
+        active: first_frame.map_or(Duration::ZERO, |t| last_frame.saturating_duration_since(t)),
+    })
+}
+
+fn add_failed(tx_failed: &mut Vec<u64>, port: u16, n: u64) {
+    let i = usize::from(port);
+    if tx_failed.len() <= i {
+        tx_failed.resize(i + 1, 0);
+    }
+    tx_failed[i] += n;
+}
+
+fn port_stats(ports: &mut LivePorts, tx_failed: &[u64], stats: &mut PortStats) {
+    stats.tx_failed = tx_failed
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(p, &n)| (p as u16, n))
+        .collect();
+    stats.ring_drops.clear();
+    stats.rx_truncated.clear();
+    for (port, ring) in ports.inputs.iter_mut() {
+        // A failed statistics read keeps the last figure.
+        let prev = ring.drops_so_far();
+        let drops = ring.drops().unwrap_or(prev);
+        if drops > 0 {
+            stats.ring_drops.push((*port, drops));
+        }
+        if ring.truncated() > 0 {
+            stats.rx_truncated.push((*port, ring.truncated()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_have_summary_names() {
+        assert_eq!(StopReason::Signal.name(), "signal");
+        assert_eq!(StopReason::Duration.name(), "duration");
+        assert_eq!(StopReason::Frames.name(), "packets");
+    }
+
+    #[test]
+    fn port_stats_totals_add_every_port() {
+        let s = PortStats {
+            tx_failed: vec![(1, 2), (3, 5)],
+            ring_drops: vec![(0, 7)],
+            rx_truncated: vec![],
+        };
+        assert_eq!(
+            (
+                s.tx_failed_total(),
+                s.ring_drops_total(),
+                s.rx_truncated_total()
+            ),
+            (7, 7, 0)
+        );
+    }
+
+    #[test]
+    fn mpps_is_zero_without_active_time() {
+        let run = LiveRun {
+            counters: Counters::default(),
+            ports: PortStats::default(),
+            stopped_by: StopReason::Signal,
+            elapsed: Duration::from_secs(1),
+            active: Duration::ZERO,
+        };
+        assert_eq!(run.mpps(), 0.0);
+    }
+}
