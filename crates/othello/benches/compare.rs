@@ -31,7 +31,7 @@
 //!
 //! Without `--bench` on the command line (that is, under `cargo test
 //! --benches`) it runs the smoke configuration. Recorded results:
-//! `docs/benchmarks-othello.md`.
+//! `docs/benchmarks.md`.
 
 use std::fmt::{Debug, Write as _};
 use std::hash::Hash;
