@@ -6,6 +6,7 @@
 //! `error: ...` with a non-zero exit.
 #![forbid(unsafe_code)]
 
+mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
 mod cmd_run;
@@ -38,6 +39,8 @@ enum Cmd {
     Forward(cmd_forward::ForwardArgs),
     /// Forward frames between live Linux interfaces (AF_PACKET) through a FIB.
     Run(cmd_run::RunArgs),
+    /// Serve a FIB directory to forwarders over the authenticated update protocol.
+    Controller(cmd_controller::ControllerArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -158,6 +161,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }),
         Cmd::Forward(a) => cmd_forward::run(a),
         Cmd::Run(a) => cmd_run::run(a),
+        Cmd::Controller(a) => cmd_controller::run(&a),
     }
 }
 

@@ -1,0 +1,234 @@
+//! `nexthop controller`: serve a FIB directory to forwarders over the
+//! authenticated update protocol (`docs/control.md`), apply changes files
+//! and push their deltas.
+//!
+//! Glue only: the protocol and the controller are `nexthop_control`; this
+//! module loads the FIB directory (verified against its manifest), reads
+//! the key file and the changes files, and logs on stderr.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use nexthop_control::{AuthKey, Controller, ControllerConfig};
+use nexthop_othello::fib::{parse_changes, ConciseFib, KeyType, NameKey};
+
+use crate::cmd_fib::read_text;
+use crate::fibdir::{self, ACTIONS, CONTROL};
+
+/// `nexthop controller` arguments.
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// FIB directory to serve (made by `nexthop fib build`; not modified).
+    #[arg(long, value_name = "DIR")]
+    pub fib: PathBuf,
+    /// Shared secret file (at least 16 bytes; trailing whitespace ignored).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: PathBuf,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:6653")]
+    pub listen: SocketAddr,
+    /// Changes file to apply after start (+ NAME ACTION, - NAME, = NAME
+    /// ACTION); repeatable, applied in order, each all or nothing.
+    #[arg(long, value_name = "FILE")]
+    pub changes: Vec<PathBuf>,
+    /// Wait this many seconds before applying the changes files (lets
+    /// forwarders connect first).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub changes_delay: f64,
+    /// Stop after this many seconds (default: serve until killed).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+}
+
+fn secs(what: &str, s: f64) -> Result<Duration> {
+    if s.is_finite() && (0.0..1e9).contains(&s) {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        bail!("{what} {s}: expected a non-negative number of seconds")
+    }
+}
+
+/// `nexthop controller`.
+pub fn run(a: &ControllerArgs) -> Result<()> {
+    let key = AuthKey::from_file(&a.key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
+    let cur = fibdir::open(&a.fib)?;
+    match cur.key_type {
+        KeyType::Mac => serve::<[u8; 6]>(a, &cur, key),
+        KeyType::Ipv4 => serve::<std::net::Ipv4Addr>(a, &cur, key),
+        KeyType::Ipv6 => serve::<std::net::Ipv6Addr>(a, &cur, key),
+        KeyType::U64 => serve::<u64>(a, &cur, key),
+        KeyType::Str => serve::<Vec<u8>>(a, &cur, key),
+    }
+}
+
+fn load<K: NameKey>(cur: &fibdir::Current) -> Result<ConciseFib<K>> {
+    let control = cur.read_verified(CONTROL)?;
+    let actions = cur.read_actions_text()?;
+    ConciseFib::<K>::load_control(&control, &actions).map_err(|e| {
+        anyhow!(
+            "{} / {}: {e}",
+            cur.path(CONTROL).display(),
+            cur.path(ACTIONS).display()
+        )
+    })
+}
+
+fn serve<K: NameKey + Send + 'static>(
+    a: &ControllerArgs,
+    cur: &fibdir::Current,
+    key: AuthKey,
+) -> Result<()> {
+    let duration = a.duration.map(|d| secs("--duration", d)).transpose()?;
+    let delay = secs("--changes-delay", a.changes_delay)?;
+    // Parse every changes file up front: a typo fails before serving.
+    let mut files = Vec::new();
+    for p in &a.changes {
+        let text = read_text(p)?;
+        let ch = parse_changes::<K>(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        files.push((p.as_path(), ch));
+    }
+    let fib = load::<K>(cur)?;
+    eprintln!(
+        "controller: serving {} ({} names, key type {}, generation {})",
+        a.fib.display(),
+        fib.len(),
+        cur.key_type,
+        cur.manifest.generation
+    );
+    let cfg = ControllerConfig {
+        listen: a.listen,
+        ..ControllerConfig::default()
+    };
+    let c = Controller::start(fib, key, cfg)?;
+    let start = Instant::now();
+    if !files.is_empty() {
+        std::thread::sleep(delay);
+    }
+    for (path, changes) in &files {
+        apply_file(&c, path, changes)?;
+    }
+    match duration {
+        Some(d) => std::thread::sleep(d.saturating_sub(start.elapsed())),
+        None => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+    }
+    let s = c.stats();
+    c.shutdown();
+    eprintln!(
+        "controller: stopped: {} connections, {} snapshots and {} deltas sent, {} acks, {} rejects",
+        s.accepted, s.snapshots_sent, s.deltas_sent, s.acks, s.rejects
+    );
+    Ok(())
+}
+
+fn apply_file<K: NameKey + Send + 'static>(
+    c: &Controller<K>,
+    path: &Path,
+    changes: &[(usize, nexthop_othello::fib::RouteChange<K>)],
+) -> Result<()> {
+    let t = Instant::now();
+    let r = c
+        .apply_numbered(changes)
+        .with_context(|| format!("{}", path.display()))?;
+    eprintln!(
+        "controller: applied {}: {} changes, {} slot writes, {} rebuilds, {} new actions, \
+         version {}, pushed to {} forwarders ({:.3} s)",
+        path.display(),
+        r.changes,
+        r.slot_writes,
+        r.rebuilds,
+        r.new_actions,
+        r.version,
+        r.followers,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nexthop_control::{FibFollower, FollowerConfig};
+    use nexthop_othello::fib::Action;
+
+    fn free_port() -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr")
+    }
+
+    #[test]
+    fn controller_serves_a_fib_directory_and_pushes_changes_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let routes = dir.path().join("routes.txt");
+        std::fs::write(
+            &routes,
+            "02:00:00:00:00:01 1\n02:00:00:00:00:02 2\n02:00:00:00:00:03 drop\n",
+        )
+        .expect("write");
+        let fib = dir.path().join("fib");
+        let opts = crate::cmd_fib::BuildOpts {
+            key_type: KeyType::Mac,
+            value_bits: 8,
+            check_bits: 0,
+            sizing: nexthop_othello::Sizing::PowerOfTwo,
+            capacity: None,
+            seed: None,
+            stash_capacity: 16,
+        };
+        crate::cmd_fib::build_dir(&opts, &routes, &fib).expect("build");
+        let changes = dir.path().join("changes.txt");
+        std::fs::write(
+            &changes,
+            "+ 02:00:00:00:00:04 3+4\n- 02:00:00:00:00:01\n= 02:00:00:00:00:02 controller\n",
+        )
+        .expect("write");
+        let key_file = dir.path().join("key");
+        std::fs::write(&key_file, "cli-test-secret-0123456789\n").expect("write");
+        let listen = free_port();
+        let args = ControllerArgs {
+            fib,
+            key_file: key_file.clone(),
+            listen,
+            changes: vec![changes],
+            changes_delay: 1.0,
+            duration: Some(3.0),
+        };
+        let server = std::thread::spawn(move || run(&args));
+        let key = AuthKey::from_file(&key_file).expect("key");
+        let mut cfg = FollowerConfig::new(listen, "cli-test");
+        cfg.log = false;
+        cfg.backoff_min = Duration::from_millis(10);
+        let f = FibFollower::start(key, cfg).expect("follower");
+        assert!(f.wait_for(Duration::from_secs(20), |s| s.deltas == 3));
+        let t = f.table().expect("table");
+        assert_eq!(
+            t.lookup(&[2u8, 0, 0, 0, 0, 4]),
+            Some(&Action::PortSet(vec![3, 4]))
+        );
+        assert_eq!(t.lookup(&[2u8, 0, 0, 0, 0, 2]), Some(&Action::Controller));
+        assert_eq!(t.lookup(&[2u8, 0, 0, 0, 0, 3]), Some(&Action::Drop));
+        f.stop();
+        server.join().expect("thread").expect("controller run");
+    }
+
+    #[test]
+    fn short_key_file_is_refused_before_serving() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key_file = dir.path().join("key");
+        std::fs::write(&key_file, "short\n").expect("write");
+        let args = ControllerArgs {
+            fib: dir.path().join("nofib"),
+            key_file,
+            listen: free_port(),
+            changes: vec![],
+            changes_delay: 0.0,
+            duration: Some(0.0),
+        };
+        let e = run(&args).expect_err("short key");
+        assert!(e.to_string().contains("too short"), "{e}");
+    }
+}

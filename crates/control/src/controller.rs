@@ -1,0 +1,566 @@
+//! The controller: owns a [`ConciseFib`], serves it to forwarders over TCP
+//! and pushes the delta of every route change to all of them, in order.
+//!
+//! Threads: one accept thread; per connection a writer thread (sends the
+//! snapshot, then every queued delta) and a reader thread (Acks, resync
+//! Hellos). [`Controller::apply_changes`] runs on the caller's thread: it
+//! updates the FIB and queues the encoded delta payloads to every
+//! connection under one lock, so each connection gets the changes in the
+//! order they were applied, with none missed or doubled around its
+//! snapshot (each queued delta carries the FIB version it produces; the
+//! writer skips those its last snapshot already contains).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nexthop_othello::fib::{ConciseFib, FibError, NameKey, RouteChange};
+use thiserror::Error;
+
+use crate::frame::{encode_parts, read_frame, write_all, AuthKey, MsgType, ReadError, MAX_PAYLOAD};
+use crate::message::{delta_payload, snapshot_payload, ErrorCode, Message};
+
+/// Controller settings.
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    /// Address to listen on (default `127.0.0.1:0`, an ephemeral port).
+    pub listen: SocketAddr,
+    /// How long a new connection may take to send its Hello.
+    pub hello_timeout: Duration,
+    /// Largest payload accepted from a forwarder.
+    pub max_payload: u32,
+    /// Log connections, resyncs and rejects on stderr.
+    pub log: bool,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            hello_timeout: Duration::from_secs(10),
+            max_payload: 1 << 16,
+            log: true,
+        }
+    }
+}
+
+/// Why the controller could not start or apply changes.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// Binding or configuring the listening socket failed.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: io::Error,
+    },
+    /// The FIB refused the changes (nothing was applied unless the error
+    /// says an Othello rebuild failed midway).
+    #[error(transparent)]
+    Fib(#[from] FibError),
+}
+
+/// What one [`Controller::apply_changes`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Changes applied (one Delta message each).
+    pub changes: usize,
+    /// Data-plane slot writes shipped.
+    pub slot_writes: usize,
+    /// Changes that rebuilt the structure (shipped as whole snapshots).
+    pub rebuilds: usize,
+    /// Action-table entries added.
+    pub new_actions: usize,
+    /// FIB version after the call (changes applied since start).
+    pub version: u64,
+    /// Connections the deltas were queued to.
+    pub followers: usize,
+}
+
+/// Controller counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControllerStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections now open (past their Hello).
+    pub active: u64,
+    /// Snapshot messages sent (initial and resync).
+    pub snapshots_sent: u64,
+    /// Delta messages sent.
+    pub deltas_sent: u64,
+    /// Resync Hellos received on open connections.
+    pub resyncs: u64,
+    /// Connections closed because of an invalid frame or message.
+    pub rejects: u64,
+    /// Acks received.
+    pub acks: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    accepted: AtomicU64,
+    active: AtomicU64,
+    snapshots_sent: AtomicU64,
+    deltas_sent: AtomicU64,
+    resyncs: AtomicU64,
+    rejects: AtomicU64,
+    acks: AtomicU64,
+}
+
+enum Out {
+    Delta {
+        version: u64,
+        generation: u64,
+        payload: Arc<Vec<u8>>,
+    },
+    Resync,
+    Close,
+}
+
+struct State<K> {
+    fib: ConciseFib<K>,
+    version: u64,
+    subs: HashMap<u64, Sender<Out>>,
+}
+
+struct Shared<K> {
+    key: AuthKey,
+    cfg: ControllerConfig,
+    state: Mutex<State<K>>,
+    stop: AtomicBool,
+    conns: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
+    next_conn: AtomicU64,
+    counters: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<K> Shared<K> {
+    fn log(&self, msg: std::fmt::Arguments<'_>) {
+        if self.cfg.log {
+            eprintln!("controller: {msg}");
+        }
+    }
+}
+
+/// A running controller. Dropping it stops it (see [`Controller::shutdown`]).
+pub struct Controller<K: NameKey + Send + 'static> {
+    shared: Arc<Shared<K>>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl<K: NameKey + Send + 'static> std::fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("addr", &self.addr)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: NameKey + Send + 'static> Controller<K> {
+    /// Listen on `cfg.listen` and serve `fib` to every forwarder that
+    /// connects with `key`.
+    pub fn start(
+        fib: ConciseFib<K>,
+        key: AuthKey,
+        cfg: ControllerConfig,
+    ) -> Result<Self, ControlError> {
+        let want = cfg.listen;
+        let listen_err = move |source| ControlError::Listen { addr: want, source };
+        let listener = TcpListener::bind(cfg.listen).map_err(listen_err)?;
+        listener.set_nonblocking(true).map_err(listen_err)?;
+        let addr = listener.local_addr().map_err(listen_err)?;
+        let shared = Arc::new(Shared {
+            key,
+            cfg,
+            state: Mutex::new(State {
+                fib,
+                version: 0,
+                subs: HashMap::new(),
+            }),
+            stop: AtomicBool::new(false),
+            conns: Mutex::new(Vec::new()),
+            next_conn: AtomicU64::new(1),
+            counters: Counters::default(),
+        });
+        shared.log(format_args!("listening on {addr}"));
+        let s = shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("ctl-accept".into())
+            .spawn(move || accept_loop(s, listener))
+            .map_err(listen_err)?;
+        Ok(Controller {
+            shared,
+            addr,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address the controller listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Apply route changes (numbered 1, 2, ... in errors) and push their
+    /// deltas. All or nothing: the batch is validated before any change.
+    pub fn apply_changes(&self, changes: &[RouteChange<K>]) -> Result<ApplyReport, ControlError> {
+        let numbered: Vec<(usize, RouteChange<K>)> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i + 1, c.clone()))
+            .collect();
+        self.apply_numbered(&numbered)
+    }
+
+    /// [`Self::apply_changes`] with the line numbers of a changes file.
+    pub fn apply_numbered(
+        &self,
+        changes: &[(usize, RouteChange<K>)],
+    ) -> Result<ApplyReport, ControlError> {
+        let mut st = lock(&self.shared.state);
+        st.fib.validate_changes(changes)?;
+        let mut r = ApplyReport::default();
+        for (line, ch) in changes {
+            let before = st.fib.action_table().len();
+            let res = match ch {
+                RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
+                RouteChange::Delete(k) => st.fib.remove(k),
+                RouteChange::Set(k, a) => st.fib.change(k, a),
+            };
+            let change = res.map_err(|e| FibError::AtLine {
+                line: *line,
+                error: Box::new(e),
+            })?;
+            let delta = st.fib.othello().delta(&change, 0);
+            let generation = st.fib.othello().meta().generation;
+            let mut new_actions = String::new();
+            for (id, a) in st.fib.action_table().iter().skip(before) {
+                new_actions.push_str(&format!("{id} {a}\n"));
+            }
+            r.changes += 1;
+            r.slot_writes += delta.write_count();
+            r.rebuilds += change.is_rebuild() as usize;
+            r.new_actions += st.fib.action_table().len() - before;
+            st.version += 1;
+            let payload = Arc::new(delta_payload(&delta.encode(), &new_actions));
+            let version = st.version;
+            st.subs.retain(|_, tx| {
+                tx.send(Out::Delta {
+                    version,
+                    generation,
+                    payload: payload.clone(),
+                })
+                .is_ok()
+            });
+        }
+        r.version = st.version;
+        r.followers = st.subs.len();
+        Ok(r)
+    }
+
+    /// Run `f` on the FIB as it is now (for checks and statistics).
+    pub fn with_fib<R>(&self, f: impl FnOnce(&ConciseFib<K>) -> R) -> R {
+        f(&lock(&self.shared.state).fib)
+    }
+
+    /// Changes applied since start.
+    pub fn version(&self) -> u64 {
+        lock(&self.shared.state).version
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ControllerStats {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ControllerStats {
+            accepted: l(&c.accepted),
+            active: l(&c.active),
+            snapshots_sent: l(&c.snapshots_sent),
+            deltas_sent: l(&c.deltas_sent),
+            resyncs: l(&c.resyncs),
+            rejects: l(&c.rejects),
+            acks: l(&c.acks),
+        }
+    }
+
+    /// Stop accepting, close every connection and join all threads.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        for tx in lock(&self.shared.state).subs.values() {
+            let _ = tx.send(Out::Close);
+        }
+        let conns = std::mem::take(&mut *lock(&self.shared.conns));
+        for (s, _) in &conns {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        for (_, h) in conns {
+            let _ = h.join();
+        }
+        self.shared.log(format_args!("stopped"));
+    }
+}
+
+impl<K: NameKey + Send + 'static> Drop for Controller<K> {
+    fn drop(&mut self) {
+        if self.accept.is_some() {
+            self.stop();
+        }
+    }
+}
+
+fn accept_loop<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, listener: TcpListener) {
+    while !sh.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((s, peer)) => {
+                sh.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                let clone = s.try_clone();
+                let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
+                let s2 = sh.clone();
+                let spawned = clone.and_then(|c| {
+                    std::thread::Builder::new()
+                        .name(format!("ctl-conn-{id}"))
+                        .spawn(move || serve(s2, s, peer, id))
+                        .map(|h| (c, h))
+                });
+                match spawned {
+                    Ok(pair) => {
+                        let mut conns = lock(&sh.conns);
+                        conns.retain(|(_, h)| !h.is_finished());
+                        conns.push(pair);
+                    }
+                    Err(e) => sh.log(format_args!("{peer}: cannot serve: {e}")),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => {
+                sh.log(format_args!("accept: {e}"));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// A connection's sending side: numbers and authenticates frames.
+struct Tx {
+    stream: TcpStream,
+    session: u64,
+    seq: u64,
+}
+
+impl Tx {
+    fn send(&mut self, key: &AuthKey, ty: MsgType, gen: u64, payload: &[u8]) -> io::Result<()> {
+        self.seq += 1;
+        let bytes = encode_parts(key, ty, self.session, self.seq, gen, payload);
+        write_all(&mut self.stream, &bytes)
+    }
+}
+
+fn send_snapshot<K: NameKey>(sh: &Shared<K>, tx: &mut Tx) -> io::Result<u64> {
+    let (payload, gen, version) = {
+        let st = lock(&sh.state);
+        let o = st.fib.othello();
+        (
+            snapshot_payload(&o.snapshot(0), &st.fib.action_table().to_text()),
+            o.meta().generation,
+            st.version,
+        )
+    };
+    tx.send(&sh.key, MsgType::Snapshot, gen, &payload)?;
+    sh.counters.snapshots_sent.fetch_add(1, Ordering::Relaxed);
+    Ok(version)
+}
+
+fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: SocketAddr, id: u64) {
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(sh.cfg.hello_timeout));
+    let mut rd = match s.try_clone() {
+        Ok(r) => r,
+        Err(e) => return sh.log(format_args!("{peer}: {e}")),
+    };
+    let max = sh.cfg.max_payload.min(MAX_PAYLOAD);
+    let hello = read_frame(&mut rd, &sh.key, max)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            if f.ty != MsgType::Hello || f.seq != 1 {
+                return Err(format!(
+                    "first frame must be Hello with sequence 1, got {:?} {}",
+                    f.ty, f.seq
+                ));
+            }
+            match Message::decode(f.ty, &f.payload) {
+                Ok(Message::Hello(h)) => Ok((f.session, h)),
+                Ok(_) => Err("not a Hello".to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        });
+    let (session, hello) = match hello {
+        Ok(x) => x,
+        Err(e) => {
+            sh.counters.rejects.fetch_add(1, Ordering::Relaxed);
+            sh.log(format_args!("{peer}: rejected before Hello: {e}"));
+            let _ = s.shutdown(Shutdown::Both);
+            return;
+        }
+    };
+    let _ = s.set_read_timeout(None);
+    let mut tx = Tx {
+        stream: s,
+        session,
+        seq: 0,
+    };
+    let who = format!("{peer} ({})", hello.forwarder_id);
+    if hello.column != 0 {
+        sh.log(format_args!("{who}: unknown column {}", hello.column));
+        let m = Message::Error {
+            code: ErrorCode::UnknownColumn,
+            text: format!("column {} is not served (only column 0)", hello.column),
+        };
+        let _ = tx.send(&sh.key, MsgType::Error, 0, &m.encode());
+        let _ = tx.stream.shutdown(Shutdown::Both);
+        return;
+    }
+    sh.log(format_args!(
+        "{who}: hello, last applied sequence {} generation {}",
+        hello.last_seq, hello.last_generation
+    ));
+    // Subscribe and snapshot under one lock: no delta missed or doubled.
+    let (otx, orx) = channel();
+    let first = {
+        let mut st = lock(&sh.state);
+        st.subs.insert(id, otx.clone());
+        let o = st.fib.othello();
+        (
+            snapshot_payload(&o.snapshot(0), &st.fib.action_table().to_text()),
+            o.meta().generation,
+            st.version,
+        )
+    };
+    sh.counters.active.fetch_add(1, Ordering::Relaxed);
+    let reader = {
+        let sh = sh.clone();
+        let who = who.clone();
+        std::thread::Builder::new()
+            .name(format!("ctl-read-{id}"))
+            .spawn(move || read_loop(sh, rd, session, otx, who))
+    };
+    let result = (|| -> io::Result<()> {
+        tx.send(&sh.key, MsgType::Snapshot, first.1, &first.0)?;
+        sh.counters.snapshots_sent.fetch_add(1, Ordering::Relaxed);
+        sh.log(format_args!(
+            "{who}: sent snapshot ({} bytes, version {})",
+            first.0.len(),
+            first.2
+        ));
+        write_loop(&sh, &mut tx, &orx, first.2)
+    })();
+    if let Err(e) = result {
+        sh.log(format_args!("{who}: connection closed: {e}"));
+    }
+    lock(&sh.state).subs.remove(&id);
+    sh.counters.active.fetch_sub(1, Ordering::Relaxed);
+    let _ = tx.stream.shutdown(Shutdown::Both);
+    if let Ok(h) = reader {
+        let _ = h.join();
+    }
+}
+
+fn write_loop<K: NameKey>(
+    sh: &Shared<K>,
+    tx: &mut Tx,
+    rx: &Receiver<Out>,
+    mut have: u64,
+) -> io::Result<()> {
+    while let Ok(out) = rx.recv() {
+        match out {
+            Out::Delta {
+                version,
+                generation,
+                payload,
+            } => {
+                if version <= have {
+                    continue;
+                }
+                tx.send(&sh.key, MsgType::Delta, generation, &payload)?;
+                sh.counters.deltas_sent.fetch_add(1, Ordering::Relaxed);
+                have = version;
+            }
+            Out::Resync => {
+                have = send_snapshot(sh, tx)?;
+            }
+            Out::Close => {
+                let m = Message::Error {
+                    code: ErrorCode::Shutdown,
+                    text: "controller closes the connection".into(),
+                };
+                let _ = tx.send(&sh.key, MsgType::Error, 0, &m.encode());
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_loop<K>(sh: Arc<Shared<K>>, mut rd: TcpStream, session: u64, tx: Sender<Out>, who: String) {
+    let max = sh.cfg.max_payload.min(MAX_PAYLOAD);
+    let mut expect = 2u64;
+    let why = loop {
+        let f = match read_frame(&mut rd, &sh.key, max) {
+            Ok(f) => f,
+            Err(ReadError::Io(_)) => break None,
+            Err(ReadError::Frame(e)) => break Some(e.to_string()),
+        };
+        if f.session != session {
+            break Some(format!("frame of session {:#x}", f.session));
+        }
+        if f.seq != expect {
+            break Some(format!("sequence {} where {expect} was next", f.seq));
+        }
+        expect += 1;
+        match Message::decode(f.ty, &f.payload) {
+            Ok(Message::Ack { .. }) => {
+                sh.counters.acks.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Message::Hello(h)) => {
+                sh.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+                sh.log(format_args!(
+                    "{who}: resync requested (last applied sequence {} generation {})",
+                    h.last_seq, h.last_generation
+                ));
+                if tx.send(Out::Resync).is_err() {
+                    break None;
+                }
+            }
+            Ok(Message::Error { code, text }) => {
+                sh.log(format_args!("{who}: forwarder error {code:?}: {text}"));
+                break None;
+            }
+            Ok(m) => break Some(format!("unexpected {:?} from a forwarder", m.ty())),
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    if let Some(why) = why {
+        sh.counters.rejects.fetch_add(1, Ordering::Relaxed);
+        sh.log(format_args!("{who}: rejected: {why}; closing"));
+    }
+    let _ = tx.send(Out::Close);
+}

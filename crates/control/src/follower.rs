@@ -1,0 +1,639 @@
+//! The forwarder side: follow a controller's FIB.
+//!
+//! One background thread connects, sends a Hello, installs the Snapshot as
+//! a new [`Table`] (an [`ArcSwapOption`] swap), applies each Delta to the
+//! current [`Query`] in place (readers keep running, lock-free), and Acks
+//! each applied message. Anything invalid is rejected with a logged reason
+//! and a counter, and leaves the table as it was:
+//!
+//! * a frame that does not decode or authenticate (bit flips, another key,
+//!   bad magic or version, oversize), a frame of another session, an
+//!   unexpected message type or a controller Error: the connection is
+//!   closed and re-opened with backoff (Hello, then a fresh Snapshot);
+//! * a sequence number below the next one (a replay): ignored;
+//! * a sequence number above the next one (a gap) or a delta that does not
+//!   apply (wrong generation, index out of range, bad action entries): a
+//!   resync Hello is sent, deltas are skipped until the Snapshot that
+//!   answers it.
+//!
+//! Readers call [`FibFollower::table`] and keep the `Arc<Table>` for as
+//! long as they like (a batch, a burst); slot writes of later deltas reach
+//! the same `Query` in place, a later Snapshot swaps in a new `Table`.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use nexthop_hash::KeyBytes;
+use nexthop_othello::fib::{Action, ActionTable};
+use nexthop_othello::{Delta, Query};
+
+use crate::frame::{encode_parts, read_frame, write_all, AuthKey, ReadError, MAX_PAYLOAD};
+use crate::message::{Hello, Message};
+
+/// Why a message was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// The tag did not verify (corruption or another key).
+    BadMac,
+    /// The frame did not decode (magic, version, reserved, length, type).
+    Malformed,
+    /// An authenticated frame of another session.
+    Session,
+    /// A sequence number already seen.
+    Replay,
+    /// A sequence number past the next one.
+    OutOfOrder,
+    /// The payload did not parse, or the message type is not one a
+    /// controller sends.
+    Message,
+    /// The snapshot or delta did not apply to the table.
+    Apply,
+    /// The controller sent an Error.
+    ControllerError,
+}
+
+impl RejectReason {
+    /// Every reason, in counter order.
+    pub const ALL: [RejectReason; 8] = [
+        RejectReason::BadMac,
+        RejectReason::Malformed,
+        RejectReason::Session,
+        RejectReason::Replay,
+        RejectReason::OutOfOrder,
+        RejectReason::Message,
+        RejectReason::Apply,
+        RejectReason::ControllerError,
+    ];
+
+    fn index(self) -> usize {
+        RejectReason::ALL
+            .iter()
+            .position(|&r| r == self)
+            .unwrap_or(0)
+    }
+
+    /// A short name for logs and statistics.
+    pub fn name(self) -> &'static str {
+        match self {
+            RejectReason::BadMac => "bad-mac",
+            RejectReason::Malformed => "malformed",
+            RejectReason::Session => "session",
+            RejectReason::Replay => "replay",
+            RejectReason::OutOfOrder => "out-of-order",
+            RejectReason::Message => "message",
+            RejectReason::Apply => "apply",
+            RejectReason::ControllerError => "controller-error",
+        }
+    }
+}
+
+/// Follower settings.
+#[derive(Clone, Debug)]
+pub struct FollowerConfig {
+    /// The controller's address.
+    pub controller: SocketAddr,
+    /// This forwarder's name (sent in Hello).
+    pub forwarder_id: String,
+    /// The value column to follow (0 for a Concise FIB).
+    pub column: u32,
+    /// First reconnect delay; doubles per failed attempt.
+    pub backoff_min: Duration,
+    /// Longest reconnect delay.
+    pub backoff_max: Duration,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Largest payload accepted (a snapshot must fit).
+    pub max_payload: u32,
+    /// Log connects, installs and rejects on stderr.
+    pub log: bool,
+}
+
+impl FollowerConfig {
+    /// Defaults for following `controller`.
+    pub fn new(controller: SocketAddr, forwarder_id: impl Into<String>) -> Self {
+        FollowerConfig {
+            controller,
+            forwarder_id: forwarder_id.into(),
+            column: 0,
+            backoff_min: Duration::from_millis(20),
+            backoff_max: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+            max_payload: MAX_PAYLOAD,
+            log: true,
+        }
+    }
+}
+
+/// The data-plane table: a query structure and the action table its ids
+/// index.
+#[derive(Debug)]
+pub struct Table {
+    query: Arc<Query>,
+    actions: Arc<ActionTable>,
+}
+
+impl Table {
+    /// The query structure (deltas are applied to it in place).
+    pub fn query(&self) -> &Query {
+        &self.query
+    }
+
+    /// The action table.
+    pub fn actions(&self) -> &ActionTable {
+        &self.actions
+    }
+
+    /// The action of `name` (`None`: miss, or an id the table lacks).
+    pub fn lookup<K: KeyBytes + ?Sized>(&self, name: &K) -> Option<&Action> {
+        self.actions.get(self.query.lookup(name)?)
+    }
+}
+
+/// A copy of the follower's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FollowerStats {
+    /// TCP connections made.
+    pub connects: u64,
+    /// Snapshots installed (initial, resync and rebuild deltas).
+    pub snapshots: u64,
+    /// Delta messages applied.
+    pub deltas: u64,
+    /// Resync Hellos sent on an open connection.
+    pub resyncs: u64,
+    /// Deltas skipped while waiting for a resync snapshot.
+    pub skipped: u64,
+    /// Rejects, indexed like [`RejectReason::ALL`].
+    pub rejects: [u64; 8],
+    /// Controller sequence number of the last applied message.
+    pub last_seq: u64,
+}
+
+impl FollowerStats {
+    /// Rejects for `reason`.
+    pub fn rejects(&self, reason: RejectReason) -> u64 {
+        self.rejects[reason.index()]
+    }
+
+    /// Rejects for every reason.
+    pub fn total_rejects(&self) -> u64 {
+        self.rejects.iter().sum()
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    connects: AtomicU64,
+    snapshots: AtomicU64,
+    deltas: AtomicU64,
+    resyncs: AtomicU64,
+    skipped: AtomicU64,
+    rejects: [AtomicU64; 8],
+    last_seq: AtomicU64,
+}
+
+struct Shared {
+    key: AuthKey,
+    cfg: FollowerConfig,
+    table: ArcSwapOption<Table>,
+    counters: Counters,
+    stop: AtomicBool,
+    stream: Mutex<Option<TcpStream>>,
+}
+
+impl Shared {
+    fn log(&self, msg: fmt::Arguments<'_>) {
+        if self.cfg.log {
+            eprintln!("follower {}: {msg}", self.cfg.forwarder_id);
+        }
+    }
+
+    fn reject(&self, r: RejectReason, why: fmt::Arguments<'_>) {
+        self.counters.rejects[r.index()].fetch_add(1, Ordering::Relaxed);
+        self.log(format_args!("rejected ({}): {why}", r.name()));
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// A forwarder's connection to its controller (a background thread).
+/// Dropping it stops the thread.
+pub struct FibFollower {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for FibFollower {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FibFollower")
+            .field("controller", &self.shared.cfg.controller)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FibFollower {
+    /// Start following (connects in the background).
+    pub fn start(key: AuthKey, cfg: FollowerConfig) -> io::Result<FibFollower> {
+        let shared = Arc::new(Shared {
+            key,
+            cfg,
+            table: ArcSwapOption::empty(),
+            counters: Counters::default(),
+            stop: AtomicBool::new(false),
+            stream: Mutex::new(None),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("fib-follower".into())
+            .spawn(move || run(&s))?;
+        Ok(FibFollower {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The current table (`None` before the first snapshot).
+    pub fn table(&self) -> Option<Arc<Table>> {
+        self.shared.table.load_full()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> FollowerStats {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut rejects = [0u64; 8];
+        for (r, a) in rejects.iter_mut().zip(&c.rejects) {
+            *r = l(a);
+        }
+        FollowerStats {
+            connects: l(&c.connects),
+            snapshots: l(&c.snapshots),
+            deltas: l(&c.deltas),
+            resyncs: l(&c.resyncs),
+            skipped: l(&c.skipped),
+            rejects,
+            last_seq: l(&c.last_seq),
+        }
+    }
+
+    /// Wait until `pred(stats)` holds or `timeout` passes; whether it held.
+    pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&FollowerStats) -> bool) -> bool {
+        let end = Instant::now() + timeout;
+        loop {
+            if pred(&self.stats()) {
+                return true;
+            }
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Stop the thread and close the connection.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(s) = self
+            .shared
+            .stream
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for FibFollower {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.halt();
+        }
+    }
+}
+
+fn random_session() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish() | 1
+}
+
+fn sleep_unless_stopped(sh: &Shared, d: Duration) {
+    let end = Instant::now() + d;
+    while !sh.stopped() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5).min(d));
+    }
+}
+
+fn run(sh: &Shared) {
+    let mut backoff = sh.cfg.backoff_min;
+    while !sh.stopped() {
+        match TcpStream::connect_timeout(&sh.cfg.controller, sh.cfg.connect_timeout) {
+            Ok(s) => {
+                sh.counters.connects.fetch_add(1, Ordering::Relaxed);
+                let installed = session(sh, s);
+                if installed {
+                    backoff = sh.cfg.backoff_min;
+                }
+            }
+            Err(e) => sh.log(format_args!("connect {}: {e}", sh.cfg.controller)),
+        }
+        if sh.stopped() {
+            break;
+        }
+        sleep_unless_stopped(sh, backoff);
+        backoff = (backoff * 2).min(sh.cfg.backoff_max);
+    }
+}
+
+struct Conn<'a> {
+    sh: &'a Shared,
+    stream: TcpStream,
+    session: u64,
+    seq: u64,
+}
+
+impl Conn<'_> {
+    fn send(&mut self, m: &Message, generation: u64) -> io::Result<()> {
+        self.seq += 1;
+        let b = encode_parts(
+            &self.sh.key,
+            m.ty(),
+            self.session,
+            self.seq,
+            generation,
+            &m.encode(),
+        );
+        write_all(&mut self.stream, &b)
+    }
+
+    fn hello(&mut self) -> io::Result<()> {
+        let gen = self
+            .sh
+            .table
+            .load()
+            .as_ref()
+            .map_or(0, |t| t.query.meta().generation);
+        let h = Hello {
+            forwarder_id: self.sh.cfg.forwarder_id.clone(),
+            column: self.sh.cfg.column,
+            last_seq: self.sh.counters.last_seq.load(Ordering::Relaxed),
+            last_generation: gen,
+        };
+        self.send(&Message::Hello(h), gen)
+    }
+}
+
+/// Run one connection; whether a snapshot was installed on it.
+fn session(sh: &Shared, s: TcpStream) -> bool {
+    let _ = s.set_nodelay(true);
+    let mut rd = match s.try_clone() {
+        Ok(r) => r,
+        Err(e) => {
+            sh.log(format_args!("{e}"));
+            return false;
+        }
+    };
+    if let Ok(c) = s.try_clone() {
+        *sh.stream.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+    }
+    if sh.stopped() {
+        return false;
+    }
+    let mut c = Conn {
+        sh,
+        stream: s,
+        session: random_session(),
+        seq: 0,
+    };
+    sh.counters.last_seq.store(0, Ordering::Relaxed);
+    let mut installed = false;
+    if let Err(e) = c.hello() {
+        sh.log(format_args!("hello: {e}"));
+        return false;
+    }
+    sh.log(format_args!("connected to {}", sh.cfg.controller));
+    let mut expect = 1u64;
+    let mut resyncing = true;
+    let end = loop {
+        let f = match read_frame(&mut rd, &sh.key, sh.cfg.max_payload) {
+            Ok(f) => f,
+            Err(ReadError::Io(e)) => break format!("connection closed: {e}"),
+            Err(ReadError::Frame(e)) => {
+                let r = if matches!(e, crate::frame::FrameError::BadMac) {
+                    RejectReason::BadMac
+                } else {
+                    RejectReason::Malformed
+                };
+                sh.reject(r, format_args!("{e}"));
+                break "reconnecting after an invalid frame".into();
+            }
+        };
+        if f.session != c.session {
+            sh.reject(
+                RejectReason::Session,
+                format_args!("session {:#x}, ours is {:#x}", f.session, c.session),
+            );
+            break "reconnecting after a frame of another session".into();
+        }
+        if f.seq < expect {
+            sh.reject(
+                RejectReason::Replay,
+                format_args!("sequence {} already seen (next is {expect})", f.seq),
+            );
+            continue;
+        }
+        let gap = f.seq > expect;
+        expect = f.seq.saturating_add(1);
+        if gap {
+            sh.reject(
+                RejectReason::OutOfOrder,
+                format_args!("sequence {} skips ahead of {}", f.seq, expect - 1),
+            );
+            if !resync(&mut c, &mut resyncing) {
+                break "resync failed".into();
+            }
+            continue;
+        }
+        let msg = match Message::decode(f.ty, &f.payload) {
+            Ok(m) => m,
+            Err(e) => {
+                sh.reject(RejectReason::Message, format_args!("{e}"));
+                break "reconnecting after a malformed message".into();
+            }
+        };
+        let applied = match msg {
+            Message::Snapshot { snapshot, actions } => {
+                install(sh, &snapshot, ActionsFrom::Text(&actions))
+            }
+            Message::Delta { delta, new_actions } => {
+                if resyncing {
+                    sh.counters.skipped.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                apply_delta(sh, &delta, &new_actions)
+            }
+            Message::Error { code, text } => {
+                sh.reject(
+                    RejectReason::ControllerError,
+                    format_args!("controller error {code:?}: {text}"),
+                );
+                break "controller closed the session".into();
+            }
+            m @ (Message::Hello(_) | Message::Ack { .. }) => {
+                sh.reject(
+                    RejectReason::Message,
+                    format_args!("a controller does not send {:?}", m.ty()),
+                );
+                break "reconnecting after an unexpected message".into();
+            }
+        };
+        match applied {
+            Ok(kind) => {
+                if kind == Applied::Snapshot {
+                    resyncing = false;
+                    installed = true;
+                }
+                sh.counters.last_seq.store(f.seq, Ordering::Relaxed);
+                let gen = sh
+                    .table
+                    .load()
+                    .as_ref()
+                    .map_or(0, |t| t.query.meta().generation);
+                if let Err(e) = c.send(&Message::Ack { seq: f.seq }, gen) {
+                    break format!("ack: {e}");
+                }
+            }
+            Err(why) => {
+                sh.reject(RejectReason::Apply, format_args!("{why}"));
+                if !resync(&mut c, &mut resyncing) {
+                    break "resync failed".into();
+                }
+            }
+        }
+    };
+    if !sh.stopped() {
+        sh.log(format_args!("{end}"));
+    }
+    let _ = c.stream.shutdown(Shutdown::Both);
+    installed
+}
+
+fn resync(c: &mut Conn<'_>, resyncing: &mut bool) -> bool {
+    if *resyncing {
+        return true;
+    }
+    *resyncing = true;
+    c.sh.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+    c.sh.log(format_args!("asking for a resync snapshot"));
+    c.hello().is_ok()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Applied {
+    Snapshot,
+    Delta,
+}
+
+enum ActionsFrom<'a> {
+    /// A whole table.
+    Text(&'a str),
+    /// The current table plus these entries.
+    Extend(ActionTable),
+}
+
+/// The current action table plus `ID ACTION` lines that must continue its ids.
+fn extended(sh: &Shared, lines: &str) -> Result<Option<ActionTable>, String> {
+    if lines.trim().is_empty() {
+        return Ok(None);
+    }
+    let cur = sh.table.load();
+    let Some(cur) = cur.as_ref() else {
+        return Err("delta before any snapshot".into());
+    };
+    let mut text = cur.actions.to_text();
+    text.push_str(lines);
+    ActionTable::from_text(&text)
+        .map(Some)
+        .map_err(|e| format!("new action entries: {e}"))
+}
+
+fn install(sh: &Shared, snapshot: &[u8], actions: ActionsFrom<'_>) -> Result<Applied, String> {
+    let query = Query::from_snapshot(snapshot).map_err(|e| format!("snapshot: {e}"))?;
+    let actions = match actions {
+        ActionsFrom::Text(t) => {
+            ActionTable::from_text(t).map_err(|e| format!("snapshot action table: {e}"))?
+        }
+        ActionsFrom::Extend(t) => t,
+    };
+    let gen = query.meta().generation;
+    sh.table.store(Some(Arc::new(Table {
+        query: Arc::new(query),
+        actions: Arc::new(actions),
+    })));
+    sh.counters.snapshots.fetch_add(1, Ordering::Relaxed);
+    sh.log(format_args!(
+        "installed snapshot: generation {gen}, {} bytes",
+        snapshot.len()
+    ));
+    Ok(Applied::Snapshot)
+}
+
+fn apply_delta(sh: &Shared, delta: &Delta, new_actions: &str) -> Result<Applied, String> {
+    let ext = extended(sh, new_actions)?;
+    match delta {
+        Delta::Snapshot(bytes) => {
+            let actions = match ext {
+                Some(t) => t,
+                None => match sh.table.load().as_ref() {
+                    Some(cur) => (*cur.actions).clone(),
+                    None => ActionTable::new(),
+                },
+            };
+            install(sh, bytes, ActionsFrom::Extend(actions))?;
+            sh.counters.deltas.fetch_add(1, Ordering::Relaxed);
+            Ok(Applied::Delta)
+        }
+        Delta::Ops { .. } => {
+            let Some(cur) = sh.table.load_full() else {
+                return Err("delta before any snapshot".into());
+            };
+            // New ids first (no slot refers to them yet), then the writes;
+            // roll the action table back if the writes are refused.
+            if let Some(t) = ext {
+                sh.table.store(Some(Arc::new(Table {
+                    query: cur.query.clone(),
+                    actions: Arc::new(t),
+                })));
+            }
+            if let Err(e) = cur.query.apply(delta) {
+                sh.table.store(Some(cur));
+                return Err(format!("delta: {e}"));
+            }
+            sh.counters.deltas.fetch_add(1, Ordering::Relaxed);
+            Ok(Applied::Delta)
+        }
+    }
+}

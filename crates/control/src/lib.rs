@@ -1,0 +1,26 @@
+//! The update protocol between a controller and its forwarders.
+//!
+//! A [`Controller`] owns a Concise FIB ([`nexthop_othello::fib::ConciseFib`]),
+//! listens on TCP and sends every forwarder that connects a snapshot of the
+//! data-plane structure, then the delta of every route change, in order. A
+//! [`FibFollower`] runs on the forwarder: it installs the snapshot,
+//! applies each delta in place to the lock-free [`nexthop_othello::Query`]
+//! its pipeline reads, and reconnects and resynchronises after failures.
+//!
+//! Every message travels in a [`frame::Frame`]: magic, version, type,
+//! session id, sequence number, generation, payload length, payload and an
+//! HMAC-SHA256 tag keyed by a shared secret ([`AuthKey`]). Receivers accept
+//! only the exact next sequence number of their connection. The wire format,
+//! message flow, authentication, replay protection, resync and threading
+//! are documented in `docs/control.md`.
+#![forbid(unsafe_code)]
+
+pub mod controller;
+pub mod follower;
+pub mod frame;
+pub mod message;
+
+pub use controller::{ApplyReport, ControlError, Controller, ControllerConfig, ControllerStats};
+pub use follower::{FibFollower, FollowerConfig, FollowerStats, RejectReason, Table};
+pub use frame::{AuthKey, Frame, FrameError, KeyError, MsgType, ReadError};
+pub use message::{ErrorCode, Hello, Message, MessageError};

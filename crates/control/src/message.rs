@@ -1,0 +1,365 @@
+//! Typed message bodies (the payload of a [`Frame`](crate::frame::Frame)).
+//!
+//! ```text
+//! Hello    = id_len:u8 id:utf8[id_len] column:u32 last_seq:u64 last_generation:u64
+//! Snapshot = snap_len:u64 snapshot:[snap_len] actions:utf8(rest)     ; Othello::snapshot + ActionTable::to_text
+//! Delta    = delta_len:u32 delta:[delta_len] new_actions:utf8(rest)  ; Delta::encode + "ID ACTION" lines
+//! Ack      = seq:u64                                                  ; highest sequence number applied
+//! Error    = code:u16 text:utf8(rest, at most 1024 bytes)
+//! ```
+//!
+//! All integers are little-endian. Parsing checks every length against the
+//! bytes present and rejects trailing data; the snapshot bytes are checked
+//! by [`Query::from_snapshot`](nexthop_othello::Query::from_snapshot) when
+//! installed, the delta bytes here by [`Delta::decode`].
+
+use nexthop_othello::{Delta, FormatError};
+use thiserror::Error;
+
+use crate::frame::MsgType;
+
+/// Longest Error text.
+pub const MAX_ERROR_TEXT: usize = 1024;
+
+/// Why a payload is not a valid message of its type.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The payload ends early.
+    #[error("truncated {msg} payload: needed {needed} bytes, got {got}")]
+    Truncated {
+        /// Message type.
+        msg: &'static str,
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes present.
+        got: usize,
+    },
+    /// Bytes after the message's last field.
+    #[error("{0} bytes of trailing data in the payload")]
+    TrailingData(usize),
+    /// A field is invalid.
+    #[error("malformed payload: {0}")]
+    Malformed(&'static str),
+    /// The embedded delta does not decode.
+    #[error("delta: {0}")]
+    Delta(FormatError),
+}
+
+/// Error codes of an [`Message::Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The peer sent something this side could not accept.
+    Protocol,
+    /// The forwarder asked for a column the controller does not serve.
+    UnknownColumn,
+    /// The sender is shutting down.
+    Shutdown,
+    /// A code this version does not know.
+    Other(u16),
+}
+
+impl ErrorCode {
+    fn to_u16(self) -> u16 {
+        match self {
+            ErrorCode::Protocol => 1,
+            ErrorCode::UnknownColumn => 2,
+            ErrorCode::Shutdown => 3,
+            ErrorCode::Other(c) => c,
+        }
+    }
+    fn from_u16(c: u16) -> ErrorCode {
+        match c {
+            1 => ErrorCode::Protocol,
+            2 => ErrorCode::UnknownColumn,
+            3 => ErrorCode::Shutdown,
+            c => ErrorCode::Other(c),
+        }
+    }
+}
+
+/// A forwarder's introduction (and its resync request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// The forwarder's name (at most 255 bytes of UTF-8).
+    pub forwarder_id: String,
+    /// The value column (switch) it wants; a Concise FIB has column 0 only.
+    pub column: u32,
+    /// The controller sequence number of the last message it applied (0: none).
+    pub last_seq: u64,
+    /// The Othello generation of its table (0 when it has none).
+    pub last_generation: u64,
+}
+
+/// A decoded message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// See [`Hello`].
+    Hello(Hello),
+    /// A whole data-plane structure and its action table.
+    Snapshot {
+        /// [`Othello::snapshot`](nexthop_othello::Othello::snapshot) bytes.
+        snapshot: Vec<u8>,
+        /// [`ActionTable::to_text`](nexthop_othello::fib::ActionTable::to_text).
+        actions: String,
+    },
+    /// One route change.
+    Delta {
+        /// The slot writes (or, after a rebuild, a whole snapshot).
+        delta: Delta,
+        /// Action-table entries the change added, `ID ACTION` per line.
+        new_actions: String,
+    },
+    /// The highest controller sequence number applied.
+    Ack {
+        /// That sequence number.
+        seq: u64,
+    },
+    /// The sender closes the connection.
+    Error {
+        /// Why, as a code.
+        code: ErrorCode,
+        /// Why, in words.
+        text: String,
+    },
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    msg: &'static str,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], MessageError> {
+        if self.b.len() < n {
+            return Err(MessageError::Truncated {
+                msg: self.msg,
+                needed: n,
+                got: self.b.len(),
+            });
+        }
+        let (h, t) = self.b.split_at(n);
+        self.b = t;
+        Ok(h)
+    }
+    fn u8(&mut self) -> Result<u8, MessageError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, MessageError> {
+        let s = self.take(2)?;
+        Ok(u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Result<u32, MessageError> {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(a))
+    }
+    fn u64(&mut self) -> Result<u64, MessageError> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn rest_utf8(&mut self) -> Result<String, MessageError> {
+        let s = std::str::from_utf8(self.b)
+            .map_err(|_| MessageError::Malformed("text is not UTF-8"))?
+            .to_string();
+        self.b = &[];
+        Ok(s)
+    }
+    fn finish(&self) -> Result<(), MessageError> {
+        if self.b.is_empty() {
+            Ok(())
+        } else {
+            Err(MessageError::TrailingData(self.b.len()))
+        }
+    }
+}
+
+impl Message {
+    /// The frame type that carries this message.
+    pub fn ty(&self) -> MsgType {
+        match self {
+            Message::Hello(_) => MsgType::Hello,
+            Message::Snapshot { .. } => MsgType::Snapshot,
+            Message::Delta { .. } => MsgType::Delta,
+            Message::Ack { .. } => MsgType::Ack,
+            Message::Error { .. } => MsgType::Error,
+        }
+    }
+
+    /// Encode the payload. Over-long ids and error texts are cut (at a
+    /// character boundary) to their limits.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Message::Hello(h) => {
+                let id = truncate_utf8(&h.forwarder_id, 255);
+                out.push(id.len() as u8);
+                out.extend_from_slice(id.as_bytes());
+                out.extend_from_slice(&h.column.to_le_bytes());
+                out.extend_from_slice(&h.last_seq.to_le_bytes());
+                out.extend_from_slice(&h.last_generation.to_le_bytes());
+            }
+            Message::Snapshot { snapshot, actions } => {
+                out = snapshot_payload(snapshot, actions);
+            }
+            Message::Delta { delta, new_actions } => {
+                out = delta_payload(&delta.encode(), new_actions);
+            }
+            Message::Ack { seq } => out.extend_from_slice(&seq.to_le_bytes()),
+            Message::Error { code, text } => {
+                out.extend_from_slice(&code.to_u16().to_le_bytes());
+                out.extend_from_slice(truncate_utf8(text, MAX_ERROR_TEXT).as_bytes());
+            }
+        }
+        out
+    }
+
+    /// Parse the payload of an authenticated frame of type `ty`.
+    pub fn decode(ty: MsgType, payload: &[u8]) -> Result<Message, MessageError> {
+        let msg = match ty {
+            MsgType::Hello => "Hello",
+            MsgType::Snapshot => "Snapshot",
+            MsgType::Delta => "Delta",
+            MsgType::Ack => "Ack",
+            MsgType::Error => "Error",
+        };
+        let mut c = Cursor { b: payload, msg };
+        let m = match ty {
+            MsgType::Hello => {
+                let n = c.u8()? as usize;
+                let id = std::str::from_utf8(c.take(n)?)
+                    .map_err(|_| MessageError::Malformed("forwarder id is not UTF-8"))?
+                    .to_string();
+                Message::Hello(Hello {
+                    forwarder_id: id,
+                    column: c.u32()?,
+                    last_seq: c.u64()?,
+                    last_generation: c.u64()?,
+                })
+            }
+            MsgType::Snapshot => {
+                let n = c.u64()?;
+                let n = usize::try_from(n)
+                    .map_err(|_| MessageError::Malformed("snapshot length over usize"))?;
+                let snapshot = c.take(n)?.to_vec();
+                Message::Snapshot {
+                    snapshot,
+                    actions: c.rest_utf8()?,
+                }
+            }
+            MsgType::Delta => {
+                let n = c.u32()? as usize;
+                let delta = Delta::decode(c.take(n)?).map_err(MessageError::Delta)?;
+                Message::Delta {
+                    delta,
+                    new_actions: c.rest_utf8()?,
+                }
+            }
+            MsgType::Ack => Message::Ack { seq: c.u64()? },
+            MsgType::Error => {
+                let code = ErrorCode::from_u16(c.u16()?);
+                if c.b.len() > MAX_ERROR_TEXT {
+                    return Err(MessageError::Malformed("error text over 1024 bytes"));
+                }
+                Message::Error {
+                    code,
+                    text: c.rest_utf8()?,
+                }
+            }
+        };
+        c.finish()?;
+        Ok(m)
+    }
+}
+
+/// The payload of a Snapshot message, from its parts.
+pub fn snapshot_payload(snapshot: &[u8], actions: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + snapshot.len() + actions.len());
+    out.extend_from_slice(&(snapshot.len() as u64).to_le_bytes());
+    out.extend_from_slice(snapshot);
+    out.extend_from_slice(actions.as_bytes());
+    out
+}
+
+/// The payload of a Delta message from encoded delta bytes.
+pub fn delta_payload(delta: &[u8], new_actions: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + delta.len() + new_actions.len());
+    out.extend_from_slice(&(delta.len() as u32).to_le_bytes());
+    out.extend_from_slice(delta);
+    out.extend_from_slice(new_actions.as_bytes());
+    out
+}
+
+fn truncate_utf8(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nexthop_othello::Op;
+
+    #[test]
+    fn every_message_round_trips() {
+        let msgs = [
+            Message::Hello(Hello {
+                forwarder_id: "fw-1".into(),
+                column: 0,
+                last_seq: 5,
+                last_generation: 2,
+            }),
+            Message::Snapshot {
+                snapshot: vec![1, 2, 3],
+                actions: "0 drop\n".into(),
+            },
+            Message::Delta {
+                delta: Delta::Ops {
+                    generation: 3,
+                    ops: vec![Op::SetA { index: 1, word: 2 }],
+                },
+                new_actions: "1 7\n".into(),
+            },
+            Message::Ack { seq: 99 },
+            Message::Error {
+                code: ErrorCode::UnknownColumn,
+                text: "column 3".into(),
+            },
+        ];
+        for m in msgs {
+            assert_eq!(Message::decode(m.ty(), &m.encode()), Ok(m.clone()));
+        }
+    }
+
+    #[test]
+    fn truncated_and_trailing_payloads_are_rejected() {
+        let m = Message::Hello(Hello {
+            forwarder_id: "x".into(),
+            column: 0,
+            last_seq: 0,
+            last_generation: 0,
+        });
+        let b = m.encode();
+        for n in 0..b.len() {
+            assert!(Message::decode(MsgType::Hello, &b[..n]).is_err());
+        }
+        let mut long = b.clone();
+        long.push(0);
+        assert_eq!(
+            Message::decode(MsgType::Hello, &long),
+            Err(MessageError::TrailingData(1))
+        );
+        assert!(matches!(
+            Message::decode(MsgType::Snapshot, &u64::MAX.to_le_bytes()),
+            Err(MessageError::Malformed(_) | MessageError::Truncated { .. })
+        ));
+    }
+}

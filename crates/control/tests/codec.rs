@@ -1,0 +1,227 @@
+//! Frame and message codec against static byte vectors.
+
+use hmac::{Hmac, Mac};
+use nexthop_control::frame::{Frame, FrameError, MsgType, HEADER_LEN, MAX_PAYLOAD, TAG_LEN};
+use nexthop_control::{AuthKey, Hello, Message, MessageError};
+use sha2::Sha256;
+
+const SECRET: &[u8] = b"nexthop-test-key-0123456789abcdef";
+
+fn key() -> AuthKey {
+    AuthKey::new(SECRET).expect("key")
+}
+
+/// An Ack of sequence 1 on session 0x1122334455667788, sequence 2, generation 3.
+const ACK_HEADER_AND_PAYLOAD: [u8; 44] = [
+    b'N', b'H', b'C', b'P', // magic
+    1,    // version
+    4,    // type: Ack
+    0, 0, // reserved
+    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // session
+    2, 0, 0, 0, 0, 0, 0, 0, // sequence
+    3, 0, 0, 0, 0, 0, 0, 0, // generation
+    8, 0, 0, 0, // payload length
+    1, 0, 0, 0, 0, 0, 0, 0, // payload: acked sequence 1
+];
+
+/// HMAC-SHA256(SECRET, ACK_HEADER_AND_PAYLOAD).
+const ACK_TAG: [u8; 32] = [
+    0xdf, 0x18, 0xaa, 0x34, 0xdc, 0x72, 0x74, 0x8d, 0x37, 0x57, 0x9b, 0x14, 0xd8, 0xc4, 0xc5, 0x01,
+    0xf0, 0x1e, 0x63, 0x43, 0x67, 0x43, 0x1e, 0xf7, 0xff, 0x99, 0xd7, 0xe9, 0x3e, 0x0a, 0xc4, 0x84,
+];
+
+fn ack_frame() -> Vec<u8> {
+    let mut v = ACK_HEADER_AND_PAYLOAD.to_vec();
+    v.extend_from_slice(&ACK_TAG);
+    v
+}
+
+/// Re-tag modified frame bytes with the shared secret (an independent HMAC).
+fn retag(body: &[u8]) -> Vec<u8> {
+    let mut m = Hmac::<Sha256>::new_from_slice(SECRET).expect("hmac key");
+    m.update(body);
+    let mut v = body.to_vec();
+    v.extend_from_slice(&m.finalize().into_bytes());
+    v
+}
+
+#[test]
+fn ack_frame_encodes_to_the_static_vector() {
+    let f = Frame::new(
+        MsgType::Ack,
+        0x1122_3344_5566_7788,
+        2,
+        3,
+        Message::Ack { seq: 1 }.encode(),
+    );
+    assert_eq!(f.encode(&key()), ack_frame());
+    assert_eq!(retag(&ACK_HEADER_AND_PAYLOAD), ack_frame());
+}
+
+#[test]
+fn static_vector_decodes_to_the_ack() {
+    let f = Frame::decode(&ack_frame(), &key(), MAX_PAYLOAD).expect("decode");
+    assert_eq!(f.ty, MsgType::Ack);
+    assert_eq!(
+        (f.session, f.seq, f.generation),
+        (0x1122_3344_5566_7788, 2, 3)
+    );
+    assert_eq!(
+        Message::decode(f.ty, &f.payload),
+        Ok(Message::Ack { seq: 1 })
+    );
+}
+
+#[test]
+fn header_errors_are_typed() {
+    let good = ack_frame();
+    let d = |b: &[u8]| Frame::decode(b, &key(), MAX_PAYLOAD);
+    assert_eq!(
+        d(&good[..10]),
+        Err(FrameError::Truncated {
+            needed: HEADER_LEN,
+            got: 10
+        })
+    );
+    assert_eq!(
+        d(&good[..good.len() - 1]),
+        Err(FrameError::Truncated {
+            needed: good.len(),
+            got: good.len() - 1
+        })
+    );
+    let mut b = good.clone();
+    b[0] = b'X';
+    assert_eq!(d(&b), Err(FrameError::BadMagic(*b"XHCP")));
+    let mut b = good.clone();
+    b[4] = 2;
+    assert_eq!(
+        d(&b),
+        Err(FrameError::Version {
+            got: 2,
+            supported: 1
+        })
+    );
+    let mut b = good.clone();
+    b[6] = 1;
+    assert_eq!(d(&b), Err(FrameError::Reserved(1)));
+    let mut b = good.clone();
+    b[32..36].copy_from_slice(&(MAX_PAYLOAD + 1).to_le_bytes());
+    assert_eq!(
+        d(&b),
+        Err(FrameError::Oversize {
+            len: MAX_PAYLOAD as u64 + 1,
+            max: MAX_PAYLOAD as u64
+        })
+    );
+    assert_eq!(
+        Frame::decode(&good, &key(), 4),
+        Err(FrameError::Oversize { len: 8, max: 4 })
+    );
+    let mut b = good.clone();
+    b.push(0);
+    assert_eq!(d(&b), Err(FrameError::TrailingData(1)));
+}
+
+#[test]
+fn mac_errors_and_unknown_types_are_typed() {
+    let good = ack_frame();
+    let d = |b: &[u8]| Frame::decode(b, &key(), MAX_PAYLOAD);
+    let mut b = good.clone();
+    b[20] ^= 1; // sequence number
+    assert_eq!(d(&b), Err(FrameError::BadMac));
+    let mut b = good.clone();
+    let last = b.len() - 1;
+    b[last] ^= 0x80; // tag
+    assert_eq!(d(&b), Err(FrameError::BadMac));
+    let other = AuthKey::new(b"another-secret-of-32-bytes-long!").expect("key");
+    assert_eq!(
+        Frame::decode(&good, &other, MAX_PAYLOAD),
+        Err(FrameError::BadMac)
+    );
+    let mut body = ACK_HEADER_AND_PAYLOAD.to_vec();
+    body[5] = 9;
+    assert_eq!(d(&retag(&body)), Err(FrameError::UnknownType(9)));
+    assert_eq!(good.len(), HEADER_LEN + 8 + TAG_LEN);
+}
+
+#[test]
+fn hello_payload_matches_its_static_vector() {
+    let h = Message::Hello(Hello {
+        forwarder_id: "fw".into(),
+        column: 0,
+        last_seq: 0x0102,
+        last_generation: 7,
+    });
+    let want: [u8; 23] = [
+        2, b'f', b'w', // id
+        0, 0, 0, 0, // column
+        0x02, 0x01, 0, 0, 0, 0, 0, 0, // last sequence
+        7, 0, 0, 0, 0, 0, 0, 0, // last generation
+    ];
+    assert_eq!(h.encode(), want);
+    assert_eq!(Message::decode(MsgType::Hello, &want), Ok(h));
+    assert_eq!(
+        Message::decode(MsgType::Hello, &want[..22]),
+        Err(MessageError::Truncated {
+            msg: "Hello",
+            needed: 8,
+            got: 7
+        })
+    );
+    let mut bad_id = want;
+    bad_id[1] = 0xff;
+    assert!(matches!(
+        Message::decode(MsgType::Hello, &bad_id),
+        Err(MessageError::Malformed(_))
+    ));
+}
+
+#[test]
+fn delta_payload_with_a_corrupt_delta_is_rejected() {
+    // delta_len 4, then 4 bytes that are not a delta.
+    let p = [4, 0, 0, 0, b'N', b'H', b'D', 1];
+    assert!(matches!(
+        Message::decode(MsgType::Delta, &p),
+        Err(MessageError::Delta(_))
+    ));
+    assert!(matches!(
+        Message::decode(MsgType::Delta, &[9, 0, 0, 0, 1]),
+        Err(MessageError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn short_key_files_are_refused_and_whitespace_is_trimmed() {
+    let dir = std::env::temp_dir().join(format!("nexthop-control-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let short = dir.join("short");
+    std::fs::write(&short, b"0123456789\n").expect("write");
+    assert!(AuthKey::from_file(&short).is_err());
+    let good = dir.join("good");
+    let mut text = SECRET.to_vec();
+    text.extend_from_slice(b"\n");
+    std::fs::write(&good, &text).expect("write");
+    let k = AuthKey::from_file(&good).expect("key");
+    assert_eq!(
+        Frame::decode(&ack_frame(), &k, MAX_PAYLOAD).map(|f| f.seq),
+        Ok(2)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fuzz_seeds_are_valid_frames_of_every_type() {
+    let key = AuthKey::new(b"nexthop-fuzz-key-0123456789abcdef").expect("key");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/control_frame");
+    let mut types = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("seed dir") {
+        let bytes = std::fs::read(e.expect("entry").path()).expect("seed");
+        let f = Frame::decode(&bytes, &key, MAX_PAYLOAD).expect("seed decodes");
+        Message::decode(f.ty, &f.payload).expect("seed payload parses");
+        types.push(f.ty as u8);
+    }
+    types.sort_unstable();
+    assert_eq!(types, [1, 2, 3, 4, 5]);
+}

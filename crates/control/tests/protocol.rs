@@ -1,0 +1,469 @@
+//! Controller and follower on loopback: convergence, late joiners,
+//! controller restarts, and rejection of corrupted, foreign, replayed and
+//! out-of-order frames (with a scripted fake controller).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use nexthop_control::frame::{encode_parts, read_frame, write_all, MsgType, MAX_PAYLOAD};
+use nexthop_control::{
+    AuthKey, Controller, ControllerConfig, FibFollower, FollowerConfig, Message, RejectReason,
+};
+use nexthop_othello::fib::{Action, ConciseFib, RouteChange};
+use nexthop_othello::{Config, Delta};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn key() -> AuthKey {
+    AuthKey::new(b"loopback-test-secret-0123456789").expect("key")
+}
+
+fn mac(i: u64) -> [u8; 6] {
+    let b = i.to_be_bytes();
+    [0x02, b[3], b[4], b[5], b[6], b[7]]
+}
+
+fn action(i: u64) -> Action {
+    match i % 6 {
+        0 => Action::Drop,
+        1 => Action::Controller,
+        2 => Action::PortSet(vec![1, (i % 7) as u16 + 2]),
+        _ => Action::Port((i % 11) as u16),
+    }
+}
+
+fn fib(n: u64) -> ConciseFib<[u8; 6]> {
+    let routes: Vec<_> = (0..n)
+        .map(|i| (i as usize + 1, mac(i), action(i)))
+        .collect();
+    ConciseFib::build(Config::default(), &routes).expect("build")
+}
+
+fn ctl_cfg() -> ControllerConfig {
+    ControllerConfig {
+        log: false,
+        ..ControllerConfig::default()
+    }
+}
+
+fn follower_cfg(addr: SocketAddr, id: &str) -> FollowerConfig {
+    FollowerConfig {
+        backoff_min: Duration::from_millis(5),
+        backoff_max: Duration::from_millis(100),
+        log: false,
+        ..FollowerConfig::new(addr, id)
+    }
+}
+
+/// A random valid change against `present` (names 0..universe).
+fn random_change(
+    rng: &mut Xoshiro256PlusPlus,
+    present: &mut std::collections::HashSet<u64>,
+    universe: u64,
+) -> RouteChange<[u8; 6]> {
+    let i = rng.gen_range(0..universe);
+    let a = action(rng.gen());
+    match (present.contains(&i), rng.gen_range(0..3)) {
+        (false, _) => {
+            present.insert(i);
+            RouteChange::Add(mac(i), a)
+        }
+        (true, 0) => {
+            present.remove(&i);
+            RouteChange::Delete(mac(i))
+        }
+        (true, _) => RouteChange::Set(mac(i), a),
+    }
+}
+
+/// Every name the controller holds has the same action in the follower,
+/// and the follower's structure is byte-identical to the controller's.
+fn assert_converged(c: &Controller<[u8; 6]>, f: &FibFollower, universe: u64) {
+    let t = f.table().expect("follower has a table");
+    c.with_fib(|fib| {
+        assert_eq!(t.query().to_snapshot(), fib.othello().snapshot(0));
+        assert_eq!(t.actions(), fib.action_table());
+        let mut checked = 0;
+        for i in 0..universe {
+            if let Some(a) = fib.get(&mac(i)) {
+                assert_eq!(t.lookup(&mac(i)), Some(a), "name {i}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, fib.len());
+    });
+}
+
+fn wait_version(c: &Controller<[u8; 6]>, f: &FibFollower, snapshots_min: u64) {
+    let v = c.version();
+    let ok = f.wait_for(WAIT, |s| s.snapshots >= snapshots_min)
+        && wait_until(|| {
+            f.table().is_some_and(|t| {
+                c.with_fib(|fib| t.query().to_snapshot() == fib.othello().snapshot(0))
+            })
+        });
+    assert!(
+        ok,
+        "follower did not converge to version {v}: {:?}",
+        f.stats()
+    );
+}
+
+fn wait_until(p: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + WAIT;
+    while Instant::now() < end {
+        if p() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+#[test]
+fn follower_converges_after_snapshot_and_10000_changes() {
+    let n = 2_000;
+    let universe = 8_000;
+    let c = Controller::start(fib(n), key(), ctl_cfg()).expect("controller");
+    let f = FibFollower::start(key(), follower_cfg(c.local_addr(), "fw-a")).expect("follower");
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut present: std::collections::HashSet<u64> = (0..n).collect();
+    let changes: Vec<_> = (0..10_000)
+        .map(|_| random_change(&mut rng, &mut present, universe))
+        .collect();
+    // In batches of 100, as a controller would receive them.
+    let mut rebuilds = 0;
+    for chunk in changes.chunks(100) {
+        rebuilds += c.apply_changes(chunk).expect("apply").rebuilds;
+    }
+    assert_eq!(c.version(), 10_000);
+    assert!(f.wait_for(WAIT, |s| s.deltas == 10_000), "{:?}", f.stats());
+    assert_converged(&c, &f, universe);
+    let s = f.stats();
+    assert_eq!(s.total_rejects(), 0, "{s:?}");
+    assert_eq!(s.snapshots, 1 + rebuilds as u64);
+    assert!(wait_until(|| c.stats().acks >= 10_001));
+
+    // Propagation latency of single changes: apply -> applied in the follower.
+    let mut lat = Vec::new();
+    for _ in 0..500 {
+        let ch = random_change(&mut rng, &mut present, universe);
+        let before = f.stats().deltas;
+        let t = Instant::now();
+        c.apply_changes(&[ch]).expect("apply");
+        assert!(f.wait_for(WAIT, |s| s.deltas > before));
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    eprintln!(
+        "loopback propagation latency over {} changes: median {:?}, p99 {:?}, max {:?}",
+        lat.len(),
+        lat[lat.len() / 2],
+        lat[lat.len() * 99 / 100],
+        lat[lat.len() - 1]
+    );
+    assert_converged(&c, &f, universe);
+    f.stop();
+    c.shutdown();
+}
+
+#[test]
+fn late_joining_follower_gets_snapshot_then_deltas() {
+    let c = Controller::start(fib(500), key(), ctl_cfg()).expect("controller");
+    let early = FibFollower::start(key(), follower_cfg(c.local_addr(), "early")).expect("f");
+    assert!(early.wait_for(WAIT, |s| s.snapshots == 1));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    let mut present: std::collections::HashSet<u64> = (0..500).collect();
+    let batch: Vec<_> = (0..300)
+        .map(|_| random_change(&mut rng, &mut present, 2000))
+        .collect();
+    c.apply_changes(&batch).expect("apply");
+    let late = FibFollower::start(key(), follower_cfg(c.local_addr(), "late")).expect("f");
+    assert!(late.wait_for(WAIT, |s| s.snapshots == 1));
+    assert_eq!(
+        late.stats().deltas,
+        0,
+        "the snapshot holds the earlier changes"
+    );
+    let batch: Vec<_> = (0..200)
+        .map(|_| random_change(&mut rng, &mut present, 2000))
+        .collect();
+    c.apply_changes(&batch).expect("apply");
+    assert!(
+        late.wait_for(WAIT, |s| s.deltas == 200),
+        "{:?}",
+        late.stats()
+    );
+    assert!(
+        early.wait_for(WAIT, |s| s.deltas == 500),
+        "{:?}",
+        early.stats()
+    );
+    assert_converged(&c, &late, 2000);
+    assert_converged(&c, &early, 2000);
+    assert_eq!(c.stats().active, 2);
+    late.stop();
+    early.stop();
+    c.shutdown();
+}
+
+#[test]
+fn controller_restart_follower_reconnects_and_converges() {
+    let c = Controller::start(fib(300), key(), ctl_cfg()).expect("controller");
+    let addr = c.local_addr();
+    let f = FibFollower::start(key(), follower_cfg(addr, "fw")).expect("follower");
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let mut present: std::collections::HashSet<u64> = (0..300).collect();
+    let batch: Vec<_> = (0..100)
+        .map(|_| random_change(&mut rng, &mut present, 1000))
+        .collect();
+    c.apply_changes(&batch).expect("apply");
+    assert!(f.wait_for(WAIT, |s| s.deltas == 100));
+    let state = c.with_fib(|fib| (fib.save_control(), fib.action_table().to_text()));
+    c.shutdown();
+
+    // The forwarder keeps its table while the controller is away.
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(f.table().is_some());
+
+    // Restart on the same address with the saved state, changed further.
+    let restored = ConciseFib::<[u8; 6]>::load_control(&state.0, &state.1).expect("load");
+    let c2 = Controller::start(
+        restored,
+        key(),
+        ControllerConfig {
+            listen: addr,
+            ..ctl_cfg()
+        },
+    )
+    .expect("restart");
+    let batch: Vec<_> = (0..100)
+        .map(|_| random_change(&mut rng, &mut present, 1000))
+        .collect();
+    c2.apply_changes(&batch).expect("apply");
+    wait_version(&c2, &f, 2);
+    assert!(f.stats().connects >= 2);
+    assert_converged(&c2, &f, 1000);
+    f.stop();
+    c2.shutdown();
+}
+
+#[test]
+fn wrong_key_follower_gets_nothing() {
+    let c = Controller::start(fib(100), key(), ctl_cfg()).expect("controller");
+    let other = AuthKey::new(b"a-different-secret-0123456789").expect("key");
+    let f = FibFollower::start(other, follower_cfg(c.local_addr(), "intruder")).expect("f");
+    assert!(wait_until(|| c.stats().rejects >= 1));
+    assert!(f.table().is_none());
+    f.stop();
+    c.shutdown();
+}
+
+/// A scripted controller speaking the protocol by hand.
+struct Fake {
+    listener: TcpListener,
+    stream: Option<TcpStream>,
+    session: u64,
+    key: AuthKey,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        Fake {
+            listener: TcpListener::bind("127.0.0.1:0").expect("bind"),
+            stream: None,
+            session: 0,
+            key: key(),
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("addr")
+    }
+
+    /// Accept the follower's connection and read its Hello.
+    fn accept(&mut self) -> nexthop_control::Hello {
+        let (s, _) = self.listener.accept().expect("accept");
+        s.set_read_timeout(Some(WAIT)).expect("timeout");
+        self.stream = Some(s);
+        let f = self.read();
+        assert_eq!((f.ty, f.seq), (MsgType::Hello, 1));
+        self.session = f.session;
+        match Message::decode(f.ty, &f.payload) {
+            Ok(Message::Hello(h)) => h,
+            other => panic!("expected Hello, got {other:?}"),
+        }
+    }
+
+    fn read(&mut self) -> nexthop_control::Frame {
+        let s = self.stream.as_mut().expect("connected");
+        read_frame(s, &self.key, MAX_PAYLOAD).expect("frame from follower")
+    }
+
+    /// Read frames until a Hello (skipping Acks).
+    fn read_hello(&mut self) -> nexthop_control::Hello {
+        loop {
+            let f = self.read();
+            if let Ok(Message::Hello(h)) = Message::decode(f.ty, &f.payload) {
+                return h;
+            }
+        }
+    }
+
+    fn frame(&self, m: &Message, seq: u64, gen: u64) -> Vec<u8> {
+        encode_parts(&self.key, m.ty(), self.session, seq, gen, &m.encode())
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        write_all(self.stream.as_mut().expect("connected"), bytes).expect("send");
+    }
+}
+
+#[test]
+fn bad_replayed_and_out_of_order_frames_leave_the_table_unchanged() {
+    let mut fib = fib(200);
+    let snap = Message::Snapshot {
+        snapshot: fib.othello().snapshot(0),
+        actions: fib.action_table().to_text(),
+    };
+    let gen = fib.othello().meta().generation;
+    let mut deltas = Vec::new();
+    for i in 0..6u64 {
+        let before = fib.action_table().len();
+        let ch = fib
+            .insert(mac(1000 + i), &Action::Port(100 + i as u16))
+            .expect("insert");
+        let mut new_actions = String::new();
+        for (id, a) in fib.action_table().iter().skip(before) {
+            new_actions.push_str(&format!("{id} {a}\n"));
+        }
+        let delta = fib.othello().delta(&ch, 0);
+        assert!(matches!(delta, Delta::Ops { .. }));
+        deltas.push(Message::Delta { delta, new_actions });
+    }
+
+    let mut fake = Fake::new();
+    let mut cfg = follower_cfg(fake.addr(), "victim");
+    cfg.backoff_max = Duration::from_millis(20);
+    let f = FibFollower::start(key(), cfg).expect("follower");
+    let h = fake.accept();
+    assert_eq!((h.forwarder_id.as_str(), h.last_seq), ("victim", 0));
+    let s1 = fake.frame(&snap, 1, gen);
+    fake.send(&s1);
+    let d1 = fake.frame(&deltas[0], 2, gen);
+    fake.send(&d1);
+    assert!(f.wait_for(WAIT, |s| s.deltas == 1));
+    let bytes = || f.table().expect("table").query().to_snapshot();
+    let mut want = bytes();
+
+    // Replay of an applied frame: ignored, connection kept.
+    fake.send(&d1);
+    assert!(f.wait_for(WAIT, |s| s.rejects(RejectReason::Replay) == 1));
+    assert_eq!(bytes(), want);
+    let d2 = fake.frame(&deltas[1], 3, gen);
+    fake.send(&d2);
+    assert!(f.wait_for(WAIT, |s| s.deltas == 2));
+    assert_ne!(bytes(), want);
+    want = bytes();
+    assert_eq!(
+        f.table().expect("table").lookup(&mac(1001)),
+        Some(&Action::Port(101))
+    );
+
+    // A gap: rejected, the follower asks for a resync and skips deltas
+    // until the snapshot that answers it.
+    let gap = fake.frame(&deltas[2], 5, gen);
+    fake.send(&gap);
+    let h = fake.read_hello();
+    assert_eq!((h.last_seq, h.last_generation), (3, gen));
+    assert_eq!(f.stats().rejects(RejectReason::OutOfOrder), 1);
+    assert_eq!(bytes(), want);
+    let d = fake.frame(&deltas[3], 6, gen);
+    fake.send(&d);
+    assert!(f.wait_for(WAIT, |s| s.skipped == 1));
+    assert_eq!(bytes(), want);
+    let resync = fake.frame(&snap, 7, gen);
+    fake.send(&resync);
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 2));
+    // The resync snapshot is the older state the fake holds.
+    let d = fake.frame(&deltas[0], 8, gen);
+    fake.send(&d);
+    assert!(f.wait_for(WAIT, |s| s.deltas == 3));
+    want = bytes();
+
+    // Bit flips in the magic, the sequence number, the payload and the tag,
+    // and a frame under another key: each rejected, the table unchanged,
+    // the follower reconnects and says what it has.
+    let other = AuthKey::new(b"the-wrong-key-0123456789abcdef").expect("key");
+    let mut seq = 9;
+    let cases: Vec<(Vec<u8>, RejectReason)> = {
+        let good = fake.frame(&deltas[4], seq, gen);
+        let flip = |i: usize, bit: u8| {
+            let mut b = good.clone();
+            b[i] ^= 1 << bit;
+            b
+        };
+        let last = good.len() - 1;
+        vec![
+            (flip(1, 0), RejectReason::Malformed),
+            (flip(17, 3), RejectReason::BadMac),
+            (flip(40, 5), RejectReason::BadMac),
+            (flip(last, 7), RejectReason::BadMac),
+            (
+                encode_parts(
+                    &other,
+                    MsgType::Delta,
+                    fake.session,
+                    seq,
+                    gen,
+                    &deltas[4].encode(),
+                ),
+                RejectReason::BadMac,
+            ),
+        ]
+    };
+    let mut expected = f.stats().rejects;
+    for (bad, reason) in cases {
+        fake.send(&bad);
+        expected[RejectReason::ALL
+            .iter()
+            .position(|&r| r == reason)
+            .expect("reason")] += 1;
+        let h = fake.accept();
+        assert_eq!(h.last_generation, gen);
+        assert_eq!(f.stats().rejects, expected, "{reason:?}");
+        assert_eq!(bytes(), want, "{reason:?} changed the table");
+        // New connection: snapshot first again.
+        seq = 1;
+        let s = fake.frame(&snap, seq, gen);
+        fake.send(&s);
+        assert!(wait_until(|| f.stats().last_seq == 1));
+        want = bytes();
+    }
+
+    // A delta for another generation passes the MAC but not the table:
+    // rejected, resync requested, table unchanged.
+    let stale = match &deltas[5] {
+        Message::Delta {
+            delta: Delta::Ops { ops, .. },
+            new_actions,
+        } => Message::Delta {
+            delta: Delta::Ops {
+                generation: gen + 1,
+                ops: ops.clone(),
+            },
+            new_actions: new_actions.clone(),
+        },
+        _ => unreachable!("deltas are ops"),
+    };
+    let b = fake.frame(&stale, 2, gen + 1);
+    fake.send(&b);
+    let _ = fake.read_hello();
+    assert_eq!(f.stats().rejects(RejectReason::Apply), 1);
+    assert_eq!(bytes(), want);
+    f.stop();
+}
