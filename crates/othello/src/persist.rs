@@ -1,4 +1,4 @@
-//! Saving and loading the control state of an [`Othello`].
+//! Saving and loading the control state of an [`Othello`](crate::Othello).
 //!
 //! The control state holds what a control plane needs to continue exactly
 //! where it stopped: the configuration, seed-sequence position, sizes, every
