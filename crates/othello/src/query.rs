@@ -347,11 +347,11 @@ pub struct Query {
     /// slot-write section. Readers validate against it first (two loads of
     /// one cache line per lookup or per group of 16) and fall back to the
     /// stripes only when a write overlapped them.
-    epoch: AtomicU64,
+    epoch: CacheLine<AtomicU64>,
     seq_a: Box<[AtomicU32]>,
     seq_b: Box<[AtomicU32]>,
     stash: Stash,
-    writer: Mutex<()>,
+    writer: CacheLine<Mutex<()>>,
 }
 
 impl std::fmt::Debug for Query {
@@ -364,6 +364,19 @@ impl std::fmt::Debug for Query {
 }
 
 const STRIPE_MASK: usize = STRIPES - 1;
+
+/// Keeps a field that writers store to on its own cache line, so a write
+/// does not evict the read-mostly fields (sizes, array pointers, stash
+/// filter) from the readers' caches.
+#[repr(align(64))]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
 
 impl Query {
     /// Build from slot-word functions (used by the control plane's export).
@@ -383,11 +396,11 @@ impl Query {
         Query {
             meta,
             storage,
-            epoch: AtomicU64::new(0),
+            epoch: CacheLine(AtomicU64::new(0)),
             seq_a: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
             seq_b: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
             stash: Stash::new(stash),
-            writer: Mutex::new(()),
+            writer: CacheLine(Mutex::new(())),
         }
     }
 
