@@ -10,6 +10,7 @@ mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
 mod cmd_run;
+mod cmd_stats;
 mod demo;
 mod fibdir;
 
@@ -41,6 +42,8 @@ enum Cmd {
     Run(cmd_run::RunArgs),
     /// Serve a FIB directory to forwarders over the authenticated update protocol.
     Controller(cmd_controller::ControllerArgs),
+    /// Print a running forwarder's counters from its metrics endpoint.
+    Stats(cmd_stats::StatsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,6 +165,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Forward(a) => cmd_forward::run(a),
         Cmd::Run(a) => cmd_run::run(a),
         Cmd::Controller(a) => cmd_controller::run(&a),
+        Cmd::Stats(a) => cmd_stats::run(&a),
     }
 }
 

@@ -47,6 +47,7 @@ mod counters;
 mod error;
 #[cfg(target_os = "linux")]
 pub mod live;
+pub mod metrics;
 mod name;
 pub mod pcap;
 mod pipeline;

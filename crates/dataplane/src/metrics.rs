@@ -1,0 +1,1901 @@
+//! Observability: a snapshot of the forwarder's counters, its Prometheus
+//! and JSON forms, a small HTTP endpoint that serves them, a client for
+//! that endpoint, and structured logging.
+//!
+//! * [`MetricsSnapshot`] is a plain value: per-port rx/tx frames and bytes,
+//!   drops by reason, hits per action kind, misses, malformed frames by
+//!   reason, ring drops, partly captured frames and tx failures per port,
+//!   uptime, the FIB generation and any number of extra named counters or
+//!   gauges (a follower's statistics, say). Build one from the pipeline's
+//!   [`Counters`] with [`MetricsSnapshot::from_counters`], add the live
+//!   loop's [`PortStats`](crate::live::PortStats) with
+//!   [`MetricsSnapshot::with_port_stats`] (Linux).
+//! * [`MetricsSnapshot::to_prometheus_text`] writes the Prometheus text
+//!   exposition format 0.0.4; [`MetricsSnapshot::to_json`] writes JSON that
+//!   [`MetricsSnapshot::from_json`] reads back.
+//! * [`MetricsServer`] serves `GET /metrics` and `GET /stats.json` (and
+//!   `HEAD` of both) on a loopback address unless told otherwise, from a
+//!   [`SnapshotProvider`] called once per request. It stops and joins its
+//!   thread when dropped.
+//! * [`SharedSnapshot`] is the slot between them: the forwarding thread
+//!   publishes a snapshot now and then, [`SharedSnapshot::provider`] serves
+//!   the latest one.
+//! * [`fetch_snapshot`] is the client `nexthop stats` uses.
+//! * [`init_logging`] installs a `tracing` subscriber that writes text or
+//!   JSON lines to stderr, filtered by `RUST_LOG` (default `info`).
+//!
+//! Threading: the server runs one accept thread and one short-lived thread
+//! per connection (at most [`MAX_CONNECTIONS`] at once; more are answered
+//! `503`). The provider is called from those threads, concurrently, so it
+//! must be cheap and `Sync` (read a `Mutex`-guarded or atomically
+//! published copy of the counters; never the pipeline itself).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use nexthop_dataplane::metrics::{MetricsServer, MetricsSnapshot, SnapshotProvider};
+//!
+//! let provider: SnapshotProvider = Arc::new(|| MetricsSnapshot::default());
+//! let server = MetricsServer::start("127.0.0.1:0".parse()?, provider)?;
+//! let snap = nexthop_dataplane::metrics::fetch_snapshot(
+//!     &server.local_addr().to_string(),
+//!     std::time::Duration::from_secs(5),
+//! )?;
+//! assert_eq!(snap.frames_in, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::counters::{Counters, PortCounter};
+
+/// The address [`MetricsConfig::default`] listens on.
+pub const DEFAULT_METRICS_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9464);
+
+/// Longest request head (request line and headers) the server reads.
+pub const MAX_REQUEST_BYTES: usize = 8192;
+
+/// Most connections served at once; more are answered `503`.
+pub const MAX_CONNECTIONS: usize = 32;
+
+/// Default time a server connection may take to send its request (and
+/// to take the response).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest response body [`fetch_snapshot`] accepts.
+pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
+
+/// Prefix of every metric name.
+pub const PREFIX: &str = "nexthop_";
+
+/// What the server calls, once per request, for the counters to serve.
+pub type SnapshotProvider = Arc<dyn Fn() -> MetricsSnapshot + Send + Sync>;
+
+/// The latest published snapshot, shared between the forwarding thread
+/// (which publishes, say once per progress report) and the server (which
+/// reads it per request). Cloning shares the same slot.
+#[derive(Clone, Debug, Default)]
+pub struct SharedSnapshot(Arc<Mutex<MetricsSnapshot>>);
+
+impl SharedSnapshot {
+    /// A slot holding an empty snapshot.
+    pub fn new() -> SharedSnapshot {
+        SharedSnapshot::default()
+    }
+
+    /// Replace the published snapshot.
+    pub fn publish(&self, snapshot: MetricsSnapshot) {
+        // A panic while holding the lock cannot leave a half-written
+        // snapshot (assignment is the only write), so poisoning is ignored.
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = snapshot;
+    }
+
+    /// A copy of the published snapshot.
+    pub fn get(&self) -> MetricsSnapshot {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A provider for [`MetricsServer::start`] that serves the published
+    /// snapshot.
+    pub fn provider(&self) -> SnapshotProvider {
+        let me = self.clone();
+        Arc::new(move || me.get())
+    }
+}
+
+/// Frames and bytes through one port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortMetrics {
+    /// Port number.
+    pub port: u16,
+    /// Frames.
+    pub frames: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// One per-port count (ring drops, tx failures ...).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortCount {
+    /// Port number.
+    pub port: u16,
+    /// The count.
+    pub count: u64,
+}
+
+/// Frames whose name matched, by the kind of action.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionMetrics {
+    /// `Port(n)` actions.
+    pub port: u64,
+    /// Port-set actions.
+    pub port_set: u64,
+    /// `drop` actions.
+    pub drop: u64,
+    /// `controller` actions.
+    pub controller: u64,
+}
+
+/// Whether an extra metric only grows or may go up and down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    /// Only grows (reset only when the process restarts).
+    Counter,
+    /// Any value.
+    Gauge,
+}
+
+impl MetricKind {
+    fn name(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+        }
+    }
+}
+
+/// An extra named metric (a follower's statistics, say).
+///
+/// `name` is written after [`PREFIX`]; characters a Prometheus metric name
+/// cannot hold become `_`, and so do those of label names. Label values
+/// are escaped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamedMetric {
+    /// Name without the `nexthop_` prefix (`follower_deltas_total`).
+    pub name: String,
+    /// One line of help text.
+    pub help: String,
+    /// Counter or gauge.
+    pub kind: MetricKind,
+    /// Labels, `(name, value)`.
+    #[serde(default)]
+    pub labels: Vec<(String, String)>,
+    /// The value (JSON writes a non-finite value as `null`, read back as NaN).
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub value: f64,
+}
+
+fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// A copy of every counter the forwarder reports.
+///
+/// Counters are totals since the forwarder started; `uptime_seconds`
+/// lets a reader turn two snapshots into rates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricsSnapshot {
+    /// Seconds since the forwarder started.
+    pub uptime_seconds: f64,
+    /// Generation of the FIB in use (0 when it never changed).
+    pub fib_generation: u64,
+    /// Frames given to the pipeline.
+    pub frames_in: u64,
+    /// Bytes given to the pipeline.
+    pub bytes_in: u64,
+    /// Frames sent out of at least one port.
+    pub forwarded: u64,
+    /// Frames discarded (the sum of `drops`).
+    pub dropped: u64,
+    /// Frames punted to the controller.
+    pub punted: u64,
+    /// Received frames and bytes per input port.
+    pub rx: Vec<PortMetrics>,
+    /// Sent frames and bytes per output port (copies, as the pipeline
+    /// counts them; frames actually sent are these less `tx_failed`).
+    pub tx: Vec<PortMetrics>,
+    /// Dropped frames by reason: `action`, `miss`, then each malformed
+    /// reason (`runt`, `truncated` ...); reasons with none left out.
+    pub drops: BTreeMap<String, u64>,
+    /// Frames whose name matched, by action kind.
+    pub actions: ActionMetrics,
+    /// Names the FIB does not know.
+    pub misses: u64,
+    /// Frames that could not be named, by reason (every reason, zeros too).
+    pub malformed: BTreeMap<String, u64>,
+    /// Per input port: frames the kernel dropped because the ring was full.
+    pub ring_drops: Vec<PortCount>,
+    /// Per input port: frames skipped because they were captured in part.
+    pub rx_truncated: Vec<PortCount>,
+    /// Per output port: frames the kernel refused to send.
+    pub tx_failed: Vec<PortCount>,
+    /// Extra counters and gauges.
+    pub extra: Vec<NamedMetric>,
+}
+
+fn port_metrics(it: impl Iterator<Item = (u16, PortCounter)>) -> Vec<PortMetrics> {
+    it.map(|(port, c)| PortMetrics {
+        port,
+        frames: c.frames,
+        bytes: c.bytes,
+    })
+    .collect()
+}
+
+fn port_counts(v: &[(u16, u64)]) -> Vec<PortCount> {
+    v.iter()
+        .map(|&(port, count)| PortCount { port, count })
+        .collect()
+}
+
+impl MetricsSnapshot {
+    /// A snapshot of a pipeline's counters (merge the workers' counters
+    /// first with [`Counters::merge`]); uptime, generation, port-level
+    /// counts and extras are left empty.
+    pub fn from_counters(c: &Counters) -> MetricsSnapshot {
+        let miss_drops = c
+            .dropped
+            .saturating_sub(c.hits.drop)
+            .saturating_sub(c.malformed.total());
+        let mut drops = BTreeMap::new();
+        for (reason, n) in [("action", c.hits.drop), ("miss", miss_drops)] {
+            if n > 0 {
+                drops.insert(reason.to_string(), n);
+            }
+        }
+        let mut malformed = BTreeMap::new();
+        for (k, n) in c.malformed.iter() {
+            malformed.insert(k.name().to_string(), n);
+            if n > 0 {
+                drops.insert(k.name().to_string(), n);
+            }
+        }
+        MetricsSnapshot {
+            frames_in: c.frames_in,
+            bytes_in: c.bytes_in,
+            forwarded: c.forwarded,
+            dropped: c.dropped,
+            punted: c.punted,
+            rx: port_metrics(c.rx_ports()),
+            tx: port_metrics(c.tx_ports()),
+            drops,
+            actions: ActionMetrics {
+                port: c.hits.port,
+                port_set: c.hits.port_set,
+                drop: c.hits.drop,
+                controller: c.hits.controller,
+            },
+            misses: c.misses,
+            malformed,
+            ..MetricsSnapshot::default()
+        }
+    }
+
+    /// Add the live loop's port-level counts (ring drops, partly captured
+    /// frames, tx failures).
+    #[cfg(target_os = "linux")]
+    pub fn with_port_stats(mut self, p: &crate::live::PortStats) -> MetricsSnapshot {
+        self.ring_drops = port_counts(&p.ring_drops);
+        self.rx_truncated = port_counts(&p.rx_truncated);
+        self.tx_failed = port_counts(&p.tx_failed);
+        self
+    }
+
+    /// Set the per-port counts from `(port, count)` lists, for callers
+    /// that keep them in their own form.
+    pub fn with_port_counts(
+        mut self,
+        ring_drops: &[(u16, u64)],
+        rx_truncated: &[(u16, u64)],
+        tx_failed: &[(u16, u64)],
+    ) -> MetricsSnapshot {
+        self.ring_drops = port_counts(ring_drops);
+        self.rx_truncated = port_counts(rx_truncated);
+        self.tx_failed = port_counts(tx_failed);
+        self
+    }
+
+    /// Set the uptime.
+    pub fn with_uptime(mut self, uptime: Duration) -> MetricsSnapshot {
+        self.uptime_seconds = uptime.as_secs_f64();
+        self
+    }
+
+    /// Set the FIB generation.
+    pub fn with_fib_generation(mut self, generation: u64) -> MetricsSnapshot {
+        self.fib_generation = generation;
+        self
+    }
+
+    /// Add an extra counter (`name` without the `nexthop_` prefix).
+    pub fn with_counter(
+        self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: u64,
+    ) -> MetricsSnapshot {
+        self.with_metric(name, help, MetricKind::Counter, labels, value as f64)
+    }
+
+    /// Add an extra gauge (`name` without the `nexthop_` prefix).
+    pub fn with_gauge(
+        self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) -> MetricsSnapshot {
+        self.with_metric(name, help, MetricKind::Gauge, labels, value)
+    }
+
+    fn with_metric(
+        mut self,
+        name: &str,
+        help: &str,
+        kind: MetricKind,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) -> MetricsSnapshot {
+        self.extra.push(NamedMetric {
+            name: name.to_string(),
+            help: help.to_string(),
+            kind,
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            value,
+        });
+        self
+    }
+
+    /// Frames received on all input ports.
+    pub fn rx_frames_total(&self) -> u64 {
+        self.rx.iter().map(|p| p.frames).sum()
+    }
+
+    /// Frames counted out on all output ports.
+    pub fn tx_frames_total(&self) -> u64 {
+        self.tx.iter().map(|p| p.frames).sum()
+    }
+
+    /// The snapshot as JSON (one line).
+    pub fn to_json(&self) -> String {
+        // Serializing plain structs, maps with string keys and f64s
+        // cannot fail; keep a valid document should that ever change.
+        serde_json::to_string(self)
+            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
+    }
+
+    /// Read a snapshot written by [`MetricsSnapshot::to_json`] (missing
+    /// fields read as zero or empty).
+    ///
+    /// # Errors
+    /// The text is not JSON of that shape.
+    pub fn from_json(text: &str) -> Result<MetricsSnapshot, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The snapshot in the Prometheus text exposition format 0.0.4.
+    pub fn to_prometheus_text(&self) -> String {
+        let mut w = PromWriter::default();
+        w.family(
+            "uptime_seconds",
+            "Seconds since the forwarder started.",
+            MetricKind::Gauge,
+        );
+        w.sample("uptime_seconds", &[], self.uptime_seconds);
+        w.family(
+            "fib_generation",
+            "Generation of the FIB in use.",
+            MetricKind::Gauge,
+        );
+        w.int("fib_generation", &[], self.fib_generation);
+        for (name, help, v) in [
+            (
+                "frames_in_total",
+                "Frames given to the pipeline.",
+                self.frames_in,
+            ),
+            (
+                "bytes_in_total",
+                "Bytes given to the pipeline.",
+                self.bytes_in,
+            ),
+            (
+                "forwarded_total",
+                "Frames sent out of at least one port.",
+                self.forwarded,
+            ),
+            (
+                "dropped_total",
+                "Frames discarded, all reasons.",
+                self.dropped,
+            ),
+            (
+                "punted_total",
+                "Frames punted to the controller.",
+                self.punted,
+            ),
+            ("misses_total", "Names the FIB does not know.", self.misses),
+        ] {
+            w.family(name, help, MetricKind::Counter);
+            w.int(name, &[], v);
+        }
+        for (name, help, ports, bytes) in [
+            (
+                "rx_frames_total",
+                "Frames received per input port.",
+                &self.rx,
+                false,
+            ),
+            (
+                "rx_bytes_total",
+                "Bytes received per input port.",
+                &self.rx,
+                true,
+            ),
+            (
+                "tx_frames_total",
+                "Frames sent per output port (copies).",
+                &self.tx,
+                false,
+            ),
+            (
+                "tx_bytes_total",
+                "Bytes sent per output port (copies).",
+                &self.tx,
+                true,
+            ),
+        ] {
+            w.family(name, help, MetricKind::Counter);
+            for p in ports.iter() {
+                let port = p.port.to_string();
+                let v = if bytes { p.bytes } else { p.frames };
+                w.int(name, &[("port", &port)], v);
+            }
+        }
+        w.family(
+            "drops_total",
+            "Dropped frames by reason.",
+            MetricKind::Counter,
+        );
+        for (reason, &n) in &self.drops {
+            w.int("drops_total", &[("reason", reason)], n);
+        }
+        w.family(
+            "action_hits_total",
+            "Frames whose name matched, by action kind.",
+            MetricKind::Counter,
+        );
+        let a = &self.actions;
+        for (kind, n) in [
+            ("port", a.port),
+            ("port_set", a.port_set),
+            ("drop", a.drop),
+            ("controller", a.controller),
+        ] {
+            w.int("action_hits_total", &[("action", kind)], n);
+        }
+        w.family(
+            "malformed_total",
+            "Frames that could not be named, by reason.",
+            MetricKind::Counter,
+        );
+        for (reason, &n) in &self.malformed {
+            w.int("malformed_total", &[("reason", reason)], n);
+        }
+        for (name, help, counts) in [
+            (
+                "ring_drops_total",
+                "Frames the kernel dropped because the receive ring was full.",
+                &self.ring_drops,
+            ),
+            (
+                "rx_truncated_total",
+                "Frames skipped because they were captured in part.",
+                &self.rx_truncated,
+            ),
+            (
+                "tx_failed_total",
+                "Frames the kernel refused to send.",
+                &self.tx_failed,
+            ),
+        ] {
+            w.family(name, help, MetricKind::Counter);
+            for c in counts.iter() {
+                let port = c.port.to_string();
+                w.int(name, &[("port", &port)], c.count);
+            }
+        }
+        // Extras: one family per name, in first-seen order.
+        let mut names: Vec<String> = Vec::new();
+        for m in &self.extra {
+            let n = metric_name(&m.name);
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        for n in &names {
+            let mut first = true;
+            for m in self.extra.iter().filter(|m| metric_name(&m.name) == *n) {
+                if first {
+                    w.family(n, &m.help, m.kind);
+                    first = false;
+                }
+                let labels: Vec<(String, &str)> = m
+                    .labels
+                    .iter()
+                    .map(|(k, v)| (label_name(k), v.as_str()))
+                    .collect();
+                let labels: Vec<(&str, &str)> =
+                    labels.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+                w.sample(n, &labels, m.value);
+            }
+        }
+        w.out
+    }
+}
+
+#[derive(Default)]
+struct PromWriter {
+    out: String,
+}
+
+impl PromWriter {
+    fn family(&mut self, name: &str, help: &str, kind: MetricKind) {
+        let _ = writeln!(
+            self.out,
+            "# HELP {PREFIX}{name} {}\n# TYPE {PREFIX}{name} {}",
+            escape_help(help),
+            kind.name()
+        );
+    }
+
+    fn labels(&mut self, name: &str, labels: &[(&str, &str)]) {
+        self.out.push_str(PREFIX);
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"{}\"", escape_label_value(v));
+            }
+            self.out.push('}');
+        }
+    }
+
+    fn int(&mut self, name: &str, labels: &[(&str, &str)], v: u64) {
+        self.labels(name, labels);
+        let _ = writeln!(self.out, " {v}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], v: f64) {
+        self.labels(name, labels);
+        let _ = writeln!(self.out, " {}", prom_float(v));
+    }
+}
+
+/// A float as Prometheus writes it (`+Inf`, `-Inf`, `NaN`).
+fn prom_float(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_string()
+    } else if v == f64::INFINITY {
+        "+Inf".to_string()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".to_string()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Escape a label value: backslash, double quote and line feed.
+pub fn escape_label_value(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// Escape help text: backslash and line feed.
+fn escape_help(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// A valid metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`): others become `_`.
+fn metric_name(n: &str) -> String {
+    sanitize(n, true)
+}
+
+/// A valid label name (`[a-zA-Z_][a-zA-Z0-9_]*`): others become `_`.
+fn label_name(n: &str) -> String {
+    sanitize(n, false)
+}
+
+fn sanitize(n: &str, colon: bool) -> String {
+    let mut s: String = n
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            let ok = c.is_ascii_alphabetic()
+                || c == '_'
+                || (colon && c == ':')
+                || (i > 0 && c.is_ascii_digit());
+            if ok {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        s.push('_');
+    }
+    s
+}
+
+/// Where and how a [`MetricsServer`] listens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// Address to listen on (port 0: any free port).
+    pub addr: SocketAddr,
+    /// Allow an address that is not loopback (the endpoint has no
+    /// authentication: anyone who can reach it reads the counters).
+    pub allow_non_loopback: bool,
+    /// Longest time a client may take to send its whole request head, and
+    /// the write timeout of the response; slower clients get `408`.
+    pub io_timeout: Duration,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> MetricsConfig {
+        MetricsConfig {
+            addr: DEFAULT_METRICS_ADDR,
+            allow_non_loopback: false,
+            io_timeout: IO_TIMEOUT,
+        }
+    }
+}
+
+/// Why a [`MetricsServer`] did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetricsError {
+    /// The address is not loopback and that was not allowed.
+    #[error(
+        "metrics address {addr} is not a loopback address; the endpoint has no \
+         authentication, so allow non-loopback addresses explicitly to listen there"
+    )]
+    NonLoopback {
+        /// The refused address.
+        addr: SocketAddr,
+    },
+    /// Binding or setting up the socket failed.
+    #[error("cannot listen on {addr}: {error}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause (part of the message, so not a `source()`).
+        error: io::Error,
+    },
+    /// [`MetricsConfig::io_timeout`] is zero.
+    #[error("the metrics endpoint's I/O timeout must be more than zero")]
+    ZeroTimeout,
+    /// The accept thread could not be started.
+    #[error("cannot start the metrics thread: {0}")]
+    Thread(io::Error),
+}
+
+/// An HTTP endpoint serving `GET /metrics` (Prometheus text) and
+/// `GET /stats.json` (JSON); other paths get `404`, other methods `405`.
+/// Dropping it stops the accept thread and waits for it.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for MetricsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetricsServer {
+    /// Serve on `addr`, which must be loopback (see
+    /// [`MetricsServer::start_with`] to allow others).
+    ///
+    /// # Errors
+    /// See [`MetricsError`].
+    pub fn start(
+        addr: SocketAddr,
+        provider: SnapshotProvider,
+    ) -> Result<MetricsServer, MetricsError> {
+        MetricsServer::start_with(
+            &MetricsConfig {
+                addr,
+                ..MetricsConfig::default()
+            },
+            provider,
+        )
+    }
+
+    /// Serve as `config` says.
+    ///
+    /// # Errors
+    /// See [`MetricsError`].
+    pub fn start_with(
+        config: &MetricsConfig,
+        provider: SnapshotProvider,
+    ) -> Result<MetricsServer, MetricsError> {
+        let addr = config.addr;
+        if config.io_timeout.is_zero() {
+            return Err(MetricsError::ZeroTimeout);
+        }
+        let io_timeout = config.io_timeout;
+        if !addr.ip().is_loopback() && !config.allow_non_loopback {
+            return Err(MetricsError::NonLoopback { addr });
+        }
+        let bind_err = |error| MetricsError::Bind { addr, error };
+        let listener = TcpListener::bind(addr).map_err(bind_err)?;
+        let local = listener.local_addr().map_err(bind_err)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("nexthop-metrics".to_string())
+            .spawn(move || accept_loop(listener, provider, stop2, io_timeout))
+            .map_err(MetricsError::Thread)?;
+        tracing::info!(addr = %local, "metrics endpoint listening");
+        Ok(MetricsServer {
+            addr: local,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on (with the real port when started on port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept() with a connection of our own.
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            });
+        }
+        let woke = TcpStream::connect_timeout(&wake, Duration::from_secs(2)).is_ok();
+        if let Some(t) = self.thread.take() {
+            if woke {
+                let _ = t.join();
+            }
+            // Otherwise leave the thread behind rather than hang: it exits
+            // at its next accept.
+        }
+    }
+}
+
+/// Decrements the connection count when a connection thread ends,
+/// however it ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    provider: SnapshotProvider,
+    stop: Arc<AtomicBool>,
+    io_timeout: Duration,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let mut stream = match conn {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(error = %e, "metrics accept failed");
+                // Out of descriptors and the like: do not spin.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let _ = stream.set_read_timeout(Some(io_timeout));
+        let _ = stream.set_write_timeout(Some(io_timeout));
+        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            active.fetch_sub(1, Ordering::SeqCst);
+            let _ = write_response(
+                &mut stream,
+                &Response::text(503, "too many connections\n"),
+                false,
+            );
+            continue;
+        }
+        let slot = Slot(Arc::clone(&active));
+        let provider = Arc::clone(&provider);
+        let spawned = std::thread::Builder::new()
+            .name("nexthop-metrics-conn".to_string())
+            .spawn(move || {
+                let _slot = slot;
+                serve_connection(stream, &provider, io_timeout);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a metrics connection thread");
+        }
+    }
+}
+
+struct Response {
+    status: u16,
+    content_type: &'static str,
+    body: String,
+    allow: bool,
+}
+
+impl Response {
+    fn text(status: u16, body: &str) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: body.to_string(),
+            allow: false,
+        }
+    }
+}
+
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    }
+}
+
+fn write_response(stream: &mut TcpStream, r: &Response, head_only: bool) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        r.status,
+        reason_phrase(r.status),
+        r.content_type,
+        r.body.len()
+    );
+    if r.allow {
+        head.push_str("Allow: GET, HEAD\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    if !head_only {
+        stream.write_all(r.body.as_bytes())?;
+    }
+    stream.flush()
+}
+
+/// Outcome of reading a request head.
+enum Head {
+    Complete(Vec<u8>),
+    TooLarge,
+    TimedOut,
+    Closed,
+}
+
+/// Read up to the blank line that ends the head, at most
+/// [`MAX_REQUEST_BYTES`], before `deadline` (a client trickling bytes
+/// does not hold the connection past it).
+fn read_head(stream: &mut TcpStream, deadline: std::time::Instant) -> Head {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = head_end(&buf) {
+            buf.truncate(end);
+            return Head::Complete(buf);
+        }
+        if buf.len() > MAX_REQUEST_BYTES {
+            return Head::TooLarge;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return Head::TimedOut;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return Head::Closed,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Head::TimedOut
+            }
+            Err(_) => return Head::Closed,
+        }
+    }
+}
+
+fn head_end(buf: &[u8]) -> Option<usize> {
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n");
+    let lf = buf.windows(2).position(|w| w == b"\n\n");
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+    .filter(|&e| e <= MAX_REQUEST_BYTES)
+}
+
+/// The response to a request head (method, target, version).
+fn respond(head: &[u8], provider: &SnapshotProvider) -> (Response, bool) {
+    let Ok(text) = std::str::from_utf8(head) else {
+        return (Response::text(400, "request is not UTF-8\n"), false);
+    };
+    let line = text.lines().next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return (Response::text(400, "malformed request line\n"), false);
+    };
+    if method.is_empty()
+        || !method.bytes().all(|b| b.is_ascii_uppercase())
+        || !target.starts_with('/')
+        || !matches!(version, "HTTP/1.0" | "HTTP/1.1")
+    {
+        return (Response::text(400, "malformed request line\n"), false);
+    }
+    let head_only = method == "HEAD";
+    if method != "GET" && !head_only {
+        let mut r = Response::text(405, "only GET and HEAD are allowed\n");
+        r.allow = true;
+        return (r, false);
+    }
+    let path = target.split_once('?').map_or(target, |(p, _)| p);
+    let render: fn(&MetricsSnapshot) -> String;
+    let content_type;
+    match path {
+        "/metrics" => {
+            render = MetricsSnapshot::to_prometheus_text;
+            content_type = "text/plain; version=0.0.4";
+        }
+        "/stats.json" => {
+            render = MetricsSnapshot::to_json;
+            content_type = "application/json";
+        }
+        _ => {
+            return (
+                Response::text(404, "not found: try /metrics or /stats.json\n"),
+                head_only,
+            )
+        }
+    }
+    match catch_unwind(AssertUnwindSafe(|| render(&provider()))) {
+        Ok(body) => (
+            Response {
+                status: 200,
+                content_type,
+                body,
+                allow: false,
+            },
+            head_only,
+        ),
+        Err(_) => {
+            tracing::error!("metrics snapshot provider panicked");
+            (Response::text(500, "snapshot provider failed\n"), head_only)
+        }
+    }
+}
+
+fn serve_connection(mut stream: TcpStream, provider: &SnapshotProvider, io_timeout: Duration) {
+    let deadline = std::time::Instant::now() + io_timeout;
+    let (response, head_only) = match read_head(&mut stream, deadline) {
+        Head::Complete(h) => respond(&h, provider),
+        Head::TooLarge => (Response::text(431, "request head too large\n"), false),
+        Head::TimedOut => (Response::text(408, "request timed out\n"), false),
+        Head::Closed => return,
+    };
+    if response.status >= 400 {
+        tracing::debug!(status = response.status, "metrics request refused");
+    }
+    let _ = write_response(&mut stream, &response, head_only);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    // Drain what the client still sends (briefly) so closing does not
+    // reset the connection before it read the response.
+    let until = std::time::Instant::now() + Duration::from_millis(500);
+    let mut sink = [0u8; 1024];
+    let mut drained = 0usize;
+    while drained < 64 * 1024 {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
+}
+
+/// Why [`fetch_snapshot`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The address did not resolve.
+    #[error("cannot resolve {addr}: {error}")]
+    Resolve {
+        /// The address as given.
+        addr: String,
+        /// The cause (part of the message, so not a `source()`).
+        error: io::Error,
+    },
+    /// Nothing accepted a connection there.
+    #[error(
+        "cannot connect to {addr}: {error}; is a forwarder's metrics endpoint listening there?"
+    )]
+    Connect {
+        /// The address as given.
+        addr: String,
+        /// The cause (of the last address tried).
+        error: io::Error,
+    },
+    /// Sending the request or reading the response failed.
+    #[error("reading from {addr}: {error}")]
+    Io {
+        /// The address as given.
+        addr: String,
+        /// The cause (part of the message, so not a `source()`).
+        error: io::Error,
+    },
+    /// The response was not HTTP, not `200` or longer than allowed.
+    #[error("bad response from {addr}: {what}")]
+    BadResponse {
+        /// The address as given.
+        addr: String,
+        /// What was wrong.
+        what: String,
+    },
+    /// The body was not a snapshot.
+    #[error("response from {addr} is not a stats document: {error}")]
+    Json {
+        /// The address as given.
+        addr: String,
+        /// The cause (part of the message, so not a `source()`).
+        error: serde_json::Error,
+    },
+}
+
+/// Fetch `/stats.json` from the metrics endpoint at `addr` (`HOST:PORT`),
+/// waiting at most `timeout` to connect and for each read.
+///
+/// # Errors
+/// See [`FetchError`].
+pub fn fetch_snapshot(addr: &str, timeout: Duration) -> Result<MetricsSnapshot, FetchError> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|error| FetchError::Resolve {
+            addr: addr.to_string(),
+            error,
+        })?
+        .collect();
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    let mut stream = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, timeout) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last = e,
+        }
+    }
+    let Some(mut stream) = stream else {
+        return Err(FetchError::Connect {
+            addr: addr.to_string(),
+            error: last,
+        });
+    };
+    let io_err = |error| FetchError::Io {
+        addr: addr.to_string(),
+        error,
+    };
+    stream.set_read_timeout(Some(timeout)).map_err(io_err)?;
+    stream.set_write_timeout(Some(timeout)).map_err(io_err)?;
+    let req = format!(
+        "GET /stats.json HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).map_err(io_err)?;
+    let mut raw = Vec::new();
+    (&mut stream)
+        .take(MAX_RESPONSE_BYTES as u64 + 1)
+        .read_to_end(&mut raw)
+        .map_err(io_err)?;
+    let bad = |what: String| FetchError::BadResponse {
+        addr: addr.to_string(),
+        what,
+    };
+    if raw.len() > MAX_RESPONSE_BYTES {
+        return Err(bad(format!("longer than {MAX_RESPONSE_BYTES} bytes")));
+    }
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Err(bad("no HTTP header".to_string()));
+    };
+    let head = String::from_utf8_lossy(&raw[..end]);
+    let body = &raw[end + 4..];
+    let status_line = head.lines().next().unwrap_or("");
+    let mut parts = status_line.splitn(3, ' ');
+    let (Some(version), Some(code)) = (parts.next(), parts.next()) else {
+        return Err(bad(format!("status line {status_line:?}")));
+    };
+    if !version.starts_with("HTTP/") {
+        return Err(bad(format!("status line {status_line:?}")));
+    }
+    if code != "200" {
+        return Err(bad(format!("status {}", status_line.trim())));
+    }
+    let body = std::str::from_utf8(body).map_err(|e| bad(format!("body is not UTF-8: {e}")))?;
+    MetricsSnapshot::from_json(body).map_err(|error| FetchError::Json {
+        addr: addr.to_string(),
+        error,
+    })
+}
+
+/// Why [`init_logging`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoggingError {
+    /// `RUST_LOG` is not a valid filter.
+    #[error("RUST_LOG={value:?} is not a valid log filter: {message}")]
+    BadFilter {
+        /// The variable's value.
+        value: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A global subscriber was already installed.
+    #[error("a log subscriber is already installed")]
+    AlreadySet,
+}
+
+/// Default filter when `RUST_LOG` is unset or empty.
+pub const DEFAULT_LOG_FILTER: &str = "info";
+
+fn log_filter(var: Option<String>) -> Result<tracing_subscriber::EnvFilter, LoggingError> {
+    match var.filter(|v| !v.trim().is_empty()) {
+        None => Ok(tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
+        Some(value) => {
+            tracing_subscriber::EnvFilter::try_new(&value).map_err(|e| LoggingError::BadFilter {
+                value,
+                message: e.to_string(),
+            })
+        }
+    }
+}
+
+/// A subscriber writing to `writer`: text lines, or one JSON object per
+/// line when `json`.
+fn subscriber<W>(
+    json: bool,
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
+{
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_target(true);
+    if json {
+        Box::new(b.json().flatten_event(true).finish())
+    } else {
+        Box::new(b.with_ansi(false).finish())
+    }
+}
+
+/// Install the process-wide log subscriber: stderr, text lines or (with
+/// `json`) one JSON object per line, filtered by `RUST_LOG` (default
+/// [`DEFAULT_LOG_FILTER`]).
+///
+/// # Errors
+/// `RUST_LOG` does not parse, or a subscriber was already installed.
+pub fn init_logging(json: bool) -> Result<(), LoggingError> {
+    let filter = log_filter(std::env::var("RUST_LOG").ok())?;
+    tracing::subscriber::set_global_default(subscriber(json, filter, io::stderr))
+        .map_err(|_| LoggingError::AlreadySet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::MalformedKind;
+
+    fn small_snapshot() -> MetricsSnapshot {
+        let mut s = MetricsSnapshot {
+            uptime_seconds: 1.5,
+            fib_generation: 3,
+            frames_in: 10,
+            bytes_in: 640,
+            forwarded: 6,
+            dropped: 3,
+            punted: 1,
+            rx: vec![PortMetrics {
+                port: 0,
+                frames: 10,
+                bytes: 640,
+            }],
+            tx: vec![PortMetrics {
+                port: 1,
+                frames: 6,
+                bytes: 384,
+            }],
+            actions: ActionMetrics {
+                port: 6,
+                port_set: 0,
+                drop: 1,
+                controller: 1,
+            },
+            misses: 1,
+            ring_drops: vec![PortCount { port: 0, count: 2 }],
+            tx_failed: vec![PortCount { port: 1, count: 0 }],
+            ..MetricsSnapshot::default()
+        };
+        s.drops.insert("action".into(), 1);
+        s.drops.insert("miss".into(), 1);
+        s.drops.insert("runt".into(), 1);
+        s.malformed.insert("runt".into(), 1);
+        s.with_counter(
+            "follower_deltas_total",
+            "Deltas applied.",
+            &[("controller", "10.0.0.1:7000")],
+            4,
+        )
+    }
+
+    const GOLDEN: &str = r#"# HELP nexthop_uptime_seconds Seconds since the forwarder started.
+# TYPE nexthop_uptime_seconds gauge
+nexthop_uptime_seconds 1.5
+# HELP nexthop_fib_generation Generation of the FIB in use.
+# TYPE nexthop_fib_generation gauge
+nexthop_fib_generation 3
+# HELP nexthop_frames_in_total Frames given to the pipeline.
+# TYPE nexthop_frames_in_total counter
+nexthop_frames_in_total 10
+# HELP nexthop_bytes_in_total Bytes given to the pipeline.
+# TYPE nexthop_bytes_in_total counter
+nexthop_bytes_in_total 640
+# HELP nexthop_forwarded_total Frames sent out of at least one port.
+# TYPE nexthop_forwarded_total counter
+nexthop_forwarded_total 6
+# HELP nexthop_dropped_total Frames discarded, all reasons.
+# TYPE nexthop_dropped_total counter
+nexthop_dropped_total 3
+# HELP nexthop_punted_total Frames punted to the controller.
+# TYPE nexthop_punted_total counter
+nexthop_punted_total 1
+# HELP nexthop_misses_total Names the FIB does not know.
+# TYPE nexthop_misses_total counter
+nexthop_misses_total 1
+# HELP nexthop_rx_frames_total Frames received per input port.
+# TYPE nexthop_rx_frames_total counter
+nexthop_rx_frames_total{port="0"} 10
+# HELP nexthop_rx_bytes_total Bytes received per input port.
+# TYPE nexthop_rx_bytes_total counter
+nexthop_rx_bytes_total{port="0"} 640
+# HELP nexthop_tx_frames_total Frames sent per output port (copies).
+# TYPE nexthop_tx_frames_total counter
+nexthop_tx_frames_total{port="1"} 6
+# HELP nexthop_tx_bytes_total Bytes sent per output port (copies).
+# TYPE nexthop_tx_bytes_total counter
+nexthop_tx_bytes_total{port="1"} 384
+# HELP nexthop_drops_total Dropped frames by reason.
+# TYPE nexthop_drops_total counter
+nexthop_drops_total{reason="action"} 1
+nexthop_drops_total{reason="miss"} 1
+nexthop_drops_total{reason="runt"} 1
+# HELP nexthop_action_hits_total Frames whose name matched, by action kind.
+# TYPE nexthop_action_hits_total counter
+nexthop_action_hits_total{action="port"} 6
+nexthop_action_hits_total{action="port_set"} 0
+nexthop_action_hits_total{action="drop"} 1
+nexthop_action_hits_total{action="controller"} 1
+# HELP nexthop_malformed_total Frames that could not be named, by reason.
+# TYPE nexthop_malformed_total counter
+nexthop_malformed_total{reason="runt"} 1
+# HELP nexthop_ring_drops_total Frames the kernel dropped because the receive ring was full.
+# TYPE nexthop_ring_drops_total counter
+nexthop_ring_drops_total{port="0"} 2
+# HELP nexthop_rx_truncated_total Frames skipped because they were captured in part.
+# TYPE nexthop_rx_truncated_total counter
+# HELP nexthop_tx_failed_total Frames the kernel refused to send.
+# TYPE nexthop_tx_failed_total counter
+nexthop_tx_failed_total{port="1"} 0
+# HELP nexthop_follower_deltas_total Deltas applied.
+# TYPE nexthop_follower_deltas_total counter
+nexthop_follower_deltas_total{controller="10.0.0.1:7000"} 4
+"#;
+
+    #[test]
+    fn prometheus_text_matches_golden_for_a_small_snapshot() {
+        assert_eq!(small_snapshot().to_prometheus_text(), GOLDEN);
+    }
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_newline() {
+        assert_eq!(escape_label_value(r#"a\b"c"#), r#"a\\b\"c"#);
+        assert_eq!(escape_label_value("x\ny"), r"x\ny");
+        let s = MetricsSnapshot::default().with_gauge(
+            "peer_up",
+            "Help with \\ and\nnewline.",
+            &[("peer", "we\"ird\\\nname"), ("bad-label", "v")],
+            1.0,
+        );
+        let text = s.to_prometheus_text();
+        assert!(text.contains("# HELP nexthop_peer_up Help with \\\\ and\\nnewline.\n"));
+        assert!(
+            text.contains("nexthop_peer_up{peer=\"we\\\"ird\\\\\\nname\",bad_label=\"v\"} 1\n"),
+            "{text}"
+        );
+        // Every line is a comment or a single-line sample.
+        for line in text.lines() {
+            assert!(
+                line.starts_with("# ") || line.starts_with("nexthop_"),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn extra_metric_names_are_sanitized_and_grouped_into_one_family() {
+        let s = MetricsSnapshot::default()
+            .with_counter("follower rejects", "Rejects.", &[("reason", "mac")], 1)
+            .with_counter("follower rejects", "Rejects.", &[("reason", "seq")], 2)
+            .with_gauge("9lives", "Odd.", &[], f64::INFINITY)
+            .with_gauge("nan", "NaN.", &[], f64::NAN);
+        let text = s.to_prometheus_text();
+        assert_eq!(
+            text.matches("# TYPE nexthop_follower_rejects counter")
+                .count(),
+            1
+        );
+        assert!(text.contains("nexthop_follower_rejects{reason=\"mac\"} 1\n"));
+        assert!(text.contains("nexthop_follower_rejects{reason=\"seq\"} 2\n"));
+        assert!(text.contains("nexthop__lives +Inf\n"));
+        assert!(text.contains("nexthop_nan NaN\n"));
+    }
+
+    #[test]
+    fn json_round_trips_and_non_finite_extras_read_back_as_nan() {
+        let s = small_snapshot();
+        assert_eq!(MetricsSnapshot::from_json(&s.to_json()).unwrap(), s);
+        let odd = MetricsSnapshot::default().with_gauge("g", "G.", &[], f64::NAN);
+        let back = MetricsSnapshot::from_json(&odd.to_json()).unwrap();
+        assert!(back.extra[0].value.is_nan());
+        // Missing fields read as defaults (an older or newer forwarder).
+        let partial = MetricsSnapshot::from_json(r#"{"frames_in": 7}"#).unwrap();
+        assert_eq!(partial.frames_in, 7);
+        assert!(MetricsSnapshot::from_json("not json").is_err());
+    }
+
+    #[test]
+    fn from_counters_splits_drops_by_reason_like_the_run_summary() {
+        let mut c = Counters::with_tx_ports(Some(2));
+        c.rx = vec![PortCounter {
+            frames: 3,
+            bytes: 300,
+        }];
+        c.tx_add(2, 100);
+        c.frames_in = 5;
+        c.bytes_in = 300;
+        c.forwarded = 1;
+        c.hits.port = 1;
+        c.hits.drop = 1;
+        c.misses = 2;
+        c.malformed_add(MalformedKind::Truncated);
+        c.dropped = 1 + 2 + 1;
+        let s = MetricsSnapshot::from_counters(&c)
+            .with_port_counts(&[(0, 4)], &[], &[(2, 1)])
+            .with_uptime(Duration::from_millis(2500))
+            .with_fib_generation(9);
+        assert_eq!(
+            s.drops,
+            BTreeMap::from([
+                ("action".to_string(), 1),
+                ("miss".to_string(), 2),
+                ("truncated".to_string(), 1)
+            ])
+        );
+        assert_eq!(s.drops.values().sum::<u64>(), s.dropped);
+        assert_eq!(s.malformed.len(), MalformedKind::ALL.len());
+        assert_eq!(s.malformed["truncated"], 1);
+        assert_eq!(s.malformed["runt"], 0);
+        assert_eq!(
+            s.rx,
+            [PortMetrics {
+                port: 0,
+                frames: 3,
+                bytes: 300
+            }]
+        );
+        assert_eq!(
+            s.tx,
+            [PortMetrics {
+                port: 2,
+                frames: 1,
+                bytes: 100
+            }]
+        );
+        assert_eq!(s.ring_drops, [PortCount { port: 0, count: 4 }]);
+        assert_eq!(s.tx_failed, [PortCount { port: 2, count: 1 }]);
+        assert_eq!(s.uptime_seconds, 2.5);
+        assert_eq!(s.fib_generation, 9);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn with_port_stats_copies_the_live_loop_counts() {
+        let p = crate::live::PortStats {
+            tx_failed: vec![(3, 5)],
+            ring_drops: vec![(0, 7)],
+            rx_truncated: vec![(0, 1)],
+        };
+        let s = MetricsSnapshot::default().with_port_stats(&p);
+        assert_eq!(s.tx_failed, [PortCount { port: 3, count: 5 }]);
+        assert_eq!(s.ring_drops, [PortCount { port: 0, count: 7 }]);
+        assert_eq!(s.rx_truncated, [PortCount { port: 0, count: 1 }]);
+    }
+
+    #[test]
+    fn shared_snapshot_serves_what_was_last_published() {
+        let shared = SharedSnapshot::new();
+        let srv = MetricsServer::start("127.0.0.1:0".parse().unwrap(), shared.provider()).unwrap();
+        let addr = srv.local_addr().to_string();
+        assert_eq!(
+            fetch_snapshot(&addr, Duration::from_secs(10)).unwrap(),
+            MetricsSnapshot::default()
+        );
+        shared.publish(small_snapshot());
+        assert_eq!(
+            fetch_snapshot(&addr, Duration::from_secs(10)).unwrap(),
+            small_snapshot()
+        );
+        assert_eq!(shared.get(), small_snapshot());
+    }
+
+    // ---- HTTP ----
+
+    fn server() -> MetricsServer {
+        let provider: SnapshotProvider = Arc::new(small_snapshot);
+        MetricsServer::start("127.0.0.1:0".parse().unwrap(), provider).unwrap()
+    }
+
+    /// Send raw bytes, read the whole response.
+    fn raw_request(addr: SocketAddr, req: &[u8]) -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // The server may answer and close before everything was written.
+        let _ = s.write_all(req);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn status(resp: &str) -> &str {
+        resp.lines().next().unwrap_or("")
+    }
+
+    fn body(resp: &str) -> &str {
+        resp.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+    }
+
+    #[test]
+    fn get_metrics_serves_prometheus_text_with_its_content_type() {
+        let srv = server();
+        let r = raw_request(
+            srv.local_addr(),
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        );
+        assert_eq!(status(&r), "HTTP/1.1 200 OK");
+        assert!(
+            r.contains("\r\nContent-Type: text/plain; version=0.0.4\r\n"),
+            "{r}"
+        );
+        assert_eq!(body(&r), GOLDEN);
+        assert!(r.contains(&format!("\r\nContent-Length: {}\r\n", GOLDEN.len())));
+    }
+
+    #[test]
+    fn get_stats_json_serves_the_snapshot_and_query_strings_are_ignored() {
+        let srv = server();
+        let r = raw_request(srv.local_addr(), b"GET /stats.json?x=1 HTTP/1.0\r\n\r\n");
+        assert_eq!(status(&r), "HTTP/1.1 200 OK");
+        assert!(r.contains("\r\nContent-Type: application/json\r\n"));
+        assert_eq!(
+            MetricsSnapshot::from_json(body(&r)).unwrap(),
+            small_snapshot()
+        );
+        // Bare LF line ends are accepted too.
+        let r = raw_request(srv.local_addr(), b"GET /stats.json HTTP/1.1\n\n");
+        assert_eq!(status(&r), "HTTP/1.1 200 OK");
+    }
+
+    #[test]
+    fn head_sends_headers_without_a_body() {
+        let srv = server();
+        let r = raw_request(srv.local_addr(), b"HEAD /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(status(&r), "HTTP/1.1 200 OK");
+        assert!(r.contains(&format!("Content-Length: {}\r\n", GOLDEN.len())));
+        assert_eq!(body(&r), "");
+    }
+
+    #[test]
+    fn other_paths_get_404_and_other_methods_get_405_with_allow() {
+        let srv = server();
+        for path in ["/", "/metricsx", "/stats", "/../etc/passwd"] {
+            let r = raw_request(
+                srv.local_addr(),
+                format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes(),
+            );
+            assert_eq!(status(&r), "HTTP/1.1 404 Not Found", "{path}");
+        }
+        for method in ["POST", "PUT", "DELETE", "OPTIONS"] {
+            let r = raw_request(
+                srv.local_addr(),
+                format!("{method} /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").as_bytes(),
+            );
+            assert_eq!(status(&r), "HTTP/1.1 405 Method Not Allowed", "{method}");
+            assert!(r.contains("\r\nAllow: GET, HEAD\r\n"));
+        }
+    }
+
+    #[test]
+    fn malformed_request_lines_get_400_and_the_server_keeps_serving() {
+        let srv = server();
+        let bad: [&[u8]; 7] = [
+            b"\r\n\r\n",
+            b"GET\r\n\r\n",
+            b"GET /metrics\r\n\r\n",
+            b"GET /metrics HTTP/1.1 extra\r\n\r\n",
+            b"GET metrics HTTP/1.1\r\n\r\n",
+            b"get /metrics HTTP/1.1\r\n\r\n",
+            b"GET /metrics SPDY/3\r\n\r\n",
+        ];
+        for req in bad {
+            let r = raw_request(srv.local_addr(), req);
+            assert_eq!(status(&r), "HTTP/1.1 400 Bad Request", "{req:?}");
+        }
+        let r = raw_request(srv.local_addr(), b"GET /m\xff\xfe HTTP/1.1\r\n\r\n");
+        assert_eq!(status(&r), "HTTP/1.1 400 Bad Request");
+        // A client that connects and closes without a word.
+        drop(TcpStream::connect(srv.local_addr()).unwrap());
+        let r = raw_request(srv.local_addr(), b"GET /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(status(&r), "HTTP/1.1 200 OK");
+    }
+
+    #[test]
+    fn oversized_request_heads_get_431() {
+        let srv = server();
+        let mut req = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
+        req.resize(req.len() + 4 * MAX_REQUEST_BYTES, b'a');
+        req.extend_from_slice(b"\r\n\r\n");
+        let r = raw_request(srv.local_addr(), &req);
+        assert_eq!(status(&r), "HTTP/1.1 431 Request Header Fields Too Large");
+        // A head just under the limit is fine.
+        let mut req = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
+        req.resize(MAX_REQUEST_BYTES - 4, b'a');
+        req.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(req.len(), MAX_REQUEST_BYTES);
+        let r = raw_request(srv.local_addr(), &req);
+        assert_eq!(status(&r), "HTTP/1.1 200 OK");
+    }
+
+    #[test]
+    fn a_panicking_provider_gets_500_not_a_dead_server() {
+        let provider: SnapshotProvider = Arc::new(|| panic!("provider bug"));
+        let srv = MetricsServer::start("127.0.0.1:0".parse().unwrap(), provider).unwrap();
+        for _ in 0..2 {
+            let r = raw_request(srv.local_addr(), b"GET /metrics HTTP/1.1\r\n\r\n");
+            assert_eq!(status(&r), "HTTP/1.1 500 Internal Server Error");
+        }
+    }
+
+    #[test]
+    fn concurrent_requests_all_get_the_current_snapshot() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c2 = Arc::clone(&calls);
+        let provider: SnapshotProvider = Arc::new(move || {
+            let n = c2.fetch_add(1, Ordering::SeqCst) as u64;
+            MetricsSnapshot {
+                frames_in: n,
+                ..MetricsSnapshot::default()
+            }
+        });
+        let srv = MetricsServer::start("127.0.0.1:0".parse().unwrap(), provider).unwrap();
+        let addr = srv.local_addr().to_string();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        // 8 clients: well under MAX_CONNECTIONS even while finished
+        // connection threads are still winding down on a loaded machine.
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let addr = addr.clone();
+                let seen = Arc::clone(&seen);
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        let s = fetch_snapshot(&addr, Duration::from_secs(10)).unwrap();
+                        seen.lock().unwrap().push(s.frames_in);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort_unstable();
+        // One provider call per request, each answer its own.
+        assert_eq!(seen, (0..80).collect::<Vec<u64>>());
+        assert_eq!(calls.load(Ordering::SeqCst), 80);
+    }
+
+    #[test]
+    fn a_silent_client_does_not_block_other_requests() {
+        let srv = server();
+        // Holds a connection open without sending anything.
+        let _idle = TcpStream::connect(srv.local_addr()).unwrap();
+        let s = fetch_snapshot(&srv.local_addr().to_string(), Duration::from_secs(10)).unwrap();
+        assert_eq!(s, small_snapshot());
+    }
+
+    #[test]
+    fn connections_past_the_limit_get_503_until_slots_free() {
+        let srv = server();
+        let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+            .map(|_| TcpStream::connect(srv.local_addr()).unwrap())
+            .collect();
+        // One accept thread takes connections in order, so the next one
+        // finds every slot taken.
+        let r = raw_request(srv.local_addr(), b"GET /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(status(&r), "HTTP/1.1 503 Service Unavailable");
+        drop(idle);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = raw_request(srv.local_addr(), b"GET /metrics HTTP/1.1\r\n\r\n");
+            if status(&r) == "HTTP/1.1 200 OK" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "slots never freed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn slow_or_silent_clients_get_408_after_the_timeout() {
+        let provider: SnapshotProvider = Arc::new(small_snapshot);
+        let config = MetricsConfig {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            io_timeout: Duration::from_millis(300),
+            ..MetricsConfig::default()
+        };
+        let srv = MetricsServer::start_with(&config, provider).unwrap();
+        // Half a request line, then nothing.
+        let start = std::time::Instant::now();
+        let r = raw_request(srv.local_addr(), b"GET /metr");
+        assert_eq!(status(&r), "HTTP/1.1 408 Request Timeout");
+        // A client trickling a byte at a time is cut off at the deadline too.
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let trickle = std::time::Instant::now();
+        let mut out = Vec::new();
+        for b in b"GET /metrics HTTP/1.1\r\nX: ".iter().cycle() {
+            if trickle.elapsed() > Duration::from_secs(5) || s.write_all(&[*b]).is_err() {
+                break;
+            }
+            let mut buf = [0u8; 256];
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) if !out.is_empty() => break,
+                Err(_) => {}
+            }
+        }
+        assert!(
+            trickle.elapsed() < Duration::from_secs(5),
+            "trickling client never cut off"
+        );
+        assert!(
+            String::from_utf8_lossy(&out).starts_with("HTTP/1.1 408 "),
+            "{out:?}"
+        );
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let zero = MetricsConfig {
+            io_timeout: Duration::ZERO,
+            ..config
+        };
+        let err = MetricsServer::start_with(&zero, Arc::new(MetricsSnapshot::default));
+        assert!(matches!(err, Err(MetricsError::ZeroTimeout)));
+    }
+
+    #[test]
+    fn dropping_the_server_closes_the_port() {
+        let srv = server();
+        let addr = srv.local_addr();
+        assert!(fetch_snapshot(&addr.to_string(), Duration::from_secs(10)).is_ok());
+        drop(srv);
+        let err = fetch_snapshot(&addr.to_string(), Duration::from_secs(2)).unwrap_err();
+        assert!(matches!(err, FetchError::Connect { .. }), "{err}");
+        assert!(err
+            .to_string()
+            .contains("is a forwarder's metrics endpoint listening"));
+    }
+
+    #[test]
+    fn non_loopback_addresses_are_refused_unless_allowed() {
+        let provider: SnapshotProvider = Arc::new(MetricsSnapshot::default);
+        for a in ["0.0.0.0:0", "[::]:0", "192.0.2.1:9464"] {
+            let err = MetricsServer::start(a.parse().unwrap(), Arc::clone(&provider)).unwrap_err();
+            assert!(
+                matches!(err, MetricsError::NonLoopback { .. }),
+                "{a}: {err}"
+            );
+            assert!(err.to_string().contains("not a loopback address"));
+        }
+        let srv = MetricsServer::start_with(
+            &MetricsConfig {
+                addr: "0.0.0.0:0".parse().unwrap(),
+                allow_non_loopback: true,
+                ..MetricsConfig::default()
+            },
+            provider,
+        )
+        .unwrap();
+        let port = srv.local_addr().port();
+        assert!(fetch_snapshot(&format!("127.0.0.1:{port}"), Duration::from_secs(10)).is_ok());
+        drop(srv);
+        assert_eq!(MetricsConfig::default().addr, DEFAULT_METRICS_ADDR);
+        assert!(DEFAULT_METRICS_ADDR.ip().is_loopback());
+    }
+
+    #[test]
+    fn a_port_in_use_is_a_bind_error_naming_the_address() {
+        let srv = server();
+        let provider: SnapshotProvider = Arc::new(MetricsSnapshot::default);
+        let err = MetricsServer::start(srv.local_addr(), provider).unwrap_err();
+        assert!(matches!(err, MetricsError::Bind { .. }));
+        assert!(err.to_string().contains(&srv.local_addr().to_string()));
+    }
+
+    #[test]
+    fn fetch_reports_non_200_and_non_json_answers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let answers: [&[u8]; 3] = [
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"SSH-2.0-OpenSSH\r\n",
+        ];
+        let t = std::thread::spawn(move || {
+            for a in answers {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf);
+                s.write_all(a).unwrap();
+            }
+        });
+        let e1 = fetch_snapshot(&addr, Duration::from_secs(10)).unwrap_err();
+        assert!(
+            e1.to_string().contains("status HTTP/1.1 404 Not Found"),
+            "{e1}"
+        );
+        let e2 = fetch_snapshot(&addr, Duration::from_secs(10)).unwrap_err();
+        assert!(matches!(e2, FetchError::Json { .. }), "{e2}");
+        let e3 = fetch_snapshot(&addr, Duration::from_secs(10)).unwrap_err();
+        assert!(matches!(e3, FetchError::BadResponse { .. }), "{e3}");
+        t.join().unwrap();
+    }
+
+    // ---- logging ----
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buf {
+        type Writer = Buf;
+        fn make_writer(&'a self) -> Buf {
+            self.clone()
+        }
+    }
+
+    #[test]
+    fn json_logs_are_one_object_per_line_with_fields() {
+        let buf = Buf::default();
+        let sub = subscriber(true, log_filter(None).unwrap(), buf.clone());
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!(port = 3, "port up");
+            tracing::debug!("hidden at the default level");
+        });
+        let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 1, "{out}");
+        let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(v["level"], "INFO");
+        assert_eq!(v["message"], "port up");
+        assert_eq!(v["port"], 3);
+    }
+
+    #[test]
+    fn text_logs_respect_the_filter() {
+        let buf = Buf::default();
+        let filter = log_filter(Some("debug".to_string())).unwrap();
+        let sub = subscriber(false, filter, buf.clone());
+        tracing::subscriber::with_default(sub, || {
+            tracing::debug!(frames = 5, "tick");
+        });
+        let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(out.contains("DEBUG"), "{out}");
+        assert!(out.contains("tick frames=5"), "{out}");
+        assert!(!out.contains('\u{1b}'), "no colour codes: {out:?}");
+    }
+
+    #[test]
+    fn a_bad_rust_log_is_a_clear_error() {
+        let err = log_filter(Some("=[".to_string())).unwrap_err();
+        assert!(err.to_string().contains("RUST_LOG=\"=[\""), "{err}");
+        assert!(log_filter(Some("  ".to_string())).is_ok());
+    }
+}
