@@ -1,25 +1,38 @@
 //! `nexthop run`: forward frames between live Linux interfaces through a
-//! FIB directory, run to completion on one thread, until a signal, a
-//! duration or a frame count.
+//! FIB directory, or the FIB a controller serves (`--controller`, followed
+//! live), run to completion on one thread, until a signal, a duration or a
+//! frame count.
 //!
 //! Glue only: the ports and the loop are `nexthop_dataplane::afpacket` and
 //! `nexthop_dataplane::live`; this module maps FIB port numbers to
 //! interfaces, checks the mapping, and prints progress (stderr) and the
-//! summary (stdout). The contract is in `docs/dataplane.md`.
+//! summary (stdout). With `--controller`, a `nexthop_control::FibFollower`
+//! keeps the table; before each group of frames the loop takes its current
+//! table once and swaps it into the pipeline when it changed (rebuilding
+//! the action resolution when the action table changed). The contract is
+//! in `docs/dataplane.md` ("Live ports", "Live updates").
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
+use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
 use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
-use nexthop_dataplane::live::{forward_live, LivePorts, LiveRun, Progress, StopAfter, StopFlag};
-use nexthop_dataplane::{
-    Counters, MalformedKind, MissPolicy, NameSource, Pipeline, PipelineConfig,
+use nexthop_dataplane::live::{
+    forward_live_refreshing, LivePorts, LiveRun, Progress, StopAfter, StopFlag,
 };
+use nexthop_dataplane::{
+    Counters, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline, PipelineConfig,
+};
+use nexthop_othello::fib::KeyType;
+use nexthop_othello::QueryView;
 
 use crate::cmd_fib::open_lookup;
 
@@ -52,9 +65,30 @@ impl FromStr for PortMap {
 /// `nexthop run` arguments.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// FIB directory (made by `nexthop fib build`).
-    #[arg(long, value_name = "DIR")]
-    fib: PathBuf,
+    /// FIB directory (made by `nexthop fib build`). With --controller it
+    /// is the table until the controller's first snapshot arrives.
+    #[arg(long, value_name = "DIR", required_unless_present = "controller")]
+    fib: Option<PathBuf>,
+    /// Follow the FIB this controller serves (`nexthop controller`):
+    /// snapshots replace the table, deltas update it in place while
+    /// frames flow.
+    #[arg(long, value_name = "ADDR", requires = "key_file")]
+    controller: Option<SocketAddr>,
+    /// Shared secret file of the controller (at least 16 bytes).
+    #[arg(long, value_name = "FILE", requires = "controller")]
+    key_file: Option<PathBuf>,
+    /// Key type of the controller's FIB when there is no --fib (mac,
+    /// ipv4, ipv6, u64 or str).
+    #[arg(
+        long,
+        value_name = "TYPE",
+        default_value = "mac",
+        conflicts_with = "fib"
+    )]
+    key_type: KeyType,
+    /// Without --fib: seconds to wait for the controller's first snapshot.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    snapshot_wait: f64,
     /// FIB port N is interface IFACE (repeat for each port). Every port
     /// that an action of the FIB names must be mapped.
     #[arg(long = "port", value_name = "N=IFACE", required = true)]
@@ -143,14 +177,50 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
     }
 
-    let fib = open_lookup(&a.fib)?;
+    let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
+    let follower = match (a.controller, &a.key_file) {
+        (Some(addr), Some(key_file)) => {
+            let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
+            let id = format!("nexthop-run-{}", std::process::id());
+            Some(FibFollower::start(key, FollowerConfig::new(addr, id))?)
+        }
+        _ => None,
+    };
+    let fib = a.fib.as_deref().map(open_lookup).transpose()?;
     let cfg = PipelineConfig {
         name: a.name,
         miss: a.miss,
         ..PipelineConfig::default()
     };
-    let mut pipeline = Pipeline::new(fib.mapped.view(), &fib.actions, fib.current.key_type, cfg)
-        .map_err(|e| anyhow!("{}: {e}", a.fib.display()))?;
+    let (mut pipeline, origin) = match (&fib, &follower) {
+        (Some(fib), _) => {
+            let origin = a
+                .fib
+                .as_deref()
+                .map_or_else(String::new, |d| d.display().to_string());
+            let p = Pipeline::new(
+                Current::Dir(fib.mapped.view()),
+                &fib.actions,
+                fib.current.key_type,
+                cfg,
+            )
+            .map_err(|e| anyhow!("{origin}: {e}"))?;
+            (p, origin)
+        }
+        (None, Some(f)) => {
+            let addr = a.controller.map_or_else(String::new, |c| c.to_string());
+            let wait = match a.snapshot_wait {
+                s if s.is_finite() && s > 0.0 && s < 1e9 => Duration::from_secs_f64(s),
+                s => bail!("--snapshot-wait {s}: expected a positive number of seconds"),
+            };
+            let t = first_table(f, &addr, wait, &stop)?;
+            let origin = format!("controller {addr}");
+            let p = Pipeline::new(Current::Followed(t.clone()), t.actions(), a.key_type, cfg)
+                .map_err(|e| anyhow!("{origin}: {e}"))?;
+            (p, origin)
+        }
+        (None, None) => bail!("no table: give --fib DIR or --controller ADDR"),
+    };
     let missing: Vec<String> = pipeline
         .ports()
         .iter()
@@ -159,8 +229,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         .collect();
     if !missing.is_empty() {
         bail!(
-            "{}: the FIB sends to port(s) {} with no interface (add --port N=IFACE)",
-            a.fib.display(),
+            "{origin}: the FIB sends to port(s) {} with no interface (add --port N=IFACE)",
             missing.join(",")
         );
     }
@@ -172,7 +241,6 @@ pub fn run(a: RunArgs) -> Result<()> {
             ports.add_input(port, RxRing::open(iface, &ring)?);
         }
     }
-    let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
             .iter()
@@ -190,13 +258,121 @@ pub fn run(a: RunArgs) -> Result<()> {
     );
 
     let report = (!a.quiet).then_some(Duration::from_secs(1));
-    let run = forward_live(&mut pipeline, &mut ports, after, &stop, report, |p| {
-        eprintln!("{}", progress_line(p));
-    })?;
+    let swaps = Cell::new(0u64);
+    let mut warned: BTreeSet<u16> = BTreeSet::new();
+    let refresh = |p: &mut Pipeline<Current<'_>>| {
+        let Some(t) = follower.as_ref().and_then(FibFollower::table) else {
+            return;
+        };
+        if swap_in(p, t) {
+            swaps.set(swaps.get() + 1);
+            for &port in p.ports() {
+                if !by_port.contains_key(&port) && warned.insert(port) {
+                    eprintln!(
+                        "nexthop run: the FIB now sends to port {port}, which has no \
+                         interface; its frames are counted as tx_failed"
+                    );
+                }
+            }
+        }
+    };
+    let progress = |p: &Progress<'_>| {
+        let mut line = progress_line(p);
+        if let Some(f) = &follower {
+            line.push_str(&follower_fields(&f.stats(), swaps.get(), false));
+        }
+        eprintln!("{line}");
+    };
+    let run = forward_live_refreshing(
+        &mut pipeline,
+        &mut ports,
+        after,
+        &stop,
+        report,
+        progress,
+        refresh,
+    )?;
+    let mut line = summary_line(&run);
+    if let Some(f) = follower {
+        line.push_str(&follower_fields(&f.stats(), swaps.get(), true));
+        f.stop();
+    }
     let mut stdout = io::stdout().lock();
-    writeln!(stdout, "{}", summary_line(&run))?;
+    writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
+}
+
+/// The table a pipeline reads: the FIB directory's mapped snapshot, or the
+/// follower's current table (kept alive by the `Arc` for as long as the
+/// pipeline holds it).
+enum Current<'a> {
+    Dir(QueryView<'a>),
+    Followed(Arc<Table>),
+}
+
+impl NameTable for Current<'_> {
+    #[inline]
+    fn lookup_batch(&self, names: &[&[u8]], out: &mut [u64]) -> usize {
+        match self {
+            Current::Dir(v) => v.lookup_batch(names, out),
+            Current::Followed(t) => t.query().lookup_batch(names, out),
+        }
+    }
+}
+
+/// Put `t` into the pipeline unless it is the table already there;
+/// rebuild the action resolution when `t`'s action table is another one
+/// (a snapshot, or a delta that added actions). Whether it swapped.
+fn swap_in(p: &mut Pipeline<Current<'_>>, t: Arc<Table>) -> bool {
+    let same_actions = match p.table() {
+        Current::Followed(cur) if Arc::ptr_eq(cur, &t) => return false,
+        Current::Followed(cur) => std::ptr::eq(cur.actions(), t.actions()),
+        Current::Dir(_) => false,
+    };
+    if !same_actions {
+        p.set_actions(t.actions());
+    }
+    p.replace_table(Current::Followed(t));
+    true
+}
+
+/// Wait for the follower's first table, at most `wait` (or until a signal).
+fn first_table(f: &FibFollower, addr: &str, wait: Duration, stop: &StopFlag) -> Result<Arc<Table>> {
+    eprintln!("nexthop run: waiting for the first snapshot from {addr}");
+    let end = Instant::now() + wait;
+    loop {
+        if let Some(t) = f.table() {
+            return Ok(t);
+        }
+        if stop.is_raised() {
+            bail!("stopped before the controller sent a snapshot");
+        }
+        if Instant::now() >= end {
+            bail!(
+                "no snapshot from controller {addr} within {:.1} s",
+                wait.as_secs_f64()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// ` fib_snapshots=.. fib_deltas=.. ...` for a progress line or the summary.
+fn follower_fields(s: &FollowerStats, swaps: u64, all: bool) -> String {
+    let mut line = format!(
+        " fib_snapshots={} fib_deltas={} fib_rejects={}",
+        s.snapshots,
+        s.deltas,
+        s.total_rejects()
+    );
+    if all {
+        line.push_str(&format!(
+            " fib_connects={} fib_resyncs={} fib_skipped={} fib_swaps={swaps}",
+            s.connects, s.resyncs, s.skipped
+        ));
+    }
+    line
 }
 
 fn progress_line(p: &Progress<'_>) -> String {

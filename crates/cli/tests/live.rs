@@ -18,218 +18,24 @@
 //! `ip netns exec`, using the dataplane's AF_PACKET ports. Without root or
 //! `ip`, the namespace tests print why they skip and pass.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
+use common::*;
 use tempfile::TempDir;
-
-const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
-/// Source MAC of every test frame: the capture keeps only these.
-const SRC_MAC: [u8; 6] = [0x02, 0x6e, 0x68, 0xff, 0xff, 0xfe];
-/// IEEE local experimental ethertype, then a magic, then a sequence number.
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
-const MAGIC: &[u8; 4] = b"NHLV";
-const HELPER_ENV: &str = "NEXTHOP_LIVE_HELPER";
-
-// ---------------------------------------------------------------------------
-// The namespace guard
-
-/// Namespaces and child processes of one test; dropping it kills the
-/// children and deletes the namespaces.
-struct Lab {
-    tag: String,
-    namespaces: Vec<String>,
-    children: Vec<Child>,
-    dir: TempDir,
-}
-
-impl Lab {
-    /// A lab with namespaces `nh-ROLE-PID-TEST` for each role, or why it
-    /// cannot be made here.
-    fn new(test: &str, roles: &[&str]) -> Result<Lab, String> {
-        let dir = TempDir::new().map_err(|e| format!("temp dir: {e}"))?;
-        let mut lab = Lab {
-            tag: format!("{}-{test}", std::process::id()),
-            namespaces: Vec::new(),
-            children: Vec::new(),
-            dir,
-        };
-        for role in roles {
-            let ns = lab.ns(role);
-            run_ip(&["netns", "add", &ns])?;
-            lab.namespaces.push(ns.clone());
-            // No IPv6 on the test links: no router solicitations or DAD
-            // frames next to the test's frames. Best effort.
-            let _ = Command::new("ip")
-                .args(["netns", "exec", &ns, "sh", "-c"])
-                .arg(
-                    "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; \
-                     echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6",
-                )
-                .stderr(Stdio::null())
-                .status();
-        }
-        Ok(lab)
-    }
-
-    fn ns(&self, role: &str) -> String {
-        format!("nh-{role}-{}", self.tag)
-    }
-
-    /// A veth pair: `a` in namespace `ns_a`, `b` in `ns_b`, both up.
-    fn veth(&self, ns_a: &str, a: &str, ns_b: &str, b: &str) {
-        let (na, nb) = (self.ns(ns_a), self.ns(ns_b));
-        must_ip(&[
-            "-n", &na, "link", "add", a, "type", "veth", "peer", "name", b, "netns", &nb,
-        ]);
-        must_ip(&["-n", &na, "link", "set", a, "up"]);
-        must_ip(&["-n", &nb, "link", "set", b, "up"]);
-    }
-
-    /// Start `cmd ARGS` in namespace `role`, stdout and stderr to files
-    /// `NAME.out` / `NAME.err`; returns the child's index.
-    fn spawn(
-        &mut self,
-        role: &str,
-        name: &str,
-        cmd: &Path,
-        args: &[&str],
-        env: &[(&str, String)],
-    ) -> usize {
-        let out = self.file(&format!("{name}.out"));
-        let err = self.file(&format!("{name}.err"));
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns(role)])
-            .arg(cmd)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&out).expect("create stdout file"))
-            .stderr(fs::File::create(&err).expect("create stderr file"));
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let child = c.spawn().expect("spawn ip netns exec");
-        self.children.push(child);
-        self.children.len() - 1
-    }
-
-    /// Wait for child `i` to exit (at most `limit`); its stdout and stderr.
-    fn wait(&mut self, i: usize, name: &str, limit: Duration) -> (bool, String, String) {
-        let t = Instant::now();
-        let status = loop {
-            match self.children[i].try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if t.elapsed() < limit => sleep(Duration::from_millis(20)),
-                Ok(None) => {
-                    let _ = self.children[i].kill();
-                    let _ = self.children[i].wait();
-                    panic!(
-                        "{name} did not exit within {limit:?}; stderr:\n{}",
-                        self.read(&format!("{name}.err"))
-                    );
-                }
-                Err(e) => panic!("waiting for {name}: {e}"),
-            }
-        };
-        (
-            status.success(),
-            self.read(&format!("{name}.out")),
-            self.read(&format!("{name}.err")),
-        )
-    }
-
-    /// Wait until file `name` contains `needle` (at most `limit`).
-    fn wait_for(&self, name: &str, needle: &str, limit: Duration) {
-        let t = Instant::now();
-        while !self.read(name).contains(needle) {
-            assert!(
-                t.elapsed() < limit,
-                "no '{needle}' in {name} after {limit:?}:\n{}",
-                self.read(name)
-            );
-            sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn read(&self, name: &str) -> String {
-        fs::read_to_string(self.file(name)).unwrap_or_default()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            if let Ok(None) = c.try_wait() {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-        for ns in &self.namespaces {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn run_ip(args: &[&str]) -> Result<Output, String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn must_ip(args: &[&str]) {
-    if let Err(e) = run_ip(args) {
-        panic!("{e}");
-    }
-}
-
-/// The lab, or `None` after printing why namespace tests skip here.
-fn lab_or_skip(test: &str, roles: &[&str]) -> Option<Lab> {
-    match Lab::new(test, roles) {
-        Ok(lab) => Some(lab),
-        Err(e) => {
-            eprintln!(
-                "SKIP {test}: cannot create network namespaces (needs root and iproute2): {e}"
-            );
-            None
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Frames and the FIB
 
 fn mac(i: u8) -> [u8; 6] {
     [0x02, 0x6e, 0x68, 0x00, 0x00, i]
-}
-
-fn mac_text(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 /// Actions of the known names, by `i % 7`, with the ports each sends to.
@@ -299,62 +105,6 @@ fn routes() -> String {
     s
 }
 
-fn build_fib(lab: &Lab) -> PathBuf {
-    let routes_path = lab.file("routes.txt");
-    fs::write(&routes_path, routes()).expect("write routes");
-    let fib = lab.file("fib");
-    let out = Command::new(NEXTHOP)
-        .args([
-            "fib",
-            "build",
-            "--key-type",
-            "mac",
-            "--check-bits",
-            "16",
-            "--routes",
-        ])
-        .arg(&routes_path)
-        .arg("--out")
-        .arg(&fib)
-        .output()
-        .expect("run nexthop fib build");
-    assert!(
-        out.status.success(),
-        "fib build: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    fib
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// `key=value` tokens of a summary line.
-fn fields(line: &str) -> BTreeMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|t| t.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn field<'a>(f: &'a BTreeMap<String, String>, k: &str) -> &'a str {
-    match f.get(k) {
-        Some(v) => v,
-        None => panic!("summary has no {k}: {f:?}"),
-    }
-}
-
 // ---------------------------------------------------------------------------
 // The helper: run by the tests inside a namespace
 
@@ -364,117 +114,10 @@ fn field<'a>(f: &'a BTreeMap<String, String>, k: &str) -> &'a str {
 #[test]
 #[ignore = "helper process of the namespace tests"]
 fn live_helper() {
-    let Ok(mode) = std::env::var(HELPER_ENV) else {
-        eprintln!("live_helper: {HELPER_ENV} not set; nothing to do");
-        return;
-    };
-    let dir = PathBuf::from(std::env::var("NEXTHOP_LIVE_DIR").expect("NEXTHOP_LIVE_DIR"));
-    let ifaces = std::env::var("NEXTHOP_LIVE_IFACES").expect("NEXTHOP_LIVE_IFACES");
-    match mode.as_str() {
-        "send" => helper_send(&dir, &ifaces),
-        "capture" => helper_capture(&dir, &ifaces),
-        m => panic!("unknown helper mode {m}"),
+    if let Some((mode, _)) = helper_main() {
+        panic!("unknown helper mode {mode}");
     }
 }
-
-/// Send the frames of `DIR/frames.txt` (hex, one a line) on `iface`, 32 per
-/// batch with a short pause between batches (so no kernel backlog
-/// overflows); write `sent=N failed=M seconds=S` to `DIR/send.txt`.
-fn helper_send(dir: &Path, iface: &str) {
-    let text = fs::read_to_string(dir.join("frames.txt")).expect("read frames.txt");
-    let frames: Vec<Vec<u8>> = text.lines().map(|l| unhex(l).expect("hex frame")).collect();
-    // For measurements by hand: NEXTHOP_LIVE_REPEAT=N sends the frames N
-    // times, NEXTHOP_LIVE_PACE_US=0 sends without pauses.
-    let env_num = |k: &str, default: u64| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(default)
-    };
-    let repeat = env_num("NEXTHOP_LIVE_REPEAT", 1);
-    let pace = Duration::from_micros(env_num("NEXTHOP_LIVE_PACE_US", 200));
-    let mut tx = TxPort::open(iface).expect("open tx port");
-    let (mut sent, mut failed) = (0, 0);
-    let t = Instant::now();
-    for _ in 0..repeat {
-        for batch in frames.chunks(32) {
-            let r = tx.send_batch(batch);
-            sent += r.sent;
-            failed += r.failed;
-            if !pace.is_zero() {
-                sleep(pace);
-            }
-        }
-    }
-    let line = format!(
-        "sent={sent} failed={failed} seconds={:.3}\n",
-        t.elapsed().as_secs_f64()
-    );
-    fs::write(dir.join("send.txt"), line).expect("write send.txt");
-}
-
-/// Capture on each interface of `ifaces` (comma-separated) until
-/// `DIR/capture.stop` exists; write `DIR/capture.txt`: `IFACE HEX` for each
-/// frame from [`SRC_MAC`], in arrival order per interface.
-fn helper_capture(dir: &Path, ifaces: &str) {
-    let cfg = RingConfig {
-        block_size: 1 << 16,
-        block_count: 64,
-        frame_size: 2048,
-        block_timeout_ms: 1,
-    };
-    let mut rings: Vec<RxRing> = ifaces
-        .split(',')
-        .map(|i| RxRing::open(i, &cfg).expect("open rx ring"))
-        .collect();
-    fs::write(dir.join("capture.ready"), "ready\n").expect("write ready");
-    let mut lines = String::new();
-    let stop = dir.join("capture.stop");
-    let mut last_round = false;
-    loop {
-        let mut any = false;
-        for ring in rings.iter_mut() {
-            let iface = ring.iface().to_string();
-            while let Some(mut block) = ring.next_block() {
-                any = true;
-                let mut frames = Vec::new();
-                block.frames_into(&mut frames);
-                for f in frames.iter().filter(|f| f.get(6..12) == Some(&SRC_MAC[..])) {
-                    lines.push_str(&format!("{iface} {}\n", hex(f)));
-                }
-            }
-        }
-        if last_round {
-            break;
-        }
-        if stop.exists() {
-            // One more pass after the stop request drains what is left.
-            sleep(Duration::from_millis(20));
-            last_round = true;
-        } else if !any {
-            sleep(Duration::from_millis(2));
-        }
-    }
-    let drops: u64 = rings.iter_mut().map(|r| r.drops().unwrap_or(0)).sum();
-    lines.push_str(&format!("# ring_drops {drops}\n"));
-    fs::write(dir.join("capture.txt"), lines).expect("write capture");
-}
-
-fn helper_env(lab: &Lab, mode: &str, ifaces: &str) -> Vec<(&'static str, String)> {
-    vec![
-        (HELPER_ENV, mode.to_string()),
-        ("NEXTHOP_LIVE_DIR", lab.dir.path().display().to_string()),
-        ("NEXTHOP_LIVE_IFACES", ifaces.to_string()),
-    ]
-}
-
-const HELPER_ARGS: [&str; 5] = [
-    "live_helper",
-    "--exact",
-    "--ignored",
-    "--nocapture",
-    "--test-threads=1",
-];
 
 // ---------------------------------------------------------------------------
 // The tests
@@ -494,7 +137,7 @@ fn run_forwards_each_frame_to_exactly_its_fib_ports() {
     for p in 1..=3 {
         lab.veth("fwd", &format!("fo{p}"), "snk", &format!("s{p}"));
     }
-    let fib = build_fib(&lab);
+    let fib = build_fib(&lab, "fib", &routes());
     let frames: Vec<(Vec<u8>, Kind)> = (0..TOTAL).map(test_frame).collect();
     let mut file = fs::File::create(lab.file("frames.txt")).expect("create frames.txt");
     for (f, _) in &frames {
@@ -637,7 +280,7 @@ fn run_stops_cleanly_on_sigterm() {
     };
     lab.veth("fwd", "fin0", "peer", "p0");
     lab.veth("fwd", "fo1", "peer", "p1");
-    let fib = build_fib(&lab);
+    let fib = build_fib(&lab, "fib", &routes());
     // Only ports 1..3 are in the FIB; map them all to keep the check happy.
     lab.veth("fwd", "fo2", "peer", "p2");
     lab.veth("fwd", "fo3", "peer", "p3");

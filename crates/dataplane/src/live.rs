@@ -9,6 +9,9 @@
 //! inputs (at most [`POLL_MS`] at a time, so stop conditions and progress
 //! reports stay on time).
 //!
+//! [`forward_live_refreshing`] lets the caller swap the pipeline's table
+//! between groups (a forwarder following a controller's FIB).
+//!
 //! The pipeline counts frames in per input port, decisions, drops by
 //! reason and frames out per port; the loop adds what only the ports know:
 //! frames the kernel refused to send, and ring drops.
@@ -229,7 +232,29 @@ pub fn forward_live<T: NameTable>(
     after: StopAfter,
     stop: &StopFlag,
     report_every: Option<Duration>,
+    progress: impl FnMut(&Progress<'_>),
+) -> io::Result<LiveRun> {
+    forward_live_refreshing(pipeline, ports, after, stop, report_every, progress, |_| {})
+}
+
+/// [`forward_live`] with a hook that may swap the pipeline's table
+/// ([`Pipeline::replace_table`], [`Pipeline::set_actions`]) between groups:
+/// `refresh` runs before every group of up to [`GROUP`] frames and once
+/// per idle `poll()` round. Every frame of a group is decided with the
+/// table the group started with. The hook is on the forwarding thread, so
+/// it must be cheap when nothing changed (one atomic load and a pointer
+/// compare, say).
+///
+/// # Errors
+/// `poll()` failed.
+pub fn forward_live_refreshing<T: NameTable>(
+    pipeline: &mut Pipeline<T>,
+    ports: &mut LivePorts,
+    after: StopAfter,
+    stop: &StopFlag,
+    report_every: Option<Duration>,
     mut progress: impl FnMut(&Progress<'_>),
+    mut refresh: impl FnMut(&mut Pipeline<T>),
 ) -> io::Result<LiveRun> {
     let before = pipeline.take_counters();
     let nout = ports.outputs.len();
@@ -287,6 +312,7 @@ pub fn forward_live<T: NameTable>(
             // Per block: the lists borrow the block's frames.
             let mut per_port: Vec<Vec<&[u8]>> = (0..nout).map(|_| Vec::new()).collect();
             for group in all.chunks(GROUP) {
+                refresh(pipeline);
                 pipeline.process(*in_port, group, &mut decisions);
                 for (f, d) in group.iter().zip(&decisions) {
                     if let Egress::Ports(ps) = pipeline.egress(d) {
@@ -319,6 +345,7 @@ pub fn forward_live<T: NameTable>(
             last_frame = Instant::now();
         }
         if !any {
+            refresh(pipeline);
             let mut wait = POLL_MS;
             if let Some(d) = after.duration {
                 let left = d.saturating_sub(start.elapsed()).as_millis();

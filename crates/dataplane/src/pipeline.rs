@@ -22,7 +22,11 @@
 //! one table ([`NameTable`] is implemented for `&T`); a [`Query`] can take
 //! deltas while pipelines read it. When the action table changes (a new FIB
 //! generation), build a new pipeline and carry the counters over with
-//! [`Pipeline::take_counters`] / [`Pipeline::set_counters`].
+//! [`Pipeline::take_counters`] / [`Pipeline::set_counters`], or keep the
+//! pipeline and swap its parts between batches:
+//! [`Pipeline::replace_table`] and [`Pipeline::set_actions`] (what a
+//! forwarder following a controller does; the table a batch starts with is
+//! the one all its lookups use).
 
 use std::fmt;
 use std::str::FromStr;
@@ -228,30 +232,7 @@ impl<T: NameTable> Pipeline<T> {
                 max: cfg.max_frame_len,
             });
         }
-        let mut resolved = Vec::with_capacity(actions.len());
-        let mut set_ports = Vec::new();
-        let mut flood = Vec::new();
-        for (_, a) in actions.iter() {
-            resolved.push(match a {
-                Action::Port(p) => {
-                    flood.push(*p);
-                    Resolved::Port(*p)
-                }
-                Action::PortSet(ps) => {
-                    let start = set_ports.len() as u32;
-                    set_ports.extend_from_slice(ps);
-                    flood.extend_from_slice(ps);
-                    Resolved::PortSet {
-                        start,
-                        len: ps.len() as u32,
-                    }
-                }
-                Action::Drop => Resolved::Drop,
-                Action::Controller => Resolved::Controller,
-            });
-        }
-        flood.sort_unstable();
-        flood.dedup();
+        let (resolved, set_ports, flood) = resolve_actions(actions);
         let counters = Counters::with_tx_ports(flood.last().copied());
         Ok(Pipeline {
             table,
@@ -417,6 +398,59 @@ impl<T> Pipeline<T> {
         c.merge(&counters);
         self.counters = c;
     }
+
+    /// Look names up in `table` from the next [`process`](Self::process)
+    /// call on; returns the previous table. The action resolution is kept:
+    /// when `table`'s ids index another action table, follow with
+    /// [`set_actions`](Self::set_actions).
+    pub fn replace_table(&mut self, table: T) -> T {
+        std::mem::replace(&mut self.table, table)
+    }
+
+    /// Resolve action ids through `actions` from the next
+    /// [`process`](Self::process) call on (a grown or replaced action
+    /// table). Counters are kept; the flood set becomes `actions`' ports.
+    /// Costs one pass over `actions`: call it when the table changes, not
+    /// per frame.
+    pub fn set_actions(&mut self, actions: &ActionTable) {
+        let (resolved, set_ports, flood) = resolve_actions(actions);
+        self.actions = resolved;
+        self.set_ports = set_ports;
+        self.flood = flood;
+        let counters = std::mem::take(&mut self.counters);
+        self.set_counters(counters);
+    }
+}
+
+/// Resolve every action of `actions` for the hot path: the resolved
+/// actions (indexed by id), the concatenated port-set members and the
+/// sorted flood set.
+fn resolve_actions(actions: &ActionTable) -> (Vec<Resolved>, Vec<u16>, Vec<u16>) {
+    let mut resolved = Vec::with_capacity(actions.len());
+    let mut set_ports = Vec::new();
+    let mut flood = Vec::new();
+    for (_, a) in actions.iter() {
+        resolved.push(match a {
+            Action::Port(p) => {
+                flood.push(*p);
+                Resolved::Port(*p)
+            }
+            Action::PortSet(ps) => {
+                let start = set_ports.len() as u32;
+                set_ports.extend_from_slice(ps);
+                flood.extend_from_slice(ps);
+                Resolved::PortSet {
+                    start,
+                    len: ps.len() as u32,
+                }
+            }
+            Action::Drop => Resolved::Drop,
+            Action::Controller => Resolved::Controller,
+        });
+    }
+    flood.sort_unstable();
+    flood.dedup();
+    (resolved, set_ports, flood)
 }
 
 fn egress_of<'a>(
@@ -512,6 +546,36 @@ mod tests {
             ..PipelineConfig::default()
         };
         Pipeline::new(q, fib.action_table(), KeyType::Mac, cfg).unwrap()
+    }
+
+    #[test]
+    fn swapped_table_and_grown_actions_take_effect_on_the_next_batch() {
+        let old = mac_fib(&[(mac(1), Action::Port(1)), (mac(2), Action::Port(2))]);
+        let q_old = old.othello().export(0);
+        let new = mac_fib(&[
+            (mac(1), Action::Port(2)),
+            (mac(2), Action::Port(2)),
+            (mac(9), Action::PortSet(vec![3, 4])),
+        ]);
+        let q_new = new.othello().export(0);
+        let mut p = pipeline(&old, &q_old, MissPolicy::Drop);
+        let frames = [frame(mac(1), 1), frame(mac(9), 2)];
+        let mut d = Vec::new();
+        p.process(0, &frames, &mut d);
+        assert_eq!(d[0], Decision::Port(1));
+        assert_eq!(p.ports(), &[1, 2]);
+
+        let prev = p.replace_table(&q_new);
+        assert!(std::ptr::eq(prev, &q_old));
+        p.set_actions(new.action_table());
+        p.process(0, &frames, &mut d);
+        assert_eq!(d[0], Decision::Port(2));
+        assert_eq!(p.egress(&d[1]), Egress::Ports(&[3, 4]));
+        assert_eq!(p.ports(), &[2, 3, 4]);
+        // Counters run on across the swap, new ports included.
+        let c = p.counters();
+        assert_eq!(c.frames_in, 4);
+        assert_eq!((c.tx(1).frames, c.tx(2).frames, c.tx(4).frames), (1, 1, 1));
     }
 
     #[test]
