@@ -828,6 +828,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             }
         } else {
             self.unlink(e);
+            if self.cfg.check_bits != 0 {
+                self.invalidate_check(e, h, ops);
+            }
         }
         self.keys[e as usize] = None;
         self.edges[e as usize].a = NIL;
@@ -845,6 +848,33 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
         self.counters.slot_writes += (ops[0].len() - before) as u64;
         Ok(())
+    }
+
+    /// With a check field, make the just-unlinked edge `e`'s slots stop
+    /// matching its key, so a removed key reads as a miss instead of keeping
+    /// its old value: XOR a nonzero check-field pattern (taken from the
+    /// key's hash, so successive removals do not cancel out) into one side.
+    /// An isolated
+    /// end costs one write; otherwise the two ends are now in different
+    /// trees and the smaller tree is flipped whole, which keeps every
+    /// remaining key's constraint.
+    fn invalidate_check(&mut self, e: u32, h: Hash128, ops: &mut [Vec<Op>]) {
+        let Edge { a, b, .. } = self.edges[e as usize];
+        let (xa, xb) = (a, self.meta.ma + b);
+        let pattern = (h.lo() ^ h.hi().rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let pattern = (pattern >> 32) & mask(self.cfg.check_bits as u32);
+        let d = pattern.max(1) << self.cfg.value_bits;
+        let cols = self.cols();
+        if self.head(xa) == NIL || self.head(xb) == NIL {
+            let x = if self.head(xa) == NIL { xa } else { xb };
+            for c in 0..cols {
+                let w = self.slot(x, c) ^ d;
+                self.set_slot(x, c, w, ops);
+            }
+        } else if let Some(side) = self.split_search(xa, xb, NIL) {
+            let dv = vec![d; cols];
+            self.flip(side, &dv, ops);
+        }
     }
 
     /// Move stashed keys back into the graph where they no longer close a

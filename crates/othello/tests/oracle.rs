@@ -438,3 +438,27 @@ fn damaged_control_state_is_refused() {
     // Wrong key type: u64 keys are 8 bytes, not 6.
     assert!(Othello::<[u8; 6]>::load(&bytes).is_err());
 }
+
+#[test]
+fn removed_keys_read_as_misses_with_a_check_field() {
+    let cfg = Config {
+        check_bits: 8,
+        ..Config::default()
+    };
+    let n = 20_000u64;
+    let mut o = Othello::build(cfg, (0..n).map(|k| (k, k & 0xff))).unwrap();
+    let mut q = o.export(0);
+    for k in (0..n).step_by(2) {
+        let c = o.remove(&k).unwrap();
+        follow(&mut q, &o, &c, 0);
+        assert_eq!(q.lookup(&k), None, "key {k} still found right after its removal");
+    }
+    o.check_invariants().unwrap();
+    // Later updates may flip a removed key's slots back by chance (2^-r).
+    let still = (0..n).step_by(2).filter(|k| q.lookup(k).is_some()).count();
+    assert!(still < (n as usize / 2) / 64, "{still} removed keys still hit");
+    for k in (1..n).step_by(2) {
+        assert_eq!(q.lookup(&k), Some(k & 0xff));
+    }
+    assert_eq!(q.to_snapshot(), o.snapshot(0));
+}
