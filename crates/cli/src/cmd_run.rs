@@ -21,13 +21,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
 use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
 use nexthop_dataplane::live::{
-    forward_live_refreshing, LivePorts, LiveRun, Progress, StopAfter, StopFlag,
+    forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter, StopFlag,
 };
+use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
     Counters, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline, PipelineConfig,
 };
@@ -125,6 +126,14 @@ pub struct RunArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Serve the counters at http://ADDR/metrics (Prometheus text) and
+    /// /stats.json (read them with `nexthop stats --addr ADDR`). Loopback
+    /// only unless --metrics-allow-remote.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<std::net::SocketAddr>,
+    /// Allow --metrics on an address that is not loopback.
+    #[arg(long, requires = "metrics")]
+    metrics_allow_remote: bool,
 }
 
 /// `nexthop run`.
@@ -257,7 +266,41 @@ pub fn run(a: RunArgs) -> Result<()> {
         ring.block_size
     );
 
-    let report = (!a.quiet).then_some(Duration::from_secs(1));
+    // The metrics endpoint is refreshed from the progress callback, so it
+    // needs the callback even when progress lines are off.
+    let report = (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1));
+    let shared = SharedSnapshot::new();
+    let _metrics_server = match a.metrics {
+        Some(addr) => {
+            let config = MetricsConfig {
+                addr,
+                allow_non_loopback: a.metrics_allow_remote,
+                ..MetricsConfig::default()
+            };
+            let server = MetricsServer::start_with(&config, shared.provider())
+                .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
+            eprintln!("nexthop run: metrics on http://{addr}/metrics and /stats.json");
+            Some(server)
+        }
+        None => None,
+    };
+    let snapshot_of = |counters: &Counters, ports: &PortStats, elapsed: Duration| {
+        let mut m = MetricsSnapshot::from_counters(counters)
+            .with_port_stats(ports)
+            .with_uptime(elapsed);
+        if let Some(f) = &follower {
+            let st = f.stats();
+            m = m
+                .with_counter(
+                    "fib_snapshots_total",
+                    "FIB snapshots installed.",
+                    &[],
+                    st.snapshots,
+                )
+                .with_counter("fib_deltas_total", "FIB deltas applied.", &[], st.deltas);
+        }
+        m
+    };
     let swaps = Cell::new(0u64);
     let mut warned: BTreeSet<u16> = BTreeSet::new();
     let refresh = |p: &mut Pipeline<Current<'_>>| {
@@ -277,6 +320,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
     };
     let progress = |p: &Progress<'_>| {
+        if a.metrics.is_some() {
+            shared.publish(snapshot_of(p.counters, p.ports, p.elapsed));
+        }
+        if a.quiet {
+            return;
+        }
         let mut line = progress_line(p);
         if let Some(f) = &follower {
             line.push_str(&follower_fields(&f.stats(), swaps.get(), false));
@@ -292,6 +341,9 @@ pub fn run(a: RunArgs) -> Result<()> {
         progress,
         refresh,
     )?;
+    if a.metrics.is_some() {
+        shared.publish(snapshot_of(&run.counters, &run.ports, run.elapsed));
+    }
     let mut line = summary_line(&run);
     if let Some(f) = follower {
         line.push_str(&follower_fields(&f.stats(), swaps.get(), true));

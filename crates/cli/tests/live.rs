@@ -285,9 +285,21 @@ fn run_stops_cleanly_on_sigterm() {
     lab.veth("fwd", "fo2", "peer", "p2");
     lab.veth("fwd", "fo3", "peer", "p3");
     let fib_arg = fib.display().to_string();
+    // The metrics endpoint listens on the namespace's own loopback.
     let args = [
-        "run", "--fib", &fib_arg, "--port", "0=fin0", "--port", "1=fo1", "--port", "2=fo2",
-        "--port", "3=fo3",
+        "run",
+        "--fib",
+        &fib_arg,
+        "--port",
+        "0=fin0",
+        "--port",
+        "1=fo1",
+        "--port",
+        "2=fo2",
+        "--port",
+        "3=fo3",
+        "--metrics",
+        "127.0.0.1:19464",
     ];
     let fwd = lab.spawn("fwd", "fwd", Path::new(NEXTHOP), &args, &[]);
     lab.wait_for(
@@ -297,6 +309,40 @@ fn run_stops_cleanly_on_sigterm() {
     );
     // A progress line every second, then the stop.
     lab.wait_for("fwd.err", "frames_in=0", Duration::from_secs(5));
+    // `nexthop stats` reads the running forwarder's counters.
+    let stats = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("fwd"),
+            NEXTHOP,
+            "stats",
+            "--addr",
+            "127.0.0.1:19464",
+            "--json",
+        ])
+        .output()
+        .expect("run nexthop stats");
+    let json = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        stats.status.success(),
+        "nexthop stats failed: {}",
+        String::from_utf8_lossy(&stats.stderr)
+    );
+    assert!(json.contains("\"uptime_seconds\""), "{json}");
+    let prom = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("fwd"),
+            NEXTHOP,
+            "stats",
+            "--addr",
+            "127.0.0.1:19464",
+        ])
+        .output()
+        .expect("run nexthop stats");
+    assert!(prom.status.success());
     let pid = lab.children[fwd].id().to_string();
     let st = Command::new("kill")
         .args(["-TERM", &pid])

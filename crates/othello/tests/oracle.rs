@@ -451,12 +451,19 @@ fn removed_keys_read_as_misses_with_a_check_field() {
     for k in (0..n).step_by(2) {
         let c = o.remove(&k).unwrap();
         follow(&mut q, &o, &c, 0);
-        assert_eq!(q.lookup(&k), None, "key {k} still found right after its removal");
+        assert_eq!(
+            q.lookup(&k),
+            None,
+            "key {k} still found right after its removal"
+        );
     }
     o.check_invariants().unwrap();
     // Later updates may flip a removed key's slots back by chance (2^-r).
     let still = (0..n).step_by(2).filter(|k| q.lookup(k).is_some()).count();
-    assert!(still < (n as usize / 2) / 64, "{still} removed keys still hit");
+    assert!(
+        still < (n as usize / 2) / 64,
+        "{still} removed keys still hit"
+    );
     for k in (1..n).step_by(2) {
         assert_eq!(q.lookup(&k), Some(k & 0xff));
     }
