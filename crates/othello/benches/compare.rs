@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use nexthop_hash::{reduce, Hash128, KeyBytes};
-use nexthop_othello::{BatchOp, Config, Delta, Othello, Query, Sizing, MAX_STASH, STRIPES};
+use nexthop_othello::{BatchOp, Config, Delta, Op, Othello, Query, Sizing, MAX_STASH, STRIPES};
 use nexthop_testutil::keys::rng;
 use nexthop_testutil::{distinct_u64, five_tuples, CuckooTable};
 use ptr_hash::{bucket_fn::Linear, hash::KeyHasher, PtrHash, PtrHashParams};
@@ -610,6 +610,39 @@ fn writer(q: &Query, deltas: &[Delta], rate: f64, stop: &AtomicBool) -> (usize, 
     (deltas.len(), secs_since(t0))
 }
 
+/// Like [`writer`], but everything due at once is applied as one delta (the
+/// ops of the due deltas concatenated, one sequence-lock section), as a
+/// forwarder that drains its socket before applying would do.
+fn writer_coalesced(q: &Query, deltas: &[Delta], rate: f64, stop: &AtomicBool) -> (usize, f64) {
+    let t0 = Instant::now();
+    let mut i = 0;
+    let mut merged: Vec<Op> = Vec::new();
+    while i < deltas.len() {
+        if stop.load(Ordering::Relaxed) {
+            return (i, secs_since(t0));
+        }
+        let due = ((t0.elapsed().as_secs_f64() * rate) as usize + 1).min(deltas.len());
+        if due <= i {
+            let next = Duration::from_secs_f64(i as f64 / rate);
+            std::thread::sleep(next.saturating_sub(t0.elapsed()) + Duration::from_micros(100));
+            continue;
+        }
+        merged.clear();
+        let mut generation = None;
+        for d in &deltas[i..due] {
+            if let Delta::Ops { generation: g, ops } = d {
+                generation = Some(*g);
+                merged.extend_from_slice(ops);
+            }
+        }
+        if let Some(g) = generation {
+            q.apply_ops(g, &merged).expect("apply merged deltas");
+        }
+        i = due;
+    }
+    (deltas.len(), secs_since(t0))
+}
+
 fn readers_under_updates<K: BenchKey>(
     o: &mut Othello<K>,
     q: &Query,
@@ -622,29 +655,42 @@ fn readers_under_updates<K: BenchKey>(
     let mut cur = svals.to_vec();
     let mut next = 0usize;
     let (mut alone, mut with, mut rates, mut writes) = (vec![], vec![], vec![], 0usize);
+    let (mut with_c, mut rates_c) = (vec![], vec![]);
     let mut bad = 0;
     for round in 0..a.rounds {
-        // Deltas are computed before the timed part: the writer thread only
-        // ships them into the query structure, as a switch agent would.
-        let count = (a.rate * a.secs * 1.05) as usize + 64;
-        let deltas: Vec<Delta> = (0..count)
-            .map(|_| {
-                let p = next % n;
-                next += 1;
-                cur[p] ^= 1;
-                let c = o.alter(&stream[p], cur[p] as u64).expect("alter");
-                o.delta(&c, 0)
-            })
-            .collect();
-        writes += deltas.iter().map(Delta::write_count).sum::<usize>();
-        for with_writer in [round % 2 == 0, round % 2 != 0] {
+        // 0: reader alone, 1: writer applying each delta, 2: writer
+        // coalescing what is due; the order rotates between rounds.
+        for phase in [round % 3, (round + 1) % 3, (round + 2) % 3] {
+            let with_writer = phase != 0;
+            // Deltas are computed before the timed part: the writer thread only
+            // ships them into the query structure, as a switch agent would.
+            let count = (a.rate * a.secs * 1.05) as usize + 64;
+            let deltas: Vec<Delta> = if !with_writer {
+                Vec::new()
+            } else {
+                let v: Vec<Delta> = (0..count)
+                    .map(|_| {
+                        let p = next % n;
+                        next += 1;
+                        cur[p] ^= 1;
+                        let c = o.alter(&stream[p], cur[p] as u64).expect("alter");
+                        o.delta(&c, 0)
+                    })
+                    .collect();
+                v
+            };
+            writes += deltas.iter().map(Delta::write_count).sum::<usize>();
             let stop = AtomicBool::new(false);
             let start = Barrier::new(1 + with_writer as usize);
             let ((done, secs, b), w) = std::thread::scope(|sc| {
                 let w = with_writer.then(|| {
                     sc.spawn(|| {
                         start.wait();
-                        writer(q, &deltas, a.rate, &stop)
+                        if phase == 1 {
+                            writer(q, &deltas, a.rate, &stop)
+                        } else {
+                            writer_coalesced(q, &deltas, a.rate, &stop)
+                        }
                     })
                 });
                 let r = sc.spawn(|| {
@@ -663,8 +709,13 @@ fn readers_under_updates<K: BenchKey>(
             match w {
                 None => alone.push(ns),
                 Some((applied, wsecs)) => {
-                    with.push(ns);
-                    rates.push(applied as f64 / wsecs);
+                    if phase == 1 {
+                        with.push(ns);
+                        rates.push(applied as f64 / wsecs);
+                    } else {
+                        with_c.push(ns);
+                        rates_c.push(applied as f64 / wsecs);
+                    }
                     for d in &deltas[applied..] {
                         q.apply(d).expect("apply remaining delta");
                     }
@@ -675,17 +726,24 @@ fn readers_under_updates<K: BenchKey>(
     assert_eq!(bad, 0, "a reader saw a value that was never stored");
     let (ma, mw, mr) = (median(&alone), median(&with), median(&rates));
     let per_delta =
-        writes as f64 / (a.rounds as f64 * ((a.rate * a.secs * 1.05) as usize + 64) as f64);
+        writes as f64 / (2.0 * a.rounds as f64 * ((a.rate * a.secs * 1.05) as usize + 64) as f64);
+    let (mwc, mrc) = (median(&with_c), median(&rates_c));
     println!(
         "readers under updates: alone {ma:.2} ns/lookup, with writer {mw:.2} ns/lookup \
-         ({:.3} of alone) at {:.2} M updates/s achieved ({per_delta:.2} slot writes/delta)",
+         ({:.3} of alone) at {:.2} M updates/s achieved ({per_delta:.2} slot writes/delta); \
+         writer coalescing due deltas: {mwc:.2} ns/lookup ({:.3} of alone) at {:.2} M updates/s",
         ratio_median(&alone, &with),
-        mr / 1e6
+        mr / 1e6,
+        ratio_median(&alone, &with_c),
+        mrc / 1e6
     );
     Obj::default()
         .num("reader_alone_ns", ma)
         .num("reader_with_writer_ns", mw)
         .num("throughput_ratio", ratio_median(&alone, &with))
+        .num("reader_with_coalescing_writer_ns", mwc)
+        .num("throughput_ratio_coalesced", ratio_median(&alone, &with_c))
+        .num("achieved_rate_coalesced", mrc)
         .num("target_rate", a.rate)
         .num("achieved_rate", mr)
         .num("slot_writes_per_delta", per_delta)
