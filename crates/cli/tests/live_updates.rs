@@ -557,9 +557,10 @@ fn followed_fib_changes_under_traffic_never_misdirect_a_frame() {
             let (a, b) = ports_of(i);
             Allowed::OneOf(a, b)
         } else if REMOVED.contains(&i) {
-            // A removed name is not an alien: Othello leaves its slots,
-            // and its check bits survive later flips, so it may still
-            // resolve to some action of the table (see the docs).
+            // A removed name reads as a miss right after its removal (its
+            // slots get a nonzero check pattern), but later flips of its
+            // trees can make it a false hit with probability about 2^-r,
+            // resolving to any action of the table (see the docs).
             Allowed::AnyOf(vec![vec![], vec![1], vec![2], vec![3], vec![1, 2]])
         } else {
             Allowed::NoneOr(action_ports(added_action(i)))
