@@ -9,6 +9,7 @@
 mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
+mod cmd_gen;
 mod cmd_run;
 mod cmd_stats;
 mod demo;
@@ -38,6 +39,8 @@ enum Cmd {
     Demo(DemoArgs),
     /// Forward a pcap file's frames through a FIB; write a pcap per output port.
     Forward(cmd_forward::ForwardArgs),
+    /// Write a pcap of frames addressed to the names of a MAC routes file.
+    Gen(cmd_gen::GenArgs),
     /// Forward frames between live Linux interfaces (AF_PACKET) through a FIB.
     Run(cmd_run::RunArgs),
     /// Serve a FIB directory to forwarders over the authenticated update protocol.
@@ -163,6 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             seed: a.seed,
         }),
         Cmd::Forward(a) => cmd_forward::run(a),
+        Cmd::Gen(a) => cmd_gen::run(&a),
         Cmd::Run(a) => cmd_run::run(a),
         Cmd::Controller(a) => cmd_controller::run(&a),
         Cmd::Stats(a) => cmd_stats::run(&a),
