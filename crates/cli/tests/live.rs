@@ -23,7 +23,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::path::Path;
 use std::process::Command;
 use std::thread::sleep;
 use std::time::Duration;
@@ -152,28 +151,17 @@ fn run_forwards_each_frame_to_exactly_its_fib_ports() {
 
     let fib_arg = fib.display().to_string();
     let total = TOTAL.to_string();
-    let fwd_args = [
-        "run",
-        "--fib",
-        &fib_arg,
-        "--port",
-        "0=fin0",
-        "--port",
-        "1=fo1",
-        "--port",
-        "2=fo2",
-        "--port",
-        "3=fo3",
-        "--packets",
-        &total,
-        "--duration",
-        "15",
-    ];
-    let fwd = lab.spawn("fwd", "fwd", Path::new(NEXTHOP), &fwd_args, &[]);
-    lab.wait_for(
-        "fwd.err",
-        "nexthop run: forwarding",
-        Duration::from_secs(10),
+    let fwd = start_run(
+        &mut lab,
+        &[
+            "run",
+            "--fib",
+            &fib_arg,
+            "--packets",
+            &total,
+            "--duration",
+            "15",
+        ],
     );
 
     let env = helper_env(&lab, "send", "src0");
@@ -286,26 +274,9 @@ fn run_stops_cleanly_on_sigterm() {
     lab.veth("fwd", "fo3", "peer", "p3");
     let fib_arg = fib.display().to_string();
     // The metrics endpoint listens on the namespace's own loopback.
-    let args = [
-        "run",
-        "--fib",
-        &fib_arg,
-        "--port",
-        "0=fin0",
-        "--port",
-        "1=fo1",
-        "--port",
-        "2=fo2",
-        "--port",
-        "3=fo3",
-        "--metrics",
-        "127.0.0.1:19464",
-    ];
-    let fwd = lab.spawn("fwd", "fwd", Path::new(NEXTHOP), &args, &[]);
-    lab.wait_for(
-        "fwd.err",
-        "nexthop run: forwarding",
-        Duration::from_secs(10),
+    let fwd = start_run(
+        &mut lab,
+        &["run", "--fib", &fib_arg, "--metrics", "127.0.0.1:19464"],
     );
     // A progress line every second, then the stop.
     lab.wait_for("fwd.err", "frames_in=0", Duration::from_secs(5));

@@ -408,30 +408,18 @@ fn topology(test: &str) -> Option<(Lab, usize)> {
 /// it forwards.
 fn start_forwarder(lab: &mut Lab) -> usize {
     let key = lab.file("key").display().to_string();
-    let args = [
-        "run",
-        "--controller",
-        LISTEN,
-        "--key-file",
-        &key,
-        "--port",
-        "0=fin0",
-        "--port",
-        "1=fo1",
-        "--port",
-        "2=fo2",
-        "--port",
-        "3=fo3",
-        "--duration",
-        "25",
-    ];
-    let fwd = lab.spawn("fwd", "fwd", Path::new(NEXTHOP), &args, &[]);
-    lab.wait_for(
-        "fwd.err",
-        "nexthop run: forwarding",
-        Duration::from_secs(10),
-    );
-    fwd
+    start_run(
+        lab,
+        &[
+            "run",
+            "--controller",
+            LISTEN,
+            "--key-file",
+            &key,
+            "--duration",
+            "25",
+        ],
+    )
 }
 
 /// Send `DIR/name` from `src` and wait for it; the sender's result line.

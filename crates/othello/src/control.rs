@@ -1339,16 +1339,16 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
         write_header(
             &mut out,
             &Header {
-                cfg: &self.cfg,
+                cfg: self.cfg,
                 seed_state: self.seeds.state(),
                 generation: self.meta.generation,
                 seed: self.meta.seed,
                 ma: self.meta.ma,
                 mb: self.meta.mb,
                 capacity: self.capacity,
-                len: self.len,
                 counters: [c.grow_rebuilds, c.reseed_rebuilds, c.stashed, c.slot_writes],
             },
+            self.len,
         );
         for (e, k) in self.keys.iter().enumerate() {
             if let Some(k) = k {
@@ -1372,15 +1372,16 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
     pub fn load(bytes: &[u8]) -> Result<Self, crate::error::FormatError> {
         use crate::error::FormatError as E;
         let saved = crate::persist::read::<K>(bytes)?;
-        let mut o = Self::with_capacity(saved.cfg, 0).map_err(|_| E::Malformed("configuration"))?;
+        let mut o =
+            Self::with_capacity(saved.head.cfg, 0).map_err(|_| E::Malformed("configuration"))?;
         let cols = o.cols();
-        o.seeds = SeedSequence::new(saved.seed_state);
-        o.meta.generation = saved.generation;
-        o.meta.seed = saved.seed;
-        o.meta.ma = saved.ma;
-        o.meta.mb = saved.mb;
-        o.capacity = saved.capacity;
-        let nv = saved.ma as usize + saved.mb as usize;
+        o.seeds = SeedSequence::new(saved.head.seed_state);
+        o.meta.generation = saved.head.generation;
+        o.meta.seed = saved.head.seed;
+        o.meta.ma = saved.head.ma;
+        o.meta.mb = saved.head.mb;
+        o.capacity = saved.head.capacity;
+        let nv = saved.head.ma as usize + saved.head.mb as usize;
         let word_mask = mask(o.cfg.word_bits());
         if saved.arr.iter().any(|&w| w & !word_mask != 0) {
             return Err(E::Malformed("slot word wider than l + r bits"));
@@ -1392,7 +1393,7 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
                 o.verts[x * (1 + cols) + 1 + c] = saved.arr[x * cols + c];
             }
         }
-        let [g, r, s, w] = saved.counters;
+        let [g, r, s, w] = saved.head.counters;
         o.counters = Counters {
             grow_rebuilds: g,
             reseed_rebuilds: r,

@@ -75,8 +75,9 @@ impl StoredKey for Ipv6Addr {
 pub(crate) const MAGIC: &[u8; 8] = b"NHOTHCTL";
 pub(crate) const VERSION: u32 = 1;
 
-/// Everything in a control-state file, decoded and range-checked.
-pub(crate) struct Saved<K> {
+/// The fixed-size part of a control-state file (everything but the key
+/// count, the keys and the slot words).
+pub(crate) struct Header {
     pub cfg: Config,
     pub seed_state: u64,
     pub generation: u64,
@@ -85,24 +86,18 @@ pub(crate) struct Saved<K> {
     pub mb: u32,
     pub capacity: usize,
     pub counters: [u64; 4],
+}
+
+/// Everything in a control-state file, decoded and range-checked.
+pub(crate) struct Saved<K> {
+    pub head: Header,
     /// (key, stashed, words)
     pub keys: Vec<(K, bool, Vec<u64>)>,
     pub arr: Vec<u64>,
 }
 
-pub(crate) struct Header<'a> {
-    pub cfg: &'a Config,
-    pub seed_state: u64,
-    pub generation: u64,
-    pub seed: u64,
-    pub ma: u32,
-    pub mb: u32,
-    pub capacity: usize,
-    pub len: usize,
-    pub counters: [u64; 4],
-}
-
-pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header<'_>) {
+/// Write the header, with `len` keys to follow.
+pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, len: usize) {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.push(h.cfg.value_bits);
@@ -117,7 +112,7 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header<'_>) {
     out.extend_from_slice(&h.ma.to_le_bytes());
     out.extend_from_slice(&h.mb.to_le_bytes());
     out.extend_from_slice(&(h.capacity as u64).to_le_bytes());
-    out.extend_from_slice(&(h.len as u64).to_le_bytes());
+    out.extend_from_slice(&(len as u64).to_le_bytes());
     for c in h.counters {
         out.extend_from_slice(&c.to_le_bytes());
     }
@@ -237,14 +232,16 @@ pub(crate) fn read<K: StoredKey>(bytes: &[u8]) -> Result<Saved<K>, FormatError> 
         arr.push(r.u64()?);
     }
     Ok(Saved {
-        cfg,
-        seed_state,
-        generation,
-        seed,
-        ma,
-        mb,
-        capacity,
-        counters,
+        head: Header {
+            cfg,
+            seed_state,
+            generation,
+            seed,
+            ma,
+            mb,
+            capacity,
+            counters,
+        },
         keys,
         arr,
     })

@@ -17,6 +17,26 @@ use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
 use tempfile::TempDir;
 
 pub const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
+
+/// The `--port` arguments of `nexthop run` in the shared topology: port 0
+/// is the input veth `fin0`, ports 1 to 3 the output veths.
+pub const PORT_MAP: [&str; 8] = [
+    "--port", "0=fin0", "--port", "1=fo1", "--port", "2=fo2", "--port", "3=fo3",
+];
+
+/// Start `nexthop ARGS` plus [`PORT_MAP`] in the `fwd` namespace, as child
+/// `fwd`, and wait until it says it forwards; returns the child's index.
+pub fn start_run(lab: &mut Lab, args: &[&str]) -> usize {
+    let mut all = args.to_vec();
+    all.extend(PORT_MAP);
+    let fwd = lab.spawn("fwd", "fwd", Path::new(NEXTHOP), &all, &[]);
+    lab.wait_for(
+        "fwd.err",
+        "nexthop run: forwarding",
+        Duration::from_secs(10),
+    );
+    fwd
+}
 /// Source MAC of every test frame: the capture keeps only these.
 pub const SRC_MAC: [u8; 6] = [0x02, 0x6e, 0x68, 0xff, 0xff, 0xfe];
 /// IEEE local experimental ethertype, then a magic, then a sequence number.
