@@ -22,8 +22,10 @@
 //! | TCP | [`TcpSegment`] | data offset checked |
 //! | UDP | [`UdpDatagram`] | length field checked |
 //! | flow keys | [`five_tuple`], [`five_tuple_v6`] | canonical byte forms for flat-name lookups |
+//! | NDN v0.3 / NDNLPv2 | [`ndn`] | TLV codec, [`Name`] with cached prefix hashes, Interest, Data, LpPacket |
 //!
-//! Nothing here allocates, and nothing here uses `unsafe`.
+//! Apart from the owned NDN types ([`ndn`]), nothing here allocates, and
+//! nothing here uses `unsafe`.
 #![forbid(unsafe_code)]
 
 mod error;
@@ -32,6 +34,7 @@ pub mod flow;
 pub mod ip;
 pub mod l4;
 mod mac;
+pub mod ndn;
 
 pub use error::WireError;
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, VlanTag, MAX_VLAN_TAGS};
@@ -39,6 +42,7 @@ pub use flow::{five_tuple, five_tuple_v6, FIVE_TUPLE_LEN, FIVE_TUPLE_V6_LEN};
 pub use ip::{IpProtocol, Ipv4Packet, Ipv6Packet, UpperLayer};
 pub use l4::{TcpSegment, UdpDatagram};
 pub use mac::{MacAddr, ParseMacError};
+pub use ndn::{Name, NameComponent, NameRef, NdnError};
 
 /// Read a big-endian `u16` at `at`, if the two bytes are there.
 #[inline(always)]
