@@ -1,0 +1,444 @@
+//! Updates of the name FIB: the control side that keeps markers and their
+//! inherited next hops exact (dissertation §3.3.1, "FIB Updates").
+//!
+//! Every *key* — a rule's name, or a marker that a longer rule needs on its
+//! binary-search path — lives once in the table of its component count and
+//! in an ordered map here. For each key the control side knows:
+//! * `bmp`: the next hops of the longest rule that is a prefix of the key
+//!   (the key itself when it is a rule) — what its role in the entry holds;
+//! * `refs`: how many rules have it on their path (own level or marker);
+//!   it is removed when this drops to zero;
+//! * `rules_below`: how many rules strictly extend it; zero sets the
+//!   bucket's leaf bit, so a search may stop there.
+//!
+//! Names in TLV form sort so that all extensions of a prefix follow it
+//! contiguously, so "every key below `P`" is one range scan of the map (the
+//! dissertation's second update solution: an auxiliary structure in the
+//! router controller; worst case linear in the keys below `P`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+use crate::error::FibError;
+use crate::fib::{entry, Config, Fib};
+use crate::name::{component_ends, NameView};
+use crate::nexthop::{normalize, NextHop, NH_NONE};
+use crate::table::Table;
+
+#[derive(Clone, Debug)]
+struct KeyInfo {
+    level: u8,
+    hash: u64,
+    eref: u64,
+    rule: u32,
+    bmp_len: u8,
+    bmp: u32,
+    refs: u32,
+    rules_below: u32,
+}
+
+/// Counts describing a FIB's contents.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FibStats {
+    /// Rules (the default route `/` included).
+    pub rules: usize,
+    /// Keys in the tables (rules of >= 1 component plus markers).
+    pub keys: usize,
+    /// Markers (keys that are not rules).
+    pub markers: usize,
+    /// Name prefix entries (shared strings).
+    pub entries: usize,
+    /// Keys per component count (`per_level[l - 1]`).
+    pub per_level: Vec<usize>,
+    /// Overflow buckets in use.
+    pub overflow_buckets: usize,
+    /// Bytes of the lookup structure.
+    pub bytes: usize,
+    /// Bytes of buckets.
+    pub bucket_bytes: usize,
+    /// Bytes of entries (headers, roles and strings).
+    pub entry_bytes: usize,
+}
+
+/// A FIB with its control state: insert, replace and delete rules.
+///
+/// Single writer: `&mut self` for updates. Readers use [`Self::fib`]
+/// between updates, or a clone published by the caller (e.g. through
+/// `arc-swap`) while the writer goes on.
+#[derive(Debug)]
+pub struct FibControl {
+    fib: Fib,
+    keys: BTreeMap<Vec<u8>, KeyInfo>,
+    free: HashMap<usize, Vec<u64>>,
+    live_entries: usize,
+    rules: usize,
+}
+
+impl FibControl {
+    /// An empty FIB.
+    pub fn new(cfg: Config) -> Result<FibControl, FibError> {
+        Ok(FibControl {
+            fib: Fib::new(cfg)?,
+            keys: BTreeMap::new(),
+            free: HashMap::new(),
+            live_entries: 0,
+            rules: 0,
+        })
+    }
+
+    /// The lookup structure.
+    pub fn fib(&self) -> &Fib {
+        &self.fib
+    }
+
+    /// Give up the control state and keep the lookup structure.
+    pub fn into_fib(self) -> Fib {
+        self.fib
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.rules
+    }
+
+    /// Whether there is no rule.
+    pub fn is_empty(&self) -> bool {
+        self.rules == 0
+    }
+
+    /// Counts and bytes.
+    pub fn stats(&self) -> FibStats {
+        let k = self.fib.cfg.max_components;
+        let mut per_level = vec![0; k];
+        let mut markers = 0;
+        for ki in self.keys.values() {
+            per_level[ki.level as usize - 1] += 1;
+            markers += (ki.rule == NH_NONE) as usize;
+        }
+        FibStats {
+            rules: self.rules,
+            keys: self.keys.len(),
+            markers,
+            entries: self.live_entries,
+            per_level,
+            overflow_buckets: self.fib.tables.iter().map(Table::overflow_buckets).sum(),
+            bytes: self.fib.bytes(),
+            bucket_bytes: self.fib.bucket_bytes(),
+            entry_bytes: self.fib.entries.len() * 8,
+        }
+    }
+
+    /// The next hops of rule `name`, if it is a rule.
+    pub fn get<N: NameView + ?Sized>(&self, name: &N) -> Option<&[NextHop]> {
+        if name.component_count() == 0 {
+            return (self.fib.default_nh != NH_NONE).then(|| self.fib.next_hops(self.fib.default_nh));
+        }
+        let k = self.keys.get(name.tlv())?;
+        (k.rule != NH_NONE).then(|| self.fib.next_hops(k.rule))
+    }
+
+    fn check_name<N: NameView + ?Sized>(&self, name: &N) -> Result<usize, FibError> {
+        let l = name.component_count();
+        if l > self.fib.cfg.max_components {
+            return Err(FibError::TooManyComponents { got: l, max: self.fib.cfg.max_components });
+        }
+        Ok(l)
+    }
+
+    /// Longest rule that is a proper prefix of the first `l` components.
+    fn inherited<N: NameView + ?Sized>(&self, name: &N, l: usize) -> (usize, u32) {
+        let tlv = name.tlv();
+        for i in (1..l).rev() {
+            if let Some(k) = self.keys.get(&tlv[..name.prefix_end(i)]) {
+                if k.rule != NH_NONE {
+                    return (i, k.rule);
+                }
+            }
+        }
+        (0, NH_NONE)
+    }
+
+    /// Rules strictly below `prefix`.
+    fn count_rules_below(&self, prefix: &[u8]) -> u32 {
+        self.keys
+            .range::<[u8], _>((Bound::Excluded(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, v)| v.rule != NH_NONE)
+            .count() as u32
+    }
+
+    fn alloc_entry(&mut self, s: &[u8], ncomp: usize, levels: &[u8]) -> u64 {
+        let nroles = levels.len();
+        let words = entry::words(s.len(), nroles);
+        let e = match self.free.get_mut(&words).and_then(Vec::pop) {
+            Some(e) => e,
+            None => {
+                let e = self.fib.entries.len() as u64;
+                self.fib.entries.resize(self.fib.entries.len() + words, 0);
+                e
+            }
+        };
+        let base = e as usize;
+        let ents = &mut self.fib.entries;
+        ents[base + entry::HDR] = s.len() as u64 | (nroles as u64) << 16 | (ncomp as u64) << 24;
+        let mut lv = [0u8; 8];
+        lv[..nroles].copy_from_slice(levels);
+        ents[base + entry::LEVELS] = u64::from_le_bytes(lv);
+        let roles = base + entry::ROLES;
+        for w in &mut ents[roles..roles + nroles.div_ceil(2)] {
+            *w = (NH_NONE as u64) | (NH_NONE as u64) << 32;
+        }
+        let sstart = roles + nroles.div_ceil(2);
+        let swords = &mut ents[sstart..sstart + s.len().div_ceil(8)];
+        swords.fill(0);
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(swords);
+        bytes[..s.len()].copy_from_slice(s);
+        self.live_entries += 1;
+        e
+    }
+
+    fn entry_ref_add(&mut self, e: u64, delta: i64) {
+        let hdr = &mut self.fib.entries[e as usize + entry::HDR];
+        let rc = (*hdr >> 32) as i64 + delta;
+        *hdr = (*hdr & 0xFFFF_FFFF) | ((rc as u64) << 32);
+        if rc == 0 {
+            let h = *hdr;
+            let words = entry::words((h & 0xFFFF) as usize, ((h >> 16) & 0xFF) as usize);
+            self.fib.entries[e as usize..e as usize + words].fill(0);
+            self.free.entry(words).or_default().push(e);
+            self.live_entries -= 1;
+        }
+    }
+
+    /// Double the home buckets of level `l`'s table when it is too full,
+    /// rehashing every key from its stored string.
+    fn maybe_grow(&mut self, l: usize) {
+        let fill = self.fib.cfg.bucket_fill as usize;
+        let t = &self.fib.tables[l - 1];
+        if t.len() <= t.home as usize * fill {
+            return;
+        }
+        let mut nt = Table::with_home_buckets(t.home as usize * 2);
+        let mut ends = Vec::new();
+        for (slot, leaf) in t.drain_slots() {
+            let eref = crate::table::slot_ref(slot);
+            let s = self.fib.e_str(eref);
+            // Stored strings were validated on insert.
+            if component_ends(s, &mut ends).is_err() || ends.len() < l {
+                continue;
+            }
+            let h = self.fib.hasher.hash_stored_prefix(s, &ends, l);
+            nt.insert(h, eref, leaf);
+        }
+        self.fib.tables[l - 1] = nt;
+    }
+
+    /// Insert rule `name -> hops`, or replace its next hops.
+    pub fn insert<N: NameView + ?Sized>(&mut self, name: &N, hops: &[NextHop]) -> Result<(), FibError> {
+        let l = self.check_name(name)?;
+        let hops = normalize(hops)?;
+        let nh = self.fib.nh.acquire(&hops)?;
+        if l == 0 {
+            if self.fib.default_nh == NH_NONE {
+                self.rules += 1;
+            } else {
+                self.fib.nh.release(self.fib.default_nh);
+            }
+            self.fib.default_nh = nh;
+            return Ok(());
+        }
+        let tlv = name.tlv();
+        let path = self.fib.tree.path(l);
+        let existing = self.keys.get(tlv).map(|k| k.rule);
+        match existing {
+            Some(old) if old != NH_NONE => {
+                self.fib.nh.release(old);
+                if let Some(k) = self.keys.get_mut(tlv) {
+                    k.rule = nh;
+                }
+            }
+            _ => {
+                // A new rule: make the keys on its path exist.
+                let hashes = self.fib.prefix_hashes(name);
+                let mut created: Vec<Vec<u8>> = Vec::new();
+                let mut own_entry: Option<u64> = None;
+                for &p in &path {
+                    let p = p as usize;
+                    let key = &tlv[..name.prefix_end(p)];
+                    if let Some(k) = self.keys.get_mut(key) {
+                        k.refs += 1;
+                        continue;
+                    }
+                    let e = match own_entry {
+                        Some(e) => e,
+                        None => {
+                            let e = self.alloc_entry(tlv, l, &path);
+                            own_entry = Some(e);
+                            e
+                        }
+                    };
+                    self.entry_ref_add(e, 1);
+                    let (bmp_len, bmp) = self.inherited(name, p);
+                    let rules_below = self.count_rules_below(key);
+                    self.keys.insert(
+                        key.to_vec(),
+                        KeyInfo {
+                            level: p as u8,
+                            hash: hashes[p - 1],
+                            eref: e,
+                            rule: NH_NONE,
+                            bmp_len: bmp_len as u8,
+                            bmp,
+                            refs: 1,
+                            rules_below,
+                        },
+                    );
+                    created.push(key.to_vec());
+                }
+                if let Some(k) = self.keys.get_mut(tlv) {
+                    k.rule = nh;
+                }
+                // The new rule lies below every key that is a proper prefix.
+                for i in 1..l {
+                    let key = &tlv[..name.prefix_end(i)];
+                    if let Some(k) = self.keys.get_mut(key) {
+                        k.rules_below += 1;
+                        if k.rules_below == 1 && !created.iter().any(|c| c.as_slice() == key) {
+                            let (lv, h, e) = (k.level as usize, k.hash, k.eref);
+                            self.fib.tables[lv - 1].set_leaf(h, e, false);
+                        }
+                    }
+                }
+                for key in &created {
+                    let k = &self.keys[key];
+                    let (lv, h, e, leaf) = (k.level as usize, k.hash, k.eref, k.rules_below == 0);
+                    let (bl, b) = (k.bmp_len as usize, k.bmp);
+                    self.fib.e_set_role(e, lv, bl, b);
+                    self.fib.tables[lv - 1].insert(h, e, leaf);
+                    self.maybe_grow(lv);
+                }
+                self.rules += 1;
+            }
+        }
+        // The rule and every key below it whose best match is not longer.
+        let mut updates = Vec::new();
+        for (key, k) in self
+            .keys
+            .range_mut::<[u8], _>((Bound::Included(tlv), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(tlv))
+        {
+            if k.bmp_len as usize <= l {
+                k.bmp_len = l as u8;
+                k.bmp = nh;
+                updates.push((k.eref, k.level as usize));
+            }
+            let _ = key;
+        }
+        for (e, lv) in updates {
+            self.fib.e_set_role(e, lv, l, nh);
+        }
+        Ok(())
+    }
+
+    /// Delete rule `name`. Markers it alone needed go too; keys below it
+    /// inherit from the next shorter rule.
+    pub fn remove<N: NameView + ?Sized>(&mut self, name: &N) -> Result<(), FibError> {
+        let l = self.check_name(name)?;
+        if l == 0 {
+            if self.fib.default_nh == NH_NONE {
+                return Err(FibError::NotFound);
+            }
+            self.fib.nh.release(self.fib.default_nh);
+            self.fib.default_nh = NH_NONE;
+            self.rules -= 1;
+            return Ok(());
+        }
+        let tlv = name.tlv();
+        let old = match self.keys.get(tlv) {
+            Some(k) if k.rule != NH_NONE => k.rule,
+            _ => return Err(FibError::NotFound),
+        };
+        let (blen, bnh) = self.inherited(name, l);
+        let mut updates = Vec::new();
+        for (_, k) in self
+            .keys
+            .range_mut::<[u8], _>((Bound::Included(tlv), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(tlv))
+        {
+            if k.bmp_len as usize == l {
+                k.bmp_len = blen as u8;
+                k.bmp = bnh;
+                updates.push((k.eref, k.level as usize));
+            }
+        }
+        for (e, lv) in updates {
+            self.fib.e_set_role(e, lv, blen, bnh);
+        }
+        if let Some(k) = self.keys.get_mut(tlv) {
+            k.rule = NH_NONE;
+        }
+        for i in 1..l {
+            let key = &tlv[..name.prefix_end(i)];
+            if let Some(k) = self.keys.get_mut(key) {
+                k.rules_below -= 1;
+                if k.rules_below == 0 {
+                    let (lv, h, e) = (k.level as usize, k.hash, k.eref);
+                    self.fib.tables[lv - 1].set_leaf(h, e, true);
+                }
+            }
+        }
+        for p in self.fib.tree.path(l) {
+            let key = &tlv[..name.prefix_end(p as usize)];
+            let Some(k) = self.keys.get_mut(key) else { continue };
+            k.refs -= 1;
+            if k.refs == 0 {
+                let (lv, h, e) = (k.level as usize, k.hash, k.eref);
+                self.keys.remove(key);
+                self.fib.tables[lv - 1].remove(h, e);
+                self.entry_ref_add(e, -1);
+            }
+        }
+        self.fib.nh.release(old);
+        self.rules -= 1;
+        Ok(())
+    }
+
+    /// Check the invariants against the map (tests): every key is in its
+    /// table with the right leaf bit and role value, and refs match.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut refs: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+        let mut ends = Vec::new();
+        for (key, k) in &self.keys {
+            if k.rule != NH_NONE {
+                component_ends(key, &mut ends).map_err(|e| e.to_string())?;
+                for p in self.fib.tree.path(k.level as usize) {
+                    *refs.entry(key[..ends[p as usize - 1] as usize].to_vec()).or_default() += 1;
+                }
+            }
+            let role = self.fib.e_role(k.eref, k.level as usize);
+            if role != Some((k.bmp_len as usize, k.bmp)) {
+                return Err(format!("key {key:?}: role {role:?}, map ({}, {})", k.bmp_len, k.bmp));
+            }
+            if self.fib.e_str(k.eref).get(..key.len()) != Some(key.as_slice()) {
+                return Err(format!("key {key:?} points at an entry with another string"));
+            }
+            if k.rules_below != self.count_rules_below(key) {
+                return Err(format!("key {key:?}: rules_below {} is stale", k.rules_below));
+            }
+        }
+        for (key, k) in &self.keys {
+            if refs.get(key).copied().unwrap_or(0) != k.refs {
+                return Err(format!("key {key:?}: refs {} vs {:?}", k.refs, refs.get(key)));
+            }
+        }
+        if refs.len() != self.keys.len() {
+            return Err("a key that no rule needs is still present (or one is missing)".into());
+        }
+        let total: usize = self.fib.tables.iter().map(Table::len).sum();
+        if total != self.keys.len() {
+            return Err(format!("tables hold {total} keys, map {}", self.keys.len()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,569 @@
+//! The lookup side of the name FIB: binary search of hash tables organised
+//! by component count (dissertation §3.3), plus the linear-search baseline
+//! (§3.4.2) over the same tables.
+//!
+//! [`Fib`] holds only what a lookup reads: one [`Table`] per component
+//! count, the entry arena, the interned next-hop sets and the hash key.
+//! Updates go through [`crate::FibControl`], which owns a `Fib`.
+
+use crate::error::FibError;
+use crate::hasher::{PrefixHasher, Strategy};
+use crate::name::NameView;
+use crate::nexthop::{NextHop, NhTable, NH_NONE};
+use crate::table::{fingerprint, slot_fp, slot_ref, Bucket, Table};
+
+/// Most component counts (hash tables) a FIB may have.
+pub const MAX_LEVELS: usize = 64;
+
+/// Validated FIB configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Largest number of components of a rule (`k`); `1..=64`. Lookups
+    /// take at most `ceil(log2(k + 1))` hash probes (without a fallback).
+    pub max_components: usize,
+    /// String-matching strategy and hash family.
+    pub strategy: Strategy,
+    /// Hash seed / SipHash key (keep it secret for `VerifyAtEnd`).
+    pub key: (u64, u64),
+    /// Keys per home bucket before a table doubles (1..=7; the
+    /// dissertation allocates `n/4` buckets for `n` keys: 4).
+    pub bucket_fill: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_components: 16,
+            strategy: Strategy::VerifyEach,
+            key: (0x6e64_6e66_6962_2d6b, 0x2d73_6970_6861_7368),
+            bucket_fill: 4,
+        }
+    }
+}
+
+impl Config {
+    /// Check the ranges.
+    pub fn validate(&self) -> Result<(), FibError> {
+        if !(1..=MAX_LEVELS).contains(&self.max_components) {
+            return Err(FibError::Config(format!(
+                "max_components must be in 1..={MAX_LEVELS}, got {}",
+                self.max_components
+            )));
+        }
+        if !(1..=7).contains(&self.bucket_fill) {
+            return Err(FibError::Config(format!(
+                "bucket_fill must be in 1..=7, got {}",
+                self.bucket_fill
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Balanced binary search tree over levels `1..=k` (Fig. 3.1): level `m`
+/// of range `lo..=hi` is `(lo + hi) / 2`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchTree {
+    pub(crate) root: u8,
+    /// `left[l]`, `right[l]` for level `l` (0 = none); index 0 unused.
+    pub(crate) left: Vec<u8>,
+    pub(crate) right: Vec<u8>,
+}
+
+impl SearchTree {
+    /// The tree over `1..=k`.
+    pub fn new(k: usize) -> SearchTree {
+        fn build(lo: usize, hi: usize, l: &mut [u8], r: &mut [u8]) -> u8 {
+            if lo > hi {
+                return 0;
+            }
+            let m = (lo + hi) / 2;
+            l[m] = if m > lo { build(lo, m - 1, l, r) } else { 0 };
+            r[m] = build(m + 1, hi, l, r);
+            m as u8
+        }
+        let mut left = vec![0u8; k + 1];
+        let mut right = vec![0u8; k + 1];
+        let root = build(1, k, &mut left, &mut right);
+        SearchTree { root, left, right }
+    }
+
+    /// Levels visited when searching for a key of exactly `l` components
+    /// whose ancestors all match: the marker levels (ancestors `< l`), then
+    /// `l` itself last.
+    pub fn path(&self, l: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut n = self.root as usize;
+        while n != 0 {
+            if n == l {
+                out.push(n as u8);
+                break;
+            }
+            if n < l {
+                out.push(n as u8);
+                n = self.right[n] as usize;
+            } else {
+                n = self.left[n] as usize;
+            }
+        }
+        out
+    }
+
+    /// Depth of the tree: `ceil(log2(k + 1))`.
+    pub fn depth(&self) -> usize {
+        fn d(t: &SearchTree, n: u8) -> usize {
+            if n == 0 {
+                0
+            } else {
+                1 + d(t, t.left[n as usize]).max(d(t, t.right[n as usize]))
+            }
+        }
+        d(self, self.root)
+    }
+}
+
+/// The result of a lookup: how many components of the name matched and
+/// the next-hop set of that prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Match {
+    /// Components of the longest matching prefix (0 = the default route `/`).
+    pub len: usize,
+    /// Next-hop set id; resolve with [`Fib::next_hops`].
+    pub nh: u32,
+}
+
+/// What one lookup cost: hash-table probes, bucket reads (home and
+/// overflow), string verifications, and whether a false positive made a
+/// `VerifyAtEnd` lookup fall back to verifying every match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// Hash tables probed (in all passes).
+    pub probes: u32,
+    /// Buckets read.
+    pub bucket_reads: u32,
+    /// Stored strings compared.
+    pub verifies: u32,
+    /// A `VerifyAtEnd` search hit a false positive and ran again.
+    pub fallback: bool,
+}
+
+/// Prefetching in [`Fib::lookup_batch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetch {
+    /// No prefetch.
+    None,
+    /// Prefetch the first-visited (root level) bucket of every name.
+    First,
+    /// Prefetch the home bucket of every level a name can visit.
+    All,
+}
+
+/// Entry layout in the arena (8-byte words):
+/// ```text
+/// word 0: str_len:16 | nroles:8 | ncomp:8 | refcnt:32
+/// word 1: role levels, one byte each (up to 8 roles)
+/// words 2..: role values, u32 each = bmp_len:8 | nh:24 (two per word)
+/// then the string (component TLVs), padded to a word
+/// ```
+pub(crate) mod entry {
+    pub const HDR: usize = 0;
+    pub const LEVELS: usize = 1;
+    pub const ROLES: usize = 2;
+    pub fn words(str_len: usize, nroles: usize) -> usize {
+        ROLES + nroles.div_ceil(2) + str_len.div_ceil(8)
+    }
+}
+
+/// The lookup structure.
+#[derive(Clone, Debug)]
+pub struct Fib {
+    pub(crate) cfg: Config,
+    pub(crate) hasher: PrefixHasher,
+    pub(crate) tree: SearchTree,
+    /// `tables[l - 1]` holds keys of `l` components.
+    pub(crate) tables: Vec<Table>,
+    pub(crate) entries: Vec<u64>,
+    pub(crate) nh: NhTable,
+    /// Next-hop set of the root prefix `/` (`NH_NONE` when absent).
+    pub(crate) default_nh: u32,
+}
+
+/// Where a probe landed.
+#[derive(Clone, Copy)]
+enum Probe {
+    Miss,
+    Hit { eref: u64, leaf: bool, verified: bool },
+}
+
+#[inline(always)]
+fn prefetch_bucket(b: &Bucket) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetch is a hint with no memory effect; the pointer is
+        // derived from a live reference.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(b as *const Bucket as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
+}
+
+impl Fib {
+    /// An empty FIB.
+    pub fn new(cfg: Config) -> Result<Fib, FibError> {
+        cfg.validate()?;
+        Ok(Fib {
+            cfg,
+            hasher: PrefixHasher::new(cfg.strategy, cfg.key.0, cfg.key.1),
+            tree: SearchTree::new(cfg.max_components),
+            tables: (0..cfg.max_components).map(|_| Table::with_home_buckets(1)).collect(),
+            // Word 0 is a sentinel so no entry has reference 0.
+            entries: vec![0],
+            nh: NhTable::new(),
+            default_nh: NH_NONE,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The search tree over component counts.
+    pub fn search_tree(&self) -> &SearchTree {
+        &self.tree
+    }
+
+    /// The hops of next-hop set `id`.
+    #[inline]
+    pub fn next_hops(&self, id: u32) -> &[NextHop] {
+        self.nh.get(id)
+    }
+
+    /// The per-level tables (`tables()[l - 1]` holds `l`-component keys).
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    // ---- entry arena accessors -------------------------------------------
+
+    #[inline(always)]
+    pub(crate) fn e_hdr(&self, e: u64) -> u64 {
+        self.entries[e as usize + entry::HDR]
+    }
+    #[inline(always)]
+    pub(crate) fn e_str(&self, e: u64) -> &[u8] {
+        let hdr = self.e_hdr(e);
+        let len = (hdr & 0xFFFF) as usize;
+        let nroles = ((hdr >> 16) & 0xFF) as usize;
+        let start = e as usize + entry::ROLES + nroles.div_ceil(2);
+        let words = &self.entries[start..start + len.div_ceil(8)];
+        let bytes: &[u8] = bytemuck_words(words);
+        &bytes[..len]
+    }
+    #[inline(always)]
+    fn e_role_index(&self, e: u64, level: usize) -> Option<usize> {
+        let hdr = self.e_hdr(e);
+        let nroles = ((hdr >> 16) & 0xFF) as usize;
+        let levels = self.entries[e as usize + entry::LEVELS].to_le_bytes();
+        levels[..nroles].iter().position(|&l| l as usize == level)
+    }
+    /// Role value `(bmp_len, nh)` of `level` in entry `e`.
+    #[inline(always)]
+    pub(crate) fn e_role(&self, e: u64, level: usize) -> Option<(usize, u32)> {
+        let i = self.e_role_index(e, level)?;
+        let w = self.entries[e as usize + entry::ROLES + i / 2];
+        let v = (w >> (32 * (i % 2))) as u32;
+        Some(((v >> 24) as usize, v & 0xFF_FFFF))
+    }
+    pub(crate) fn e_set_role(&mut self, e: u64, level: usize, bmp_len: usize, nh: u32) {
+        let Some(i) = self.e_role_index(e, level) else { return };
+        let v = ((bmp_len as u64) << 24) | (nh as u64 & 0xFF_FFFF);
+        let w = &mut self.entries[e as usize + entry::ROLES + i / 2];
+        let sh = 32 * (i % 2);
+        *w = (*w & !(0xFFFF_FFFFu64 << sh)) | (v << sh);
+    }
+
+    /// Bytes held by the lookup structure: buckets, entries (strings
+    /// included) and next-hop sets.
+    pub fn bytes(&self) -> usize {
+        self.tables.iter().map(Table::bytes).sum::<usize>()
+            + self.entries.len() * 8
+            + self.nh.hot_bytes()
+    }
+
+    /// Bytes of buckets only.
+    pub fn bucket_bytes(&self) -> usize {
+        self.tables.iter().map(Table::bytes).sum()
+    }
+
+    // ---- lookup ----------------------------------------------------------
+
+    #[inline(always)]
+    fn probe(&self, level: usize, h: u64, key: &[u8], verify: bool, tr: &mut Trace) -> Probe {
+        let t = &self.tables[level - 1];
+        let fp = fingerprint(h);
+        let mut b = t.home_of(h);
+        let mut unverified: Option<(u64, bool)> = None;
+        loop {
+            let bk = &t.buckets[b];
+            tr.bucket_reads += 1;
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                let slot = bk.slots[s];
+                if slot_fp(slot) != fp {
+                    continue;
+                }
+                let eref = slot_ref(slot);
+                let leaf = bk.leaf() >> s & 1 == 1;
+                if verify || bk.collided() >> s & 1 == 1 {
+                    tr.verifies += 1;
+                    if self.e_str(eref).get(..key.len()) == Some(key) {
+                        return Probe::Hit { eref, leaf, verified: true };
+                    }
+                } else {
+                    unverified = Some((eref, leaf));
+                }
+            }
+            b = bk.next();
+            if b == 0 {
+                break;
+            }
+        }
+        match unverified {
+            Some((eref, leaf)) => Probe::Hit { eref, leaf, verified: false },
+            None => Probe::Miss,
+        }
+    }
+
+    fn resolve(&self, best: Option<(usize, u64)>) -> Option<Match> {
+        if let Some((level, eref)) = best {
+            if let Some((len, nh)) = self.e_role(eref, level) {
+                if nh != NH_NONE {
+                    return Some(Match { len, nh });
+                }
+            }
+        }
+        (self.default_nh != NH_NONE).then_some(Match { len: 0, nh: self.default_nh })
+    }
+
+    #[inline(always)]
+    fn binary_search<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        hashes: &[u64],
+        verify: bool,
+        tr: &mut Trace,
+    ) -> Option<(usize, u64, bool)> {
+        let e = hashes.len();
+        let tlv = name.tlv();
+        let mut node = self.tree.root as usize;
+        let mut best = None;
+        while node != 0 {
+            if node > e {
+                node = self.tree.left[node] as usize;
+                continue;
+            }
+            tr.probes += 1;
+            let key = &tlv[..name.prefix_end(node)];
+            match self.probe(node, hashes[node - 1], key, verify, tr) {
+                Probe::Hit { eref, leaf, verified } => {
+                    best = Some((node, eref, verified));
+                    if leaf {
+                        break;
+                    }
+                    node = self.tree.right[node] as usize;
+                }
+                Probe::Miss => node = self.tree.left[node] as usize,
+            }
+        }
+        best
+    }
+
+    /// Binary search with precomputed prefix hashes (`hashes[i]` for `i + 1`
+    /// components, `hashes.len() == min(components, k)`).
+    #[inline]
+    pub fn lookup_hashed<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        hashes: &[u64],
+        tr: &mut Trace,
+    ) -> Option<Match> {
+        let verify = self.cfg.strategy == Strategy::VerifyEach;
+        let best = self.binary_search(name, hashes, verify, tr);
+        match best {
+            Some((level, eref, false)) => {
+                tr.verifies += 1;
+                let key = &name.tlv()[..name.prefix_end(level)];
+                if self.e_str(eref).get(..key.len()) == Some(key) {
+                    // A verified final match proves every earlier match:
+                    // a key's markers exist at all its right-turn ancestors.
+                    self.resolve(Some((level, eref)))
+                } else {
+                    tr.fallback = true;
+                    let b = self.binary_search(name, hashes, true, tr);
+                    self.resolve(b.map(|(l, e, _)| (l, e)))
+                }
+            }
+            Some((level, eref, true)) => self.resolve(Some((level, eref))),
+            None => self.resolve(None),
+        }
+    }
+
+    /// Number of levels a name of `components` components can visit.
+    #[inline(always)]
+    pub fn effective_len(&self, components: usize) -> usize {
+        components.min(self.cfg.max_components)
+    }
+
+    /// Longest-prefix match of `name`, with its cost.
+    #[inline]
+    pub fn lookup_traced<N: NameView + ?Sized>(&self, name: &N, tr: &mut Trace) -> Option<Match> {
+        let e = self.effective_len(name.component_count());
+        let mut hashes = [0u64; MAX_LEVELS];
+        self.hasher.hash_prefixes(name, &mut hashes[..e]);
+        self.lookup_hashed(name, &hashes[..e], tr)
+    }
+
+    /// Longest-prefix match of `name`.
+    #[inline]
+    pub fn lookup<N: NameView + ?Sized>(&self, name: &N) -> Option<Match> {
+        self.lookup_traced(name, &mut Trace::default())
+    }
+
+    /// Linear search from the longest prefix down (§3.4.2) on the same
+    /// tables: the first true match's inherited next hops are the answer.
+    pub fn lookup_linear_traced<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        tr: &mut Trace,
+    ) -> Option<Match> {
+        let e = self.effective_len(name.component_count());
+        let mut hashes = [0u64; MAX_LEVELS];
+        self.hasher.hash_prefixes(name, &mut hashes[..e]);
+        let verify = self.cfg.strategy == Strategy::VerifyEach;
+        let tlv = name.tlv();
+        for level in (1..=e).rev() {
+            tr.probes += 1;
+            let key = &tlv[..name.prefix_end(level)];
+            if let Probe::Hit { eref, verified, .. } =
+                self.probe(level, hashes[level - 1], key, verify, tr)
+            {
+                if !verified {
+                    tr.verifies += 1;
+                    if self.e_str(eref).get(..key.len()) != Some(key) {
+                        continue;
+                    }
+                }
+                return self.resolve(Some((level, eref)));
+            }
+        }
+        self.resolve(None)
+    }
+
+    /// Linear-search lookup.
+    pub fn lookup_linear<N: NameView + ?Sized>(&self, name: &N) -> Option<Match> {
+        self.lookup_linear_traced(name, &mut Trace::default())
+    }
+
+    /// Look up `names` in groups of 16: hash every name of a group, issue
+    /// the prefetches, then search. `out.len()` must equal `names.len()`;
+    /// returns the number of names that matched.
+    pub fn lookup_batch<N: NameView>(
+        &self,
+        names: &[N],
+        out: &mut [Option<Match>],
+        prefetch: Prefetch,
+    ) -> usize {
+        const G: usize = 16;
+        assert_eq!(names.len(), out.len(), "lookup_batch: names and out differ in length");
+        let mut hashes = [[0u64; MAX_LEVELS]; G];
+        let mut hits = 0;
+        for (gn, go) in names.chunks(G).zip(out.chunks_mut(G)) {
+            for (i, n) in gn.iter().enumerate() {
+                let e = self.effective_len(n.component_count());
+                self.hasher.hash_prefixes(n, &mut hashes[i][..e]);
+                match prefetch {
+                    Prefetch::None => {}
+                    Prefetch::First => {
+                        let mut node = self.tree.root as usize;
+                        while node > e {
+                            node = self.tree.left[node] as usize;
+                        }
+                        if node != 0 {
+                            let t = &self.tables[node - 1];
+                            prefetch_bucket(&t.buckets[t.home_of(hashes[i][node - 1])]);
+                        }
+                    }
+                    Prefetch::All => {
+                        for l in 1..=e {
+                            let t = &self.tables[l - 1];
+                            prefetch_bucket(&t.buckets[t.home_of(hashes[i][l - 1])]);
+                        }
+                    }
+                }
+            }
+            for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
+                let e = self.effective_len(n.component_count());
+                *o = self.lookup_hashed(n, &hashes[i][..e], &mut Trace::default());
+                hits += o.is_some() as usize;
+            }
+        }
+        hits
+    }
+
+    /// Time-split helper for benchmarks: only parse-and-hash `name`,
+    /// returning a value that depends on every hash.
+    pub fn hash_only<N: NameView + ?Sized>(&self, name: &N) -> u64 {
+        let e = self.effective_len(name.component_count());
+        let mut hashes = [0u64; MAX_LEVELS];
+        self.hasher.hash_prefixes(name, &mut hashes[..e]);
+        hashes[..e].iter().fold(0, |a, &h| a ^ h)
+    }
+
+    /// Hashes of the prefixes of `name` as this FIB computes them.
+    pub fn prefix_hashes<N: NameView + ?Sized>(&self, name: &N) -> Vec<u64> {
+        let e = self.effective_len(name.component_count());
+        let mut v = vec![0u64; e];
+        self.hasher.hash_prefixes(name, &mut v);
+        v
+    }
+}
+
+/// View `u64` words as bytes (little-endian arena).
+#[inline(always)]
+fn bytemuck_words(w: &[u64]) -> &[u8] {
+    bytemuck::cast_slice(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_tree_of_seven_levels_is_figure_3_1() {
+        let t = SearchTree::new(7);
+        assert_eq!(t.root, 4);
+        assert_eq!((t.left[4], t.right[4]), (2, 6));
+        assert_eq!((t.left[2], t.right[2]), (1, 3));
+        assert_eq!((t.left[6], t.right[6]), (5, 7));
+        assert_eq!(t.path(7), vec![4, 6, 7]);
+        assert_eq!(t.path(3), vec![2, 3]);
+        assert_eq!(t.path(1), vec![1]);
+        assert_eq!(t.depth(), 3);
+    }
+
+    #[test]
+    fn search_tree_depth_is_ceil_log2_k_plus_1() {
+        for k in 1..=MAX_LEVELS {
+            let t = SearchTree::new(k);
+            let want = (usize::BITS - k.leading_zeros()) as usize; // ceil(log2(k+1))
+            assert_eq!(t.depth(), want, "k = {k}");
+            for l in 1..=k {
+                assert_eq!(*t.path(l).last().unwrap() as usize, l, "k = {k}, l = {l}");
+            }
+        }
+    }
+}

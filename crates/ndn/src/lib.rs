@@ -1,0 +1,24 @@
+//! NDN name FIB: longest-name-prefix match by binary search of hash tables
+//! (Yuan's dissertation, chapter 3), the fingerprint-only hash table for
+//! speculative core forwarding (§4.3.4), and seeded name-set generators.
+//!
+//! No I/O except the name-set loaders and the FIB file codec, which take
+//! bytes or paths and return typed errors. See the crate README for the
+//! algorithm, memory layout, invariants, update procedure and threading.
+#![deny(missing_docs)]
+
+pub mod control;
+pub mod error;
+pub mod fib;
+pub mod hasher;
+pub mod name;
+pub mod nexthop;
+pub mod oracle;
+pub mod table;
+
+pub use control::{FibControl, FibStats};
+pub use error::{FibError, NameError};
+pub use fib::{Config, Fib, Match, Prefetch, SearchTree, Trace};
+pub use hasher::Strategy;
+pub use name::{NameBuf, NameView};
+pub use nexthop::NextHop;

@@ -1,0 +1,332 @@
+//! One hash table of the FIB: cache-line buckets of fingerprints and entry
+//! references with overflow chaining (dissertation Fig. 3.3).
+//!
+//! ```text
+//! Bucket (64 B, 64-aligned)
+//!   word 0: occupied:7 | collided:7 | leaf:7 | next:42 | reserved:1
+//!   words 1..8: slot = fingerprint:20 | entry reference:44
+//! ```
+//! `next` is the index of the chained overflow bucket (0 = none; bucket 0
+//! is always a home bucket, so it is never an overflow target). A key's
+//! 64-bit hash picks its home bucket from the low 32 bits (Lemire range
+//! reduction) and its fingerprint from the top 20 bits. `collided` marks a
+//! slot whose fingerprint another slot of the same chain shares; `leaf`
+//! marks a key that no longer rule extends (the search may stop there).
+
+/// Slots per bucket.
+pub const SLOTS: usize = 7;
+/// Fingerprint bits per slot.
+pub const FP_BITS: u32 = 20;
+/// Entry reference bits per slot.
+pub const REF_BITS: u32 = 44;
+const REF_MASK: u64 = (1 << REF_BITS) - 1;
+const NEXT_SHIFT: u32 = 21;
+const NEXT_MASK: u64 = (1 << 42) - 1;
+const OCC_MASK: u64 = (1 << SLOTS) - 1;
+
+/// One cache-line bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Bucket {
+    pub(crate) hdr: u64,
+    pub(crate) slots: [u64; SLOTS],
+}
+const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
+
+impl Bucket {
+    #[inline(always)]
+    pub(crate) fn occupied(&self) -> u64 {
+        self.hdr & OCC_MASK
+    }
+    #[inline(always)]
+    pub(crate) fn collided(&self) -> u64 {
+        (self.hdr >> SLOTS) & OCC_MASK
+    }
+    #[inline(always)]
+    pub(crate) fn leaf(&self) -> u64 {
+        (self.hdr >> (2 * SLOTS)) & OCC_MASK
+    }
+    #[inline(always)]
+    pub(crate) fn next(&self) -> usize {
+        ((self.hdr >> NEXT_SHIFT) & NEXT_MASK) as usize
+    }
+    fn set_next(&mut self, n: usize) {
+        self.hdr = (self.hdr & !(NEXT_MASK << NEXT_SHIFT)) | ((n as u64 & NEXT_MASK) << NEXT_SHIFT);
+    }
+    fn set_bit(&mut self, group: usize, slot: usize, on: bool) {
+        let bit = 1u64 << (group * SLOTS + slot);
+        if on {
+            self.hdr |= bit;
+        } else {
+            self.hdr &= !bit;
+        }
+    }
+}
+
+/// Fingerprint of a hash (its top 20 bits).
+#[inline(always)]
+pub fn fingerprint(h: u64) -> u64 {
+    h >> (64 - FP_BITS)
+}
+
+#[inline(always)]
+pub(crate) fn slot_fp(s: u64) -> u64 {
+    s >> REF_BITS
+}
+#[inline(always)]
+pub(crate) fn slot_ref(s: u64) -> u64 {
+    s & REF_MASK
+}
+
+/// A table of buckets: `home` buckets first, overflow buckets after.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub(crate) buckets: Vec<Bucket>,
+    pub(crate) home: u32,
+    free: Vec<u32>,
+    pub(crate) len: usize,
+}
+
+impl Table {
+    /// A table with `home` home buckets (at least 1).
+    pub fn with_home_buckets(home: usize) -> Table {
+        let home = home.clamp(1, u32::MAX as usize);
+        Table { buckets: vec![Bucket::default(); home], home: home as u32, free: Vec::new(), len: 0 }
+    }
+
+    pub(crate) fn from_parts(buckets: Vec<Bucket>, home: u32, len: usize) -> Table {
+        let mut free = Vec::new();
+        // Overflow buckets not linked from any chain are free.
+        let mut linked = vec![false; buckets.len()];
+        for b in &buckets {
+            if b.next() != 0 && b.next() < linked.len() {
+                linked[b.next()] = true;
+            }
+        }
+        for (i, l) in linked.iter().enumerate().skip(home as usize) {
+            if !l {
+                free.push(i as u32);
+            }
+        }
+        Table { buckets, home, free, len }
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the table holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Home bucket of hash `h`.
+    #[inline(always)]
+    pub fn home_of(&self, h: u64) -> usize {
+        nexthop_hash::reduce(h as u32, self.home) as usize
+    }
+
+    /// Bytes used by buckets.
+    pub fn bytes(&self) -> usize {
+        self.buckets.len() * 64
+    }
+
+    /// Insert a key with hash `h` referring to entry word `eref`.
+    pub fn insert(&mut self, h: u64, eref: u64, leaf: bool) {
+        debug_assert!(eref <= REF_MASK);
+        let fp = fingerprint(h);
+        let mut b = self.home_of(h);
+        loop {
+            let occ = self.buckets[b].occupied();
+            if occ != OCC_MASK {
+                let s = (!occ).trailing_zeros() as usize;
+                let bk = &mut self.buckets[b];
+                bk.slots[s] = (fp << REF_BITS) | eref;
+                bk.set_bit(0, s, true);
+                bk.set_bit(2, s, leaf);
+                break;
+            }
+            let n = self.buckets[b].next();
+            if n != 0 {
+                b = n;
+                continue;
+            }
+            let nb = match self.free.pop() {
+                Some(i) => i as usize,
+                None => {
+                    self.buckets.push(Bucket::default());
+                    self.buckets.len() - 1
+                }
+            };
+            self.buckets[nb] = Bucket::default();
+            self.buckets[b].set_next(nb);
+            b = nb;
+        }
+        self.len += 1;
+        self.refresh_collided(h, fp);
+    }
+
+    /// Find the slot holding `(fp(h), eref)`: `(bucket, slot)`.
+    fn find(&self, h: u64, eref: u64) -> Option<(usize, usize)> {
+        let want = (fingerprint(h) << REF_BITS) | eref;
+        let mut b = self.home_of(h);
+        loop {
+            let bk = &self.buckets[b];
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                if bk.slots[s] == want {
+                    return Some((b, s));
+                }
+            }
+            b = bk.next();
+            if b == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Remove the key `(h, eref)`; returns whether it was there.
+    pub fn remove(&mut self, h: u64, eref: u64) -> bool {
+        let Some((b, s)) = self.find(h, eref) else { return false };
+        let bk = &mut self.buckets[b];
+        bk.set_bit(0, s, false);
+        bk.set_bit(1, s, false);
+        bk.set_bit(2, s, false);
+        bk.slots[s] = 0;
+        self.len -= 1;
+        self.refresh_collided(h, fingerprint(h));
+        self.unlink_empty_overflow(h);
+        true
+    }
+
+    /// Set the leaf bit of key `(h, eref)`.
+    pub fn set_leaf(&mut self, h: u64, eref: u64, leaf: bool) {
+        if let Some((b, s)) = self.find(h, eref) {
+            self.buckets[b].set_bit(2, s, leaf);
+        }
+    }
+
+    /// Re-point key `(h, old)` at entry `new` (entries move when rebuilt).
+    pub fn repoint(&mut self, h: u64, old: u64, new: u64) -> bool {
+        if let Some((b, s)) = self.find(h, old) {
+            self.buckets[b].slots[s] = (fingerprint(h) << REF_BITS) | new;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Recompute the collided bits of fingerprint `fp` in `h`'s chain.
+    fn refresh_collided(&mut self, h: u64, fp: u64) {
+        let home = self.home_of(h);
+        let mut count = 0;
+        let mut b = home;
+        loop {
+            let bk = &self.buckets[b];
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                count += (slot_fp(bk.slots[s]) == fp) as usize;
+            }
+            b = bk.next();
+            if b == 0 {
+                break;
+            }
+        }
+        let mut b = home;
+        loop {
+            let bk = &mut self.buckets[b];
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                if slot_fp(bk.slots[s]) == fp {
+                    bk.set_bit(1, s, count > 1);
+                }
+            }
+            b = bk.next();
+            if b == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Unlink and free empty overflow buckets of `h`'s chain.
+    fn unlink_empty_overflow(&mut self, h: u64) {
+        let mut prev = self.home_of(h);
+        loop {
+            let cur = self.buckets[prev].next();
+            if cur == 0 {
+                return;
+            }
+            if self.buckets[cur].occupied() == 0 {
+                let after = self.buckets[cur].next();
+                self.buckets[prev].set_next(after);
+                self.buckets[cur] = Bucket::default();
+                self.free.push(cur as u32);
+            } else {
+                prev = cur;
+            }
+        }
+    }
+
+    /// Every occupied slot as `(slot word, leaf)`, for rehashing.
+    pub(crate) fn drain_slots(&self) -> Vec<(u64, bool)> {
+        let mut v = Vec::with_capacity(self.len);
+        for bk in &self.buckets {
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                v.push((bk.slots[s], bk.leaf() >> s & 1 == 1));
+            }
+        }
+        v
+    }
+
+    /// Number of overflow buckets in use.
+    pub fn overflow_buckets(&self) -> usize {
+        self.buckets.len() - self.home as usize - self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_chain_holds_more_than_seven_keys_and_unlinks_when_emptied() {
+        let mut t = Table::with_home_buckets(1);
+        let hs: Vec<u64> = (0..20u64).map(|i| (i << 50) | 7).collect();
+        for (i, &h) in hs.iter().enumerate() {
+            t.insert(h, i as u64 + 1, false);
+        }
+        assert_eq!(t.len(), 20);
+        assert_eq!(t.overflow_buckets(), 2);
+        for (i, &h) in hs.iter().enumerate() {
+            assert!(t.find(h, i as u64 + 1).is_some());
+        }
+        for (i, &h) in hs.iter().enumerate().skip(5) {
+            assert!(t.remove(h, i as u64 + 1));
+        }
+        assert_eq!(t.overflow_buckets(), 0);
+        assert!(!t.remove(hs[6], 7));
+    }
+
+    #[test]
+    fn collided_bits_follow_equal_fingerprints() {
+        let mut t = Table::with_home_buckets(1);
+        let h = 0xABCDE << 44;
+        t.insert(h, 1, false);
+        assert_eq!(t.buckets[0].collided(), 0);
+        t.insert(h | 1, 2, true);
+        assert_eq!(t.buckets[0].collided(), 0b11);
+        assert_eq!(t.buckets[0].leaf(), 0b10);
+        t.remove(h, 1);
+        assert_eq!(t.buckets[0].collided(), 0);
+    }
+}
