@@ -2,10 +2,19 @@
 //! LpPacket. See `README.md` in this directory for the design notes.
 #![doc = include_str!("README.md")]
 
+pub mod data;
 mod error;
+pub mod interest;
+pub mod lp;
 pub mod name;
 pub mod tlv;
 mod uri;
+
+pub use data::{
+    implicit_digest, verify_digest_sha256_wire, Data, KeyLocator, MetaInfo, SignatureInfo,
+};
+pub use interest::{params_digest_ok_wire, Interest};
+pub use lp::{LpPacket, Nack, NackReason, NetPacket, Packet};
 
 pub use error::{NdnError, ParseNameError, ParseNameErrorKind};
 pub use name::{

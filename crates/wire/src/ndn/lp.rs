@@ -1,0 +1,470 @@
+//! NDNLPv2 link-layer packets, and the any-packet decoder.
+//!
+//! ```text
+//! LpPacket = LP-PACKET-TYPE TLV-LENGTH *LpHeaderField [Fragment]
+//! ```
+//!
+//! Header fields decoded: Sequence, FragIndex, FragCount, PitToken, Nack
+//! (with NackReason), IncomingFaceId, NextHopFaceId, CachePolicy (bytes),
+//! CongestionMark, Ack (repeatable), TxSequence, NonDiscovery,
+//! PrefixAnnouncement (bytes). An unknown header is skipped only when its
+//! TLV-TYPE is in 800..=959 with the two low bits 00; any other unknown
+//! header is an error. Fragment must be the last element. A known header
+//! may appear once (Ack any number of times); headers are not required to
+//! be in a particular order, and are encoded in increasing TLV-TYPE order.
+
+use super::data::Data;
+use super::error::NdnError;
+use super::interest::Interest;
+use super::tlv::{self, Element};
+use super::tt;
+
+/// NackReason codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NackReason {
+    /// 50: the upstream is congested.
+    Congestion,
+    /// 100: a duplicate Nonce was seen.
+    Duplicate,
+    /// 150: no route.
+    NoRoute,
+    /// Any other code (0 is "none").
+    Other(u64),
+}
+
+impl NackReason {
+    /// The code on the wire.
+    pub fn code(self) -> u64 {
+        match self {
+            NackReason::Congestion => 50,
+            NackReason::Duplicate => 100,
+            NackReason::NoRoute => 150,
+            NackReason::Other(c) => c,
+        }
+    }
+    /// The reason for a code.
+    pub fn from_code(c: u64) -> Self {
+        match c {
+            50 => NackReason::Congestion,
+            100 => NackReason::Duplicate,
+            150 => NackReason::NoRoute,
+            c => NackReason::Other(c),
+        }
+    }
+}
+
+/// A Nack header (the Fragment carries the Interest being refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Nack {
+    /// NackReason (absent: unspecified).
+    pub reason: Option<NackReason>,
+}
+
+/// An NDNLPv2 LpPacket.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LpPacket {
+    /// Sequence (8-byte fixed-width).
+    pub sequence: Option<u64>,
+    /// FragIndex.
+    pub frag_index: Option<u64>,
+    /// FragCount.
+    pub frag_count: Option<u64>,
+    /// PitToken (1 to 32 bytes).
+    pub pit_token: Option<Vec<u8>>,
+    /// Nack.
+    pub nack: Option<Nack>,
+    /// IncomingFaceId.
+    pub incoming_face_id: Option<u64>,
+    /// NextHopFaceId.
+    pub next_hop_face_id: Option<u64>,
+    /// CachePolicy's TLV-VALUE, not interpreted.
+    pub cache_policy: Option<Vec<u8>>,
+    /// CongestionMark.
+    pub congestion_mark: Option<u64>,
+    /// Ack (8-byte fixed-width each), in order.
+    pub acks: Vec<u64>,
+    /// TxSequence (8-byte fixed-width).
+    pub tx_sequence: Option<u64>,
+    /// NonDiscovery.
+    pub non_discovery: bool,
+    /// PrefixAnnouncement's TLV-VALUE, not interpreted.
+    pub prefix_announcement: Option<Vec<u8>>,
+    /// Fragment: a whole network-layer packet or a piece of one.
+    pub fragment: Option<Vec<u8>>,
+}
+
+fn fixed_u64(e: &Element<'_>, what: &'static str) -> Result<u64, NdnError> {
+    let b: [u8; 8] = e.value.try_into().map_err(|_| NdnError::Malformed(what))?;
+    Ok(u64::from_be_bytes(b))
+}
+
+fn set_once<T>(slot: &mut Option<T>, v: T, typ: u32) -> Result<(), NdnError> {
+    if slot.is_some() {
+        return Err(NdnError::OutOfOrder {
+            typ,
+            context: "LpPacket",
+        });
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+/// Whether an unknown NDNLPv2 header may be ignored.
+#[inline]
+pub const fn lp_header_ignorable(typ: u32) -> bool {
+    800 <= typ && typ <= 959 && typ & 3 == 0
+}
+
+impl LpPacket {
+    /// An LpPacket carrying `fragment` (a whole encoded Interest or Data).
+    pub fn wrap(fragment: Vec<u8>) -> Self {
+        LpPacket {
+            fragment: Some(fragment),
+            ..Default::default()
+        }
+    }
+
+    /// A Nack of `interest` with `reason`.
+    pub fn nack(interest: &Interest, reason: Option<NackReason>) -> Self {
+        LpPacket {
+            nack: Some(Nack { reason }),
+            fragment: Some(interest.to_wire()),
+            ..Default::default()
+        }
+    }
+
+    /// Decode a whole LpPacket element; `wire` must hold exactly it.
+    pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
+        const CX: &str = "LpPacket";
+        let e = tlv::read_single(wire, tt::LP_PACKET)?;
+        let mut r = e.reader();
+        let mut p = LpPacket::default();
+        while !r.is_empty() {
+            let f = r.read()?;
+            if p.fragment.is_some() {
+                return Err(NdnError::Malformed("LpPacket field after Fragment"));
+            }
+            match f.typ {
+                tt::FRAGMENT => p.fragment = Some(f.value.to_vec()),
+                tt::SEQUENCE => set_once(
+                    &mut p.sequence,
+                    fixed_u64(&f, "Sequence is not 8 bytes")?,
+                    f.typ,
+                )?,
+                tt::FRAG_INDEX => set_once(&mut p.frag_index, f.nni()?, f.typ)?,
+                tt::FRAG_COUNT => set_once(&mut p.frag_count, f.nni()?, f.typ)?,
+                tt::PIT_TOKEN => {
+                    if f.value.is_empty() || f.value.len() > 32 {
+                        return Err(NdnError::Malformed("PitToken is not 1 to 32 bytes"));
+                    }
+                    set_once(&mut p.pit_token, f.value.to_vec(), f.typ)?
+                }
+                tt::NACK => {
+                    let mut nr = f.reader();
+                    let mut nack = Nack::default();
+                    while !nr.is_empty() {
+                        let x = nr.read()?;
+                        if x.typ == tt::NACK_REASON && nack.reason.is_none() {
+                            nack.reason = Some(NackReason::from_code(x.nni()?));
+                        } else if tlv::is_critical(x.typ) {
+                            return Err(NdnError::UnknownCritical {
+                                typ: x.typ,
+                                context: "Nack",
+                            });
+                        }
+                    }
+                    set_once(&mut p.nack, nack, f.typ)?
+                }
+                tt::INCOMING_FACE_ID => set_once(&mut p.incoming_face_id, f.nni()?, f.typ)?,
+                tt::NEXT_HOP_FACE_ID => set_once(&mut p.next_hop_face_id, f.nni()?, f.typ)?,
+                tt::CACHE_POLICY => set_once(&mut p.cache_policy, f.value.to_vec(), f.typ)?,
+                tt::CONGESTION_MARK => set_once(&mut p.congestion_mark, f.nni()?, f.typ)?,
+                tt::ACK => p.acks.push(fixed_u64(&f, "Ack is not 8 bytes")?),
+                tt::TX_SEQUENCE => set_once(
+                    &mut p.tx_sequence,
+                    fixed_u64(&f, "TxSequence is not 8 bytes")?,
+                    f.typ,
+                )?,
+                tt::NON_DISCOVERY => {
+                    if p.non_discovery || !f.value.is_empty() {
+                        return Err(NdnError::Malformed("NonDiscovery repeated or not empty"));
+                    }
+                    p.non_discovery = true;
+                }
+                tt::PREFIX_ANNOUNCEMENT => {
+                    set_once(&mut p.prefix_announcement, f.value.to_vec(), f.typ)?
+                }
+                t if lp_header_ignorable(t) => {}
+                t => {
+                    return Err(NdnError::UnknownCritical {
+                        typ: t,
+                        context: CX,
+                    })
+                }
+            }
+        }
+        if let (Some(i), Some(c)) = (p.frag_index, p.frag_count) {
+            if i >= c {
+                return Err(NdnError::Malformed("FragIndex is not below FragCount"));
+            }
+        }
+        Ok(p)
+    }
+
+    /// Append the whole LpPacket element (headers in increasing TLV-TYPE
+    /// order, Fragment last).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut v = Vec::new();
+        if let Some(s) = self.sequence {
+            tlv::write_tlv(&mut v, tt::SEQUENCE, &s.to_be_bytes());
+        }
+        if let Some(i) = self.frag_index {
+            tlv::write_nni_tlv(&mut v, tt::FRAG_INDEX, i);
+        }
+        if let Some(c) = self.frag_count {
+            tlv::write_nni_tlv(&mut v, tt::FRAG_COUNT, c);
+        }
+        if let Some(t) = &self.pit_token {
+            tlv::write_tlv(&mut v, tt::PIT_TOKEN, t);
+        }
+        if let Some(n) = &self.nack {
+            let mut nv = Vec::new();
+            if let Some(r) = n.reason {
+                tlv::write_nni_tlv(&mut nv, tt::NACK_REASON, r.code());
+            }
+            tlv::write_tlv(&mut v, tt::NACK, &nv);
+        }
+        if let Some(f) = self.incoming_face_id {
+            tlv::write_nni_tlv(&mut v, tt::INCOMING_FACE_ID, f);
+        }
+        if let Some(f) = self.next_hop_face_id {
+            tlv::write_nni_tlv(&mut v, tt::NEXT_HOP_FACE_ID, f);
+        }
+        if let Some(c) = &self.cache_policy {
+            tlv::write_tlv(&mut v, tt::CACHE_POLICY, c);
+        }
+        if let Some(c) = self.congestion_mark {
+            tlv::write_nni_tlv(&mut v, tt::CONGESTION_MARK, c);
+        }
+        for a in &self.acks {
+            tlv::write_tlv(&mut v, tt::ACK, &a.to_be_bytes());
+        }
+        if let Some(s) = self.tx_sequence {
+            tlv::write_tlv(&mut v, tt::TX_SEQUENCE, &s.to_be_bytes());
+        }
+        if self.non_discovery {
+            tlv::write_tlv(&mut v, tt::NON_DISCOVERY, &[]);
+        }
+        if let Some(p) = &self.prefix_announcement {
+            tlv::write_tlv(&mut v, tt::PREFIX_ANNOUNCEMENT, p);
+        }
+        if let Some(f) = &self.fragment {
+            tlv::write_tlv(&mut v, tt::FRAGMENT, f);
+        }
+        tlv::write_tlv(out, tt::LP_PACKET, &v);
+    }
+
+    /// The whole LpPacket element.
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.encode(&mut v);
+        v
+    }
+
+    /// Whether the Fragment is a whole network-layer packet (no
+    /// fragmentation, or FragCount 1).
+    pub fn is_whole(&self) -> bool {
+        self.frag_count.is_none_or_one()
+    }
+
+    /// The network-layer packet in the Fragment: `None` for an IDLE packet
+    /// (no Fragment) or a piece of a fragmented packet.
+    pub fn network_packet(&self) -> Result<Option<NetPacket>, NdnError> {
+        match &self.fragment {
+            Some(f) if self.is_whole() => NetPacket::decode(f).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+trait NoneOrOne {
+    fn is_none_or_one(&self) -> bool;
+}
+impl NoneOrOne for Option<u64> {
+    fn is_none_or_one(&self) -> bool {
+        matches!(self, None | Some(1))
+    }
+}
+
+/// A network-layer packet: Interest or Data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetPacket {
+    /// An Interest.
+    Interest(Interest),
+    /// A Data.
+    Data(Data),
+}
+
+impl NetPacket {
+    /// Decode an Interest or Data element.
+    pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
+        match tlv::TlvReader::new(wire).peek_type()? {
+            Some(tt::INTEREST) => Interest::decode(wire).map(NetPacket::Interest),
+            Some(tt::DATA) => Data::decode(wire).map(NetPacket::Data),
+            Some(t) => Err(NdnError::UnexpectedType {
+                expected: tt::INTEREST,
+                found: t,
+            }),
+            None => Err(NdnError::Truncated { needed: 1, got: 0 }),
+        }
+    }
+    /// The whole element.
+    pub fn to_wire(&self) -> Vec<u8> {
+        match self {
+            NetPacket::Interest(i) => i.to_wire(),
+            NetPacket::Data(d) => d.to_wire(),
+        }
+    }
+}
+
+/// Any packet a face can receive: a bare Interest or Data, or an LpPacket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Packet {
+    /// A bare Interest.
+    Interest(Interest),
+    /// A bare Data.
+    Data(Data),
+    /// An NDNLPv2 LpPacket.
+    Lp(LpPacket),
+}
+
+impl Packet {
+    /// Decode by the outer TLV-TYPE; the buffer must hold exactly one element.
+    pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
+        match tlv::TlvReader::new(wire).peek_type()? {
+            Some(tt::LP_PACKET) => LpPacket::decode(wire).map(Packet::Lp),
+            Some(tt::INTEREST) => Interest::decode(wire).map(Packet::Interest),
+            Some(tt::DATA) => Data::decode(wire).map(Packet::Data),
+            Some(t) => Err(NdnError::UnknownCritical {
+                typ: t,
+                context: "packet",
+            }),
+            None => Err(NdnError::Truncated { needed: 1, got: 0 }),
+        }
+    }
+    /// The whole element.
+    pub fn to_wire(&self) -> Vec<u8> {
+        match self {
+            Packet::Interest(i) => i.to_wire(),
+            Packet::Data(d) => d.to_wire(),
+            Packet::Lp(l) => l.to_wire(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ndn::Name;
+
+    #[test]
+    fn nack_with_reason_round_trips_and_carries_the_interest() {
+        let mut i = Interest::new(Name::from_uri("/n").unwrap());
+        i.nonce = Some(7);
+        let p = LpPacket::nack(&i, Some(NackReason::NoRoute));
+        let w = p.to_wire();
+        // Nack header: FD 03 20, length 3, NackReason FD 03 21 01 96.
+        assert!(w
+            .windows(8)
+            .any(|x| x == [0xFD, 3, 0x20, 5, 0xFD, 3, 0x21, 1]));
+        let back = LpPacket::decode(&w).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.nack.unwrap().reason, Some(NackReason::NoRoute));
+        assert_eq!(back.network_packet().unwrap(), Some(NetPacket::Interest(i)));
+    }
+
+    #[test]
+    fn pit_token_and_headers_round_trip() {
+        let p = LpPacket {
+            sequence: Some(0x0102030405060708),
+            frag_index: Some(0),
+            frag_count: Some(1),
+            pit_token: Some(vec![0xAA; 8]),
+            next_hop_face_id: Some(300),
+            congestion_mark: Some(1),
+            acks: vec![1, 2],
+            tx_sequence: Some(9),
+            non_discovery: true,
+            fragment: Some(Data::new(Name::from_uri("/d").unwrap(), vec![]).to_wire()),
+            ..Default::default()
+        };
+        let w = p.to_wire();
+        let back = LpPacket::decode(&w).unwrap();
+        assert_eq!(back, p);
+        assert!(matches!(
+            back.network_packet(),
+            Ok(Some(NetPacket::Data(_)))
+        ));
+        assert_eq!(Packet::decode(&w).unwrap(), Packet::Lp(p));
+    }
+
+    #[test]
+    fn unknown_headers_follow_the_ndnlpv2_rule() {
+        // 804 = 0x324: in range, low bits 00 -> ignored.
+        let ok = [100, 4, 0xFD, 0x03, 0x24, 0];
+        assert_eq!(LpPacket::decode(&ok).unwrap(), LpPacket::default());
+        // 805: low bits 01 -> error.
+        let bad = [100, 4, 0xFD, 0x03, 0x25, 0];
+        assert!(matches!(
+            LpPacket::decode(&bad),
+            Err(NdnError::UnknownCritical { typ: 805, .. })
+        ));
+        // 960 (0x3C0): out of range -> error, although even.
+        let bad = [100, 4, 0xFD, 0x03, 0xC0, 0];
+        assert!(matches!(
+            LpPacket::decode(&bad),
+            Err(NdnError::UnknownCritical { typ: 960, .. })
+        ));
+    }
+
+    #[test]
+    fn malformed_lp_packets_are_rejected() {
+        // Field after Fragment.
+        assert!(LpPacket::decode(&[100, 4, 80, 0, 98, 0]).is_err());
+        // Empty PitToken.
+        assert!(LpPacket::decode(&[100, 2, 98, 0]).is_err());
+        // Sequence not 8 bytes.
+        assert!(LpPacket::decode(&[100, 3, 81, 1, 0]).is_err());
+        // Two PitTokens.
+        assert!(LpPacket::decode(&[100, 6, 98, 1, 1, 98, 1, 2]).is_err());
+        // FragIndex >= FragCount.
+        assert!(LpPacket::decode(&[100, 6, 82, 1, 2, 83, 1, 2]).is_err());
+    }
+
+    #[test]
+    fn fragments_of_a_larger_packet_are_not_decoded() {
+        let p = LpPacket {
+            frag_index: Some(0),
+            frag_count: Some(2),
+            fragment: Some(vec![5, 9]),
+            ..Default::default()
+        };
+        assert_eq!(
+            LpPacket::decode(&p.to_wire()).unwrap().network_packet(),
+            Ok(None)
+        );
+        // An IDLE packet has no network packet either.
+        assert_eq!(LpPacket::default().network_packet(), Ok(None));
+    }
+
+    #[test]
+    fn packet_dispatches_on_the_outer_type() {
+        let i = Interest::new(Name::from_uri("/x").unwrap());
+        assert_eq!(Packet::decode(&i.to_wire()).unwrap(), Packet::Interest(i));
+        assert!(matches!(
+            Packet::decode(&[9, 0]),
+            Err(NdnError::UnknownCritical { typ: 9, .. })
+        ));
+        assert!(Packet::decode(&[]).is_err());
+    }
+}
