@@ -9,9 +9,11 @@
 
 pub mod control;
 pub mod error;
+pub mod fht;
 pub mod fib;
 pub mod hasher;
 pub mod name;
+pub mod names;
 pub mod nexthop;
 pub mod oracle;
 pub mod table;
