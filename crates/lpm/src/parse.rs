@@ -1,0 +1,454 @@
+//! Route files and BGP update streams (untrusted text: typed errors with
+//! line numbers, never a panic).
+//!
+//! Route file: one `prefix/len next-hop` per line, fields separated by any
+//! whitespace (spaces or tabs); IPv4 and IPv6 lines may be mixed; blank
+//! lines and everything after `#` are ignored. A next hop is a decimal
+//! `u32` or a dotted-quad IPv4 address (read as its 32-bit value); the value
+//! `4294967295` (`255.255.255.255`) is reserved ([`NO_ROUTE`]).
+//! With [`NextHopMode::Asn`] the second field is an origin AS number and the
+//! next hop is `asn % 250 + 1` (the convention of `DATA.md` for the
+//! RouteViews `prefix/len<TAB>asn` tables).
+//!
+//! Update stream: `time a|w prefix/len [next-hop]` per line (`time` is a
+//! decimal integer; the next hop is required for `a` and optional for `w`).
+//!
+//! A prefix must have no bits set after its length (`10.0.0.1/8` is an
+//! error, not silently masked).
+
+use std::fmt;
+use std::io::Read;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+use crate::addr::{NextHop, Prefix, Prefix4, Prefix6, NO_ROUTE};
+
+/// An IPv4 or IPv6 prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnyPrefix {
+    /// IPv4.
+    V4(Prefix4),
+    /// IPv6.
+    V6(Prefix6),
+}
+
+impl fmt::Display for AnyPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnyPrefix::V4(p) => p.fmt(f),
+            AnyPrefix::V6(p) => p.fmt(f),
+        }
+    }
+}
+
+/// How the second field of a route line becomes a next hop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NextHopMode {
+    /// The field is the next hop (decimal or dotted quad).
+    #[default]
+    Raw,
+    /// The field is an origin AS number; next hop = `asn % 250 + 1`.
+    Asn,
+}
+
+/// What was wrong with one line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    /// A required field is absent.
+    #[error("missing {0}")]
+    MissingField(&'static str),
+    /// The prefix has no `/len`.
+    #[error("prefix {0:?} has no /length")]
+    MissingLength(String),
+    /// The address part is neither IPv4 nor IPv6.
+    #[error("bad address {0:?}")]
+    BadAddress(String),
+    /// The length is not a number or exceeds the family's width.
+    #[error("bad prefix length {0:?}")]
+    BadLength(String),
+    /// The address has bits set after the prefix length.
+    #[error("prefix {0:?} has bits set after its length")]
+    HostBitsSet(String),
+    /// The next hop is not a `u32` or dotted quad, or is the reserved value.
+    #[error("bad next hop {0:?} (a decimal below 4294967295 or a dotted quad other than 255.255.255.255)")]
+    BadNextHop(String),
+    /// The AS number is not a decimal `u32`.
+    #[error("bad AS number {0:?}")]
+    BadAsn(String),
+    /// The update time is not a decimal integer.
+    #[error("bad time {0:?}")]
+    BadTime(String),
+    /// The update action is not `a` or `w`.
+    #[error("bad action {0:?} (expected a or w)")]
+    BadAction(String),
+    /// More fields than the format has.
+    #[error("unexpected trailing field {0:?}")]
+    TrailingField(String),
+    /// The line is not UTF-8.
+    #[error("line is not UTF-8")]
+    NotUtf8,
+}
+
+/// A line error with its 1-based line number.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {error}")]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was wrong.
+    pub error: LineError,
+}
+
+/// An error reading a routes or updates file: names the file (and the line).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read (or decompressed).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A line is malformed.
+    #[error("{path}:{line}: {error}", line = .source.line, error = .source.error)]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Line and reason.
+        source: ParseError,
+    },
+}
+
+/// Parse a prefix `addr/len` (IPv4 or IPv6).
+pub fn parse_prefix(s: &str) -> Result<AnyPrefix, LineError> {
+    let (a, l) = s
+        .split_once('/')
+        .ok_or_else(|| LineError::MissingLength(s.to_string()))?;
+    let len: u8 = l.parse().map_err(|_| LineError::BadLength(l.to_string()))?;
+    if let Ok(v4) = a.parse::<Ipv4Addr>() {
+        if len > 32 {
+            return Err(LineError::BadLength(l.to_string()));
+        }
+        Prefix::new_exact(u32::from(v4), len)
+            .map(AnyPrefix::V4)
+            .ok_or_else(|| LineError::HostBitsSet(s.to_string()))
+    } else if let Ok(v6) = a.parse::<Ipv6Addr>() {
+        if len > 128 {
+            return Err(LineError::BadLength(l.to_string()));
+        }
+        Prefix::new_exact(u128::from(v6), len)
+            .map(AnyPrefix::V6)
+            .ok_or_else(|| LineError::HostBitsSet(s.to_string()))
+    } else {
+        Err(LineError::BadAddress(a.to_string()))
+    }
+}
+
+/// Parse a next hop: decimal `u32` or dotted quad, never [`NO_ROUTE`].
+pub fn parse_next_hop(s: &str) -> Result<NextHop, LineError> {
+    let v = if let Ok(n) = s.parse::<u32>() {
+        n
+    } else if let Ok(a) = s.parse::<Ipv4Addr>() {
+        u32::from(a)
+    } else {
+        return Err(LineError::BadNextHop(s.to_string()));
+    };
+    if v == NO_ROUTE {
+        return Err(LineError::BadNextHop(s.to_string()));
+    }
+    Ok(v)
+}
+
+/// The next hop the RouteViews tables get from an origin AS: `asn % 250 + 1`.
+pub fn asn_next_hop(asn: u32) -> NextHop {
+    asn % 250 + 1
+}
+
+/// Parse an IPv4 or IPv6 address (for lookups).
+pub fn parse_addr(s: &str) -> Result<AnyAddr, LineError> {
+    if let Ok(a) = s.parse::<Ipv4Addr>() {
+        Ok(AnyAddr::V4(u32::from(a)))
+    } else if let Ok(a) = s.parse::<Ipv6Addr>() {
+        Ok(AnyAddr::V6(u128::from(a)))
+    } else {
+        Err(LineError::BadAddress(s.to_string()))
+    }
+}
+
+/// An IPv4 or IPv6 address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnyAddr {
+    /// IPv4.
+    V4(u32),
+    /// IPv6.
+    V6(u128),
+}
+
+/// Routes of a route file, split by family, in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteList {
+    /// IPv4 routes (a later line for the same prefix replaces an earlier one
+    /// when the list is loaded into a table).
+    pub v4: Vec<(Prefix4, NextHop)>,
+    /// IPv6 routes.
+    pub v6: Vec<(Prefix6, NextHop)>,
+}
+
+impl RouteList {
+    /// Number of routes of both families.
+    pub fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn content(line: &str) -> &str {
+    match line.find('#') {
+        Some(i) => &line[..i],
+        None => line,
+    }
+}
+
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, ParseError>)> {
+    bytes.split(|&b| b == b'\n').enumerate().map(|(i, l)| {
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        (
+            i + 1,
+            std::str::from_utf8(l).map(content).map_err(|_| ParseError {
+                line: i + 1,
+                error: LineError::NotUtf8,
+            }),
+        )
+    })
+}
+
+fn parse_route_line(
+    line: &str,
+    mode: NextHopMode,
+) -> Result<Option<(AnyPrefix, NextHop)>, LineError> {
+    let mut f = line.split_whitespace();
+    let Some(p) = f.next() else {
+        return Ok(None);
+    };
+    let prefix = parse_prefix(p)?;
+    let nh = f.next().ok_or(LineError::MissingField("next hop"))?;
+    let nh = match mode {
+        NextHopMode::Raw => parse_next_hop(nh)?,
+        NextHopMode::Asn => {
+            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(nh.to_string()))?)
+        }
+    };
+    if let Some(extra) = f.next() {
+        return Err(LineError::TrailingField(extra.to_string()));
+    }
+    Ok(Some((prefix, nh)))
+}
+
+/// Parse a route file's bytes.
+pub fn parse_routes(bytes: &[u8], mode: NextHopMode) -> Result<RouteList, ParseError> {
+    let mut out = RouteList::default();
+    for (line, text) in lines(bytes) {
+        match parse_route_line(text?, mode).map_err(|error| ParseError { line, error })? {
+            None => {}
+            Some((AnyPrefix::V4(p), nh)) => out.v4.push((p, nh)),
+            Some((AnyPrefix::V6(p), nh)) => out.v6.push((p, nh)),
+        }
+    }
+    Ok(out)
+}
+
+/// One BGP update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Update {
+    /// The time field (seconds, as written).
+    pub time: u64,
+    /// What to do.
+    pub kind: UpdateKind,
+    /// Which prefix.
+    pub prefix: AnyPrefix,
+}
+
+/// Announce or withdraw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateKind {
+    /// Announce (insert or replace) with this next hop.
+    Announce(NextHop),
+    /// Withdraw (a withdraw of an absent prefix changes nothing).
+    Withdraw,
+}
+
+fn parse_update_line(line: &str) -> Result<Option<Update>, LineError> {
+    let mut f = line.split_whitespace();
+    let Some(t) = f.next() else {
+        return Ok(None);
+    };
+    let time = t.parse().map_err(|_| LineError::BadTime(t.to_string()))?;
+    let action = f.next().ok_or(LineError::MissingField("action"))?;
+    let prefix = parse_prefix(f.next().ok_or(LineError::MissingField("prefix"))?)?;
+    let nh = f.next();
+    let kind = match action {
+        "a" | "A" => UpdateKind::Announce(parse_next_hop(
+            nh.ok_or(LineError::MissingField("next hop"))?,
+        )?),
+        "w" | "W" => {
+            if let Some(nh) = nh {
+                // The next hop of a withdraw is informational (LINX writes
+                // 0.0.0.0) but must still be well formed.
+                if nh.parse::<u32>().is_err() && nh.parse::<Ipv4Addr>().is_err() {
+                    return Err(LineError::BadNextHop(nh.to_string()));
+                }
+            }
+            UpdateKind::Withdraw
+        }
+        other => return Err(LineError::BadAction(other.to_string())),
+    };
+    if let Some(extra) = f.next() {
+        return Err(LineError::TrailingField(extra.to_string()));
+    }
+    Ok(Some(Update { time, kind, prefix }))
+}
+
+/// Parse an update stream's bytes.
+pub fn parse_updates(bytes: &[u8]) -> Result<Vec<Update>, ParseError> {
+    let mut out = Vec::new();
+    for (line, text) in lines(bytes) {
+        if let Some(u) = parse_update_line(text?).map_err(|error| ParseError { line, error })? {
+            out.push(u);
+        }
+    }
+    Ok(out)
+}
+
+/// Read a file, decompressing it when it starts with the gzip magic.
+pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(io)?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(io)?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Load a route file (plain or gzip).
+pub fn load_routes(path: &Path, mode: NextHopMode) -> Result<RouteList, LoadError> {
+    let bytes = read_maybe_gz(path)?;
+    parse_routes(&bytes, mode).map_err(|source| LoadError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Load an update stream (plain or gzip).
+pub fn load_updates(path: &Path) -> Result<Vec<Update>, LoadError> {
+    let bytes = read_maybe_gz(path)?;
+    parse_updates(&bytes).map_err(|source| LoadError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_lines_mix_families_tabs_spaces_and_comments() {
+        let text = b"# header\n10.0.0.0/8 1\n2001:db8::/32\t7 # doc\n\n  0.0.0.0/0   9\r\n192.168.1.1/32 10.0.0.1\n";
+        let r = parse_routes(text, NextHopMode::Raw).unwrap();
+        assert_eq!(r.v4.len(), 3);
+        assert_eq!(r.v6.len(), 1);
+        assert_eq!(r.v4[0].1, 1);
+        assert_eq!(r.v4[1].0.len(), 0);
+        assert_eq!(r.v4[2].1, 0x0A00_0001);
+        assert_eq!(r.v6[0].1, 7);
+    }
+
+    #[test]
+    fn asn_mode_maps_asn_to_next_hop() {
+        let r = parse_routes(b"1.0.0.0/24\t15169\n", NextHopMode::Asn).unwrap();
+        assert_eq!(r.v4[0].1, 15169 % 250 + 1);
+        let e = parse_routes(b"1.0.0.0/24\tAS1\n", NextHopMode::Asn).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(matches!(e.error, LineError::BadAsn(_)));
+    }
+
+    #[test]
+    fn malformed_route_lines_report_line_and_reason() {
+        let cases: &[(&[u8], LineError)] = &[
+            (b"10.0.0.0 1", LineError::MissingLength("10.0.0.0".into())),
+            (b"10.0.0.0/33 1", LineError::BadLength("33".into())),
+            (b"::/129 1", LineError::BadLength("129".into())),
+            (b"10.0.0.1/8 1", LineError::HostBitsSet("10.0.0.1/8".into())),
+            (b"10.0.0.0/8", LineError::MissingField("next hop")),
+            (b"10.0.0.0/8 x", LineError::BadNextHop("x".into())),
+            (
+                b"10.0.0.0/8 4294967295",
+                LineError::BadNextHop("4294967295".into()),
+            ),
+            (b"10.0.0.0/8 1 2", LineError::TrailingField("2".into())),
+            (b"10.0.0/8 1", LineError::BadAddress("10.0.0".into())),
+            (b"10.0.0.0/x 1", LineError::BadLength("x".into())),
+            (b"\xff", LineError::NotUtf8),
+        ];
+        for (text, want) in cases {
+            let mut t = b"1.0.0.0/8 1\n".to_vec();
+            t.extend_from_slice(text);
+            let e = parse_routes(&t, NextHopMode::Raw).unwrap_err();
+            assert_eq!(e.line, 2, "{:?}", String::from_utf8_lossy(text));
+            assert_eq!(&e.error, want);
+        }
+    }
+
+    #[test]
+    fn update_lines_parse_and_reject_bad_fields() {
+        let u = parse_updates(b"1418774413 w 202.70.88.0/21 0.0.0.0\n1418774413 a 202.70.88.0/21 195.66.226.74\n5 w 2001:db8::/32\n").unwrap();
+        assert_eq!(u.len(), 3);
+        assert_eq!(u[0].kind, UpdateKind::Withdraw);
+        assert_eq!(
+            u[1].kind,
+            UpdateKind::Announce(u32::from(Ipv4Addr::new(195, 66, 226, 74)))
+        );
+        assert!(matches!(u[2].prefix, AnyPrefix::V6(_)));
+        let bad: &[(&[u8], fn(&LineError) -> bool)] = &[
+            (b"x a 1.0.0.0/8 1", |e| matches!(e, LineError::BadTime(_))),
+            (b"1 z 1.0.0.0/8 1", |e| matches!(e, LineError::BadAction(_))),
+            (b"1 a 1.0.0.0/8", |e| {
+                matches!(e, LineError::MissingField("next hop"))
+            }),
+            (b"1 a", |e| matches!(e, LineError::MissingField("prefix"))),
+            (b"1", |e| matches!(e, LineError::MissingField("action"))),
+            (b"1 w 1.0.0.0/8 zz", |e| {
+                matches!(e, LineError::BadNextHop(_))
+            }),
+            (b"1 a 1.0.0.0/8 1 1", |e| {
+                matches!(e, LineError::TrailingField(_))
+            }),
+        ];
+        for (text, ok) in bad {
+            let e = parse_updates(text).unwrap_err();
+            assert_eq!(e.line, 1);
+            assert!(ok(&e.error), "{:?}: {:?}", String::from_utf8_lossy(text), e);
+        }
+    }
+
+    #[test]
+    fn addresses_parse_for_both_families() {
+        assert_eq!(parse_addr("1.2.3.4").unwrap(), AnyAddr::V4(0x0102_0304));
+        assert_eq!(parse_addr("::1").unwrap(), AnyAddr::V6(1));
+        assert!(parse_addr("1.2.3").is_err());
+    }
+}

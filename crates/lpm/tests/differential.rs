@@ -1,0 +1,273 @@
+//! Every Bloomfwd lookup equals the binary-trie oracle: random, inside-prefix
+//! and boundary addresses, default route, /32 and /128, real tables, random
+//! and real (LINX) announce/withdraw sequences; batched == single; every
+//! SIMD path gives the same answers.
+
+mod common;
+
+use common::*;
+use nexthop_lpm::parse::{AnyPrefix, UpdateKind};
+use nexthop_lpm::{
+    Address, BinaryTrie, BloomfwdControl, Config, HashKind, NextHop, Prefix, Simd, NO_ROUTE,
+};
+use proptest::prelude::*;
+use rand::Rng;
+
+fn check<A: nexthop_lpm::bloomfwd::GroupKey>(
+    t: &BloomfwdControl<A>,
+    o: &BinaryTrie<A>,
+    addrs: &[A],
+) {
+    let mut out = vec![0; addrs.len()];
+    for simd in Simd::available() {
+        let mut t2 = t.table().clone();
+        t2.set_simd(simd);
+        let hits = t2.lookup_batch(addrs, &mut out);
+        let mut want_hits = 0;
+        for (i, &a) in addrs.iter().enumerate() {
+            let want = o.lookup(a);
+            want_hits += want.is_some() as usize;
+            assert_eq!(t.lookup(a), want, "single lookup of {}", a.display());
+            assert_eq!(
+                out[i],
+                want.unwrap_or(NO_ROUTE),
+                "batched lookup of {} ({simd:?})",
+                a.display()
+            );
+        }
+        assert_eq!(hits, want_hits);
+    }
+}
+
+fn random_routes<A: Address>(seed: u64, n: usize, lens: &[u8]) -> Vec<(Prefix<A>, NextHop)> {
+    let mut r = rng(seed);
+    (0..n)
+        .map(|_| (random_prefix::<A>(&mut r, lens), r.gen_range(0..1000)))
+        .collect()
+}
+
+const V4_LENS: &[u8] = &[
+    0, 1, 7, 8, 12, 16, 19, 20, 21, 22, 23, 24, 25, 28, 30, 31, 32,
+];
+
+#[test]
+fn ipv4_random_table_matches_trie() {
+    for (seed, hash) in [
+        (1, HashKind::H2),
+        (2, HashKind::Murmur3),
+        (3, HashKind::Knuth),
+    ] {
+        let routes = random_routes::<u32>(seed, 3000, V4_LENS);
+        let mut cfg = Config::ipv4();
+        cfg.filter_hash = hash;
+        cfg.table_hash = if hash == HashKind::Knuth {
+            HashKind::H2
+        } else {
+            hash
+        };
+        let t = BloomfwdControl::build(cfg, &routes).unwrap();
+        let o = oracle(&routes);
+        let addrs = probe_addrs(&mut rng(seed + 100), &routes, 20_000, 3000);
+        check(&t, &o, &addrs);
+    }
+}
+
+#[test]
+fn ipv4_default_route_and_host_routes() {
+    let routes = vec![
+        (Prefix::new(0u32, 0).unwrap(), 1),
+        (Prefix::new(0xFFFF_FFFFu32, 32).unwrap(), 2),
+        (Prefix::new(0u32, 32).unwrap(), 3),
+        (Prefix::new(0x0A00_0000u32, 8).unwrap(), 4),
+        (Prefix::new(0x0A00_0001u32, 32).unwrap(), 5),
+    ];
+    let t = BloomfwdControl::build(Config::ipv4(), &routes).unwrap();
+    let o = oracle(&routes);
+    check(
+        &t,
+        &o,
+        &[
+            0,
+            1,
+            0xFFFF_FFFF,
+            0xFFFF_FFFE,
+            0x0A00_0000,
+            0x0A00_0001,
+            0x0A00_0002,
+            0x0B00_0000,
+        ],
+    );
+    assert_eq!(t.lookup(0x0B00_0000), Some(1));
+    assert_eq!(t.lookup(0xFFFF_FFFF), Some(2));
+    let empty = BloomfwdControl::<u32>::build(Config::ipv4(), &[]).unwrap();
+    assert_eq!(empty.lookup(0x0102_0304), None);
+}
+
+#[test]
+fn ipv6_random_table_matches_trie() {
+    let lens: &[u8] = &[
+        0, 1, 16, 19, 29, 32, 33, 40, 44, 47, 48, 56, 63, 64, 65, 96, 112, 127, 128,
+    ];
+    let routes = random_routes::<u128>(7, 800, lens);
+    for levels in [1usize, 3, 5, 8, 12] {
+        let t = BloomfwdControl::build(Config::ipv6_dpcpe(&routes, levels), &routes).unwrap();
+        let o = oracle(&routes);
+        let addrs = probe_addrs(&mut rng(8), &routes, 5_000, 3000);
+        check(&t, &o, &addrs);
+    }
+}
+
+fn apply_random_updates<A: nexthop_lpm::bloomfwd::GroupKey>(
+    seed: u64,
+    cfg: Config,
+    lens: &[u8],
+    rounds: usize,
+) {
+    let mut r = rng(seed);
+    let base = random_routes::<A>(seed, 500, lens);
+    let mut t = BloomfwdControl::build(cfg, &base).unwrap();
+    let mut o = oracle(&base);
+    let mut live: Vec<Prefix<A>> = base.iter().map(|x| x.0).collect();
+    for round in 0..rounds {
+        for _ in 0..50 {
+            if r.gen_bool(0.5) && !live.is_empty() {
+                let p = live.swap_remove(r.gen_range(0..live.len()));
+                assert_eq!(t.withdraw(p), o.remove(p).is_some(), "withdraw {p}");
+            } else {
+                // Nested announces: often inside an existing prefix.
+                let p = if r.gen_bool(0.5) && !live.is_empty() {
+                    let outer = live[r.gen_range(0..live.len())];
+                    let len = r.gen_range(outer.len()..=A::BITS.min(outer.len() + 12));
+                    Prefix::new(inside(&mut r, outer), len).unwrap()
+                } else {
+                    random_prefix::<A>(&mut r, lens)
+                };
+                let nh = r.gen_range(0..1000);
+                t.announce(p, nh);
+                o.insert(p, nh);
+                live.push(p);
+            }
+        }
+        let routes: Vec<_> = live.iter().map(|&p| (p, 0)).collect();
+        let addrs = probe_addrs(&mut r, &routes, 2000, 2000);
+        check(&t, &o, &addrs);
+        assert_eq!(t.rib().len(), o.len(), "round {round}");
+    }
+}
+
+#[test]
+fn ipv4_random_announce_withdraw_matches_trie() {
+    apply_random_updates::<u32>(11, Config::ipv4(), V4_LENS, 40);
+}
+
+#[test]
+fn ipv6_random_announce_withdraw_matches_trie() {
+    let lens: &[u8] = &[0, 3, 32, 40, 48, 56, 64, 100, 128];
+    apply_random_updates::<u128>(12, Config::ipv6(vec![32, 48, 64]), lens, 30);
+}
+
+#[test]
+fn real_ipv4_table_matches_trie() {
+    let routes = real_routes();
+    assert_eq!(routes.v4.len(), 606_138);
+    let t = BloomfwdControl::build(Config::ipv4(), &routes.v4).unwrap();
+    let o = oracle(&routes.v4);
+    let addrs = probe_addrs(&mut rng(21), &routes.v4, 200_000, 150_000);
+    check(&t, &o, &addrs);
+}
+
+#[test]
+fn real_ipv6_table_matches_trie() {
+    let routes = real_routes();
+    assert_eq!(routes.v6.len(), 27_693);
+    let o = oracle(&routes.v6);
+    let addrs = probe_addrs(&mut rng(22), &routes.v6, 50_000, 30_000);
+    for levels in [5, 8, 12] {
+        let t = BloomfwdControl::build(Config::ipv6_dpcpe(&routes.v6, levels), &routes.v6).unwrap();
+        check(&t, &o, &addrs);
+    }
+}
+
+#[test]
+fn linx_stream_on_real_table_matches_trie_after_every_batch() {
+    let routes = real_routes();
+    let updates = linx_updates();
+    assert_eq!(updates.len(), 23_446);
+    let mut t = BloomfwdControl::build(Config::ipv4(), &routes.v4).unwrap();
+    let mut o = oracle(&routes.v4);
+    let mut r = rng(31);
+    let mut touched = Vec::new();
+    for (bi, batch) in updates.chunks(1000).enumerate() {
+        touched.clear();
+        for u in batch {
+            let AnyPrefix::V4(p) = u.prefix else {
+                panic!("LINX stream has an IPv6 update");
+            };
+            match u.kind {
+                UpdateKind::Announce(nh) => {
+                    t.announce(p, nh);
+                    o.insert(p, nh);
+                }
+                UpdateKind::Withdraw => {
+                    assert_eq!(t.withdraw(p), o.remove(p).is_some());
+                }
+            }
+            touched.push((p, 0));
+        }
+        let mut addrs = probe_addrs(&mut r, &touched, 2000, 1000);
+        for _ in 0..5000 {
+            let i = r.gen_range(0..routes.v4.len());
+            addrs.push(inside(&mut r, routes.v4[i].0));
+        }
+        check(&t, &o, &addrs);
+        assert_eq!(t.rib().len(), o.len(), "batch {bi}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn prop_ipv4_lookup_equals_trie(
+        routes in proptest::collection::vec((any::<u32>(), 0u8..=32, 0u32..100), 0..60),
+        addrs in proptest::collection::vec(any::<u32>(), 0..60),
+        ops in proptest::collection::vec((any::<bool>(), 0usize..60), 0..40),
+    ) {
+        let routes: Vec<_> = routes.into_iter().map(|(a, l, nh)| (Prefix::new(a, l).unwrap(), nh)).collect();
+        let mut t = BloomfwdControl::build(Config::ipv4(), &routes).unwrap();
+        let mut o = oracle(&routes);
+        for (withdraw, i) in ops {
+            if routes.is_empty() { break; }
+            let (p, nh) = routes[i % routes.len()];
+            if withdraw {
+                prop_assert_eq!(t.withdraw(p), o.remove(p).is_some());
+            } else {
+                t.announce(p, nh + 1);
+                o.insert(p, nh + 1);
+            }
+        }
+        let mut probe = addrs.clone();
+        for (p, _) in &routes { probe.extend(boundaries(*p)); }
+        let mut out = vec![0; probe.len()];
+        t.table().lookup_batch(&probe, &mut out);
+        for (i, &a) in probe.iter().enumerate() {
+            prop_assert_eq!(t.lookup(a), o.lookup(a));
+            prop_assert_eq!(out[i], o.lookup(a).unwrap_or(NO_ROUTE));
+        }
+    }
+
+    #[test]
+    fn prop_ipv6_lookup_equals_trie(
+        routes in proptest::collection::vec((any::<u128>(), 0u8..=128, 0u32..100), 0..40),
+        addrs in proptest::collection::vec(any::<u128>(), 0..40),
+    ) {
+        let routes: Vec<_> = routes.into_iter().map(|(a, l, nh)| (Prefix::new(a, l).unwrap(), nh)).collect();
+        let t = BloomfwdControl::build(Config::ipv6_dpcpe(&routes, 4), &routes).unwrap();
+        let o = oracle(&routes);
+        let mut probe = addrs.clone();
+        for (p, _) in &routes { probe.extend(boundaries(*p)); }
+        for &a in &probe {
+            prop_assert_eq!(t.lookup(a), o.lookup(a));
+        }
+    }
+}
