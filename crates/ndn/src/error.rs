@@ -6,12 +6,9 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum NameError {
-    /// A component TLV at `offset` ends past the buffer.
-    #[error("name truncated: component at byte {offset} ends past the end")]
-    Truncated {
-        /// Byte offset of the component's type field.
-        offset: usize,
-    },
+    /// The component TLVs are not valid NDN TLV.
+    #[error("invalid name: {0}")]
+    Wire(#[from] nexthop_wire::ndn::NdnError),
     /// A component type outside `1..=65535`.
     #[error("bad name component type {tlv_type} at byte {offset}")]
     BadComponentType {

@@ -6,6 +6,9 @@
 //! count, the entry arena, the interned next-hop sets and the hash key.
 //! Updates go through [`crate::FibControl`], which owns a `Fib`.
 
+use nexthop_wire::ndn::name::PREFIX_HASH_SEED;
+use nexthop_wire::ndn::Name;
+
 use crate::error::FibError;
 use crate::hasher::{PrefixHasher, Strategy};
 use crate::name::NameView;
@@ -35,7 +38,7 @@ impl Default for Config {
         Config {
             max_components: 16,
             strategy: Strategy::VerifyEach,
-            key: (0x6e64_6e66_6962_2d6b, 0x2d73_6970_6861_7368),
+            key: (PREFIX_HASH_SEED, 0x2d73_6970_6861_7368),
             bucket_fill: 4,
         }
     }
@@ -425,6 +428,18 @@ impl Fib {
         let mut hashes = [0u64; MAX_LEVELS];
         self.hasher.hash_prefixes(name, &mut hashes[..e]);
         self.lookup_hashed(name, &hashes[..e], tr)
+    }
+
+    /// Longest-prefix match of a parsed wire-format name, reusing the
+    /// prefix hashes it cached when this FIB's hash is that chain
+    /// (`VerifyEach` with key `PREFIX_HASH_SEED`, the default).
+    #[inline]
+    pub fn lookup_name(&self, name: &Name, tr: &mut Trace) -> Option<Match> {
+        let e = self.effective_len(name.len());
+        if self.cfg.strategy == Strategy::VerifyEach && self.cfg.key.0 == PREFIX_HASH_SEED {
+            return self.lookup_hashed(name, &name.prefix_hashes()[1..=e], tr);
+        }
+        self.lookup_traced(name, tr)
     }
 
     /// Longest-prefix match of `name`.

@@ -2,7 +2,9 @@
 //!
 //! * [`Strategy::VerifyEach`] ("CityA" in the dissertation, §3.3.2): a fast
 //!   non-cryptographic hash, chained per component —
-//!   `h_i = XXH3-64(component_i, seed = h_{i-1})`, `h_0 = seed`. Every
+//!   `h_i = XXH3-64(component_i, seed = h_{i-1})`, `h_0 = XXH3-64("", seed)`,
+//!   the chain `nexthop_wire::ndn::Name` caches (with its seed, a FIB
+//!   reuses a parsed name's hashes and hashes nothing). Every
 //!   fingerprint match is verified against the stored string at once.
 //! * [`Strategy::VerifyAtEnd`] ("SipE"): a keyed hash (SipHash-1-3 with a
 //!   secret 128-bit key) of each prefix's bytes, streamed: the hasher state
@@ -12,6 +14,7 @@
 
 use std::hash::Hasher;
 
+use nexthop_wire::ndn::name::{empty_prefix_hash, extend_prefix_hash};
 use siphasher::sip::SipHasher13;
 
 use crate::name::NameView;
@@ -62,11 +65,11 @@ impl PrefixHasher {
         let tlv = name.tlv();
         match self.strategy {
             Strategy::VerifyEach => {
-                let mut h = self.k0;
+                let mut h = empty_prefix_hash(self.k0);
                 let mut start = 0;
                 for (i, o) in out.iter_mut().enumerate() {
                     let end = name.prefix_end(i + 1);
-                    h = nexthop_hash::hash64(&tlv[start..end], h);
+                    h = extend_prefix_hash(h, &tlv[start..end]);
                     *o = h;
                     start = end;
                 }

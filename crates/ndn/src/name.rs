@@ -10,6 +10,8 @@
 //! [`NameView`] is what lookups take; [`NameBuf`] is this crate's owned
 //! implementation (built from TLV bytes or from generic components).
 
+use nexthop_wire::ndn::{Name, NameRef};
+
 use crate::error::NameError;
 
 /// Generic name component TLV type (NDN packet spec v0.3).
@@ -67,70 +69,35 @@ impl<T: NameView + ?Sized> NameView for &T {
     }
 }
 
-/// Append an NDN TLV variable-length number.
-pub fn push_var_number(out: &mut Vec<u8>, v: u64) {
-    if v < 253 {
-        out.push(v as u8);
-    } else if v <= u16::MAX as u64 {
-        out.push(253);
-        out.extend_from_slice(&(v as u16).to_be_bytes());
-    } else if v <= u32::MAX as u64 {
-        out.push(254);
-        out.extend_from_slice(&(v as u32).to_be_bytes());
-    } else {
-        out.push(255);
-        out.extend_from_slice(&v.to_be_bytes());
-    }
-}
-
-/// Read a TLV variable-length number at `*pos`; `None` when truncated.
-fn read_var_number(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let first = *buf.get(*pos)?;
-    let width = match first {
-        0..=252 => {
-            *pos += 1;
-            return Some(first as u64);
-        }
-        253 => 2,
-        254 => 4,
-        255 => 8,
-    };
-    let bytes = buf.get(*pos + 1..*pos + 1 + width)?;
-    *pos += 1 + width;
-    Some(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64))
-}
-
 impl NameBuf {
     /// The empty name `/` (zero components).
     pub fn root() -> NameBuf {
         NameBuf::default()
     }
 
-    /// Parse concatenated component TLVs (the value of a Name TLV).
-    ///
-    /// Every component must have a type in `1..=65535` and its whole
-    /// length present; the sum must be at most [`MAX_NAME_BYTES`].
+    /// Parse concatenated component TLVs (the value of a Name TLV),
+    /// validated by `nexthop_wire::ndn` (types `1..=65535`, lengths inside
+    /// the buffer, shortest VAR-NUMBERs); at most [`MAX_NAME_BYTES`].
     pub fn from_tlv(bytes: &[u8]) -> Result<NameBuf, NameError> {
         if bytes.len() > MAX_NAME_BYTES {
             return Err(NameError::TooLong { bytes: bytes.len() });
         }
-        let mut ends = Vec::new();
-        let mut pos = 0usize;
-        while pos < bytes.len() {
-            let start = pos;
-            let t = read_var_number(bytes, &mut pos).ok_or(NameError::Truncated { offset: start })?;
-            if t == 0 || t > u16::MAX as u64 {
-                return Err(NameError::BadComponentType { offset: start, tlv_type: t });
-            }
-            let l = read_var_number(bytes, &mut pos).ok_or(NameError::Truncated { offset: start })?;
-            let end = (pos as u64)
-                .checked_add(l)
-                .filter(|&e| e <= bytes.len() as u64)
-                .ok_or(NameError::Truncated { offset: start })?;
-            pos = end as usize;
-            ends.push(pos as u32);
+        let name = Name::from_value(bytes).map_err(NameError::Wire)?;
+        Ok(NameBuf { tlv: bytes.to_vec(), ends: name.component_ends().to_vec() })
+    }
+
+    /// The FIB's form of a wire-format [`Name`].
+    pub fn from_name(name: &Name) -> Result<NameBuf, NameError> {
+        if name.value().len() > MAX_NAME_BYTES {
+            return Err(NameError::TooLong { bytes: name.value().len() });
         }
-        Ok(NameBuf { tlv: bytes.to_vec(), ends })
+        Ok(NameBuf { tlv: name.value().to_vec(), ends: name.component_ends().to_vec() })
+    }
+
+    /// The wire-format [`Name`] (URI printing, typed components).
+    pub fn to_name(&self) -> Name {
+        // `tlv` was validated or built from valid components.
+        Name::from_value(&self.tlv).unwrap_or_default()
     }
 
     /// A name of generic components with the given values.
@@ -152,9 +119,7 @@ impl NameBuf {
             return Err(NameError::BadComponentType { offset: self.tlv.len(), tlv_type });
         }
         let before = self.tlv.len();
-        push_var_number(&mut self.tlv, tlv_type);
-        push_var_number(&mut self.tlv, value.len() as u64);
-        self.tlv.extend_from_slice(value);
+        nexthop_wire::ndn::tlv::write_tlv(&mut self.tlv, tlv_type as u32, value);
         if self.tlv.len() > MAX_NAME_BYTES {
             let bytes = self.tlv.len();
             self.tlv.truncate(before);
@@ -176,10 +141,10 @@ impl NameBuf {
         if i >= self.ends.len() {
             return None;
         }
-        let mut pos = self.prefix_end(i);
-        let t = read_var_number(&self.tlv, &mut pos)?;
-        let _len = read_var_number(&self.tlv, &mut pos)?;
-        Some((t, &self.tlv[pos..self.ends[i] as usize]))
+        let tlv = &self.tlv[self.prefix_end(i)..self.ends[i] as usize];
+        let c = NameRef::from_value(tlv).ok()?.components().next()?;
+        let vlen = c.value().len();
+        Some((c.typ() as u64, &tlv[tlv.len() - vlen..]))
     }
 
     /// Iterate over `(type, value)` of every component.
@@ -188,22 +153,38 @@ impl NameBuf {
     }
 }
 
-/// Component byte ranges of a TLV component sequence, as end offsets.
+impl std::fmt::Display for NameBuf {
+    /// NDN URI form (via `nexthop_wire::ndn`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_name())
+    }
+}
+
+impl NameView for Name {
+    #[inline]
+    fn tlv(&self) -> &[u8] {
+        self.value()
+    }
+    #[inline]
+    fn component_count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn prefix_end(&self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            self.component_ends()[n - 1] as usize
+        }
+    }
+}
+
+/// Component end offsets of a TLV component sequence.
 /// Used by the FIB to re-derive a stored string's prefixes.
 pub(crate) fn component_ends(tlv: &[u8], out: &mut Vec<u32>) -> Result<(), NameError> {
+    let name = Name::from_value(tlv).map_err(NameError::Wire)?;
     out.clear();
-    let mut pos = 0usize;
-    while pos < tlv.len() {
-        let start = pos;
-        read_var_number(tlv, &mut pos).ok_or(NameError::Truncated { offset: start })?;
-        let l = read_var_number(tlv, &mut pos).ok_or(NameError::Truncated { offset: start })?;
-        let end = (pos as u64)
-            .checked_add(l)
-            .filter(|&e| e <= tlv.len() as u64)
-            .ok_or(NameError::Truncated { offset: start })?;
-        pos = end as usize;
-        out.push(pos as u32);
-    }
+    out.extend_from_slice(name.component_ends());
     Ok(())
 }
 
@@ -227,10 +208,8 @@ mod tests {
         let back = NameBuf::from_tlv(n.tlv()).unwrap();
         assert_eq!(back, n);
         let cut = &n.tlv()[..n.tlv().len() - 1];
-        assert!(matches!(NameBuf::from_tlv(cut), Err(NameError::Truncated { .. })));
-        assert!(matches!(
-            NameBuf::from_tlv(&[0, 0]),
-            Err(NameError::BadComponentType { tlv_type: 0, .. })
-        ));
+        assert!(matches!(NameBuf::from_tlv(cut), Err(NameError::Wire(_))));
+        assert!(matches!(NameBuf::from_tlv(&[0, 0]), Err(NameError::Wire(_))));
+        assert_eq!(back.to_string(), format!("/x/{}", "y".repeat(300)));
     }
 }

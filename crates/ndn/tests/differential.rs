@@ -252,3 +252,21 @@ proptest! {
         check_all(&ctl, &o, &probes);
     }
 }
+
+#[test]
+fn wire_names_use_their_cached_hashes_and_agree_with_the_fib_form() {
+    use nexthop_wire::ndn::Name;
+    let mut ctl = FibControl::new(cfg(7, Strategy::VerifyEach)).unwrap();
+    for (uri, f) in [("/a", 1), ("/a/b/c", 3), ("/v=5/seg=3", 4)] {
+        let name = NameBuf::from_name(&Name::from_uri(uri).unwrap()).unwrap();
+        ctl.insert(&name, &hops(&[f])).unwrap();
+    }
+    for uri in ["/a/b/c/d", "/a/b", "/v=5/seg=3/x", "/v=5/seg=4", "/z"] {
+        let w = Name::from_uri(uri).unwrap();
+        let mine = NameBuf::from_name(&w).unwrap();
+        assert_eq!(ctl.fib().prefix_hashes(&mine), w.prefix_hashes()[1..].to_vec(), "{uri}");
+        let mut tr = Trace::default();
+        assert_eq!(ctl.fib().lookup_name(&w, &mut tr), ctl.fib().lookup(&mine), "{uri}");
+        assert_eq!(ctl.fib().lookup_name(&w, &mut tr), ctl.fib().lookup(&w), "{uri}");
+    }
+}
