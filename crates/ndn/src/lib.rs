@@ -16,6 +16,8 @@ pub mod name;
 pub mod names;
 pub mod nexthop;
 pub mod oracle;
+pub mod persist;
+pub mod routes;
 pub mod table;
 
 pub use control::{FibControl, FibStats};

@@ -110,13 +110,6 @@ impl NhTable {
         }
     }
 
-    /// Count a reference for `id` (used when reloading).
-    pub(crate) fn retain(&mut self, id: u32) {
-        if let Some(r) = self.refs.get_mut(id as usize) {
-            *r += 1;
-        }
-    }
-
     /// Bytes of the hot part.
     pub fn hot_bytes(&self) -> usize {
         self.offsets.len() * 4 + self.hops.len() * std::mem::size_of::<NextHop>()

@@ -1,0 +1,350 @@
+//! The FIB file: the lookup structure, versioned, checksummed, little-endian.
+//!
+//! ```text
+//! magic "NHNDNFIB" | version:u32 (=1) | strategy:u8 | bucket_fill:u8 | max_components:u16
+//! k0:u64 | k1:u64 | default_nh:u32 | rules:u64
+//! nh_sets:u32 | offsets:(nh_sets + 1) x u32 | hops:u32 | hops x (face:u32, cost:u32)
+//! entry_words:u64 | entry_words x u64
+//! per level 1..=max_components: home:u32 | keys:u64 | buckets:u64 | buckets x 8 x u64
+//! checksum:u64   ; XXH3-64 (seed 0) of every byte before it
+//! ```
+//! [`decode`] checks the checksum first, then every length against the
+//! buffer, then the structure a lookup relies on (slot references inside
+//! the arena, role counts, next-hop ids, overflow chains acyclic), so a
+//! lookup on a loaded FIB cannot index out of bounds or loop.
+
+use thiserror::Error;
+
+use crate::fib::{entry, Config, Fib, SearchTree, MAX_LEVELS};
+use crate::hasher::{PrefixHasher, Strategy};
+use crate::name::component_ends;
+use crate::nexthop::{NextHop, NhTable, NH_NONE};
+use crate::table::{slot_ref, Bucket, Table, SLOTS};
+
+const MAGIC: &[u8; 8] = b"NHNDNFIB";
+const VERSION: u32 = 1;
+
+/// Why a FIB file was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// Not a FIB file of this kind.
+    #[error("not an NDN FIB file (bad magic)")]
+    BadMagic,
+    /// A version this build does not read.
+    #[error("unsupported NDN FIB file version {0} (this build reads {VERSION})")]
+    Version(u32),
+    /// The file ends early.
+    #[error("truncated NDN FIB file: needed {needed} bytes, got {got}")]
+    Truncated {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes present.
+        got: usize,
+    },
+    /// The checksum does not match (corrupt file).
+    #[error("NDN FIB file checksum mismatch (corrupt)")]
+    Checksum,
+    /// Bytes after the checksummed content.
+    #[error("trailing data after the NDN FIB content")]
+    TrailingData,
+    /// A field is out of range or inconsistent.
+    #[error("malformed NDN FIB file: {0}")]
+    Malformed(&'static str),
+}
+
+/// Encode `fib` (with `rules`, the rule count kept for stats).
+pub fn encode(fib: &Fib, rules: u64) -> Vec<u8> {
+    let mut o = Vec::with_capacity(fib.bytes() + 256);
+    o.extend_from_slice(MAGIC);
+    o.extend_from_slice(&VERSION.to_le_bytes());
+    o.push(fib.cfg.strategy.code());
+    o.push(fib.cfg.bucket_fill as u8);
+    o.extend_from_slice(&(fib.cfg.max_components as u16).to_le_bytes());
+    o.extend_from_slice(&fib.cfg.key.0.to_le_bytes());
+    o.extend_from_slice(&fib.cfg.key.1.to_le_bytes());
+    o.extend_from_slice(&fib.default_nh.to_le_bytes());
+    o.extend_from_slice(&rules.to_le_bytes());
+    o.extend_from_slice(&(fib.nh.len() as u32).to_le_bytes());
+    for x in &fib.nh.offsets {
+        o.extend_from_slice(&x.to_le_bytes());
+    }
+    o.extend_from_slice(&(fib.nh.hops.len() as u32).to_le_bytes());
+    for h in &fib.nh.hops {
+        o.extend_from_slice(&h.face.to_le_bytes());
+        o.extend_from_slice(&h.cost.to_le_bytes());
+    }
+    o.extend_from_slice(&(fib.entries.len() as u64).to_le_bytes());
+    for w in &fib.entries {
+        o.extend_from_slice(&w.to_le_bytes());
+    }
+    for t in &fib.tables {
+        o.extend_from_slice(&t.home.to_le_bytes());
+        o.extend_from_slice(&(t.len as u64).to_le_bytes());
+        o.extend_from_slice(&(t.buckets.len() as u64).to_le_bytes());
+        for b in &t.buckets {
+            o.extend_from_slice(&b.hdr.to_le_bytes());
+            for s in &b.slots {
+                o.extend_from_slice(&s.to_le_bytes());
+            }
+        }
+    }
+    let sum = nexthop_hash::hash64(&o, 0);
+    o.extend_from_slice(&sum.to_le_bytes());
+    o
+}
+
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len()).ok_or(FormatError::Truncated {
+            needed: self.at.saturating_add(n),
+            got: self.b.len(),
+        })?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, FormatError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, FormatError> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().map_err(|_| FormatError::Malformed("u16"))?))
+    }
+    fn u32(&mut self) -> Result<u32, FormatError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().map_err(|_| FormatError::Malformed("u32"))?))
+    }
+    fn u64(&mut self) -> Result<u64, FormatError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().map_err(|_| FormatError::Malformed("u64"))?))
+    }
+    /// A count of `each`-byte items that must fit in what is left.
+    fn count(&mut self, n: u64, each: usize) -> Result<usize, FormatError> {
+        let left = (self.b.len() - self.at) as u64;
+        match n.checked_mul(each as u64) {
+            Some(b) if b <= left => Ok(n as usize),
+            _ => Err(FormatError::Truncated { needed: usize::MAX, got: self.b.len() }),
+        }
+    }
+}
+
+/// Decode a FIB file: `(fib, rules)`.
+pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
+    if bytes.len() < 8 || &bytes[..8] != MAGIC {
+        if bytes.len() < 8 && MAGIC.starts_with(bytes) {
+            return Err(FormatError::Truncated { needed: 8, got: bytes.len() });
+        }
+        return Err(FormatError::BadMagic);
+    }
+    let head_min = 8 + 4 + 4 + 16 + 4 + 8 + 8;
+    if bytes.len() < head_min {
+        return Err(FormatError::Truncated { needed: head_min, got: bytes.len() });
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != VERSION {
+        return Err(FormatError::Version(version));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    let mut sb = [0u8; 8];
+    sb.copy_from_slice(sum);
+    if nexthop_hash::hash64(body, 0) != u64::from_le_bytes(sb) {
+        return Err(FormatError::Checksum);
+    }
+    let mut c = Cur { b: body, at: 12 };
+    let strategy = Strategy::from_code(c.u8()?).ok_or(FormatError::Malformed("unknown strategy"))?;
+    let bucket_fill = c.u8()? as u32;
+    let max_components = c.u16()? as usize;
+    let key = (c.u64()?, c.u64()?);
+    let cfg = Config { max_components, strategy, key, bucket_fill };
+    if !(1..=MAX_LEVELS).contains(&max_components) || !(1..=7).contains(&bucket_fill) {
+        return Err(FormatError::Malformed("configuration out of range"));
+    }
+    let default_nh = c.u32()?;
+    let rules = c.u64()?;
+    let nsets = c.u32()? as u64;
+    let n_off = c.count(nsets + 1, 4)?;
+    let mut offsets = Vec::with_capacity(n_off);
+    for _ in 0..n_off {
+        offsets.push(c.u32()?);
+    }
+    let nhops = c.u32()? as u64;
+    let nhops = c.count(nhops, 8)?;
+    let mut hops = Vec::with_capacity(nhops);
+    for _ in 0..nhops {
+        hops.push(NextHop { face: c.u32()?, cost: c.u32()? });
+    }
+    if offsets.first() != Some(&0)
+        || offsets.windows(2).any(|w| w[0] > w[1])
+        || offsets.last().copied() != Some(hops.len() as u32)
+    {
+        return Err(FormatError::Malformed("next-hop offsets"));
+    }
+    let nsets = nsets as u32;
+    let nh_ok = |nh: u32| nh == NH_NONE || nh < nsets;
+    if !nh_ok(default_nh) {
+        return Err(FormatError::Malformed("default next-hop id"));
+    }
+    let nwords = c.u64()?;
+    let nwords = c.count(nwords, 8)?;
+    let mut entries = Vec::with_capacity(nwords);
+    for _ in 0..nwords {
+        entries.push(c.u64()?);
+    }
+    let tree = SearchTree::new(max_components);
+    let mut tables = Vec::with_capacity(max_components);
+    let mut checked = std::collections::HashSet::new();
+    let mut ends = Vec::new();
+    for level in 1..=max_components {
+        let home = c.u32()?;
+        let len = c.u64()?;
+        let nb = c.u64()?;
+        let nb = c.count(nb, 64)?;
+        if home == 0 || home as usize > nb {
+            return Err(FormatError::Malformed("table home bucket count"));
+        }
+        let mut buckets = Vec::with_capacity(nb);
+        for _ in 0..nb {
+            let mut b = Bucket { hdr: c.u64()?, slots: [0; SLOTS] };
+            for s in &mut b.slots {
+                *s = c.u64()?;
+            }
+            buckets.push(b);
+        }
+        // Chains: every `next` in range, no bucket linked twice, no cycle.
+        let mut linked = vec![false; nb];
+        let mut occupied = 0u64;
+        for b in &buckets {
+            let n = b.next();
+            if n != 0 {
+                if n >= nb || n < home as usize || linked[n] {
+                    return Err(FormatError::Malformed("overflow chain"));
+                }
+                linked[n] = true;
+            }
+            occupied += b.occupied().count_ones() as u64;
+        }
+        if occupied != len {
+            return Err(FormatError::Malformed("table key count"));
+        }
+        for (i, b) in buckets.iter().enumerate() {
+            if i >= home as usize && !linked[i] && b.occupied() != 0 {
+                return Err(FormatError::Malformed("unreachable overflow bucket"));
+            }
+        }
+        // Since a bucket has at most one predecessor and home buckets have
+        // none, every chain from a home bucket is a simple path.
+        for b in &buckets {
+            let mut occ = b.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                let e = slot_ref(b.slots[s]);
+                if checked.insert((e, level)) {
+                    check_entry(&entries, e, level, &tree, nh_ok, &mut ends)?;
+                }
+            }
+        }
+        tables.push(Table::from_parts(buckets, home, len as usize));
+    }
+    if c.at != body.len() {
+        return Err(FormatError::TrailingData);
+    }
+    let fib = Fib {
+        cfg,
+        hasher: PrefixHasher::new(strategy, key.0, key.1),
+        tree,
+        tables,
+        entries,
+        nh: NhTable::from_parts(offsets, hops),
+        default_nh,
+    };
+    Ok((fib, rules))
+}
+
+/// An entry that a level-`level` key references: inside the arena, its
+/// roles include `level` with valid values, its string holds at least
+/// `level` components of valid TLV.
+fn check_entry(
+    entries: &[u64],
+    e: u64,
+    level: usize,
+    tree: &SearchTree,
+    nh_ok: impl Fn(u32) -> bool,
+    ends: &mut Vec<u32>,
+) -> Result<(), FormatError> {
+    let bad = FormatError::Malformed("entry reference");
+    let e = usize::try_from(e).map_err(|_| bad.clone())?;
+    if e == 0 || e + entry::ROLES > entries.len() {
+        return Err(bad);
+    }
+    let hdr = entries[e + entry::HDR];
+    let len = (hdr & 0xFFFF) as usize;
+    let nroles = ((hdr >> 16) & 0xFF) as usize;
+    let ncomp = ((hdr >> 24) & 0xFF) as usize;
+    if nroles == 0 || nroles > 8 || e + entry::words(len, nroles) > entries.len() {
+        return Err(FormatError::Malformed("entry extent"));
+    }
+    let levels = entries[e + entry::LEVELS].to_le_bytes();
+    if levels[..nroles] != tree.path(ncomp)[..] {
+        return Err(FormatError::Malformed("entry role levels"));
+    }
+    let Some(i) = levels[..nroles].iter().position(|&l| l as usize == level) else {
+        return Err(FormatError::Malformed("entry lacks the role of its key"));
+    };
+    let v = (entries[e + entry::ROLES + i / 2] >> (32 * (i % 2))) as u32;
+    if !nh_ok(v & 0xFF_FFFF) || (v >> 24) as usize > level {
+        return Err(FormatError::Malformed("entry role value"));
+    }
+    let start = e + entry::ROLES + nroles.div_ceil(2);
+    let words = &entries[start..start + len.div_ceil(8)];
+    let bytes: &[u8] = bytemuck::cast_slice(words);
+    component_ends(&bytes[..len], ends).map_err(|_| FormatError::Malformed("entry string"))?;
+    if ends.len() != ncomp || ncomp < level {
+        return Err(FormatError::Malformed("entry component count"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FibControl, NameBuf};
+
+    fn sample() -> (Fib, Vec<u8>) {
+        let mut ctl = FibControl::new(Config { max_components: 5, ..Config::default() }).unwrap();
+        for (i, u) in [["a"].as_slice(), &["a", "b", "c"], &["x", "y", "z", "w", "v"]].iter().enumerate() {
+            let n = NameBuf::from_components(u.iter()).unwrap();
+            ctl.insert(&n, &[NextHop { face: i as u32, cost: 1 }]).unwrap();
+        }
+        let bytes = encode(ctl.fib(), 3);
+        (ctl.into_fib(), bytes)
+    }
+
+    #[test]
+    fn round_trip_keeps_every_answer() {
+        let (fib, bytes) = sample();
+        let (back, rules) = decode(&bytes).unwrap();
+        assert_eq!(rules, 3);
+        for u in [["a", "q"].as_slice(), &["a", "b", "c", "d"], &["x", "y", "z", "w", "v", "u"], &["x"]] {
+            let n = NameBuf::from_components(u.iter()).unwrap();
+            assert_eq!(back.lookup(&n), fib.lookup(&n));
+        }
+    }
+
+    #[test]
+    fn every_truncation_and_bit_flip_is_rejected() {
+        let (_, bytes) = sample();
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        for i in (0..bytes.len()).step_by(7) {
+            let mut b = bytes.clone();
+            b[i] ^= 0x10;
+            assert!(decode(&b).is_err(), "flip at {i}");
+        }
+        assert_eq!(decode(b"GIF89a...........................................").err(), Some(FormatError::BadMagic));
+    }
+}
