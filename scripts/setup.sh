@@ -31,3 +31,4 @@ for c in clippy rustfmt; do
     fi
 done
 echo "setup: $(cargo --version)"
+bash "$(dirname "${BASH_SOURCE[0]}")/setup-interop.sh"
