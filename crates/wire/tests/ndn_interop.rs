@@ -123,6 +123,8 @@ fn name_of(v: &Value) -> Name {
     }))
 }
 
+// One argument per Interest field the cases set.
+#[allow(clippy::too_many_arguments)]
 fn interest_spec(
     name: &str,
     cbp: bool,

@@ -729,7 +729,7 @@ mod tests {
 
     #[test]
     fn canonical_order_is_type_then_length_then_bytes() {
-        let mut v = vec![
+        let mut v = [
             n("/b"),
             n("/aa"),
             n("/a/b"),

@@ -204,7 +204,7 @@ pub(crate) fn parse_name(uri: &str) -> Result<Name, ParseNameError> {
     let mut s = uri;
     // Scheme: anything before the first ':' that comes before the first '/'.
     if let Some(colon) = s.find(':') {
-        if s.find('/').map_or(true, |slash| colon < slash) {
+        if colon < s.find('/').unwrap_or(usize::MAX) {
             if &s[..colon] != "ndn" {
                 return Err(err(0, K::BadScheme));
             }
