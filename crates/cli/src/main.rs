@@ -10,6 +10,7 @@ mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
 mod cmd_gen;
+mod cmd_ndn;
 mod cmd_run;
 mod cmd_stats;
 mod demo;
@@ -47,6 +48,9 @@ enum Cmd {
     Controller(cmd_controller::ControllerArgs),
     /// Print a running forwarder's counters from its metrics endpoint.
     Stats(cmd_stats::StatsArgs),
+    /// NDN name FIB files: build, lookup, stats.
+    #[command(subcommand)]
+    Ndn(cmd_ndn::NdnCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,6 +174,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Run(a) => cmd_run::run(a),
         Cmd::Controller(a) => cmd_controller::run(&a),
         Cmd::Stats(a) => cmd_stats::run(&a),
+        Cmd::Ndn(c) => cmd_ndn::run(c),
     }
 }
 

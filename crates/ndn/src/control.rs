@@ -131,7 +131,8 @@ impl FibControl {
     /// The next hops of rule `name`, if it is a rule.
     pub fn get<N: NameView + ?Sized>(&self, name: &N) -> Option<&[NextHop]> {
         if name.component_count() == 0 {
-            return (self.fib.default_nh != NH_NONE).then(|| self.fib.next_hops(self.fib.default_nh));
+            return (self.fib.default_nh != NH_NONE)
+                .then(|| self.fib.next_hops(self.fib.default_nh));
         }
         let k = self.keys.get(name.tlv())?;
         (k.rule != NH_NONE).then(|| self.fib.next_hops(k.rule))
@@ -140,7 +141,10 @@ impl FibControl {
     fn check_name<N: NameView + ?Sized>(&self, name: &N) -> Result<usize, FibError> {
         let l = name.component_count();
         if l > self.fib.cfg.max_components {
-            return Err(FibError::TooManyComponents { got: l, max: self.fib.cfg.max_components });
+            return Err(FibError::TooManyComponents {
+                got: l,
+                max: self.fib.cfg.max_components,
+            });
         }
         Ok(l)
     }
@@ -234,7 +238,11 @@ impl FibControl {
     }
 
     /// Insert rule `name -> hops`, or replace its next hops.
-    pub fn insert<N: NameView + ?Sized>(&mut self, name: &N, hops: &[NextHop]) -> Result<(), FibError> {
+    pub fn insert<N: NameView + ?Sized>(
+        &mut self,
+        name: &N,
+        hops: &[NextHop],
+    ) -> Result<(), FibError> {
         let l = self.check_name(name)?;
         let hops = normalize(hops)?;
         let nh = self.fib.nh.acquire(&hops)?;
@@ -389,7 +397,9 @@ impl FibControl {
         }
         for p in self.fib.tree.path(l) {
             let key = &tlv[..name.prefix_end(p as usize)];
-            let Some(k) = self.keys.get_mut(key) else { continue };
+            let Some(k) = self.keys.get_mut(key) else {
+                continue;
+            };
             k.refs -= 1;
             if k.refs == 0 {
                 let (lv, h, e) = (k.level as usize, k.hash, k.eref);
@@ -413,23 +423,37 @@ impl FibControl {
             if k.rule != NH_NONE {
                 component_ends(key, &mut ends).map_err(|e| e.to_string())?;
                 for p in self.fib.tree.path(k.level as usize) {
-                    *refs.entry(key[..ends[p as usize - 1] as usize].to_vec()).or_default() += 1;
+                    *refs
+                        .entry(key[..ends[p as usize - 1] as usize].to_vec())
+                        .or_default() += 1;
                 }
             }
             let role = self.fib.e_role(k.eref, k.level as usize);
             if role != Some((k.bmp_len as usize, k.bmp)) {
-                return Err(format!("key {key:?}: role {role:?}, map ({}, {})", k.bmp_len, k.bmp));
+                return Err(format!(
+                    "key {key:?}: role {role:?}, map ({}, {})",
+                    k.bmp_len, k.bmp
+                ));
             }
             if self.fib.e_str(k.eref).get(..key.len()) != Some(key.as_slice()) {
-                return Err(format!("key {key:?} points at an entry with another string"));
+                return Err(format!(
+                    "key {key:?} points at an entry with another string"
+                ));
             }
             if k.rules_below != self.count_rules_below(key) {
-                return Err(format!("key {key:?}: rules_below {} is stale", k.rules_below));
+                return Err(format!(
+                    "key {key:?}: rules_below {} is stale",
+                    k.rules_below
+                ));
             }
         }
         for (key, k) in &self.keys {
             if refs.get(key).copied().unwrap_or(0) != k.refs {
-                return Err(format!("key {key:?}: refs {} vs {:?}", k.refs, refs.get(key)));
+                return Err(format!(
+                    "key {key:?}: refs {} vs {:?}",
+                    k.refs,
+                    refs.get(key)
+                ));
             }
         }
         if refs.len() != self.keys.len() {

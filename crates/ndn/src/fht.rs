@@ -40,17 +40,27 @@ pub struct FhtConfig {
 
 impl Default for FhtConfig {
     fn default() -> FhtConfig {
-        FhtConfig { fp_bits: 16, load: 0.93, seed: 0x4648_545f_7365_6564 }
+        FhtConfig {
+            fp_bits: 16,
+            load: 0.93,
+            seed: 0x4648_545f_7365_6564,
+        }
     }
 }
 
 impl FhtConfig {
     fn validate(&self) -> Result<(), FibError> {
         if !(8..=32).contains(&self.fp_bits) {
-            return Err(FibError::Config(format!("fp_bits must be in 8..=32, got {}", self.fp_bits)));
+            return Err(FibError::Config(format!(
+                "fp_bits must be in 8..=32, got {}",
+                self.fp_bits
+            )));
         }
         if !(self.load > 0.0 && self.load <= 1.0) {
-            return Err(FibError::Config(format!("load must be in (0, 1], got {}", self.load)));
+            return Err(FibError::Config(format!(
+                "load must be in (0, 1], got {}",
+                self.load
+            )));
         }
         Ok(())
     }
@@ -175,7 +185,8 @@ impl Fht {
         cfg.validate()?;
         let it = names.into_iter();
         let n = it.clone().count();
-        let buckets = ((n as f64 / cfg.load / (D * E) as f64).ceil() as u64).clamp(1, u32::MAX as u64) as u32;
+        let buckets =
+            ((n as f64 / cfg.load / (D * E) as f64).ceil() as u64).clamp(1, u32::MAX as u64) as u32;
         let bucket_bytes = (cfg.fp_bits + 8) as usize;
         let mut t = Fht {
             fp_bits: cfg.fp_bits,
@@ -184,7 +195,10 @@ impl Fht {
             bucket_bytes,
             data: vec![0u8; D * buckets as usize * bucket_bytes + 8],
             ct: HashMap::new(),
-            stats: FhtStats { names: n, ..Default::default() },
+            stats: FhtStats {
+                names: n,
+                ..Default::default()
+            },
         };
         // Placement per name: subtable:8 | entry:8 | bucket:32, or NONE (in CT).
         const IN_CT: u64 = u64::MAX;
@@ -300,8 +314,15 @@ mod tests {
     fn packed_entries_round_trip_at_every_width() {
         for w in 8..=32 {
             let names: Vec<Vec<u8>> = (0..500u32).map(|i| format!("n{i}").into_bytes()).collect();
-            let cfg = FhtConfig { fp_bits: w, ..FhtConfig::default() };
-            let t = Fht::build(names.iter().enumerate().map(|(i, n)| (&n[..], i as u8)), cfg).unwrap();
+            let cfg = FhtConfig {
+                fp_bits: w,
+                ..FhtConfig::default()
+            };
+            let t = Fht::build(
+                names.iter().enumerate().map(|(i, n)| (&n[..], i as u8)),
+                cfg,
+            )
+            .unwrap();
             for (i, n) in names.iter().enumerate() {
                 assert_eq!(t.lookup(n), Some(i as u8), "w = {w}");
             }
@@ -311,7 +332,21 @@ mod tests {
     #[test]
     fn rejects_bad_config() {
         let none: Vec<(&[u8], u8)> = Vec::new();
-        assert!(Fht::build(none.clone(), FhtConfig { fp_bits: 7, ..FhtConfig::default() }).is_err());
-        assert!(Fht::build(none, FhtConfig { load: 0.0, ..FhtConfig::default() }).is_err());
+        assert!(Fht::build(
+            none.clone(),
+            FhtConfig {
+                fp_bits: 7,
+                ..FhtConfig::default()
+            }
+        )
+        .is_err());
+        assert!(Fht::build(
+            none,
+            FhtConfig {
+                load: 0.0,
+                ..FhtConfig::default()
+            }
+        )
+        .is_err());
     }
 }

@@ -195,7 +195,11 @@ pub struct Fib {
 #[derive(Clone, Copy)]
 enum Probe {
     Miss,
-    Hit { eref: u64, leaf: bool, verified: bool },
+    Hit {
+        eref: u64,
+        leaf: bool,
+        verified: bool,
+    },
 }
 
 #[inline(always)]
@@ -219,7 +223,9 @@ impl Fib {
             cfg,
             hasher: PrefixHasher::new(cfg.strategy, cfg.key.0, cfg.key.1),
             tree: SearchTree::new(cfg.max_components),
-            tables: (0..cfg.max_components).map(|_| Table::with_home_buckets(1)).collect(),
+            tables: (0..cfg.max_components)
+                .map(|_| Table::with_home_buckets(1))
+                .collect(),
             // Word 0 is a sentinel so no entry has reference 0.
             entries: vec![0],
             nh: NhTable::new(),
@@ -280,7 +286,9 @@ impl Fib {
         Some(((v >> 24) as usize, v & 0xFF_FFFF))
     }
     pub(crate) fn e_set_role(&mut self, e: u64, level: usize, bmp_len: usize, nh: u32) {
-        let Some(i) = self.e_role_index(e, level) else { return };
+        let Some(i) = self.e_role_index(e, level) else {
+            return;
+        };
         let v = ((bmp_len as u64) << 24) | (nh as u64 & 0xFF_FFFF);
         let w = &mut self.entries[e as usize + entry::ROLES + i / 2];
         let sh = 32 * (i % 2);
@@ -324,7 +332,11 @@ impl Fib {
                 if verify || bk.collided() >> s & 1 == 1 {
                     tr.verifies += 1;
                     if self.e_str(eref).get(..key.len()) == Some(key) {
-                        return Probe::Hit { eref, leaf, verified: true };
+                        return Probe::Hit {
+                            eref,
+                            leaf,
+                            verified: true,
+                        };
                     }
                 } else {
                     unverified = Some((eref, leaf));
@@ -336,7 +348,11 @@ impl Fib {
             }
         }
         match unverified {
-            Some((eref, leaf)) => Probe::Hit { eref, leaf, verified: false },
+            Some((eref, leaf)) => Probe::Hit {
+                eref,
+                leaf,
+                verified: false,
+            },
             None => Probe::Miss,
         }
     }
@@ -349,7 +365,10 @@ impl Fib {
                 }
             }
         }
-        (self.default_nh != NH_NONE).then_some(Match { len: 0, nh: self.default_nh })
+        (self.default_nh != NH_NONE).then_some(Match {
+            len: 0,
+            nh: self.default_nh,
+        })
     }
 
     #[inline(always)]
@@ -372,7 +391,11 @@ impl Fib {
             tr.probes += 1;
             let key = &tlv[..name.prefix_end(node)];
             match self.probe(node, hashes[node - 1], key, verify, tr) {
-                Probe::Hit { eref, leaf, verified } => {
+                Probe::Hit {
+                    eref,
+                    leaf,
+                    verified,
+                } => {
                     best = Some((node, eref, verified));
                     if leaf {
                         break;
@@ -493,7 +516,11 @@ impl Fib {
         prefetch: Prefetch,
     ) -> usize {
         const G: usize = 16;
-        assert_eq!(names.len(), out.len(), "lookup_batch: names and out differ in length");
+        assert_eq!(
+            names.len(),
+            out.len(),
+            "lookup_batch: names and out differ in length"
+        );
         let mut hashes = [[0u64; MAX_LEVELS]; G];
         let mut hits = 0;
         for (gn, go) in names.chunks(G).zip(out.chunks_mut(G)) {

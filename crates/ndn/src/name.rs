@@ -83,15 +83,23 @@ impl NameBuf {
             return Err(NameError::TooLong { bytes: bytes.len() });
         }
         let name = Name::from_value(bytes).map_err(NameError::Wire)?;
-        Ok(NameBuf { tlv: bytes.to_vec(), ends: name.component_ends().to_vec() })
+        Ok(NameBuf {
+            tlv: bytes.to_vec(),
+            ends: name.component_ends().to_vec(),
+        })
     }
 
     /// The FIB's form of a wire-format [`Name`].
     pub fn from_name(name: &Name) -> Result<NameBuf, NameError> {
         if name.value().len() > MAX_NAME_BYTES {
-            return Err(NameError::TooLong { bytes: name.value().len() });
+            return Err(NameError::TooLong {
+                bytes: name.value().len(),
+            });
         }
-        Ok(NameBuf { tlv: name.value().to_vec(), ends: name.component_ends().to_vec() })
+        Ok(NameBuf {
+            tlv: name.value().to_vec(),
+            ends: name.component_ends().to_vec(),
+        })
     }
 
     /// The wire-format [`Name`] (URI printing, typed components).
@@ -116,7 +124,10 @@ impl NameBuf {
     /// Append a component of type `tlv_type` with value `value`.
     pub fn push(&mut self, tlv_type: u64, value: &[u8]) -> Result<(), NameError> {
         if tlv_type == 0 || tlv_type > u16::MAX as u64 {
-            return Err(NameError::BadComponentType { offset: self.tlv.len(), tlv_type });
+            return Err(NameError::BadComponentType {
+                offset: self.tlv.len(),
+                tlv_type,
+            });
         }
         let before = self.tlv.len();
         nexthop_wire::ndn::tlv::write_tlv(&mut self.tlv, tlv_type as u32, value);
@@ -133,7 +144,10 @@ impl NameBuf {
     pub fn prefix(&self, n: usize) -> NameBuf {
         let n = n.min(self.ends.len());
         let end = self.prefix_end(n);
-        NameBuf { tlv: self.tlv[..end].to_vec(), ends: self.ends[..n].to_vec() }
+        NameBuf {
+            tlv: self.tlv[..end].to_vec(),
+            ends: self.ends[..n].to_vec(),
+        }
     }
 
     /// Component `i` as `(type, value)`.
@@ -209,7 +223,10 @@ mod tests {
         assert_eq!(back, n);
         let cut = &n.tlv()[..n.tlv().len() - 1];
         assert!(matches!(NameBuf::from_tlv(cut), Err(NameError::Wire(_))));
-        assert!(matches!(NameBuf::from_tlv(&[0, 0]), Err(NameError::Wire(_))));
+        assert!(matches!(
+            NameBuf::from_tlv(&[0, 0]),
+            Err(NameError::Wire(_))
+        ));
         assert_eq!(back.to_string(), format!("/x/{}", "y".repeat(300)));
     }
 }

@@ -26,7 +26,9 @@ const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 
 fn component(rng: &mut Xoshiro256PlusPlus) -> Vec<u8> {
     let len = rng.gen_range(6..=10);
-    (0..len).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())]).collect()
+    (0..len)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())])
+        .collect()
 }
 
 /// `n` distinct names; each has `k` components when `exact`, else a
@@ -99,7 +101,9 @@ pub enum Scheme {
 #[non_exhaustive]
 pub enum DatasetError {
     /// The file is missing: install the named Debian package.
-    #[error("{path} not found: install the Debian package `{package}` (apt-get install {package})")]
+    #[error(
+        "{path} not found: install the Debian package `{package}` (apt-get install {package})"
+    )]
     Missing {
         /// The file looked for.
         path: PathBuf,
@@ -126,10 +130,14 @@ pub const WORDS_HUGE: &str = "/usr/share/dict/american-english-huge";
 fn read(path: &Path, package: &'static str) -> Result<String, DatasetError> {
     match std::fs::read(path) {
         Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(DatasetError::Missing { path: path.to_owned(), package })
-        }
-        Err(source) => Err(DatasetError::Io { path: path.to_owned(), source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DatasetError::Missing {
+            path: path.to_owned(),
+            package,
+        }),
+        Err(source) => Err(DatasetError::Io {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -137,7 +145,9 @@ fn read(path: &Path, package: &'static str) -> Result<String, DatasetError> {
 /// `||host/a/b...`; `None` for other rules.
 pub fn parse_filter_rule(line: &str) -> Option<(String, Vec<String>)> {
     let rest = line.strip_prefix("||")?;
-    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-')).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .unwrap_or(rest.len());
     let host = rest[..end].trim_matches('.').to_ascii_lowercase();
     if host.is_empty() || !host.contains('.') || host.contains("..") {
         return None;
@@ -147,7 +157,9 @@ pub fn parse_filter_rule(line: &str) -> Option<(String, Vec<String>)> {
     if let Some(p) = tail.strip_prefix('/') {
         for seg in p.split('/') {
             let ok = !seg.is_empty()
-                && seg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c));
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c));
             if !ok {
                 break;
             }
@@ -163,7 +175,10 @@ pub fn parse_filter_rule(line: &str) -> Option<(String, Vec<String>)> {
 pub fn load_filter_hosts() -> Result<Vec<(String, Vec<String>)>, DatasetError> {
     let mut set = HashSet::new();
     for f in ["easylist.txt", "easyprivacy.txt"] {
-        let text = read(&Path::new(EASYLIST_DIR).join(f), "webext-ublock-origin-firefox")?;
+        let text = read(
+            &Path::new(EASYLIST_DIR).join(f),
+            "webext-ublock-origin-firefox",
+        )?;
         set.extend(text.lines().filter_map(parse_filter_rule));
     }
     let mut v: Vec<_> = set.into_iter().collect();
@@ -185,7 +200,11 @@ impl PublicSuffixes {
             if l.is_empty() || l.starts_with("//") {
                 continue;
             }
-            let l = l.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+            let l = l
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
             if let Some(r) = l.strip_prefix('!') {
                 rules.insert(r.to_owned(), '!');
             } else if let Some(r) = l.strip_prefix("*.") {
@@ -199,7 +218,10 @@ impl PublicSuffixes {
 
     /// Load Debian's copy.
     pub fn load() -> Result<PublicSuffixes, DatasetError> {
-        Ok(PublicSuffixes::parse(&read(Path::new(PUBLIC_SUFFIX_LIST), "publicsuffix")?))
+        Ok(PublicSuffixes::parse(&read(
+            Path::new(PUBLIC_SUFFIX_LIST),
+            "publicsuffix",
+        )?))
     }
 
     /// Number of labels of the public suffix of `labels` (left to right).
@@ -220,7 +242,12 @@ impl PublicSuffixes {
 }
 
 /// Components of `host` (+ `path`) under `scheme`.
-pub fn host_components(host: &str, path: &[String], scheme: Scheme, psl: &PublicSuffixes) -> Vec<String> {
+pub fn host_components(
+    host: &str,
+    path: &[String],
+    scheme: Scheme,
+    psl: &PublicSuffixes,
+) -> Vec<String> {
     let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
     let mut c: Vec<String> = match scheme {
         Scheme::TldFirst => labels.iter().rev().map(|s| s.to_string()).collect(),
@@ -256,7 +283,11 @@ pub fn real_names(scheme: Scheme) -> Result<Vec<NameBuf>, DatasetError> {
 /// The words of `wamerican-huge`.
 pub fn load_words() -> Result<Vec<String>, DatasetError> {
     let text = read(Path::new(WORDS_HUGE), "wamerican-huge")?;
-    Ok(text.lines().filter(|w| !w.is_empty()).map(str::to_owned).collect())
+    Ok(text
+        .lines()
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect())
 }
 
 /// `n` distinct names of 1..=k words drawn from `words`.
@@ -268,7 +299,9 @@ pub fn word_names(words: &[String], n: usize, k: usize, seed: u64) -> Vec<NameBu
     while out.len() < n && !words.is_empty() && tries < n.saturating_mul(20) {
         tries += 1;
         let c = rng.gen_range(1..=k);
-        let comps: Vec<&str> = (0..c).map(|_| words[rng.gen_range(0..words.len())].as_str()).collect();
+        let comps: Vec<&str> = (0..c)
+            .map(|_| words[rng.gen_range(0..words.len())].as_str())
+            .collect();
         if let Ok(name) = NameBuf::from_components(comps) {
             if seen.insert(name.clone()) {
                 out.push(name);
@@ -287,17 +320,38 @@ mod tests {
     fn table_4_1_conversions() {
         let psl = PublicSuffixes::parse("net\nuk\nco.uk\n*.ck\n!www.ck\n");
         let p = vec!["project".to_string()];
-        assert_eq!(host_components("www.named-data.net", &p, Scheme::TldFirst, &psl), ["net", "named-data", "www", "project"]);
-        assert_eq!(host_components("www.named-data.net", &p, Scheme::SiteFirst, &psl), ["named-data.net", "www", "project"]);
-        assert_eq!(host_components("www.named-data.net", &p, Scheme::HostFirst, &psl), ["www.named-data.net", "project"]);
-        assert_eq!(host_components("a.b.bbc.co.uk", &[], Scheme::SiteFirst, &psl), ["bbc.co.uk", "b", "a"]);
-        assert_eq!(host_components("x.foo.ck", &[], Scheme::SiteFirst, &psl), ["x.foo.ck"]);
-        assert_eq!(host_components("www.ck", &[], Scheme::SiteFirst, &psl), ["www.ck"]);
+        assert_eq!(
+            host_components("www.named-data.net", &p, Scheme::TldFirst, &psl),
+            ["net", "named-data", "www", "project"]
+        );
+        assert_eq!(
+            host_components("www.named-data.net", &p, Scheme::SiteFirst, &psl),
+            ["named-data.net", "www", "project"]
+        );
+        assert_eq!(
+            host_components("www.named-data.net", &p, Scheme::HostFirst, &psl),
+            ["www.named-data.net", "project"]
+        );
+        assert_eq!(
+            host_components("a.b.bbc.co.uk", &[], Scheme::SiteFirst, &psl),
+            ["bbc.co.uk", "b", "a"]
+        );
+        assert_eq!(
+            host_components("x.foo.ck", &[], Scheme::SiteFirst, &psl),
+            ["x.foo.ck"]
+        );
+        assert_eq!(
+            host_components("www.ck", &[], Scheme::SiteFirst, &psl),
+            ["www.ck"]
+        );
     }
 
     #[test]
     fn filter_rules_give_hosts_and_paths() {
-        assert_eq!(parse_filter_rule("||ads.example.com^"), Some(("ads.example.com".into(), vec![])));
+        assert_eq!(
+            parse_filter_rule("||ads.example.com^"),
+            Some(("ads.example.com".into(), vec![]))
+        );
         assert_eq!(
             parse_filter_rule("||example.com/ads/banner.js$script"),
             Some(("example.com".into(), vec!["ads".into()]))
@@ -311,7 +365,10 @@ mod tests {
         let a = synthetic(1000, 7, false, 5);
         assert_eq!(a, synthetic(1000, 7, false, 5));
         assert!(a.iter().all(|n| (1..=7).contains(&n.component_count())));
-        assert!(a.iter().flat_map(|n| n.components()).all(|(_, v)| (6..=10).contains(&v.len())));
+        assert!(a
+            .iter()
+            .flat_map(|n| n.components())
+            .all(|(_, v)| (6..=10).contains(&v.len())));
         let (rules, trace) = worst_case(300, 7, 1);
         assert_eq!(rules.len(), 300);
         assert_eq!(trace.len(), 100);

@@ -51,7 +51,10 @@ pub struct NhTable {
 impl NhTable {
     /// An empty table.
     pub fn new() -> NhTable {
-        NhTable { offsets: vec![0], ..Default::default() }
+        NhTable {
+            offsets: vec![0],
+            ..Default::default()
+        }
     }
 
     /// Rebuild from stored sets (for loading a FIB file); reference counts
@@ -63,7 +66,12 @@ impl NhTable {
             let s = &hops[offsets[id] as usize..offsets[id + 1] as usize];
             index.entry(s.to_vec()).or_insert(id as u32);
         }
-        NhTable { offsets, hops, index, refs: vec![0; n] }
+        NhTable {
+            offsets,
+            hops,
+            index,
+            refs: vec![0; n],
+        }
     }
 
     /// Number of distinct sets ever interned (ids are `0..len`).

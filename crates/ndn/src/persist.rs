@@ -101,10 +101,14 @@ struct Cur<'a> {
 
 impl<'a> Cur<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len()).ok_or(FormatError::Truncated {
-            needed: self.at.saturating_add(n),
-            got: self.b.len(),
-        })?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or(FormatError::Truncated {
+                needed: self.at.saturating_add(n),
+                got: self.b.len(),
+            })?;
         let s = &self.b[self.at..end];
         self.at = end;
         Ok(s)
@@ -113,20 +117,35 @@ impl<'a> Cur<'a> {
         Ok(self.take(1)?[0])
     }
     fn u16(&mut self) -> Result<u16, FormatError> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().map_err(|_| FormatError::Malformed("u16"))?))
+        Ok(u16::from_le_bytes(
+            self.take(2)?
+                .try_into()
+                .map_err(|_| FormatError::Malformed("u16"))?,
+        ))
     }
     fn u32(&mut self) -> Result<u32, FormatError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().map_err(|_| FormatError::Malformed("u32"))?))
+        Ok(u32::from_le_bytes(
+            self.take(4)?
+                .try_into()
+                .map_err(|_| FormatError::Malformed("u32"))?,
+        ))
     }
     fn u64(&mut self) -> Result<u64, FormatError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().map_err(|_| FormatError::Malformed("u64"))?))
+        Ok(u64::from_le_bytes(
+            self.take(8)?
+                .try_into()
+                .map_err(|_| FormatError::Malformed("u64"))?,
+        ))
     }
     /// A count of `each`-byte items that must fit in what is left.
     fn count(&mut self, n: u64, each: usize) -> Result<usize, FormatError> {
         let left = (self.b.len() - self.at) as u64;
         match n.checked_mul(each as u64) {
             Some(b) if b <= left => Ok(n as usize),
-            _ => Err(FormatError::Truncated { needed: usize::MAX, got: self.b.len() }),
+            _ => Err(FormatError::Truncated {
+                needed: usize::MAX,
+                got: self.b.len(),
+            }),
         }
     }
 }
@@ -135,13 +154,19 @@ impl<'a> Cur<'a> {
 pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
     if bytes.len() < 8 || &bytes[..8] != MAGIC {
         if bytes.len() < 8 && MAGIC.starts_with(bytes) {
-            return Err(FormatError::Truncated { needed: 8, got: bytes.len() });
+            return Err(FormatError::Truncated {
+                needed: 8,
+                got: bytes.len(),
+            });
         }
         return Err(FormatError::BadMagic);
     }
     let head_min = 8 + 4 + 4 + 16 + 4 + 8 + 8;
     if bytes.len() < head_min {
-        return Err(FormatError::Truncated { needed: head_min, got: bytes.len() });
+        return Err(FormatError::Truncated {
+            needed: head_min,
+            got: bytes.len(),
+        });
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
     if version != VERSION {
@@ -154,11 +179,17 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         return Err(FormatError::Checksum);
     }
     let mut c = Cur { b: body, at: 12 };
-    let strategy = Strategy::from_code(c.u8()?).ok_or(FormatError::Malformed("unknown strategy"))?;
+    let strategy =
+        Strategy::from_code(c.u8()?).ok_or(FormatError::Malformed("unknown strategy"))?;
     let bucket_fill = c.u8()? as u32;
     let max_components = c.u16()? as usize;
     let key = (c.u64()?, c.u64()?);
-    let cfg = Config { max_components, strategy, key, bucket_fill };
+    let cfg = Config {
+        max_components,
+        strategy,
+        key,
+        bucket_fill,
+    };
     if !(1..=MAX_LEVELS).contains(&max_components) || !(1..=7).contains(&bucket_fill) {
         return Err(FormatError::Malformed("configuration out of range"));
     }
@@ -174,7 +205,10 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
     let nhops = c.count(nhops, 8)?;
     let mut hops = Vec::with_capacity(nhops);
     for _ in 0..nhops {
-        hops.push(NextHop { face: c.u32()?, cost: c.u32()? });
+        hops.push(NextHop {
+            face: c.u32()?,
+            cost: c.u32()?,
+        });
     }
     if offsets.first() != Some(&0)
         || offsets.windows(2).any(|w| w[0] > w[1])
@@ -207,7 +241,10 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         }
         let mut buckets = Vec::with_capacity(nb);
         for _ in 0..nb {
-            let mut b = Bucket { hdr: c.u64()?, slots: [0; SLOTS] };
+            let mut b = Bucket {
+                hdr: c.u64()?,
+                slots: [0; SLOTS],
+            };
             for s in &mut b.slots {
                 *s = c.u64()?;
             }
@@ -314,10 +351,28 @@ mod tests {
     use crate::{FibControl, NameBuf};
 
     fn sample() -> (Fib, Vec<u8>) {
-        let mut ctl = FibControl::new(Config { max_components: 5, ..Config::default() }).unwrap();
-        for (i, u) in [["a"].as_slice(), &["a", "b", "c"], &["x", "y", "z", "w", "v"]].iter().enumerate() {
+        let mut ctl = FibControl::new(Config {
+            max_components: 5,
+            ..Config::default()
+        })
+        .unwrap();
+        for (i, u) in [
+            ["a"].as_slice(),
+            &["a", "b", "c"],
+            &["x", "y", "z", "w", "v"],
+        ]
+        .iter()
+        .enumerate()
+        {
             let n = NameBuf::from_components(u.iter()).unwrap();
-            ctl.insert(&n, &[NextHop { face: i as u32, cost: 1 }]).unwrap();
+            ctl.insert(
+                &n,
+                &[NextHop {
+                    face: i as u32,
+                    cost: 1,
+                }],
+            )
+            .unwrap();
         }
         let bytes = encode(ctl.fib(), 3);
         (ctl.into_fib(), bytes)
@@ -328,7 +383,12 @@ mod tests {
         let (fib, bytes) = sample();
         let (back, rules) = decode(&bytes).unwrap();
         assert_eq!(rules, 3);
-        for u in [["a", "q"].as_slice(), &["a", "b", "c", "d"], &["x", "y", "z", "w", "v", "u"], &["x"]] {
+        for u in [
+            ["a", "q"].as_slice(),
+            &["a", "b", "c", "d"],
+            &["x", "y", "z", "w", "v", "u"],
+            &["x"],
+        ] {
             let n = NameBuf::from_components(u.iter()).unwrap();
             assert_eq!(back.lookup(&n), fib.lookup(&n));
         }
@@ -345,6 +405,9 @@ mod tests {
             b[i] ^= 0x10;
             assert!(decode(&b).is_err(), "flip at {i}");
         }
-        assert_eq!(decode(b"GIF89a...........................................").err(), Some(FormatError::BadMagic));
+        assert_eq!(
+            decode(b"GIF89a...........................................").err(),
+            Some(FormatError::BadMagic)
+        );
     }
 }

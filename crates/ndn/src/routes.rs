@@ -37,9 +37,13 @@ fn parse_hop(s: &str) -> Result<NextHop, String> {
         Some((f, c)) => (f, Some(c)),
         None => (s, None),
     };
-    let face = f.parse::<u32>().map_err(|_| format!("bad next hop '{s}': face must be a number 0..=4294967295"))?;
+    let face = f
+        .parse::<u32>()
+        .map_err(|_| format!("bad next hop '{s}': face must be a number 0..=4294967295"))?;
     let cost = match c {
-        Some(c) => c.parse::<u32>().map_err(|_| format!("bad next hop '{s}': cost must be a number 0..=4294967295"))?,
+        Some(c) => c
+            .parse::<u32>()
+            .map_err(|_| format!("bad next hop '{s}': cost must be a number 0..=4294967295"))?,
         None => 0,
     };
     Ok(NextHop { face, cost })
@@ -64,7 +68,8 @@ pub fn parse_routes(text: &str) -> Result<Vec<Route>, RoutesError> {
             return Err(err(format!("unexpected '{extra}' after the next hops")));
         }
         let name = Name::from_uri(uri).map_err(|e| err(format!("invalid name '{uri}': {e}")))?;
-        let name = NameBuf::from_name(&name).map_err(|e| err(format!("invalid name '{uri}': {e}")))?;
+        let name =
+            NameBuf::from_name(&name).map_err(|e| err(format!("invalid name '{uri}': {e}")))?;
         let mut hops = Vec::new();
         for h in hops_s.split(',') {
             let hop = parse_hop(h).map_err(err)?;
@@ -74,7 +79,9 @@ pub fn parse_routes(text: &str) -> Result<Vec<Route>, RoutesError> {
             hops.push(hop);
         }
         if let Some(prev) = first.insert(crate::name::NameView::tlv(&name).to_vec(), line) {
-            return Err(err(format!("duplicate name '{uri}' (first on line {prev})")));
+            return Err(err(format!(
+                "duplicate name '{uri}' (first on line {prev})"
+            )));
         }
         out.push(Route { line, name, hops });
     }
@@ -86,7 +93,13 @@ pub fn parse_routes(text: &str) -> Result<Vec<Route>, RoutesError> {
 pub fn format_hops(hops: &[NextHop]) -> String {
     let v: Vec<String> = hops
         .iter()
-        .map(|h| if h.cost == 0 { h.face.to_string() } else { format!("{}:{}", h.face, h.cost) })
+        .map(|h| {
+            if h.cost == 0 {
+                h.face.to_string()
+            } else {
+                format!("{}:{}", h.face, h.cost)
+            }
+        })
         .collect();
     v.join(",")
 }
@@ -100,7 +113,10 @@ mod tests {
         let r = parse_routes("# x\n/a/b 1,2:5 # c\n\n/ 3\n").unwrap();
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].line, 2);
-        assert_eq!(r[0].hops, vec![NextHop { face: 1, cost: 0 }, NextHop { face: 2, cost: 5 }]);
+        assert_eq!(
+            r[0].hops,
+            vec![NextHop { face: 1, cost: 0 }, NextHop { face: 2, cost: 5 }]
+        );
         assert_eq!(r[1].name, NameBuf::root());
         assert_eq!(format_hops(&r[0].hops), "1,2:5");
     }
@@ -116,7 +132,11 @@ mod tests {
             ("/a 1:\n", 1),
             ("/a 99999999999\n", 1),
         ] {
-            assert_eq!(parse_routes(text).map(|_| ()).unwrap_err().line, line, "{text:?}");
+            assert_eq!(
+                parse_routes(text).map(|_| ()).unwrap_err().line,
+                line,
+                "{text:?}"
+            );
         }
     }
 }

@@ -91,7 +91,12 @@ impl Table {
     /// A table with `home` home buckets (at least 1).
     pub fn with_home_buckets(home: usize) -> Table {
         let home = home.clamp(1, u32::MAX as usize);
-        Table { buckets: vec![Bucket::default(); home], home: home as u32, free: Vec::new(), len: 0 }
+        Table {
+            buckets: vec![Bucket::default(); home],
+            home: home as u32,
+            free: Vec::new(),
+            len: 0,
+        }
     }
 
     pub(crate) fn from_parts(buckets: Vec<Bucket>, home: u32, len: usize) -> Table {
@@ -108,7 +113,12 @@ impl Table {
                 free.push(i as u32);
             }
         }
-        Table { buckets, home, free, len }
+        Table {
+            buckets,
+            home,
+            free,
+            len,
+        }
     }
 
     /// Number of keys.
@@ -190,7 +200,9 @@ impl Table {
 
     /// Remove the key `(h, eref)`; returns whether it was there.
     pub fn remove(&mut self, h: u64, eref: u64) -> bool {
-        let Some((b, s)) = self.find(h, eref) else { return false };
+        let Some((b, s)) = self.find(h, eref) else {
+            return false;
+        };
         let bk = &mut self.buckets[b];
         bk.set_bit(0, s, false);
         bk.set_bit(1, s, false);

@@ -4,7 +4,9 @@
 //! hash-probe bound asserted on every lookup.
 
 use nexthop_ndn::oracle::NameTrie;
-use nexthop_ndn::{Config, Fib, FibControl, FibError, Match, NameBuf, NextHop, Prefetch, Strategy, Trace};
+use nexthop_ndn::{
+    Config, Fib, FibControl, FibError, Match, NameBuf, NextHop, Prefetch, Strategy, Trace,
+};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -15,7 +17,14 @@ fn n(uri: &str) -> NameBuf {
 }
 
 fn hops(faces: &[u32]) -> Vec<NextHop> {
-    faces.iter().enumerate().map(|(i, &f)| NextHop { face: f, cost: i as u32 * 10 }).collect()
+    faces
+        .iter()
+        .enumerate()
+        .map(|(i, &f)| NextHop {
+            face: f,
+            cost: i as u32 * 10,
+        })
+        .collect()
 }
 
 fn bound(k: usize) -> u32 {
@@ -23,7 +32,11 @@ fn bound(k: usize) -> u32 {
 }
 
 fn cfg(k: usize, strategy: Strategy) -> Config {
-    Config { max_components: k, strategy, ..Config::default() }
+    Config {
+        max_components: k,
+        strategy,
+        ..Config::default()
+    }
 }
 
 /// Compare one name in every lookup mode; assert the probe bound.
@@ -37,9 +50,15 @@ fn check(fib: &Fib, oracle: &NameTrie, name: &NameBuf) {
     if tr.fallback {
         assert!(tr.probes <= 2 * b, "{tr:?} for {name:?}");
     } else {
-        assert!(tr.probes <= b, "{} probes > ceil(log2(k+1)) = {b} for {name:?}", tr.probes);
+        assert!(
+            tr.probes <= b,
+            "{} probes > ceil(log2(k+1)) = {b} for {name:?}",
+            tr.probes
+        );
     }
-    let lin = fib.lookup_linear(name).map(|m| (m.len, fib.next_hops(m.nh).to_vec()));
+    let lin = fib
+        .lookup_linear(name)
+        .map(|m| (m.len, fib.next_hops(m.nh).to_vec()));
     assert_eq!(lin, want, "linear search, name {name:?}");
 }
 
@@ -52,7 +71,11 @@ fn check_all(ctl: &FibControl, oracle: &NameTrie, names: &[NameBuf]) {
         let mut out: Vec<Option<Match>> = vec![None; names.len()];
         ctl.fib().lookup_batch(names, &mut out, pf);
         for (name, o) in names.iter().zip(&out) {
-            assert_eq!(*o, ctl.fib().lookup(name), "batch ({pf:?}) vs single for {name:?}");
+            assert_eq!(
+                *o,
+                ctl.fib().lookup(name),
+                "batch ({pf:?}) vs single for {name:?}"
+            );
         }
     }
 }
@@ -66,7 +89,15 @@ fn marker_inherits_from_shorter_rule_when_middle_prefix_is_absent() {
             ctl.insert(&n(uri), &hops(&[f])).unwrap();
             o.insert(&n(uri), hops(&[f]));
         }
-        let probes = ["/a/b/random", "/a/b", "/a/b/c/x", "/a/b/c/d/e/f/g/h", "/a/x", "/b", "/"];
+        let probes = [
+            "/a/b/random",
+            "/a/b",
+            "/a/b/c/x",
+            "/a/b/c/d/e/f/g/h",
+            "/a/x",
+            "/b",
+            "/",
+        ];
         let names: Vec<NameBuf> = probes.iter().map(|u| n(u)).collect();
         check_all(&ctl, &o, &names);
         let m = ctl.fib().lookup(&n("/a/b/random")).unwrap();
@@ -87,10 +118,15 @@ fn deleting_a_markers_owner_keeps_the_marker_for_other_rules() {
         }
         ctl.remove(&n("/a/b/c/d/e/f")).unwrap();
         o.remove(&n("/a/b/c/d/e/f"));
-        let names: Vec<NameBuf> = ["/a/b/c/d/x/y/z/q", "/a/b/c/d/e/f/g", "/a/b/c/d", "/a/b/c/d/x/y"]
-            .iter()
-            .map(|u| n(u))
-            .collect();
+        let names: Vec<NameBuf> = [
+            "/a/b/c/d/x/y/z/q",
+            "/a/b/c/d/e/f/g",
+            "/a/b/c/d",
+            "/a/b/c/d/x/y",
+        ]
+        .iter()
+        .map(|u| n(u))
+        .collect();
         check_all(&ctl, &o, &names);
         ctl.remove(&n("/a")).unwrap();
         o.remove(&n("/a"));
@@ -112,8 +148,10 @@ fn rule_on_an_existing_marker_shares_its_string() {
     }
     let st = ctl.stats();
     assert_eq!((st.keys, st.markers, st.entries), (3, 0, 1), "{st:?}");
-    let names: Vec<NameBuf> =
-        ["/a/b/c/d/e/f/g/h", "/a/b/c/d/e/f/x", "/a/b/c/d/e", "/a/b/c"].iter().map(|u| n(u)).collect();
+    let names: Vec<NameBuf> = ["/a/b/c/d/e/f/g/h", "/a/b/c/d/e/f/x", "/a/b/c/d/e", "/a/b/c"]
+        .iter()
+        .map(|u| n(u))
+        .collect();
     check_all(&ctl, &o, &names);
 }
 
@@ -130,7 +168,10 @@ fn default_route_and_multipath_costs() {
     assert_eq!(ctl.get(&n("/x/y")), Some(&sorted[..]));
     check_all(&ctl, &o, &[n("/x/y/z"), n("/x"), n("/q")]);
     assert_eq!(
-        ctl.insert(&n("/x"), &[NextHop { face: 1, cost: 0 }, NextHop { face: 1, cost: 2 }]),
+        ctl.insert(
+            &n("/x"),
+            &[NextHop { face: 1, cost: 0 }, NextHop { face: 1, cost: 2 }]
+        ),
         Err(FibError::DuplicateFace(1))
     );
     assert_eq!(ctl.insert(&n("/x"), &[]), Err(FibError::NoNextHops));
@@ -171,8 +212,10 @@ fn churn(seed: u64, k: usize, strategy: Strategy, steps: usize) {
             assert_eq!(ctl.remove(&name).is_ok(), was);
         }
         if step % 25 == 0 || step + 1 == steps {
-            let names: Vec<NameBuf> =
-                (0..60).map(|_| random_name(&mut rng, k + 2, 3)).chain(present.iter().cloned()).collect();
+            let names: Vec<NameBuf> = (0..60)
+                .map(|_| random_name(&mut rng, k + 2, 3))
+                .chain(present.iter().cloned())
+                .collect();
             check_all(&ctl, &o, &names);
         }
     }
@@ -192,7 +235,9 @@ fn deep_names_and_long_components() {
     let mut ctl = FibControl::new(cfg(64, Strategy::VerifyAtEnd)).unwrap();
     let mut o = NameTrie::new();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
-    let base: Vec<String> = (0..64).map(|i| format!("{i}{}", "z".repeat(rng.gen_range(0..300)))).collect();
+    let base: Vec<String> = (0..64)
+        .map(|i| format!("{i}{}", "z".repeat(rng.gen_range(0..300))))
+        .collect();
     for l in (1..=64).step_by(5) {
         let name = NameBuf::from_components(&base[..l]).unwrap();
         ctl.insert(&name, &hops(&[l as u32])).unwrap();
@@ -207,7 +252,11 @@ fn deep_names_and_long_components() {
 #[test]
 fn tables_grow_and_overflow_without_losing_keys() {
     // bucket_fill 7 with many keys per level forces overflow chains.
-    let c = Config { max_components: 3, bucket_fill: 7, ..Config::default() };
+    let c = Config {
+        max_components: 3,
+        bucket_fill: 7,
+        ..Config::default()
+    };
     let mut ctl = FibControl::new(c).unwrap();
     let mut o = NameTrie::new();
     let mut names = Vec::new();
@@ -264,9 +313,21 @@ fn wire_names_use_their_cached_hashes_and_agree_with_the_fib_form() {
     for uri in ["/a/b/c/d", "/a/b", "/v=5/seg=3/x", "/v=5/seg=4", "/z"] {
         let w = Name::from_uri(uri).unwrap();
         let mine = NameBuf::from_name(&w).unwrap();
-        assert_eq!(ctl.fib().prefix_hashes(&mine), w.prefix_hashes()[1..].to_vec(), "{uri}");
+        assert_eq!(
+            ctl.fib().prefix_hashes(&mine),
+            w.prefix_hashes()[1..].to_vec(),
+            "{uri}"
+        );
         let mut tr = Trace::default();
-        assert_eq!(ctl.fib().lookup_name(&w, &mut tr), ctl.fib().lookup(&mine), "{uri}");
-        assert_eq!(ctl.fib().lookup_name(&w, &mut tr), ctl.fib().lookup(&w), "{uri}");
+        assert_eq!(
+            ctl.fib().lookup_name(&w, &mut tr),
+            ctl.fib().lookup(&mine),
+            "{uri}"
+        );
+        assert_eq!(
+            ctl.fib().lookup_name(&w, &mut tr),
+            ctl.fib().lookup(&w),
+            "{uri}"
+        );
     }
 }

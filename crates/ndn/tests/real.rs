@@ -11,14 +11,25 @@ use nexthop_ndn::{Config, FibControl, NameView, NextHop, Strategy, Trace};
 fn real_derived_sets_match_the_trie_in_all_three_schemes() {
     for scheme in [Scheme::TldFirst, Scheme::SiteFirst, Scheme::HostFirst] {
         let names = real_names(scheme).unwrap_or_else(|e| panic!("{e}"));
-        assert!(names.len() > 50_000, "{scheme:?}: only {} names", names.len());
+        assert!(
+            names.len() > 50_000,
+            "{scheme:?}: only {} names",
+            names.len()
+        );
         let k = names.iter().map(|n| n.component_count()).max().unwrap();
         for strategy in [Strategy::VerifyEach, Strategy::VerifyAtEnd] {
-            let cfg = Config { max_components: k, strategy, ..Config::default() };
+            let cfg = Config {
+                max_components: k,
+                strategy,
+                ..Config::default()
+            };
             let mut ctl = FibControl::new(cfg).unwrap();
             let mut o = NameTrie::new();
             for (i, n) in names.iter().enumerate() {
-                let h = [NextHop { face: (i % 64) as u32, cost: 0 }];
+                let h = [NextHop {
+                    face: (i % 64) as u32,
+                    cost: 0,
+                }];
                 ctl.insert(n, &h).unwrap();
                 o.insert(n, h.to_vec());
             }
@@ -31,7 +42,10 @@ fn real_derived_sets_match_the_trie_in_all_three_schemes() {
             let probes = extend_names(&names, 2, 3);
             for q in probes.iter().chain(&names) {
                 let mut tr = Trace::default();
-                let got = ctl.fib().lookup_traced(q, &mut tr).map(|m| (m.len, ctl.fib().next_hops(m.nh).to_vec()));
+                let got = ctl
+                    .fib()
+                    .lookup_traced(q, &mut tr)
+                    .map(|m| (m.len, ctl.fib().next_hops(m.nh).to_vec()));
                 let want = o.lookup(q).map(|(l, h)| (l, h.to_vec()));
                 assert_eq!(got, want, "{scheme:?} {strategy:?} {q:?}");
                 assert!(tr.probes <= if tr.fallback { 2 * bound } else { bound });

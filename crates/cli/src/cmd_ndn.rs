@@ -1,0 +1,268 @@
+//! `nexthop ndn fib build|lookup|stats`: glue over `nexthop-ndn`.
+//!
+//! Contract (outside tests rely on it):
+//! * `build --routes FILE --out FILE`: routes are `NAME NEXTHOP[,NEXTHOP...]`
+//!   per line (NDN URI names, `FACE` or `FACE:COST` next hops, `#`
+//!   comments); a bad line fails with `FILE:LINE: reason`, a non-zero exit
+//!   and no output file. The output is written to a temporary file beside
+//!   it and renamed into place.
+//! * `lookup --fib FILE [NAME ...]` (stdin, one name per line, when no
+//!   name is given): one line per name, `PREFIX HOPS` (the matched prefix
+//!   in canonical URI form, next hops joined by commas) or `-`.
+//! * `stats --fib FILE`: `key: value` lines.
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use nexthop_ndn::persist;
+use nexthop_ndn::routes::{format_hops, parse_routes};
+use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
+use nexthop_wire::ndn::Name;
+
+/// `nexthop ndn ...`
+#[derive(Debug, Subcommand)]
+pub enum NdnCmd {
+    /// Name FIB files: build, lookup, stats.
+    #[command(subcommand)]
+    Fib(NdnFibCmd),
+}
+
+/// `nexthop ndn fib ...`
+#[derive(Debug, Subcommand)]
+pub enum NdnFibCmd {
+    /// Build a FIB file from a routes file (NAME NEXTHOP[,NEXTHOP...] per line).
+    Build(BuildArgs),
+    /// Longest-prefix match names (arguments, or stdin one per line).
+    Lookup(LookupArgs),
+    /// Print the contents and sizes of a FIB file.
+    Stats(StatsArgs),
+}
+
+/// String-matching strategy on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StrategyArg {
+    /// Verify the stored name at every fingerprint match (fast hash).
+    VerifyEach,
+    /// Verify once at the end (keyed SipHash), fall back on a false positive.
+    VerifyAtEnd,
+}
+
+/// `build` arguments.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Routes file: NAME NEXTHOP[,NEXTHOP...] per line; NEXTHOP is FACE or
+    /// FACE:COST; # comments.
+    #[arg(long, value_name = "FILE")]
+    routes: PathBuf,
+    /// FIB file to write (replaced atomically).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// String-matching strategy.
+    #[arg(long, value_enum, default_value = "verify-each")]
+    strategy: StrategyArg,
+    /// Largest component count of the FIB (default: the longest rule).
+    #[arg(long, value_name = "K")]
+    max_components: Option<usize>,
+    /// Hash key (default: the wire Name's seed for verify-each, a random
+    /// secret key for verify-at-end).
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+}
+
+/// `lookup` arguments.
+#[derive(Debug, Args)]
+pub struct LookupArgs {
+    /// FIB file.
+    #[arg(long, value_name = "FILE")]
+    fib: PathBuf,
+    /// Names in NDN URI form; without any, names are read from stdin, one
+    /// per line (blank lines and # comment lines are skipped).
+    #[arg(value_name = "NAME")]
+    names: Vec<String>,
+    /// Also print the hash probes each lookup took.
+    #[arg(long)]
+    trace: bool,
+}
+
+/// `stats` arguments.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// FIB file.
+    #[arg(long, value_name = "FILE")]
+    fib: PathBuf,
+}
+
+/// Run an `ndn` command.
+pub fn run(cmd: NdnCmd) -> Result<()> {
+    match cmd {
+        NdnCmd::Fib(NdnFibCmd::Build(a)) => build(&a),
+        NdnCmd::Fib(NdnFibCmd::Lookup(a)) => lookup(&a),
+        NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib),
+    }
+}
+
+fn build(a: &BuildArgs) -> Result<()> {
+    let bytes = std::fs::read(&a.routes).with_context(|| format!("{}", a.routes.display()))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        anyhow!("{}:{line}: not UTF-8 text", a.routes.display())
+    })?;
+    let routes = parse_routes(text)
+        .map_err(|e| anyhow!("{}:{}: {}", a.routes.display(), e.line, e.reason))?;
+    let longest = routes
+        .iter()
+        .map(|r| r.name.component_count())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let k = a.max_components.unwrap_or(longest);
+    if k < longest {
+        return Err(anyhow!(
+            "--max-components {k} is below the longest rule ({longest} components)"
+        ));
+    }
+    let strategy = match a.strategy {
+        StrategyArg::VerifyEach => Strategy::VerifyEach,
+        StrategyArg::VerifyAtEnd => Strategy::VerifyAtEnd,
+    };
+    let mut cfg = Config {
+        max_components: k,
+        strategy,
+        ..Config::default()
+    };
+    match (a.seed, strategy) {
+        (Some(s), _) => cfg.key = (s, s.rotate_left(32) ^ 0x5eed),
+        (None, Strategy::VerifyAtEnd) => cfg.key = (rand::random(), rand::random()),
+        (None, _) => {}
+    }
+    let mut ctl = FibControl::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    for r in &routes {
+        ctl.insert(&r.name, &r.hops)
+            .map_err(|e| anyhow!("{}:{}: {e}", a.routes.display(), r.line))?;
+    }
+    let st = ctl.stats();
+    let file = persist::encode(ctl.fib(), ctl.len() as u64);
+    write_atomic(&a.out, &file)?;
+    println!(
+        "built {}: {} rules, {} keys ({} markers), {} bytes ({:.1} B/rule)",
+        a.out.display(),
+        st.rules,
+        st.keys,
+        st.markers,
+        st.bytes,
+        st.bytes as f64 / st.rules.max(1) as f64
+    );
+    Ok(())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fname = path
+        .file_name()
+        .ok_or_else(|| anyhow!("{}: not a file path", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        fname.to_string_lossy(),
+        std::process::id()
+    ));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow!("{}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+fn load(path: &Path) -> Result<(Fib, u64)> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
+    persist::decode(&bytes).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+fn lookup(a: &LookupArgs) -> Result<()> {
+    let (fib, _) = load(&a.fib)?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let one = |uri: &str, out: &mut BufWriter<std::io::StdoutLock>| -> Result<()> {
+        let name = Name::from_uri(uri).map_err(|e| anyhow!("invalid name '{uri}': {e}"))?;
+        let mut tr = Trace::default();
+        match fib.lookup_name(&name, &mut tr) {
+            Some(m) => write!(
+                out,
+                "{} {}",
+                name.prefix(m.len),
+                format_hops(fib.next_hops(m.nh))
+            )?,
+            None => write!(out, "-")?,
+        }
+        if a.trace {
+            write!(
+                out,
+                " probes={} verifies={} fallback={}",
+                tr.probes, tr.verifies, tr.fallback
+            )?;
+        }
+        writeln!(out)?;
+        Ok(())
+    };
+    if a.names.is_empty() {
+        for (i, line) in std::io::stdin().lock().lines().enumerate() {
+            let line = line.context("stdin")?;
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            one(t, &mut out).map_err(|e| anyhow!("stdin:{}: {e}", i + 1))?;
+        }
+    } else {
+        for n in &a.names {
+            one(n, &mut out)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn stats(path: &Path) -> Result<()> {
+    let (fib, rules) = load(path)?;
+    let c = fib.config();
+    let keys: Vec<usize> = fib.tables().iter().map(|t| t.len()).collect();
+    let total: usize = keys.iter().sum();
+    let bytes = fib.bytes();
+    println!("file: {}", path.display());
+    println!("rules: {rules}");
+    println!("keys: {total}");
+    println!(
+        "keys_per_level: {}",
+        keys.iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    println!("max_components: {}", c.max_components);
+    println!("max_probes: {}", fib.search_tree().depth());
+    println!(
+        "strategy: {}",
+        match c.strategy {
+            Strategy::VerifyEach => "verify-each",
+            Strategy::VerifyAtEnd => "verify-at-end",
+        }
+    );
+    println!("bucket_bytes: {}", fib.bucket_bytes());
+    println!("bytes: {bytes}");
+    println!("bytes_per_rule: {:.1}", bytes as f64 / rules.max(1) as f64);
+    Ok(())
+}

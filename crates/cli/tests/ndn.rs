@@ -1,0 +1,195 @@
+//! End-to-end tests of `nexthop ndn fib build|lookup|stats`: the stable
+//! contract (output format, `-` for misses, stdin), error reporting with
+//! file:line, no output on error, and rejection of damaged FIB files.
+
+use std::fs;
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use tempfile::TempDir;
+
+fn nexthop() -> Command {
+    match Command::cargo_bin("nexthop") {
+        Ok(c) => c,
+        Err(e) => panic!("nexthop binary not built: {e}"),
+    }
+}
+
+struct Fx {
+    tmp: TempDir,
+}
+
+impl Fx {
+    fn new() -> Fx {
+        Fx {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self, n: &str) -> PathBuf {
+        self.tmp.path().join(n)
+    }
+    fn build(&self, routes: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+        let r = self.path("routes.txt");
+        fs::write(&r, routes).unwrap();
+        nexthop()
+            .args(["ndn", "fib", "build", "--routes"])
+            .arg(&r)
+            .arg("--out")
+            .arg(self.path("fib.bin"))
+            .args(extra)
+            .assert()
+    }
+    fn lookup(&self, names: &[&str]) -> String {
+        let out = nexthop()
+            .args(["ndn", "fib", "lookup", "--fib"])
+            .arg(self.path("fib.bin"))
+            .args(names)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    }
+}
+
+const ROUTES: &str = "\
+# name            next hops
+/a                1
+/a/b/c            3,4
+/a/b/c/d/e        5:10,6:2   # costs: 6 is preferred
+/ndn/v=5/seg=1    7
+";
+
+#[test]
+fn lookup_prints_the_longest_prefix_and_its_next_hops() {
+    for strategy in ["verify-each", "verify-at-end"] {
+        let fx = Fx::new();
+        fx.build(ROUTES, &["--strategy", strategy]).success();
+        let out = fx.lookup(&[
+            "/a/b/c/x",
+            "/a/b",
+            "/a/b/c/d/e/f/g",
+            "/b",
+            "/ndn/v=5/seg=1/extra",
+            "ndn:/a/%62",
+        ]);
+        assert_eq!(
+            out, "/a/b/c 3,4\n/a 1\n/a/b/c/d/e 6:2,5:10\n-\n/ndn/v=5/seg=1 7\n/a 1\n",
+            "{strategy}"
+        );
+    }
+}
+
+#[test]
+fn lookup_reads_names_from_stdin_and_the_default_route_matches_everything() {
+    let fx = Fx::new();
+    fx.build("/ 9\n/x/y 2\n", &[]).success();
+    nexthop()
+        .args(["ndn", "fib", "lookup", "--fib"])
+        .arg(fx.path("fib.bin"))
+        .write_stdin("/x/y/z\n\n# comment\n/q\n")
+        .assert()
+        .success()
+        .stdout("/x/y 2\n/ 9\n");
+}
+
+#[test]
+fn malformed_routes_fail_with_file_line_and_write_nothing() {
+    for (routes, line, why) in [
+        ("/a 1\n/b\n", 2, "expected NAME NEXTHOP"),
+        ("/a 1\n\n/c x\n", 3, "bad next hop"),
+        ("/a 1,1\n", 1, "appears twice"),
+        ("/a 1\n/a 2\n", 2, "duplicate name"),
+        ("/a/%zz 1\n", 1, "invalid name"),
+    ] {
+        let fx = Fx::new();
+        fx.build(routes, &[]).failure().stderr(
+            predicate::str::contains(format!("routes.txt:{line}:"))
+                .and(predicate::str::contains(why)),
+        );
+        assert!(
+            !fx.path("fib.bin").exists(),
+            "{routes:?} left an output file"
+        );
+    }
+}
+
+#[test]
+fn stats_reports_rules_keys_and_bytes() {
+    let fx = Fx::new();
+    fx.build(ROUTES, &[])
+        .success()
+        .stdout(predicate::str::contains("4 rules"));
+    nexthop()
+        .args(["ndn", "fib", "stats", "--fib"])
+        .arg(fx.path("fib.bin"))
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("rules: 4")
+                .and(predicate::str::contains("max_components: 5"))
+                .and(predicate::str::contains("max_probes: 3"))
+                .and(predicate::str::contains("bytes_per_rule:")),
+        );
+}
+
+#[test]
+fn truncated_corrupt_and_foreign_fib_files_are_rejected() {
+    let fx = Fx::new();
+    fx.build(ROUTES, &[]).success();
+    let good = fs::read(fx.path("fib.bin")).unwrap();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (good[..good.len() / 2].to_vec(), "checksum"),
+        (good[..5].to_vec(), "truncated"),
+        (
+            {
+                let mut b = good.clone();
+                b[good.len() / 2] ^= 1;
+                b
+            },
+            "checksum",
+        ),
+        (
+            b"# just a routes file\n/a 1\n".to_vec(),
+            "not an NDN FIB file",
+        ),
+    ];
+    for (bytes, why) in cases {
+        fs::write(fx.path("fib.bin"), &bytes).unwrap();
+        nexthop()
+            .args(["ndn", "fib", "lookup", "--fib"])
+            .arg(fx.path("fib.bin"))
+            .arg("/a")
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(why));
+    }
+    nexthop()
+        .args(["ndn", "fib", "stats", "--fib"])
+        .arg(fx.path("missing.bin"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("missing.bin"));
+}
+
+#[test]
+fn rebuilding_replaces_the_file_and_a_failed_build_keeps_the_old_one() {
+    let fx = Fx::new();
+    fx.build("/a 1\n", &[]).success();
+    fx.build("/a 2\n", &[]).success();
+    assert_eq!(fx.lookup(&["/a/b"]), "/a 2\n");
+    fx.build("/a 3\n/a\n", &[]).failure();
+    assert_eq!(fx.lookup(&["/a/b"]), "/a 2\n");
+}
+
+#[test]
+fn a_bad_lookup_name_fails_naming_it() {
+    let fx = Fx::new();
+    fx.build("/a 1\n", &[]).success();
+    nexthop()
+        .args(["ndn", "fib", "lookup", "--fib"])
+        .arg(fx.path("fib.bin"))
+        .arg("/a/%zz")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("invalid name '/a/%zz'"));
+}
