@@ -8,7 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
 
 need_pkgs=()
-for p in build-essential pkg-config ca-certificates curl; do
+for p in build-essential pkg-config ca-certificates curl iproute2 procps; do
     dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
@@ -31,4 +31,3 @@ for c in clippy rustfmt; do
     fi
 done
 echo "setup: $(cargo --version)"
-bash "$(dirname "${BASH_SOURCE[0]}")/setup-interop.sh"

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The NDN interop peers (python-ndn, NDNts) the wire tests compare against.
+bash scripts/setup-interop.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== cargo fmt --check"

@@ -64,7 +64,7 @@ pub fn run(a: &ControllerArgs) -> Result<()> {
     }
 }
 
-fn load<K: NameKey>(cur: &fibdir::Current) -> Result<ConciseFib<K>> {
+pub(crate) fn load<K: NameKey>(cur: &fibdir::Current) -> Result<ConciseFib<K>> {
     let control = cur.read_verified(CONTROL)?;
     let actions = cur.read_actions_text()?;
     ConciseFib::<K>::load_control(&control, &actions).map_err(|e| {

@@ -358,7 +358,7 @@ pub fn run(a: RunArgs) -> Result<()> {
 /// The table a pipeline reads: the FIB directory's mapped snapshot, or the
 /// follower's current table (kept alive by the `Arc` for as long as the
 /// pipeline holds it).
-enum Current<'a> {
+pub(crate) enum Current<'a> {
     Dir(QueryView<'a>),
     Followed(Arc<Table>),
 }
@@ -376,7 +376,7 @@ impl NameTable for Current<'_> {
 /// Put `t` into the pipeline unless it is the table already there;
 /// rebuild the action resolution when `t`'s action table is another one
 /// (a snapshot, or a delta that added actions). Whether it swapped.
-fn swap_in(p: &mut Pipeline<Current<'_>>, t: Arc<Table>) -> bool {
+pub(crate) fn swap_in(p: &mut Pipeline<Current<'_>>, t: Arc<Table>) -> bool {
     let same_actions = match p.table() {
         Current::Followed(cur) if Arc::ptr_eq(cur, &t) => return false,
         Current::Followed(cur) => std::ptr::eq(cur.actions(), t.actions()),

@@ -28,10 +28,10 @@ const CHUNK: usize = 1024;
 const MEASURE_SECS: f64 = 0.5;
 
 /// SplitMix64: a small seeded generator for choosing actions and changes.
-struct Mix(u64);
+pub(crate) struct Mix(pub(crate) u64);
 
 impl Mix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -40,13 +40,13 @@ impl Mix {
     }
 
     /// Uniform in `0..n` (multiply-shift; bias below n / 2^64).
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         ((self.next() as u128 * n as u128) >> 64) as usize
     }
 }
 
 /// The demo's actions: four ports, three port sets, drop and controller.
-fn actions() -> Vec<Action> {
+pub(crate) fn actions() -> Vec<Action> {
     let mut v: Vec<Action> = (1..=4).map(Action::Port).collect();
     v.push(Action::PortSet(vec![1, 2]));
     v.push(Action::PortSet(vec![3, 4]));
@@ -58,7 +58,7 @@ fn actions() -> Vec<Action> {
 
 /// An action with the demo's mix: 94% single ports, 3% port sets, 2% drop,
 /// 1% controller.
-fn pick_action(r: &mut Mix, table: &[Action]) -> Action {
+pub(crate) fn pick_action(r: &mut Mix, table: &[Action]) -> Action {
     let x = r.below(1000);
     let i = match x {
         0..=939 => x % 4,

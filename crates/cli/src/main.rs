@@ -10,11 +10,14 @@ mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
 mod cmd_gen;
+mod cmd_lpm;
 mod cmd_ndn;
 mod cmd_run;
 mod cmd_stats;
 mod demo;
 mod fibdir;
+mod lab;
+mod lab_pcap;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,9 +51,15 @@ enum Cmd {
     Controller(cmd_controller::ControllerArgs),
     /// Print a running forwarder's counters from its metrics endpoint.
     Stats(cmd_stats::StatsArgs),
+    /// Bloomfwd IPv4/IPv6 longest-prefix-match tables: build, lookup, update, stats.
+    #[command(subcommand)]
+    Lpm(cmd_lpm::LpmCmd),
     /// NDN name FIB files: build, lookup, stats.
     #[command(subcommand)]
     Ndn(cmd_ndn::NdnCmd),
+    /// The main job: controller, forwarder, source and 4 sinks in network
+    /// namespaces, live updates under traffic, every frame checked.
+    Lab(LabArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,6 +155,39 @@ struct DemoArgs {
     seed: u64,
 }
 
+#[derive(Debug, Args)]
+struct LabArgs {
+    /// Number of MAC names in the FIB (traffic goes to all of them).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    names: usize,
+    /// Seconds of traffic.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    duration: f64,
+    /// Route changes per second pushed by the controller during the
+    /// traffic (action changes of traffic names, adds and deletes of
+    /// others).
+    #[arg(long, value_name = "N", default_value_t = 10_000.0)]
+    update_rate: f64,
+    /// Frames per second offered by the source (0: as fast as it can).
+    #[arg(long, value_name = "PPS", default_value_t = 0.0)]
+    rate: f64,
+    /// Names checked one frame each after the traffic (exact ports).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    final_names: usize,
+    /// Output directory: FIB, key, forwarder logs, pcaps.
+    #[arg(long, value_name = "DIR", default_value = "out/lab")]
+    out: PathBuf,
+    /// Seed of names, actions and changes.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Run the offline pcap variant (the default when not root).
+    #[arg(long)]
+    pcap: bool,
+    /// Frames of the pcap variant.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pcap_frames: usize,
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Fib(FibCmd::Build(a)) => {
@@ -174,7 +216,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Run(a) => cmd_run::run(a),
         Cmd::Controller(a) => cmd_controller::run(&a),
         Cmd::Stats(a) => cmd_stats::run(&a),
+        Cmd::Lpm(c) => cmd_lpm::run(c),
         Cmd::Ndn(c) => cmd_ndn::run(c),
+        Cmd::Lab(a) => lab::run(&lab::LabOpts {
+            names: a.names,
+            duration: a.duration,
+            update_rate: a.update_rate,
+            rate: a.rate,
+            final_names: a.final_names,
+            out: a.out,
+            seed: a.seed,
+            pcap: a.pcap,
+            pcap_frames: a.pcap_frames,
+        }),
     }
 }
 

@@ -49,6 +49,8 @@ mod error;
 pub mod live;
 pub mod metrics;
 mod name;
+#[cfg(target_os = "linux")]
+pub mod netns;
 pub mod pcap;
 mod pipeline;
 

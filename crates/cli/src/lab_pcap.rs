@@ -1,0 +1,300 @@
+//! The offline variant of `nexthop lab` (no namespaces: not root, or
+//! `--pcap`): the same plan of names, actions and live changes, with an
+//! embedded controller and a `FibFollower` over loopback TCP, and the
+//! frames read from a pcap file and written to one pcap per port.
+//!
+//! The input is cut into chunks; before each chunk the next share of the
+//! changes goes through the controller, and the chunk waits until the
+//! follower has applied the delta. So every frame has one exact expected
+//! set of ports (its name's action at its chunk), and every output file is
+//! checked frame by frame, in both directions: each frame on a port its
+//! action names, and each port holding exactly as many frames as the
+//! actions sent there.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use nexthop_control::{Controller, ControllerConfig, FibFollower, FollowerConfig};
+use nexthop_dataplane::live::StopFlag;
+use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapPorts};
+use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
+use nexthop_othello::fib::{KeyType, NameKey};
+
+
+use crate::cmd_gen::PcapOut;
+use crate::cmd_run::{swap_in, Current};
+use crate::lab::{
+    build_fib, fib_bytes, load_fib, mask_of, parse_frame, ports_of, step, write_frame, write_key,
+    LabOpts, Plan, Walk, FRAME_LEN, PHASE_TRAFFIC, PORTS, PUNT,
+};
+
+/// Number of chunks the input is cut into (changes are applied between).
+const CHUNKS: usize = 100;
+
+/// Wait until `f` returns true (at most 10 s).
+fn wait_until(mut f: impl FnMut() -> bool, what: &str) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        if Instant::now() > end {
+            bail!("timed out waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    Ok(())
+}
+
+/// The offline lab.
+pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
+    let t = Instant::now();
+    let n_changes = (o.update_rate * o.duration).ceil() as usize;
+    let frames = o.pcap_frames.max(1);
+    let chunks = CHUNKS.min(frames);
+    let chunk_len = frames.div_ceil(chunks);
+    println!(
+        "nexthop lab (pcap): {} MAC names over ports 1-4, {frames} frames in {chunks} chunks, {n_changes} changes through the embedded controller between chunks, seed {}",
+        o.names, o.seed
+    );
+    let plan = Plan::new(o.names, n_changes, o.seed);
+    step(
+        "plan",
+        t,
+        format_args!(
+            "{} names, {} changes ({} adds, {} deletes, {} action changes)",
+            plan.names.len(),
+            plan.changes.len(),
+            plan.counts[0],
+            plan.counts[1],
+            plan.counts[2]
+        ),
+    );
+    let built = build_fib(&plan, &o.out)?;
+    step("build", t, built);
+    let fib = load_fib(&o.out)?;
+    let (fib_bytes, bits) = fib_bytes(&fib);
+    let key = write_key(&o.out.join("controller.key"))?;
+    let cfg = ControllerConfig {
+        log: false,
+        ..ControllerConfig::default()
+    };
+    let controller = Controller::start(fib, key.clone(), cfg)?;
+    let follower = FibFollower::start(
+        key,
+        FollowerConfig::new(controller.local_addr(), "nexthop-lab-pcap"),
+    )?;
+    wait_until(|| follower.table().is_some(), "the follower's first snapshot")?;
+    step(
+        "controller",
+        t,
+        format_args!(
+            "embedded controller on {}, follower has its snapshot ({fib_bytes} B of arrays, {bits:.2} bits/name)",
+            controller.local_addr()
+        ),
+    );
+
+    // The input pcap: chunk number as each frame's tag.
+    let in_path = o.out.join("in.pcap");
+    let mut w = PcapOut::create(&in_path)?;
+    let mut walk = Walk::new(plan.names.len(), o.seed);
+    let mut buf = [0u8; FRAME_LEN];
+    for i in 0..frames {
+        let idx = walk.next_index();
+        write_frame(
+            &mut buf,
+            &plan.names[idx as usize],
+            PHASE_TRAFFIC,
+            idx,
+            (i / chunk_len) as u32,
+        );
+        w.write(i as u64, &buf)?;
+    }
+    w.finish()?;
+    step("generate", t, format_args!("{frames} frames of {FRAME_LEN} B -> {}", in_path.display()));
+
+    // Forward chunk by chunk, changes between chunks.
+    let out_dir = o.out.join("pcap-out");
+    let mut input = PcapIn::open(&in_path).map_err(|e| anyhow!("{}: {e}", in_path.display()))?;
+    let mut outs = PcapPorts::create(&out_dir, input.header())?;
+    let first = follower.table().context("follower lost its table")?;
+    let mut pipeline = Pipeline::new(
+        Current::Followed(first.clone()),
+        first.actions(),
+        KeyType::Mac,
+        PipelineConfig::default(),
+    )?;
+    let mut state: Vec<u8> = plan.initial.iter().map(mask_of).collect();
+    let mut expected = [0u64; 8];
+    let mut expected_punts = 0u64;
+    let mut applied = 0usize;
+    let mut apply_secs = 0.0f64;
+    let mut pipeline_secs = 0.0f64;
+    let mut chunk: Vec<PcapFrame> = Vec::with_capacity(chunk_len);
+    let mut decisions: Vec<Decision> = Vec::with_capacity(BATCH);
+    let mut frames_done = 0usize;
+    for c in 0..chunks {
+        if stop.is_raised() {
+            bail!("interrupted");
+        }
+        let upto = (n_changes * (c + 1)) / chunks;
+        if upto > applied {
+            let ta = Instant::now();
+            controller
+                .apply_changes(&plan.changes[applied..upto])
+                .map_err(|e| anyhow!("applying changes {}..{upto}: {e}", applied + 1))?;
+            let version = controller.version();
+            wait_until(
+                || follower.stats().deltas + follower.stats().snapshots >= version + 1,
+                "the follower to apply a delta",
+            )?;
+            apply_secs += ta.elapsed().as_secs_f64();
+            for &(i, m) in &plan.touches[applied..upto] {
+                if i != u32::MAX {
+                    state[i as usize] = m;
+                }
+            }
+            applied = upto;
+        }
+        if let Some(tbl) = follower.table() {
+            swap_in(&mut pipeline, tbl);
+        }
+        chunk.clear();
+        while chunk.len() < chunk_len {
+            let mut f = PcapFrame::default();
+            if !input.read_frame(&mut f).map_err(|e| anyhow!("{}: {e}", in_path.display()))? {
+                break;
+            }
+            chunk.push(f);
+        }
+        for g in chunk.chunks(BATCH) {
+            let refs: Vec<&[u8]> = g.iter().map(|f| &f.data[..]).collect();
+            let tp = Instant::now();
+            pipeline.process(0, &refs, &mut decisions);
+            pipeline_secs += tp.elapsed().as_secs_f64();
+            for (f, d) in g.iter().zip(&decisions) {
+                match pipeline.egress(d) {
+                    Egress::Ports(ps) => {
+                        for &p in ps {
+                            outs.emit(p, f)?;
+                        }
+                    }
+                    Egress::Controller => outs.punt(f)?,
+                    Egress::Discard => {}
+                }
+                if let Some(lf) = parse_frame(&f.data) {
+                    let m = state[lf.idx as usize];
+                    for (p, e) in expected.iter_mut().enumerate().take(7) {
+                        *e += u64::from(m >> p & 1);
+                    }
+                    expected_punts += u64::from(m & PUNT != 0);
+                }
+            }
+        }
+        frames_done += chunk.len();
+    }
+    let files = outs.finish()?;
+    step(
+        "forward",
+        t,
+        format_args!(
+            "{frames_done} frames through the pipeline in {pipeline_secs:.3} s of pipeline time ({:.2} Mpps); {applied} changes applied and propagated in {apply_secs:.2} s",
+            frames_done as f64 / pipeline_secs.max(1e-9) / 1e6
+        ),
+    );
+
+    // Check every output frame against the plan's state at its chunk.
+    let mut mis = 0u64;
+    let mut examples: Vec<String> = Vec::new();
+    let mut per_port: Vec<String> = Vec::new();
+    let mut count_mismatch = Vec::new();
+    for f in &files {
+        let Some(port) = f.port else { continue };
+        let mut s: Vec<u8> = plan.initial.iter().map(mask_of).collect();
+        let mut replayed = 0usize;
+        let mut rd = PcapIn::open(&f.path).map_err(|e| anyhow!("{}: {e}", f.path.display()))?;
+        let mut fr = PcapFrame::default();
+        let mut n = 0u64;
+        while rd.read_frame(&mut fr).map_err(|e| anyhow!("{}: {e}", f.path.display()))? {
+            n += 1;
+            let Some(lf) = parse_frame(&fr.data) else {
+                mis += 1;
+                continue;
+            };
+            let upto = (n_changes * (lf.tag as usize + 1)) / chunks;
+            while replayed < upto.min(plan.touches.len()) {
+                let (i, m) = plan.touches[replayed];
+                if i != u32::MAX {
+                    s[i as usize] = m;
+                }
+                replayed += 1;
+            }
+            let i = lf.idx as usize;
+            let ok = plan.names.get(i) == Some(&lf.dst) && s[i] >> port & 1 == 1;
+            if !ok {
+                mis += 1;
+                if examples.len() < 5 {
+                    examples.push(format!(
+                        "{} (name #{i}) in port-{port}.pcap; at chunk {} its action sends to {}",
+                        lf.dst.fmt_name(),
+                        lf.tag,
+                        ports_of(s.get(i).copied().unwrap_or(0))
+                    ));
+                }
+            }
+        }
+        let want = expected.get(usize::from(port)).copied().unwrap_or(0);
+        if n != want {
+            count_mismatch.push(format!("port {port}: {n} frames, expected {want}"));
+        }
+        per_port.push(format!("{port}:{n}"));
+    }
+    for p in PORTS {
+        let have = files.iter().any(|f| f.port == Some(p));
+        if !have && expected[usize::from(p)] > 0 {
+            count_mismatch.push(format!("port {p}: no file, expected {}", expected[usize::from(p)]));
+        }
+    }
+    let punts = files
+        .iter()
+        .find(|f| f.port.is_none())
+        .map_or(0, |f| f.frames);
+    let c = pipeline.counters();
+    follower.stop();
+    controller.shutdown();
+
+    println!();
+    println!("summary ({:.1} s in all; files in {})", t.elapsed().as_secs_f64(), o.out.display());
+    println!(
+        "  fib           {} names (+{} added, -{} deleted live), {fib_bytes} B of data-plane arrays, {bits:.2} bits/name",
+        plan.names.len(),
+        plan.counts[0],
+        plan.counts[1]
+    );
+    println!(
+        "  forwarder     in={frames_done} forwarded={} dropped={} punted={} ({punts} in controller.pcap, {expected_punts} expected)",
+        c.forwarded, c.dropped, c.punted
+    );
+    println!(
+        "  rate          {:.2} Mpps through the pipeline (pcap in, pcap out; no kernel I/O)",
+        frames_done as f64 / pipeline_secs.max(1e-9) / 1e6
+    );
+    println!("  ports         {}", per_port.join(" "));
+    println!("  misforwarded  {mis}");
+    println!(
+        "  updates       {applied} changes through controller -> follower, {:.0} updates/s including propagation",
+        applied as f64 / apply_secs.max(1e-9)
+    );
+    for e in &examples {
+        println!("  example       {e}");
+    }
+    for e in &count_mismatch {
+        println!("  count         {e}");
+    }
+    fs::remove_file(&in_path).ok();
+    if mis > 0 || !count_mismatch.is_empty() || punts != expected_punts {
+        bail!(
+            "{mis} misforwarded frames, {} ports with wrong counts, {punts} punts ({expected_punts} expected)",
+            count_mismatch.len()
+        );
+    }
+    Ok(())
+}
