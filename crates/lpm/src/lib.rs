@@ -8,9 +8,11 @@
 
 pub mod addr;
 pub mod bloomfwd;
+pub mod dir248;
 pub mod dpcpe;
 pub mod hash;
 pub mod parse;
+pub mod persist;
 pub mod rib;
 pub mod trie;
 

@@ -1,0 +1,258 @@
+//! End-to-end tests of `nexthop lpm`: the stable CLI contract (build,
+//! lookup from arguments and stdin, atomic update, stats) and its errors.
+
+use std::fs;
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use tempfile::TempDir;
+
+fn nexthop() -> Command {
+    match Command::cargo_bin("nexthop") {
+        Ok(c) => c,
+        Err(e) => panic!("nexthop binary not built: {e}"),
+    }
+}
+
+struct Fx {
+    tmp: TempDir,
+}
+
+impl Fx {
+    fn new() -> Fx {
+        Fx {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.tmp.path().join(name);
+        fs::write(&p, text).unwrap();
+        p
+    }
+    fn table(&self) -> PathBuf {
+        self.tmp.path().join("table.lpm")
+    }
+    fn build(&self, routes: &str) {
+        let r = self.file("routes.txt", routes);
+        nexthop()
+            .args(["lpm", "build", "--routes"])
+            .arg(&r)
+            .arg("--out")
+            .arg(self.table())
+            .assert()
+            .success();
+    }
+    fn lookup(&self, addrs: &[&str]) -> String {
+        let out = nexthop()
+            .args(["lpm", "lookup", "--table"])
+            .arg(self.table())
+            .args(addrs)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    }
+}
+
+const ROUTES: &str = "# mixed families, tabs and spaces\n\
+0.0.0.0/0 1\n\
+10.0.0.0/8\t2\n\
+10.1.0.0/22 3\n\
+10.1.2.128/25 4\n\
+192.0.2.1/32 5\n\
+2001:db8::/32 6\n\
+2001:db8::1/128\t7\n";
+
+#[test]
+fn build_then_lookup_answers_longest_match_for_both_families() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    let out = fx.lookup(&[
+        "10.1.2.129",
+        "10.1.2.1",
+        "10.9.9.9",
+        "11.0.0.1",
+        "192.0.2.1",
+        "2001:db8::1",
+        "2001:db8::2",
+        "2002::1",
+    ]);
+    assert_eq!(out, "4\n3\n2\n1\n5\n7\n6\n-\n");
+}
+
+#[test]
+fn lookup_reads_stdin_when_no_address_is_given() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    nexthop()
+        .args(["lpm", "lookup", "--table"])
+        .arg(fx.table())
+        .write_stdin("10.1.2.200\n\n# comment\n2001:db8::1\n2003::\n")
+        .assert()
+        .success()
+        .stdout("4\n7\n-\n");
+}
+
+#[test]
+fn lookup_of_a_bad_address_fails_naming_it() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    nexthop()
+        .args(["lpm", "lookup", "--table"])
+        .arg(fx.table())
+        .write_stdin("10.0.0.1\nnot-an-ip\n")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("stdin:2").and(predicate::str::contains("not-an-ip")));
+}
+
+#[test]
+fn malformed_route_file_reports_file_line_and_reason() {
+    let fx = Fx::new();
+    let r = fx.file("routes.txt", "10.0.0.0/8 1\n10.0.0.1/8 2\n");
+    nexthop()
+        .args(["lpm", "build", "--routes"])
+        .arg(&r)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("routes.txt:2:")
+                .and(predicate::str::contains("bits set after")),
+        );
+    assert!(!fx.table().exists());
+}
+
+#[test]
+fn update_applies_announces_and_withdraws_in_place() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    let u = fx.file(
+        "updates.txt",
+        "1418774413 w 10.1.0.0/22 0.0.0.0\n1418774413 a 10.1.2.0/24 9\n1418774414 w 10.1.2.128/25\n1 a 2001:db8::/48 8\n2 w 99.0.0.0/8 0.0.0.0\n",
+    );
+    nexthop()
+        .args(["lpm", "update", "--table"])
+        .arg(fx.table())
+        .arg("--updates")
+        .arg(&u)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 withdraws of absent prefixes"));
+    // The /22 is gone (10.1.1.1 falls back to the /8), the /24 is new and
+    // the withdrawn /25 no longer captures its half.
+    assert_eq!(
+        fx.lookup(&["10.1.1.1", "10.1.2.200", "2001:db8::2", "2001:db8:1::"]),
+        "2\n9\n8\n6\n"
+    );
+}
+
+#[test]
+fn malformed_update_leaves_the_table_unchanged() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    let before = fs::read(fx.table()).unwrap();
+    let u = fx.file("updates.txt", "1 w 10.0.0.0/8 0.0.0.0\n2 x 10.0.0.0/8 1\n");
+    nexthop()
+        .args(["lpm", "update", "--table"])
+        .arg(fx.table())
+        .arg("--updates")
+        .arg(&u)
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("updates.txt:2:").and(predicate::str::contains("bad action")),
+        );
+    assert_eq!(fs::read(fx.table()).unwrap(), before);
+    assert_eq!(fx.lookup(&["10.9.9.9"]), "2\n");
+    // No temporary file is left behind.
+    let names: Vec<_> = fs::read_dir(fx.tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+#[test]
+fn corrupt_and_foreign_table_files_are_rejected() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    let mut b = fs::read(fx.table()).unwrap();
+    let n = b.len();
+    b[n - 3] ^= 0x40;
+    fs::write(fx.table(), &b).unwrap();
+    nexthop()
+        .args(["lpm", "lookup", "--table"])
+        .arg(fx.table())
+        .arg("10.0.0.1")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("checksum"));
+    fs::write(fx.table(), &b[..n / 2]).unwrap();
+    nexthop()
+        .args(["lpm", "stats", "--table"])
+        .arg(fx.table())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("truncated"));
+    fs::write(fx.table(), "10.0.0.0/8 1\n").unwrap();
+    nexthop()
+        .args(["lpm", "stats", "--table"])
+        .arg(fx.table())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("not an LPM table"));
+}
+
+#[test]
+fn stats_reports_memory_expansion_and_measured_fpr() {
+    let fx = Fx::new();
+    fx.build(ROUTES);
+    let out = nexthop()
+        .args(["lpm", "stats", "--samples", "20000", "--json", "--table"])
+        .arg(fx.table())
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let v4 = &j["ipv4"];
+    assert_eq!(v4["prefixes"], 5);
+    // /22 -> 4 keys at /24; /25 -> 128 and /32 -> 1 at /32.
+    assert_eq!(v4["groups"][0]["expanded"], 4);
+    assert_eq!(v4["groups"][1]["expanded"], 129);
+    let fpr = v4["groups"][1]["measured_fpr"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&fpr));
+    assert!(v4["lookup_bytes"].as_u64().unwrap() >= 4 << 20);
+    assert_eq!(j["ipv6"]["prefixes"], 2);
+    nexthop()
+        .args(["lpm", "stats", "--table"])
+        .arg(fx.table())
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("measured fpr")
+                .and(predicate::str::contains("after expansion")),
+        );
+}
+
+#[test]
+fn build_accepts_gzip_asn_tables() {
+    let fx = Fx::new();
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/routeviews-20151101-ipv6.txt.gz");
+    assert!(
+        data.exists(),
+        "data file routeviews-20151101-ipv6.txt.gz not found at {}",
+        data.display()
+    );
+    nexthop()
+        .args(["lpm", "build", "--asn", "--routes"])
+        .arg(&data)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("27693 IPv6 prefixes"));
+    // 2001:200::/32 is announced by AS 2500 in the table: 2500 % 250 + 1 = 1.
+    assert_eq!(fx.lookup(&["2001:200::1"]), "1\n");
+}

@@ -1,0 +1,415 @@
+//! An IPv4 + IPv6 Bloomfwd table and its file format.
+//!
+//! The file stores what defines the table (the two configurations and the
+//! routes); loading rebuilds the filters, counters and hash tables, so a
+//! loaded table always satisfies every invariant of a built one.
+//!
+//! Layout (all integers little-endian):
+//!
+//! ```text
+//! 0   8  magic "NHLPM\0\r\n"
+//! 8   4  version (1)
+//! 12  4  flags (0)
+//! 16  8  body length in bytes
+//! 24  8  XXH3-64 of the body (seed 0)
+//! 32  .. body:
+//!        config v4, config v6:
+//!          direct_bits u8, fpr f64, filter_hash u8, table_hash u8,
+//!          max_expansion_bits u8, level count u8, levels [u8]
+//!        IPv4 route count u64, then per route: addr u32, len u8, next hop u32
+//!        IPv6 route count u64, then per route: addr u128, len u8, next hop u32
+//! ```
+
+use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
+use crate::bloomfwd::{BloomfwdControl, Config, ConfigError, GroupKey};
+use crate::hash::HashKind;
+use crate::parse::{AnyAddr, AnyPrefix, RouteList, Update, UpdateKind};
+
+/// File magic.
+pub const MAGIC: [u8; 8] = *b"NHLPM\0\r\n";
+/// Format version written and read.
+pub const VERSION: u32 = 1;
+const HEADER: usize = 32;
+
+/// Why a table file was rejected.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// Not a nexthop LPM table file.
+    #[error("not an LPM table file (bad magic)")]
+    BadMagic,
+    /// A version this build does not read.
+    #[error("unsupported table file version {0} (this build reads {VERSION})")]
+    UnsupportedVersion(u32),
+    /// Unknown flag bits.
+    #[error("unsupported flags {0:#x}")]
+    UnsupportedFlags(u32),
+    /// The file ends early.
+    #[error("truncated: needed {needed} bytes, got {got}")]
+    Truncated {
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes present.
+        got: u64,
+    },
+    /// The body does not match its checksum.
+    #[error("checksum mismatch (file corrupt)")]
+    ChecksumMismatch,
+    /// A field has an impossible value.
+    #[error("malformed: {0}")]
+    Malformed(&'static str),
+    /// Bytes after the body.
+    #[error("{0} bytes of trailing data")]
+    TrailingData(u64),
+    /// The stored configuration is invalid.
+    #[error("bad configuration: {0}")]
+    Config(#[from] ConfigError),
+}
+
+/// Statistics of one family's table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FamilyStats {
+    /// Routes.
+    pub prefixes: usize,
+    /// Routes held by the direct array.
+    pub direct_prefixes: usize,
+    /// Direct-array bytes.
+    pub direct_bytes: usize,
+    /// Per-group figures.
+    pub groups: Vec<crate::bloomfwd::GroupStats>,
+    /// Measured false-positive rate of each group's filter.
+    pub measured_fpr: Vec<f64>,
+    /// Bytes read by lookups (direct array, filters, tables).
+    pub lookup_bytes: usize,
+    /// Configuration in force.
+    pub config: Config,
+}
+
+/// IPv4 and IPv6 Bloomfwd tables together (what `nexthop lpm` stores).
+#[derive(Clone, Debug)]
+pub struct LpmTable {
+    /// IPv4.
+    pub v4: BloomfwdControl<u32>,
+    /// IPv6.
+    pub v6: BloomfwdControl<u128>,
+}
+
+/// Default number of DPCPE levels for IPv6 (the paper's best, Fig. 7).
+pub const DEFAULT_V6_LEVELS: usize = 5;
+
+impl LpmTable {
+    /// Build with the paper's IPv4 layout and `v6_levels` DPCPE levels.
+    pub fn build(routes: &RouteList, v6_levels: usize) -> Result<Self, ConfigError> {
+        Self::build_with(
+            routes,
+            Config::ipv4(),
+            Config::ipv6_dpcpe(&routes.v6, v6_levels),
+        )
+    }
+
+    /// Build with explicit configurations.
+    pub fn build_with(routes: &RouteList, v4: Config, v6: Config) -> Result<Self, ConfigError> {
+        Ok(LpmTable {
+            v4: BloomfwdControl::build(v4, &routes.v4)?,
+            v6: BloomfwdControl::build(v6, &routes.v6)?,
+        })
+    }
+
+    /// Longest-prefix match of either family.
+    pub fn lookup(&self, a: AnyAddr) -> Option<NextHop> {
+        match a {
+            AnyAddr::V4(a) => self.v4.lookup(a),
+            AnyAddr::V6(a) => self.v6.lookup(a),
+        }
+    }
+
+    /// Apply one update; `false` for a withdraw of an absent prefix.
+    pub fn apply(&mut self, u: &Update) -> bool {
+        match (u.prefix, u.kind) {
+            (AnyPrefix::V4(p), UpdateKind::Announce(nh)) => self.v4.announce(p, nh),
+            (AnyPrefix::V4(p), UpdateKind::Withdraw) => self.v4.withdraw(p),
+            (AnyPrefix::V6(p), UpdateKind::Announce(nh)) => self.v6.announce(p, nh),
+            (AnyPrefix::V6(p), UpdateKind::Withdraw) => self.v6.withdraw(p),
+        }
+    }
+
+    /// Statistics; the false-positive rates are measured with `samples`
+    /// random absent keys per group.
+    pub fn stats(&self, samples: usize) -> (FamilyStats, FamilyStats) {
+        (
+            family_stats(&self.v4, samples),
+            family_stats(&self.v6, samples),
+        )
+    }
+
+    /// Serialise (see the module docs for the layout).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        put_config(&mut body, self.v4.config());
+        put_config(&mut body, self.v6.config());
+        put_routes(&mut body, &self.v4.rib().sorted(), 4);
+        put_routes(&mut body, &self.v6.rib().sorted(), 16);
+        let mut out = Vec::with_capacity(HEADER + body.len());
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Parse and rebuild; rejects truncated, corrupt and foreign files.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader { b: bytes, pos: 0 };
+        if r.take(8)? != MAGIC {
+            return Err(DecodeError::BadMagic);
+        }
+        let version = r.u32()?;
+        if version != VERSION {
+            return Err(DecodeError::UnsupportedVersion(version));
+        }
+        let flags = r.u32()?;
+        if flags != 0 {
+            return Err(DecodeError::UnsupportedFlags(flags));
+        }
+        let len = r.u64()?;
+        let sum = r.u64()?;
+        let have = (bytes.len() - HEADER) as u64;
+        if len > have {
+            return Err(DecodeError::Truncated {
+                needed: HEADER as u64 + len,
+                got: bytes.len() as u64,
+            });
+        }
+        if len < have {
+            return Err(DecodeError::TrailingData(have - len));
+        }
+        let body = &bytes[HEADER..];
+        if xxhash_rust::xxh3::xxh3_64(body) != sum {
+            return Err(DecodeError::ChecksumMismatch);
+        }
+        let mut r = Reader { b: body, pos: 0 };
+        let c4 = r.config()?;
+        let c6 = r.config()?;
+        c4.validate(32)?;
+        c6.validate(128)?;
+        let v4 = r.routes::<u32>(4)?;
+        let v6 = r.routes::<u128>(16)?;
+        if r.pos != body.len() {
+            return Err(DecodeError::TrailingData((body.len() - r.pos) as u64));
+        }
+        Ok(LpmTable {
+            v4: BloomfwdControl::build(c4, &v4)?,
+            v6: BloomfwdControl::build(c6, &v6)?,
+        })
+    }
+}
+
+fn family_stats<A: GroupKey>(t: &BloomfwdControl<A>, samples: usize) -> FamilyStats {
+    FamilyStats {
+        prefixes: t.rib().len(),
+        direct_prefixes: t.direct_prefixes(),
+        direct_bytes: t.direct_bytes(),
+        groups: t.group_stats(),
+        measured_fpr: t.measure_fpr(samples, 0x5eed),
+        lookup_bytes: t.table().memory_bytes(),
+        config: t.config().clone(),
+    }
+}
+
+fn put_config(out: &mut Vec<u8>, c: &Config) {
+    out.push(c.direct_bits);
+    out.extend_from_slice(&c.fpr.to_le_bytes());
+    out.push(c.filter_hash as u8);
+    out.push(c.table_hash as u8);
+    out.push(c.max_expansion_bits);
+    out.push(c.levels.len() as u8);
+    out.extend_from_slice(&c.levels);
+}
+
+fn put_routes<A: Address>(out: &mut Vec<u8>, routes: &[(Prefix<A>, NextHop)], width: usize) {
+    out.extend_from_slice(&(routes.len() as u64).to_le_bytes());
+    for (p, nh) in routes {
+        out.extend_from_slice(&p.addr().to_u128().to_le_bytes()[..width]);
+        out.push(p.len());
+        out.extend_from_slice(&nh.to_le_bytes());
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or(DecodeError::Truncated {
+                needed: (self.pos as u64).saturating_add(n as u64),
+                got: self.b.len() as u64,
+            })?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(a))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn config(&mut self) -> Result<Config, DecodeError> {
+        let direct_bits = self.u8()?;
+        let fpr = f64::from_bits(self.u64()?);
+        let filter_hash =
+            HashKind::from_code(self.u8()?).ok_or(DecodeError::Malformed("unknown hash code"))?;
+        let table_hash =
+            HashKind::from_code(self.u8()?).ok_or(DecodeError::Malformed("unknown hash code"))?;
+        let max_expansion_bits = self.u8()?;
+        let n = self.u8()? as usize;
+        let levels = self.take(n)?.to_vec();
+        Ok(Config {
+            direct_bits,
+            levels,
+            fpr,
+            filter_hash,
+            table_hash,
+            max_expansion_bits,
+        })
+    }
+    fn routes<A: Address>(
+        &mut self,
+        width: usize,
+    ) -> Result<Vec<(Prefix<A>, NextHop)>, DecodeError> {
+        let n = self.u64()?;
+        let rec = (width + 5) as u64;
+        let needed = n
+            .checked_mul(rec)
+            .ok_or(DecodeError::Malformed("route count overflows"))?;
+        let left = (self.b.len() - self.pos) as u64;
+        if needed > left {
+            return Err(DecodeError::Truncated {
+                needed: self.pos as u64 + needed,
+                got: self.b.len() as u64,
+            });
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let mut a = [0u8; 16];
+            a[..width].copy_from_slice(self.take(width)?);
+            let addr = A::from_u128(u128::from_le_bytes(a));
+            let len = self.u8()?;
+            let nh = self.u32()?;
+            if len > A::BITS {
+                return Err(DecodeError::Malformed(
+                    "prefix length exceeds the address width",
+                ));
+            }
+            let p = Prefix::new_exact(addr, len).ok_or(DecodeError::Malformed(
+                "prefix has bits set after its length",
+            ))?;
+            if nh == NO_ROUTE {
+                return Err(DecodeError::Malformed("reserved next hop"));
+            }
+            out.push((p, nh));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{parse_routes, NextHopMode};
+
+    fn sample() -> LpmTable {
+        let routes = parse_routes(
+            b"0.0.0.0/0 1\n10.0.0.0/8 2\n10.1.2.0/24 3\n10.1.2.128/25 4\n::/0 5\n2001:db8::/32 6\n2001:db8::1/128 7\n",
+            NextHopMode::Raw,
+        )
+        .unwrap();
+        LpmTable::build(&routes, 4).unwrap()
+    }
+
+    #[test]
+    fn encode_decode_round_trips_lookups() {
+        let t = sample();
+        let bytes = t.encode();
+        let u = LpmTable::decode(&bytes).unwrap();
+        for a in [
+            AnyAddr::V4(0x0A01_0281),
+            AnyAddr::V4(0x0A01_0201),
+            AnyAddr::V4(0x0B00_0000),
+            AnyAddr::V6(0x2001_0db8_u128 << 96 | 1),
+            AnyAddr::V6(0x2001_0db8_u128 << 96 | 2),
+            AnyAddr::V6(1),
+        ] {
+            assert_eq!(t.lookup(a), u.lookup(a));
+            assert!(u.lookup(a).is_some());
+        }
+        assert_eq!(u.encode(), bytes);
+    }
+
+    #[test]
+    fn truncated_corrupt_and_foreign_files_are_rejected() {
+        let bytes = sample().encode();
+        for cut in [0, 7, 8, 20, 31, 32, bytes.len() - 1] {
+            let e = LpmTable::decode(&bytes[..cut]).unwrap_err();
+            assert!(
+                matches!(e, DecodeError::Truncated { .. } | DecodeError::BadMagic),
+                "cut {cut}: {e:?}"
+            );
+        }
+        let mut b = bytes.clone();
+        let last = b.len() - 1;
+        b[last] ^= 1;
+        assert_eq!(
+            LpmTable::decode(&b).unwrap_err(),
+            DecodeError::ChecksumMismatch
+        );
+        let mut b = bytes.clone();
+        b[0] = b'X';
+        assert_eq!(LpmTable::decode(&b).unwrap_err(), DecodeError::BadMagic);
+        let mut b = bytes.clone();
+        b[8] = 2;
+        assert_eq!(
+            LpmTable::decode(&b).unwrap_err(),
+            DecodeError::UnsupportedVersion(2)
+        );
+        let mut b = bytes.clone();
+        b.push(0);
+        assert_eq!(
+            LpmTable::decode(&b).unwrap_err(),
+            DecodeError::TrailingData(1)
+        );
+    }
+
+    #[test]
+    fn checksummed_but_invalid_bodies_are_rejected() {
+        // Re-checksum a body with a bad prefix length to get past the checksum.
+        let t = sample();
+        let mut bytes = t.encode();
+        let body_start = HEADER;
+        // The first IPv4 route's length byte: after two configs and the count.
+        let cfg_len = |c: &Config| 1 + 8 + 3 + 1 + c.levels.len();
+        let off = body_start + cfg_len(t.v4.config()) + cfg_len(t.v6.config()) + 8 + 4;
+        bytes[off] = 40;
+        let sum = xxhash_rust::xxh3::xxh3_64(&bytes[HEADER..]);
+        bytes[24..32].copy_from_slice(&sum.to_le_bytes());
+        assert!(matches!(
+            LpmTable::decode(&bytes).unwrap_err(),
+            DecodeError::Malformed(_)
+        ));
+    }
+}
