@@ -72,6 +72,8 @@ pub struct FibControl {
     free: HashMap<usize, Vec<u64>>,
     live_entries: usize,
     rules: usize,
+    /// Level pulling: the pulled prefixes (TLV).
+    pulled: std::collections::HashSet<Vec<u8>>,
 }
 
 impl FibControl {
@@ -83,6 +85,7 @@ impl FibControl {
             free: HashMap::new(),
             live_entries: 0,
             rules: 0,
+            pulled: Default::default(),
         })
     }
 
@@ -237,6 +240,134 @@ impl FibControl {
         self.fib.tables[l - 1] = nt;
     }
 
+    /// Levels whose keys rule `name` (of `l` components) needs: its path
+    /// in the main tree (own level last), then marker levels of the tree
+    /// below every pulled proper prefix, each once. `true` marks levels of
+    /// the main path (their keys share the rule's entry).
+    fn rule_path<N: NameView + ?Sized>(&self, name: &N, l: usize) -> Vec<(u8, bool)> {
+        let mut v: Vec<(u8, bool)> = self
+            .fib
+            .tree
+            .path(l)
+            .into_iter()
+            .map(|p| (p, true))
+            .collect();
+        if let Some(pull) = &self.fib.pull {
+            let tlv = name.tlv();
+            for p in 1..l.min(pull.max_level + 1) {
+                if !self.pulled.contains(&tlv[..name.prefix_end(p)]) {
+                    continue;
+                }
+                if let Some(Some(t)) = pull.trees.get(p) {
+                    for q in t.path(l) {
+                        if !v.iter().any(|&(x, _)| x == q) {
+                            v.push((q, false));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Turn on level pulling (§4.1): every prefix with more than
+    /// `threshold` distinct next components among the rules (and fewer than
+    /// `k` components) is pulled; the FIB is rebuilt with the extra markers
+    /// the trees below pulled prefixes need. Returns how many prefixes were
+    /// pulled. The pulled set is fixed until the next call; updates keep
+    /// every marker exact for it.
+    pub fn enable_level_pulling(&mut self, threshold: usize) -> Result<usize, FibError> {
+        let k = self.fib.cfg.max_components;
+        let rules: Vec<(Vec<u8>, Vec<NextHop>)> = self
+            .keys
+            .iter()
+            .filter(|(_, v)| v.rule != NH_NONE)
+            .map(|(key, v)| (key.clone(), self.fib.next_hops(v.rule).to_vec()))
+            .collect();
+        let default = (self.fib.default_nh != NH_NONE)
+            .then(|| self.fib.next_hops(self.fib.default_nh).to_vec());
+        let mut children: HashMap<&[u8], std::collections::HashSet<&[u8]>> = HashMap::new();
+        let mut ends = Vec::new();
+        for (key, _) in &rules {
+            component_ends(key, &mut ends)?;
+            for i in 1..ends.len() {
+                let (p, c) = (ends[i - 1] as usize, ends[i] as usize);
+                children.entry(&key[..p]).or_default().insert(&key[p..c]);
+            }
+        }
+        let mut pulled: Vec<Vec<u8>> = children
+            .iter()
+            .filter(|(_, c)| c.len() > threshold)
+            .map(|(p, _)| p.to_vec())
+            .collect();
+        pulled.sort();
+        let mut fresh = FibControl::new(self.fib.cfg)?;
+        let mut pull = crate::fib::Pull {
+            trees: vec![None; k + 1],
+            ..Default::default()
+        };
+        let mut names = Vec::with_capacity(pulled.len());
+        for p in &pulled {
+            let n = crate::name::NameBuf::from_tlv(p)?;
+            let l = n.component_count();
+            if l == 0 || l >= k {
+                continue;
+            }
+            pull.max_level = pull.max_level.max(l);
+            pull.trees[l] = Some(crate::fib::SearchTree::new_range(l + 1, k, k));
+            names.push(n);
+        }
+        fresh.fib.pull = Some(pull);
+        for n in &names {
+            fresh.pulled.insert(n.tlv().to_vec());
+        }
+        // Pin every pulled prefix as a key of the main tables.
+        for n in &names {
+            let l = n.component_count();
+            let h = fresh.fib.prefix_hashes(n)[l - 1];
+            let key = n.tlv();
+            let eref = match fresh.keys.get_mut(key) {
+                Some(ki) => {
+                    ki.refs += 1;
+                    ki.eref
+                }
+                None => {
+                    let e = fresh.alloc_entry(key, l, &[l as u8]);
+                    fresh.entry_ref_add(e, 1);
+                    let rules_below = 0;
+                    fresh.keys.insert(
+                        key.to_vec(),
+                        KeyInfo {
+                            level: l as u8,
+                            hash: h,
+                            eref: e,
+                            rule: NH_NONE,
+                            bmp_len: 0,
+                            bmp: NH_NONE,
+                            refs: 1,
+                            rules_below,
+                        },
+                    );
+                    fresh.fib.tables[l - 1].insert(h, e, true);
+                    fresh.maybe_grow(l);
+                    e
+                }
+            };
+            if let Some(pl) = fresh.fib.pull.as_mut() {
+                pl.map.entry(h).or_default().push((l as u8, eref));
+            }
+        }
+        if let Some(d) = default {
+            fresh.insert(&crate::name::NameBuf::root(), &d)?;
+        }
+        for (key, hops) in &rules {
+            fresh.insert(&crate::name::NameBuf::from_tlv(key)?, hops)?;
+        }
+        let count = names.len();
+        *self = fresh;
+        Ok(count)
+    }
+
     /// Insert rule `name -> hops`, or replace its next hops.
     pub fn insert<N: NameView + ?Sized>(
         &mut self,
@@ -257,6 +388,7 @@ impl FibControl {
         }
         let tlv = name.tlv();
         let path = self.fib.tree.path(l);
+        let full_path = self.rule_path(name, l);
         let existing = self.keys.get(tlv).map(|k| k.rule);
         match existing {
             Some(old) if old != NH_NONE => {
@@ -270,20 +402,23 @@ impl FibControl {
                 let hashes = self.fib.prefix_hashes(name);
                 let mut created: Vec<Vec<u8>> = Vec::new();
                 let mut own_entry: Option<u64> = None;
-                for &p in &path {
+                for &(p, main) in &full_path {
                     let p = p as usize;
                     let key = &tlv[..name.prefix_end(p)];
                     if let Some(k) = self.keys.get_mut(key) {
                         k.refs += 1;
                         continue;
                     }
-                    let e = match own_entry {
-                        Some(e) => e,
-                        None => {
+                    let e = match (main, own_entry) {
+                        (true, Some(e)) => e,
+                        (true, None) => {
                             let e = self.alloc_entry(tlv, l, &path);
                             own_entry = Some(e);
                             e
                         }
+                        // A marker only a pulled prefix's tree needs: its
+                        // own entry (the rule's entry has no role for it).
+                        (false, _) => self.alloc_entry(key, p, &[p as u8]),
                     };
                     self.entry_ref_add(e, 1);
                     let (bmp_len, bmp) = self.inherited(name, p);
@@ -395,7 +530,7 @@ impl FibControl {
                 }
             }
         }
-        for p in self.fib.tree.path(l) {
+        for (p, _) in self.rule_path(name, l) {
             let key = &tlv[..name.prefix_end(p as usize)];
             let Some(k) = self.keys.get_mut(key) else {
                 continue;
@@ -422,11 +557,15 @@ impl FibControl {
         for (key, k) in &self.keys {
             if k.rule != NH_NONE {
                 component_ends(key, &mut ends).map_err(|e| e.to_string())?;
-                for p in self.fib.tree.path(k.level as usize) {
+                let n = crate::name::NameBuf::from_tlv(key).map_err(|e| e.to_string())?;
+                for (p, _) in self.rule_path(&n, k.level as usize) {
                     *refs
                         .entry(key[..ends[p as usize - 1] as usize].to_vec())
                         .or_default() += 1;
                 }
+            }
+            if self.pulled.contains(key) {
+                *refs.entry(key.clone()).or_default() += 1;
             }
             let role = self.fib.e_role(k.eref, k.level as usize);
             if role != Some((k.bmp_len as usize, k.bmp)) {

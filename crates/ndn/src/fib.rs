@@ -76,6 +76,12 @@ pub struct SearchTree {
 impl SearchTree {
     /// The tree over `1..=k`.
     pub fn new(k: usize) -> SearchTree {
+        SearchTree::new_range(1, k, k)
+    }
+
+    /// The balanced tree over levels `lo..=hi` of a FIB of `k` levels
+    /// (level pulling searches `p + 1..=k` below a pulled prefix of `p`).
+    pub fn new_range(lo: usize, hi: usize, k: usize) -> SearchTree {
         fn build(lo: usize, hi: usize, l: &mut [u8], r: &mut [u8]) -> u8 {
             if lo > hi {
                 return 0;
@@ -87,7 +93,7 @@ impl SearchTree {
         }
         let mut left = vec![0u8; k + 1];
         let mut right = vec![0u8; k + 1];
-        let root = build(1, k, &mut left, &mut right);
+        let root = build(lo.max(1), hi.min(k), &mut left, &mut right);
         SearchTree { root, left, right }
     }
 
@@ -148,6 +154,26 @@ pub struct Trace {
     pub verifies: u32,
     /// A `VerifyAtEnd` search hit a false positive and ran again.
     pub fallback: bool,
+    /// Level pulling: probes of the small pulled-prefix table (kept in
+    /// cache; not counted in `probes`).
+    pub pull_probes: u32,
+    /// Level pulling: components of the pulled prefix the search started
+    /// below (0 = none).
+    pub pulled: u32,
+}
+
+/// Level pulling (dissertation §4.1): prefixes with many next-level
+/// suffixes sit in a small table consulted first; a name below one of them
+/// is searched only over the longer levels, with a tree of its own.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pull {
+    /// Prefix hash -> `(level, entry)` of pulled prefixes (they are
+    /// permanent keys of the main tables, so their strings and inherited
+    /// next hops live there).
+    pub(crate) map: std::collections::HashMap<u64, Vec<(u8, u64)>>,
+    pub(crate) max_level: usize,
+    /// `trees[p]`: the search tree over `p + 1..=k` (for pulled levels `p`).
+    pub(crate) trees: Vec<Option<SearchTree>>,
 }
 
 /// Prefetching in [`Fib::lookup_batch`].
@@ -189,6 +215,8 @@ pub struct Fib {
     pub(crate) nh: NhTable,
     /// Next-hop set of the root prefix `/` (`NH_NONE` when absent).
     pub(crate) default_nh: u32,
+    /// Level pulling state (`None`: off).
+    pub(crate) pull: Option<Pull>,
 }
 
 /// Where a probe landed.
@@ -230,6 +258,7 @@ impl Fib {
             entries: vec![0],
             nh: NhTable::new(),
             default_nh: NH_NONE,
+            pull: None,
         })
     }
 
@@ -371,9 +400,41 @@ impl Fib {
         })
     }
 
+    /// Start point of a search: the longest pulled prefix of the name
+    /// (verified), and the tree to search below it.
+    #[inline(always)]
+    fn pull_start<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        hashes: &[u64],
+        tr: &mut Trace,
+    ) -> (&SearchTree, Option<(usize, u64, bool)>) {
+        if let Some(pull) = &self.pull {
+            let tlv = name.tlv();
+            for l in (1..=hashes.len().min(pull.max_level)).rev() {
+                tr.pull_probes += 1;
+                let Some(cands) = pull.map.get(&hashes[l - 1]) else {
+                    continue;
+                };
+                let key = &tlv[..name.prefix_end(l)];
+                for &(level, eref) in cands {
+                    if level as usize == l && self.e_str(eref).get(..key.len()) == Some(key) {
+                        if let Some(Some(t)) = pull.trees.get(l) {
+                            tr.pulled = l as u32;
+                            return (t, Some((l, eref, true)));
+                        }
+                    }
+                }
+            }
+        }
+        (&self.tree, None)
+    }
+
     #[inline(always)]
     fn binary_search<N: NameView + ?Sized>(
         &self,
+        tree: &SearchTree,
+        start: Option<(usize, u64, bool)>,
         name: &N,
         hashes: &[u64],
         verify: bool,
@@ -381,11 +442,11 @@ impl Fib {
     ) -> Option<(usize, u64, bool)> {
         let e = hashes.len();
         let tlv = name.tlv();
-        let mut node = self.tree.root as usize;
-        let mut best = None;
+        let mut node = tree.root as usize;
+        let mut best = start;
         while node != 0 {
             if node > e {
-                node = self.tree.left[node] as usize;
+                node = tree.left[node] as usize;
                 continue;
             }
             tr.probes += 1;
@@ -400,9 +461,9 @@ impl Fib {
                     if leaf {
                         break;
                     }
-                    node = self.tree.right[node] as usize;
+                    node = tree.right[node] as usize;
                 }
-                Probe::Miss => node = self.tree.left[node] as usize,
+                Probe::Miss => node = tree.left[node] as usize,
             }
         }
         best
@@ -418,18 +479,20 @@ impl Fib {
         tr: &mut Trace,
     ) -> Option<Match> {
         let verify = self.cfg.strategy == Strategy::VerifyEach;
-        let best = self.binary_search(name, hashes, verify, tr);
+        let (tree, start) = self.pull_start(name, hashes, tr);
+        let best = self.binary_search(tree, start, name, hashes, verify, tr);
         match best {
             Some((level, eref, false)) => {
                 tr.verifies += 1;
                 let key = &name.tlv()[..name.prefix_end(level)];
                 if self.e_str(eref).get(..key.len()) == Some(key) {
                     // A verified final match proves every earlier match:
-                    // a key's markers exist at all its right-turn ancestors.
+                    // a key's markers exist at all its right-turn ancestors
+                    // (of whichever tree the search used).
                     self.resolve(Some((level, eref)))
                 } else {
                     tr.fallback = true;
-                    let b = self.binary_search(name, hashes, true, tr);
+                    let b = self.binary_search(tree, start, name, hashes, true, tr);
                     self.resolve(b.map(|(l, e, _)| (l, e)))
                 }
             }

@@ -297,6 +297,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         entries,
         nh: NhTable::from_parts(offsets, hops),
         default_nh,
+        // Level pulling is not stored: the main tree's markers are always
+        // complete, so a loaded FIB searches from the root.
+        pull: None,
     };
     Ok((fib, rules))
 }

@@ -331,3 +331,84 @@ fn wire_names_use_their_cached_hashes_and_agree_with_the_fib_form() {
         );
     }
 }
+
+/// Random churn with level pulling on (threshold 2 over a 3-symbol
+/// alphabet pulls many prefixes), turned on again mid-way.
+#[test]
+fn level_pulling_keeps_every_answer_and_the_probe_bound() {
+    for strategy in [Strategy::VerifyEach, Strategy::VerifyAtEnd] {
+        for (seed, k) in [(11u64, 7usize), (12, 15), (13, 4)] {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut ctl = FibControl::new(cfg(k, strategy)).unwrap();
+            let mut o = NameTrie::new();
+            let mut present: Vec<NameBuf> = Vec::new();
+            for step in 0..500 {
+                if step == 100 || step == 300 {
+                    let pulled = ctl.enable_level_pulling(2).unwrap();
+                    assert!(pulled > 0, "step {step}: nothing pulled");
+                    ctl.check_invariants().unwrap();
+                }
+                if present.is_empty() || rng.gen_bool(0.65) {
+                    let name = random_name(&mut rng, k, 3);
+                    let h = hops(&[rng.gen_range(1..5)]);
+                    ctl.insert(&name, &h).unwrap();
+                    o.insert(&name, h);
+                    present.push(name);
+                } else {
+                    let name = present.swap_remove(rng.gen_range(0..present.len()));
+                    assert_eq!(ctl.remove(&name).is_ok(), o.remove(&name));
+                }
+                if step % 50 == 49 {
+                    let names: Vec<NameBuf> = (0..60)
+                        .map(|_| random_name(&mut rng, k + 2, 3))
+                        .chain(present.iter().cloned())
+                        .collect();
+                    check_all(&ctl, &o, &names);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn level_pulling_starts_below_a_popular_prefix_and_saves_probes() {
+    // /hot has 200 children, each with a 6-component rule below it.
+    let mut ctl = FibControl::new(cfg(7, Strategy::VerifyEach)).unwrap();
+    let mut names = Vec::new();
+    for i in 0..200 {
+        let r = NameBuf::from_components([
+            "hot".to_string(),
+            format!("s{i}"),
+            "a".into(),
+            "b".into(),
+            "c".into(),
+            "d".into(),
+        ])
+        .unwrap();
+        ctl.insert(&r, &hops(&[1])).unwrap();
+        let mut q = r.prefix(2);
+        q.push(8, b"zz").unwrap();
+        names.push(q);
+    }
+    let probes = |ctl: &FibControl| -> u32 {
+        names
+            .iter()
+            .map(|q| {
+                let mut tr = Trace::default();
+                ctl.fib().lookup_traced(q, &mut tr);
+                tr.probes
+            })
+            .sum()
+    };
+    let before = probes(&ctl);
+    assert_eq!(ctl.enable_level_pulling(64).unwrap(), 1);
+    let after = probes(&ctl);
+    assert!(
+        after < before,
+        "pulling did not save probes: {before} -> {after}"
+    );
+    let mut tr = Trace::default();
+    ctl.fib().lookup_traced(&names[0], &mut tr);
+    assert_eq!(tr.pulled, 1);
+    ctl.check_invariants().unwrap();
+}
