@@ -506,6 +506,21 @@ impl<A: GroupKey> Bloomfwd<A> {
         hits
     }
 
+    /// [`Self::lookup_batch`] split over `threads` scoped threads that share
+    /// this table read-only (each takes a contiguous slice of `addrs`).
+    pub fn lookup_parallel(&self, addrs: &[A], out: &mut [NextHop], threads: usize) -> usize {
+        let n = addrs.len().min(out.len());
+        let per = n.div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = addrs[..n]
+                .chunks(per)
+                .zip(out[..n].chunks_mut(per))
+                .map(|(a, o)| s.spawn(move || self.lookup_batch(a, o)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        })
+    }
+
     /// The batched-hashing path in use.
     pub fn simd(&self) -> Simd {
         self.simd

@@ -11,6 +11,7 @@ pub mod bloomfwd;
 pub mod dir248;
 pub mod dpcpe;
 pub mod hash;
+pub mod miht;
 pub mod parse;
 pub mod persist;
 pub mod rib;
