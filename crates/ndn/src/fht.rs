@@ -177,9 +177,10 @@ impl Fht {
     }
 
     /// Build from `(name, port)` pairs (a later duplicate wins).
-    pub fn build<'a, I>(names: I, cfg: FhtConfig) -> Result<Fht, FibError>
+    pub fn build<K, I>(names: I, cfg: FhtConfig) -> Result<Fht, FibError>
     where
-        I: IntoIterator<Item = (&'a [u8], u8)>,
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = (K, u8)>,
         I::IntoIter: Clone,
     {
         cfg.validate()?;
@@ -204,6 +205,7 @@ impl Fht {
         const IN_CT: u64 = u64::MAX;
         let mut place = Vec::with_capacity(n);
         for (name, port) in it.clone() {
+            let name = name.as_ref();
             let h = t.hash(name);
             if t.first_match(&h).is_some() {
                 t.ct.insert(name.into(), port);
@@ -239,6 +241,7 @@ impl Fht {
             if pl == IN_CT {
                 continue;
             }
+            let name = name.as_ref();
             let h = t.hash(name);
             let (j, i) = ((pl >> 40) as usize, (pl >> 32 & 0xFF) as usize);
             match t.first_match(&h) {

@@ -1,0 +1,484 @@
+//! Name FIB and fingerprint hash table benchmarks, one process, medians.
+//!
+//! ```text
+//! cargo bench -p nexthop-ndn --bench fib -- [--smoke] [--n 1e6,1e7] [--k 7,15]
+//!     [--lookups 2e6] [--rounds 5] [--fht-n 1e7] [--no-real] [--only fib|fht|real]
+//! ```
+//!
+//! * Synthetic FIBs: the worst-case two-phase set of §3.4.1 (`n` rules;
+//!   every level of a `k`-component base's binary-search path is its own
+//!   rule with its own entry) for each `k`, both string-matching
+//!   strategies. The lookup stream is the base names, shuffled: every
+//!   lookup takes `ceil(log2(k+1))` probes and matches at level `k`.
+//!   Reported per round, rotating the order: one core single lookups;
+//!   batched (16 names, prefetch none / first bucket / all buckets); two
+//!   threads batched; linear search; hashing alone; search with
+//!   precomputed hashes. Counts per lookup (bucket reads, stored-string
+//!   compares) come from `Trace` on the same stream.
+//! * Real-derived sets (EasyList/EasyPrivacy hosts, TLD/site/host first):
+//!   the rules, looked up with three random components appended; binary vs
+//!   linear vs binary with level pulling (T = 64).
+//! * Fingerprint hash table: `--fht-n` random 30-byte names, 16-bit
+//!   fingerprints: bytes per name, collision table size, lookups/s.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use nexthop_ndn::fht::{Fht, FhtConfig};
+use nexthop_ndn::names::{extend_names, real_names, worst_case, Scheme};
+use nexthop_ndn::{
+    Config, Fib, FibControl, Match, NameBuf, NameView, NextHop, Prefetch, Strategy, Trace,
+};
+
+struct Opts {
+    smoke: bool,
+    n: Vec<usize>,
+    k: Vec<usize>,
+    lookups: usize,
+    rounds: usize,
+    fht_n: usize,
+    real: bool,
+    only: Option<String>,
+}
+
+fn parse_num(s: &str) -> usize {
+    s.parse::<f64>()
+        .map(|x| x as usize)
+        .unwrap_or_else(|_| panic!("bad number {s}"))
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        smoke: false,
+        n: vec![1_000_000, 10_000_000],
+        k: vec![7, 15],
+        lookups: 2_000_000,
+        rounds: 5,
+        fht_n: 10_000_000,
+        real: true,
+        only: None,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let v = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "--smoke" => {
+                o.smoke = true;
+                o.n = vec![20_000];
+                o.k = vec![7];
+                o.lookups = 20_000;
+                o.rounds = 1;
+                o.fht_n = 100_000;
+                o.real = false;
+                i += 1;
+                continue;
+            }
+            "--n" => o.n = v.split(',').map(parse_num).collect(),
+            "--k" => o.k = v.split(',').map(parse_num).collect(),
+            "--lookups" => o.lookups = parse_num(&v),
+            "--rounds" => o.rounds = parse_num(&v),
+            "--fht-n" => o.fht_n = parse_num(&v),
+            "--only" => o.only = Some(v),
+            "--no-real" => {
+                o.real = false;
+                i += 1;
+                continue;
+            }
+            "--bench" => {
+                i += 1;
+                continue;
+            }
+            other => panic!("unknown argument {other}"),
+        }
+        i += 2;
+    }
+    o
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Lookups per second of `f` over `names` (returns Mops).
+fn rate(names: &[NameBuf], mut f: impl FnMut(&[NameBuf]) -> usize) -> f64 {
+    let t = Instant::now();
+    black_box(f(names));
+    names.len() as f64 / t.elapsed().as_secs_f64() / 1e6
+}
+
+fn stream(trace: &[NameBuf], lookups: usize) -> Vec<NameBuf> {
+    trace.iter().cycle().take(lookups.max(1)).cloned().collect()
+}
+
+fn build(rules: &[NameBuf], k: usize, strategy: Strategy) -> (Fib, f64, nexthop_ndn::FibStats) {
+    let t = Instant::now();
+    let mut ctl = FibControl::new(Config {
+        max_components: k,
+        strategy,
+        ..Config::default()
+    })
+    .expect("config");
+    for (i, r) in rules.iter().enumerate() {
+        ctl.insert(
+            r,
+            &[NextHop {
+                face: (i % 250) as u32 + 1,
+                cost: 0,
+            }],
+        )
+        .expect("insert");
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let st = ctl.stats();
+    (ctl.into_fib(), secs, st)
+}
+
+fn bench_fib(o: &Opts) {
+    println!("## Synthetic worst-case FIBs (§3.4.1 two-phase construction)");
+    for &k in &o.k {
+        for &n in &o.n {
+            let (rules, trace) = worst_case(n, k, 42);
+            let names = stream(&trace, o.lookups);
+            let mixed: Vec<NameBuf> = {
+                let r = extend_names(
+                    &names
+                        .iter()
+                        .enumerate()
+                        .map(|(i, q)| q.prefix(i * 7 % (k + 1)))
+                        .collect::<Vec<_>>(),
+                    0,
+                    1,
+                );
+                r.iter()
+                    .enumerate()
+                    .map(|(i, q)| {
+                        let mut q = q.clone();
+                        while q.component_count() < k {
+                            let _ = q.push(8, format!("x{i}").as_bytes());
+                        }
+                        q
+                    })
+                    .collect()
+            };
+            let string_bytes: usize = rules.iter().map(|r| r.tlv().len()).sum();
+            for strategy in [Strategy::VerifyEach, Strategy::VerifyAtEnd] {
+                let (fib, secs, st) = build(&rules, k, strategy);
+                // Counts per lookup on the same stream.
+                let (mut probes, mut reads, mut verifies, mut fallbacks) = (0u64, 0u64, 0u64, 0u64);
+                let mut misses = 0;
+                for q in &names {
+                    let mut tr = Trace::default();
+                    if fib.lookup_traced(q, &mut tr).is_none() {
+                        misses += 1;
+                    }
+                    probes += tr.probes as u64;
+                    reads += tr.bucket_reads as u64;
+                    verifies += tr.verifies as u64;
+                    fallbacks += tr.fallback as u64;
+                }
+                assert_eq!(misses, 0, "every trace name matches");
+                let per = |x: u64| x as f64 / names.len() as f64;
+                let hashes: Vec<Vec<u64>> = names.iter().map(|q| fib.prefix_hashes(q)).collect();
+                let mut res: Vec<Vec<f64>> = vec![Vec::new(); 9];
+                let mut out = vec![None::<Match>; names.len()];
+                for round in 0..o.rounds {
+                    for j in 0..9 {
+                        let m = (j + round) % 9;
+                        let r = match m {
+                            0 => rate(&names, |ns| {
+                                ns.iter().filter(|q| fib.lookup(*q).is_some()).count()
+                            }),
+                            1 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::None)),
+                            2 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::First)),
+                            3 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::All)),
+                            4 => {
+                                let t = Instant::now();
+                                let half = names.len() / 2;
+                                std::thread::scope(|s| {
+                                    for part in [&names[..half], &names[half..]] {
+                                        let fib = &fib;
+                                        s.spawn(move || {
+                                            let mut o2 = vec![None::<Match>; part.len()];
+                                            black_box(fib.lookup_batch(
+                                                part,
+                                                &mut o2,
+                                                Prefetch::All,
+                                            ));
+                                        });
+                                    }
+                                });
+                                names.len() as f64 / t.elapsed().as_secs_f64() / 1e6
+                            }
+                            5 => rate(&names, |ns| {
+                                ns.iter()
+                                    .filter(|q| fib.lookup_linear(*q).is_some())
+                                    .count()
+                            }),
+                            6 => rate(&names, |ns| {
+                                ns.iter()
+                                    .map(|q| fib.hash_only(q) as usize)
+                                    .fold(0, usize::wrapping_add)
+                            }),
+                            7 => rate(&names, |ns| {
+                                ns.iter()
+                                    .zip(&hashes)
+                                    .filter(|(q, h)| {
+                                        fib.lookup_hashed(*q, h, &mut Trace::default()).is_some()
+                                    })
+                                    .count()
+                            }),
+                            _ => {
+                                // Parse: wire Name from TLV bytes (validates
+                                // and caches offsets and prefix hashes).
+                                let t = Instant::now();
+                                let mut acc = 0u64;
+                                for q in &names {
+                                    let w = nexthop_wire::ndn::Name::from_value(q.tlv())
+                                        .expect("valid");
+                                    acc = acc.wrapping_add(w.prefix_hash(w.len()));
+                                }
+                                black_box(acc);
+                                names.len() as f64 / t.elapsed().as_secs_f64() / 1e6
+                            }
+                        };
+                        res[m].push(r);
+                    }
+                }
+                let med: Vec<f64> = res.into_iter().map(median).collect();
+                // Mixed stream: the match is at a uniformly random depth, so
+                // longest-first linear search no longer hits at once.
+                let mut mixed_b = Vec::new();
+                let mut mixed_l = Vec::new();
+                let (mut mpb, mut mpl) = (0u64, 0u64);
+                for q in &mixed {
+                    let mut tr = Trace::default();
+                    let a = fib.lookup_traced(q, &mut tr);
+                    mpb += tr.probes as u64;
+                    let mut tr = Trace::default();
+                    let b = fib.lookup_linear_traced(q, &mut tr);
+                    mpl += tr.probes as u64;
+                    assert_eq!(a, b);
+                }
+                for _ in 0..o.rounds {
+                    mixed_b.push(rate(&mixed, |ns| {
+                        ns.iter().filter(|q| fib.lookup(*q).is_some()).count()
+                    }));
+                    mixed_l.push(rate(&mixed, |ns| {
+                        ns.iter()
+                            .filter(|q| fib.lookup_linear(*q).is_some())
+                            .count()
+                    }));
+                }
+                let rules_n = st.rules as f64;
+                println!(
+                    "\nn={} k={k} {strategy:?}: build {:.1}s ({:.2} M inserts/s); {} keys ({} markers), {} entries",
+                    st.rules, secs, rules_n / secs / 1e6, st.keys, st.markers, st.entries
+                );
+                println!(
+                    "  bytes/rule {:.1} (buckets {:.1}, entries {:.1} incl. strings {:.1}; overflow buckets {})",
+                    st.bytes as f64 / rules_n,
+                    st.bucket_bytes as f64 / rules_n,
+                    st.entry_bytes as f64 / rules_n,
+                    string_bytes as f64 / rules_n,
+                    st.overflow_buckets
+                );
+                println!(
+                    "  per lookup: probes {:.2} (bound {}), bucket reads {:.2}, string compares {:.2}, fallbacks {:.5}",
+                    per(probes), fib.search_tree().depth(), per(reads), per(verifies), per(fallbacks)
+                );
+                println!(
+                    "  Mlookups/s (median of {}): single {:.3} | batch none {:.3} first {:.3} all {:.3} | 2 threads batch {:.3} | linear {:.3} ({:.2}x of binary)",
+                    o.rounds, med[0], med[1], med[2], med[3], med[4], med[5], med[5] / med[0]
+                );
+                println!(
+                    "  mixed-depth stream: probes/lookup binary {:.2} linear {:.2}; Mlookups/s binary {:.3} linear {:.3} ({:.2}x of binary)",
+                    mpb as f64 / mixed.len() as f64,
+                    mpl as f64 / mixed.len() as f64,
+                    median(mixed_b.clone()),
+                    median(mixed_l.clone()),
+                    median(mixed_l) / median(mixed_b)
+                );
+                println!(
+                    "  cost split (M/s): parse (wire Name) {:.3}, hash {:.3}, search with precomputed hashes {:.3}; ns/lookup: parse {:.0}, hash {:.0}, search {:.0}, full {:.0}",
+                    med[8], med[6], med[7], 1e3 / med[8], 1e3 / med[6], 1e3 / med[7], 1e3 / med[0]
+                );
+            }
+        }
+    }
+}
+
+fn bench_real(o: &Opts) {
+    println!("\n## Real-derived sets (EasyList + EasyPrivacy hosts)");
+    for scheme in [Scheme::TldFirst, Scheme::SiteFirst, Scheme::HostFirst] {
+        let rules = match real_names(scheme) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("skipped: {e}");
+                return;
+            }
+        };
+        let k = rules.iter().map(|r| r.component_count()).max().unwrap_or(1);
+        let names = stream(&extend_names(&rules, 3, 7), o.lookups);
+        let mut ctl = FibControl::new(Config {
+            max_components: k,
+            ..Config::default()
+        })
+        .expect("config");
+        for (i, r) in rules.iter().enumerate() {
+            ctl.insert(
+                r,
+                &[NextHop {
+                    face: (i % 250) as u32,
+                    cost: 0,
+                }],
+            )
+            .expect("insert");
+        }
+        let st = ctl.stats();
+        let avg_probes = |fib: &Fib, linear: bool| {
+            let mut p = 0u64;
+            for q in &names {
+                let mut tr = Trace::default();
+                if linear {
+                    fib.lookup_linear_traced(q, &mut tr);
+                } else {
+                    fib.lookup_traced(q, &mut tr);
+                }
+                p += tr.probes as u64;
+            }
+            p as f64 / names.len() as f64
+        };
+        let (pb, pl) = (avg_probes(ctl.fib(), false), avg_probes(ctl.fib(), true));
+        let mut rb = Vec::new();
+        let mut rl = Vec::new();
+        for _ in 0..o.rounds {
+            rb.push(rate(&names, |ns| {
+                ns.iter().filter(|q| ctl.fib().lookup(*q).is_some()).count()
+            }));
+            rl.push(rate(&names, |ns| {
+                ns.iter()
+                    .filter(|q| ctl.fib().lookup_linear(*q).is_some())
+                    .count()
+            }));
+        }
+        let unpulled = ctl.fib().clone();
+        let pulled = ctl.enable_level_pulling(64).expect("pulling");
+        let pp = avg_probes(ctl.fib(), false);
+        let mut rp = Vec::new();
+        let mut rb2 = Vec::new();
+        for _ in 0..o.rounds {
+            rp.push(rate(&names, |ns| {
+                ns.iter().filter(|q| ctl.fib().lookup(*q).is_some()).count()
+            }));
+            rb2.push(rate(&names, |ns| {
+                ns.iter().filter(|q| unpulled.lookup(*q).is_some()).count()
+            }));
+        }
+        println!(
+            "\n{scheme:?}: {} rules, k={k}, {} keys, {:.1} B/rule; probes/lookup binary {:.2} linear {:.2} pulled {:.2} ({} prefixes pulled, {:.1}% fewer probes)",
+            st.rules,
+            st.keys,
+            st.bytes as f64 / st.rules as f64,
+            pb,
+            pl,
+            pp,
+            pulled,
+            100.0 * (pb - pp) / pb
+        );
+        println!(
+            "  Mlookups/s: binary {:.3}, linear {:.3} ({:.2}x), binary again {:.3}, with level pulling {:.3} ({:.2}x)",
+            median(rb.clone()),
+            median(rl.clone()),
+            median(rl) / median(rb),
+            median(rb2.clone()),
+            median(rp.clone()),
+            median(rp) / median(rb2)
+        );
+    }
+}
+
+fn fht_name(i: u64) -> [u8; 30] {
+    let h = nexthop_hash::hash128(&i.to_le_bytes(), 77).0.to_le_bytes();
+    let g = nexthop_hash::hash128(&i.to_le_bytes(), 78).0.to_le_bytes();
+    let mut out = [0u8; 30];
+    for (j, o) in out.iter_mut().enumerate() {
+        let b = if j < 16 { h[j] } else { g[j - 16] };
+        *o = b'a' + b % 26;
+    }
+    out
+}
+
+fn bench_fht(o: &Opts) {
+    println!("\n## Fingerprint hash table (§4.3.4), 30-byte names, d=4, E=8, load 0.93");
+    let n = o.fht_n as u64;
+    let widths: &[u32] = if n >= 50_000_000 {
+        &[16]
+    } else {
+        &[16, 12, 20]
+    };
+    for &fp_bits in widths {
+        let t = Instant::now();
+        let cfg = FhtConfig {
+            fp_bits,
+            ..FhtConfig::default()
+        };
+        let fht = Fht::build((0..n).map(|i| (fht_name(i), (i % 251) as u8)), cfg).expect("build");
+        let secs = t.elapsed().as_secs_f64();
+        let s = fht.stats().clone();
+        let q: Vec<[u8; 30]> = (0..o.lookups.min(n as usize) as u64)
+            .map(|i| fht_name(i * 7919 % n))
+            .collect();
+        let mut with = Vec::new();
+        let mut without = Vec::new();
+        for _ in 0..o.rounds {
+            let t = Instant::now();
+            black_box(q.iter().filter(|x| fht.lookup(&x[..]).is_some()).count());
+            with.push(q.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
+            let t = Instant::now();
+            black_box(
+                q.iter()
+                    .filter(|x| fht.lookup_table_only(&x[..]).is_some())
+                    .count(),
+            );
+            without.push(q.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
+        }
+        let wrong = (0..n)
+            .step_by((n as usize / 100_000).max(1))
+            .filter(|&i| fht.lookup(&fht_name(i)) != Some((i % 251) as u8))
+            .count();
+        println!(
+            "w={fp_bits}: n={n} build {secs:.1}s; table {:.3} GB + CT {} names {:.1} MB = {:.3} B/name; CT: {} collided, {} overflow, {} shadowed; Mlookups/s with CT {:.3}, table only {:.3}; misforwarded known names (sample of {}): {wrong}",
+            s.table_bytes as f64 / 1e9,
+            fht.ct_len(),
+            s.ct_bytes as f64 / 1e6,
+            s.bytes_per_name(),
+            s.ct_collided,
+            s.ct_overflow,
+            s.ct_shadowed,
+            median(with),
+            median(without),
+            (0..n).step_by((n as usize / 100_000).max(1)).count()
+        );
+        assert_eq!(wrong, 0);
+    }
+}
+
+fn main() {
+    let o = opts();
+    println!(
+        "nexthop-ndn fib bench ({})",
+        if o.smoke { "smoke" } else { "full" }
+    );
+    let only = o.only.clone();
+    if only.as_deref().is_none_or(|x| x == "fib") {
+        bench_fib(&o);
+    }
+    if o.real && only.as_deref().is_none_or(|x| x == "real") {
+        bench_real(&o);
+    }
+    if only.as_deref().is_none_or(|x| x == "fht") {
+        bench_fht(&o);
+    }
+}
