@@ -1,45 +1,512 @@
-//! Bloomfwd against its baselines on the real tables (full harness grows
-//! in later commits). `--smoke`: tiny sizes, seconds.
+//! Bloomfwd against its baselines in one process on the real tables of
+//! DATA.md, same address streams, structures alternating within each
+//! repetition; medians of the repetitions.
+//!
+//! `cargo bench -p nexthop-lpm --bench lpm` (full) or `-- --smoke` (tiny
+//! sizes, seconds). Sections: IPv4 and IPv6 lookup rates (uniform random,
+//! inside random prefixes, Zipf over prefixes; 1 and 2 threads), memory per
+//! prefix, measured false-positive rates, the paper's Fig. 1 sweep (FPR
+//! target x hash choice), the DPCPE levels sweep (Table 4 / Fig. 7) and the
+//! LINX update replay with oracle checks after every batch. A JSON copy of
+//! every figure goes to `$TMPDIR/nexthop-lpm-bench.json`.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use nexthop_lpm::parse::{load_routes, NextHopMode};
-use nexthop_lpm::{BinaryTrie, BloomfwdControl, Config};
+use nexthop_lpm::bloomfwd::GroupKey;
+use nexthop_lpm::dir248::Dir248;
+use nexthop_lpm::miht::{Miht4, Miht6};
+use nexthop_lpm::parse::{load_routes, load_updates, AnyPrefix, NextHopMode, UpdateKind};
+use nexthop_lpm::{Address, BinaryTrie, BloomfwdControl, Config, HashKind, NextHop, Prefix};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde_json::{json, Value};
+
+fn data(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name);
+    assert!(p.exists(), "data file {name} not found at {}", p.display());
+    p
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Million lookups per second of `f` over `n` addresses.
+fn rate(n: usize, f: impl FnOnce() -> u64) -> (f64, u64) {
+    let s = Instant::now();
+    let sum = f();
+    (n as f64 / s.elapsed().as_secs_f64() / 1e6, sum)
+}
+
+fn inside<A: Address>(r: &mut impl Rng, p: Prefix<A>) -> A {
+    let host: u128 = r.gen();
+    let host = match p.len() {
+        0 => host,
+        l if l >= A::BITS => 0,
+        l => host & ((1u128 << (A::BITS - l)) - 1),
+    };
+    A::from_u128(p.addr().to_u128() | host)
+}
+
+/// The three address streams.
+fn streams<A: Address>(
+    seed: u64,
+    routes: &[(Prefix<A>, NextHop)],
+    n: usize,
+) -> Vec<(&'static str, Vec<A>)> {
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let uniform = (0..n).map(|_| A::from_u128(r.gen())).collect();
+    let inside_v = (0..n)
+        .map(|_| {
+            let i = r.gen_range(0..routes.len());
+            inside(&mut r, routes[i].0)
+        })
+        .collect();
+    // Zipf (s = 1) over prefixes in a random order.
+    let mut order: Vec<usize> = (0..routes.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, r.gen_range(0..=i));
+    }
+    let mut cdf = Vec::with_capacity(routes.len());
+    let mut acc = 0.0;
+    for k in 1..=routes.len() {
+        acc += 1.0 / k as f64;
+        cdf.push(acc);
+    }
+    let zipf = (0..n)
+        .map(|_| {
+            let u = r.gen::<f64>() * acc;
+            let k = cdf.partition_point(|&c| c < u).min(routes.len() - 1);
+            inside(&mut r, routes[order[k]].0)
+        })
+        .collect();
+    vec![("uniform", uniform), ("inside", inside_v), ("zipf", zipf)]
+}
+
+type Runner<'a, A> = (&'static str, Box<dyn Fn(&[A], &mut [NextHop]) -> u64 + 'a>);
+
+/// Run every structure on every stream, alternating, `reps` times; print a
+/// table of median Mlps and ratios to the first runner.
+fn compare<A: Address>(
+    title: &str,
+    streams: &[(&'static str, Vec<A>)],
+    runners: &[Runner<'_, A>],
+    reps: usize,
+) -> Value {
+    let mut out = Vec::new();
+    println!("\n### {title}\n");
+    print!("| stream |");
+    for (name, _) in runners {
+        print!(" {name} Mlps |");
+    }
+    println!();
+    print!("| --- |");
+    for _ in runners {
+        print!(" ---: |");
+    }
+    println!();
+    for (sname, addrs) in streams {
+        let mut res = vec![Vec::new(); runners.len()];
+        let mut buf = vec![0; addrs.len()];
+        let mut sums = vec![0u64; runners.len()];
+        for _ in 0..reps {
+            for (i, (_, f)) in runners.iter().enumerate() {
+                let (mlps, s) = rate(addrs.len(), || f(addrs, &mut buf));
+                res[i].push(mlps);
+                sums[i] = s;
+            }
+        }
+        // Every structure must give the same answers.
+        for (i, s) in sums.iter().enumerate() {
+            assert_eq!(
+                *s, sums[0],
+                "{} disagrees with {} on {sname}",
+                runners[i].0, runners[0].0
+            );
+        }
+        let med: Vec<f64> = res.into_iter().map(median).collect();
+        print!("| {sname} |");
+        for m in &med {
+            print!(" {:.1} ({:.2}x) |", m, m / med[0]);
+        }
+        println!();
+        out.push(json!({ "stream": sname, "mlps": runners.iter().zip(&med).map(|((n, _), m)| json!({"name": n, "median": m})).collect::<Vec<_>>() }));
+    }
+    json!({ "title": title, "rows": out })
+}
+
+fn checksum(out: &[NextHop]) -> u64 {
+    out.iter().map(|&x| x as u64).sum()
+}
+
+fn bloom_runners<'a, A: GroupKey>(t: &'a BloomfwdControl<A>) -> Vec<Runner<'a, A>> {
+    vec![
+        (
+            "bloomfwd-batch",
+            Box::new(move |a: &[A], o: &mut [NextHop]| {
+                t.table().lookup_batch(a, o);
+                checksum(o)
+            }),
+        ),
+        (
+            "bloomfwd-single",
+            Box::new(move |a: &[A], o: &mut [NextHop]| {
+                for (x, y) in a.iter().zip(o.iter_mut()) {
+                    *y = t.lookup(*x).unwrap_or(u32::MAX);
+                }
+                checksum(o)
+            }),
+        ),
+    ]
+}
 
 fn main() {
     let smoke = std::env::args().any(|a| a == "--smoke");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/routeviews-20151101-ipv4.txt.gz");
-    let routes = load_routes(&path, NextHopMode::Asn)
-        .unwrap_or_else(|e| panic!("routeviews-20151101-ipv4.txt.gz: {e}"));
-    let n = if smoke { 100_000 } else { 10_000_000 };
-    let mut x: u32 = 0x1234_5678;
-    let addrs: Vec<u32> = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        })
-        .collect();
-    let t = BloomfwdControl::build(Config::ipv4(), &routes.v4).expect("valid config");
-    let mut trie = BinaryTrie::new();
-    for &(p, nh) in &routes.v4 {
-        trie.insert(p, nh);
-    }
-    let mut out = vec![0; n];
-    let s = Instant::now();
-    t.table().lookup_batch(&addrs, &mut out);
-    let bf = s.elapsed().as_secs_f64();
-    let s = Instant::now();
-    let mut sum = 0u64;
-    for &a in &addrs {
-        sum += trie.lookup(a).unwrap_or(0) as u64;
-    }
-    let tr = s.elapsed().as_secs_f64();
+    let (n, reps) = if smoke { (20_000, 1) } else { (2_000_000, 5) };
+    let mut report = serde_json::Map::new();
+    let v4 = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v6 = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (r4, r6) = (v4.v4, v6.v6);
     println!(
-        "bloomfwd batched {:.1} Mlps, trie {:.1} Mlps (checksum {sum})",
-        n as f64 / bf / 1e6,
-        n as f64 / tr / 1e6
+        "tables: {} IPv4, {} IPv6 prefixes; {n} addresses per stream, {reps} repetitions",
+        r4.len(),
+        r6.len()
     );
+
+    // ---------------- IPv4
+    let s = Instant::now();
+    let bf4 = BloomfwdControl::build(Config::ipv4(), &r4).expect("valid");
+    let t_bf = s.elapsed().as_secs_f64();
+    let d = Dir248::build(&r4).expect("asn next hops fit");
+    let m4 = Miht4::build(&r4);
+    let mut trie4 = BinaryTrie::new();
+    for &(p, nh) in &r4 {
+        trie4.insert(p, nh);
+    }
+    let st4 = streams(1, &r4, n);
+    let mut runners = bloom_runners(&bf4);
+    runners.push((
+        "bloomfwd-batch-2t",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            bf4.table().lookup_parallel(a, o, 2);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "dir-24-8",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            d.lookup_batch(a, o);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "dir-24-8-2t",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            let per = a.len().div_ceil(2);
+            std::thread::scope(|s| {
+                for (x, y) in a.chunks(per).zip(o.chunks_mut(per)) {
+                    s.spawn(|| d.lookup_batch(x, y));
+                }
+            });
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "miht",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            m4.lookup_batch(a, o);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "trie",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            for (x, y) in a.iter().zip(o.iter_mut()) {
+                *y = trie4.lookup(*x).unwrap_or(u32::MAX);
+            }
+            checksum(o)
+        }),
+    ));
+    report.insert(
+        "ipv4".into(),
+        compare("IPv4 lookups (2015 RouteViews table)", &st4, &runners, reps),
+    );
+    drop(runners);
+
+    // ---------------- IPv6
+    let bf6 = BloomfwdControl::build(Config::ipv6_dpcpe(&r6, 5), &r6).expect("valid");
+    let m6 = Miht6::build(&r6);
+    let mut trie6 = BinaryTrie::new();
+    for &(p, nh) in &r6 {
+        trie6.insert(p, nh);
+    }
+    let st6 = streams(2, &r6, n);
+    let mut runners = bloom_runners(&bf6);
+    runners.push((
+        "bloomfwd-batch-2t",
+        Box::new(|a: &[u128], o: &mut [NextHop]| {
+            bf6.table().lookup_parallel(a, o, 2);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "miht6",
+        Box::new(|a: &[u128], o: &mut [NextHop]| {
+            m6.lookup_batch(a, o);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "trie",
+        Box::new(|a: &[u128], o: &mut [NextHop]| {
+            for (x, y) in a.iter().zip(o.iter_mut()) {
+                *y = trie6.lookup(*x).unwrap_or(u32::MAX);
+            }
+            checksum(o)
+        }),
+    ));
+    report.insert(
+        "ipv6".into(),
+        compare(
+            &format!("IPv6 lookups (DPCPE 5 levels {:?})", bf6.config().levels),
+            &st6,
+            &runners,
+            reps,
+        ),
+    );
+    drop(runners);
+
+    // ---------------- memory and FPR
+    println!("\n### Memory per prefix and measured false-positive rate\n");
+    println!("| structure | bytes | bytes/prefix |");
+    println!("| --- | ---: | ---: |");
+    let mem = [
+        (
+            "bloomfwd v4 (lookup part)",
+            bf4.table().memory_bytes(),
+            r4.len(),
+        ),
+        ("dir-24-8", d.memory_bytes(), r4.len()),
+        ("miht v4", m4.memory_bytes(), r4.len()),
+        ("binary trie v4", trie4.memory_bytes(), r4.len()),
+        (
+            "bloomfwd v6 (lookup part)",
+            bf6.table().memory_bytes(),
+            r6.len(),
+        ),
+        ("miht v6", m6.memory_bytes(), r6.len()),
+        ("binary trie v6", trie6.memory_bytes(), r6.len()),
+    ];
+    for (name, b, p) in mem {
+        println!("| {name} | {b} | {:.1} |", b as f64 / p as f64);
+    }
+    report.insert(
+        "memory".into(),
+        json!(mem
+            .iter()
+            .map(|(n, b, p)| json!({"name": n, "bytes": b, "prefixes": p}))
+            .collect::<Vec<_>>()),
+    );
+    let samples = if smoke { 20_000 } else { 1_000_000 };
+    println!(
+        "\n| table | group | prefixes | expanded | filter bits | k | measured FPR (target 0.30) |"
+    );
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    let f4 = bf4.measure_fpr(samples, 7);
+    for (g, f) in bf4.group_stats().iter().zip(&f4) {
+        println!(
+            "| v4 | /{}../{} | {} | {} | {} | {} | {:.4} |",
+            g.lo, g.level, g.prefixes, g.expanded, g.filter_bits, g.hashes, f
+        );
+    }
+    let f6 = bf6.measure_fpr(samples, 7);
+    for (g, f) in bf6.group_stats().iter().zip(&f6) {
+        println!(
+            "| v6 | /{}../{} | {} | {} | {} | {} | {:.4} |",
+            g.lo, g.level, g.prefixes, g.expanded, g.filter_bits, g.hashes, f
+        );
+    }
+    println!("\nIPv4 Bloomfwd build: {t_bf:.2} s");
+
+    // ---------------- Fig. 1: FPR target x hash choice (uniform stream)
+    let fprs: &[f64] = if smoke {
+        &[0.01, 0.3, 0.9]
+    } else {
+        &[0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9]
+    };
+    let hashes = [
+        ("H2+H2", HashKind::H2, HashKind::H2),
+        ("Murmur+Murmur", HashKind::Murmur3, HashKind::Murmur3),
+        ("Murmur+H2", HashKind::Murmur3, HashKind::H2),
+        ("H2+Murmur", HashKind::H2, HashKind::Murmur3),
+        ("Knuth+Knuth", HashKind::Knuth, HashKind::Knuth),
+    ];
+    println!(
+        "\n### Fig. 1 sweep: IPv4 batched Mlps on the uniform stream (measured /32-group FPR)\n"
+    );
+    print!("| FPR target |");
+    for (h, _, _) in &hashes {
+        print!(" {h} |");
+    }
+    println!();
+    print!("| ---: |");
+    for _ in &hashes {
+        print!(" ---: |");
+    }
+    println!();
+    let uni = &st4[0].1;
+    let mut fig1 = Vec::new();
+    let mut buf = vec![0; uni.len()];
+    for &f in fprs {
+        print!("| {f} |");
+        for &(h, fh, th) in &hashes {
+            let mut cfg = Config::ipv4();
+            cfg.fpr = f;
+            cfg.filter_hash = fh;
+            cfg.table_hash = th;
+            let t = BloomfwdControl::build(cfg, &r4).expect("valid");
+            let m = median(
+                (0..reps)
+                    .map(|_| rate(uni.len(), || t.table().lookup_batch(uni, &mut buf) as u64).0)
+                    .collect(),
+            );
+            let fpr = t.measure_fpr(samples / 4, 3);
+            print!(" {m:.1} ({:.3}) |", fpr[1]);
+            fig1.push(json!({"fpr_target": f, "hash": h, "mlps": m, "measured_fpr": fpr}));
+        }
+        println!();
+    }
+    report.insert("fig1".into(), json!(fig1));
+
+    // ---------------- DPCPE levels sweep (Table 4 / Fig. 7)
+    println!("\n### DPCPE levels sweep: IPv6 (estimated vs actual prefixes after expansion, batched Mlps)\n");
+    println!(
+        "| levels | chosen | estimated | actual | lookup bytes | uniform Mlps | inside Mlps |"
+    );
+    println!("| ---: | --- | ---: | ---: | ---: | ---: | ---: |");
+    let mut counts = vec![0u64; 129];
+    for (p, _) in &r6 {
+        counts[p.len() as usize] += 1;
+    }
+    let mut sweep = Vec::new();
+    let distinct = counts.iter().skip(1).filter(|&&c| c > 0).count();
+    let mut ns: Vec<usize> = if smoke {
+        vec![3, 5]
+    } else {
+        (2..=12).collect()
+    };
+    ns.push(distinct);
+    for nl in ns {
+        let Some(plan) = nexthop_lpm::dpcpe::choose_levels(&counts, 0, nl) else {
+            continue;
+        };
+        let est = plan.estimated;
+        if est > 50_000_000 {
+            println!("| {nl} | {:?} | {est} | (not built) | | | |", plan.levels);
+            continue;
+        }
+        let t = BloomfwdControl::build(Config::ipv6(plan.levels.clone()), &r6).expect("valid");
+        let actual: usize =
+            t.group_stats().iter().map(|g| g.expanded).sum::<usize>() + t.direct_prefixes();
+        let mut buf = vec![0; n];
+        let mu = median(
+            (0..reps)
+                .map(|_| rate(n, || t.table().lookup_batch(&st6[0].1, &mut buf) as u64).0)
+                .collect(),
+        );
+        let mi = median(
+            (0..reps)
+                .map(|_| rate(n, || t.table().lookup_batch(&st6[1].1, &mut buf) as u64).0)
+                .collect(),
+        );
+        let label = if nl == distinct {
+            format!("{nl} (no CPE)")
+        } else {
+            nl.to_string()
+        };
+        println!(
+            "| {label} | {:?} | {est} | {actual} | {} | {mu:.1} | {mi:.1} |",
+            plan.levels,
+            t.table().memory_bytes()
+        );
+        sweep.push(json!({"levels": nl, "chosen": plan.levels, "estimated": est as f64, "actual": actual, "uniform_mlps": mu, "inside_mlps": mi}));
+    }
+    report.insert("dpcpe".into(), json!(sweep));
+
+    // ---------------- LINX replay
+    let updates = load_updates(&data("linx-bgp-updates-20141217-ipv4.txt.gz"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut t = BloomfwdControl::build(Config::ipv4(), &r4).expect("valid");
+    let mut oracle = trie4.clone();
+    let mut r = Xoshiro256PlusPlus::seed_from_u64(5);
+    let (mut applied, mut secs, mut checked) = (0usize, 0.0f64, 0usize);
+    let batch = 1000;
+    for chunk in updates.chunks(batch) {
+        let ops: Vec<_> = chunk
+            .iter()
+            .filter_map(|u| match u.prefix {
+                AnyPrefix::V4(p) => Some((p, u.kind)),
+                AnyPrefix::V6(_) => None,
+            })
+            .collect();
+        let s = Instant::now();
+        for &(p, k) in &ops {
+            match k {
+                UpdateKind::Announce(nh) => {
+                    t.announce(p, nh);
+                }
+                UpdateKind::Withdraw => {
+                    t.withdraw(p);
+                }
+            }
+        }
+        secs += s.elapsed().as_secs_f64();
+        applied += ops.len();
+        for &(p, k) in &ops {
+            match k {
+                UpdateKind::Announce(nh) => {
+                    oracle.insert(p, nh);
+                }
+                UpdateKind::Withdraw => {
+                    oracle.remove(p);
+                }
+            }
+        }
+        // Oracle check after every batch: the updated prefixes and random
+        // addresses inside table prefixes.
+        for &(p, _) in &ops {
+            for a in [p.addr(), inside(&mut r, p)] {
+                assert_eq!(t.lookup(a), oracle.lookup(a), "after LINX batch, {a:#x}");
+                checked += 1;
+            }
+        }
+        for _ in 0..if smoke { 100 } else { 2000 } {
+            let i = r.gen_range(0..r4.len());
+            let a = inside(&mut r, r4[i].0);
+            assert_eq!(t.lookup(a), oracle.lookup(a));
+            checked += 1;
+        }
+    }
+    let ups = applied as f64 / secs;
+    println!("\n### LINX replay on the 2015 table\n\n{applied} updates in batches of {batch}: {:.2} M updates/s (update time only); {checked} lookups checked against the oracle after the batches", ups / 1e6);
+    report.insert(
+        "linx".into(),
+        json!({"updates": applied, "updates_per_s": ups, "checked": checked}),
+    );
+
+    let path = std::env::temp_dir().join("nexthop-lpm-bench.json");
+    if let Err(e) = std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&Value::Object(report)).unwrap_or_default(),
+    ) {
+        eprintln!("{}: {e}", path.display());
+    } else {
+        println!("\nJSON: {}", path.display());
+    }
 }
