@@ -14,7 +14,8 @@
 //!   batched (16 names, prefetch none / first bucket / all buckets); two
 //!   threads batched; linear search; hashing alone; search with
 //!   precomputed hashes. Counts per lookup (bucket reads, stored-string
-//!   compares) come from `Trace` on the same stream.
+//!   compares) come from `Trace` on the same stream. Times are thread CPU
+//!   time (the machine is shared); two threads: the sum of their rates.
 //! * Real-derived sets (EasyList/EasyPrivacy hosts, TLD/site/host first):
 //!   the rules, looked up with three random components appended; binary vs
 //!   linear vs binary with level pulling (T = 64).
@@ -22,7 +23,6 @@
 //!   fingerprints: bytes per name, collision table size, lookups/s.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use nexthop_ndn::fht::{Fht, FhtConfig};
 use nexthop_ndn::names::{extend_names, real_names, worst_case, Scheme};
@@ -96,6 +96,25 @@ fn opts() -> Opts {
     o
 }
 
+/// CPU seconds this thread has run: the machine is shared, so time spent
+/// descheduled is not counted (on an idle machine it equals wall time).
+fn cpu_now() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: 1. `ts` is a valid, writable timespec for the whole call.
+    // 2. CLOCK_THREAD_CPUTIME_ID exists on Linux; a failure is reported by
+    // the return value, checked below, and `ts` is then not used.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn cpu_since(t: f64) -> f64 {
+    (cpu_now() - t).max(1e-9)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -103,9 +122,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Lookups per second of `f` over `names` (returns Mops).
 fn rate(names: &[NameBuf], mut f: impl FnMut(&[NameBuf]) -> usize) -> f64 {
-    let t = Instant::now();
+    let t = cpu_now();
     black_box(f(names));
-    names.len() as f64 / t.elapsed().as_secs_f64() / 1e6
+    names.len() as f64 / cpu_since(t) / 1e6
 }
 
 fn stream(trace: &[NameBuf], lookups: usize) -> Vec<NameBuf> {
@@ -113,7 +132,7 @@ fn stream(trace: &[NameBuf], lookups: usize) -> Vec<NameBuf> {
 }
 
 fn build(rules: &[NameBuf], k: usize, strategy: Strategy) -> (Fib, f64, nexthop_ndn::FibStats) {
-    let t = Instant::now();
+    let t = cpu_now();
     let mut ctl = FibControl::new(Config {
         max_components: k,
         strategy,
@@ -130,7 +149,7 @@ fn build(rules: &[NameBuf], k: usize, strategy: Strategy) -> (Fib, f64, nexthop_
         )
         .expect("insert");
     }
-    let secs = t.elapsed().as_secs_f64();
+    let secs = cpu_since(t);
     let st = ctl.stats();
     (ctl.into_fib(), secs, st)
 }
@@ -194,22 +213,29 @@ fn bench_fib(o: &Opts) {
                             2 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::First)),
                             3 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::All)),
                             4 => {
-                                let t = Instant::now();
+                                // Sum of the two threads' rates, each on its own CPU time.
                                 let half = names.len() / 2;
                                 std::thread::scope(|s| {
-                                    for part in [&names[..half], &names[half..]] {
-                                        let fib = &fib;
-                                        s.spawn(move || {
-                                            let mut o2 = vec![None::<Match>; part.len()];
-                                            black_box(fib.lookup_batch(
-                                                part,
-                                                &mut o2,
-                                                Prefetch::All,
-                                            ));
-                                        });
-                                    }
-                                });
-                                names.len() as f64 / t.elapsed().as_secs_f64() / 1e6
+                                    let hs: Vec<_> = [&names[..half], &names[half..]]
+                                        .into_iter()
+                                        .map(|part| {
+                                            let fib = &fib;
+                                            s.spawn(move || {
+                                                let mut o2 = vec![None::<Match>; part.len()];
+                                                let t = cpu_now();
+                                                black_box(fib.lookup_batch(
+                                                    part,
+                                                    &mut o2,
+                                                    Prefetch::All,
+                                                ));
+                                                part.len() as f64 / cpu_since(t) / 1e6
+                                            })
+                                        })
+                                        .collect();
+                                    hs.into_iter()
+                                        .map(|h| h.join().expect("thread"))
+                                        .sum::<f64>()
+                                })
                             }
                             5 => rate(&names, |ns| {
                                 ns.iter()
@@ -232,7 +258,7 @@ fn bench_fib(o: &Opts) {
                             _ => {
                                 // Parse: wire Name from TLV bytes (validates
                                 // and caches offsets and prefix hashes).
-                                let t = Instant::now();
+                                let t = cpu_now();
                                 let mut acc = 0u64;
                                 for q in &names {
                                     let w = nexthop_wire::ndn::Name::from_value(q.tlv())
@@ -240,7 +266,7 @@ fn bench_fib(o: &Opts) {
                                     acc = acc.wrapping_add(w.prefix_hash(w.len()));
                                 }
                                 black_box(acc);
-                                names.len() as f64 / t.elapsed().as_secs_f64() / 1e6
+                                names.len() as f64 / cpu_since(t) / 1e6
                             }
                         };
                         res[m].push(r);
@@ -419,13 +445,13 @@ fn bench_fht(o: &Opts) {
         &[16, 12, 20]
     };
     for &fp_bits in widths {
-        let t = Instant::now();
+        let t = cpu_now();
         let cfg = FhtConfig {
             fp_bits,
             ..FhtConfig::default()
         };
         let fht = Fht::build((0..n).map(|i| (fht_name(i), (i % 251) as u8)), cfg).expect("build");
-        let secs = t.elapsed().as_secs_f64();
+        let secs = cpu_since(t);
         let s = fht.stats().clone();
         let q: Vec<[u8; 30]> = (0..o.lookups.min(n as usize) as u64)
             .map(|i| fht_name(i * 7919 % n))
@@ -433,16 +459,16 @@ fn bench_fht(o: &Opts) {
         let mut with = Vec::new();
         let mut without = Vec::new();
         for _ in 0..o.rounds {
-            let t = Instant::now();
+            let t = cpu_now();
             black_box(q.iter().filter(|x| fht.lookup(&x[..]).is_some()).count());
-            with.push(q.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
-            let t = Instant::now();
+            with.push(q.len() as f64 / cpu_since(t) / 1e6);
+            let t = cpu_now();
             black_box(
                 q.iter()
                     .filter(|x| fht.lookup_table_only(&x[..]).is_some())
                     .count(),
             );
-            without.push(q.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
+            without.push(q.len() as f64 / cpu_since(t) / 1e6);
         }
         let wrong = (0..n)
             .step_by((n as usize / 100_000).max(1))
