@@ -962,7 +962,7 @@ fn mask_bits(level: u8) -> u128 {
 /// `level` bits).
 fn expansion<A: Address>(p: Prefix<A>, level: u8) -> impl Iterator<Item = A> {
     let extra = (level - p.len()) as u32;
-    let base = if p.len() == 0 {
+    let base = if p.is_empty() {
         0
     } else {
         p.bits().to_u128() << extra

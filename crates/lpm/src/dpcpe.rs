@@ -55,8 +55,8 @@ pub fn choose_levels(counts: &[u64], lo: u8, n: usize) -> Option<Plan> {
     // best[j][q]: min cost covering lengths lo+1..=q with j+1 levels, last = q.
     let mut best = vec![vec![inf; w + 1]; n];
     let mut from = vec![vec![usize::MAX; w + 1]; n];
-    for q in lo + 1..=w {
-        best[0][q] = expand_cost(counts, lo + 1, q);
+    for (q, b) in best[0].iter_mut().enumerate().skip(lo + 1) {
+        *b = expand_cost(counts, lo + 1, q);
     }
     for j in 1..n {
         for q in lo + 1..=w {

@@ -423,7 +423,8 @@ mod tests {
             UpdateKind::Announce(u32::from(Ipv4Addr::new(195, 66, 226, 74)))
         );
         assert!(matches!(u[2].prefix, AnyPrefix::V6(_)));
-        let bad: &[(&[u8], fn(&LineError) -> bool)] = &[
+        type Check = fn(&LineError) -> bool;
+        let bad: &[(&[u8], Check)] = &[
             (b"x a 1.0.0.0/8 1", |e| matches!(e, LineError::BadTime(_))),
             (b"1 z 1.0.0.0/8 1", |e| matches!(e, LineError::BadAction(_))),
             (b"1 a 1.0.0.0/8", |e| {

@@ -59,7 +59,7 @@ pub fn random_prefix<A: Address>(r: &mut impl Rng, lens: &[u8]) -> Prefix<A> {
 /// A random address inside `p`.
 pub fn inside<A: Address>(r: &mut impl Rng, p: Prefix<A>) -> A {
     let host: u128 = r.gen();
-    let host = if p.len() == 0 {
+    let host = if p.is_empty() {
         host
     } else if p.len() >= A::BITS {
         0
@@ -72,12 +72,12 @@ pub fn inside<A: Address>(r: &mut impl Rng, p: Prefix<A>) -> A {
 /// The first and last address of `p` and their neighbours outside it.
 pub fn boundaries<A: Address>(p: Prefix<A>) -> [A; 4] {
     let first = p.addr().to_u128();
-    let span = if p.len() == 0 {
+    let span = if p.is_empty() {
         u128::MAX
     } else {
         (1u128 << (A::BITS - p.len())) - 1
     };
-    let span = if A::BITS == 128 || p.len() > 0 {
+    let span = if A::BITS == 128 || !p.is_empty() {
         span
     } else {
         u32::MAX as u128
