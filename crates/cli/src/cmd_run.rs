@@ -12,19 +12,20 @@
 //! the action resolution when the action table changed). The contract is
 //! in `docs/dataplane.md` ("Live ports", "Live updates").
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
-use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
+use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
 use nexthop_dataplane::live::{
     forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter, StopFlag,
 };
@@ -32,8 +33,9 @@ use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, 
 use nexthop_dataplane::{
     Counters, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline, PipelineConfig,
 };
-use nexthop_othello::fib::KeyType;
+use nexthop_othello::fib::{Action, ActionTable, KeyType};
 use nexthop_othello::QueryView;
+use serde::Deserialize;
 
 use crate::cmd_fib::open_lookup;
 
@@ -63,66 +65,83 @@ impl FromStr for PortMap {
     }
 }
 
-/// `nexthop run` arguments.
+/// `nexthop run` arguments. Every setting can also come from a TOML file
+/// (`--config`, see `docs/dataplane.md`); a flag given on the command line
+/// wins over the file.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// TOML configuration file (ports, workers, ring, table, metrics).
+    /// Flags override its values; unknown keys are errors.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// FIB directory (made by `nexthop fib build`). With --controller it
     /// is the table until the controller's first snapshot arrives.
-    #[arg(long, value_name = "DIR", required_unless_present = "controller")]
+    #[arg(long, value_name = "DIR")]
     fib: Option<PathBuf>,
     /// Follow the FIB this controller serves (`nexthop controller`):
     /// snapshots replace the table, deltas update it in place while
-    /// frames flow.
-    #[arg(long, value_name = "ADDR", requires = "key_file")]
+    /// frames flow. Needs --key-file.
+    #[arg(long, value_name = "ADDR")]
     controller: Option<SocketAddr>,
     /// Shared secret file of the controller (at least 16 bytes).
-    #[arg(long, value_name = "FILE", requires = "controller")]
+    #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
     /// Key type of the controller's FIB when there is no --fib (mac,
-    /// ipv4, ipv6, u64 or str).
-    #[arg(
-        long,
-        value_name = "TYPE",
-        default_value = "mac",
-        conflicts_with = "fib"
-    )]
-    key_type: KeyType,
-    /// Without --fib: seconds to wait for the controller's first snapshot.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-    snapshot_wait: f64,
+    /// ipv4, ipv6, u64 or str; default mac).
+    #[arg(long, value_name = "TYPE")]
+    key_type: Option<KeyType>,
+    /// Without --fib: seconds to wait for the controller's first snapshot
+    /// (default 30).
+    #[arg(long, value_name = "SECS")]
+    snapshot_wait: Option<f64>,
     /// FIB port N is interface IFACE (repeat for each port). Every port
     /// that an action of the FIB names must be mapped.
-    #[arg(long = "port", value_name = "N=IFACE", required = true)]
+    #[arg(long = "port", value_name = "N=IFACE")]
     ports: Vec<PortMap>,
     /// Input port(s) to receive on (repeatable; default: port 0).
     #[arg(long = "in", value_name = "N")]
     inputs: Vec<u16>,
+    /// Worker threads (default 1). Each worker has its own receive ring on
+    /// every input, joined in a PACKET_FANOUT group, its own transmit
+    /// sockets and pipeline, and runs frames to completion.
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
+    /// How the kernel splits frames among workers: hash (flow order
+    /// kept; the default), lb (round robin), cpu or queue.
+    #[arg(long, value_name = "MODE")]
+    fanout: Option<FanoutMode>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
-    /// Stop once this many frames were received.
+    /// Stop once this many frames were received (one worker only).
     #[arg(long, value_name = "N")]
     packets: Option<u64>,
-    /// The name of a frame (as for `nexthop forward`): dst-mac, 5tuple or
-    /// bytes:OFFSET:LEN.
-    #[arg(long, value_name = "SOURCE", default_value = "dst-mac")]
-    name: NameSource,
-    /// Unknown names: drop, controller (counted as punted; no controller
-    /// port here) or flood.
-    #[arg(long, value_name = "POLICY", default_value = "drop")]
-    miss: MissPolicy,
-    /// Receive ring block size in bytes (a power of two, >= one page).
-    #[arg(long, value_name = "BYTES", default_value_t = RingConfig::default().block_size)]
-    block_size: usize,
-    /// Receive ring blocks per input.
-    #[arg(long, value_name = "N", default_value_t = RingConfig::default().block_count)]
-    block_count: usize,
-    /// Receive ring frame slot size (a multiple of 16).
-    #[arg(long, value_name = "BYTES", default_value_t = RingConfig::default().frame_size)]
-    frame_size: usize,
-    /// Milliseconds before the kernel hands over a partly filled block.
-    #[arg(long, value_name = "MS", default_value_t = RingConfig::default().block_timeout_ms)]
-    block_timeout_ms: u32,
+    /// The name of a frame (as for `nexthop forward`): dst-mac (default),
+    /// 5tuple or bytes:OFFSET:LEN.
+    #[arg(long, value_name = "SOURCE")]
+    name: Option<NameSource>,
+    /// Unknown names: drop (default), controller (counted as punted; no
+    /// controller port here) or flood.
+    #[arg(long, value_name = "POLICY")]
+    miss: Option<MissPolicy>,
+    /// Receive ring block size in bytes (a power of two, >= one page;
+    /// default 262144).
+    #[arg(long, value_name = "BYTES")]
+    block_size: Option<usize>,
+    /// Receive ring blocks per input and worker (default 64).
+    #[arg(long, value_name = "N")]
+    block_count: Option<usize>,
+    /// Receive ring frame slot size (a multiple of 16; default 2048).
+    #[arg(long, value_name = "BYTES")]
+    frame_size: Option<usize>,
+    /// Milliseconds before the kernel hands over a partly filled block
+    /// (default 1).
+    #[arg(long, value_name = "MS")]
+    block_timeout_ms: Option<u32>,
+    /// Benchmark baseline: send every frame to port P without a table
+    /// lookup (the frame is still named), instead of using a FIB.
+    #[arg(long, value_name = "P")]
+    trivial_port: Option<u16>,
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
@@ -132,34 +151,239 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<std::net::SocketAddr>,
     /// Allow --metrics on an address that is not loopback.
-    #[arg(long, requires = "metrics")]
+    #[arg(long)]
     metrics_allow_remote: bool,
 }
 
+/// The `[ring]` table of a run configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RingFile {
+    block_size: Option<usize>,
+    block_count: Option<usize>,
+    frame_size: Option<usize>,
+    block_timeout_ms: Option<u32>,
+}
+
+/// A run configuration file: the same settings as the flags.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    fib: Option<PathBuf>,
+    controller: Option<SocketAddr>,
+    key_file: Option<PathBuf>,
+    key_type: Option<String>,
+    snapshot_wait: Option<f64>,
+    /// Port number (as a string key) to interface name.
+    ports: Option<BTreeMap<String, String>>,
+    inputs: Option<Vec<u16>>,
+    workers: Option<usize>,
+    fanout: Option<String>,
+    duration: Option<f64>,
+    packets: Option<u64>,
+    name: Option<String>,
+    miss: Option<String>,
+    ring: Option<RingFile>,
+    quiet: Option<bool>,
+    metrics: Option<SocketAddr>,
+    metrics_allow_remote: Option<bool>,
+}
+
+/// The most workers a run may ask for.
+pub const MAX_WORKERS: usize = 64;
+
+/// Every setting of a run, from flags over the file over defaults, checked.
+#[derive(Debug)]
+struct Settings {
+    trivial_port: Option<u16>,
+    fib: Option<PathBuf>,
+    controller: Option<(SocketAddr, PathBuf)>,
+    key_type: KeyType,
+    snapshot_wait: Duration,
+    ports: Vec<PortMap>,
+    inputs: Vec<u16>,
+    workers: usize,
+    fanout: FanoutMode,
+    after: StopAfter,
+    name: NameSource,
+    miss: MissPolicy,
+    ring: RingConfig,
+    quiet: bool,
+    metrics: Option<SocketAddr>,
+    metrics_allow_remote: bool,
+}
+
+/// Parse `text` (from `path`) as a run configuration file.
+fn parse_run_file(text: &str, path: &Path) -> Result<RunFile> {
+    toml::from_str(text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+fn positive_secs(what: &str, s: f64) -> Result<Duration> {
+    if s.is_finite() && s > 0.0 && s < 1e9 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        bail!("{what} {s}: expected a positive number of seconds")
+    }
+}
+
+impl Settings {
+    fn resolve(a: RunArgs) -> Result<Settings> {
+        let (file, base) = match &a.config {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                let base = p.parent().map(Path::to_path_buf).unwrap_or_default();
+                (parse_run_file(&text, p)?, base)
+            }
+            None => (RunFile::default(), PathBuf::new()),
+        };
+        let cfg_name = a
+            .config
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        let in_file = |what: &str, e: String| anyhow!("{cfg_name}: {what}: {e}");
+        // Paths in the file are relative to the file.
+        let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+
+        let fib = a.fib.or(file.fib.map(rel));
+        let controller = a.controller.or(file.controller);
+        let key_file = a.key_file.or(file.key_file.map(rel));
+        let controller = match (controller, key_file) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (Some(_), None) => {
+                bail!("--controller needs --key-file (the controller's shared secret)")
+            }
+            (None, Some(_)) => bail!("--key-file is only used with --controller"),
+            (None, None) => None,
+        };
+        if a.trivial_port.is_some() && (fib.is_some() || controller.is_some()) {
+            bail!("--trivial-port replaces the table: give it without --fib or --controller");
+        }
+        if fib.is_none() && controller.is_none() && a.trivial_port.is_none() {
+            bail!("no table: give --fib DIR or --controller ADDR (flags or --config)");
+        }
+        let key_type = match (a.key_type, file.key_type) {
+            (Some(k), _) => Some(k),
+            (None, Some(k)) => Some(
+                k.parse::<KeyType>()
+                    .map_err(|e| in_file("key_type", e.to_string()))?,
+            ),
+            (None, None) => None,
+        };
+        if key_type.is_some() && fib.is_some() {
+            bail!("--key-type is only for a controller's FIB without --fib (a FIB directory records its key type)");
+        }
+        let mut ports = a.ports;
+        if ports.is_empty() {
+            for (n, iface) in file.ports.unwrap_or_default() {
+                ports.push(
+                    format!("{n}={iface}")
+                        .parse::<PortMap>()
+                        .map_err(|e| in_file("ports", e))?,
+                );
+            }
+        }
+        if ports.is_empty() {
+            bail!("no ports: map FIB ports to interfaces with --port N=IFACE (or [ports] in --config)");
+        }
+        let inputs = if a.inputs.is_empty() {
+            file.inputs.unwrap_or_default()
+        } else {
+            a.inputs
+        };
+        let workers = a.workers.or(file.workers).unwrap_or(1);
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            bail!("--workers {workers}: expected 1 to {MAX_WORKERS}");
+        }
+        let fanout = match (a.fanout, file.fanout) {
+            (Some(f), _) => f,
+            (None, Some(f)) => f.parse().map_err(|e| in_file("fanout", e))?,
+            (None, None) => FanoutMode::Hash,
+        };
+        let duration = a
+            .duration
+            .or(file.duration)
+            .map(|s| positive_secs("--duration", s))
+            .transpose()?;
+        let packets = match a.packets.or(file.packets) {
+            Some(0) => bail!("--packets 0: expected at least 1"),
+            Some(_) if workers > 1 => {
+                bail!(
+                    "--packets counts one worker's frames: use it with --workers 1 (or --duration)"
+                )
+            }
+            n => n,
+        };
+        let name = match (a.name, file.name) {
+            (Some(n), _) => n,
+            (None, Some(n)) => {
+                n.parse()
+                    .map_err(|e: nexthop_dataplane::ParseNameSourceError| {
+                        in_file("name", e.to_string())
+                    })?
+            }
+            (None, None) => NameSource::default(),
+        };
+        let miss = match (a.miss, file.miss) {
+            (Some(m), _) => m,
+            (None, Some(m)) => {
+                m.parse()
+                    .map_err(|e: nexthop_dataplane::ParseMissPolicyError| {
+                        in_file("miss", e.to_string())
+                    })?
+            }
+            (None, None) => MissPolicy::default(),
+        };
+        let rf = file.ring.unwrap_or_default();
+        let d = RingConfig::default();
+        let ring = RingConfig {
+            block_size: a.block_size.or(rf.block_size).unwrap_or(d.block_size),
+            block_count: a.block_count.or(rf.block_count).unwrap_or(d.block_count),
+            frame_size: a.frame_size.or(rf.frame_size).unwrap_or(d.frame_size),
+            block_timeout_ms: a
+                .block_timeout_ms
+                .or(rf.block_timeout_ms)
+                .unwrap_or(d.block_timeout_ms),
+        };
+        ring.validate().map_err(|e| anyhow!("receive ring: {e}"))?;
+        let snapshot_wait = positive_secs(
+            "--snapshot-wait",
+            a.snapshot_wait.or(file.snapshot_wait).unwrap_or(30.0),
+        )?;
+        Ok(Settings {
+            trivial_port: a.trivial_port,
+            fib,
+            controller,
+            key_type: key_type.unwrap_or(KeyType::Mac),
+            snapshot_wait,
+            ports,
+            inputs,
+            workers,
+            fanout,
+            after: StopAfter {
+                duration,
+                frames: packets,
+            },
+            name,
+            miss,
+            ring,
+            quiet: a.quiet || file.quiet.unwrap_or(false),
+            metrics: a.metrics.or(file.metrics),
+            metrics_allow_remote: a.metrics_allow_remote
+                || file.metrics_allow_remote.unwrap_or(false),
+        })
+    }
+}
+
+/// What each worker last reported, for the merged progress and metrics.
+type Slots = Mutex<Vec<Option<(Counters, PortStats)>>>;
+
 /// `nexthop run`.
 pub fn run(a: RunArgs) -> Result<()> {
-    let after = StopAfter {
-        duration: match a.duration {
-            None => None,
-            Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
-            Some(s) => bail!("--duration {s}: expected a positive number of seconds"),
-        },
-        frames: match a.packets {
-            Some(0) => bail!("--packets 0: expected at least 1"),
-            n => n,
-        },
-    };
-    let ring = RingConfig {
-        block_size: a.block_size,
-        block_count: a.block_count,
-        frame_size: a.frame_size,
-        block_timeout_ms: a.block_timeout_ms,
-    };
-    ring.validate().map_err(|e| anyhow!("receive ring: {e}"))?;
-
+    let st = Settings::resolve(a)?;
     let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
     let mut by_iface: BTreeMap<&str, u16> = BTreeMap::new();
-    for m in &a.ports {
+    for m in &st.ports {
         if by_port.insert(m.port, &m.iface).is_some() {
             bail!("--port {}: port {} is mapped twice", m.port, m.port);
         }
@@ -172,13 +396,13 @@ pub fn run(a: RunArgs) -> Result<()> {
             );
         }
     }
-    let inputs: BTreeSet<u16> = if a.inputs.is_empty() {
+    let inputs: BTreeSet<u16> = if st.inputs.is_empty() {
         if !by_port.contains_key(&0) {
             bail!("no input: map port 0 (--port 0=IFACE) or name inputs with --in N");
         }
         BTreeSet::from([0])
     } else {
-        a.inputs.iter().copied().collect()
+        st.inputs.iter().copied().collect()
     };
     for p in &inputs {
         if !by_port.contains_key(p) {
@@ -187,50 +411,61 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
 
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
-    let follower = match (a.controller, &a.key_file) {
-        (Some(addr), Some(key_file)) => {
+    let follower = match &st.controller {
+        Some((addr, key_file)) => {
             let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
             let id = format!("nexthop-run-{}", std::process::id());
-            Some(FibFollower::start(key, FollowerConfig::new(addr, id))?)
+            Some(FibFollower::start(key, FollowerConfig::new(*addr, id))?)
         }
-        _ => None,
+        None => None,
     };
-    let fib = a.fib.as_deref().map(open_lookup).transpose()?;
+    let fib = st.fib.as_deref().map(open_lookup).transpose()?;
     let cfg = PipelineConfig {
-        name: a.name,
-        miss: a.miss,
+        name: st.name,
+        miss: st.miss,
         ..PipelineConfig::default()
     };
-    let (mut pipeline, origin) = match (&fib, &follower) {
-        (Some(fib), _) => {
-            let origin = a
-                .fib
-                .as_deref()
-                .map_or_else(String::new, |d| d.display().to_string());
-            let p = Pipeline::new(
+    let mut trivial_actions = ActionTable::new();
+    if let Some(p) = st.trivial_port {
+        trivial_actions.intern(&Action::Port(p), 1)?;
+    }
+    let first = match (&fib, &follower) {
+        (Some(_), _) => None,
+        (None, None) if st.trivial_port.is_some() => None,
+        (None, Some(f)) => {
+            let addr = st
+                .controller
+                .as_ref()
+                .map_or_else(String::new, |c| c.0.to_string());
+            Some(first_table(f, &addr, st.snapshot_wait, &stop)?)
+        }
+        (None, None) => bail!("no table: give --fib DIR or --controller ADDR"),
+    };
+    let origin = match (&st.fib, &st.controller) {
+        (Some(d), _) => d.display().to_string(),
+        (None, Some((addr, _))) => format!("controller {addr}"),
+        (None, None) => "the trivial pipeline".to_string(),
+    };
+    let new_pipeline = || -> Result<Pipeline<Current<'_>>> {
+        let p = match (&fib, &first) {
+            (Some(fib), _) => Pipeline::new(
                 Current::Dir(fib.mapped.view()),
                 &fib.actions,
                 fib.current.key_type,
                 cfg,
-            )
-            .map_err(|e| anyhow!("{origin}: {e}"))?;
-            (p, origin)
-        }
-        (None, Some(f)) => {
-            let addr = a.controller.map_or_else(String::new, |c| c.to_string());
-            let wait = match a.snapshot_wait {
-                s if s.is_finite() && s > 0.0 && s < 1e9 => Duration::from_secs_f64(s),
-                s => bail!("--snapshot-wait {s}: expected a positive number of seconds"),
-            };
-            let t = first_table(f, &addr, wait, &stop)?;
-            let origin = format!("controller {addr}");
-            let p = Pipeline::new(Current::Followed(t.clone()), t.actions(), a.key_type, cfg)
-                .map_err(|e| anyhow!("{origin}: {e}"))?;
-            (p, origin)
-        }
-        (None, None) => bail!("no table: give --fib DIR or --controller ADDR"),
+            ),
+            (None, Some(t)) => {
+                Pipeline::new(Current::Followed(t.clone()), t.actions(), st.key_type, cfg)
+            }
+            (None, None) => Pipeline::new(Current::Fixed(0), &trivial_actions, st.key_type, cfg),
+        };
+        p.map_err(|e| anyhow!("{origin}: {e}"))
     };
-    let missing: Vec<String> = pipeline
+    let mut pipelines = Vec::with_capacity(st.workers);
+    for _ in 0..st.workers {
+        pipelines.push(new_pipeline()?);
+    }
+    let missing: Vec<String> = pipelines[0]
         .ports()
         .iter()
         .filter(|p| !by_port.contains_key(p))
@@ -243,12 +478,24 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
 
-    let mut ports = LivePorts::new();
-    for (&port, &iface) in &by_port {
-        ports.add_output(port, TxPort::open(iface)?);
-        if inputs.contains(&port) {
-            ports.add_input(port, RxRing::open(iface, &ring)?);
+    // Ports per worker: every worker has a ring on every input (one fanout
+    // group per input when there are several workers) and its own
+    // transmit sockets.
+    let group_base = (std::process::id() & 0x7fff) as u16;
+    let mut worker_ports = Vec::with_capacity(st.workers);
+    for _ in 0..st.workers {
+        let mut ports = LivePorts::new();
+        for (&port, &iface) in &by_port {
+            ports.add_output(port, TxPort::open(iface)?);
+            if inputs.contains(&port) {
+                let ring = RxRing::open(iface, &st.ring)?;
+                if st.workers > 1 {
+                    ring.join_fanout(group_base.wrapping_add(port), st.fanout)?;
+                }
+                ports.add_input(port, ring);
+            }
         }
+        worker_ports.push(ports);
     }
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
@@ -258,23 +505,25 @@ pub fn run(a: RunArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(",")
     };
+    let workers_note = if st.workers > 1 {
+        format!(" workers={} fanout={}", st.workers, st.fanout.name())
+    } else {
+        " workers=1".to_string()
+    };
     eprintln!(
-        "nexthop run: forwarding in={} out={} ring={}x{}B (Ctrl-C stops)",
+        "nexthop run: forwarding in={} out={} ring={}x{}B{workers_note} (Ctrl-C stops)",
         show(&|p| inputs.contains(&p)),
-        show(&|p| pipeline.ports().contains(&p)),
-        ring.block_count,
-        ring.block_size
+        show(&|p| pipelines[0].ports().contains(&p)),
+        st.ring.block_count,
+        st.ring.block_size
     );
 
-    // The metrics endpoint is refreshed from the progress callback, so it
-    // needs the callback even when progress lines are off.
-    let report = (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1));
     let shared = SharedSnapshot::new();
-    let _metrics_server = match a.metrics {
+    let _metrics_server = match st.metrics {
         Some(addr) => {
             let config = MetricsConfig {
                 addr,
-                allow_non_loopback: a.metrics_allow_remote,
+                allow_non_loopback: st.metrics_allow_remote,
                 ..MetricsConfig::default()
             };
             let server = MetricsServer::start_with(&config, shared.provider())
@@ -301,52 +550,129 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         m
     };
-    let swaps = Cell::new(0u64);
-    let mut warned: BTreeSet<u16> = BTreeSet::new();
-    let refresh = |p: &mut Pipeline<Current<'_>>| {
-        let Some(t) = follower.as_ref().and_then(FibFollower::table) else {
-            return;
-        };
-        if swap_in(p, t) {
-            swaps.set(swaps.get() + 1);
-            for &port in p.ports() {
-                if !by_port.contains_key(&port) && warned.insert(port) {
-                    eprintln!(
-                        "nexthop run: the FIB now sends to port {port}, which has no \
-                         interface; its frames are counted as tx_failed"
-                    );
+    let swaps = AtomicU64::new(0);
+    let warned: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let slots: Slots = Mutex::new(vec![None; st.workers]);
+    let report = (!st.quiet || st.metrics.is_some()).then_some(Duration::from_secs(1));
+    let start = Instant::now();
+
+    let runs: Vec<LiveRun> = std::thread::scope(|scope| -> Result<Vec<LiveRun>> {
+        let mut handles = Vec::with_capacity(st.workers);
+        for (w, (mut pipeline, mut ports)) in pipelines.into_iter().zip(worker_ports).enumerate() {
+            let (follower, by_port, warned, slots, swaps, stop) =
+                (&follower, &by_port, &warned, &slots, &swaps, &stop);
+            let after = st.after;
+            let h = std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn_scoped(scope, move || {
+                    let refresh = |p: &mut Pipeline<Current<'_>>| {
+                        let Some(t) = follower.as_ref().and_then(FibFollower::table) else {
+                            return;
+                        };
+                        if swap_in(p, t) {
+                            swaps.fetch_add(1, Ordering::Relaxed);
+                            let mut warned = warned.lock().unwrap_or_else(|e| e.into_inner());
+                            for &port in p.ports() {
+                                if !by_port.contains_key(&port) && warned.insert(port) {
+                                    eprintln!(
+                                        "nexthop run: the FIB now sends to port {port}, which has no \
+                                         interface; its frames are counted as tx_failed"
+                                    );
+                                }
+                            }
+                        }
+                    };
+                    let progress = |p: &Progress<'_>| {
+                        let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
+                        s[w] = Some((p.counters.clone(), p.ports.clone()));
+                    };
+                    forward_live_refreshing(
+                        &mut pipeline,
+                        &mut ports,
+                        after,
+                        stop,
+                        report,
+                        progress,
+                        refresh,
+                    )
+                })?;
+            handles.push(h);
+        }
+        // Merge the workers' reports once a second: progress lines and the
+        // metrics endpoint.
+        let mut last = (start, 0u64);
+        let mut next = start + Duration::from_secs(1);
+        while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
+            if report.is_none() || Instant::now() < next {
+                continue;
+            }
+            next += Duration::from_secs(1);
+            let (mut c, mut ps) = (Counters::default(), PortStats::default());
+            for (wc, wp) in slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .flatten()
+            {
+                c.merge(wc);
+                ps.merge(wp);
+            }
+            let now = Instant::now();
+            if st.metrics.is_some() {
+                shared.publish(snapshot_of(&c, &ps, now - start));
+            }
+            if !st.quiet {
+                let p = Progress {
+                    elapsed: now - start,
+                    counters: &c,
+                    ports: &ps,
+                    interval_frames: c.frames_in.saturating_sub(last.1),
+                    interval: now - last.0,
+                };
+                let mut line = progress_line(&p);
+                if let Some(f) = &follower {
+                    line.push_str(&follower_fields(
+                        &f.stats(),
+                        swaps.load(Ordering::Relaxed),
+                        false,
+                    ));
                 }
+                eprintln!("{line}");
+            }
+            last = (now, c.frames_in);
+        }
+        let mut runs = Vec::with_capacity(handles.len());
+        for h in handles {
+            match h.join() {
+                Ok(r) => runs.push(r?),
+                Err(_) => bail!("a worker thread panicked"),
             }
         }
-    };
-    let progress = |p: &Progress<'_>| {
-        if a.metrics.is_some() {
-            shared.publish(snapshot_of(p.counters, p.ports, p.elapsed));
-        }
-        if a.quiet {
-            return;
-        }
-        let mut line = progress_line(p);
-        if let Some(f) = &follower {
-            line.push_str(&follower_fields(&f.stats(), swaps.get(), false));
-        }
-        eprintln!("{line}");
-    };
-    let run = forward_live_refreshing(
-        &mut pipeline,
-        &mut ports,
-        after,
-        &stop,
-        report,
-        progress,
-        refresh,
-    )?;
-    if a.metrics.is_some() {
+        Ok(runs)
+    })?;
+    let run = LiveRun::merge(&runs).context("no worker ran")?;
+    if st.metrics.is_some() {
         shared.publish(snapshot_of(&run.counters, &run.ports, run.elapsed));
     }
     let mut line = summary_line(&run);
+    if st.workers > 1 {
+        let per: Vec<String> = runs
+            .iter()
+            .map(|r| r.counters.frames_in.to_string())
+            .collect();
+        line.push_str(&format!(
+            " workers={} per_worker_in={}",
+            st.workers,
+            per.join(",")
+        ));
+    }
     if let Some(f) = follower {
-        line.push_str(&follower_fields(&f.stats(), swaps.get(), true));
+        line.push_str(&follower_fields(
+            &f.stats(),
+            swaps.load(Ordering::Relaxed),
+            true,
+        ));
         f.stop();
     }
     let mut stdout = io::stdout().lock();
@@ -361,6 +687,8 @@ pub fn run(a: RunArgs) -> Result<()> {
 pub(crate) enum Current<'a> {
     Dir(QueryView<'a>),
     Followed(Arc<Table>),
+    /// Every name gets action id `.0` (the trivial pipeline: no lookup).
+    Fixed(u64),
 }
 
 impl NameTable for Current<'_> {
@@ -369,6 +697,10 @@ impl NameTable for Current<'_> {
         match self {
             Current::Dir(v) => v.lookup_batch(names, out),
             Current::Followed(t) => t.query().lookup_batch(names, out),
+            Current::Fixed(id) => {
+                out[..names.len()].fill(*id);
+                names.len()
+            }
         }
     }
 }
@@ -380,7 +712,7 @@ pub(crate) fn swap_in(p: &mut Pipeline<Current<'_>>, t: Arc<Table>) -> bool {
     let same_actions = match p.table() {
         Current::Followed(cur) if Arc::ptr_eq(cur, &t) => return false,
         Current::Followed(cur) => std::ptr::eq(cur.actions(), t.actions()),
-        Current::Dir(_) => false,
+        Current::Dir(_) | Current::Fixed(_) => false,
     };
     if !same_actions {
         p.set_actions(t.actions());
@@ -522,6 +854,140 @@ mod tests {
         for bad in ["3", "x=eth0", "70000=eth0", "1="] {
             let e = bad.parse::<PortMap>().unwrap_err();
             assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[derive(Debug, clap::Parser)]
+    struct T {
+        #[command(flatten)]
+        a: RunArgs,
+    }
+
+    fn settings(args: &[&str], file: Option<&str>) -> Result<Settings> {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let mut all = vec!["run".to_string()];
+        if let Some(text) = file {
+            let p = dir.path().join("run.toml");
+            std::fs::write(&p, text).unwrap();
+            all.push("--config".into());
+            all.push(p.display().to_string());
+        }
+        all.extend(args.iter().map(|s| s.to_string()));
+        let t = T::try_parse_from(all).map_err(|e| anyhow!("{e}"))?;
+        Settings::resolve(t.a)
+    }
+
+    #[test]
+    fn a_config_file_gives_every_setting_and_flags_win() {
+        let file = r#"
+            fib = "fibdir"
+            workers = 2
+            fanout = "lb"
+            name = "5tuple"
+            miss = "flood"
+            inputs = [0]
+            duration = 2.5
+            metrics = "127.0.0.1:9464"
+            [ports]
+            0 = "eth0"
+            1 = "eth1"
+            [ring]
+            block_size = 131072
+            block_count = 8
+        "#;
+        let s = settings(&[], Some(file)).unwrap();
+        assert!(s.fib.as_ref().unwrap().ends_with("fibdir"));
+        assert!(
+            s.fib.as_ref().unwrap().is_absolute(),
+            "relative to the file"
+        );
+        assert_eq!((s.workers, s.fanout), (2, FanoutMode::LoadBalance));
+        assert_eq!(s.ports.len(), 2);
+        assert_eq!(s.ring.block_size, 131072);
+        assert_eq!(s.ring.block_count, 8);
+        assert_eq!(s.ring.frame_size, RingConfig::default().frame_size);
+        assert_eq!(s.after.duration, Some(Duration::from_secs_f64(2.5)));
+        assert_eq!(s.miss, MissPolicy::Flood);
+        let s = settings(
+            &["--workers", "3", "--port", "0=veth9", "--fanout", "hash"],
+            Some(file),
+        )
+        .unwrap();
+        assert_eq!((s.workers, s.fanout), (3, FanoutMode::Hash));
+        assert_eq!(
+            s.ports,
+            vec![PortMap {
+                port: 0,
+                iface: "veth9".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_refused_with_the_reason() {
+        let cases: &[(&[&str], Option<&str>, &str)] = &[
+            (
+                &[],
+                Some("fib = \"d\"\nwokers = 2\n[ports]\n0 = \"e\"\n"),
+                "wokers",
+            ),
+            (
+                &[],
+                Some("fib = \"d\"\n[ports]\nx = \"e\"\n"),
+                "not a port number",
+            ),
+            (
+                &[],
+                Some("fib = \"d\"\nfanout = \"spray\"\n[ports]\n0 = \"e\"\n"),
+                "fanout",
+            ),
+            (&[], Some("fib = [1\n"), "run.toml"),
+            (&["--fib", "d"], None, "no ports"),
+            (&["--port", "0=e"], None, "no table"),
+            (
+                &["--fib", "d", "--port", "0=e", "--workers", "0"],
+                None,
+                "--workers 0",
+            ),
+            (
+                &[
+                    "--fib",
+                    "d",
+                    "--port",
+                    "0=e",
+                    "--workers",
+                    "2",
+                    "--packets",
+                    "9",
+                ],
+                None,
+                "--packets",
+            ),
+            (
+                &["--controller", "127.0.0.1:1", "--port", "0=e"],
+                None,
+                "--key-file",
+            ),
+            (
+                &["--fib", "d", "--port", "0=e", "--trivial-port", "1"],
+                None,
+                "--trivial-port",
+            ),
+            (
+                &["--fib", "d", "--port", "0=e", "--duration", "0"],
+                None,
+                "--duration",
+            ),
+            (
+                &["--fib", "d", "--port", "0=e", "--block-size", "1000"],
+                None,
+                "receive ring",
+            ),
+        ];
+        for (args, file, needle) in cases {
+            let e = settings(args, *file).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?} {file:?}: {e}");
         }
     }
 

@@ -65,6 +65,11 @@ pub struct LabOpts {
     pub pcap: bool,
     /// Frames of the pcap variant.
     pub pcap_frames: usize,
+    /// Forwarder worker threads (`nexthop run --workers`).
+    pub workers: usize,
+    /// Put the forwarder's frames to port 1 whatever the name (a trivial
+    /// pipeline, the baseline of the forwarding-rate benchmark).
+    pub trivial: bool,
 }
 
 /// Output ports of the lab (the sinks); port 0 is the forwarder's input.
@@ -317,7 +322,8 @@ pub(crate) fn write_key(path: &Path) -> Result<AuthKey> {
     let mut secret = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut secret);
     let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-    let mut f = fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
+    let mut f =
+        fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -458,6 +464,8 @@ struct Shared {
     examples: Mutex<Vec<String>>,
     stop_sinks: AtomicBool,
     stop_source: AtomicBool,
+    /// The trivial pipeline sends everything to port 1: count, not check.
+    trivial: bool,
     sent: AtomicU64,
     send_failed: AtomicU64,
 }
@@ -500,7 +508,7 @@ fn sink_loop(sh: &Shared, ns: &str, port: u16) -> Result<()> {
                 match lf.phase {
                     PHASE_TRAFFIC => {
                         st.traffic.fetch_add(1, Ordering::Relaxed);
-                        if !name_ok || sh.plan.allowed[i] & bit == 0 {
+                        if !sh.trivial && (!name_ok || sh.plan.allowed[i] & bit == 0) {
                             st.misforwarded.fetch_add(1, Ordering::Relaxed);
                             sh.example(format!(
                                 "{} (name #{i}) on port {port}; its actions send to {}",
@@ -625,10 +633,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     );
     println!(
         "nexthop lab: topology {} --src0/in0-- {} (nexthop run) --out1..4/sink1..4-- {} .. {}",
-        topo.src,
-        topo.fwd,
-        topo.sinks[0],
-        topo.sinks[3]
+        topo.src, topo.fwd, topo.sinks[0], topo.sinks[3]
     );
 
     // Dataset, FIB, key.
@@ -665,18 +670,26 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     .join()
     .map_err(|_| anyhow!("controller thread panicked"))??;
     let ctl_addr: SocketAddr = controller.local_addr();
-    step("controller", t, format_args!("listening on {ctl_addr} in {}", topo.fwd));
+    step(
+        "controller",
+        t,
+        format_args!("listening on {ctl_addr} in {}", topo.fwd),
+    );
 
     // The forwarder.
     let exe = std::env::current_exe().context("locating the nexthop binary")?;
     let metrics_addr = "127.0.0.1:9464";
     let (fwd_out, fwd_err) = (o.out.join("forwarder.out"), o.out.join("forwarder.err"));
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &topo.fwd])
-        .arg(&exe)
-        .args(["run", "--controller", &ctl_addr.to_string(), "--key-file"])
-        .arg(&key_path)
-        .args(["--port", "0=in0", "--metrics", metrics_addr, "--quiet"]);
+    cmd.args(["netns", "exec", &topo.fwd]).arg(&exe).arg("run");
+    if o.trivial {
+        cmd.args(["--trivial-port", "1"]);
+    } else {
+        cmd.args(["--controller", &ctl_addr.to_string(), "--key-file"])
+            .arg(&key_path);
+    }
+    cmd.args(["--port", "0=in0", "--metrics", metrics_addr, "--quiet"])
+        .args(["--workers", &o.workers.to_string(), "--fanout", "lb"]);
     for p in PORTS {
         cmd.args(["--port", &format!("{p}=out{p}")]);
     }
@@ -718,6 +731,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         examples: Mutex::new(Vec::new()),
         stop_sinks: AtomicBool::new(false),
         stop_source: AtomicBool::new(false),
+        trivial: o.trivial,
         sent: AtomicU64::new(0),
         send_failed: AtomicU64::new(0),
     });
@@ -750,8 +764,12 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             .map(|s| s.traffic.load(Ordering::Relaxed))
             .sum()
     };
-    let misforwarded =
-        |sh: &Shared| -> u64 { sh.sinks.iter().map(|s| s.misforwarded.load(Ordering::Relaxed)).sum() };
+    let misforwarded = |sh: &Shared| -> u64 {
+        sh.sinks
+            .iter()
+            .map(|s| s.misforwarded.load(Ordering::Relaxed))
+            .sum()
+    };
     while traffic_start.elapsed() < run_for && !stop.is_raised() {
         let due = ((traffic_start.elapsed().as_secs_f64() * o.update_rate) as usize)
             .min(sh.plan.changes.len());
@@ -807,7 +825,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let conv = Instant::now();
     let converged = loop {
         let s = controller.stats();
-        if s.acks >= s.deltas_sent {
+        if o.trivial || s.acks >= s.deltas_sent {
             break true;
         }
         if conv.elapsed() > Duration::from_secs(10) {
@@ -828,17 +846,27 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     );
 
     // Final wave: one frame per sampled name, checked exactly.
-    let wave = o.final_names.min(sh.plan.names.len());
-    let wave_rate = if o.rate > 0.0 { o.rate.min(200e3) } else { 200e3 };
+    let wave = if o.trivial {
+        0
+    } else {
+        o.final_names.min(sh.plan.names.len())
+    };
+    let wave_rate = if o.rate > 0.0 {
+        o.rate.min(200e3)
+    } else {
+        200e3
+    };
     // The forwarder publishes its metrics once a second.
     let mut wave_fwd: Option<(u64, u64)> = None;
     if wave > 0 {
         thread::sleep(Duration::from_millis(1100));
         let w0 = fwd_metrics(&topo.fwd, metrics_addr).ok();
         let (sh2, ns, seed) = (sh.clone(), topo.src.clone(), o.seed ^ 0xF1);
-        thread::spawn(move || source_loop(&sh2, &ns, PHASE_FINAL, Some(wave as u64), wave_rate, seed))
-            .join()
-            .map_err(|_| anyhow!("source thread panicked"))??;
+        thread::spawn(move || {
+            source_loop(&sh2, &ns, PHASE_FINAL, Some(wave as u64), wave_rate, seed)
+        })
+        .join()
+        .map_err(|_| anyhow!("source thread panicked"))??;
         thread::sleep(Duration::from_millis(1100));
         let w1 = fwd_metrics(&topo.fwd, metrics_addr).ok();
         if let (Some(a), Some(b)) = (w0, w1) {
@@ -917,7 +945,11 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         .zip(&sh.sinks)
         .map(|(p, s)| format!("{p}:{}", s.traffic.load(Ordering::Relaxed)))
         .collect();
-    let sink_drops: u64 = sh.sinks.iter().map(|s| s.ring_drops.load(Ordering::Relaxed)).sum();
+    let sink_drops: u64 = sh
+        .sinks
+        .iter()
+        .map(|s| s.ring_drops.load(Ordering::Relaxed))
+        .sum();
     let fwd_rate = match (&m0, &m1) {
         (Some(a), Some(b)) if b.uptime_seconds > a.uptime_seconds => {
             let frames = b.frames_in.saturating_sub(a.frames_in);
@@ -927,7 +959,11 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     };
     let line = summary.lines().last().unwrap_or("").to_string();
     println!();
-    println!("summary ({:.1} s in all; files in {})", t.elapsed().as_secs_f64(), o.out.display());
+    println!(
+        "summary ({:.1} s in all; files in {})",
+        t.elapsed().as_secs_f64(),
+        o.out.display()
+    );
     println!(
         "  fib           {} names (+{} added, -{} deleted live), {} B of data-plane arrays, {bits:.2} bits/name",
         sh.plan.names.len(),
@@ -941,7 +977,9 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     );
     match fwd_rate {
         Some((frames, mpps)) => println!(
-            "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps (1 worker); ring drops {}",
+            "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps ({} worker{}); ring drops {}",
+            o.workers,
+            if o.workers == 1 { "" } else { "s" },
             field(&line, "ring_drops").unwrap_or("?")
         ),
         None => println!("  forwarder     (metrics endpoint not reachable)"),
@@ -957,7 +995,13 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         "  sinks         {recv_traffic} frames ({}); sink ring drops {sink_drops}",
         per_port.join(" ")
     );
-    println!("  misforwarded  {mis}");
+    if o.trivial {
+        println!(
+            "  misforwarded  not checked: --trivial sends every frame to port 1 without a lookup"
+        );
+    } else {
+        println!("  misforwarded  {mis}");
+    }
     println!(
         "  updates       {applied} changes in {traffic_secs:.2} s: {:.0} updates/s applied by the controller ({:.0} us each), {} deltas pushed; forwarder fib_deltas={} fib_rejects={}",
         applied as f64 / traffic_secs,
@@ -975,13 +1019,21 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             println!("  final wave    the forwarder received {frames} of its frames; its ring dropped {drops}");
         }
     }
-    let ex = sh.examples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let ex = sh
+        .examples
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     for e in &ex {
         println!("  example       {e}");
     }
     println!();
     println!("try:");
-    println!("  nexthop fib lookup --fib {} {}", o.out.join("fib").display(), sh.plan.names[0].fmt_name());
+    println!(
+        "  nexthop fib lookup --fib {} {}",
+        o.out.join("fib").display(),
+        sh.plan.names[0].fmt_name()
+    );
     println!("  less {}", fwd_err.display());
     drop(topo);
     if mis > 0 || wrong > 0 {
@@ -1003,7 +1055,10 @@ mod tests {
         let dst = [2, 0, 0, 0, 0, 7];
         write_frame(&mut b, &dst, PHASE_FINAL, 123_456, 77);
         let f = parse_frame(&b).unwrap();
-        assert_eq!((f.dst, f.phase, f.idx, f.tag), (dst, PHASE_FINAL, 123_456, 77));
+        assert_eq!(
+            (f.dst, f.phase, f.idx, f.tag),
+            (dst, PHASE_FINAL, 123_456, 77)
+        );
         assert!(parse_frame(&b[..26]).is_none());
         let mut other = b;
         other[6] ^= 1;
@@ -1045,8 +1100,12 @@ mod tests {
         let p = Plan::new(2_000, 5_000, 9);
         assert_eq!(p.changes.len(), 5_000);
         assert_eq!(p.counts.iter().sum::<usize>(), 5_000);
-        let mut fib: std::collections::HashMap<[u8; 6], Action> =
-            p.names.iter().copied().zip(p.initial.iter().cloned()).collect();
+        let mut fib: std::collections::HashMap<[u8; 6], Action> = p
+            .names
+            .iter()
+            .copied()
+            .zip(p.initial.iter().cloned())
+            .collect();
         let mut allowed: Vec<u8> = p.initial.iter().map(mask_of).collect();
         let index: std::collections::HashMap<[u8; 6], usize> =
             p.names.iter().enumerate().map(|(i, m)| (*m, i)).collect();
@@ -1066,7 +1125,11 @@ mod tests {
                     let i = index[k];
                     assert_eq!(t as usize, i);
                     assert_eq!(m, mask_of(a));
-                    assert_ne!(fib.insert(*k, a.clone()).as_ref(), Some(a), "a no-op change");
+                    assert_ne!(
+                        fib.insert(*k, a.clone()).as_ref(),
+                        Some(a),
+                        "a no-op change"
+                    );
                     allowed[i] |= m;
                 }
             }

@@ -21,7 +21,6 @@ use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapPorts};
 use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
 use nexthop_othello::fib::{KeyType, NameKey};
 
-
 use crate::cmd_gen::PcapOut;
 use crate::cmd_run::{swap_in, Current};
 use crate::lab::{
@@ -82,7 +81,10 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         key,
         FollowerConfig::new(controller.local_addr(), "nexthop-lab-pcap"),
     )?;
-    wait_until(|| follower.table().is_some(), "the follower's first snapshot")?;
+    wait_until(
+        || follower.table().is_some(),
+        "the follower's first snapshot",
+    )?;
     step(
         "controller",
         t,
@@ -109,7 +111,11 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         w.write(i as u64, &buf)?;
     }
     w.finish()?;
-    step("generate", t, format_args!("{frames} frames of {FRAME_LEN} B -> {}", in_path.display()));
+    step(
+        "generate",
+        t,
+        format_args!("{frames} frames of {FRAME_LEN} B -> {}", in_path.display()),
+    );
 
     // Forward chunk by chunk, changes between chunks.
     let out_dir = o.out.join("pcap-out");
@@ -160,7 +166,10 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         chunk.clear();
         while chunk.len() < chunk_len {
             let mut f = PcapFrame::default();
-            if !input.read_frame(&mut f).map_err(|e| anyhow!("{}: {e}", in_path.display()))? {
+            if !input
+                .read_frame(&mut f)
+                .map_err(|e| anyhow!("{}: {e}", in_path.display()))?
+            {
                 break;
             }
             chunk.push(f);
@@ -213,7 +222,10 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         let mut rd = PcapIn::open(&f.path).map_err(|e| anyhow!("{}: {e}", f.path.display()))?;
         let mut fr = PcapFrame::default();
         let mut n = 0u64;
-        while rd.read_frame(&mut fr).map_err(|e| anyhow!("{}: {e}", f.path.display()))? {
+        while rd
+            .read_frame(&mut fr)
+            .map_err(|e| anyhow!("{}: {e}", f.path.display()))?
+        {
             n += 1;
             let Some(lf) = parse_frame(&fr.data) else {
                 mis += 1;
@@ -250,7 +262,10 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     for p in PORTS {
         let have = files.iter().any(|f| f.port == Some(p));
         if !have && expected[usize::from(p)] > 0 {
-            count_mismatch.push(format!("port {p}: no file, expected {}", expected[usize::from(p)]));
+            count_mismatch.push(format!(
+                "port {p}: no file, expected {}",
+                expected[usize::from(p)]
+            ));
         }
     }
     let punts = files
@@ -262,7 +277,11 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     controller.shutdown();
 
     println!();
-    println!("summary ({:.1} s in all; files in {})", t.elapsed().as_secs_f64(), o.out.display());
+    println!(
+        "summary ({:.1} s in all; files in {})",
+        t.elapsed().as_secs_f64(),
+        o.out.display()
+    );
     println!(
         "  fib           {} names (+{} added, -{} deleted live), {fib_bytes} B of data-plane arrays, {bits:.2} bits/name",
         plan.names.len(),

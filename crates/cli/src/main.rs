@@ -186,6 +186,14 @@ struct LabArgs {
     /// Frames of the pcap variant.
     #[arg(long, value_name = "N", default_value_t = 2_000_000)]
     pcap_frames: usize,
+    /// Forwarder worker threads (PACKET_FANOUT round robin among them).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    workers: usize,
+    /// Benchmark baseline: the forwarder sends every frame to port 1
+    /// without a lookup (`nexthop run --trivial-port 1`); frames are
+    /// counted, not checked.
+    #[arg(long)]
+    trivial: bool,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -228,6 +236,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             seed: a.seed,
             pcap: a.pcap,
             pcap_frames: a.pcap_frames,
+            workers: a.workers,
+            trivial: a.trivial,
         }),
     }
 }

@@ -64,7 +64,10 @@ fn pcap_variant_checks_every_frame_under_live_changes() {
         out.to_str().unwrap(),
     ]);
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stdout.contains("running the offline pcap variant"), "{stdout}");
+    assert!(
+        stdout.contains("running the offline pcap variant"),
+        "{stdout}"
+    );
     assert!(stdout.contains("misforwarded  0"), "{stdout}");
     assert!(
         stdout.contains("updates       20000 changes through controller -> follower"),
@@ -109,20 +112,29 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
         "100000",
         "--final-names",
         "20000",
+        "--workers",
+        "2",
         "--out",
         out.to_str().unwrap(),
     ]);
     if !is_root() {
         assert!(stdout.contains("need root"), "{stdout}");
-        assert!(stdout.contains("running the offline pcap variant"), "{stdout}");
+        assert!(
+            stdout.contains("running the offline pcap variant"),
+            "{stdout}"
+        );
         return;
     }
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("misforwarded  0"), "{stdout}");
-    assert!(stdout.contains("all acknowledged by the forwarder: yes"), "{stdout}");
+    assert!(
+        stdout.contains("all acknowledged by the forwarder: yes"),
+        "{stdout}"
+    );
     assert!(stdout.contains("0 on a wrong port"), "{stdout}");
     assert!(stdout.contains("updates       10000 changes"), "{stdout}");
     assert!(stdout.contains("fib_rejects=0"), "{stdout}");
+    assert!(stdout.contains("(2 workers)"), "{stdout}");
     // Every sink received traffic.
     let sinks = stdout
         .lines()
@@ -142,13 +154,23 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
 #[test]
 fn an_interrupted_lab_removes_its_namespaces_and_forwarder() {
     if !is_root() {
-        eprintln!("an_interrupted_lab...: needs root for namespaces; the pcap fallback is covered above");
+        eprintln!(
+            "an_interrupted_lab...: needs root for namespaces; the pcap fallback is covered above"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("lab");
     let mut child = Command::new(NEXTHOP)
-        .args(["lab", "--names", "5000", "--duration", "60", "--rate", "20000"])
+        .args([
+            "lab",
+            "--names",
+            "5000",
+            "--duration",
+            "60",
+            "--rate",
+            "20000",
+        ])
         .arg("--out")
         .arg(&out)
         .stdout(Stdio::piped())
@@ -162,7 +184,10 @@ fn an_interrupted_lab_removes_its_namespaces_and_forwarder() {
             .unwrap_or_default()
             .contains("forwarding")
     {
-        assert!(t.elapsed() < Duration::from_secs(60), "the lab did not start");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the lab did not start"
+        );
         sleep(Duration::from_millis(50));
     }
     assert_eq!(namespaces_of(pid).len(), 6, "{:?}", namespaces_of(pid));

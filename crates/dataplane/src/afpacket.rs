@@ -349,6 +349,58 @@ fn sockaddr_ll(ifindex: i32, protocol: u16) -> libc::sockaddr_ll {
     }
 }
 
+/// How `PACKET_FANOUT` splits an interface's frames among the workers'
+/// sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FanoutMode {
+    /// By the kernel's flow hash: a flow stays on one worker, in order.
+    /// Frames the flow dissector cannot hash (non-IP) share one hash.
+    Hash,
+    /// Round robin: even load whatever the traffic, no per-flow order.
+    LoadBalance,
+    /// By the CPU that received the frame.
+    Cpu,
+    /// By the receive queue of the NIC.
+    Queue,
+}
+
+impl FanoutMode {
+    fn kernel_value(self) -> libc::c_int {
+        let v = match self {
+            FanoutMode::Hash => libc::PACKET_FANOUT_HASH,
+            FanoutMode::LoadBalance => libc::PACKET_FANOUT_LB,
+            FanoutMode::Cpu => libc::PACKET_FANOUT_CPU,
+            FanoutMode::Queue => libc::PACKET_FANOUT_QM,
+        };
+        v as libc::c_int
+    }
+
+    /// `hash`, `lb`, `cpu` or `queue`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FanoutMode::Hash => "hash",
+            FanoutMode::LoadBalance => "lb",
+            FanoutMode::Cpu => "cpu",
+            FanoutMode::Queue => "queue",
+        }
+    }
+}
+
+impl std::str::FromStr for FanoutMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "hash" => Ok(FanoutMode::Hash),
+            "lb" => Ok(FanoutMode::LoadBalance),
+            "cpu" => Ok(FanoutMode::Cpu),
+            "queue" => Ok(FanoutMode::Queue),
+            _ => Err(format!(
+                "unknown fanout mode '{s}': expected hash, lb, cpu or queue"
+            )),
+        }
+    }
+}
+
 /// A memory-mapped `TPACKET_V3` receive ring on one interface.
 pub struct RxRing {
     fd: OwnedFd,
@@ -454,6 +506,23 @@ impl RxRing {
             source,
         })?;
         Ok(ring)
+    }
+
+    /// Join the `PACKET_FANOUT` group `group` of this ring's interface:
+    /// the kernel then splits the interface's frames among every socket in
+    /// the group (one per worker) by `mode`. Every member must use the same
+    /// mode.
+    ///
+    /// # Errors
+    /// The kernel refused (another mode in the group, or no fanout
+    /// support).
+    pub fn join_fanout(&self, group: u16, mode: FanoutMode) -> Result<(), AfPacketError> {
+        let arg: libc::c_int = libc::c_int::from(group) | (mode.kernel_value() << 16);
+        set_opt(&self.fd, libc::PACKET_FANOUT, &arg).map_err(|source| AfPacketError::Io {
+            iface: self.iface.clone(),
+            op: "setsockopt(PACKET_FANOUT)",
+            source,
+        })
     }
 
     /// The interface name.
@@ -740,6 +809,14 @@ pub struct TxPort {
     iovs: Vec<libc::iovec>,
     msgs: Vec<libc::mmsghdr>,
 }
+
+// SAFETY: (19) the raw pointers in `iovs` and `msgs` point into the frames
+// and iovecs of one `send_batch` call only: both vectors are cleared and
+// refilled at the start of every call and never read outside it, so a
+// `TxPort` carries no pointer that is dereferenced after it moves to
+// another thread; the socket descriptor is owned and usable from any
+// thread.
+unsafe impl Send for TxPort {}
 
 impl std::fmt::Debug for TxPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -157,6 +157,22 @@ pub struct PortStats {
 }
 
 impl PortStats {
+    /// Add `other`'s counts (another worker's) to these, port by port.
+    pub fn merge(&mut self, other: &PortStats) {
+        fn add(into: &mut Vec<(u16, u64)>, from: &[(u16, u64)]) {
+            for &(p, n) in from {
+                match into.iter_mut().find(|(q, _)| *q == p) {
+                    Some((_, m)) => *m += n,
+                    None => into.push((p, n)),
+                }
+            }
+            into.sort_unstable();
+        }
+        add(&mut self.tx_failed, &other.tx_failed);
+        add(&mut self.ring_drops, &other.ring_drops);
+        add(&mut self.rx_truncated, &other.rx_truncated);
+    }
+
     /// Frames refused on all output ports.
     pub fn tx_failed_total(&self) -> u64 {
         self.tx_failed.iter().map(|(_, n)| n).sum()
@@ -205,6 +221,20 @@ pub struct LiveRun {
 }
 
 impl LiveRun {
+    /// Combine the runs of several workers that ran side by side: counts
+    /// add up; times are the longest; the reason is the first worker's.
+    pub fn merge(runs: &[LiveRun]) -> Option<LiveRun> {
+        let (first, rest) = runs.split_first()?;
+        let mut all = first.clone();
+        for r in rest {
+            all.counters.merge(&r.counters);
+            all.ports.merge(&r.ports);
+            all.elapsed = all.elapsed.max(r.elapsed);
+            all.active = all.active.max(r.active);
+        }
+        Some(all)
+    }
+
     /// Millions of frames received per second over the active time.
     pub fn mpps(&self) -> f64 {
         let s = self.active.as_secs_f64();
@@ -426,6 +456,39 @@ mod tests {
             ),
             (7, 7, 0)
         );
+    }
+
+    #[test]
+    fn worker_runs_merge_port_by_port() {
+        let mut a = PortStats {
+            tx_failed: vec![(1, 2)],
+            ring_drops: vec![(0, 7)],
+            rx_truncated: vec![],
+        };
+        a.merge(&PortStats {
+            tx_failed: vec![(3, 1), (1, 1)],
+            ring_drops: vec![(0, 1)],
+            rx_truncated: vec![(0, 4)],
+        });
+        assert_eq!(a.tx_failed, vec![(1, 3), (3, 1)]);
+        assert_eq!(a.ring_drops, vec![(0, 8)]);
+        assert_eq!(a.rx_truncated, vec![(0, 4)]);
+        let run = |frames: u64, secs: u64| {
+            let mut c = Counters::default();
+            c.frames_in = frames;
+            LiveRun {
+                counters: c,
+                ports: PortStats::default(),
+                stopped_by: StopReason::Duration,
+                elapsed: Duration::from_secs(secs),
+                active: Duration::from_secs(secs),
+            }
+        };
+        let m = LiveRun::merge(&[run(10, 1), run(30, 2)]).unwrap();
+        assert_eq!(m.counters.frames_in, 40);
+        assert_eq!(m.active, Duration::from_secs(2));
+        assert!((m.mpps() - 20e-6).abs() < 1e-12);
+        assert!(LiveRun::merge(&[]).is_none());
     }
 
     #[test]
