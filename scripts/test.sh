@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # The NDN interop peers (python-ndn, NDNts) the wire tests compare against.
 bash scripts/setup-interop.sh
+# Real name lists for the NDN FIB tests.
+bash scripts/setup-data.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== cargo fmt --check"
