@@ -183,7 +183,7 @@ impl Plan {
         let mut r = Mix(seed ^ 0x11FE_C4A6);
         for _ in 0..n_changes {
             let k = r.below(10);
-            if k >= 6 && k < 8 || (k >= 8 && present_dark.is_empty()) {
+            if (6..8).contains(&k) || (k >= 8 && present_dark.is_empty()) {
                 if let Some(m) = fresh.pop() {
                     changes.push(RouteChange::Add(m, pick_action(&mut r, &table)));
                     touches.push((u32::MAX, 0));

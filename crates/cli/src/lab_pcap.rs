@@ -149,7 +149,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 .map_err(|e| anyhow!("applying changes {}..{upto}: {e}", applied + 1))?;
             let version = controller.version();
             wait_until(
-                || follower.stats().deltas + follower.stats().snapshots >= version + 1,
+                || follower.stats().deltas + follower.stats().snapshots > version,
                 "the follower to apply a delta",
             )?;
             apply_secs += ta.elapsed().as_secs_f64();

@@ -473,16 +473,15 @@ mod tests {
         assert_eq!(a.tx_failed, vec![(1, 3), (3, 1)]);
         assert_eq!(a.ring_drops, vec![(0, 8)]);
         assert_eq!(a.rx_truncated, vec![(0, 4)]);
-        let run = |frames: u64, secs: u64| {
-            let mut c = Counters::default();
-            c.frames_in = frames;
-            LiveRun {
-                counters: c,
-                ports: PortStats::default(),
-                stopped_by: StopReason::Duration,
-                elapsed: Duration::from_secs(secs),
-                active: Duration::from_secs(secs),
-            }
+        let run = |frames: u64, secs: u64| LiveRun {
+            counters: Counters {
+                frames_in: frames,
+                ..Counters::default()
+            },
+            ports: PortStats::default(),
+            stopped_by: StopReason::Duration,
+            elapsed: Duration::from_secs(secs),
+            active: Duration::from_secs(secs),
         };
         let m = LiveRun::merge(&[run(10, 1), run(30, 2)]).unwrap();
         assert_eq!(m.counters.frames_in, 40);
