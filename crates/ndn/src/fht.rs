@@ -186,8 +186,13 @@ impl Fht {
         cfg.validate()?;
         let it = names.into_iter();
         let n = it.clone().count();
-        let buckets =
-            ((n as f64 / cfg.load / (D * E) as f64).ceil() as u64).clamp(1, u32::MAX as u64) as u32;
+        let buckets = ((n as f64 / cfg.load / (D * E) as f64).ceil() as u64).max(1);
+        if buckets >= 1 << 27 {
+            return Err(FibError::Config(format!(
+                "{n} names need {buckets} buckets per subtable; at most 2^27 are supported"
+            )));
+        }
+        let buckets = buckets as u32;
         let bucket_bytes = (cfg.fp_bits + 8) as usize;
         let mut t = Fht {
             fp_bits: cfg.fp_bits,
@@ -201,8 +206,8 @@ impl Fht {
                 ..Default::default()
             },
         };
-        // Placement per name: subtable:8 | entry:8 | bucket:32, or NONE (in CT).
-        const IN_CT: u64 = u64::MAX;
+        // Placement per name: subtable:2 | entry:3 | bucket:27, or IN_CT.
+        const IN_CT: u32 = u32::MAX;
         let mut place = Vec::with_capacity(n);
         for (name, port) in it.clone() {
             let name = name.as_ref();
@@ -225,7 +230,7 @@ impl Fht {
                 Some((j, i)) => {
                     let off = t.bucket_off(j, h.idx[j]);
                     t.set_entry(off, i, h.fp, port);
-                    place.push((j as u64) << 40 | (i as u64) << 32 | h.idx[j] as u64);
+                    place.push((j as u32) << 30 | (i as u32) << 27 | h.idx[j]);
                 }
                 None => {
                     t.ct.insert(name.into(), port);
@@ -243,7 +248,7 @@ impl Fht {
             }
             let name = name.as_ref();
             let h = t.hash(name);
-            let (j, i) = ((pl >> 40) as usize, (pl >> 32 & 0xFF) as usize);
+            let (j, i) = ((pl >> 30) as usize, (pl >> 27 & 7) as usize);
             match t.first_match(&h) {
                 Some((mj, mi, _)) if (mj, mi) == (j, i) => {}
                 _ => {
