@@ -162,6 +162,25 @@ pub struct Trace {
     pub pulled: u32,
 }
 
+/// Hasher for keys that already are uniform 64-bit hashes (the pulled
+/// prefix table is keyed by prefix hash): returns the key itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
 /// Level pulling (dissertation §4.1): prefixes with many next-level
 /// suffixes sit in a small table consulted first; a name below one of them
 /// is searched only over the longer levels, with a tree of its own.
@@ -170,7 +189,8 @@ pub(crate) struct Pull {
     /// Prefix hash -> `(level, entry)` of pulled prefixes (they are
     /// permanent keys of the main tables, so their strings and inherited
     /// next hops live there).
-    pub(crate) map: std::collections::HashMap<u64, Vec<(u8, u64)>>,
+    pub(crate) map:
+        std::collections::HashMap<u64, Vec<(u8, u64)>, std::hash::BuildHasherDefault<PassThrough>>,
     pub(crate) max_level: usize,
     /// `trees[p]`: the search tree over `p + 1..=k` (for pulled levels `p`).
     pub(crate) trees: Vec<Option<SearchTree>>,
