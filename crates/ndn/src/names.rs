@@ -361,6 +361,20 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_data_file_names_its_debian_package() {
+        let e = read(
+            Path::new("/nonexistent/ndnfib/list.txt"),
+            "webext-ublock-origin-firefox",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("apt-get install webext-ublock-origin-firefox"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn synthetic_sets_are_seeded_and_shaped() {
         let a = synthetic(1000, 7, false, 5);
         assert_eq!(a, synthetic(1000, 7, false, 5));

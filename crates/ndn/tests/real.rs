@@ -53,3 +53,36 @@ fn real_derived_sets_match_the_trie_in_all_three_schemes() {
         }
     }
 }
+
+#[test]
+fn word_names_from_wamerican_huge_match_the_trie() {
+    let words = nexthop_ndn::names::load_words().unwrap_or_else(|e| panic!("{e}"));
+    assert!(words.len() > 300_000, "only {} words", words.len());
+    let rules = nexthop_ndn::names::word_names(&words, 50_000, 6, 4);
+    assert_eq!(rules.len(), 50_000);
+    let mut ctl = FibControl::new(Config {
+        max_components: 6,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut o = NameTrie::new();
+    for (i, n) in rules.iter().enumerate() {
+        let h = [NextHop {
+            face: i as u32 % 9,
+            cost: 0,
+        }];
+        ctl.insert(n, &h).unwrap();
+        o.insert(n, h.to_vec());
+    }
+    let prefixes: Vec<_> = rules
+        .iter()
+        .map(|r| r.prefix(r.component_count() / 2))
+        .collect();
+    for q in extend_names(&rules, 1, 5).iter().chain(&prefixes) {
+        let got = ctl
+            .fib()
+            .lookup(q)
+            .map(|m| (m.len, ctl.fib().next_hops(m.nh).to_vec()));
+        assert_eq!(got, o.lookup(q).map(|(l, h)| (l, h.to_vec())), "{q:?}");
+    }
+}
