@@ -178,7 +178,7 @@ impl LpmTable {
         let have = (bytes.len() - HEADER) as u64;
         if len > have {
             return Err(DecodeError::Truncated {
-                needed: HEADER as u64 + len,
+                needed: (HEADER as u64).saturating_add(len),
                 got: bytes.len() as u64,
             });
         }
@@ -332,6 +332,21 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use crate::parse::{parse_routes, NextHopMode};
+
+    /// A header claiming a body of u64::MAX bytes is truncated, not an
+    /// overflow (found by the lpm_table_decode fuzz target).
+    #[test]
+    fn huge_claimed_length_is_truncated_not_an_overflow() {
+        let mut b = sample().encode();
+        b[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            LpmTable::decode(&b),
+            Err(DecodeError::Truncated {
+                needed: u64::MAX,
+                ..
+            })
+        ));
+    }
 
     fn sample() -> LpmTable {
         let routes = parse_routes(
