@@ -2,14 +2,16 @@
 //! single file (format in `nexthop_lpm::persist`), replaced atomically
 //! (temporary file + rename) by `update`.
 
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use nexthop_lpm::parse::{load_routes, load_updates, parse_addr, NextHopMode, UpdateKind};
 use nexthop_lpm::persist::{FamilyStats, LpmTable, DEFAULT_V6_LEVELS};
 use nexthop_lpm::{Config, HashKind};
+
+use crate::textio::{for_each_input, write_atomic};
 
 /// `nexthop lpm` subcommands.
 #[derive(Debug, Subcommand)]
@@ -104,35 +106,6 @@ fn load_table(path: &Path) -> Result<LpmTable> {
     LpmTable::decode(&bytes).with_context(|| format!("{}", path.display()))
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so readers see the old file or the new one, never a mix.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let res = (|| -> Result<()> {
-        let mut f = std::fs::File::create(&tmp).with_context(|| format!("{}", tmp.display()))?;
-        f.write_all(bytes)
-            .with_context(|| format!("{}", tmp.display()))?;
-        f.sync_all().with_context(|| format!("{}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("{}: rename", path.display()))?;
-        Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
 fn build(a: &BuildArgs) -> Result<()> {
     let mode = if a.asn {
         NextHopMode::Asn
@@ -162,28 +135,14 @@ fn lookup(a: &LookupArgs) -> Result<()> {
     let t = load_table(&a.table)?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let mut answer = |s: &str, what: &dyn Fn() -> String| -> Result<()> {
-        let addr = parse_addr(s).map_err(|e| anyhow!("{}: {e}", what()))?;
+    for_each_input(&a.addrs, |s| {
+        let addr = parse_addr(s)?;
         match t.lookup(addr) {
             Some(nh) => writeln!(out, "{nh}")?,
             None => writeln!(out, "-")?,
         }
         Ok(())
-    };
-    if a.addrs.is_empty() {
-        for (i, line) in io::stdin().lock().lines().enumerate() {
-            let line = line.context("stdin")?;
-            let s = line.trim();
-            if s.is_empty() || s.starts_with('#') {
-                continue;
-            }
-            answer(s, &|| format!("stdin:{}", i + 1))?;
-        }
-    } else {
-        for (i, s) in a.addrs.iter().enumerate() {
-            answer(s, &|| format!("argument {}", i + 1))?;
-        }
-    }
+    })?;
     out.flush()?;
     Ok(())
 }

@@ -11,7 +11,7 @@
 //!   in canonical URI form, next hops joined by commas) or `-`.
 //! * `stats --fib FILE`: `key: value` lines.
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
@@ -20,6 +20,8 @@ use nexthop_ndn::persist;
 use nexthop_ndn::routes::{format_hops, parse_routes};
 use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
 use nexthop_wire::ndn::Name;
+
+use crate::textio::{for_each_input, write_atomic};
 
 /// `nexthop ndn ...`
 #[derive(Debug, Subcommand)]
@@ -161,32 +163,6 @@ fn build(a: &BuildArgs) -> Result<()> {
     Ok(())
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let fname = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file path", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        fname.to_string_lossy(),
-        std::process::id()
-    ));
-    let res = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow!("{}: {e}", path.display()));
-    }
-    Ok(())
-}
-
 fn load(path: &Path) -> Result<(Fib, u64)> {
     let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
     persist::decode(&bytes).map_err(|e| anyhow!("{}: {e}", path.display()))
@@ -218,20 +194,7 @@ fn lookup(a: &LookupArgs) -> Result<()> {
         writeln!(out)?;
         Ok(())
     };
-    if a.names.is_empty() {
-        for (i, line) in std::io::stdin().lock().lines().enumerate() {
-            let line = line.context("stdin")?;
-            let t = line.trim();
-            if t.is_empty() || t.starts_with('#') {
-                continue;
-            }
-            one(t, &mut out).map_err(|e| anyhow!("stdin:{}: {e}", i + 1))?;
-        }
-    } else {
-        for n in &a.names {
-            one(n, &mut out)?;
-        }
-    }
+    for_each_input(&a.names, |n| one(n, &mut out))?;
     out.flush()?;
     Ok(())
 }

@@ -226,6 +226,21 @@ impl Plan {
         }
     }
 
+    /// Apply changes `range` to `state` (per traffic name, its port mask):
+    /// the state of the plan after those changes, given the state before.
+    pub fn apply_touches(&self, state: &mut [u8], range: std::ops::Range<usize>) {
+        for &(i, m) in &self.touches[range] {
+            if i != u32::MAX {
+                state[i as usize] = m;
+            }
+        }
+    }
+
+    /// The port mask of every traffic name at the start.
+    pub fn initial_masks(&self) -> Vec<u8> {
+        self.initial.iter().map(mask_of).collect()
+    }
+
     /// The routes file text of the initial FIB.
     pub fn routes_text(&self) -> String {
         let mut s = String::with_capacity(self.names.len() * 24);
@@ -276,7 +291,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// Build the lab FIB directory `dir` from `plan` exactly as
 /// `nexthop fib build` would; returns the build report line.
-pub(crate) fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
+fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
     let routes = dir.join("routes.txt");
     fs::write(&routes, plan.routes_text())
         .with_context(|| format!("{}: cannot write", routes.display()))?;
@@ -304,20 +319,20 @@ pub(crate) fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
 }
 
 /// Load the lab FIB's control state (for the controller).
-pub(crate) fn load_fib(dir: &Path) -> Result<ConciseFib<[u8; 6]>> {
+fn load_fib(dir: &Path) -> Result<ConciseFib<[u8; 6]>> {
     let cur = fibdir::open(&dir.join("fib"))?;
     crate::cmd_controller::load::<[u8; 6]>(&cur)
 }
 
 /// Bytes of the FIB's data-plane arrays and bits per name.
-pub(crate) fn fib_bytes(fib: &ConciseFib<[u8; 6]>) -> (u64, f64) {
+fn fib_bytes(fib: &ConciseFib<[u8; 6]>) -> (u64, f64) {
     let q = fib.othello().export(0);
     let bytes = q.memory_bytes() as u64;
     (bytes, bytes as f64 * 8.0 / fib.len().max(1) as f64)
 }
 
 /// A fresh random key file (64 hex digits, mode 0600).
-pub(crate) fn write_key(path: &Path) -> Result<AuthKey> {
+fn write_key(path: &Path) -> Result<AuthKey> {
     use rand::RngCore;
     let mut secret = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut secret);
@@ -335,6 +350,50 @@ pub(crate) fn write_key(path: &Path) -> Result<AuthKey> {
 
 pub(crate) fn step(what: &str, t: Instant, detail: impl std::fmt::Display) {
     println!("[{:6.1}s] {what:<10} {detail}", t.elapsed().as_secs_f64());
+}
+
+/// What both lab variants start from: the plan, the FIB built from it
+/// (as `nexthop fib build` would, under `o.out/fib`), its size, and a
+/// fresh controller key (`o.out/controller.key`).
+pub(crate) struct Prepared {
+    pub plan: Plan,
+    pub fib: ConciseFib<[u8; 6]>,
+    pub fib_bytes: u64,
+    pub bits: f64,
+    pub key: AuthKey,
+    pub key_path: PathBuf,
+}
+
+/// Make the plan, build and load the FIB, write the key; prints a step
+/// line for the plan and the build.
+pub(crate) fn prepare(o: &LabOpts, n_changes: usize, t: Instant) -> Result<Prepared> {
+    let plan = Plan::new(o.names, n_changes, o.seed);
+    step(
+        "plan",
+        t,
+        format_args!(
+            "{} names, {} changes ({} adds, {} deletes, {} action changes)",
+            plan.names.len(),
+            plan.changes.len(),
+            plan.counts[0],
+            plan.counts[1],
+            plan.counts[2]
+        ),
+    );
+    let built = build_fib(&plan, &o.out)?;
+    step("build", t, built);
+    let fib = load_fib(&o.out)?;
+    let (fib_bytes, bits) = fib_bytes(&fib);
+    let key_path = o.out.join("controller.key");
+    let key = write_key(&key_path)?;
+    Ok(Prepared {
+        plan,
+        fib,
+        fib_bytes,
+        bits,
+        key,
+        key_path,
+    })
 }
 
 /// `nexthop lab`.
@@ -636,26 +695,14 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         topo.src, topo.fwd, topo.sinks[0], topo.sinks[3]
     );
 
-    // Dataset, FIB, key.
-    let plan = Plan::new(o.names, n_changes, o.seed);
-    step(
-        "plan",
-        t,
-        format_args!(
-            "{} names, {} changes ({} adds, {} deletes, {} action changes)",
-            plan.names.len(),
-            plan.changes.len(),
-            plan.counts[0],
-            plan.counts[1],
-            plan.counts[2]
-        ),
-    );
-    let built = build_fib(&plan, &o.out)?;
-    step("build", t, built);
-    let fib = load_fib(&o.out)?;
-    let (fib_bytes, bits) = fib_bytes(&fib);
-    let key_path = o.out.join("controller.key");
-    let key = write_key(&key_path)?;
+    let Prepared {
+        plan,
+        fib,
+        fib_bytes,
+        bits,
+        key,
+        key_path,
+    } = prepare(o, n_changes, t)?;
 
     // The controller, in the forwarder's namespace (its loopback).
     let fwd_ns = topo.fwd.clone();
@@ -1134,6 +1181,10 @@ mod tests {
                 }
             }
         }
+        let mut state = p.initial_masks();
+        p.apply_touches(&mut state, 0..p.changes.len() / 2);
+        p.apply_touches(&mut state, p.changes.len() / 2..p.changes.len());
+        assert_eq!(state, p.final_mask);
         for (i, n) in p.names.iter().enumerate() {
             assert_eq!(p.final_mask[i], mask_of(&fib[n]));
             assert_eq!(p.allowed[i], allowed[i]);

@@ -24,8 +24,8 @@ use nexthop_othello::fib::{KeyType, NameKey};
 use crate::cmd_gen::PcapOut;
 use crate::cmd_run::{swap_in, Current};
 use crate::lab::{
-    build_fib, fib_bytes, load_fib, mask_of, parse_frame, ports_of, step, write_frame, write_key,
-    LabOpts, Plan, Walk, FRAME_LEN, PHASE_TRAFFIC, PORTS, PUNT,
+    parse_frame, ports_of, prepare, step, write_frame, LabOpts, Prepared, Walk, FRAME_LEN,
+    PHASE_TRAFFIC, PORTS, PUNT,
 };
 
 /// Number of chunks the input is cut into (changes are applied between).
@@ -54,24 +54,14 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         "nexthop lab (pcap): {} MAC names over ports 1-4, {frames} frames in {chunks} chunks, {n_changes} changes through the embedded controller between chunks, seed {}",
         o.names, o.seed
     );
-    let plan = Plan::new(o.names, n_changes, o.seed);
-    step(
-        "plan",
-        t,
-        format_args!(
-            "{} names, {} changes ({} adds, {} deletes, {} action changes)",
-            plan.names.len(),
-            plan.changes.len(),
-            plan.counts[0],
-            plan.counts[1],
-            plan.counts[2]
-        ),
-    );
-    let built = build_fib(&plan, &o.out)?;
-    step("build", t, built);
-    let fib = load_fib(&o.out)?;
-    let (fib_bytes, bits) = fib_bytes(&fib);
-    let key = write_key(&o.out.join("controller.key"))?;
+    let Prepared {
+        plan,
+        fib,
+        fib_bytes,
+        bits,
+        key,
+        ..
+    } = prepare(o, n_changes, t)?;
     let cfg = ControllerConfig {
         log: false,
         ..ControllerConfig::default()
@@ -128,7 +118,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         KeyType::Mac,
         PipelineConfig::default(),
     )?;
-    let mut state: Vec<u8> = plan.initial.iter().map(mask_of).collect();
+    let mut state = plan.initial_masks();
     let mut expected = [0u64; 8];
     let mut expected_punts = 0u64;
     let mut applied = 0usize;
@@ -153,11 +143,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 "the follower to apply a delta",
             )?;
             apply_secs += ta.elapsed().as_secs_f64();
-            for &(i, m) in &plan.touches[applied..upto] {
-                if i != u32::MAX {
-                    state[i as usize] = m;
-                }
-            }
+            plan.apply_touches(&mut state, applied..upto);
             applied = upto;
         }
         if let Some(tbl) = follower.table() {
@@ -217,7 +203,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let mut count_mismatch = Vec::new();
     for f in &files {
         let Some(port) = f.port else { continue };
-        let mut s: Vec<u8> = plan.initial.iter().map(mask_of).collect();
+        let mut s = plan.initial_masks();
         let mut replayed = 0usize;
         let mut rd = PcapIn::open(&f.path).map_err(|e| anyhow!("{}: {e}", f.path.display()))?;
         let mut fr = PcapFrame::default();
@@ -231,13 +217,10 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 mis += 1;
                 continue;
             };
-            let upto = (n_changes * (lf.tag as usize + 1)) / chunks;
-            while replayed < upto.min(plan.touches.len()) {
-                let (i, m) = plan.touches[replayed];
-                if i != u32::MAX {
-                    s[i as usize] = m;
-                }
-                replayed += 1;
+            let upto = ((n_changes * (lf.tag as usize + 1)) / chunks).min(plan.touches.len());
+            if upto > replayed {
+                plan.apply_touches(&mut s, replayed..upto);
+                replayed = upto;
             }
             let i = lf.idx as usize;
             let ok = plan.names.get(i) == Some(&lf.dst) && s[i] >> port & 1 == 1;

@@ -18,6 +18,7 @@ mod demo;
 mod fibdir;
 mod lab;
 mod lab_pcap;
+mod textio;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

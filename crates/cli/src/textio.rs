@@ -1,0 +1,94 @@
+//! File and input helpers shared by the single-file table commands
+//! (`nexthop lpm`, `nexthop ndn fib`): atomic replacement of an output
+//! file, and the "arguments, or stdin one per line" input rule.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+
+/// Write `bytes` to `path` through a temporary file in the same directory
+/// (fsynced) and a rename, so readers see the old file or the new one,
+/// never a mix; on error the temporary file is removed and `path` is
+/// untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow!("{}: not a file path", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow!("{}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+/// Call `f` on each of `args`, or, when there are none, on each line of
+/// stdin (trimmed; blank lines and `#` comment lines skipped). An error of
+/// `f` is prefixed with where the input came from: `argument N` or
+/// `stdin:N` (1-based).
+pub fn for_each_input(args: &[String], mut f: impl FnMut(&str) -> Result<()>) -> Result<()> {
+    if !args.is_empty() {
+        for (i, s) in args.iter().enumerate() {
+            f(s).with_context(|| format!("argument {}", i + 1))?;
+        }
+        return Ok(());
+    }
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        let s = line.trim();
+        if s.is_empty() || s.starts_with('#') {
+            continue;
+        }
+        f(s).with_context(|| format!("stdin:{}", i + 1))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_the_file_and_leave_no_temporary() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.bin");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        let e = write_atomic(&d.path().join("no/such/dir/t.bin"), b"x").unwrap_err();
+        assert!(e.to_string().contains("t.bin"), "{e}");
+    }
+
+    #[test]
+    fn argument_errors_name_the_argument() {
+        let args = vec!["a".to_string(), "bad".to_string()];
+        let mut seen = Vec::new();
+        let e = for_each_input(&args, |s| {
+            seen.push(s.to_string());
+            if s == "bad" {
+                anyhow::bail!("not good")
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(seen, ["a", "bad"]);
+        assert_eq!(format!("{e:#}"), "argument 2: not good");
+    }
+}
