@@ -38,13 +38,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 // Unsafe code is denied except in the live-port modules (AF_PACKET sockets,
-// the ring mapping, signal handlers), which allow it module by module.
+// the ring mapping, signal handlers) and `framebuf` (reusing an empty
+// vector's allocation for another lifetime), which allow it module by module.
 #![deny(unsafe_code)]
 
 #[cfg(target_os = "linux")]
 pub mod afpacket;
 mod counters;
 mod error;
+pub mod framebuf;
 #[cfg(target_os = "linux")]
 pub mod live;
 pub mod metrics;
@@ -56,6 +58,7 @@ mod pipeline;
 
 pub use counters::{Counters, HitCounts, MalformedCounts, PortCounter};
 pub use error::{ConfigError, FrameError, MalformedKind};
+pub use framebuf::{FrameBuf, FrameLists};
 pub use name::{key_len, NameSource, ParseNameSourceError};
 pub use pipeline::{
     Decision, Egress, MissPolicy, NameTable, ParseMissPolicyError, Pipeline, PipelineConfig, BATCH,

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::afpacket::{poll_fds, RxRing, TxPort};
 use crate::counters::Counters;
+use crate::framebuf::{FrameBuf, FrameLists};
 use crate::pipeline::{Decision, Egress, NameTable, Pipeline};
 
 /// Frames per `Pipeline::process` call (and per gather-and-send round).
@@ -292,6 +293,11 @@ pub fn forward_live_refreshing<T: NameTable>(
     let mut tx_failed = vec![0u64; nout];
     let fds: Vec<_> = ports.inputs.iter().map(|(_, r)| r.raw_fd()).collect();
     let mut decisions: Vec<Decision> = Vec::with_capacity(GROUP);
+    // The frame lists of a block borrow the block, so they cannot live
+    // across blocks; their allocations do (no allocation per block once
+    // the largest block has been seen).
+    let mut all_buf = FrameBuf::with_capacity(GROUP);
+    let mut lists_buf = FrameLists::default();
     let start = Instant::now();
     let mut first_frame: Option<Instant> = None;
     let mut last_frame = start;
@@ -334,13 +340,13 @@ pub fn forward_live_refreshing<T: NameTable>(
                 continue;
             };
             any = true;
-            let mut all: Vec<&[u8]> = Vec::with_capacity(block.packets() as usize);
+            let mut all = all_buf.take();
+            all.reserve(block.packets() as usize);
             block.frames_into(&mut all);
             if !all.is_empty() && first_frame.is_none() {
                 first_frame = Some(Instant::now());
             }
-            // Per block: the lists borrow the block's frames.
-            let mut per_port: Vec<Vec<&[u8]>> = (0..nout).map(|_| Vec::new()).collect();
+            let mut per_port = lists_buf.take(nout);
             for group in all.chunks(GROUP) {
                 refresh(pipeline);
                 pipeline.process(*in_port, group, &mut decisions);
@@ -369,8 +375,9 @@ pub fn forward_live_refreshing<T: NameTable>(
                     list.clear();
                 }
             }
-            drop(per_port);
-            drop(all);
+            // Emptied and kept: nothing borrows the block after this.
+            lists_buf.put(per_port);
+            all_buf.put(all);
             drop(block);
             last_frame = Instant::now();
         }
