@@ -161,9 +161,9 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             chunk.push(f);
         }
         for g in chunk.chunks(BATCH) {
-            let refs: Vec<&[u8]> = g.iter().map(|f| &f.data[..]).collect();
             let tp = Instant::now();
-            pipeline.process(0, &refs, &mut decisions);
+            // `PcapFrame: AsRef<[u8]>`: no list of slices per batch.
+            pipeline.process(0, g, &mut decisions);
             pipeline_secs += tp.elapsed().as_secs_f64();
             for (f, d) in g.iter().zip(&decisions) {
                 match pipeline.egress(d) {
