@@ -121,6 +121,99 @@ fn live_helper() {
 // ---------------------------------------------------------------------------
 // The tests
 
+/// Test frames with what the test expects of each.
+type Frames = Vec<(Vec<u8>, Kind)>;
+
+/// The topology of the module docs with the frames `0..total` of
+/// [`test_frame`] written for the sender and the capture helper running on
+/// `s1,s2,s3`; `None` where namespaces cannot be made. Returns the lab, the
+/// frames and the capture child.
+fn three_sink_lab(test: &str, total: u32) -> Option<(Lab, Frames, usize)> {
+    let mut lab = lab_or_skip(test, &["src", "fwd", "snk"])?;
+    lab.veth("src", "src0", "fwd", "fin0");
+    for p in 1..=3 {
+        lab.veth("fwd", &format!("fo{p}"), "snk", &format!("s{p}"));
+    }
+    let frames: Frames = (0..total).map(test_frame).collect();
+    let mut file = fs::File::create(lab.file("frames.txt")).expect("create frames.txt");
+    for (f, _) in &frames {
+        writeln!(file, "{}", hex(f)).expect("write frames.txt");
+    }
+    drop(file);
+    let me = std::env::current_exe().expect("current exe");
+    let env = helper_env(&lab, "capture", "s1,s2,s3");
+    let capture = lab.spawn("snk", "capture", &me, &HELPER_ARGS, &env);
+    lab.wait_for("capture.ready", "ready", Duration::from_secs(10));
+    Some((lab, frames, capture))
+}
+
+/// Send every frame from `src0`, wait for the forwarder (child `fwd`,
+/// started with `--packets` the number of frames) to stop, then stop the
+/// capture (child `capture`). Returns the forwarder's stdout.
+fn send_and_stop(lab: &mut Lab, fwd: usize, capture: usize, total: usize) -> String {
+    let me = std::env::current_exe().expect("current exe");
+    let env = helper_env(lab, "send", "src0");
+    let send = lab.spawn("src", "send", &me, &HELPER_ARGS, &env);
+    let (ok, out, err) = lab.wait(send, "send", Duration::from_secs(15));
+    assert!(ok, "sender failed:\n{out}\n{err}");
+    let sent = lab.read("send.txt");
+    assert_eq!(field(&fields(&sent), "sent"), total.to_string(), "{out}");
+    assert_eq!(field(&fields(&sent), "failed"), "0", "{out}");
+
+    let (ok, out, err) = lab.wait(fwd, "fwd", Duration::from_secs(16));
+    assert!(ok, "nexthop run failed:\n{out}\n{err}");
+    sleep(Duration::from_millis(100));
+    fs::write(lab.file("capture.stop"), "stop\n").expect("write stop");
+    let (ok, cout, cerr) = lab.wait(capture, "capture", Duration::from_secs(10));
+    assert!(ok, "capture failed:\n{cout}\n{cerr}");
+    eprintln!("nexthop run stdout: {out}");
+    eprintln!("sender: {}", sent.trim());
+    out
+}
+
+/// How often each frame (by index in `frames`) was captured on each sink
+/// port; panics on a frame that was never sent or was altered, and when
+/// the capture's own ring dropped frames.
+fn captured(lab: &Lab, frames: &[(Vec<u8>, Kind)]) -> BTreeMap<(u16, usize), usize> {
+    let capture_text = lab.read("capture.txt");
+    assert!(
+        capture_text.contains("# ring_drops 0"),
+        "capture dropped frames"
+    );
+    let mut seen: BTreeMap<(u16, usize), usize> = BTreeMap::new();
+    let by_bytes: BTreeMap<&[u8], usize> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, (f, _))| (&f[..], i))
+        .collect();
+    for l in capture_text.lines().filter(|l| !l.starts_with('#')) {
+        let (iface, h) = l.split_once(' ').expect("capture line");
+        let port: u16 = iface
+            .strip_prefix('s')
+            .and_then(|p| p.parse().ok())
+            .expect("sink name");
+        let bytes = unhex(h).expect("capture hex");
+        let Some(&i) = by_bytes.get(&bytes[..]) else {
+            panic!("{iface} got a frame that was never sent (or was altered): {h}");
+        };
+        *seen.entry((port, i)).or_default() += 1;
+    }
+    seen
+}
+
+/// Check that frame `i` was captured once on each port of `want` and on
+/// no other sink port.
+fn assert_seen_on(seen: &BTreeMap<(u16, usize), usize>, i: usize, kind: Kind, want: &[u16]) {
+    for port in 1..=3u16 {
+        let n = seen.get(&(port, i)).copied().unwrap_or(0);
+        let expect = usize::from(want.contains(&port));
+        assert_eq!(
+            n, expect,
+            "frame {i} ({kind:?}) seen {n} times on port {port}"
+        );
+    }
+}
+
 /// 4,000 frames (known names of every action kind, unknown names, frames
 /// with a cut VLAN tag) from a source namespace through `nexthop run` to
 /// three sink interfaces: every frame of a known name leaves, byte for
@@ -129,26 +222,10 @@ fn live_helper() {
 #[test]
 fn run_forwards_each_frame_to_exactly_its_fib_ports() {
     const TOTAL: u32 = 4000;
-    let Some(mut lab) = lab_or_skip("fwd", &["src", "fwd", "snk"]) else {
+    let Some((mut lab, frames, capture)) = three_sink_lab("fwd", TOTAL) else {
         return;
     };
-    lab.veth("src", "src0", "fwd", "fin0");
-    for p in 1..=3 {
-        lab.veth("fwd", &format!("fo{p}"), "snk", &format!("s{p}"));
-    }
     let fib = build_fib(&lab, "fib", &routes());
-    let frames: Vec<(Vec<u8>, Kind)> = (0..TOTAL).map(test_frame).collect();
-    let mut file = fs::File::create(lab.file("frames.txt")).expect("create frames.txt");
-    for (f, _) in &frames {
-        writeln!(file, "{}", hex(f)).expect("write frames.txt");
-    }
-    drop(file);
-
-    let me = std::env::current_exe().expect("current exe");
-    let env = helper_env(&lab, "capture", "s1,s2,s3");
-    let capture = lab.spawn("snk", "capture", &me, &HELPER_ARGS, &env);
-    lab.wait_for("capture.ready", "ready", Duration::from_secs(10));
-
     let fib_arg = fib.display().to_string();
     let total = TOTAL.to_string();
     let fwd = start_run(
@@ -163,23 +240,7 @@ fn run_forwards_each_frame_to_exactly_its_fib_ports() {
             "15",
         ],
     );
-
-    let env = helper_env(&lab, "send", "src0");
-    let send = lab.spawn("src", "send", &me, &HELPER_ARGS, &env);
-    let (ok, out, err) = lab.wait(send, "send", Duration::from_secs(15));
-    assert!(ok, "sender failed:\n{out}\n{err}");
-    let sent = lab.read("send.txt");
-    assert_eq!(field(&fields(&sent), "sent"), total, "{out}");
-    assert_eq!(field(&fields(&sent), "failed"), "0", "{out}");
-
-    let (ok, out, err) = lab.wait(fwd, "fwd", Duration::from_secs(16));
-    assert!(ok, "nexthop run failed:\n{out}\n{err}");
-    sleep(Duration::from_millis(100));
-    fs::write(lab.file("capture.stop"), "stop\n").expect("write stop");
-    let (ok, cout, cerr) = lab.wait(capture, "capture", Duration::from_secs(10));
-    assert!(ok, "capture failed:\n{cout}\n{cerr}");
-    eprintln!("nexthop run stdout: {out}");
-    eprintln!("sender: {}", sent.trim());
+    let out = send_and_stop(&mut lab, fwd, capture, frames.len());
 
     // The summary line.
     let line = out
@@ -218,45 +279,84 @@ fn run_forwards_each_frame_to_exactly_its_fib_ports() {
     assert_eq!(field(&s, "stopped_by"), "packets", "{line}");
 
     // Per frame, at the sinks.
-    let capture_text = lab.read("capture.txt");
-    assert!(
-        capture_text.contains("# ring_drops 0"),
-        "capture dropped frames"
-    );
-    let mut seen: BTreeMap<(u16, usize), usize> = BTreeMap::new();
-    let by_bytes: BTreeMap<&[u8], usize> = frames
-        .iter()
-        .enumerate()
-        .map(|(i, (f, _))| (&f[..], i))
-        .collect();
-    for l in capture_text.lines().filter(|l| !l.starts_with('#')) {
-        let (iface, h) = l.split_once(' ').expect("capture line");
-        let port: u16 = iface
-            .strip_prefix('s')
-            .and_then(|p| p.parse().ok())
-            .expect("sink name");
-        let bytes = unhex(h).expect("capture hex");
-        let Some(&i) = by_bytes.get(&bytes[..]) else {
-            panic!("{iface} got a frame that was never sent (or was altered): {h}");
-        };
-        *seen.entry((port, i)).or_default() += 1;
-    }
+    let seen = captured(&lab, &frames);
     for (i, (_, kind)) in frames.iter().enumerate() {
         let want: &[u16] = match kind {
             Kind::Known(ports, _) => ports,
             _ => &[],
         };
-        for port in 1..=3u16 {
-            let n = seen.get(&(port, i)).copied().unwrap_or(0);
-            let expect = usize::from(want.contains(&port));
-            assert_eq!(
-                n, expect,
-                "frame {i} ({kind:?}) seen {n} times on port {port}"
-            );
-        }
+        assert_seen_on(&seen, i, *kind, want);
     }
     let captured: usize = seen.values().sum();
     assert_eq!(captured, want_out.values().sum::<usize>());
+}
+
+/// `nexthop run --trivial-port 2` (the benchmark baseline, no FIB): every
+/// frame that can be named, whatever its name (known to the other tests'
+/// FIB, unknown, any action), leaves on port 2 exactly once, byte for
+/// byte, and no frame leaves on ports 1 or 3; frames that cannot be named
+/// (a cut VLAN tag) are counted and dropped. Port 2, not 1, so that a
+/// pipeline that fell back to the first port would fail too.
+#[test]
+fn run_trivial_port_sends_every_frame_to_that_port() {
+    const TOTAL: u32 = 2000;
+    const PORT: u16 = 2;
+    let Some((mut lab, frames, capture)) = three_sink_lab("triv", TOTAL) else {
+        return;
+    };
+    let total = TOTAL.to_string();
+    let port = PORT.to_string();
+    let fwd = start_run(
+        &mut lab,
+        &[
+            "run",
+            "--trivial-port",
+            &port,
+            "--packets",
+            &total,
+            "--duration",
+            "15",
+        ],
+    );
+    let out = send_and_stop(&mut lab, fwd, capture, frames.len());
+
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("frames_in="))
+        .unwrap_or_default();
+    let s = fields(line);
+    let malformed = frames.iter().filter(|(_, k)| *k == Kind::Malformed).count();
+    let named = frames.len() - malformed;
+    assert!(malformed > 0 && named > 0);
+    assert_eq!(field(&s, "frames_in"), total, "{line}");
+    assert_eq!(field(&s, "in"), format!("0:{TOTAL}"), "{line}");
+    assert_eq!(field(&s, "out"), format!("{PORT}:{named}"), "{line}");
+    assert_eq!(field(&s, "forwarded"), named.to_string(), "{line}");
+    assert_eq!(
+        field(&s, "drops"),
+        format!("truncated:{malformed}"),
+        "{line}"
+    );
+    for k in [
+        "punted",
+        "misses",
+        "tx_failed",
+        "ring_drops",
+        "rx_truncated",
+    ] {
+        assert_eq!(field(&s, k), "0", "{line}");
+    }
+
+    let seen = captured(&lab, &frames);
+    for (i, (_, kind)) in frames.iter().enumerate() {
+        let want: &[u16] = if *kind == Kind::Malformed {
+            &[]
+        } else {
+            &[PORT]
+        };
+        assert_seen_on(&seen, i, *kind, want);
+    }
+    assert_eq!(seen.values().sum::<usize>(), named);
 }
 
 /// SIGTERM stops an idle `nexthop run` cleanly: exit status 0 and the
