@@ -34,6 +34,9 @@ use crate::error::UpdateError;
 use crate::query::{Query, QueryMeta};
 use crate::snapshot;
 
+/// Per-column scratch words, on the stack for up to 8 columns.
+type ColWords = smallvec::SmallVec<[u64; 8]>;
+
 const NIL: u32 = u32::MAX;
 /// `next_a` of an edge that lives in the stash instead of the graph.
 const STASHED: u32 = u32::MAX - 1;
@@ -381,7 +384,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
     }
 
-    fn encode_words(&self, h: Hash128, vals: &[u64]) -> Result<Vec<u64>, UpdateError> {
+    fn encode_words(&self, h: Hash128, vals: &[u64]) -> Result<ColWords, UpdateError> {
+        let mut out = ColWords::new();
+        self.encode_into(h, vals, &mut out)?;
+        Ok(out)
+    }
+
+    /// Slot words (value | check << l) of a key with hash `h`, one per
+    /// column, appended to `out`.
+    #[inline]
+    fn encode_into(&self, h: Hash128, vals: &[u64], out: &mut ColWords) -> Result<(), UpdateError> {
         if vals.len() != self.cols() {
             return Err(UpdateError::Columns {
                 expected: self.cols(),
@@ -394,18 +406,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         } else {
             self.meta.check(h) << self.cfg.value_bits
         };
-        vals.iter()
-            .map(|&v| {
-                if v & !vmask != 0 {
-                    Err(UpdateError::ValueTooWide {
-                        value: v,
-                        bits: self.cfg.value_bits,
-                    })
-                } else {
-                    Ok(v | check)
-                }
-            })
-            .collect()
+        for &v in vals {
+            if v & !vmask != 0 {
+                return Err(UpdateError::ValueTooWide {
+                    value: v,
+                    bits: self.cfg.value_bits,
+                });
+            }
+            out.push(v | check);
+        }
+        Ok(())
     }
 
     /// Set up empty arrays for `capacity` keys with the current seed.
@@ -648,6 +658,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
     }
 
+    /// XOR column `c` of vertex `x` by `d[c]`.
+    fn flip_vertex(&mut self, x: u32, d: &[u64], ops: &mut [Vec<Op>]) {
+        for (c, &dc) in d.iter().enumerate() {
+            if dc != 0 {
+                let w = self.slot(x, c) ^ dc;
+                self.set_slot(x, c, w, ops);
+            }
+        }
+    }
+
     /// Put edge `e` into the graph if it closes no cycle, writing slots so
     /// its constraint holds. False (nothing changed) if it would close one.
     fn attach(&mut self, e: u32, ops: &mut [Vec<Op>]) -> bool {
@@ -670,7 +690,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let Some(side) = self.split_search(xa, xb, NIL) else {
                 return false;
             };
-            let d: Vec<u64> = (0..cols)
+            let d: ColWords = (0..cols)
                 .map(|c| self.words[w0 + c] ^ self.slot(xa, c) ^ self.slot(xb, c))
                 .collect();
             self.flip(side, &d, ops);
@@ -752,7 +772,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         values: &[u64],
         ops: &mut [Vec<Op>],
     ) -> Result<bool, UpdateError> {
-        let words = self.encode_words(h, values)?;
+        let mut words = ColWords::new();
+        self.encode_into(h, values, &mut words)?;
         if self.find_hashed(&key, h).is_some() {
             return Err(UpdateError::DuplicateKey(format!("{key:?}")));
         }
@@ -872,7 +893,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 self.set_slot(x, c, w, ops);
             }
         } else if let Some(side) = self.split_search(xa, xb, NIL) {
-            let dv = vec![d; cols];
+            let dv: ColWords = smallvec::smallvec![d; cols];
             self.flip(side, &dv, ops);
         }
     }
@@ -951,14 +972,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let w0 = e as usize * cols;
         let vmask = mask(self.cfg.value_bits as u32);
         let check = self.words[w0] & !vmask;
-        let mut d = [0u64; 8];
-        let mut d_heap = Vec::new();
-        let d: &mut [u64] = if cols <= 8 {
-            &mut d[..cols]
-        } else {
-            d_heap.resize(cols, 0);
-            &mut d_heap
-        };
+        let mut d: ColWords = smallvec::smallvec![0; cols];
         let expected = if column.is_some() { 1 } else { cols };
         if values.len() != expected {
             return Err(UpdateError::Columns {
@@ -990,9 +1004,23 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 }
             }
         } else if d.iter().any(|&x| x != 0) {
-            let Edge { a, b, .. } = self.edges[e as usize];
-            let side = self.split_search(a, self.meta.ma + b, e).unwrap_or(Side::A);
-            self.flip(side, d, ops);
+            let Edge {
+                a,
+                b,
+                next_a,
+                next_b,
+            } = self.edges[e as usize];
+            let (xa, xb) = (a, self.meta.ma + b);
+            // Most keys have an end of degree 1 (a leaf of the tree): then
+            // that end is the smaller half and one slot write suffices.
+            if next_a == NIL && self.head(xa) == e {
+                self.flip_vertex(xa, &d, ops);
+            } else if next_b == NIL && self.head(xb) == e {
+                self.flip_vertex(xb, &d, ops);
+            } else {
+                let side = self.split_search(xa, xb, e).unwrap_or(Side::A);
+                self.flip(side, &d, ops);
+            }
         }
         self.counters.slot_writes += (ops[0].len() - before) as u64;
         Ok(())
@@ -1008,33 +1036,43 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// the change made by the operations before it, which are applied.
     pub fn apply_batch(&mut self, batch: Vec<BatchOp<K>>) -> Result<Change, BatchError> {
         const AHEAD: usize = 8;
-        let mut ops = self.new_ops();
-        let mut rebuilt = false;
-        let mut seed = self.meta.seed;
-        let mut hashes: Vec<Hash128> = batch.iter().map(|op| op.key().hash128(seed)).collect();
         let n = batch.len();
-        for &h in &hashes[..n.min(2 * AHEAD)] {
-            self.prefetch_vertices(h);
+        let mut ops = self.new_ops();
+        for col in &mut ops {
+            col.reserve(n + n / 2);
+        }
+        let mut rebuilt = false;
+        // Every rebuild bumps the generation (and changes seed and sizes).
+        let generation = self.meta.generation;
+        // Per operation: the key's hash and its two vertices, computed once.
+        let mut at: Vec<(Hash128, u32, u32)> = Vec::with_capacity(n);
+        at.extend(batch.iter().map(|op| self.locate(op.key())));
+        // Removals need no tree search, so no neighbour prefetch.
+        let searches: Vec<bool> = batch
+            .iter()
+            .map(|op| !matches!(op, BatchOp::Remove(_)))
+            .collect();
+        for &(_, xa, xb) in &at[..n.min(2 * AHEAD)] {
+            self.prefetch_vertices(xa, xb);
         }
         for (i, op) in batch.into_iter().enumerate() {
-            if self.meta.seed != seed {
-                // A rebuild changed the seed: hash the rest when they run.
-                seed = self.meta.seed;
-                hashes[i..].iter_mut().for_each(|h| *h = Hash128(0));
-            }
-            if i + 2 * AHEAD < n && hashes[i + 2 * AHEAD] != Hash128(0) {
-                self.prefetch_vertices(hashes[i + 2 * AHEAD]);
-            }
-            if i + AHEAD < n && hashes[i + AHEAD] != Hash128(0) {
-                self.prefetch_first_edges(hashes[i + AHEAD]);
-            }
-            if i + AHEAD / 2 < n && hashes[i + AHEAD / 2] != Hash128(0) {
-                self.prefetch_neighbours(hashes[i + AHEAD / 2]);
-            }
-            let h = if hashes[i] == Hash128(0) {
-                op.key().hash128(seed)
+            let h = if self.meta.generation == generation {
+                if let Some(&(_, xa, xb)) = at.get(i + 2 * AHEAD) {
+                    self.prefetch_vertices(xa, xb);
+                }
+                if let Some(&(_, xa, xb)) = at.get(i + AHEAD) {
+                    self.prefetch_first_edges(xa, xb);
+                }
+                if let Some(&(_, xa, xb)) = at.get(i + AHEAD / 2) {
+                    if searches[i + AHEAD / 2] {
+                        self.prefetch_neighbours(xa, xb);
+                    }
+                }
+                at[i].0
             } else {
-                hashes[i]
+                // A rebuild changed seed and sizes: hash the rest as they run,
+                // without prefetching (rebuilds are rare).
+                op.key().hash128(self.meta.seed)
             };
             let r = match op {
                 BatchOp::Insert(k, v) => self.insert_hashed(k, h, &[v], &mut ops),
@@ -1057,25 +1095,27 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         Ok(Self::finish_change(ops, rebuilt))
     }
 
+    /// A key's hash under the current seed and its two vertex ids.
     #[inline(always)]
-    fn prefetch_vertices(&self, h: Hash128) {
+    fn locate(&self, key: &K) -> (Hash128, u32, u32) {
+        let h = key.hash128(self.meta.seed);
         let (a, b) = self.meta.slots(h);
+        (h, a as u32, self.meta.ma + b as u32)
+    }
+
+    #[inline(always)]
+    fn prefetch_vertices(&self, xa: u32, xb: u32) {
         let st = self.stride();
-        crate::query::prefetch(self.verts.as_ptr().wrapping_add(a * st));
-        crate::query::prefetch(
-            self.verts
-                .as_ptr()
-                .wrapping_add((self.meta.ma as usize + b) * st),
-        );
+        crate::query::prefetch(self.verts.as_ptr().wrapping_add(xa as usize * st));
+        crate::query::prefetch(self.verts.as_ptr().wrapping_add(xb as usize * st));
     }
 
     /// Prefetch the first neighbours of both ends (the first level of a
     /// tree search), reading the edges prefetched earlier.
     #[inline(always)]
-    fn prefetch_neighbours(&self, h: Hash128) {
-        let (a, b) = self.meta.slots(h);
+    fn prefetch_neighbours(&self, xa: u32, xb: u32) {
         let st = self.stride();
-        for x in [a as u32, self.meta.ma + b as u32] {
+        for x in [xa, xb] {
             let mut e = self.head(x);
             let mut budget = 2;
             while e != NIL && budget > 0 {
@@ -1087,17 +1127,19 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
     }
 
+    /// Prefetch the first edge of both ends' lists, and for side A (where
+    /// keys are looked up) that edge's key and slot words.
     #[inline(always)]
-    fn prefetch_first_edges(&self, h: Hash128) {
-        let (a, b) = self.meta.slots(h);
-        for x in [a as u32, self.meta.ma + b as u32] {
-            let e = self.head(x);
-            if e != NIL {
-                crate::query::prefetch(self.edges.as_ptr().wrapping_add(e as usize));
-                if x < self.meta.ma {
-                    crate::query::prefetch(self.keys.as_ptr().wrapping_add(e as usize));
-                }
-            }
+    fn prefetch_first_edges(&self, xa: u32, xb: u32) {
+        let ea = self.head(xa);
+        if ea != NIL {
+            crate::query::prefetch(self.edges.as_ptr().wrapping_add(ea as usize));
+            crate::query::prefetch(self.keys.as_ptr().wrapping_add(ea as usize));
+            crate::query::prefetch(self.words.as_ptr().wrapping_add(ea as usize * self.cols()));
+        }
+        let eb = self.head(xb);
+        if eb != NIL {
+            crate::query::prefetch(self.edges.as_ptr().wrapping_add(eb as usize));
         }
     }
 

@@ -469,3 +469,113 @@ fn removed_keys_read_as_misses_with_a_check_field() {
     }
     assert_eq!(q.to_snapshot(), o.snapshot(0));
 }
+
+/// `apply_batch` against the oracle: random batches of inserts, removals
+/// and alters (valid ones, so batches run to the end) from an empty
+/// structure, so growth rebuilds and reseeds happen in the middle of
+/// batches; the batch's change applied to a query structure must give the
+/// fresh export.
+fn batch_run(cfg: Config, batches: usize, seed: u64) -> u64 {
+    use nexthop_othello::BatchOp;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut o: Othello<u64> = Othello::new(cfg).unwrap();
+    let mut q = o.export(0);
+    let mut oracle: HashMap<u64, u64> = HashMap::new();
+    let vmask = cfg.value_mask();
+    for round in 0..batches {
+        let len = rng.gen_range(1..600);
+        let mut batch = Vec::with_capacity(len);
+        // Keys touched in this batch, so every operation is valid when it
+        // runs (the oracle is updated as the batch is written).
+        for _ in 0..len {
+            let v = rng.gen::<u64>() & vmask;
+            let present: Vec<u64> = if oracle.is_empty() || rng.gen_range(0..10) < 5 {
+                vec![]
+            } else {
+                // A present key: pick one by probing random keys of the oracle.
+                oracle
+                    .keys()
+                    .take(1 + rng.gen_range(0..8))
+                    .copied()
+                    .collect()
+            };
+            match present.last() {
+                None => {
+                    let k = rng.gen::<u64>();
+                    if oracle.insert(k, v).is_none() {
+                        batch.push(BatchOp::Insert(k, v));
+                    }
+                }
+                Some(&k) if rng.gen_bool(0.5) => {
+                    oracle.remove(&k);
+                    batch.push(BatchOp::Remove(k));
+                }
+                Some(&k) => {
+                    oracle.insert(k, v);
+                    batch.push(BatchOp::Alter(k, v));
+                }
+            }
+        }
+        let change = o.apply_batch(batch).expect("valid batch applies");
+        follow(&mut q, &o, &change, 0);
+        if round % 16 == 0 {
+            check_all(&q, &o, &oracle);
+        }
+        assert_eq!(q.to_snapshot(), o.snapshot(0), "batch {round}");
+    }
+    check_all(&q, &o, &oracle);
+    let c = o.stats().counters;
+    c.grow_rebuilds + c.reseed_rebuilds
+}
+
+#[test]
+fn batches_match_hashmap_and_deltas_through_rebuilds() {
+    let rebuilds = batch_run(Config::default(), 200, 11);
+    assert!(
+        rebuilds >= 5,
+        "growth from empty must rebuild mid-batch, got {rebuilds}"
+    );
+}
+
+#[test]
+fn batches_match_hashmap_tight_with_check_bits_and_tiny_stash() {
+    let cfg = Config {
+        sizing: Sizing::Tight,
+        value_bits: 6,
+        check_bits: 7,
+        stash_capacity: 1,
+        ..Config::default()
+    };
+    batch_run(cfg, 200, 12);
+}
+
+#[test]
+fn failing_batch_operation_reports_index_and_keeps_earlier_ones() {
+    use nexthop_othello::BatchOp;
+    let mut o: Othello<u64> = Othello::with_capacity(Config::default(), 1000).unwrap();
+    let mut q = o.export(0);
+    o.insert(7, 1).unwrap();
+    follow(&mut q, &o, &Change::Writes(vec![]), 0);
+    q = o.export(0);
+    let batch = vec![
+        BatchOp::Insert(1, 10),
+        BatchOp::Alter(7, 3),
+        BatchOp::Insert(7, 5), // duplicate: fails here
+        BatchOp::Insert(2, 20),
+    ];
+    let err = o.apply_batch(batch).unwrap_err();
+    assert_eq!(err.index, 2);
+    assert!(err.to_string().contains("batch operation 2"), "{err}");
+    follow(&mut q, &o, &err.applied, 0);
+    let oracle = HashMap::from([(1, 10), (7, 3)]);
+    check_all(&q, &o, &oracle);
+    assert_eq!(
+        o.get(&2),
+        None,
+        "operations after the failing one do not run"
+    );
+    assert_eq!(q.to_snapshot(), o.snapshot(0));
+    let err = o.apply_batch(vec![BatchOp::Remove(99)]).unwrap_err();
+    assert_eq!(err.index, 0);
+    assert_eq!(o.len(), 2);
+}

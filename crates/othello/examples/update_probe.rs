@@ -1,0 +1,95 @@
+//! Control-plane update timing for A/B comparisons and profiling:
+//! `update_probe N OPS [pow2|tight]` — N batched inserts into a pre-sized
+//! structure, then OPS batched alters and OPS batched removals of random
+//! present keys (batches of 4096, construction outside the timing),
+//! REPS times on fresh structures: `update_probe N OPS SIZING REPS`.
+use nexthop_othello::{BatchOp, Config, Othello, Sizing};
+
+/// This thread's CPU seconds (the machine is shared: wall time lies).
+fn cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let ops: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let mut cfg = Config::default();
+    if a.get(3).map(String::as_str) == Some("tight") {
+        cfg.sizing = Sizing::Tight;
+    }
+    let reps: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let keys = nexthop_testutil::distinct_u64(1, n);
+    for _ in 0..reps {
+        round(cfg, &keys, ops);
+    }
+}
+
+fn round(cfg: Config, keys: &[u64], ops: usize) {
+    let n = keys.len();
+    let mut c = Othello::with_capacity(cfg, n).unwrap();
+    let batches = |f: &dyn Fn(u64) -> BatchOp<u64>, ks: &[u64]| -> Vec<Vec<BatchOp<u64>>> {
+        ks.chunks(4096)
+            .map(|ch| ch.iter().map(|&k| f(k)).collect())
+            .collect()
+    };
+    let b = batches(&|k| BatchOp::Insert(k, k & 0xff), keys);
+    let t = cpu();
+    phase_insert(&mut c, b);
+    let ins = n as f64 / (cpu() - t) / 1e6;
+    // Every 7th key, a spread of present keys in a fixed order.
+    let sel: Vec<u64> = (0..ops).map(|i| keys[(i * 7919) % n]).collect();
+    let mut sel = sel;
+    sel.sort_unstable();
+    sel.dedup();
+    let m = sel.len();
+    let perm: Vec<u64> = {
+        let mut s = sel.clone();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in (1..s.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        s
+    };
+    let b = batches(&|k| BatchOp::Alter(k, (k & 0xff) ^ 1), &perm);
+    let t = cpu();
+    phase_alter(&mut c, b);
+    let alt = m as f64 / (cpu() - t) / 1e6;
+    let b = batches(&|k| BatchOp::Remove(k), &perm);
+    let t = cpu();
+    phase_delete(&mut c, b);
+    let del = m as f64 / (cpu() - t) / 1e6;
+    println!(
+        "n {n} ops {m}: insert {ins:.2} M/s, alter {alt:.2} M/s, delete {del:.2} M/s (batched)"
+    );
+}
+
+// One function per phase so a profiler (callgrind) can attribute costs.
+#[inline(never)]
+fn phase_insert(c: &mut Othello<u64>, b: Vec<Vec<BatchOp<u64>>>) {
+    for x in b {
+        c.apply_batch(x).unwrap();
+    }
+}
+
+#[inline(never)]
+fn phase_alter(c: &mut Othello<u64>, b: Vec<Vec<BatchOp<u64>>>) {
+    for x in b {
+        c.apply_batch(x).unwrap();
+    }
+}
+
+#[inline(never)]
+fn phase_delete(c: &mut Othello<u64>, b: Vec<Vec<BatchOp<u64>>>) {
+    for x in b {
+        c.apply_batch(x).unwrap();
+    }
+}
