@@ -2,12 +2,12 @@
 //! a MAC routes file (and, optionally, to unknown names), for `nexthop
 //! forward` runs and benchmarks that anyone can reproduce.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use nexthop_dataplane::pcap::PcapOut;
 use nexthop_othello::fib::parse_routes;
 use rand::Rng;
 
@@ -40,58 +40,6 @@ const SRC: [u8; 6] = [0x02, 0x00, 0x5e, 0x00, 0x53, 0x01];
 /// EtherType of generated frames: IEEE 802 local experimental 1.
 const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
 
-/// A classic pcap file being written (microsecond timestamps, Ethernet,
-/// little-endian); record `i` gets the timestamp `i` microseconds.
-pub(crate) struct PcapOut {
-    w: BufWriter<File>,
-    path: PathBuf,
-}
-
-impl PcapOut {
-    /// Create `path` and write the global header: magic, version 2.4,
-    /// zone 0, sigfigs 0, snaplen 65535, link type 1 (Ethernet).
-    pub(crate) fn create(path: &Path) -> Result<PcapOut> {
-        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        let mut head = Vec::with_capacity(24);
-        head.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-        head.extend_from_slice(&2u16.to_le_bytes());
-        head.extend_from_slice(&4u16.to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes());
-        head.extend_from_slice(&65_535u32.to_le_bytes());
-        head.extend_from_slice(&1u32.to_le_bytes());
-        w.write_all(&head)
-            .with_context(|| format!("writing {}", path.display()))?;
-        Ok(PcapOut {
-            w,
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// Append record `i` holding `frame`.
-    pub(crate) fn write(&mut self, i: u64, frame: &[u8]) -> Result<()> {
-        let (sec, usec) = ((i / 1_000_000) as u32, (i % 1_000_000) as u32);
-        let len = u32::try_from(frame.len()).context("frame longer than 4 GiB")?;
-        let mut rec = [0u8; 16];
-        rec[0..4].copy_from_slice(&sec.to_le_bytes());
-        rec[4..8].copy_from_slice(&usec.to_le_bytes());
-        rec[8..12].copy_from_slice(&len.to_le_bytes());
-        rec[12..16].copy_from_slice(&len.to_le_bytes());
-        self.w
-            .write_all(&rec)
-            .and_then(|()| self.w.write_all(frame))
-            .with_context(|| format!("writing {}", self.path.display()))
-    }
-
-    /// Flush to the file.
-    pub(crate) fn finish(mut self) -> Result<()> {
-        self.w
-            .flush()
-            .with_context(|| format!("writing {}", self.path.display()))
-    }
-}
-
 /// `nexthop gen`.
 pub fn run(a: &GenArgs) -> Result<()> {
     if !(60..=9000).contains(&a.size) {
@@ -112,7 +60,8 @@ pub fn run(a: &GenArgs) -> Result<()> {
         bail!("{}: no routes to address frames to", a.routes.display());
     }
     let known: std::collections::HashSet<[u8; 6]> = names.iter().copied().collect();
-    let mut w = PcapOut::create(&a.out)?;
+    // Record i is stamped i microseconds.
+    let mut w = PcapOut::create(&a.out, PcapOut::ethernet_header())?;
     let mut rng = nexthop_testutil::keys::rng(a.seed);
     let mut frame = vec![0u8; a.size];
     frame[6..12].copy_from_slice(&SRC);
@@ -134,7 +83,7 @@ pub fn run(a: &GenArgs) -> Result<()> {
         };
         frame[0..6].copy_from_slice(&dst);
         frame[14..22].copy_from_slice(&i.to_be_bytes());
-        w.write(i, &frame)?;
+        w.write(Duration::from_micros(i), &frame)?;
     }
     w.finish()?;
     println!(

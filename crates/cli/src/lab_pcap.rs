@@ -17,11 +17,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use nexthop_control::{Controller, ControllerConfig, FibFollower, FollowerConfig};
 use nexthop_dataplane::live::StopFlag;
-use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapPorts};
+use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapOut, PcapPorts};
 use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
 use nexthop_othello::fib::{KeyType, NameKey};
 
-use crate::cmd_gen::PcapOut;
 use crate::cmd_run::{swap_in, Current};
 use crate::lab::{
     parse_frame, ports_of, prepare, step, write_frame, LabOpts, Prepared, Walk, FRAME_LEN,
@@ -86,7 +85,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
 
     // The input pcap: chunk number as each frame's tag.
     let in_path = o.out.join("in.pcap");
-    let mut w = PcapOut::create(&in_path)?;
+    let mut w = PcapOut::create(&in_path, PcapOut::ethernet_header())?;
     let mut walk = Walk::new(plan.names.len(), o.seed);
     let mut buf = [0u8; FRAME_LEN];
     for i in 0..frames {
@@ -98,7 +97,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             idx,
             (i / chunk_len) as u32,
         );
-        w.write(i as u64, &buf)?;
+        w.write(Duration::from_micros(i as u64), &buf)?;
     }
     w.finish()?;
     step(

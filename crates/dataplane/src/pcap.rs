@@ -22,6 +22,10 @@
 //!   timestamp resolution, version and snapshot length. Outputs of an
 //!   earlier run in the directory (`port-*.pcap`, `controller.pcap`) are
 //!   removed first, so the directory shows this run only.
+//!
+//! [`PcapOut`] is the one pcap writer (on pcap-file): the port files use
+//! it, and so do captures made from scratch (`nexthop gen`, the lab's
+//! input file, [`PcapOut::ethernet_header`]).
 
 use std::borrow::Cow;
 use std::fs::{self, File};
@@ -29,7 +33,7 @@ use std::io::{self, BufWriter, Chain, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pcap_file::pcap::{PcapHeader, PcapReader, PcapWriter, RawPcapPacket};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter, RawPcapPacket};
 use pcap_file::{DataLink, Endianness, PcapError};
 use thiserror::Error;
 
@@ -367,10 +371,114 @@ pub struct OutputFile {
     pub frames: u64,
 }
 
-struct Out {
+/// One classic pcap file being written, on pcap-file's writer: an output
+/// port of [`PcapPorts`], or a capture made from scratch (`nexthop gen`,
+/// the lab's input file).
+pub struct PcapOut {
     path: PathBuf,
     writer: PcapWriter<BufWriter<File>>,
     frames: u64,
+}
+
+impl std::fmt::Debug for PcapOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PcapOut")
+            .field("path", &self.path)
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PcapOut {
+    /// The file header of captures made from scratch: version 2.4,
+    /// little-endian, microsecond timestamps, snapshot length 65535,
+    /// Ethernet.
+    pub fn ethernet_header() -> PcapHeader {
+        PcapHeader {
+            endianness: Endianness::Little,
+            ts_resolution: pcap_file::TsResolution::MicroSecond,
+            datalink: DataLink::ETHERNET,
+            ..PcapHeader::default()
+        }
+    }
+
+    /// Create (or truncate) `path` and write `header`.
+    ///
+    /// # Errors
+    /// The file cannot be created or written.
+    pub fn create(path: &Path, header: PcapHeader) -> Result<PcapOut, PcapOutError> {
+        let file = File::create(path).map_err(|e| PcapOutError::new(path, e))?;
+        let writer = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, file), header)
+            .map_err(|e| PcapOutError::new(path, e))?;
+        Ok(PcapOut {
+            path: path.to_path_buf(),
+            writer,
+            frames: 0,
+        })
+    }
+
+    /// Append a record holding the whole of `data` (captured and original
+    /// length equal), stamped `timestamp` in the header's resolution.
+    ///
+    /// # Errors
+    /// `data` is longer than the snapshot length, `timestamp` does not fit
+    /// the format (seconds past `u32::MAX`), or the write failed.
+    pub fn write(&mut self, timestamp: Duration, data: &[u8]) -> Result<(), PcapOutError> {
+        let orig_len = u32::try_from(data.len())
+            .map_err(|_| PcapOutError::new(&self.path, "frame longer than 4 GiB"))?;
+        let packet = PcapPacket {
+            timestamp,
+            orig_len,
+            data: Cow::Borrowed(data),
+        };
+        self.writer
+            .write_packet(&packet)
+            .map_err(|e| PcapOutError::new(&self.path, e))?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Append `f` as a record byte-identical to the one it was read from
+    /// (timestamp fields, captured and original length, data).
+    ///
+    /// # Errors
+    /// The write failed.
+    pub fn write_frame(&mut self, f: &PcapFrame) -> Result<(), PcapOutError> {
+        let incl_len = u32::try_from(f.data.len())
+            .map_err(|_| PcapOutError::new(&self.path, "frame longer than 4 GiB"))?;
+        let raw = RawPcapPacket {
+            ts_sec: f.ts_sec,
+            ts_frac: f.ts_frac,
+            incl_len,
+            orig_len: f.orig_len,
+            data: Cow::Borrowed(&f.data),
+        };
+        self.writer
+            .write_raw_packet(&raw)
+            .map_err(|e| PcapOutError::new(&self.path, e))?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Flush the file; the number of records written.
+    ///
+    /// # Errors
+    /// The flush failed.
+    pub fn finish(self) -> Result<u64, PcapOutError> {
+        let mut w = self.writer.into_writer();
+        w.flush().map_err(|e| PcapOutError::new(&self.path, e))?;
+        Ok(self.frames)
+    }
 }
 
 /// Output ports as pcap files in one directory, created on first use.
@@ -378,8 +486,8 @@ pub struct PcapPorts {
     dir: PathBuf,
     header: PcapHeader,
     /// Indexed by port; `None` until the port sends.
-    ports: Vec<Option<Out>>,
-    controller: Option<Out>,
+    ports: Vec<Option<PcapOut>>,
+    controller: Option<PcapOut>,
 }
 
 impl std::fmt::Debug for PcapPorts {
@@ -435,16 +543,8 @@ impl PcapPorts {
         })
     }
 
-    fn open(&self, name: &str) -> Result<Out, PcapOutError> {
-        let path = self.dir.join(name);
-        let file = File::create(&path).map_err(|e| PcapOutError::new(&path, e))?;
-        let writer = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, file), self.header)
-            .map_err(|e| PcapOutError::new(&path, e))?;
-        Ok(Out {
-            path,
-            writer,
-            frames: 0,
-        })
+    fn open(&self, name: &str) -> Result<PcapOut, PcapOutError> {
+        PcapOut::create(&self.dir.join(name), self.header)
     }
 
     /// Write `frame` to output port `port`.
@@ -457,7 +557,7 @@ impl PcapPorts {
             self.ports[i] = Some(self.open(&port_file_name(port))?);
         }
         match self.ports[i].as_mut() {
-            Some(out) => write(out, frame),
+            Some(out) => out.write_frame(frame),
             None => Ok(()),
         }
     }
@@ -468,7 +568,7 @@ impl PcapPorts {
             self.controller = Some(self.open(CONTROLLER_FILE)?);
         }
         match self.controller.as_mut() {
-            Some(out) => write(out, frame),
+            Some(out) => out.write_frame(frame),
             None => Ok(()),
         }
     }
@@ -483,33 +583,12 @@ impl PcapPorts {
             .enumerate()
             .filter_map(|(p, o)| o.map(|o| (Some(p as u16), o)));
         for (port, out) in ports.chain(self.controller.map(|o| (None, o))) {
-            let mut w = out.writer.into_writer();
-            w.flush().map_err(|e| PcapOutError::new(&out.path, e))?;
-            files.push(OutputFile {
-                port,
-                path: out.path,
-                frames: out.frames,
-            });
+            let path = out.path().to_path_buf();
+            let frames = out.finish()?;
+            files.push(OutputFile { port, path, frames });
         }
         Ok(files)
     }
-}
-
-fn write(out: &mut Out, f: &PcapFrame) -> Result<(), PcapOutError> {
-    let incl_len = u32::try_from(f.data.len())
-        .map_err(|_| PcapOutError::new(&out.path, "frame longer than 4 GiB"))?;
-    let raw = RawPcapPacket {
-        ts_sec: f.ts_sec,
-        ts_frac: f.ts_frac,
-        incl_len,
-        orig_len: f.orig_len,
-        data: Cow::Borrowed(&f.data),
-    };
-    out.writer
-        .write_raw_packet(&raw)
-        .map_err(|e| PcapOutError::new(&out.path, e))?;
-    out.frames += 1;
-    Ok(())
 }
 
 /// What [`forward_pcap`] did.
@@ -669,6 +748,58 @@ mod tests {
         ];
         f.resize(60, tag);
         f
+    }
+
+    #[test]
+    fn pcap_out_writes_classic_little_endian_records_that_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gen.pcap");
+        let mut w = PcapOut::create(&path, PcapOut::ethernet_header()).unwrap();
+        let (a, b) = (frame(1, 7), frame(2, 9));
+        w.write(Duration::from_micros(5), &a).unwrap();
+        w.write(Duration::from_micros(2_000_003), &b).unwrap();
+        assert_eq!(w.frames(), 2);
+        assert_eq!(w.finish().unwrap(), 2);
+        let bytes = fs::read(&path).unwrap();
+        // Written by hand: the 24-byte header, then per record sec, usec,
+        // captured and original length (both the frame's), data.
+        let mut want = Vec::new();
+        want.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+        want.extend_from_slice(&2u16.to_le_bytes());
+        want.extend_from_slice(&4u16.to_le_bytes());
+        for x in [0u32, 0, 65535, 1] {
+            want.extend_from_slice(&x.to_le_bytes());
+        }
+        for (sec, usec, f) in [(0u32, 5u32, &a), (2, 3, &b)] {
+            for x in [sec, usec, 60, 60] {
+                want.extend_from_slice(&x.to_le_bytes());
+            }
+            want.extend_from_slice(f);
+        }
+        assert_eq!(bytes, want);
+        let (frames, err) = read_all(&bytes);
+        assert!(err.is_none());
+        assert_eq!(frames.len(), 2);
+        assert_eq!((frames[1].ts_sec, frames[1].ts_frac), (2, 3));
+        assert_eq!(frames[1].data, b);
+    }
+
+    #[test]
+    fn pcap_out_refuses_frames_past_the_snapshot_length_and_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("small.pcap");
+        let header = PcapHeader {
+            snaplen: 59,
+            ..PcapOut::ethernet_header()
+        };
+        let mut w = PcapOut::create(&path, header).unwrap();
+        let e = w.write(Duration::ZERO, &frame(1, 1)).unwrap_err();
+        assert_eq!(e.path, path);
+        assert!(e.reason.contains("snap_len"), "{e}");
+        assert_eq!(w.frames(), 0);
+        let missing = dir.path().join("no-such-dir").join("x.pcap");
+        let e = PcapOut::create(&missing, header).unwrap_err();
+        assert_eq!(e.path, missing);
     }
 
     fn read_all(bytes: &[u8]) -> (Vec<PcapFrame>, Option<PcapInError>) {
