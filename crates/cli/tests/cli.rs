@@ -1,41 +1,20 @@
 //! End-to-end tests of the `nexthop` binary: FIB directories on disk,
 //! error reporting, atomic updates and the demo.
 
+mod fixture;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-use tempfile::TempDir;
 
-fn nexthop() -> Command {
-    match Command::cargo_bin("nexthop") {
-        Ok(c) => c,
-        Err(e) => panic!("nexthop binary not built: {e}"),
-    }
-}
+use fixture::{nexthop, stdout, Fixture};
 
-/// A temporary directory with a routes file.
-struct Fixture {
-    tmp: TempDir,
-}
-
+/// The FIB commands on the fixture's `fib` directory.
 impl Fixture {
-    fn new() -> Fixture {
-        Fixture {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.tmp.path().join(name);
-        fs::write(&p, text).unwrap();
-        p
-    }
-
     fn fib(&self) -> PathBuf {
-        self.tmp.path().join("fib")
+        self.path("fib")
     }
 
     fn build(&self, key_type: &str, routes: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
@@ -56,7 +35,7 @@ impl Fixture {
             .args(names)
             .assert()
             .success();
-        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+        stdout(&out)
     }
 
     fn update(&self, changes: &str) -> assert_cmd::assert::Assert {

@@ -2,19 +2,13 @@
 //! pcap files written and read back by hand (not with the crate the
 //! forwarder uses), checked frame by frame.
 
+mod fixture;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-use tempfile::TempDir;
-
-fn nexthop() -> Command {
-    match Command::cargo_bin("nexthop") {
-        Ok(c) => c,
-        Err(e) => panic!("nexthop binary not built: {e}"),
-    }
-}
+use fixture::{nexthop, Fixture};
 
 // ---------------------------------------------------------------------------
 // pcap files, by hand
@@ -163,31 +157,12 @@ fn tagged(dst: &str, seq: u32, vid: u16) -> Vec<u8> {
 // ---------------------------------------------------------------------------
 // fixture
 
-struct Fixture {
-    tmp: TempDir,
-}
-
+/// The forward command on files in the fixture.
 impl Fixture {
-    fn new() -> Fixture {
-        Fixture {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.tmp.path().join(name)
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let p = self.path(name);
-        fs::write(&p, bytes).unwrap();
-        p
-    }
-
     /// `nexthop fib build` of `routes` into `fib-KEYTYPE`, with alien
     /// detection (16 check bits).
     fn fib(&self, key_type: &str, routes: &[u8]) -> PathBuf {
-        let r = self.write(&format!("routes-{key_type}.txt"), routes);
+        let r = self.file(&format!("routes-{key_type}.txt"), routes);
         let dir = self.path(&format!("fib-{key_type}"));
         nexthop()
             .args([
@@ -324,7 +299,7 @@ fn each_known_name_reaches_exactly_the_ports_its_action_names() {
         })
         .collect();
     let input = Pcap::new(CLASSIC, &frames);
-    let path = f.write("in.pcap", &input.bytes());
+    let path = f.file("in.pcap", input.bytes());
     let s = f.forward_json(&fib, &path, "out", &[]);
 
     let mut want: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -373,7 +348,7 @@ fn one_line_summary_names_every_counter() {
         frame("02:00:00:00:77:01", 4),
         vec![0x02; 9],
     ];
-    let path = f.write("in.pcap", &Pcap::new(CLASSIC, &frames).bytes());
+    let path = f.file("in.pcap", Pcap::new(CLASSIC, &frames).bytes());
     let a = f.forward(&fib, &path, "out", &[]).success();
     let line = String::from_utf8(a.get_output().stdout.clone()).unwrap();
     assert_eq!(line.lines().count(), 1, "{line}");
@@ -406,7 +381,7 @@ fn unknown_names_follow_the_miss_policy() {
     let punted: Vec<usize> = (0..40).filter(|i| i % 4 == 1).collect();
     let unknown: Vec<usize> = (0..40).filter(|i| i % 4 >= 2).collect();
     let input = Pcap::new(CLASSIC, &frames);
-    let path = f.write("in.pcap", &input.bytes());
+    let path = f.file("in.pcap", input.bytes());
 
     for policy in ["drop", "controller", "flood"] {
         let out = format!("out-{policy}");
@@ -459,7 +434,7 @@ fn runts_and_truncated_frames_are_counted_malformed_and_not_forwarded() {
         good(4)[..14].to_vec(), // a bare header is a frame: forwarded
     ];
     let input = Pcap::new(CLASSIC, &frames);
-    let path = f.write("in.pcap", &input.bytes());
+    let path = f.file("in.pcap", input.bytes());
     let s = f.forward_json(&fib, &path, "out", &["--miss", "flood"]);
     assert_eq!(s["frames_in"], 8);
     assert_eq!(s["malformed"], 4);
@@ -492,7 +467,7 @@ fn custom_name_header_bytes_are_the_name_and_short_frames_are_malformed() {
         named(1000, 5),
     ];
     let input = Pcap::new(CLASSIC, &frames);
-    let path = f.write("in.pcap", &input.bytes());
+    let path = f.file("in.pcap", input.bytes());
     let s = f.forward_json(&fib, &path, "out", &["--name", "bytes:14:8"]);
     assert_eq!(s["name"], "bytes:14:8");
     assert_eq!(s["malformed_by_reason"]["short_for_name"], 1);
@@ -524,7 +499,7 @@ fn ipv4_destination_bytes_look_up_in_an_ipv4_fib() {
         ip([192, 0, 2, 2], 2),
     ];
     let input = Pcap::new(CLASSIC, &frames);
-    let path = f.write("in.pcap", &input.bytes());
+    let path = f.file("in.pcap", input.bytes());
     f.forward(&fib, &path, "out", &["--name", "bytes:30:4"])
         .success();
     let want = BTreeMap::from([("port-5.pcap", vec![1]), ("port-6.pcap", vec![0, 2])]);
@@ -562,7 +537,7 @@ fn five_tuple_names_look_up_in_a_str_fib() {
         udp_frame([65, 66, 67, 68], [97, 98, 99, 100], 0x3031, 0x3233, 4)[..40].to_vec(),
     ];
     let input = Pcap::new(CLASSIC, &frames);
-    let path = f.write("in.pcap", &input.bytes());
+    let path = f.file("in.pcap", input.bytes());
     let s = f.forward_json(
         &fib,
         &path,
@@ -582,9 +557,9 @@ fn five_tuple_names_look_up_in_a_str_fib() {
 fn name_length_that_does_not_fit_the_fib_key_type_is_refused() {
     let f = Fixture::new();
     let fib = f.fib("mac", MAC_ROUTES.as_bytes());
-    let path = f.write(
+    let path = f.file(
         "in.pcap",
-        &Pcap::new(CLASSIC, &[frame("02:00:00:00:00:01", 0)]).bytes(),
+        Pcap::new(CLASSIC, &[frame("02:00:00:00:00:01", 0)]).bytes(),
     );
     for (name, len) in [("5tuple", "13"), ("bytes:14:8", "8")] {
         let a = f.forward(&fib, &path, "out", &["--name", name]).failure();
@@ -613,7 +588,7 @@ fn truncated_last_record_is_reported_and_earlier_frames_forwarded() {
     let input = Pcap::new(CLASSIC, &frames);
     let mut bytes = input.bytes();
     bytes.truncate(bytes.len() - 10); // cut inside the fifth record's data
-    let path = f.write("cut.pcap", &bytes);
+    let path = f.file("cut.pcap", &bytes);
     let a = f.forward(&fib, &path, "out", &["--json"]).success();
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(err.contains("cut.pcap: record 5"), "{err}");
@@ -628,7 +603,7 @@ fn truncated_last_record_is_reported_and_earlier_frames_forwarded() {
     // A file cut inside a record header is reported the same way.
     let mut bytes = input.bytes();
     bytes.truncate(24 + 2 * (16 + 64) + 5);
-    let path = f.write("cut2.pcap", &bytes);
+    let path = f.file("cut2.pcap", &bytes);
     let a = f.forward(&fib, &path, "out2", &[]).success();
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(
@@ -673,7 +648,7 @@ fn non_pcap_input_is_a_clear_error_and_writes_nothing() {
         ),
     ];
     for (name, bytes, want) in cases {
-        let path = f.write(name, &bytes);
+        let path = f.file(name, &bytes);
         let a = f.forward(&fib, &path, "out", &[]).failure();
         let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
         assert!(err.starts_with("error: "), "{name}: {err}");
@@ -702,7 +677,7 @@ fn nanosecond_big_endian_capture_keeps_its_record_format() {
         .map(|i| frame(&format!("02:00:00:00:00:{:02x}", i % 3 + 1), i))
         .collect();
     let input = Pcap::new(fmt, &frames);
-    let path = f.write("ns.pcap", &input.bytes());
+    let path = f.file("ns.pcap", input.bytes());
     f.forward(&fib, &path, "out", &[]).success();
     let want = BTreeMap::from([
         ("port-1.pcap", vec![0, 2, 3, 5]),
@@ -721,11 +696,11 @@ fn rerun_replaces_the_outputs_of_the_previous_run() {
         &[frame("02:00:00:00:00:06", 0), frame("02:00:00:00:00:05", 1)],
     );
     let b = Pcap::new(CLASSIC, &[frame("02:00:00:00:00:01", 2)]);
-    let pa = f.write("a.pcap", &a.bytes());
-    let pb = f.write("b.pcap", &b.bytes());
+    let pa = f.file("a.pcap", a.bytes());
+    let pb = f.file("b.pcap", b.bytes());
     f.forward(&fib, &pa, "out", &[]).success();
     assert_eq!(f.outputs("out").len(), 4);
-    f.write("out/notes.txt", b"kept");
+    f.file("out/notes.txt", b"kept");
     f.forward(&fib, &pb, "out", &[]).success();
     let got = f.outputs("out");
     assert_eq!(
@@ -744,7 +719,7 @@ fn corrupt_record_length_fails_after_forwarding_the_frames_before_it() {
     let mut bytes = input.bytes();
     // A fourth record claiming 300,000 captured bytes (snapshot length 65535).
     bytes.extend_from_slice(&CLASSIC.record(3, &vec![0u8; 300_000]));
-    let path = f.write("corrupt.pcap", &bytes);
+    let path = f.file("corrupt.pcap", &bytes);
     let a = f.forward(&fib, &path, "out", &[]).failure();
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(

@@ -1,37 +1,19 @@
 //! End-to-end tests of `nexthop lpm`: the stable CLI contract (build,
 //! lookup from arguments and stdin, atomic update, stats) and its errors.
 
+mod fixture;
+
 use std::fs;
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-use tempfile::TempDir;
 
-fn nexthop() -> Command {
-    match Command::cargo_bin("nexthop") {
-        Ok(c) => c,
-        Err(e) => panic!("nexthop binary not built: {e}"),
-    }
-}
+use fixture::{nexthop, stdout, Fixture};
 
-struct Fx {
-    tmp: TempDir,
-}
-
-impl Fx {
-    fn new() -> Fx {
-        Fx {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.tmp.path().join(name);
-        fs::write(&p, text).unwrap();
-        p
-    }
+/// The lpm commands on the fixture's `table.lpm`.
+impl Fixture {
     fn table(&self) -> PathBuf {
-        self.tmp.path().join("table.lpm")
+        self.path("table.lpm")
     }
     fn build(&self, routes: &str) {
         let r = self.file("routes.txt", routes);
@@ -50,7 +32,7 @@ impl Fx {
             .args(addrs)
             .assert()
             .success();
-        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+        stdout(&out)
     }
 }
 
@@ -65,7 +47,7 @@ const ROUTES: &str = "# mixed families, tabs and spaces\n\
 
 #[test]
 fn build_then_lookup_answers_longest_match_for_both_families() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     let out = fx.lookup(&[
         "10.1.2.129",
@@ -82,7 +64,7 @@ fn build_then_lookup_answers_longest_match_for_both_families() {
 
 #[test]
 fn lookup_reads_stdin_when_no_address_is_given() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     nexthop()
         .args(["lpm", "lookup", "--table"])
@@ -95,7 +77,7 @@ fn lookup_reads_stdin_when_no_address_is_given() {
 
 #[test]
 fn lookup_of_a_bad_address_fails_naming_it() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     nexthop()
         .args(["lpm", "lookup", "--table"])
@@ -108,7 +90,7 @@ fn lookup_of_a_bad_address_fails_naming_it() {
 
 #[test]
 fn malformed_route_file_reports_file_line_and_reason() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     let r = fx.file("routes.txt", "10.0.0.0/8 1\n10.0.0.1/8 2\n");
     nexthop()
         .args(["lpm", "build", "--routes"])
@@ -126,7 +108,7 @@ fn malformed_route_file_reports_file_line_and_reason() {
 
 #[test]
 fn update_applies_announces_and_withdraws_in_place() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     let u = fx.file(
         "updates.txt",
@@ -150,7 +132,7 @@ fn update_applies_announces_and_withdraws_in_place() {
 
 #[test]
 fn malformed_update_leaves_the_table_unchanged() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     let before = fs::read(fx.table()).unwrap();
     let u = fx.file("updates.txt", "1 w 10.0.0.0/8 0.0.0.0\n2 x 10.0.0.0/8 1\n");
@@ -167,7 +149,7 @@ fn malformed_update_leaves_the_table_unchanged() {
     assert_eq!(fs::read(fx.table()).unwrap(), before);
     assert_eq!(fx.lookup(&["10.9.9.9"]), "2\n");
     // No temporary file is left behind.
-    let names: Vec<_> = fs::read_dir(fx.tmp.path())
+    let names: Vec<_> = fs::read_dir(fx.dir())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -176,7 +158,7 @@ fn malformed_update_leaves_the_table_unchanged() {
 
 #[test]
 fn corrupt_and_foreign_table_files_are_rejected() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     let mut b = fs::read(fx.table()).unwrap();
     let n = b.len();
@@ -207,7 +189,7 @@ fn corrupt_and_foreign_table_files_are_rejected() {
 
 #[test]
 fn stats_reports_memory_expansion_and_measured_fpr() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES);
     let out = nexthop()
         .args(["lpm", "stats", "--samples", "20000", "--json", "--table"])
@@ -237,7 +219,7 @@ fn stats_reports_memory_expansion_and_measured_fpr() {
 
 #[test]
 fn build_accepts_gzip_asn_tables() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/data/routeviews-20151101-ipv6.txt.gz");
     assert!(

@@ -2,36 +2,18 @@
 //! contract (output format, `-` for misses, stdin), error reporting with
 //! file:line, no output on error, and rejection of damaged FIB files.
 
+mod fixture;
+
 use std::fs;
-use std::path::PathBuf;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-use tempfile::TempDir;
 
-fn nexthop() -> Command {
-    match Command::cargo_bin("nexthop") {
-        Ok(c) => c,
-        Err(e) => panic!("nexthop binary not built: {e}"),
-    }
-}
+use fixture::{nexthop, stdout, Fixture};
 
-struct Fx {
-    tmp: TempDir,
-}
-
-impl Fx {
-    fn new() -> Fx {
-        Fx {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, n: &str) -> PathBuf {
-        self.tmp.path().join(n)
-    }
+/// The ndn fib commands on the fixture's `fib.bin`.
+impl Fixture {
     fn build(&self, routes: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
-        let r = self.path("routes.txt");
-        fs::write(&r, routes).unwrap();
+        let r = self.file("routes.txt", routes);
         nexthop()
             .args(["ndn", "fib", "build", "--routes"])
             .arg(&r)
@@ -47,7 +29,7 @@ impl Fx {
             .args(names)
             .assert()
             .success();
-        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+        stdout(&out)
     }
 }
 
@@ -62,7 +44,7 @@ const ROUTES: &str = "\
 #[test]
 fn lookup_prints_the_longest_prefix_and_its_next_hops() {
     for strategy in ["verify-each", "verify-at-end"] {
-        let fx = Fx::new();
+        let fx = Fixture::new();
         fx.build(ROUTES, &["--strategy", strategy]).success();
         let out = fx.lookup(&[
             "/a/b/c/x",
@@ -81,7 +63,7 @@ fn lookup_prints_the_longest_prefix_and_its_next_hops() {
 
 #[test]
 fn lookup_reads_names_from_stdin_and_the_default_route_matches_everything() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build("/ 9\n/x/y 2\n", &[]).success();
     nexthop()
         .args(["ndn", "fib", "lookup", "--fib"])
@@ -101,7 +83,7 @@ fn malformed_routes_fail_with_file_line_and_write_nothing() {
         ("/a 1\n/a 2\n", 2, "duplicate name"),
         ("/a/%zz 1\n", 1, "invalid name"),
     ] {
-        let fx = Fx::new();
+        let fx = Fixture::new();
         fx.build(routes, &[]).failure().stderr(
             predicate::str::contains(format!("routes.txt:{line}:"))
                 .and(predicate::str::contains(why)),
@@ -115,7 +97,7 @@ fn malformed_routes_fail_with_file_line_and_write_nothing() {
 
 #[test]
 fn stats_reports_rules_keys_and_bytes() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES, &[])
         .success()
         .stdout(predicate::str::contains("4 rules"));
@@ -134,7 +116,7 @@ fn stats_reports_rules_keys_and_bytes() {
 
 #[test]
 fn truncated_corrupt_and_foreign_fib_files_are_rejected() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build(ROUTES, &[]).success();
     let good = fs::read(fx.path("fib.bin")).unwrap();
     let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -173,7 +155,7 @@ fn truncated_corrupt_and_foreign_fib_files_are_rejected() {
 
 #[test]
 fn rebuilding_replaces_the_file_and_a_failed_build_keeps_the_old_one() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build("/a 1\n", &[]).success();
     fx.build("/a 2\n", &[]).success();
     assert_eq!(fx.lookup(&["/a/b"]), "/a 2\n");
@@ -183,7 +165,7 @@ fn rebuilding_replaces_the_file_and_a_failed_build_keeps_the_old_one() {
 
 #[test]
 fn a_bad_lookup_name_fails_naming_it() {
-    let fx = Fx::new();
+    let fx = Fixture::new();
     fx.build("/a 1\n", &[]).success();
     nexthop()
         .args(["ndn", "fib", "lookup", "--fib"])

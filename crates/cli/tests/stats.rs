@@ -1,22 +1,18 @@
 //! `nexthop stats` against a metrics endpoint served in the test process,
 //! and against a port where nothing listens.
 
+mod fixture;
+
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use assert_cmd::Command;
 use nexthop_dataplane::metrics::{
     MetricsServer, MetricsSnapshot, PortCount, PortMetrics, SnapshotProvider,
 };
 use predicates::prelude::*;
 
-fn nexthop() -> Command {
-    match Command::cargo_bin("nexthop") {
-        Ok(c) => c,
-        Err(e) => panic!("nexthop binary not built: {e}"),
-    }
-}
+use fixture::nexthop;
 
 /// A forwarder that gains 1,000 frames (and 0.5 s of uptime) per request.
 fn growing_server() -> MetricsServer {
