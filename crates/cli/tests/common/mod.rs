@@ -1,19 +1,22 @@
 //! Helpers shared by the namespace tests (`tests/live.rs`,
-//! `tests/live_updates.rs`): the namespace guard [`Lab`] (its `Drop` kills
-//! the child processes and deletes the namespaces, also on panic), FIB
-//! building, summary parsing, and the helper modes in which a test binary,
-//! run inside a namespace with `ip netns exec`, sends or captures frames.
+//! `tests/live_updates.rs`): the test guard [`Lab`] (its `Drop` kills the
+//! child processes; the namespaces are the dataplane's
+//! [`Namespaces`] guard, which deletes them after that, also on panic),
+//! FIB building, summary parsing, and the helper modes in which a test
+//! binary, run inside a namespace with `ip netns exec`, sends or captures
+//! frames.
 // Each test binary uses a different subset.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
+use nexthop_dataplane::netns::Namespaces;
 use tempfile::TempDir;
 
 pub const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
@@ -62,42 +65,31 @@ pub fn mac_text(m: &[u8; 6]) -> String {
 // The namespace guard
 
 /// Namespaces and child processes of one test; dropping it kills the
-/// children and deletes the namespaces.
+/// children, then the namespaces guard deletes the namespaces.
 pub struct Lab {
     tag: String,
-    namespaces: Vec<String>,
+    /// Dropped after `Lab::drop` has killed the children (fields drop
+    /// after `drop` runs), so no child outlives its namespace.
+    namespaces: Namespaces,
     pub children: Vec<Child>,
     pub dir: TempDir,
 }
 
 impl Lab {
-    /// A lab with namespaces `nh-ROLE-PID-TEST` for each role, or why it
-    /// cannot be made here.
+    /// A lab with namespaces `nh-ROLE-PID-TEST` for each role (loopback
+    /// up, IPv6 off: no router solicitations or DAD frames next to the
+    /// test's frames), or why it cannot be made here.
     pub fn new(test: &str, roles: &[&str]) -> Result<Lab, String> {
         let dir = TempDir::new().map_err(|e| format!("temp dir: {e}"))?;
         let mut lab = Lab {
             tag: format!("{}-{test}", std::process::id()),
-            namespaces: Vec::new(),
+            namespaces: Namespaces::new(),
             children: Vec::new(),
             dir,
         };
         for role in roles {
             let ns = lab.ns(role);
-            run_ip(&["netns", "add", &ns])?;
-            lab.namespaces.push(ns.clone());
-            // Loopback up: a controller and a forwarder in one namespace
-            // talk over it.
-            run_ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-            // No IPv6 on the test links: no router solicitations or DAD
-            // frames next to the test's frames. Best effort.
-            let _ = Command::new("ip")
-                .args(["netns", "exec", &ns, "sh", "-c"])
-                .arg(
-                    "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; \
-                     echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6",
-                )
-                .stderr(Stdio::null())
-                .status();
+            lab.namespaces.create(&ns).map_err(|e| e.to_string())?;
         }
         Ok(lab)
     }
@@ -109,11 +101,9 @@ impl Lab {
     /// A veth pair: `a` in namespace `ns_a`, `b` in `ns_b`, both up.
     pub fn veth(&self, ns_a: &str, a: &str, ns_b: &str, b: &str) {
         let (na, nb) = (self.ns(ns_a), self.ns(ns_b));
-        must_ip(&[
-            "-n", &na, "link", "add", a, "type", "veth", "peer", "name", b, "netns", &nb,
-        ]);
-        must_ip(&["-n", &na, "link", "set", a, "up"]);
-        must_ip(&["-n", &nb, "link", "set", b, "up"]);
+        if let Err(e) = self.namespaces.veth(&na, a, &nb, b, None) {
+            panic!("{e}");
+        }
     }
 
     /// Start `cmd ARGS` in namespace `role`, stdout and stderr to files
@@ -204,34 +194,7 @@ impl Drop for Lab {
                 let _ = c.wait();
             }
         }
-        for ns in &self.namespaces {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-pub fn run_ip(args: &[&str]) -> Result<Output, String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-pub fn must_ip(args: &[&str]) {
-    if let Err(e) = run_ip(args) {
-        panic!("{e}");
+        // The namespaces go when `self.namespaces` drops, after this.
     }
 }
 
