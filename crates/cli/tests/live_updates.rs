@@ -424,12 +424,25 @@ fn start_forwarder(lab: &mut Lab) -> usize {
 
 /// Send `DIR/name` from `src` and wait for it; the sender's result line.
 fn send(lab: &mut Lab, name: &str, pace_us: u32, count: usize) -> String {
+    let i = spawn_send(lab, name, pace_us);
+    wait_send(lab, i, name, count)
+}
+
+/// Start sending `DIR/name` from `src`; the sender writes `DIR/NAME.started`
+/// just before its first frame. The sender child's index.
+fn spawn_send(lab: &mut Lab, name: &str, pace_us: u32) -> usize {
     let me = std::env::current_exe().expect("current exe");
     let mut env = helper_env(lab, "send", "src0");
     env.push(("NEXTHOP_LIVE_FRAMES", name.to_string()));
     env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
+    env.push(("NEXTHOP_LIVE_STARTED", format!("{name}.started")));
     env.push(("NEXTHOP_LIVE_PACE_US", pace_us.to_string()));
-    let i = lab.spawn("src", &format!("send-{name}"), &me, &HELPER_ARGS, &env);
+    lab.spawn("src", &format!("send-{name}"), &me, &HELPER_ARGS, &env)
+}
+
+/// Wait for the sender `i` of `DIR/name` to send all `count` frames; its
+/// result line.
+fn wait_send(lab: &mut Lab, i: usize, name: &str, count: usize) -> String {
     let (ok, out, err) = lab.wait(i, &format!("send-{name}"), Duration::from_secs(20));
     assert!(ok, "sender failed:\n{out}\n{err}");
     let line = lab.read(&format!("{name}.sent"));
@@ -557,9 +570,14 @@ fn followed_fib_changes_under_traffic_never_misdirect_a_frame() {
     let churn_frames = wave(0, CHURN_PER_NAME, during);
     write_frames(&lab, "churn.txt", &churn_frames);
 
-    // Traffic and churn at once.
+    // Traffic and churn at once: the churn starts when the first frame
+    // goes out (a sender that starts late on a loaded machine would
+    // otherwise miss the adds, which come 0.4 to 1 s into the churn, and
+    // no added name would be seen before its add).
+    let sender = spawn_send(&mut lab, "churn.txt", 1000);
+    lab.wait_for("churn.txt.started", "started", Duration::from_secs(20));
     fs::write(lab.file("churn.go"), "go\n").expect("write go");
-    let sent = send(&mut lab, "churn.txt", 1000, churn_frames.len());
+    let sent = wait_send(&mut lab, sender, "churn.txt", churn_frames.len());
     lab.wait_for("churn.done", "all_acked", Duration::from_secs(20));
     let done = fields(&lab.read("churn.done"));
     eprintln!("sender (churn wave): {}", sent.trim());

@@ -297,7 +297,9 @@ pub fn helper_main() -> Option<(String, PathBuf)> {
 /// `NEXTHOP_LIVE_FRAMES`) on `iface`, 32 per batch with a short pause
 /// between batches (so no kernel backlog overflows); write `sent=N
 /// failed=M seconds=S start_ms=T0 end_ms=T1` (Unix milliseconds) to
-/// `DIR/send.txt` (or `NEXTHOP_LIVE_SENT`).
+/// `DIR/send.txt` (or `NEXTHOP_LIVE_SENT`). With `NEXTHOP_LIVE_STARTED`
+/// set, first write `started` to that file in `DIR` just before the first
+/// frame goes out (the frames are read and the socket is open by then).
 pub fn helper_send(dir: &Path, iface: &str) {
     let name = std::env::var("NEXTHOP_LIVE_FRAMES").unwrap_or_else(|_| "frames.txt".into());
     let result = std::env::var("NEXTHOP_LIVE_SENT").unwrap_or_else(|_| "send.txt".into());
@@ -314,6 +316,9 @@ pub fn helper_send(dir: &Path, iface: &str) {
     let repeat = env_num("NEXTHOP_LIVE_REPEAT", 1);
     let pace = Duration::from_micros(env_num("NEXTHOP_LIVE_PACE_US", 200));
     let mut tx = TxPort::open(iface).expect("open tx port");
+    if let Ok(started) = std::env::var("NEXTHOP_LIVE_STARTED") {
+        fs::write(dir.join(started), "started\n").expect("write the start marker");
+    }
     let (mut sent, mut failed) = (0, 0);
     let start_ms = unix_ms();
     let t = Instant::now();
@@ -339,11 +344,14 @@ pub fn helper_send(dir: &Path, iface: &str) {
 /// `DIR/capture.stop` exists; write `DIR/capture.txt`: `IFACE HEX` for each
 /// frame from [`SRC_MAC`], in arrival order per interface.
 pub fn helper_capture(dir: &Path, ifaces: &str) {
+    // Room for about 2.5 s of frames at low rates (a block is handed over
+    // when full or after 10 ms) and 16 MiB per ring at high rates, so a
+    // capture descheduled for a while on a loaded machine drops nothing.
     let cfg = RingConfig {
         block_size: 1 << 16,
-        block_count: 64,
+        block_count: 256,
         frame_size: 2048,
-        block_timeout_ms: 1,
+        block_timeout_ms: 10,
     };
     let mut rings: Vec<RxRing> = ifaces
         .split(',')
@@ -370,8 +378,9 @@ pub fn helper_capture(dir: &Path, ifaces: &str) {
             break;
         }
         if stop.exists() {
-            // One more pass after the stop request drains what is left.
-            sleep(Duration::from_millis(20));
+            // One more pass after the stop request drains what is left
+            // (partly filled blocks are handed over within 10 ms).
+            sleep(Duration::from_millis(50));
             last_round = true;
         } else if !any {
             sleep(Duration::from_millis(2));
