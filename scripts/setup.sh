@@ -8,7 +8,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
 
 need_pkgs=()
-for p in build-essential pkg-config ca-certificates curl iproute2 procps; do
+# libdpdk-dev (DPDK 22.11): rte_lpm/rte_lpm6 for nexthop-lpm's `dpdk` feature.
+for p in build-essential pkg-config ca-certificates curl iproute2 procps libdpdk-dev; do
     dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then

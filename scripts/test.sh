@@ -13,5 +13,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
+# nexthop-lpm's optional DPDK baseline (libdpdk-dev, installed by setup.sh).
+cargo clippy -p nexthop-lpm --all-targets --release --features dpdk -- -D warnings
 echo "== cargo test"
 cargo test --workspace --release
+echo "== cargo test (nexthop-lpm with DPDK rte_lpm/rte_lpm6 against the trie oracle)"
+cargo test -p nexthop-lpm --release --features dpdk --lib dpdk::
+cargo test -p nexthop-lpm --release --features dpdk --test dpdk

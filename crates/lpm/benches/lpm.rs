@@ -3,12 +3,17 @@
 //! repetition; medians of the repetitions.
 //!
 //! `cargo bench -p nexthop-lpm --bench lpm` (full) or `-- --smoke` (tiny
-//! sizes, seconds). Sections: IPv4 and IPv6 lookup rates (uniform random,
+//! sizes, seconds); `-- --lookups` stops after the two lookup sections. Sections: IPv4 and IPv6 lookup rates (uniform random,
 //! inside random prefixes, Zipf over prefixes; 1 and 2 threads), memory per
 //! prefix, measured false-positive rates, the paper's Fig. 1 sweep (FPR
 //! target x hash choice), the DPCPE levels sweep (Table 4 / Fig. 7) and the
 //! LINX update replay with oracle checks after every batch. A JSON copy of
 //! every figure goes to `$TMPDIR/nexthop-lpm-bench.json`.
+//!
+//! With `--features dpdk` (needs libdpdk-dev) the lookup sections also run
+//! DPDK 22.11's `rte_lpm` (IPv4) and `rte_lpm6` (IPv6) bulk lookups on the
+//! same streams, alternating with the others, and print the ratios
+//! batched Bloomfwd / rte_lpm and Bloomfwd-v6 / rte_lpm6.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -139,6 +144,37 @@ fn compare<A: Address>(
     json!({ "title": title, "rows": out })
 }
 
+/// Per stream, median Mlps of runner `num` over runner `den` in a
+/// `compare` result.
+#[cfg(feature = "dpdk")]
+fn ratios(section: &Value, num: &str, den: &str) -> Vec<(String, f64)> {
+    let rows = section["rows"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    rows.iter()
+        .filter_map(|row| {
+            let get = |name: &str| {
+                row["mlps"].as_array()?.iter().find(|m| m["name"] == name)?["median"].as_f64()
+            };
+            Some((row["stream"].as_str()?.to_owned(), get(num)? / get(den)?))
+        })
+        .collect()
+}
+
+/// Print and return the Bloomfwd / DPDK ratios of one section.
+#[cfg(feature = "dpdk")]
+fn report_ratios(section: &Value, num: &str, den: &str, target: f64) -> Value {
+    let r = ratios(section, num, den);
+    print!("\n{num} / {den} (issue target >= {target}):");
+    for (stream, x) in &r {
+        print!(
+            " {stream} {x:.2}{}",
+            if *x >= target { "" } else { " (below)" }
+        );
+    }
+    println!();
+    json!({"num": num, "den": den, "target": target,
+           "ratios": r.iter().map(|(s, x)| json!({"stream": s, "ratio": x})).collect::<Vec<_>>()})
+}
+
 fn checksum(out: &[NextHop]) -> u64 {
     out.iter().map(|&x| x as u64).sum()
 }
@@ -166,6 +202,7 @@ fn bloom_runners<'a, A: GroupKey>(t: &'a BloomfwdControl<A>) -> Vec<Runner<'a, A
 
 fn main() {
     let smoke = std::env::args().any(|a| a == "--smoke");
+    let lookups_only = std::env::args().any(|a| a == "--lookups");
     let (n, reps) = if smoke { (20_000, 1) } else { (2_000_000, 5) };
     let mut report = serde_json::Map::new();
     let v4 = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
@@ -190,6 +227,16 @@ fn main() {
         trie4.insert(p, nh);
     }
     let st4 = streams(1, &r4, n);
+    #[cfg(feature = "dpdk")]
+    let dpdk4 = {
+        let s = Instant::now();
+        let t = nexthop_lpm::dpdk::DpdkLpm4::from_routes(&r4).unwrap_or_else(|e| panic!("{e}"));
+        println!(
+            "DPDK rte_lpm build: {:.2} s (Bloomfwd: {t_bf:.2} s)",
+            s.elapsed().as_secs_f64()
+        );
+        t
+    };
     let mut runners = bloom_runners(&bf4);
     runners.push((
         "bloomfwd-batch-2t",
@@ -224,6 +271,14 @@ fn main() {
             checksum(o)
         }),
     ));
+    #[cfg(feature = "dpdk")]
+    runners.push((
+        "dpdk rte_lpm",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            dpdk4.lookup_bulk(a, o);
+            checksum(o)
+        }),
+    ));
     runners.push((
         "trie",
         Box::new(|a: &[u32], o: &mut [NextHop]| {
@@ -233,11 +288,16 @@ fn main() {
             checksum(o)
         }),
     ));
+    let sec4 = compare("IPv4 lookups (2015 RouteViews table)", &st4, &runners, reps);
+    #[cfg(feature = "dpdk")]
     report.insert(
-        "ipv4".into(),
-        compare("IPv4 lookups (2015 RouteViews table)", &st4, &runners, reps),
+        "dpdk_ipv4_ratio".into(),
+        report_ratios(&sec4, "bloomfwd-batch", "dpdk rte_lpm", 0.65),
     );
+    report.insert("ipv4".into(), sec4);
     drop(runners);
+    #[cfg(feature = "dpdk")]
+    drop(dpdk4);
 
     // ---------------- IPv6
     let bf6 = BloomfwdControl::build(Config::ipv6_dpcpe(&r6, 5), &r6).expect("valid");
@@ -247,6 +307,13 @@ fn main() {
         trie6.insert(p, nh);
     }
     let st6 = streams(2, &r6, n);
+    #[cfg(feature = "dpdk")]
+    let dpdk6 = {
+        let s = Instant::now();
+        let t = nexthop_lpm::dpdk::DpdkLpm6::from_routes(&r6).unwrap_or_else(|e| panic!("{e}"));
+        println!("DPDK rte_lpm6 build: {:.2} s", s.elapsed().as_secs_f64());
+        t
+    };
     let mut runners = bloom_runners(&bf6);
     runners.push((
         "bloomfwd-batch-2t",
@@ -262,6 +329,14 @@ fn main() {
             checksum(o)
         }),
     ));
+    #[cfg(feature = "dpdk")]
+    runners.push((
+        "dpdk rte_lpm6",
+        Box::new(|a: &[u128], o: &mut [NextHop]| {
+            dpdk6.lookup_bulk(a, o);
+            checksum(o)
+        }),
+    ));
     runners.push((
         "trie",
         Box::new(|a: &[u128], o: &mut [NextHop]| {
@@ -271,16 +346,25 @@ fn main() {
             checksum(o)
         }),
     ));
-    report.insert(
-        "ipv6".into(),
-        compare(
-            &format!("IPv6 lookups (DPCPE 5 levels {:?})", bf6.config().levels),
-            &st6,
-            &runners,
-            reps,
-        ),
+    let sec6 = compare(
+        &format!("IPv6 lookups (DPCPE 5 levels {:?})", bf6.config().levels),
+        &st6,
+        &runners,
+        reps,
     );
+    #[cfg(feature = "dpdk")]
+    report.insert(
+        "dpdk_ipv6_ratio".into(),
+        report_ratios(&sec6, "bloomfwd-batch", "dpdk rte_lpm6", 1.0),
+    );
+    report.insert("ipv6".into(), sec6);
     drop(runners);
+    #[cfg(feature = "dpdk")]
+    drop(dpdk6);
+    if lookups_only {
+        write_report(report);
+        return;
+    }
 
     // ---------------- memory and FPR
     println!("\n### Memory per prefix and measured false-positive rate\n");
@@ -500,6 +584,11 @@ fn main() {
         json!({"updates": applied, "updates_per_s": ups, "checked": checked}),
     );
 
+    write_report(report);
+}
+
+/// The JSON copy of every figure, to `$TMPDIR/nexthop-lpm-bench.json`.
+fn write_report(report: serde_json::Map<String, Value>) {
     let path = std::env::temp_dir().join("nexthop-lpm-bench.json");
     if let Err(e) = std::fs::write(
         &path,

@@ -10,6 +10,8 @@ pub mod addr;
 pub mod bloomfwd;
 pub mod dir248;
 pub mod dpcpe;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod hash;
 pub mod miht;
 pub mod parse;
