@@ -917,6 +917,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         thread::sleep(Duration::from_millis(5));
     };
     let cs = controller.stats();
+    let prop = controller.propagation();
     step(
         "converged",
         t,
@@ -1093,6 +1094,15 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         field(&line, "fib_deltas").unwrap_or("?"),
         field(&line, "fib_rejects").unwrap_or("?")
     );
+    if prop.samples > 0 {
+        println!(
+            "  propagation   controller change -> forwarder Ack (applied): median {:.0} us, p99 {:.0} us, max {:.0} us over {} deltas",
+            prop.median.as_secs_f64() * 1e6,
+            prop.p99.as_secs_f64() * 1e6,
+            prop.max.as_secs_f64() * 1e6,
+            prop.samples
+        );
+    }
     if wave > 0 {
         println!(
             "  final wave    {wave} names, one frame each at {:.0} k frames/s: {exact} exactly on their final ports, {wrong} on a wrong port, {missing} lost",

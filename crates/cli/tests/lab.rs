@@ -134,6 +134,12 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
     assert!(stdout.contains("0 on a wrong port"), "{stdout}");
     assert!(stdout.contains("updates       10000 changes"), "{stdout}");
     assert!(stdout.contains("fib_rejects=0"), "{stdout}");
+    // Every acknowledged delta is timed from the controller's change.
+    let prop = stdout
+        .lines()
+        .find(|l| l.contains("propagation   controller change -> forwarder Ack"))
+        .unwrap_or_else(|| panic!("no propagation line: {stdout}"));
+    assert!(prop.contains("over 10000 deltas"), "{prop}");
     assert!(stdout.contains("(2 workers)"), "{stdout}");
     // Every sink received traffic.
     let sinks = stdout

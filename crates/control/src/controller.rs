@@ -9,16 +9,24 @@
 //! order they were applied, with none missed or doubled around its
 //! snapshot (each queued delta carries the FIB version it produces; the
 //! writer skips those its last snapshot already contains).
+//!
+//! Propagation time: each change is stamped when `apply_changes` takes it;
+//! the writer notes the sequence number its delta went out with, and the
+//! reader, on the forwarder's Ack (sent after the forwarder applied the
+//! delta to the table its workers read), records stamp-to-Ack in a
+//! histogram ([`Controller::propagation`]). It is an upper bound on
+//! change-to-forwarder-visible: it includes the Ack's trip back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use nexthop_othello::fib::{ConciseFib, FibError, NameKey, RouteChange};
 use thiserror::Error;
 
@@ -114,11 +122,36 @@ struct Counters {
     acks: AtomicU64,
 }
 
+/// Change-to-acknowledged times of deltas (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Propagation {
+    /// Deltas timed (each acknowledged delta of each connection).
+    pub samples: u64,
+    /// Median.
+    pub median: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Largest.
+    pub max: Duration,
+}
+
+/// Nanosecond histogram of propagation times, 1 ns to 1 h (longer ones
+/// count as 1 h), 3 significant digits.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Deltas a connection sent and not yet saw acknowledged: (frame sequence
+/// number, when the change was taken).
+type Inflight = Arc<Mutex<VecDeque<(u64, Instant)>>>;
+
 enum Out {
     Delta {
         version: u64,
         generation: u64,
         payload: Arc<Vec<u8>>,
+        /// When `apply_changes` took the change.
+        queued: Instant,
     },
     Resync,
     Close,
@@ -138,6 +171,7 @@ struct Shared<K> {
     conns: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
     next_conn: AtomicU64,
     counters: Counters,
+    propagation: Mutex<Histogram<u64>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -193,6 +227,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             conns: Mutex::new(Vec::new()),
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
+            propagation: Mutex::new(new_histogram()),
         });
         shared.log(format_args!("listening on {addr}"));
         let s = shared.clone();
@@ -232,6 +267,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         st.fib.validate_changes(changes)?;
         let mut r = ApplyReport::default();
         for (line, ch) in changes {
+            let queued = Instant::now();
             let before = st.fib.action_table().len();
             let res = match ch {
                 RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
@@ -260,6 +296,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
                     version,
                     generation,
                     payload: payload.clone(),
+                    queued,
                 })
                 .is_ok()
             });
@@ -292,6 +329,27 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             rejects: l(&c.rejects),
             acks: l(&c.acks),
         }
+    }
+
+    /// Propagation times of the deltas acknowledged since start (or the
+    /// last [`Self::reset_propagation`]).
+    pub fn propagation(&self) -> Propagation {
+        let h = lock(&self.shared.propagation);
+        if h.is_empty() {
+            return Propagation::default();
+        }
+        let ns = |v: u64| Duration::from_nanos(v);
+        Propagation {
+            samples: h.len(),
+            median: ns(h.value_at_quantile(0.5)),
+            p99: ns(h.value_at_quantile(0.99)),
+            max: ns(h.max()),
+        }
+    }
+
+    /// Forget the propagation times recorded so far.
+    pub fn reset_propagation(&self) {
+        lock(&self.shared.propagation).reset();
     }
 
     /// Stop accepting, close every connection and join all threads.
@@ -456,12 +514,14 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
         )
     };
     sh.counters.active.fetch_add(1, Ordering::Relaxed);
+    let inflight: Inflight = Arc::default();
     let reader = {
         let sh = sh.clone();
         let who = who.clone();
+        let inflight = inflight.clone();
         std::thread::Builder::new()
             .name(format!("ctl-read-{id}"))
-            .spawn(move || read_loop(sh, rd, session, otx, who))
+            .spawn(move || read_loop(sh, rd, session, otx, who, inflight))
     };
     let result = (|| -> io::Result<()> {
         tx.send(&sh.key, MsgType::Snapshot, first.1, &first.0)?;
@@ -471,7 +531,7 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
             first.0.len(),
             first.2
         ));
-        write_loop(&sh, &mut tx, &orx, first.2)
+        write_loop(&sh, &mut tx, &orx, first.2, &inflight)
     })();
     if let Err(e) = result {
         sh.log(format_args!("{who}: connection closed: {e}"));
@@ -484,11 +544,27 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
     }
 }
 
+/// Time every delta up to sequence `seq` (an Ack covers all before it).
+fn record_acked<K>(sh: &Shared<K>, inflight: &Inflight, seq: u64) {
+    let now = Instant::now();
+    let mut q = lock(inflight);
+    let mut h = lock(&sh.propagation);
+    while let Some(&(s, queued)) = q.front() {
+        if s > seq {
+            break;
+        }
+        q.pop_front();
+        let ns = u64::try_from((now - queued).as_nanos()).unwrap_or(u64::MAX);
+        h.saturating_record(ns.max(1));
+    }
+}
+
 fn write_loop<K: NameKey>(
     sh: &Shared<K>,
     tx: &mut Tx,
     rx: &Receiver<Out>,
     mut have: u64,
+    inflight: &Inflight,
 ) -> io::Result<()> {
     while let Ok(out) = rx.recv() {
         match out {
@@ -496,10 +572,13 @@ fn write_loop<K: NameKey>(
                 version,
                 generation,
                 payload,
+                queued,
             } => {
                 if version <= have {
                     continue;
                 }
+                // Noted before the write so the Ack cannot overtake it.
+                lock(inflight).push_back((tx.seq + 1, queued));
                 tx.send(&sh.key, MsgType::Delta, generation, &payload)?;
                 sh.counters.deltas_sent.fetch_add(1, Ordering::Relaxed);
                 have = version;
@@ -520,7 +599,14 @@ fn write_loop<K: NameKey>(
     Ok(())
 }
 
-fn read_loop<K>(sh: Arc<Shared<K>>, mut rd: TcpStream, session: u64, tx: Sender<Out>, who: String) {
+fn read_loop<K>(
+    sh: Arc<Shared<K>>,
+    mut rd: TcpStream,
+    session: u64,
+    tx: Sender<Out>,
+    who: String,
+    inflight: Inflight,
+) {
     let max = sh.cfg.max_payload.min(MAX_PAYLOAD);
     let mut expect = 2u64;
     let why = loop {
@@ -537,7 +623,10 @@ fn read_loop<K>(sh: Arc<Shared<K>>, mut rd: TcpStream, session: u64, tx: Sender<
         }
         expect += 1;
         match Message::decode(f.ty, &f.payload) {
-            Ok(Message::Ack { .. }) => {
+            Ok(Message::Ack { seq }) => {
+                // Timed first, so a caller that sees the Ack counted also
+                // sees its propagation time.
+                record_acked(&sh, &inflight, seq);
                 sh.counters.acks.fetch_add(1, Ordering::Relaxed);
             }
             Ok(Message::Hello(h)) => {

@@ -20,7 +20,9 @@ pub mod follower;
 pub mod frame;
 pub mod message;
 
-pub use controller::{ApplyReport, ControlError, Controller, ControllerConfig, ControllerStats};
+pub use controller::{
+    ApplyReport, ControlError, Controller, ControllerConfig, ControllerStats, Propagation,
+};
 pub use follower::{FibFollower, FollowerConfig, FollowerStats, RejectReason, Table};
 pub use frame::{AuthKey, Frame, FrameError, KeyError, MsgType, ReadError};
 pub use message::{ErrorCode, Hello, Message, MessageError};
