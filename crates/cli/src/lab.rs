@@ -908,7 +908,12 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let conv = Instant::now();
     let converged = loop {
         let s = controller.stats();
-        if o.trivial || s.acks >= s.deltas_sent {
+        // Every change sent (writers send from their own queues) and
+        // every frame acknowledged (an Ack covers all frames before it).
+        if o.trivial
+            || (s.deltas_sent >= controller.version()
+                && s.acked >= s.snapshots_sent + s.deltas_sent)
+        {
             break true;
         }
         if conv.elapsed() > Duration::from_secs(10) {

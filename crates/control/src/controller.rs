@@ -4,8 +4,9 @@
 //! Threads: one accept thread; per connection a writer thread (sends the
 //! snapshot, then every queued delta) and a reader thread (Acks, resync
 //! Hellos). [`Controller::apply_changes`] runs on the caller's thread: it
-//! updates the FIB and queues the encoded delta payloads to every
-//! connection under one lock, so each connection gets the changes in the
+//! updates the FIB and queues the encoded delta payloads of the whole call
+//! to every connection as one message under one lock (one wake-up of each
+//! writer, which sends the call's frames with one write), so each connection gets the changes in the
 //! order they were applied, with none missed or doubled around its
 //! snapshot (each queued delta carries the FIB version it produces; the
 //! writer skips those its last snapshot already contains).
@@ -109,6 +110,10 @@ pub struct ControllerStats {
     pub rejects: u64,
     /// Acks received.
     pub acks: u64,
+    /// Frames (snapshots and deltas) the forwarders confirmed applied: an
+    /// Ack confirms every frame up to its sequence number, so a forwarder
+    /// may send fewer Acks than frames.
+    pub acked: u64,
 }
 
 #[derive(Default)]
@@ -120,6 +125,7 @@ struct Counters {
     resyncs: AtomicU64,
     rejects: AtomicU64,
     acks: AtomicU64,
+    acked: AtomicU64,
 }
 
 /// Change-to-acknowledged times of deltas (see the module docs).
@@ -141,18 +147,22 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Deltas a connection sent and not yet saw acknowledged: (frame sequence
-/// number, when the change was taken).
-type Inflight = Arc<Mutex<VecDeque<(u64, Instant)>>>;
+/// Frames a connection sent and not yet saw acknowledged: (frame sequence
+/// number, when the change was taken; `None` for snapshots, not timed).
+type Inflight = Arc<Mutex<VecDeque<(u64, Option<Instant>)>>>;
+
+/// One change's delta, queued to every connection.
+struct QueuedDelta {
+    version: u64,
+    generation: u64,
+    payload: Vec<u8>,
+    /// When `apply_changes` took the change.
+    queued: Instant,
+}
 
 enum Out {
-    Delta {
-        version: u64,
-        generation: u64,
-        payload: Arc<Vec<u8>>,
-        /// When `apply_changes` took the change.
-        queued: Instant,
-    },
+    /// The deltas of one `apply_changes` call, in order.
+    Deltas(Arc<Vec<QueuedDelta>>),
     Resync,
     Close,
 }
@@ -266,6 +276,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         let mut st = lock(&self.shared.state);
         st.fib.validate_changes(changes)?;
         let mut r = ApplyReport::default();
+        let mut out = Vec::with_capacity(changes.len());
         for (line, ch) in changes {
             let queued = Instant::now();
             let before = st.fib.action_table().len();
@@ -289,17 +300,17 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             r.rebuilds += change.is_rebuild() as usize;
             r.new_actions += st.fib.action_table().len() - before;
             st.version += 1;
-            let payload = Arc::new(delta_payload(&delta.encode(), &new_actions));
-            let version = st.version;
-            st.subs.retain(|_, tx| {
-                tx.send(Out::Delta {
-                    version,
-                    generation,
-                    payload: payload.clone(),
-                    queued,
-                })
-                .is_ok()
+            out.push(QueuedDelta {
+                version: st.version,
+                generation,
+                payload: delta_payload(&delta.encode(), &new_actions),
+                queued,
             });
+        }
+        if !out.is_empty() {
+            let out = Arc::new(out);
+            st.subs
+                .retain(|_, tx| tx.send(Out::Deltas(out.clone())).is_ok());
         }
         r.version = st.version;
         r.followers = st.subs.len();
@@ -328,6 +339,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             resyncs: l(&c.resyncs),
             rejects: l(&c.rejects),
             acks: l(&c.acks),
+            acked: l(&c.acked),
         }
     }
 
@@ -433,7 +445,7 @@ impl Tx {
     }
 }
 
-fn send_snapshot<K: NameKey>(sh: &Shared<K>, tx: &mut Tx) -> io::Result<u64> {
+fn send_snapshot<K: NameKey>(sh: &Shared<K>, tx: &mut Tx, inflight: &Inflight) -> io::Result<u64> {
     let (payload, gen, version) = {
         let st = lock(&sh.state);
         let o = st.fib.othello();
@@ -443,6 +455,7 @@ fn send_snapshot<K: NameKey>(sh: &Shared<K>, tx: &mut Tx) -> io::Result<u64> {
             st.version,
         )
     };
+    lock(inflight).push_back((tx.seq + 1, None));
     tx.send(&sh.key, MsgType::Snapshot, gen, &payload)?;
     sh.counters.snapshots_sent.fetch_add(1, Ordering::Relaxed);
     Ok(version)
@@ -524,6 +537,7 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
             .spawn(move || read_loop(sh, rd, session, otx, who, inflight))
     };
     let result = (|| -> io::Result<()> {
+        lock(&inflight).push_back((tx.seq + 1, None));
         tx.send(&sh.key, MsgType::Snapshot, first.1, &first.0)?;
         sh.counters.snapshots_sent.fetch_add(1, Ordering::Relaxed);
         sh.log(format_args!(
@@ -544,19 +558,25 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
     }
 }
 
-/// Time every delta up to sequence `seq` (an Ack covers all before it).
+/// Confirm every frame up to sequence `seq` (an Ack covers all before it)
+/// and time the deltas among them.
 fn record_acked<K>(sh: &Shared<K>, inflight: &Inflight, seq: u64) {
     let now = Instant::now();
     let mut q = lock(inflight);
     let mut h = lock(&sh.propagation);
+    let mut acked = 0;
     while let Some(&(s, queued)) = q.front() {
         if s > seq {
             break;
         }
         q.pop_front();
-        let ns = u64::try_from((now - queued).as_nanos()).unwrap_or(u64::MAX);
-        h.saturating_record(ns.max(1));
+        acked += 1;
+        if let Some(queued) = queued {
+            let ns = u64::try_from((now - queued).as_nanos()).unwrap_or(u64::MAX);
+            h.saturating_record(ns.max(1));
+        }
     }
+    sh.counters.acked.fetch_add(acked, Ordering::Relaxed);
 }
 
 fn write_loop<K: NameKey>(
@@ -566,25 +586,41 @@ fn write_loop<K: NameKey>(
     mut have: u64,
     inflight: &Inflight,
 ) -> io::Result<()> {
+    let mut buf = Vec::new();
     while let Ok(out) = rx.recv() {
         match out {
-            Out::Delta {
-                version,
-                generation,
-                payload,
-                queued,
-            } => {
-                if version <= have {
-                    continue;
+            Out::Deltas(ds) => {
+                // All frames of the call in one write; each noted before
+                // the write so its Ack cannot overtake it.
+                buf.clear();
+                let mut sent = 0;
+                {
+                    let mut q = lock(inflight);
+                    for d in ds.iter() {
+                        if d.version <= have {
+                            continue;
+                        }
+                        tx.seq += 1;
+                        q.push_back((tx.seq, Some(d.queued)));
+                        buf.extend_from_slice(&encode_parts(
+                            &sh.key,
+                            MsgType::Delta,
+                            tx.session,
+                            tx.seq,
+                            d.generation,
+                            &d.payload,
+                        ));
+                        have = d.version;
+                        sent += 1;
+                    }
                 }
-                // Noted before the write so the Ack cannot overtake it.
-                lock(inflight).push_back((tx.seq + 1, queued));
-                tx.send(&sh.key, MsgType::Delta, generation, &payload)?;
-                sh.counters.deltas_sent.fetch_add(1, Ordering::Relaxed);
-                have = version;
+                if sent > 0 {
+                    write_all(&mut tx.stream, &buf)?;
+                    sh.counters.deltas_sent.fetch_add(sent, Ordering::Relaxed);
+                }
             }
             Out::Resync => {
-                have = send_snapshot(sh, tx)?;
+                have = send_snapshot(sh, tx, inflight)?;
             }
             Out::Close => {
                 let m = Message::Error {

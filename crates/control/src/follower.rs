@@ -3,7 +3,9 @@
 //! One background thread connects, sends a Hello, installs the Snapshot as
 //! a new [`Table`] (an [`ArcSwapOption`] swap), applies each Delta to the
 //! current [`Query`] in place (readers keep running, lock-free), and Acks
-//! each applied message. Anything invalid is rejected with a logged reason
+//! what it applied: once no further whole frame is already buffered (or
+//! every 256 frames), one Ack for the highest sequence number applied, so a
+//! burst of deltas costs one Ack, not one each. Anything invalid is rejected with a logged reason
 //! and a counter, and leaves the table as it was:
 //!
 //! * a frame that does not decode or authenticate (bit flips, another key,
@@ -22,7 +24,7 @@
 
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
-use std::io;
+use std::io::{self, BufReader};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -406,11 +408,22 @@ impl Conn<'_> {
     }
 }
 
+/// Whether `buf` starts with a whole frame (header, payload and tag), so
+/// reading it will not block. Only the length field is looked at; the frame
+/// is checked when it is read.
+fn whole_frame_buffered(buf: &[u8]) -> bool {
+    let Some(len) = buf.get(crate::frame::field::LEN) else {
+        return false;
+    };
+    let len = u32::from_le_bytes(len.try_into().expect("4-byte field")) as usize;
+    buf.len() >= crate::frame::HEADER_LEN + len + crate::frame::TAG_LEN
+}
+
 /// Run one connection; whether a snapshot was installed on it.
 fn session(sh: &Shared, s: TcpStream) -> bool {
     let _ = s.set_nodelay(true);
     let mut rd = match s.try_clone() {
-        Ok(r) => r,
+        Ok(r) => BufReader::with_capacity(1 << 16, r),
         Err(e) => {
             sh.log(format_args!("{e}"));
             return false;
@@ -437,7 +450,18 @@ fn session(sh: &Shared, s: TcpStream) -> bool {
     sh.log(format_args!("connected to {}", sh.cfg.controller));
     let mut expect = 1u64;
     let mut resyncing = true;
+    // Applied frames not yet acknowledged, and the highest one's sequence
+    // number and generation.
+    let mut unacked = 0u32;
+    let mut ack = (0u64, 0u64);
     let end = loop {
+        // Acknowledge before a read that may block (and every 256 frames).
+        if unacked > 0 && (unacked >= 256 || !whole_frame_buffered(rd.buffer())) {
+            unacked = 0;
+            if let Err(e) = c.send(&Message::Ack { seq: ack.0 }, ack.1) {
+                break format!("ack: {e}");
+            }
+        }
         let f = match read_frame(&mut rd, &sh.key, sh.cfg.max_payload) {
             Ok(f) => f,
             Err(ReadError::Io(e)) => break format!("connection closed: {e}"),
@@ -522,9 +546,8 @@ fn session(sh: &Shared, s: TcpStream) -> bool {
                     .load()
                     .as_ref()
                     .map_or(0, |t| t.query.meta().generation);
-                if let Err(e) = c.send(&Message::Ack { seq: f.seq }, gen) {
-                    break format!("ack: {e}");
-                }
+                ack = (f.seq, gen);
+                unacked += 1;
             }
             Err(why) => {
                 sh.reject(RejectReason::Apply, format_args!("{why}"));

@@ -41,7 +41,7 @@ pub const MAX_PAYLOAD: u32 = 256 << 20;
 /// Shortest accepted shared secret.
 pub const MIN_KEY_LEN: usize = 16;
 
-mod field {
+pub(crate) mod field {
     use std::ops::Range;
     pub const MAGIC: Range<usize> = 0..4;
     pub const VERSION: usize = 4;
