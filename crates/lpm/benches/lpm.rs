@@ -18,10 +18,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use nexthop_lpm::bloomfwd::GroupKey;
+use nexthop_lpm::bloomfwd::{GroupKey, V6_DIRECT_BITS};
 use nexthop_lpm::dir248::Dir248;
 use nexthop_lpm::miht::{Miht4, Miht6};
 use nexthop_lpm::parse::{load_routes, load_updates, AnyPrefix, NextHopMode, UpdateKind};
+use nexthop_lpm::persist::DEFAULT_V6_LEVELS;
 use nexthop_lpm::{Address, BinaryTrie, BloomfwdControl, Config, HashKind, NextHop, Prefix};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -300,7 +301,8 @@ fn main() {
     drop(dpdk4);
 
     // ---------------- IPv6
-    let bf6 = BloomfwdControl::build(Config::ipv6_dpcpe(&r6, 5), &r6).expect("valid");
+    let bf6 =
+        BloomfwdControl::build(Config::ipv6_dpcpe(&r6, DEFAULT_V6_LEVELS), &r6).expect("valid");
     let m6 = Miht6::build(&r6);
     let mut trie6 = BinaryTrie::new();
     for &(p, nh) in &r6 {
@@ -347,7 +349,11 @@ fn main() {
         }),
     ));
     let sec6 = compare(
-        &format!("IPv6 lookups (DPCPE 5 levels {:?})", bf6.config().levels),
+        &format!(
+            "IPv6 lookups (DPCPE {DEFAULT_V6_LEVELS} levels {:?}, direct /{})",
+            bf6.config().levels,
+            bf6.config().direct_bits
+        ),
         &st6,
         &runners,
         reps,
@@ -487,7 +493,7 @@ fn main() {
     };
     ns.push(distinct);
     for nl in ns {
-        let Some(plan) = nexthop_lpm::dpcpe::choose_levels(&counts, 0, nl) else {
+        let Some(plan) = nexthop_lpm::dpcpe::choose_levels(&counts, V6_DIRECT_BITS, nl) else {
             continue;
         };
         let est = plan.estimated;

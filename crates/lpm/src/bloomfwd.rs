@@ -3,29 +3,43 @@
 //!
 //! One generic implementation serves IPv4 and IPv6 ([`Address`]):
 //!
-//! * a **direct array** of `2^d` next hops covers every prefix of length
-//!   `<= d` (IPv4: `d = 20`, the paper's DLA; IPv6: `d = 0`, a single slot
-//!   that holds the default route);
+//! * a **direct array** of `2^d` slots covers every prefix of length
+//!   `<= d` (IPv4: `d = 20`, the paper's DLA; IPv6: `d = 16`,
+//!   [`V6_DIRECT_BITS`]). Each slot also holds a *group mask*: the groups
+//!   that have at least one key under the slot (kept exact by counts on
+//!   the control side), so a lookup probes only those groups and an
+//!   address with no longer prefix reads one cache line;
 //! * **groups** at increasing levels `L1 < L2 < ...` (IPv4: 24 and 32;
 //!   IPv6: chosen by [`crate::dpcpe`]). Group `Lj` holds every prefix whose
 //!   length lies in `(L(j-1), Lj]`, expanded to length `Lj`; where two
 //!   expanded prefixes collide the longer original wins (prefix capture).
-//!   A group is a Bloom filter (bits only; the counters live on the control
-//!   side) plus an open-addressing hash table of `(key, next hop)`.
+//!   A group is a *blocked* Bloom filter (bits only, all `k` bits of a key
+//!   in one 64-byte block, so one cache line per query; the counters live
+//!   on the control side) plus an open-addressing hash table of
+//!   `(key, next hop)`.
 //!
-//! A lookup probes the groups from the longest level down; the first group
-//! whose filter passes and whose table holds the key answers, else the
-//! direct array does. Filters use double hashing `g_i = h1 + i*h2`; the
-//! table is addressed with `h1` again when it uses the filter's hash kind.
+//! A lookup reads its direct slot, then probes the groups of the slot's
+//! mask from the longest level down; the first group whose filter passes
+//! and whose table holds the key answers, else the slot's next hop does.
+//! Filters use double hashing `g_i = h1 + i*h2` inside the block `h1`
+//! selects; the table is addressed with `h1` again when it uses the
+//! filter's hash kind.
+//!
+//! Memory reads per lookup (cache lines): 1 for the direct slot, plus per
+//! probed group 1 filter line and, when the filter passes (true match or
+//! false positive), 1+ table lines (linear probing at load <= 3/4). The
+//! floor is 1 (no longer prefix under the slot) or 3 (slot, the matching
+//! group's filter and bucket) when only the matching group is in the mask.
 //!
 //! [`Bloomfwd`] is the hot, read-only part; [`BloomfwdControl`] owns it and
-//! keeps the RIB, the counting-filter counters and the expansion map needed
-//! to announce and withdraw routes at run time.
+//! keeps the RIB, the counting-filter counters, the per-slot group counts
+//! and the expansion map needed to announce and withdraw routes at run
+//! time.
 
 use hashbrown::HashMap;
 
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
-use crate::hash::{pair32_batch, HashKind, KeyHash, Simd};
+use crate::hash::{pair32, pair32_batch, HashKind, KeyHash, Simd};
 use crate::rib::Rib;
 
 /// Map a uniform 32-bit word onto `0..m` (multiply-shift).
@@ -57,11 +71,59 @@ pub trait GroupKey: Address + KeyHash {
             (*a, *b) = k.pair(kind);
         }
     }
+
+    /// Hash at least the keys of the lanes set in `lanes` (bit `i` for
+    /// `keys[i]`; lanes beyond the slices are ignored). The default hashes
+    /// exactly those lanes, one at a time.
+    #[inline]
+    fn pair_lanes(
+        kind: HashKind,
+        keys: &[Self],
+        h1: &mut [u32],
+        h2: &mut [u32],
+        lanes: u64,
+        simd: Simd,
+    ) {
+        let _ = simd;
+        let mut p = lanes;
+        while p != 0 {
+            let i = p.trailing_zeros() as usize;
+            p &= p - 1;
+            if let (Some(k), Some(a), Some(b)) = (keys.get(i), h1.get_mut(i), h2.get_mut(i)) {
+                (*a, *b) = k.pair(kind);
+            }
+        }
+    }
 }
 
 impl GroupKey for u32 {
     fn pair_batch(kind: HashKind, keys: &[u32], h1: &mut [u32], h2: &mut [u32], simd: Simd) {
         pair32_batch(kind, keys, h1, h2, simd);
+    }
+
+    /// Few lanes: one at a time; otherwise every lane with SIMD (cheaper
+    /// than picking lanes out).
+    #[inline]
+    fn pair_lanes(
+        kind: HashKind,
+        keys: &[u32],
+        h1: &mut [u32],
+        h2: &mut [u32],
+        lanes: u64,
+        simd: Simd,
+    ) {
+        if lanes.count_ones() <= 4 || simd == Simd::Scalar {
+            let mut p = lanes;
+            while p != 0 {
+                let i = p.trailing_zeros() as usize;
+                p &= p - 1;
+                if let (Some(k), Some(a), Some(b)) = (keys.get(i), h1.get_mut(i), h2.get_mut(i)) {
+                    (*a, *b) = pair32(kind, *k);
+                }
+            }
+        } else {
+            pair32_batch(kind, keys, h1, h2, simd);
+        }
     }
 }
 
@@ -69,22 +131,37 @@ impl GroupKey for u128 {}
 
 // ---------------------------------------------------------------- filter
 
+/// Bits per filter block: one 64-byte cache line.
+const BLOCK_BITS: u32 = 512;
+
+/// One cache line of filter bits.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Block([u64; 8]);
+
+const _: () = assert!(std::mem::size_of::<Block>() == 64);
+
 /// The bit vector of a (counting) Bloom filter: the part lookups read.
+///
+/// The filter is *blocked*: `h1` picks one 64-byte block and all `k` bits
+/// of a key lie inside it, at `(h1 + i*h2) mod 512` (double hashing within
+/// the block; `h2` is odd, so the `k <= 16` positions are distinct). A
+/// query therefore reads one cache line whatever `k` is.
 #[derive(Clone, Debug)]
 pub struct BloomBits {
-    words: Box<[u64]>,
+    blocks: Box<[Block]>,
     m: u32,
     k: u8,
 }
 
 impl BloomBits {
-    /// `m` bits (at least 64), `k` hashes (at least 1).
+    /// At least `m` bits (rounded up to whole blocks), `k` hashes (1..=16).
     fn new(m: u32, k: u8) -> Self {
-        let m = m.max(64);
+        let nb = m.div_ceil(BLOCK_BITS).max(1);
         BloomBits {
-            words: vec![0u64; m.div_ceil(64) as usize].into_boxed_slice(),
-            m,
-            k: k.max(1),
+            blocks: vec![Block::default(); nb as usize].into_boxed_slice(),
+            m: nb * BLOCK_BITS,
+            k: k.clamp(1, 16),
         }
     }
 
@@ -97,28 +174,42 @@ impl BloomBits {
         BloomBits::new(m.min(u32::MAX as f64 / 2.0) as u32, k)
     }
 
+    /// The block of a key.
     #[inline(always)]
-    fn index(&self, h1: u32, h2: u32, i: u8) -> u32 {
-        reduce(h1.wrapping_add((i as u32).wrapping_mul(h2)), self.m)
+    fn block(&self, h1: u32) -> u32 {
+        reduce(h1, self.m / BLOCK_BITS)
     }
 
-    /// Whether all `k` bits of the key are set.
+    /// Global index of bit `i` of a key.
+    #[inline(always)]
+    fn index(&self, h1: u32, h2: u32, i: u8) -> u32 {
+        self.block(h1) * BLOCK_BITS
+            + (h1.wrapping_add((i as u32).wrapping_mul(h2)) & (BLOCK_BITS - 1))
+    }
+
+    /// Whether all `k` bits of the key are set (reads one cache line).
     #[inline(always)]
     pub fn contains(&self, h1: u32, h2: u32) -> bool {
-        (0..self.k).all(|i| {
-            let b = self.index(h1, h2, i);
-            self.words[(b >> 6) as usize] >> (b & 63) & 1 == 1
-        })
+        let Some(b) = self.blocks.get(self.block(h1) as usize) else {
+            return false;
+        };
+        let mut ok = true;
+        let mut p = h1;
+        for _ in 0..self.k {
+            let bit = p & (BLOCK_BITS - 1);
+            ok &= b.0[(bit >> 6) as usize] >> (bit & 63) & 1 == 1;
+            p = p.wrapping_add(h2);
+        }
+        ok
     }
 
     #[inline(always)]
     fn prefetch(&self, h1: u32) {
-        let b = reduce(h1, self.m);
-        prefetch(&self.words[(b >> 6) as usize]);
+        prefetch(self.blocks.as_ptr().wrapping_add(self.block(h1) as usize));
     }
 
     fn set(&mut self, b: u32, v: bool) {
-        let w = &mut self.words[(b >> 6) as usize];
+        let w = &mut self.blocks[(b / BLOCK_BITS) as usize].0[((b % BLOCK_BITS) >> 6) as usize];
         if v {
             *w |= 1 << (b & 63);
         } else {
@@ -133,6 +224,10 @@ impl BloomBits {
     /// Hash functions per key.
     pub fn hashes(&self) -> u8 {
         self.k
+    }
+    /// Bytes of the vector.
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.blocks)
     }
 }
 
@@ -268,6 +363,23 @@ impl<K: GroupKey> HashTable<K> {
 
 // ---------------------------------------------------------------- config
 
+/// Direct-array bits of the default IPv6 configuration: `2^16` slots of
+/// 8 bytes (512 KiB, cache-resident), prefixes up to /16 and group masks
+/// at /16 granularity.
+pub const V6_DIRECT_BITS: u8 = 16;
+
+/// Distinct prefixes per length (`counts[len]`).
+pub fn length_counts<A: Address>(routes: &[(Prefix<A>, NextHop)]) -> Vec<u64> {
+    let mut counts = vec![0u64; A::BITS as usize + 1];
+    let mut seen = hashbrown::HashSet::new();
+    for &(p, _) in routes {
+        if seen.insert(p) {
+            counts[p.len() as usize] += 1;
+        }
+    }
+    counts
+}
+
 /// Validated Bloomfwd configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -329,11 +441,13 @@ impl Config {
         }
     }
 
-    /// IPv6 with the given levels (see [`crate::dpcpe`]): default route in a
-    /// one-slot direct array, Murmur3 in both stages, 30% target.
+    /// IPv6 with the given levels (see [`crate::dpcpe`]): a direct array of
+    /// `2^V6_DIRECT_BITS` slots for the short prefixes (its group masks
+    /// send most addresses nowhere else), Murmur3 in both stages, 30%
+    /// target. Levels must lie above [`V6_DIRECT_BITS`].
     pub fn ipv6(levels: Vec<u8>) -> Self {
         Config {
-            direct_bits: 0,
+            direct_bits: V6_DIRECT_BITS,
             levels,
             fpr: 0.3,
             filter_hash: HashKind::Murmur3,
@@ -342,18 +456,12 @@ impl Config {
         }
     }
 
-    /// IPv6 with levels chosen by DPCPE for the prefix-length counts of
-    /// `routes` with at most `n` levels ([`crate::dpcpe::choose_levels`]);
-    /// the default configuration's levels when there is nothing to expand.
+    /// IPv6 with levels chosen by DPCPE above the direct array for the
+    /// prefix-length counts of `routes` with at most `n` levels
+    /// ([`crate::dpcpe::choose_levels`]); the default configuration's
+    /// levels when there is nothing to expand.
     pub fn ipv6_dpcpe<A: Address>(routes: &[(Prefix<A>, NextHop)], n: usize) -> Self {
-        let mut counts = vec![0u64; A::BITS as usize + 1];
-        let mut seen = hashbrown::HashSet::new();
-        for &(p, _) in routes {
-            if seen.insert(p) {
-                counts[p.len() as usize] += 1;
-            }
-        }
-        let levels = crate::dpcpe::choose_levels(&counts, 0, n)
+        let levels = crate::dpcpe::choose_levels(&length_counts(routes), V6_DIRECT_BITS, n)
             .map(|p| p.levels)
             .unwrap_or_else(|| vec![32, 48, 64, A::BITS]);
         Config::ipv6(levels)
@@ -396,11 +504,31 @@ struct Group<A> {
     table: HashTable<A>,
 }
 
+/// One direct-array slot: the next hop of the longest prefix of length
+/// `<= direct_bits` that covers the slot, and the groups that hold at least
+/// one key under the slot (bit `min(j, 31)` for group `j`; groups from 31
+/// on share bit 31). A lookup probes only the groups of its slot's mask,
+/// so an address under which no longer prefix exists reads one line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(8))]
+struct Direct {
+    next_hop: NextHop,
+    groups: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Direct>() == 8);
+
+/// The mask bit of group `j`.
+#[inline(always)]
+fn group_bit(j: usize) -> u32 {
+    1 << j.min(31)
+}
+
 /// The lookup structure (read-only for lookups; `Sync`, so any number of
 /// threads may look up through a shared reference).
 #[derive(Clone, Debug)]
 pub struct Bloomfwd<A> {
-    direct: Box<[NextHop]>,
+    direct: Box<[Direct]>,
     direct_bits: u8,
     groups: Vec<Group<A>>,
     filter_hash: HashKind,
@@ -422,60 +550,92 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
     }
 
+    /// The direct slot of an address.
+    #[inline(always)]
+    fn slot(&self, a: A) -> usize {
+        a.top(self.direct_bits).to_u128() as usize
+    }
+
     /// Longest-prefix match of one address.
     #[inline]
     pub fn lookup(&self, a: A) -> Option<NextHop> {
-        for g in self.groups.iter().rev() {
-            let key = a.top(g.level);
-            let (h1, h2) = key.pair(self.filter_hash);
-            if g.filter.contains(h1, h2) {
-                if let Some(nh) = g.table.get(key, self.table_hash_of(key, h1)) {
-                    return Some(nh);
+        let d = self.direct[self.slot(a)];
+        if d.groups != 0 {
+            for (j, g) in self.groups.iter().enumerate().rev() {
+                if d.groups & group_bit(j) == 0 {
+                    continue;
+                }
+                let key = a.top(g.level);
+                let (h1, h2) = key.pair(self.filter_hash);
+                if g.filter.contains(h1, h2) {
+                    if let Some(nh) = g.table.get(key, self.table_hash_of(key, h1)) {
+                        return Some(nh);
+                    }
                 }
             }
         }
-        let v = self.direct[a.top(self.direct_bits).to_u128() as usize];
-        (v != NO_ROUTE).then_some(v)
+        (d.next_hop != NO_ROUTE).then_some(d.next_hop)
     }
 
     /// Look up `addrs` into `out` (same length; [`NO_ROUTE`] where no route
-    /// matches); returns the number of hits. Hashing is batched (SIMD for
-    /// IPv4 keys) and filter words and table buckets are prefetched.
+    /// matches); returns the number of hits.
+    ///
+    /// Per chunk of 32 addresses: the direct slots are prefetched, then read
+    /// (the slot's next hop is the default answer and its group mask says
+    /// which groups can hold a longer match; most addresses stop here);
+    /// then group by group, longest first, only for the lanes still
+    /// unresolved whose mask names the group: hash (SIMD for IPv4 keys),
+    /// prefetch the filter blocks, test them, prefetch the table buckets of
+    /// the lanes that pass, probe. A hit resolves its lane, so shorter
+    /// groups are not probed for it. (Testing every group's filter first
+    /// and then probing the tables longest-first, the paper's order, was
+    /// measured no faster here: with the masks the cost is hashing, which
+    /// the early exit saves.)
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         let n = addrs.len().min(out.len());
-        let mut hits = 0;
         let mut keys = [A::default(); CHUNK];
         let mut h1 = [0u32; CHUNK];
         let mut h2 = [0u32; CHUNK];
         let mut th = [0u32; CHUNK];
+        let mut masks = [0u32; CHUNK];
         for (addrs, out) in addrs[..n].chunks(CHUNK).zip(out[..n].chunks_mut(CHUNK)) {
-            let c = addrs.len();
             for a in addrs {
-                prefetch(&self.direct[a.top(self.direct_bits).to_u128() as usize]);
+                prefetch(self.direct.as_ptr().wrapping_add(self.slot(*a)));
             }
-            let mut pending: u64 = if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
-            for g in self.groups.iter().rev() {
+            let mut pending: u64 = 0;
+            for (i, (a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
+                let d = self.direct[self.slot(*a)];
+                *o = d.next_hop;
+                masks[i] = d.groups;
+                pending |= ((d.groups != 0) as u64) << i;
+            }
+            for (j, g) in self.groups.iter().enumerate().rev() {
                 if pending == 0 {
                     break;
+                }
+                let bit = group_bit(j);
+                let mut lanes = 0u64;
+                let mut p = pending;
+                while p != 0 {
+                    let i = p.trailing_zeros() as usize;
+                    p &= p - 1;
+                    lanes |= ((masks[i] & bit != 0) as u64) << i;
+                }
+                if lanes == 0 {
+                    continue;
                 }
                 for (k, a) in keys.iter_mut().zip(addrs) {
                     *k = a.top(g.level);
                 }
-                A::pair_batch(
-                    self.filter_hash,
-                    &keys[..c],
-                    &mut h1[..c],
-                    &mut h2[..c],
-                    self.simd,
-                );
-                let mut p = pending;
+                A::pair_lanes(self.filter_hash, &keys, &mut h1, &mut h2, lanes, self.simd);
+                let mut p = lanes;
                 while p != 0 {
                     let i = p.trailing_zeros() as usize;
                     p &= p - 1;
                     g.filter.prefetch(h1[i]);
                 }
                 let mut cand = 0u64;
-                let mut p = pending;
+                let mut p = lanes;
                 while p != 0 {
                     let i = p.trailing_zeros() as usize;
                     p &= p - 1;
@@ -491,19 +651,11 @@ impl<A: GroupKey> Bloomfwd<A> {
                     if let Some(nh) = g.table.get(keys[i], th[i]) {
                         out[i] = nh;
                         pending &= !(1 << i);
-                        hits += 1;
                     }
                 }
             }
-            while pending != 0 {
-                let i = pending.trailing_zeros() as usize;
-                pending &= pending - 1;
-                let v = self.direct[addrs[i].top(self.direct_bits).to_u128() as usize];
-                out[i] = v;
-                hits += (v != NO_ROUTE) as usize;
-            }
         }
-        hits
+        out[..n].iter().filter(|&&v| v != NO_ROUTE).count()
     }
 
     /// [`Self::lookup_batch`] split over `threads` scoped threads that share
@@ -537,7 +689,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             + self
                 .groups
                 .iter()
-                .map(|g| std::mem::size_of_val(&*g.filter.words) + g.table.bytes())
+                .map(|g| g.filter.bytes() + g.table.bytes())
                 .sum::<usize>()
     }
 }
@@ -588,6 +740,9 @@ pub struct BloomfwdControl<A> {
     cfg: Config,
     rib: Rib<A>,
     direct_len: Vec<u8>,
+    /// Keys per (direct slot, group mask bit) ([`slot_group_key`]): a
+    /// slot's mask bit is cleared when its count drops to zero.
+    slot_groups: HashMap<u64, u32>,
     ctl: Vec<GroupCtl<A>>,
     fwd: Bloomfwd<A>,
 }
@@ -625,7 +780,13 @@ impl<A: GroupKey> BloomfwdControl<A> {
         }
         cfg.levels = levels;
         let d = cfg.direct_bits;
-        let mut direct = vec![NO_ROUTE; 1usize << d];
+        let mut direct = vec![
+            Direct {
+                next_hop: NO_ROUTE,
+                groups: 0
+            };
+            1usize << d
+        ];
         let mut direct_len = vec![NO_LEN; 1usize << d];
         let mut exps: Vec<HashMap<A, (NextHop, u8)>> =
             cfg.levels.iter().map(|_| HashMap::new()).collect();
@@ -633,7 +794,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             if p.len() <= d {
                 let base = (p.bits().to_u128() as usize) << (d - p.len());
                 for s in base..base + (1usize << (d - p.len())) {
-                    direct[s] = nh;
+                    direct[s].next_hop = nh;
                     direct_len[s] = p.len();
                 }
             } else {
@@ -647,6 +808,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
         }
         let mut groups = Vec::new();
         let mut ctl = Vec::new();
+        let mut slot_groups = HashMap::new();
         let reuse = cfg.filter_hash == cfg.table_hash;
         for (gi, exp) in exps.into_iter().enumerate() {
             let level = cfg.levels[gi];
@@ -667,6 +829,9 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 }
             };
             for (&key, &(nh, _)) in &exp {
+                let slot = slot_of(key, level, d);
+                *slot_groups.entry(slot_group_key(slot, gi)).or_insert(0) += 1;
+                direct[slot].groups |= group_bit(gi);
                 let (h1, h2) = key.pair(cfg.filter_hash);
                 for i in 0..filter.k {
                     let b = filter.index(h1, h2, i);
@@ -700,6 +865,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             cfg,
             rib,
             direct_len,
+            slot_groups,
             ctl,
             fwd,
         }
@@ -753,7 +919,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             for s in base..base + (1usize << (d - len)) {
                 let dl = self.direct_len[s];
                 if dl == NO_LEN || dl <= len {
-                    self.fwd.direct[s] = nh;
+                    self.fwd.direct[s].next_hop = nh;
                     self.direct_len[s] = len;
                 }
             }
@@ -788,6 +954,12 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 }
                 None => {
                     c.exp.insert(key, (nh, len));
+                    let slot = slot_of(key, level, d);
+                    *self
+                        .slot_groups
+                        .entry(slot_group_key(slot, gi))
+                        .or_insert(0) += 1;
+                    self.fwd.direct[slot].groups |= group_bit(gi);
                     let (h1, h2) = key.pair(fk);
                     for i in 0..g.filter.k {
                         let b = g.filter.index(h1, h2, i);
@@ -818,7 +990,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             for s in base..base + (1usize << (d - len)) {
                 if self.direct_len[s] == len {
                     let (nh, l) = cover.unwrap_or((NO_ROUTE, NO_LEN));
-                    self.fwd.direct[s] = nh;
+                    self.fwd.direct[s].next_hop = nh;
                     self.direct_len[s] = l;
                 }
             }
@@ -847,6 +1019,15 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 }
                 None => {
                     c.exp.remove(&key);
+                    let slot = slot_of(key, level, d);
+                    let sk = slot_group_key(slot, gi);
+                    if let Some(n) = self.slot_groups.get_mut(&sk) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.slot_groups.remove(&sk);
+                            self.fwd.direct[slot].groups &= !group_bit(gi);
+                        }
+                    }
                     let (h1, h2) = key.pair(fk);
                     for i in 0..g.filter.k {
                         let b = g.filter.index(h1, h2, i) as usize;
@@ -897,7 +1078,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 expanded: c.exp.len(),
                 filter_bits: g.filter.m,
                 hashes: g.filter.k,
-                filter_bytes: std::mem::size_of_val(&*g.filter.words),
+                filter_bytes: g.filter.bytes(),
                 table_bytes: g.table.bytes(),
             })
             .collect()
@@ -948,6 +1129,17 @@ impl<A: GroupKey> BloomfwdControl<A> {
             })
             .collect()
     }
+}
+
+/// The direct slot of a group key of `level` bits (`level > d`).
+#[inline]
+fn slot_of<A: Address>(key: A, level: u8, d: u8) -> usize {
+    (key.to_u128() >> (level - d)) as usize
+}
+
+/// The `slot_groups` key of (direct slot, group `gi`'s mask bit).
+fn slot_group_key(slot: usize, gi: usize) -> u64 {
+    (slot as u64) << 5 | gi.min(31) as u64
 }
 
 fn mask_bits(level: u8) -> u128 {
@@ -1033,6 +1225,50 @@ mod tests {
     }
 
     #[test]
+    fn direct_masks_follow_announce_and_withdraw() {
+        let mut t = BloomfwdControl::<u32>::build(
+            Config::ipv4(),
+            &[(p4(0x0A00_0000, 8), 1), (p4(0x0A00_1000, 24), 2)],
+        )
+        .unwrap();
+        let slot = |a: u32| t.table().slot(a);
+        let (s0, s1) = (slot(0x0A00_1001), slot(0x0A10_0001));
+        assert_eq!(t.fwd.direct[s0].groups, 0b01);
+        assert_eq!(t.fwd.direct[s1].groups, 0);
+        t.announce(p4(0x0A00_1080, 25), 3);
+        t.announce(p4(0x0A00_1100, 24), 4);
+        assert_eq!(t.fwd.direct[s0].groups, 0b11);
+        assert_eq!(t.lookup(0x0A00_1081), Some(3));
+        assert_eq!(t.lookup(0x0A00_1101), Some(4));
+        assert!(t.withdraw(p4(0x0A00_1080, 25)));
+        assert_eq!(t.fwd.direct[s0].groups, 0b01);
+        assert!(t.withdraw(p4(0x0A00_1000, 24)));
+        assert_eq!(
+            t.fwd.direct[s0].groups, 0b01,
+            "the other /24 is still there"
+        );
+        assert!(t.withdraw(p4(0x0A00_1100, 24)));
+        assert_eq!(t.fwd.direct[s0].groups, 0);
+        assert!(t.slot_groups.is_empty());
+        assert_eq!(t.lookup(0x0A00_1101), Some(1));
+    }
+
+    #[test]
+    fn blocked_filter_keeps_every_key_in_one_block() {
+        let f = BloomBits::sized(5_000, 0.01);
+        for x in 0..2_000u32 {
+            let (h1, h2) = pair32(HashKind::Murmur3, x);
+            let b0 = f.index(h1, h2, 0) / BLOCK_BITS;
+            let bits: Vec<u32> = (0..f.k).map(|i| f.index(h1, h2, i)).collect();
+            assert!(bits.iter().all(|b| b / BLOCK_BITS == b0), "key {x}");
+            let mut d = bits.clone();
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), bits.len(), "key {x}: positions must be distinct");
+        }
+    }
+
+    #[test]
     fn invalid_configs_are_rejected() {
         let mut c = Config::ipv4();
         c.levels = vec![32, 24];
@@ -1050,8 +1286,9 @@ mod tests {
     #[test]
     fn filter_sizing_follows_the_paper_formula() {
         let f = BloomBits::sized(10_000, 0.01);
-        // m = n lg(100) / ln 2 = 95851 bits, k = round(6.64) = 7.
-        assert_eq!(f.bits(), 95_851);
+        // m = n lg(100) / ln 2 = 95851 bits, rounded up to whole 512-bit
+        // blocks (188 blocks), k = round(6.64) = 7.
+        assert_eq!(f.bits(), 188 * 512);
         assert_eq!(f.hashes(), 7);
         let f = BloomBits::sized(10_000, 0.3);
         assert_eq!(f.hashes(), 2);
