@@ -9,7 +9,10 @@ APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
 
 need_pkgs=()
 # libdpdk-dev (DPDK 22.11): rte_lpm/rte_lpm6 for nexthop-lpm's `dpdk` feature.
-for p in build-essential pkg-config ca-certificates curl iproute2 procps libdpdk-dev; do
+# libxdp-dev, libbpf-dev (libxdp 1.3, libbpf 1.1): AF_XDP ports, nexthop-cli's
+# default `afxdp` feature.
+for p in build-essential pkg-config ca-certificates curl iproute2 procps libdpdk-dev \
+    libxdp-dev libbpf-dev; do
     dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then

@@ -12,6 +12,9 @@
 //! * `afpacket` (Linux): live ports, a `TPACKET_V3` receive ring and
 //!   batched `sendmmsg` transmit; `live`: the run-to-completion loop
 //!   that drives a pipeline between them.
+//! * `afxdp` (Linux, the `afxdp` feature): AF_XDP live ports through
+//!   libxdp (a UMEM with fill, completion, rx and tx rings per socket),
+//!   which the same loop drives.
 //!
 //! Frames that cannot be named (runts, frames cut inside a header, frames
 //! too short for the name bytes) are counted by reason and dropped; nothing
@@ -38,12 +41,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 // Unsafe code is denied except in the live-port modules (AF_PACKET sockets,
-// the ring mapping, signal handlers) and `framebuf` (reusing an empty
+// the ring mapping, signal handlers, the AF_XDP shim's calls) and `framebuf` (reusing an empty
 // vector's allocation for another lifetime), which allow it module by module.
 #![deny(unsafe_code)]
 
 #[cfg(target_os = "linux")]
 pub mod afpacket;
+#[cfg(all(target_os = "linux", feature = "afxdp"))]
+pub mod afxdp;
 mod counters;
 mod error;
 pub mod framebuf;

@@ -1,13 +1,18 @@
-//! The run-to-completion forwarding loop over live AF_PACKET ports.
+//! The run-to-completion forwarding loop over live ports: AF_PACKET
+//! (`TPACKET_V3` receive rings, `sendmmsg` transmit) or, with the `afxdp`
+//! feature, AF_XDP sockets ([`RxPort`], [`TxSocket`]; a run may mix them
+//! port by port).
 //!
 //! One thread does everything for a frame before it takes the next block:
-//! take a ready block from an input ring ([`RxRing::next_block`]), run its
-//! frames through [`Pipeline::process`] in groups of [`GROUP`], gather the
-//! frames per output port and send each port's list with one batched
-//! [`TxPort::send_batch`] (straight from the ring, no copy), then give the
-//! block back. When no input has a ready block the loop `poll()`s all
-//! inputs (at most [`POLL_MS`] at a time, so stop conditions and progress
-//! reports stay on time).
+//! take a ready block from an input ring ([`RxRing::next_block`], or up to
+//! `afxdp::RX_BATCH` frames from an AF_XDP rx ring), run its frames
+//! through [`Pipeline::process`] in groups of [`GROUP`], gather the frames
+//! per output port and send each port's list with one batched send
+//! ([`TxPort::send_batch`] straight from the ring; an AF_XDP port copies
+//! each frame into a transmit chunk of its UMEM), then give the block (or
+//! the AF_XDP chunks) back. When no input has frames ready the loop
+//! `poll()`s all inputs (at most [`POLL_MS`] at a time, so stop conditions
+//! and progress reports stay on time).
 //!
 //! [`forward_live_refreshing`] lets the caller swap the pipeline's table
 //! between groups (a forwarder following a controller's FIB).
@@ -20,7 +25,9 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::afpacket::{poll_fds, RxRing, TxPort};
+use crate::afpacket::{poll_fds, Block, RxRing, SendOutcome, TxPort};
+#[cfg(feature = "afxdp")]
+use crate::afxdp::{XskBatch, XskRx, XskTx};
 use crate::counters::Counters;
 use crate::framebuf::{FrameBuf, FrameLists};
 use crate::pipeline::{Decision, Egress, NameTable, Pipeline};
@@ -31,11 +38,156 @@ pub const GROUP: usize = 256;
 /// Longest single `poll()` wait, in milliseconds.
 pub const POLL_MS: i32 = 50;
 
+/// A receiving port of a live run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RxPort {
+    /// An AF_PACKET `TPACKET_V3` ring.
+    Packet(RxRing),
+    /// The receive half of an AF_XDP socket.
+    #[cfg(feature = "afxdp")]
+    Xdp(XskRx),
+}
+
+impl From<RxRing> for RxPort {
+    fn from(r: RxRing) -> RxPort {
+        RxPort::Packet(r)
+    }
+}
+
+#[cfg(feature = "afxdp")]
+impl From<XskRx> for RxPort {
+    fn from(r: XskRx) -> RxPort {
+        RxPort::Xdp(r)
+    }
+}
+
+impl RxPort {
+    /// The descriptor to `poll()` for `POLLIN`.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            RxPort::Packet(r) => r.raw_fd(),
+            #[cfg(feature = "afxdp")]
+            RxPort::Xdp(x) => x.raw_fd(),
+        }
+    }
+
+    /// `afpacket`, `afxdp-native` or `afxdp-skb`.
+    pub fn io_name(&self) -> &'static str {
+        match self {
+            RxPort::Packet(_) => "afpacket",
+            #[cfg(feature = "afxdp")]
+            RxPort::Xdp(x) => x.attached().name(),
+        }
+    }
+
+    /// The next frames ready, if any.
+    fn next(&mut self) -> Option<RxBatch<'_>> {
+        match self {
+            RxPort::Packet(r) => r.next_block().map(RxBatch::Packet),
+            #[cfg(feature = "afxdp")]
+            RxPort::Xdp(x) => x.next_batch().map(RxBatch::Xdp),
+        }
+    }
+
+    /// Frames lost on the way in (ring full, no buffer), so far; a failed
+    /// statistics read keeps the last figure.
+    fn drops(&mut self) -> u64 {
+        match self {
+            RxPort::Packet(r) => {
+                let prev = r.drops_so_far();
+                r.drops().unwrap_or(prev)
+            }
+            #[cfg(feature = "afxdp")]
+            RxPort::Xdp(x) => x.drops_so_far(),
+        }
+    }
+
+    /// Frames skipped because they were captured in part.
+    fn truncated(&self) -> u64 {
+        match self {
+            RxPort::Packet(r) => r.truncated(),
+            #[cfg(feature = "afxdp")]
+            RxPort::Xdp(_) => 0,
+        }
+    }
+}
+
+/// Frames lent by an input until dropped.
+enum RxBatch<'a> {
+    Packet(Block<'a>),
+    #[cfg(feature = "afxdp")]
+    Xdp(XskBatch<'a>),
+}
+
+impl RxBatch<'_> {
+    fn len_hint(&self) -> usize {
+        match self {
+            RxBatch::Packet(b) => b.packets() as usize,
+            #[cfg(feature = "afxdp")]
+            RxBatch::Xdp(b) => b.len(),
+        }
+    }
+
+    fn frames_into<'b>(&'b mut self, out: &mut Vec<&'b [u8]>) {
+        match self {
+            RxBatch::Packet(b) => b.frames_into(out),
+            #[cfg(feature = "afxdp")]
+            RxBatch::Xdp(b) => b.frames_into(out),
+        }
+    }
+}
+
+/// A transmitting port of a live run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TxSocket {
+    /// An AF_PACKET socket (`sendmmsg`).
+    Packet(TxPort),
+    /// The transmit half of an AF_XDP socket.
+    #[cfg(feature = "afxdp")]
+    Xdp(XskTx),
+}
+
+impl From<TxPort> for TxSocket {
+    fn from(t: TxPort) -> TxSocket {
+        TxSocket::Packet(t)
+    }
+}
+
+#[cfg(feature = "afxdp")]
+impl From<XskTx> for TxSocket {
+    fn from(t: XskTx) -> TxSocket {
+        TxSocket::Xdp(t)
+    }
+}
+
+impl TxSocket {
+    /// Send every frame of `frames`; see [`TxPort::send_batch`] and
+    /// `XskTx::send_batch`.
+    pub fn send_batch<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> SendOutcome {
+        match self {
+            TxSocket::Packet(t) => t.send_batch(frames),
+            #[cfg(feature = "afxdp")]
+            TxSocket::Xdp(t) => t.send_batch(frames),
+        }
+    }
+
+    /// `afpacket`, or how the AF_XDP socket was set up.
+    pub fn io_name(&self) -> &'static str {
+        match self {
+            TxSocket::Packet(_) => "afpacket",
+            #[cfg(feature = "afxdp")]
+            TxSocket::Xdp(t) => t.attached().name(),
+        }
+    }
+}
+
 /// The ports of a live run.
 #[derive(Debug, Default)]
 pub struct LivePorts {
-    inputs: Vec<(u16, RxRing)>,
-    outputs: Vec<Option<TxPort>>,
+    inputs: Vec<(u16, RxPort)>,
+    outputs: Vec<Option<TxSocket>>,
 }
 
 impl LivePorts {
@@ -44,18 +196,38 @@ impl LivePorts {
         LivePorts::default()
     }
 
-    /// Receive on `ring` as input port `port`.
-    pub fn add_input(&mut self, port: u16, ring: RxRing) {
-        self.inputs.push((port, ring));
+    /// Receive on `rx` (an [`RxRing`], or an AF_XDP receive half) as
+    /// input port `port`.
+    pub fn add_input(&mut self, port: u16, rx: impl Into<RxPort>) {
+        self.inputs.push((port, rx.into()));
     }
 
-    /// Send frames for output port `port` on `tx` (replacing any earlier one).
-    pub fn add_output(&mut self, port: u16, tx: TxPort) {
+    /// Send frames for output port `port` on `tx` (a [`TxPort`] or an
+    /// AF_XDP transmit half), replacing any earlier one.
+    pub fn add_output(&mut self, port: u16, tx: impl Into<TxSocket>) {
         let i = usize::from(port);
         if self.outputs.len() <= i {
             self.outputs.resize_with(i + 1, || None);
         }
-        self.outputs[i] = Some(tx);
+        self.outputs[i] = Some(tx.into());
+    }
+
+    /// The I/O of input port `port` (`afpacket`, `afxdp-native`,
+    /// `afxdp-skb`), if it is an input.
+    pub fn input_io(&self, port: u16) -> Option<&'static str> {
+        self.inputs
+            .iter()
+            .find(|(p, _)| *p == port)
+            .map(|(_, r)| r.io_name())
+    }
+
+    /// The I/O of output port `port` (`afpacket`, `afxdp-native`,
+    /// `afxdp-skb`, `afxdp-tx`), if it has a transmit socket.
+    pub fn output_io(&self, port: u16) -> Option<&'static str> {
+        match self.outputs.get(usize::from(port)) {
+            Some(Some(t)) => Some(t.io_name()),
+            _ => None,
+        }
     }
 
     /// Whether output port `port` has a transmit socket.
@@ -151,7 +323,8 @@ pub struct PortStats {
     /// Per output port: frames the kernel refused to send (`(port, n)`,
     /// ports with none left out).
     pub tx_failed: Vec<(u16, u64)>,
-    /// Per input port: frames the kernel dropped because the ring was full.
+    /// Per input port: frames the kernel dropped because the ring was full
+    /// (AF_XDP: also for lack of a fill chunk).
     pub ring_drops: Vec<(u16, u64)>,
     /// Per input port: frames skipped because they were captured in part.
     pub rx_truncated: Vec<(u16, u64)>,
@@ -335,13 +508,13 @@ pub fn forward_live_refreshing<T: NameTable>(
         }
 
         let mut any = false;
-        for (in_port, ring) in ports.inputs.iter_mut() {
-            let Some(mut block) = ring.next_block() else {
+        for (in_port, rx) in ports.inputs.iter_mut() {
+            let Some(mut block) = rx.next() else {
                 continue;
             };
             any = true;
             let mut all = all_buf.take();
-            all.reserve(block.packets() as usize);
+            all.reserve(block.len_hint());
             block.frames_into(&mut all);
             if !all.is_empty() && first_frame.is_none() {
                 first_frame = Some(Instant::now());
@@ -424,15 +597,13 @@ fn port_stats(ports: &mut LivePorts, tx_failed: &[u64], stats: &mut PortStats) {
         .collect();
     stats.ring_drops.clear();
     stats.rx_truncated.clear();
-    for (port, ring) in ports.inputs.iter_mut() {
-        // A failed statistics read keeps the last figure.
-        let prev = ring.drops_so_far();
-        let drops = ring.drops().unwrap_or(prev);
+    for (port, rx) in ports.inputs.iter_mut() {
+        let drops = rx.drops();
         if drops > 0 {
             stats.ring_drops.push((*port, drops));
         }
-        if ring.truncated() > 0 {
-            stats.rx_truncated.push((*port, ring.truncated()));
+        if rx.truncated() > 0 {
+            stats.rx_truncated.push((*port, rx.truncated()));
         }
     }
 }
