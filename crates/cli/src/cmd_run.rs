@@ -3,10 +3,11 @@
 //! live), run to completion on one thread, until a signal, a duration or a
 //! frame count.
 //!
-//! Glue only: the ports and the loop are `nexthop_dataplane::afpacket` and
-//! `nexthop_dataplane::live`; this module maps FIB port numbers to
-//! interfaces, checks the mapping, and prints progress (stderr) and the
-//! summary (stdout). With `--controller`, a `nexthop_control::FibFollower`
+//! Glue only: the ports and the loop are `nexthop_dataplane::afpacket`,
+//! `nexthop_dataplane::afxdp` and `nexthop_dataplane::live`; this module
+//! maps FIB port numbers to interfaces, checks the mapping, picks each
+//! port's I/O (`--io`: AF_XDP where it binds, else AF_PACKET, saying why),
+//! and prints progress (stderr) and the summary (stdout). With `--controller`, a `nexthop_control::FibFollower`
 //! keeps the table; before each group of frames the loop takes its current
 //! table once and swaps it into the pipeline when it changed (rebuilding
 //! the action resolution when the action table changed). The contract is
@@ -26,6 +27,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
+#[cfg(feature = "afxdp")]
+use nexthop_dataplane::afxdp::{XdpMode, XskConfig, XskPort, XskRx, XskTx};
 use nexthop_dataplane::live::{
     forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter, StopFlag,
 };
@@ -62,6 +65,55 @@ impl FromStr for PortMap {
             port,
             iface: iface.to_string(),
         })
+    }
+}
+
+/// Which kernel interface the ports use (`--io`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IoMode {
+    /// AF_XDP on every port where a socket binds; AF_PACKET (with a
+    /// one-line message saying why) where not.
+    #[default]
+    Auto,
+    /// AF_XDP on every port, or an error.
+    Afxdp,
+    /// AF_PACKET: `TPACKET_V3` receive rings, `sendmmsg` transmit.
+    Afpacket,
+}
+
+impl FromStr for IoMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(IoMode::Auto),
+            "afxdp" => Ok(IoMode::Afxdp),
+            "afpacket" => Ok(IoMode::Afpacket),
+            _ => Err(format!("unknown I/O '{s}' (auto, afxdp or afpacket)")),
+        }
+    }
+}
+
+/// How AF_XDP receive sockets attach their XDP program (`--xdp-mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XdpAttach {
+    /// Native (driver) mode where the driver has it, else generic.
+    #[default]
+    Auto,
+    /// Generic (SKB) mode.
+    Skb,
+    /// Native (driver) mode only.
+    Native,
+}
+
+impl FromStr for XdpAttach {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(XdpAttach::Auto),
+            "skb" => Ok(XdpAttach::Skb),
+            "native" => Ok(XdpAttach::Native),
+            _ => Err(format!("unknown XDP mode '{s}' (auto, skb or native)")),
+        }
     }
 }
 
@@ -110,6 +162,21 @@ pub struct RunArgs {
     /// kept; the default), lb (round robin), cpu or queue.
     #[arg(long, value_name = "MODE")]
     fanout: Option<FanoutMode>,
+    /// Port I/O: auto (AF_XDP on each port where a socket binds, else
+    /// AF_PACKET with a message saying why; the default), afxdp (AF_XDP
+    /// or an error) or afpacket (TPACKET_V3 rings and sendmmsg). AF_XDP
+    /// runs one worker per queue: worker W binds queue --xdp-queue + W.
+    #[arg(long, value_name = "IO")]
+    io: Option<IoMode>,
+    /// AF_XDP: how the receive program attaches: auto (native, else
+    /// generic; the default), skb (generic) or native.
+    #[arg(long, value_name = "MODE")]
+    xdp_mode: Option<XdpAttach>,
+    /// AF_XDP: the first interface queue to bind (default 0; veth has
+    /// only queue 0, so binding another fails, and `--io auto` falls back
+    /// to AF_PACKET).
+    #[arg(long, value_name = "Q")]
+    xdp_queue: Option<u32>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -179,6 +246,9 @@ struct RunFile {
     inputs: Option<Vec<u16>>,
     workers: Option<usize>,
     fanout: Option<String>,
+    io: Option<String>,
+    xdp_mode: Option<String>,
+    xdp_queue: Option<u32>,
     duration: Option<f64>,
     packets: Option<u64>,
     name: Option<String>,
@@ -204,6 +274,13 @@ struct Settings {
     inputs: Vec<u16>,
     workers: usize,
     fanout: FanoutMode,
+    io: IoMode,
+    // Checked and kept without the `afxdp` feature too, so that a
+    // configuration means the same in both builds; only AF_XDP reads them.
+    #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
+    xdp_mode: XdpAttach,
+    #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
+    xdp_queue: u32,
     after: StopAfter,
     name: NameSource,
     miss: MissPolicy,
@@ -300,6 +377,22 @@ impl Settings {
             (None, Some(f)) => f.parse().map_err(|e| in_file("fanout", e))?,
             (None, None) => FanoutMode::Hash,
         };
+        let io = match (a.io, file.io) {
+            (Some(m), _) => m,
+            (None, Some(m)) => m.parse().map_err(|e| in_file("io", e))?,
+            (None, None) => IoMode::default(),
+        };
+        let xdp_mode = match (a.xdp_mode, file.xdp_mode) {
+            (Some(m), _) => m,
+            (None, Some(m)) => m.parse().map_err(|e| in_file("xdp_mode", e))?,
+            (None, None) => XdpAttach::default(),
+        };
+        let xdp_queue = a.xdp_queue.or(file.xdp_queue).unwrap_or(0);
+        if !matches!(xdp_queue.checked_add(workers as u32 - 1), Some(q) if q < 1 << 16) {
+            bail!(
+                "--xdp-queue {xdp_queue}: expected a queue number below 65536 (for every worker)"
+            );
+        }
         let duration = a
             .duration
             .or(file.duration)
@@ -360,6 +453,9 @@ impl Settings {
             inputs,
             workers,
             fanout,
+            io,
+            xdp_mode,
+            xdp_queue,
             after: StopAfter {
                 duration,
                 frames: packets,
@@ -478,14 +574,40 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
 
-    // Ports per worker: every worker has a ring on every input (one fanout
-    // group per input when there are several workers) and its own
-    // transmit sockets.
+    // Each port's I/O: AF_XDP sockets (one per worker, on queue
+    // --xdp-queue + worker) where asked and they bind, else AF_PACKET.
+    let mut xdp: BTreeMap<u16, Vec<XdpHalves>> = BTreeMap::new();
+    if st.io != IoMode::Afpacket {
+        for (&port, &iface) in &by_port {
+            let is_input = inputs.contains(&port);
+            match open_xdp(iface, is_input, &st) {
+                Ok(socks) => {
+                    xdp.insert(port, socks);
+                }
+                Err(why) if st.io == IoMode::Auto => eprintln!(
+                    "nexthop run: port {port} ({iface}): AF_XDP unavailable ({why}); using \
+                     AF_PACKET {}",
+                    if is_input { "TPACKET_V3" } else { "sendmmsg" }
+                ),
+                Err(why) => bail!(
+                    "port {port} ({iface}): AF_XDP unavailable: {why} (--io auto falls back \
+                     to AF_PACKET)"
+                ),
+            }
+        }
+    }
+    // Ports per worker: every worker has a ring on every AF_PACKET input
+    // (one fanout group per input when there are several workers), its
+    // own socket on every AF_XDP port, and its own transmit sockets.
     let group_base = (std::process::id() & 0x7fff) as u16;
     let mut worker_ports = Vec::with_capacity(st.workers);
-    for _ in 0..st.workers {
+    for w in 0..st.workers {
         let mut ports = LivePorts::new();
         for (&port, &iface) in &by_port {
+            if let Some(socks) = xdp.get_mut(&port) {
+                add_xdp(&mut ports, port, &mut socks[w]);
+                continue;
+            }
             ports.add_output(port, TxPort::open(iface)?);
             if inputs.contains(&port) {
                 let ring = RxRing::open(iface, &st.ring)?;
@@ -497,6 +619,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         worker_ports.push(ports);
     }
+    let io_names = io_list(&worker_ports[0], by_port.keys().copied());
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
             .iter()
@@ -511,7 +634,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         " workers=1".to_string()
     };
     eprintln!(
-        "nexthop run: forwarding in={} out={} ring={}x{}B{workers_note} (Ctrl-C stops)",
+        "nexthop run: forwarding in={} out={} io={io_names} ring={}x{}B{workers_note} (Ctrl-C stops)",
         show(&|p| inputs.contains(&p)),
         show(&|p| pipelines[0].ports().contains(&p)),
         st.ring.block_count,
@@ -656,6 +779,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         shared.publish(snapshot_of(&run.counters, &run.ports, run.elapsed));
     }
     let mut line = summary_line(&run);
+    line.push_str(&format!(" io={io_names}"));
     if st.workers > 1 {
         let per: Vec<String> = runs
             .iter()
@@ -679,6 +803,83 @@ pub fn run(a: RunArgs) -> Result<()> {
     writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
+}
+
+/// One worker's AF_XDP socket on a port, taken by [`add_xdp`].
+#[cfg(feature = "afxdp")]
+type XdpHalves = Option<(Option<XskRx>, XskTx)>;
+/// Without the `afxdp` feature no port has AF_XDP sockets.
+#[cfg(not(feature = "afxdp"))]
+type XdpHalves = std::convert::Infallible;
+
+/// Open one AF_XDP socket per worker on `iface` (worker W on queue
+/// `--xdp-queue + W`), receiving when it is an input; why not, as one
+/// line, when any fails (the sockets already opened are closed).
+#[cfg(feature = "afxdp")]
+fn open_xdp(iface: &str, is_input: bool, st: &Settings) -> Result<Vec<XdpHalves>, String> {
+    let d = XskConfig::default();
+    let mut socks = Vec::with_capacity(st.workers);
+    for w in 0..st.workers as u32 {
+        let cfg = XskConfig {
+            queue: st.xdp_queue + w,
+            rx_frames: if is_input { d.rx_frames } else { 0 },
+            mode: match st.xdp_mode {
+                XdpAttach::Auto => XdpMode::Auto,
+                XdpAttach::Skb => XdpMode::Skb,
+                XdpAttach::Native => XdpMode::Native,
+            },
+            ..d
+        };
+        match XskPort::open(iface, &cfg) {
+            Ok(p) => socks.push(Some(p.split())),
+            Err(e) if w > 0 => {
+                return Err(format!(
+                    "{e}; --workers {} needs queues {}..={} (one AF_XDP socket per worker and \
+                     queue)",
+                    st.workers,
+                    st.xdp_queue,
+                    st.xdp_queue + st.workers as u32 - 1
+                ))
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(socks)
+}
+
+#[cfg(not(feature = "afxdp"))]
+fn open_xdp(_iface: &str, _is_input: bool, _st: &Settings) -> Result<Vec<XdpHalves>, String> {
+    Err("this nexthop was built without the afxdp feature".to_string())
+}
+
+/// Give worker's socket `halves` to `ports` as port `port`.
+#[cfg(feature = "afxdp")]
+fn add_xdp(ports: &mut LivePorts, port: u16, halves: &mut XdpHalves) {
+    if let Some((rx, tx)) = halves.take() {
+        if let Some(rx) = rx {
+            ports.add_input(port, rx);
+        }
+        ports.add_output(port, tx);
+    }
+}
+
+#[cfg(not(feature = "afxdp"))]
+fn add_xdp(_ports: &mut LivePorts, _port: u16, halves: &mut XdpHalves) {
+    match *halves {}
+}
+
+/// `PORT:IO,...`: each port's I/O as the loop has it (its receive side
+/// for an input, else its transmit side).
+fn io_list(ports: &LivePorts, all: impl Iterator<Item = u16>) -> String {
+    all.map(|p| {
+        let io = ports
+            .input_io(p)
+            .or_else(|| ports.output_io(p))
+            .unwrap_or("-");
+        format!("{p}:{io}")
+    })
+    .collect::<Vec<_>>()
+    .join(",")
 }
 
 /// The table a pipeline reads: the FIB directory's mapped snapshot, or the
@@ -884,6 +1085,9 @@ mod tests {
             fib = "fibdir"
             workers = 2
             fanout = "lb"
+            io = "afpacket"
+            xdp_mode = "skb"
+            xdp_queue = 2
             name = "5tuple"
             miss = "flood"
             inputs = [0]
@@ -909,12 +1113,38 @@ mod tests {
         assert_eq!(s.ring.frame_size, RingConfig::default().frame_size);
         assert_eq!(s.after.duration, Some(Duration::from_secs_f64(2.5)));
         assert_eq!(s.miss, MissPolicy::Flood);
+        assert_eq!(
+            (s.io, s.xdp_mode, s.xdp_queue),
+            (IoMode::Afpacket, XdpAttach::Skb, 2)
+        );
         let s = settings(
-            &["--workers", "3", "--port", "0=veth9", "--fanout", "hash"],
+            &[
+                "--workers",
+                "3",
+                "--port",
+                "0=veth9",
+                "--fanout",
+                "hash",
+                "--io",
+                "afxdp",
+                "--xdp-mode",
+                "native",
+                "--xdp-queue",
+                "0",
+            ],
             Some(file),
         )
         .unwrap();
         assert_eq!((s.workers, s.fanout), (3, FanoutMode::Hash));
+        assert_eq!(
+            (s.io, s.xdp_mode, s.xdp_queue),
+            (IoMode::Afxdp, XdpAttach::Native, 0)
+        );
+        let d = settings(&["--fib", "d", "--port", "0=e"], None).unwrap();
+        assert_eq!(
+            (d.io, d.xdp_mode, d.xdp_queue),
+            (IoMode::Auto, XdpAttach::Auto, 0)
+        );
         assert_eq!(
             s.ports,
             vec![PortMap {
@@ -941,6 +1171,35 @@ mod tests {
                 &[],
                 Some("fib = \"d\"\nfanout = \"spray\"\n[ports]\n0 = \"e\"\n"),
                 "fanout",
+            ),
+            (
+                &[],
+                Some("fib = \"d\"\nio = \"dpdk\"\n[ports]\n0 = \"e\"\n"),
+                "io: unknown I/O 'dpdk'",
+            ),
+            (
+                &[],
+                Some("fib = \"d\"\nxdp_mode = \"zc\"\n[ports]\n0 = \"e\"\n"),
+                "xdp_mode: unknown XDP mode 'zc'",
+            ),
+            (
+                &["--fib", "d", "--port", "0=e", "--io", "xdp"],
+                None,
+                "unknown I/O 'xdp'",
+            ),
+            (
+                &[
+                    "--fib",
+                    "d",
+                    "--port",
+                    "0=e",
+                    "--xdp-queue",
+                    "65535",
+                    "--workers",
+                    "2",
+                ],
+                None,
+                "--xdp-queue 65535",
             ),
             (&[], Some("fib = [1\n"), "run.toml"),
             (&["--fib", "d"], None, "no ports"),

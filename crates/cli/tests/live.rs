@@ -215,31 +215,151 @@ fn assert_seen_on(seen: &BTreeMap<(u16, usize), usize>, i: usize, kind: Kind, wa
 }
 
 /// 4,000 frames (known names of every action kind, unknown names, frames
-/// with a cut VLAN tag) from a source namespace through `nexthop run` to
-/// three sink interfaces: every frame of a known name leaves, byte for
-/// byte, on exactly the FIB's ports and once on each; drop, controller,
-/// unknown and malformed frames appear on none; the summary counts all.
+/// with a cut VLAN tag) from a source namespace through `nexthop run` over
+/// AF_PACKET to three sink interfaces: every frame of a known name leaves,
+/// byte for byte, on exactly the FIB's ports and once on each; drop,
+/// controller, unknown and malformed frames appear on none; the summary
+/// counts all.
 #[test]
 fn run_forwards_each_frame_to_exactly_its_fib_ports() {
-    const TOTAL: u32 = 4000;
-    let Some((mut lab, frames, capture)) = three_sink_lab("fwd", TOTAL) else {
+    let Some((s, _)) = forward_and_check("fwd", &["--io", "afpacket"]) else {
         return;
     };
+    assert_eq!(
+        field(&s, "io"),
+        "0:afpacket,1:afpacket,2:afpacket,3:afpacket"
+    );
+}
+
+/// The same 4,000 frames and checks as
+/// `run_forwards_each_frame_to_exactly_its_fib_ports`, over AF_XDP
+/// (`--io afxdp`): the input veth receives through an XDP program and an
+/// AF_XDP socket (native mode, which veth has; copy mode), the outputs send
+/// through transmit-only AF_XDP sockets.
+#[cfg(feature = "afxdp")]
+#[test]
+fn run_over_afxdp_forwards_each_frame_to_exactly_its_fib_ports() {
+    let Some((s, err)) = forward_and_check("xdp", &["--io", "afxdp"]) else {
+        return;
+    };
+    let io = "0:afxdp-native,1:afxdp-tx,2:afxdp-tx,3:afxdp-tx";
+    assert_eq!(field(&s, "io"), io);
+    assert!(err.contains(&format!("io={io}")), "{err}");
+    assert!(!err.contains("AF_XDP unavailable"), "{err}");
+    // Generic (SKB) mode forwards the same way.
+    let Some((s, _)) = forward_and_check("xdps", &["--io", "afxdp", "--xdp-mode", "skb"]) else {
+        return;
+    };
+    assert_eq!(
+        field(&s, "io"),
+        "0:afxdp-skb,1:afxdp-tx,2:afxdp-tx,3:afxdp-tx"
+    );
+}
+
+/// `--io auto` where no AF_XDP socket can bind (queue 3 of a veth, which
+/// has only queue 0): every port says why on stderr and falls back to
+/// AF_PACKET, and the frames are forwarded exactly as over AF_PACKET.
+/// `--io afxdp` in the same place refuses to start and says why, as it
+/// does with more workers than the veth has queues.
+#[test]
+fn run_io_auto_falls_back_to_afpacket_when_afxdp_cannot_bind() {
+    let Some((s, err)) = forward_and_check("auto", &["--io", "auto", "--xdp-queue", "3"]) else {
+        return;
+    };
+    assert_eq!(
+        field(&s, "io"),
+        "0:afpacket,1:afpacket,2:afpacket,3:afpacket"
+    );
+    let why = if cfg!(feature = "afxdp") {
+        "binding queue 3 of "
+    } else {
+        "built without the afxdp feature"
+    };
+    for (port, iface, io) in [
+        (0, "fin0", "TPACKET_V3"),
+        (1, "fo1", "sendmmsg"),
+        (2, "fo2", "sendmmsg"),
+        (3, "fo3", "sendmmsg"),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(&format!("port {port} ({iface}): AF_XDP unavailable (")))
+            .unwrap_or_else(|| panic!("no fallback line for port {port}:\n{err}"));
+        assert!(line.contains(why), "{line}");
+        assert!(
+            line.ends_with(&format!("); using AF_PACKET {io}")),
+            "{line}"
+        );
+    }
+}
+
+/// `--io afxdp` where AF_XDP cannot bind: an error naming the port, the
+/// interface and the reason, before any frame is forwarded.
+#[test]
+fn run_io_afxdp_refuses_to_start_where_afxdp_cannot_bind() {
+    let Some(lab) = lab_or_skip("xref", &["fwd", "peer"]) else {
+        return;
+    };
+    for (i, p) in ["fin0", "fo1", "fo2", "fo3"].iter().enumerate() {
+        lab.veth("fwd", p, "peer", &format!("p{i}"));
+    }
+    let fib = build_fib(&lab, "fib", &routes());
+    let fib_arg = fib.display().to_string();
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["--xdp-queue", "3"],
+            "port 0 (fin0): AF_XDP unavailable: binding queue 3 of fin0",
+        ),
+        (
+            &["--workers", "2"],
+            "port 0 (fin0): AF_XDP unavailable: binding queue 1 of fin0",
+        ),
+    ];
+    for (extra, want) in cases {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &lab.ns("fwd"), NEXTHOP, "run", "--fib"])
+            .arg(&fib_arg)
+            .args(["--io", "afxdp", "--duration", "5"])
+            .args(extra)
+            .args(PORT_MAP)
+            .output()
+            .expect("run nexthop");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} started:\n{err}");
+        let want = if cfg!(feature = "afxdp") {
+            want
+        } else {
+            "built without the afxdp feature"
+        };
+        assert!(err.contains(want), "{extra:?}: {err}");
+        assert!(!err.contains("nexthop run: forwarding"), "{err}");
+        if extra[0] == "--workers" && cfg!(feature = "afxdp") {
+            assert!(err.contains("--workers 2 needs queues 0..=1"), "{err}");
+        }
+    }
+}
+
+/// Send the 4,000 frames of [`test_frame`] through `nexthop run --fib ...
+/// EXTRA` in the three-sink topology and check every frame at the sinks
+/// and the summary's counts; the summary's fields and the forwarder's
+/// stderr, or `None` where namespaces cannot be made.
+fn forward_and_check(test: &str, extra: &[&str]) -> Option<(BTreeMap<String, String>, String)> {
+    const TOTAL: u32 = 4000;
+    let (mut lab, frames, capture) = three_sink_lab(test, TOTAL)?;
     let fib = build_fib(&lab, "fib", &routes());
     let fib_arg = fib.display().to_string();
     let total = TOTAL.to_string();
-    let fwd = start_run(
-        &mut lab,
-        &[
-            "run",
-            "--fib",
-            &fib_arg,
-            "--packets",
-            &total,
-            "--duration",
-            "15",
-        ],
-    );
+    let mut args = vec![
+        "run",
+        "--fib",
+        &fib_arg,
+        "--packets",
+        &total,
+        "--duration",
+        "15",
+    ];
+    args.extend_from_slice(extra);
+    let fwd = start_run(&mut lab, &args);
     let out = send_and_stop(&mut lab, fwd, capture, frames.len());
 
     // The summary line.
@@ -289,6 +409,8 @@ fn run_forwards_each_frame_to_exactly_its_fib_ports() {
     }
     let captured: usize = seen.values().sum();
     assert_eq!(captured, want_out.values().sum::<usize>());
+    let err = lab.read("fwd.err");
+    Some((s, err))
 }
 
 /// `nexthop run --trivial-port 2` (the benchmark baseline, no FIB): every
