@@ -47,12 +47,32 @@ const RETRY_EVERY: u32 = 1024;
 /// Smallest capacity a structure is sized for.
 const MIN_CAPACITY: usize = 16;
 
-#[derive(Clone, Copy, Debug)]
-struct Edge {
+/// One key: its edge (end vertices and the links of both vertices'
+/// adjacency lists) and the key itself, in one record so finding a key in
+/// a list and unlinking it touch one cache line per edge (32-byte aligned:
+/// a record with a key of up to 14 bytes never straddles two lines).
+/// `key` is `None` (and `a == NIL`) for a free record.
+#[derive(Clone, Debug)]
+#[repr(C, align(32))]
+struct Edge<K> {
     a: u32,
     b: u32,
     next_a: u32,
     next_b: u32,
+    key: Option<K>,
+}
+
+impl<K> Edge<K> {
+    /// A record for `key`, not in the graph yet.
+    fn unlinked(key: Option<K>) -> Self {
+        Edge {
+            a: NIL,
+            b: NIL,
+            next_a: NIL,
+            next_b: NIL,
+            key,
+        }
+    }
 }
 
 /// The data-plane writes of one control operation.
@@ -161,8 +181,8 @@ pub struct Othello<K> {
     seeds: SeedSequence,
     capacity: usize,
     len: usize,
-    keys: Vec<Option<K>>,
-    edges: Vec<Edge>,
+    /// Edge records, indexed by edge id (free ids are reused).
+    edges: Vec<Edge<K>>,
     /// `words[e * cols + c]`: slot word (value | check << l) of edge `e`.
     words: Vec<u64>,
     /// Adjacency heads; vertices `0..ma` are side A, `ma..ma+mb` side B.
@@ -224,7 +244,6 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             seeds,
             capacity: 0,
             len: 0,
-            keys: Vec::new(),
             edges: Vec::new(),
             words: Vec::new(),
             verts: Vec::new(),
@@ -255,7 +274,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let pairs = pairs.into_iter();
         let mut o = Self::with_capacity(cfg, 0)?;
         let (lo, _) = pairs.size_hint();
-        crate::mem::reserve_huge(&mut o.keys, lo);
+        crate::mem::reserve_huge(&mut o.edges, lo);
         crate::mem::reserve_huge(&mut o.words, lo);
         let vmask = mask(cfg.value_bits as u32);
         for (k, v) in pairs {
@@ -265,7 +284,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     bits: cfg.value_bits,
                 });
             }
-            o.keys.push(Some(k));
+            o.edges.push(Edge::unlinked(Some(k)));
             o.words.push(v);
         }
         o.finish_build()
@@ -273,13 +292,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Size for the keys pushed by a build, then construct.
     fn finish_build(mut self) -> Result<Self, UpdateError> {
-        self.len = self.keys.len();
-        self.edges = crate::mem::huge_vec(self.len, |_| Edge {
-            a: NIL,
-            b: NIL,
-            next_a: NIL,
-            next_b: NIL,
-        });
+        self.len = self.edges.len();
         let cap = self.len.max(MIN_CAPACITY);
         self.rebuild(cap, true)?;
         Ok(self)
@@ -295,11 +308,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let mut o = Self::with_capacity(cfg, 0)?;
         let cols = cfg.columns;
         let (lo, _) = rows.size_hint();
-        crate::mem::reserve_huge(&mut o.keys, lo);
+        crate::mem::reserve_huge(&mut o.edges, lo);
         crate::mem::reserve_huge(&mut o.words, lo * cols);
         for (k, vals) in rows {
             let w = o.encode_words(k.hash128(o.meta.seed), &vals)?;
-            o.keys.push(Some(k));
+            o.edges.push(Edge::unlinked(Some(k)));
             o.words.extend_from_slice(&w);
         }
         o.finish_build()
@@ -430,7 +443,6 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.verts = crate::mem::huge_vec(nv * st, |i| if i % st == 0 { NIL as u64 } else { 0 });
         self.stamp = 0;
         let cap = self.capacity;
-        crate::mem::reserve_huge(&mut self.keys, cap);
         crate::mem::reserve_huge(&mut self.edges, cap);
         crate::mem::reserve_huge(&mut self.words, cap * self.cfg.columns);
     }
@@ -489,7 +501,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let mut e = self.head(a);
         while e != NIL {
             let ed = &self.edges[e as usize];
-            if ed.b == b && self.keys[e as usize].as_ref() == Some(key) {
+            if ed.b == b && ed.key.as_ref() == Some(key) {
                 return Some(e);
             }
             e = ed.next_a;
@@ -497,7 +509,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.stash
             .iter()
             .copied()
-            .find(|&e| self.keys[e as usize].as_ref() == Some(key))
+            .find(|&e| self.edges[e as usize].key.as_ref() == Some(key))
     }
 
     /// The value of `key` in column 0.
@@ -522,17 +534,17 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// All `(key, value of column 0)` pairs, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, u64)> + '_ {
         let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));
-        self.keys
+        self.edges
             .iter()
             .enumerate()
-            .filter_map(move |(e, k)| k.as_ref().map(|k| (k, self.words[e * cols] & vmask)))
+            .filter_map(move |(e, ed)| ed.key.as_ref().map(|k| (k, self.words[e * cols] & vmask)))
     }
 
     /// All keys with their values in every column.
     pub fn iter_columns(&self) -> impl Iterator<Item = (&K, Vec<u64>)> + '_ {
         let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));
-        self.keys.iter().enumerate().filter_map(move |(e, k)| {
-            k.as_ref().map(|k| {
+        self.edges.iter().enumerate().filter_map(move |(e, ed)| {
+            ed.key.as_ref().map(|k| {
                 (
                     k,
                     self.words[e * cols..(e + 1) * cols]
@@ -707,7 +719,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     }
 
     fn push_stash_ops(&self, e: u32, ops: &mut [Vec<Op>]) {
-        let Some(key) = self.keys[e as usize].as_ref() else {
+        let Some(key) = self.edges[e as usize].key.as_ref() else {
             return;
         };
         let fp = key.hash128(self.meta.seed).0;
@@ -724,20 +736,19 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             b,
             next_a: NIL,
             next_b: NIL,
+            key: Some(key),
         };
         let cols = self.cols();
         match self.free.pop() {
             Some(e) => {
-                self.keys[e as usize] = Some(key);
                 self.edges[e as usize] = edge;
                 self.words[e as usize * cols..(e as usize + 1) * cols].copy_from_slice(words);
                 e
             }
             None => {
-                self.keys.push(Some(key));
                 self.edges.push(edge);
                 self.words.extend_from_slice(words);
-                (self.keys.len() - 1) as u32
+                (self.edges.len() - 1) as u32
             }
         }
     }
@@ -813,7 +824,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         match self.rebuild(capacity, false) {
             Ok(()) => Ok(()),
             Err(err) => {
-                self.keys[newest as usize] = None;
+                self.edges[newest as usize].key = None;
                 self.edges[newest as usize].a = NIL;
                 self.free.push(newest);
                 self.len -= 1;
@@ -853,7 +864,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 self.invalidate_check(e, h, ops);
             }
         }
-        self.keys[e as usize] = None;
+        self.edges[e as usize].key = None;
         self.edges[e as usize].a = NIL;
         self.free.push(e);
         self.len -= 1;
@@ -906,7 +917,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let e = self.stash[k];
             if self.attach(e, ops) {
                 self.stash.swap_remove(k);
-                if let Some(key) = self.keys[e as usize].as_ref() {
+                if let Some(key) = self.edges[e as usize].key.as_ref() {
                     let fp = key.hash128(self.meta.seed).0;
                     for col in ops.iter_mut() {
                         col.push(Op::StashDel { fp });
@@ -1009,6 +1020,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 b,
                 next_a,
                 next_b,
+                ..
             } = self.edges[e as usize];
             let (xa, xb) = (a, self.meta.ma + b);
             // Most keys have an end of degree 1 (a leaf of the tree): then
@@ -1134,7 +1146,6 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let ea = self.head(xa);
         if ea != NIL {
             crate::query::prefetch(self.edges.as_ptr().wrapping_add(ea as usize));
-            crate::query::prefetch(self.keys.as_ptr().wrapping_add(ea as usize));
             crate::query::prefetch(self.words.as_ptr().wrapping_add(ea as usize * self.cols()));
         }
         let eb = self.head(xb);
@@ -1147,8 +1158,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// `check_dups`, duplicate keys are reported instead of stashed.
     fn rebuild(&mut self, capacity: usize, check_dups: bool) -> Result<(), UpdateError> {
         let cols = self.cols();
-        let live: Vec<u32> = (0..self.keys.len() as u32)
-            .filter(|&e| self.keys[e as usize].is_some())
+        let live: Vec<u32> = (0..self.edges.len() as u32)
+            .filter(|&e| self.edges[e as usize].key.is_some())
             .collect();
         for _attempt in 0..MAX_SEEDS {
             let seed = self.seeds.next().unwrap_or(0);
@@ -1159,7 +1170,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let l = self.cfg.value_bits;
             let vmask = mask(l as u32);
             for &e in &live {
-                let Some(k) = self.keys[e as usize].as_ref() else {
+                let Some(k) = self.edges[e as usize].key.as_ref() else {
                     continue;
                 };
                 let h = k.hash128(seed);
@@ -1170,12 +1181,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     }
                 }
                 let (a, b) = self.meta.slots(h);
-                self.edges[e as usize] = Edge {
-                    a: a as u32,
-                    b: b as u32,
-                    next_a: NIL,
-                    next_b: NIL,
-                };
+                let ed = &mut self.edges[e as usize];
+                (ed.a, ed.b, ed.next_a, ed.next_b) = (a as u32, b as u32, NIL, NIL);
             }
             // Pass 2: link, with the vertices of keys ahead prefetched, and
             // look for a duplicate on the same edge (only keys with equal
@@ -1194,9 +1201,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     let mut f = self.head(a);
                     while f != NIL {
                         if self.edges[f as usize].b == b
-                            && self.keys[f as usize] == self.keys[e as usize]
+                            && self.edges[f as usize].key == self.edges[e as usize].key
                         {
-                            let k = self.keys[e as usize].as_ref();
+                            let k = self.edges[e as usize].key.as_ref();
                             return Err(UpdateError::DuplicateKey(match k {
                                 Some(k) => format!("{k:?}"),
                                 None => String::new(),
@@ -1309,7 +1316,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.stash
             .iter()
             .filter_map(|&e| {
-                let k = self.keys[e as usize].as_ref()?;
+                let k = self.edges[e as usize].key.as_ref()?;
                 Some((
                     k.hash128(self.meta.seed).0,
                     self.words[e as usize * self.cols() + column] & vmask,
@@ -1336,10 +1343,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     pub fn check_invariants(&self) -> Result<(), String> {
         let cols = self.cols();
         let mut live = 0;
-        for (e, k) in self.keys.iter().enumerate() {
-            let Some(k) = k else { continue };
+        for (e, ed) in self.edges.iter().enumerate() {
+            let Some(k) = &ed.key else { continue };
             live += 1;
-            let ed = self.edges[e];
             let h = k.hash128(self.meta.seed);
             let (a, b) = self.meta.slots(h);
             if (a as u32, b as u32) != (ed.a, ed.b) {
@@ -1392,9 +1398,9 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
             },
             self.len,
         );
-        for (e, k) in self.keys.iter().enumerate() {
-            if let Some(k) = k {
-                let stashed = self.edges[e].next_a == STASHED;
+        for (e, ed) in self.edges.iter().enumerate() {
+            if let Some(k) = &ed.key {
+                let stashed = ed.next_a == STASHED;
                 write_key(&mut out, k, stashed, &self.words[e * cols..(e + 1) * cols]);
             }
         }
