@@ -149,6 +149,7 @@ fn build(rules: &[NameBuf], k: usize, strategy: Strategy) -> (Fib, f64, nexthop_
         )
         .expect("insert");
     }
+    ctl.compact();
     let secs = cpu_since(t);
     let st = ctl.stats();
     (ctl.into_fib(), secs, st)
@@ -303,12 +304,20 @@ fn bench_fib(o: &Opts) {
                     st.rules, secs, rules_n / secs / 1e6, st.keys, st.markers, st.entries
                 );
                 println!(
-                    "  bytes/rule {:.1} (buckets {:.1}, entries {:.1} incl. strings {:.1}; overflow buckets {})",
+                    "  bytes/rule {:.1} (buckets {:.1}, entries {:.1}; the rules' names take {:.1} unshared; overflow buckets {})",
                     st.bytes as f64 / rules_n,
                     st.bucket_bytes as f64 / rules_n,
                     st.entry_bytes as f64 / rules_n,
                     string_bytes as f64 / rules_n,
                     st.overflow_buckets
+                );
+                let m = fib.memory();
+                let pr = |b: usize| b as f64 / rules_n;
+                println!(
+                    "  breakdown B/rule: buckets {:.1} (used slots {:.1}) | {} entries: headers {:.1}, roles {:.1}, strings {:.1}, padding {:.1}, freed {:.1} | next hops {:.2} | heap (capacity) {:.1}",
+                    pr(m.bucket_bytes), pr(m.used_slot_bytes), m.entries, pr(m.entry_header_bytes),
+                    pr(m.role_bytes), pr(m.string_bytes), pr(m.padding_bytes), pr(m.free_entry_bytes),
+                    pr(m.nexthop_bytes), pr(m.heap_bytes)
                 );
                 println!(
                     "  per lookup: probes {:.2} (bound {}), bucket reads {:.2}, string compares {:.2}, fallbacks {:.5}",

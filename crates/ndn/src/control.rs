@@ -69,7 +69,11 @@ pub struct FibStats {
 pub struct FibControl {
     fib: Fib,
     keys: BTreeMap<Vec<u8>, KeyInfo>,
+    /// Freed entries by size in words, for reuse.
     free: HashMap<usize, Vec<u64>>,
+    /// Words held by freed entries (the arena is compacted when they pass
+    /// a quarter of it).
+    free_words: usize,
     live_entries: usize,
     rules: usize,
     /// Level pulling: the pulled prefixes (TLV).
@@ -83,6 +87,7 @@ impl FibControl {
             fib: Fib::new(cfg)?,
             keys: BTreeMap::new(),
             free: HashMap::new(),
+            free_words: 0,
             live_entries: 0,
             rules: 0,
             pulled: Default::default(),
@@ -174,11 +179,16 @@ impl FibControl {
             .count() as u32
     }
 
-    fn alloc_entry(&mut self, s: &[u8], ncomp: usize, levels: &[u8]) -> u64 {
-        let nroles = levels.len();
+    /// A new entry for string `s` of `ncomp` components, with one role
+    /// per level of `path(ncomp)` (all `NH_NONE`) and reference count 0.
+    fn alloc_entry(&mut self, s: &[u8], ncomp: usize) -> u64 {
+        let nroles = self.fib.tree.path(ncomp).len();
         let words = entry::words(s.len(), nroles);
         let e = match self.free.get_mut(&words).and_then(Vec::pop) {
-            Some(e) => e,
+            Some(e) => {
+                self.free_words -= words;
+                e
+            }
             None => {
                 let e = self.fib.entries.len() as u64;
                 self.fib.entries.resize(self.fib.entries.len() + words, 0);
@@ -186,22 +196,21 @@ impl FibControl {
             }
         };
         let base = e as usize;
-        let ents = &mut self.fib.entries;
-        ents[base + entry::HDR] = s.len() as u64 | (nroles as u64) << 16 | (ncomp as u64) << 24;
-        let mut lv = [0u8; 8];
-        lv[..nroles].copy_from_slice(levels);
-        ents[base + entry::LEVELS] = u64::from_le_bytes(lv);
-        let roles = base + entry::ROLES;
-        for w in &mut ents[roles..roles + nroles.div_ceil(2)] {
-            *w = (NH_NONE as u64) | (NH_NONE as u64) << 32;
+        let ents = &mut self.fib.entries[base..base + words];
+        ents.fill(0);
+        ents[entry::HDR] = s.len() as u64 | (nroles as u64) << 16 | (ncomp as u64) << 24;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(ents);
+        for r in bytes[entry::ROLES_BYTE..entry::str_byte(nroles)].chunks_exact_mut(4) {
+            r.copy_from_slice(&NH_NONE.to_le_bytes());
         }
-        let sstart = roles + nroles.div_ceil(2);
-        let swords = &mut ents[sstart..sstart + s.len().div_ceil(8)];
-        swords.fill(0);
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(swords);
-        bytes[..s.len()].copy_from_slice(s);
+        let sb = entry::str_byte(nroles);
+        bytes[sb..sb + s.len()].copy_from_slice(s);
         self.live_entries += 1;
         e
+    }
+
+    fn entry_refs(&self, e: u64) -> u32 {
+        (self.fib.entries[e as usize + entry::HDR] >> 32) as u32
     }
 
     fn entry_ref_add(&mut self, e: u64, delta: i64) {
@@ -209,23 +218,119 @@ impl FibControl {
         let rc = (*hdr >> 32) as i64 + delta;
         *hdr = (*hdr & 0xFFFF_FFFF) | ((rc as u64) << 32);
         if rc == 0 {
-            let h = *hdr;
-            let words = entry::words((h & 0xFFFF) as usize, ((h >> 16) & 0xFF) as usize);
+            let (len, nroles, _) = entry::split(*hdr);
+            let words = entry::words(len, nroles);
             self.fib.entries[e as usize..e as usize + words].fill(0);
             self.free.entry(words).or_default().push(e);
+            self.free_words += words;
             self.live_entries -= 1;
         }
     }
 
-    /// Double the home buckets of level `l`'s table when it is too full,
-    /// rehashing every key from its stored string.
+    /// Compact the entry arena when freed entries hold more than a quarter
+    /// of it (amortised: each compaction follows as many freed words as a
+    /// third of what it keeps).
+    fn maybe_compact(&mut self) {
+        if self.free_words >= 1024 && self.free_words * 4 > self.fib.entries.len() {
+            self.compact();
+        }
+    }
+
+    /// Move every live entry to the front of the arena, in arena order,
+    /// and drop the freed ones (re-pointing table slots, keys and the
+    /// pulled-prefix table). Updates call it when a quarter of the arena
+    /// is free; call it after a bulk build to release the rest.
+    pub fn compact(&mut self) {
+        let (olds, news, total) = self.fib.compaction_plan();
+        let mut arena = Vec::with_capacity(total);
+        arena.push(0u64);
+        for &e in &olds {
+            arena.extend_from_slice(self.fib.e_words(e));
+        }
+        debug_assert_eq!(arena.len(), total);
+        let map = |e: u64| match olds.binary_search(&e) {
+            Ok(i) => news[i],
+            Err(_) => e,
+        };
+        for t in &mut self.fib.tables {
+            t.remap_refs(map);
+            t.buckets.shrink_to_fit();
+        }
+        for k in self.keys.values_mut() {
+            k.eref = map(k.eref);
+        }
+        if let Some(pull) = self.fib.pull.as_mut() {
+            for v in pull.map.values_mut() {
+                for (_, e) in v.iter_mut() {
+                    *e = map(*e);
+                }
+            }
+        }
+        arena.shrink_to_fit();
+        self.fib.entries = arena;
+        self.free.clear();
+        self.free_words = 0;
+    }
+
+    /// Words of the arena held by freed entries.
+    pub fn free_entry_words(&self) -> usize {
+        self.free_words
+    }
+
+    /// Share strings (Fig. 3.4, for rules too): rule `name` (`l`
+    /// components) got the new entry `e_new`, whose roles cover every level
+    /// of its main search path. A key of that path that lives in an older
+    /// entry moves into `e_new` when every key of the older entry is on the
+    /// path (the older entry, a shorter string, is then freed).
+    fn share_into<N: NameView + ?Sized>(&mut self, name: &N, l: usize, e_new: u64) {
+        let tlv = name.tlv();
+        let mut olds: Vec<(u64, usize)> = Vec::new();
+        for p in self.fib.tree.path(l) {
+            let p = p as usize;
+            if p == l {
+                continue;
+            }
+            if let Some(k) = self.keys.get(&tlv[..name.prefix_end(p)]) {
+                if k.eref != e_new {
+                    olds.push((k.eref, p));
+                }
+            }
+        }
+        while let Some(&(e_old, _)) = olds.first() {
+            let (moving, rest): (Vec<_>, Vec<_>) = olds.iter().partition(|x| x.0 == e_old);
+            olds = rest;
+            if moving.len() as u32 != self.entry_refs(e_old) {
+                continue;
+            }
+            for (_, p) in moving {
+                let key = &tlv[..name.prefix_end(p)];
+                let Some(k) = self.keys.get_mut(key) else {
+                    continue;
+                };
+                k.eref = e_new;
+                let (h, bl, b) = (k.hash, k.bmp_len as usize, k.bmp);
+                self.fib.e_set_role(e_new, p, bl, b);
+                self.fib.tables[p - 1].repoint(h, e_old, e_new);
+                self.entry_ref_add(e_new, 1);
+                self.entry_ref_add(e_old, -1);
+            }
+        }
+    }
+
+    /// Grow the home buckets of level `l`'s table by a quarter when it
+    /// holds more than `bucket_fill` keys per home bucket, rehashing every
+    /// key from its stored string. (A quarter, not a doubling: the table
+    /// then stays between 0.8 and 1 of `bucket_fill` keys per home bucket,
+    /// where doubling left it between 0.5 and 1; the price is 5 rehashes
+    /// per key over the table's growth instead of 2.)
     fn maybe_grow(&mut self, l: usize) {
         let fill = self.fib.cfg.bucket_fill as usize;
         let t = &self.fib.tables[l - 1];
         if t.len() <= t.home as usize * fill {
             return;
         }
-        let mut nt = Table::with_home_buckets(t.home as usize * 2);
+        let home = t.home as usize;
+        let mut nt = Table::with_home_buckets(home + home.div_ceil(4));
         let mut ends = Vec::new();
         for (slot, leaf) in t.drain_slots() {
             let eref = crate::table::slot_ref(slot);
@@ -332,7 +437,7 @@ impl FibControl {
                     ki.eref
                 }
                 None => {
-                    let e = fresh.alloc_entry(key, l, &[l as u8]);
+                    let e = fresh.alloc_entry(key, l);
                     fresh.entry_ref_add(e, 1);
                     let rules_below = 0;
                     fresh.keys.insert(
@@ -387,7 +492,6 @@ impl FibControl {
             return Ok(());
         }
         let tlv = name.tlv();
-        let path = self.fib.tree.path(l);
         let full_path = self.rule_path(name, l);
         let existing = self.keys.get(tlv).map(|k| k.rule);
         match existing {
@@ -412,13 +516,13 @@ impl FibControl {
                     let e = match (main, own_entry) {
                         (true, Some(e)) => e,
                         (true, None) => {
-                            let e = self.alloc_entry(tlv, l, &path);
+                            let e = self.alloc_entry(tlv, l);
                             own_entry = Some(e);
                             e
                         }
                         // A marker only a pulled prefix's tree needs: its
                         // own entry (the rule's entry has no role for it).
-                        (false, _) => self.alloc_entry(key, p, &[p as u8]),
+                        (false, _) => self.alloc_entry(key, p),
                     };
                     self.entry_ref_add(e, 1);
                     let (bmp_len, bmp) = self.inherited(name, p);
@@ -460,6 +564,9 @@ impl FibControl {
                     self.fib.tables[lv - 1].insert(h, e, leaf);
                     self.maybe_grow(lv);
                 }
+                if let Some(e) = own_entry {
+                    self.share_into(name, l, e);
+                }
                 self.rules += 1;
             }
         }
@@ -480,6 +587,7 @@ impl FibControl {
         for (e, lv) in updates {
             self.fib.e_set_role(e, lv, l, nh);
         }
+        self.maybe_compact();
         Ok(())
     }
 
@@ -545,6 +653,7 @@ impl FibControl {
         }
         self.fib.nh.release(old);
         self.rules -= 1;
+        self.maybe_compact();
         Ok(())
     }
 
@@ -602,6 +711,149 @@ impl FibControl {
         if total != self.keys.len() {
             return Err(format!("tables hold {total} keys, map {}", self.keys.len()));
         }
+        let mut per_entry: HashMap<u64, u32> = HashMap::new();
+        for k in self.keys.values() {
+            *per_entry.entry(k.eref).or_default() += 1;
+        }
+        for (&e, &n) in &per_entry {
+            if self.entry_refs(e) != n {
+                return Err(format!(
+                    "entry {e}: reference count {} but {n} keys point at it",
+                    self.entry_refs(e)
+                ));
+            }
+        }
+        if per_entry.len() != self.live_entries {
+            return Err(format!(
+                "{} live entries counted, {} referenced",
+                self.live_entries,
+                per_entry.len()
+            ));
+        }
+        let (_, _, compact_words) = self.fib.compaction_plan();
+        if compact_words + self.free_words != self.fib.entries.len() {
+            return Err(format!(
+                "arena of {} words: {compact_words} live + {} free do not add up",
+                self.fib.entries.len(),
+                self.free_words
+            ));
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::name::NameBuf;
+
+    fn name(c: &[&str]) -> NameBuf {
+        NameBuf::from_components(c.iter()).unwrap()
+    }
+
+    fn hop(face: u32) -> [NextHop; 1] {
+        [NextHop { face, cost: 0 }]
+    }
+
+    #[test]
+    fn rules_on_a_longer_rules_path_share_its_string() {
+        // k = 7: path(7) = [4, 6, 7], so /a../d and /a../f are roles of
+        // /a../g's entry once it exists; inserted shortest first, their own
+        // entries move into it and are freed.
+        let mut ctl = FibControl::new(Config {
+            max_components: 7,
+            ..Config::default()
+        })
+        .unwrap();
+        let full = ["a", "b", "c", "d", "e", "f", "g"];
+        for (i, l) in [4, 6, 7].into_iter().enumerate() {
+            ctl.insert(&name(&full[..l]), &hop(i as u32)).unwrap();
+            ctl.check_invariants().unwrap();
+        }
+        assert_eq!(ctl.stats().entries, 1, "one shared string");
+        assert!(
+            ctl.free_entry_words() > 0,
+            "the two shorter strings were freed"
+        );
+        let fib = ctl.fib();
+        for (q, len, face) in [(&full[..], 7, 2), (&full[..6], 6, 1), (&full[..5], 4, 0)] {
+            let m = fib.lookup(&name(q)).unwrap();
+            assert_eq!((m.len, fib.next_hops(m.nh)[0].face), (len, face), "{q:?}");
+        }
+        // Deleting the owner keeps its string for the two remaining keys.
+        ctl.remove(&name(&full)).unwrap();
+        ctl.check_invariants().unwrap();
+        assert_eq!(ctl.stats().entries, 1);
+        let m = ctl.fib().lookup(&name(&full)).unwrap();
+        assert_eq!(m.len, 6);
+        ctl.compact();
+        ctl.check_invariants().unwrap();
+        assert_eq!(ctl.free_entry_words(), 0);
+        assert_eq!(ctl.fib().lookup(&name(&full)), Some(m));
+    }
+
+    #[test]
+    fn a_shorter_string_still_used_elsewhere_is_not_moved() {
+        // /a/b/c/d lives in /a/b/c/d/x/y's entry (a marker of it at 4);
+        // the new rule /a/b/c/d/e/f/g must not take that key away, or the
+        // entry of /a/b/c/d/x/y would lose a key it still holds.
+        let mut ctl = FibControl::new(Config {
+            max_components: 7,
+            ..Config::default()
+        })
+        .unwrap();
+        ctl.insert(&name(&["a", "b", "c", "d", "x", "y"]), &hop(1))
+            .unwrap();
+        ctl.insert(&name(&["a", "b", "c", "d", "e", "f", "g"]), &hop(2))
+            .unwrap();
+        ctl.check_invariants().unwrap();
+        assert_eq!(ctl.stats().entries, 2);
+        assert_eq!(ctl.free_entry_words(), 0);
+    }
+
+    #[test]
+    fn churn_compacts_the_arena_and_keeps_answers() {
+        let mut ctl = FibControl::new(Config {
+            max_components: 7,
+            ..Config::default()
+        })
+        .unwrap();
+        let names: Vec<NameBuf> = (0..3000)
+            .map(|i| {
+                let c: Vec<String> = (0..(i % 7 + 1))
+                    .map(|j| format!("c{}", (i >> j) % 5))
+                    .collect();
+                NameBuf::from_components(c.iter()).unwrap()
+            })
+            .collect();
+        let mut oracle = crate::oracle::NameTrie::new();
+        for (i, n) in names.iter().enumerate() {
+            if ctl.get(n).is_none() {
+                ctl.insert(n, &hop(i as u32)).unwrap();
+                oracle.insert(n, hop(i as u32).to_vec());
+            }
+        }
+        let peak = ctl.fib().entries.len();
+        for n in names.iter().step_by(2) {
+            if ctl.remove(n).is_ok() {
+                oracle.remove(n);
+            }
+        }
+        ctl.check_invariants().unwrap();
+        assert!(
+            ctl.free_entry_words() * 4 <= ctl.fib().entries.len(),
+            "at most a quarter of the arena is free"
+        );
+        assert!(ctl.fib().entries.len() < peak, "the arena shrank");
+        for n in &names {
+            let mut q = n.clone();
+            q.push(8, b"zz").unwrap();
+            let got = ctl
+                .fib()
+                .lookup(&q)
+                .map(|m| (m.len, ctl.fib().next_hops(m.nh).to_vec()));
+            let want = oracle.lookup(&q).map(|(l, h)| (l, h.to_vec()));
+            assert_eq!(got, want, "{n}");
+        }
     }
 }

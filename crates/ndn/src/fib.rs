@@ -207,20 +207,52 @@ pub enum Prefetch {
     All,
 }
 
-/// Entry layout in the arena (8-byte words):
+/// Entry layout in the arena (8-byte words; an entry reference is the
+/// index of its first word):
 /// ```text
-/// word 0: str_len:16 | nroles:8 | ncomp:8 | refcnt:32
-/// word 1: role levels, one byte each (up to 8 roles)
-/// words 2..: role values, u32 each = bmp_len:8 | nh:24 (two per word)
-/// then the string (component TLVs), padded to a word
+/// word 0 : str_len:16 | nroles:8 | ncomp:8 | refcnt:32
+/// then   : nroles role values, u32 each = bmp_len:8 | nh:24; role `i`
+///          belongs to level `path(ncomp)[i]` of the search tree
+/// then   : the string (component TLVs), zero-padded to a word
 /// ```
+/// The role levels are not stored: they are the search-tree path of the
+/// entry's component count (`Fib::role_idx` maps a level to its role).
 pub(crate) mod entry {
     pub const HDR: usize = 0;
-    pub const LEVELS: usize = 1;
-    pub const ROLES: usize = 2;
+    /// Byte offset of the roles from the entry start.
+    pub const ROLES_BYTE: usize = 8;
+    /// Words of an entry with a string of `str_len` bytes and `nroles` roles.
     pub fn words(str_len: usize, nroles: usize) -> usize {
-        ROLES + nroles.div_ceil(2) + str_len.div_ceil(8)
+        (ROLES_BYTE + 4 * nroles + str_len).div_ceil(8)
     }
+    /// Byte offset of the string from the entry start.
+    pub fn str_byte(nroles: usize) -> usize {
+        ROLES_BYTE + 4 * nroles
+    }
+    /// `(str_len, nroles, ncomp)` of a header word.
+    #[inline(always)]
+    pub fn split(hdr: u64) -> (usize, usize, usize) {
+        (
+            (hdr & 0xFFFF) as usize,
+            ((hdr >> 16) & 0xFF) as usize,
+            ((hdr >> 24) & 0xFF) as usize,
+        )
+    }
+}
+
+/// `role_idx[ncomp * (k + 1) + level]`: the role index of `level` in an
+/// entry of `ncomp` components (its position in `tree.path(ncomp)`), or
+/// `NO_ROLE`.
+pub(crate) const NO_ROLE: u8 = u8::MAX;
+
+pub(crate) fn role_index_table(tree: &SearchTree, k: usize) -> Vec<u8> {
+    let mut t = vec![NO_ROLE; (k + 1) * (k + 1)];
+    for ncomp in 1..=k {
+        for (i, &l) in tree.path(ncomp).iter().enumerate() {
+            t[ncomp * (k + 1) + l as usize] = i as u8;
+        }
+    }
+    t
 }
 
 /// The lookup structure.
@@ -231,12 +263,44 @@ pub struct Fib {
     pub(crate) tree: SearchTree,
     /// `tables[l - 1]` holds keys of `l` components.
     pub(crate) tables: Vec<Table>,
+    /// Role index of a level per component count (see [`role_index_table`]).
+    pub(crate) role_idx: Vec<u8>,
     pub(crate) entries: Vec<u64>,
     pub(crate) nh: NhTable,
     /// Next-hop set of the root prefix `/` (`NH_NONE` when absent).
     pub(crate) default_nh: u32,
     /// Level pulling state (`None`: off).
     pub(crate) pull: Option<Pull>,
+}
+
+/// Where a FIB's bytes go ([`Fib::memory`]). `total_bytes` =
+/// buckets + entry headers + roles + strings + padding + freed entries +
+/// next-hop sets (the sentinel word aside); `heap_bytes` is what the
+/// vectors hold allocated (capacity).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// Buckets (home and overflow), 64 bytes each.
+    pub bucket_bytes: usize,
+    /// Of which occupied slots (8 bytes per key).
+    pub used_slot_bytes: usize,
+    /// Live name prefix entries.
+    pub entries: usize,
+    /// Entry header words (8 bytes per entry).
+    pub entry_header_bytes: usize,
+    /// Role values (4 bytes per level of the entry's search path).
+    pub role_bytes: usize,
+    /// Stored name strings (component TLVs).
+    pub string_bytes: usize,
+    /// Zero padding of entries to whole words.
+    pub padding_bytes: usize,
+    /// Freed entries not yet compacted away.
+    pub free_entry_bytes: usize,
+    /// Interned next-hop sets (lookup part).
+    pub nexthop_bytes: usize,
+    /// [`Fib::bytes`].
+    pub total_bytes: usize,
+    /// Allocated capacity of every vector of the lookup structure.
+    pub heap_bytes: usize,
 }
 
 /// Where a probe landed.
@@ -267,10 +331,12 @@ impl Fib {
     /// An empty FIB.
     pub fn new(cfg: Config) -> Result<Fib, FibError> {
         cfg.validate()?;
+        let tree = SearchTree::new(cfg.max_components);
         Ok(Fib {
             cfg,
             hasher: PrefixHasher::new(cfg.strategy, cfg.key.0, cfg.key.1),
-            tree: SearchTree::new(cfg.max_components),
+            role_idx: role_index_table(&tree, cfg.max_components),
+            tree,
             tables: (0..cfg.max_components)
                 .map(|_| Table::with_home_buckets(1))
                 .collect(),
@@ -311,37 +377,78 @@ impl Fib {
     }
     #[inline(always)]
     pub(crate) fn e_str(&self, e: u64) -> &[u8] {
-        let hdr = self.e_hdr(e);
-        let len = (hdr & 0xFFFF) as usize;
-        let nroles = ((hdr >> 16) & 0xFF) as usize;
-        let start = e as usize + entry::ROLES + nroles.div_ceil(2);
-        let words = &self.entries[start..start + len.div_ceil(8)];
-        let bytes: &[u8] = bytemuck_words(words);
-        &bytes[..len]
+        let (len, nroles, _) = entry::split(self.e_hdr(e));
+        let start = e as usize * 8 + entry::str_byte(nroles);
+        let bytes: &[u8] = bytemuck_words(&self.entries);
+        &bytes[start..start + len]
     }
     #[inline(always)]
     fn e_role_index(&self, e: u64, level: usize) -> Option<usize> {
-        let hdr = self.e_hdr(e);
-        let nroles = ((hdr >> 16) & 0xFF) as usize;
-        let levels = self.entries[e as usize + entry::LEVELS].to_le_bytes();
-        levels[..nroles].iter().position(|&l| l as usize == level)
+        let (_, nroles, ncomp) = entry::split(self.e_hdr(e));
+        let k = self.cfg.max_components;
+        if ncomp > k || level > k {
+            return None;
+        }
+        let i = self.role_idx[ncomp * (k + 1) + level] as usize;
+        (i < nroles).then_some(i)
+    }
+    #[inline(always)]
+    fn e_role_byte(e: u64, i: usize) -> usize {
+        e as usize * 8 + entry::ROLES_BYTE + 4 * i
     }
     /// Role value `(bmp_len, nh)` of `level` in entry `e`.
     #[inline(always)]
     pub(crate) fn e_role(&self, e: u64, level: usize) -> Option<(usize, u32)> {
         let i = self.e_role_index(e, level)?;
-        let w = self.entries[e as usize + entry::ROLES + i / 2];
-        let v = (w >> (32 * (i % 2))) as u32;
+        let at = Self::e_role_byte(e, i);
+        let bytes: &[u8] = bytemuck_words(&self.entries);
+        let mut v = [0u8; 4];
+        v.copy_from_slice(&bytes[at..at + 4]);
+        let v = u32::from_le_bytes(v);
         Some(((v >> 24) as usize, v & 0xFF_FFFF))
     }
     pub(crate) fn e_set_role(&mut self, e: u64, level: usize, bmp_len: usize, nh: u32) {
         let Some(i) = self.e_role_index(e, level) else {
             return;
         };
-        let v = ((bmp_len as u64) << 24) | (nh as u64 & 0xFF_FFFF);
-        let w = &mut self.entries[e as usize + entry::ROLES + i / 2];
-        let sh = 32 * (i % 2);
-        *w = (*w & !(0xFFFF_FFFFu64 << sh)) | (v << sh);
+        let v = ((bmp_len as u32) << 24) | (nh & 0xFF_FFFF);
+        let at = Self::e_role_byte(e, i);
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.entries);
+        bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// The live entries of the arena in arena order (`olds`, sorted, no
+    /// duplicates) and where each lands when the arena is compacted
+    /// (`news`, same order; word 0 stays the sentinel), with the compacted
+    /// arena's length in words. Live = referenced by a table slot.
+    pub(crate) fn compaction_plan(&self) -> (Vec<u64>, Vec<u64>, usize) {
+        let mut olds: Vec<u64> = Vec::with_capacity(self.tables.iter().map(Table::len).sum());
+        for t in &self.tables {
+            for bk in &t.buckets {
+                let mut occ = bk.occupied();
+                while occ != 0 {
+                    let s = occ.trailing_zeros() as usize;
+                    occ &= occ - 1;
+                    olds.push(slot_ref(bk.slots[s]));
+                }
+            }
+        }
+        olds.sort_unstable();
+        olds.dedup();
+        let mut news = Vec::with_capacity(olds.len());
+        let mut at = 1u64;
+        for &e in &olds {
+            news.push(at);
+            let (len, nroles, _) = entry::split(self.e_hdr(e));
+            at += entry::words(len, nroles) as u64;
+        }
+        (olds, news, at as usize)
+    }
+
+    /// The words of entry `e`.
+    pub(crate) fn e_words(&self, e: u64) -> &[u64] {
+        let (len, nroles, _) = entry::split(self.e_hdr(e));
+        &self.entries[e as usize..e as usize + entry::words(len, nroles)]
     }
 
     /// Bytes held by the lookup structure: buckets, entries (strings
@@ -350,6 +457,38 @@ impl Fib {
         self.tables.iter().map(Table::bytes).sum::<usize>()
             + self.entries.len() * 8
             + self.nh.hot_bytes()
+    }
+
+    /// Where the bytes of [`Self::bytes`] go, and the heap capacity
+    /// behind them.
+    pub fn memory(&self) -> Memory {
+        let (olds, _, live_words) = self.compaction_plan();
+        let mut m = Memory {
+            bucket_bytes: self.bucket_bytes(),
+            used_slot_bytes: 8 * self.tables.iter().map(Table::len).sum::<usize>(),
+            entries: olds.len(),
+            nexthop_bytes: self.nh.hot_bytes(),
+            free_entry_bytes: 8 * (self.entries.len() - live_words),
+            ..Memory::default()
+        };
+        for &e in &olds {
+            let (len, nroles, _) = entry::split(self.e_hdr(e));
+            m.entry_header_bytes += 8;
+            m.role_bytes += 4 * nroles;
+            m.string_bytes += len;
+            m.padding_bytes += 8 * entry::words(len, nroles) - entry::str_byte(nroles) - len;
+        }
+        m.total_bytes = self.bytes();
+        m.heap_bytes = self
+            .tables
+            .iter()
+            .map(|t| t.buckets.capacity() * 64)
+            .sum::<usize>()
+            + self.entries.capacity() * 8
+            + self.nh.offsets.capacity() * 4
+            + self.nh.hops.capacity() * std::mem::size_of::<NextHop>()
+            + self.role_idx.capacity();
+        m
     }
 
     /// Bytes of buckets only.

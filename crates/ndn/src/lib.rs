@@ -22,7 +22,7 @@ pub mod table;
 
 pub use control::{FibControl, FibStats};
 pub use error::{FibError, NameError};
-pub use fib::{Config, Fib, Match, Prefetch, SearchTree, Trace};
+pub use fib::{Config, Fib, Match, Memory, Prefetch, SearchTree, Trace};
 pub use hasher::Strategy;
 pub use name::{NameBuf, NameView};
 pub use nexthop::NextHop;

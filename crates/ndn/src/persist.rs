@@ -1,10 +1,10 @@
 //! The FIB file: the lookup structure, versioned, checksummed, little-endian.
 //!
 //! ```text
-//! magic "NHNDNFIB" | version:u32 (=1) | strategy:u8 | bucket_fill:u8 | max_components:u16
+//! magic "NHNDNFIB" | version:u32 (=2) | strategy:u8 | bucket_fill:u8 | max_components:u16
 //! k0:u64 | k1:u64 | default_nh:u32 | rules:u64
 //! nh_sets:u32 | offsets:(nh_sets + 1) x u32 | hops:u32 | hops x (face:u32, cost:u32)
-//! entry_words:u64 | entry_words x u64
+//! entry_words:u64 | entry_words x u64      ; the arena, compacted on write
 //! per level 1..=max_components: home:u32 | keys:u64 | buckets:u64 | buckets x 8 x u64
 //! checksum:u64   ; XXH3-64 (seed 0) of every byte before it
 //! ```
@@ -12,17 +12,21 @@
 //! buffer, then the structure a lookup relies on (slot references inside
 //! the arena, role counts, next-hop ids, overflow chains acyclic), so a
 //! lookup on a loaded FIB cannot index out of bounds or loop.
+//!
+//! Version 2 (entries without the role-levels word, the roles packed as
+//! u32 after the header) replaced version 1; a version 1 file is refused
+//! with [`FormatError::Version`]: rebuild it from its routes file.
 
 use thiserror::Error;
 
-use crate::fib::{entry, Config, Fib, SearchTree, MAX_LEVELS};
+use crate::fib::{entry, role_index_table, Config, Fib, SearchTree, MAX_LEVELS, NO_ROLE};
 use crate::hasher::{PrefixHasher, Strategy};
 use crate::name::component_ends;
 use crate::nexthop::{NextHop, NhTable, NH_NONE};
 use crate::table::{slot_ref, Bucket, Table, SLOTS};
 
 const MAGIC: &[u8; 8] = b"NHNDNFIB";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Why a FIB file was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -74,9 +78,15 @@ pub fn encode(fib: &Fib, rules: u64) -> Vec<u8> {
         o.extend_from_slice(&h.face.to_le_bytes());
         o.extend_from_slice(&h.cost.to_le_bytes());
     }
-    o.extend_from_slice(&(fib.entries.len() as u64).to_le_bytes());
-    for w in &fib.entries {
-        o.extend_from_slice(&w.to_le_bytes());
+    // Only live entries are written (freed ones are dropped), so slot
+    // references are renumbered on the way out.
+    let (olds, news, total) = fib.compaction_plan();
+    o.extend_from_slice(&(total as u64).to_le_bytes());
+    o.extend_from_slice(&0u64.to_le_bytes());
+    for &e in &olds {
+        for w in fib.e_words(e) {
+            o.extend_from_slice(&w.to_le_bytes());
+        }
     }
     for t in &fib.tables {
         o.extend_from_slice(&t.home.to_le_bytes());
@@ -84,7 +94,14 @@ pub fn encode(fib: &Fib, rules: u64) -> Vec<u8> {
         o.extend_from_slice(&(t.buckets.len() as u64).to_le_bytes());
         for b in &t.buckets {
             o.extend_from_slice(&b.hdr.to_le_bytes());
-            for s in &b.slots {
+            for (i, &s) in b.slots.iter().enumerate() {
+                let s = if b.occupied() >> i & 1 == 1 {
+                    let e = slot_ref(s);
+                    let new = olds.binary_search(&e).map_or(e, |j| news[j]);
+                    (s & !slot_ref(u64::MAX)) | new
+                } else {
+                    s
+                };
                 o.extend_from_slice(&s.to_le_bytes());
             }
         }
@@ -228,6 +245,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         entries.push(c.u64()?);
     }
     let tree = SearchTree::new(max_components);
+    let role_idx = role_index_table(&tree, max_components);
     let mut tables = Vec::with_capacity(max_components);
     let mut checked = std::collections::HashSet::new();
     let mut ends = Vec::new();
@@ -280,7 +298,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
                 occ &= occ - 1;
                 let e = slot_ref(b.slots[s]);
                 if checked.insert((e, level)) {
-                    check_entry(&entries, e, level, &tree, nh_ok, &mut ends)?;
+                    check_entry(&entries, e, level, &tree, &role_idx, nh_ok, &mut ends)?;
                 }
             }
         }
@@ -294,6 +312,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         hasher: PrefixHasher::new(strategy, key.0, key.1),
         tree,
         tables,
+        role_idx,
         entries,
         nh: NhTable::from_parts(offsets, hops),
         default_nh,
@@ -305,43 +324,46 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
 }
 
 /// An entry that a level-`level` key references: inside the arena, its
-/// roles include `level` with valid values, its string holds at least
-/// `level` components of valid TLV.
+/// role count is that of its component count's search path, which
+/// includes `level`, with a valid value; its string holds exactly
+/// `ncomp >= level` components of valid TLV.
 fn check_entry(
     entries: &[u64],
     e: u64,
     level: usize,
     tree: &SearchTree,
+    role_idx: &[u8],
     nh_ok: impl Fn(u32) -> bool,
     ends: &mut Vec<u32>,
 ) -> Result<(), FormatError> {
     let bad = FormatError::Malformed("entry reference");
     let e = usize::try_from(e).map_err(|_| bad.clone())?;
-    if e == 0 || e + entry::ROLES > entries.len() {
+    if e == 0 || e >= entries.len() {
         return Err(bad);
     }
-    let hdr = entries[e + entry::HDR];
-    let len = (hdr & 0xFFFF) as usize;
-    let nroles = ((hdr >> 16) & 0xFF) as usize;
-    let ncomp = ((hdr >> 24) & 0xFF) as usize;
-    if nroles == 0 || nroles > 8 || e + entry::words(len, nroles) > entries.len() {
+    let (len, nroles, ncomp) = entry::split(entries[e + entry::HDR]);
+    if e + entry::words(len, nroles) > entries.len() {
         return Err(FormatError::Malformed("entry extent"));
     }
-    let levels = entries[e + entry::LEVELS].to_le_bytes();
-    if levels[..nroles] != tree.path(ncomp)[..] {
-        return Err(FormatError::Malformed("entry role levels"));
+    let k = tree.left.len() - 1;
+    if ncomp == 0 || ncomp > k || nroles != tree.path(ncomp).len() {
+        return Err(FormatError::Malformed("entry role count"));
     }
-    let Some(i) = levels[..nroles].iter().position(|&l| l as usize == level) else {
+    let i = role_idx[ncomp * (k + 1) + level.min(k)];
+    if i == NO_ROLE || level > k {
         return Err(FormatError::Malformed("entry lacks the role of its key"));
-    };
-    let v = (entries[e + entry::ROLES + i / 2] >> (32 * (i % 2))) as u32;
+    }
+    let bytes: &[u8] = bytemuck::cast_slice(&entries[e..e + entry::words(len, nroles)]);
+    let at = entry::ROLES_BYTE + 4 * i as usize;
+    let mut vb = [0u8; 4];
+    vb.copy_from_slice(&bytes[at..at + 4]);
+    let v = u32::from_le_bytes(vb);
     if !nh_ok(v & 0xFF_FFFF) || (v >> 24) as usize > level {
         return Err(FormatError::Malformed("entry role value"));
     }
-    let start = e + entry::ROLES + nroles.div_ceil(2);
-    let words = &entries[start..start + len.div_ceil(8)];
-    let bytes: &[u8] = bytemuck::cast_slice(words);
-    component_ends(&bytes[..len], ends).map_err(|_| FormatError::Malformed("entry string"))?;
+    let sb = entry::str_byte(nroles);
+    component_ends(&bytes[sb..sb + len], ends)
+        .map_err(|_| FormatError::Malformed("entry string"))?;
     if ends.len() != ncomp || ncomp < level {
         return Err(FormatError::Malformed("entry component count"));
     }

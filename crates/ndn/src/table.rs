@@ -91,8 +91,13 @@ impl Table {
     /// A table with `home` home buckets (at least 1).
     pub fn with_home_buckets(home: usize) -> Table {
         let home = home.clamp(1, u32::MAX as usize);
+        // Room for overflow buckets (about 2% of home buckets at the
+        // default fill of 4 keys per 7 slots), so the first overflow push
+        // does not double the allocation.
+        let mut buckets = Vec::with_capacity(home + home / 16 + 1);
+        buckets.resize(home, Bucket::default());
         Table {
-            buckets: vec![Bucket::default(); home],
+            buckets,
             home: home as u32,
             free: Vec::new(),
             len: 0,
@@ -228,6 +233,21 @@ impl Table {
             true
         } else {
             false
+        }
+    }
+
+    /// Rewrite every slot's entry reference through `map` (arena
+    /// compaction; fingerprints and bits are unchanged).
+    pub(crate) fn remap_refs(&mut self, map: impl Fn(u64) -> u64) {
+        for bk in &mut self.buckets {
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                let new = map(slot_ref(bk.slots[s]));
+                debug_assert!(new <= REF_MASK);
+                bk.slots[s] = (slot_fp(bk.slots[s]) << REF_BITS) | new;
+            }
         }
     }
 
