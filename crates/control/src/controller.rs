@@ -9,13 +9,19 @@
 //! writer, which sends the call's frames with one write), so each connection gets the changes in the
 //! order they were applied, with none missed or doubled around its
 //! snapshot (each queued delta carries the FIB version it produces; the
-//! writer skips those its last snapshot already contains).
+//! writer skips those its last snapshot already contains). To a forwarder
+//! whose Hello offers [`FEATURE_DELTA_BATCH`] the writer packs the call's
+//! deltas into DeltaBatch frames of at most
+//! [`ControllerConfig::batch_limit`] payload bytes (one header and one
+//! HMAC per batch instead of per delta; a lone delta goes as a Delta
+//! frame); to others it sends one Delta frame per change.
 //!
 //! Propagation time: each change is stamped when `apply_changes` takes it;
 //! the writer notes the sequence number its delta went out with, and the
 //! reader, on the forwarder's Ack (sent after the forwarder applied the
 //! delta to the table its workers read), records stamp-to-Ack in a
-//! histogram ([`Controller::propagation`]). It is an upper bound on
+//! histogram ([`Controller::propagation`]); a batch frame's deltas each
+//! keep their own stamp. It is an upper bound on
 //! change-to-forwarder-visible: it includes the Ack's trip back.
 
 use std::collections::{HashMap, VecDeque};
@@ -31,8 +37,13 @@ use hdrhistogram::Histogram;
 use nexthop_othello::fib::{ConciseFib, FibError, NameKey, RouteChange};
 use thiserror::Error;
 
-use crate::frame::{encode_parts, read_frame, write_all, AuthKey, MsgType, ReadError, MAX_PAYLOAD};
-use crate::message::{delta_payload, snapshot_payload, ErrorCode, Message};
+use crate::frame::{
+    encode_parts, encode_with, read_frame, write_all, AuthKey, MsgType, ReadError, MAX_PAYLOAD,
+};
+use crate::message::{
+    batch_entry_len, delta_payload, snapshot_payload, write_delta_batch, ErrorCode, Message,
+    FEATURE_DELTA_BATCH,
+};
 
 /// Controller settings.
 #[derive(Clone, Debug)]
@@ -45,6 +56,10 @@ pub struct ControllerConfig {
     pub max_payload: u32,
     /// Log connections, resyncs and rejects on stderr.
     pub log: bool,
+    /// Largest DeltaBatch payload built for forwarders that accept
+    /// batches (default 1 MiB; capped at [`MAX_PAYLOAD`]); 0 sends every
+    /// forwarder one Delta frame per change.
+    pub batch_limit: u32,
 }
 
 impl Default for ControllerConfig {
@@ -54,6 +69,7 @@ impl Default for ControllerConfig {
             hello_timeout: Duration::from_secs(10),
             max_payload: 1 << 16,
             log: true,
+            batch_limit: 1 << 20,
         }
     }
 }
@@ -79,7 +95,7 @@ pub enum ControlError {
 /// What one [`Controller::apply_changes`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ApplyReport {
-    /// Changes applied (one Delta message each).
+    /// Changes applied (one delta each).
     pub changes: usize,
     /// Data-plane slot writes shipped.
     pub slot_writes: usize,
@@ -102,17 +118,19 @@ pub struct ControllerStats {
     pub active: u64,
     /// Snapshot messages sent (initial and resync).
     pub snapshots_sent: u64,
-    /// Delta messages sent.
+    /// Deltas sent (in Delta frames or inside DeltaBatch frames).
     pub deltas_sent: u64,
+    /// DeltaBatch frames sent (each carries two or more deltas).
+    pub batches_sent: u64,
     /// Resync Hellos received on open connections.
     pub resyncs: u64,
     /// Connections closed because of an invalid frame or message.
     pub rejects: u64,
     /// Acks received.
     pub acks: u64,
-    /// Frames (snapshots and deltas) the forwarders confirmed applied: an
-    /// Ack confirms every frame up to its sequence number, so a forwarder
-    /// may send fewer Acks than frames.
+    /// Snapshots and deltas the forwarders confirmed applied (each delta
+    /// of a batch counts): an Ack confirms every frame up to its sequence
+    /// number, so a forwarder may send fewer Acks than frames.
     pub acked: u64,
 }
 
@@ -122,6 +140,7 @@ struct Counters {
     active: AtomicU64,
     snapshots_sent: AtomicU64,
     deltas_sent: AtomicU64,
+    batches_sent: AtomicU64,
     resyncs: AtomicU64,
     rejects: AtomicU64,
     acks: AtomicU64,
@@ -149,6 +168,7 @@ fn new_histogram() -> Histogram<u64> {
 
 /// Frames a connection sent and not yet saw acknowledged: (frame sequence
 /// number, when the change was taken; `None` for snapshots, not timed).
+/// A DeltaBatch frame has one entry per delta, all with its number.
 type Inflight = Arc<Mutex<VecDeque<(u64, Option<Instant>)>>>;
 
 /// One change's delta, queued to every connection.
@@ -336,6 +356,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             active: l(&c.active),
             snapshots_sent: l(&c.snapshots_sent),
             deltas_sent: l(&c.deltas_sent),
+            batches_sent: l(&c.batches_sent),
             resyncs: l(&c.resyncs),
             rejects: l(&c.rejects),
             acks: l(&c.acks),
@@ -510,9 +531,21 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
         let _ = tx.stream.shutdown(Shutdown::Both);
         return;
     }
+    let batch_limit = if hello.features & FEATURE_DELTA_BATCH != 0 {
+        sh.cfg.batch_limit.min(MAX_PAYLOAD) as usize
+    } else {
+        0
+    };
     sh.log(format_args!(
-        "{who}: hello, last applied sequence {} generation {}",
-        hello.last_seq, hello.last_generation
+        "{who}: hello, last applied sequence {} generation {}, features {:#x} ({})",
+        hello.last_seq,
+        hello.last_generation,
+        hello.features,
+        if batch_limit > 0 {
+            "delta batches"
+        } else {
+            "one frame per delta"
+        }
     ));
     // Subscribe and snapshot under one lock: no delta missed or doubled.
     let (otx, orx) = channel();
@@ -545,7 +578,7 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
             first.0.len(),
             first.2
         ));
-        write_loop(&sh, &mut tx, &orx, first.2, &inflight)
+        write_loop(&sh, &mut tx, &orx, first.2, &inflight, batch_limit)
     })();
     if let Err(e) = result {
         sh.log(format_args!("{who}: connection closed: {e}"));
@@ -579,45 +612,89 @@ fn record_acked<K>(sh: &Shared<K>, inflight: &Inflight, seq: u64) {
     sh.counters.acked.fetch_add(acked, Ordering::Relaxed);
 }
 
+/// Deltas `ds[i..j]` as from `i`, as many as fit in one DeltaBatch payload
+/// of `limit` bytes (at least one).
+fn batch_end(ds: &[QueuedDelta], i: usize, limit: usize) -> usize {
+    let mut len = 4 + batch_entry_len(ds[i].payload.len());
+    let mut j = i + 1;
+    while j < ds.len() {
+        let add = batch_entry_len(ds[j].payload.len());
+        if len + add > limit {
+            break;
+        }
+        len += add;
+        j += 1;
+    }
+    j
+}
+
+/// `batch_limit`: largest DeltaBatch payload, 0 for one Delta frame per change.
 fn write_loop<K: NameKey>(
     sh: &Shared<K>,
     tx: &mut Tx,
     rx: &Receiver<Out>,
     mut have: u64,
     inflight: &Inflight,
+    batch_limit: usize,
 ) -> io::Result<()> {
     let mut buf = Vec::new();
     while let Ok(out) = rx.recv() {
         match out {
             Out::Deltas(ds) => {
+                // Versions rise within a call: skip those the last
+                // snapshot holds.
+                let fresh = &ds[ds.partition_point(|d| d.version <= have)..];
+                if fresh.is_empty() {
+                    continue;
+                }
                 // All frames of the call in one write; each noted before
                 // the write so its Ack cannot overtake it.
                 buf.clear();
-                let mut sent = 0;
+                let mut batches = 0;
                 {
                     let mut q = lock(inflight);
-                    for d in ds.iter() {
-                        if d.version <= have {
-                            continue;
-                        }
+                    let mut i = 0;
+                    while i < fresh.len() {
+                        let j = if batch_limit > 0 {
+                            batch_end(fresh, i, batch_limit)
+                        } else {
+                            i + 1
+                        };
+                        let part = &fresh[i..j];
                         tx.seq += 1;
-                        q.push_back((tx.seq, Some(d.queued)));
-                        buf.extend_from_slice(&encode_parts(
-                            &sh.key,
-                            MsgType::Delta,
-                            tx.session,
-                            tx.seq,
-                            d.generation,
-                            &d.payload,
-                        ));
-                        have = d.version;
-                        sent += 1;
+                        q.extend(part.iter().map(|d| (tx.seq, Some(d.queued))));
+                        let last = &part[part.len() - 1];
+                        if let [d] = part {
+                            encode_with(
+                                &mut buf,
+                                &sh.key,
+                                MsgType::Delta,
+                                tx.session,
+                                tx.seq,
+                                d.generation,
+                                |o| o.extend_from_slice(&d.payload),
+                            );
+                        } else {
+                            encode_with(
+                                &mut buf,
+                                &sh.key,
+                                MsgType::DeltaBatch,
+                                tx.session,
+                                tx.seq,
+                                last.generation,
+                                |o| write_delta_batch(o, part.iter().map(|d| d.payload.as_slice())),
+                            );
+                            batches += 1;
+                        }
+                        i = j;
                     }
+                    have = fresh[fresh.len() - 1].version;
                 }
-                if sent > 0 {
-                    write_all(&mut tx.stream, &buf)?;
-                    sh.counters.deltas_sent.fetch_add(sent, Ordering::Relaxed);
-                }
+                write_all(&mut tx.stream, &buf)?;
+                let c = &sh.counters;
+                c.deltas_sent
+                    .fetch_add(fresh.len() as u64, Ordering::Relaxed);
+                c.batches_sent.fetch_add(batches, Ordering::Relaxed);
             }
             Out::Resync => {
                 have = send_snapshot(sh, tx, inflight)?;

@@ -1,7 +1,8 @@
 //! The forwarder side: follow a controller's FIB.
 //!
 //! One background thread connects, sends a Hello, installs the Snapshot as
-//! a new [`Table`] (an [`ArcSwapOption`] swap), applies each Delta to the
+//! a new [`Table`] (an [`ArcSwapOption`] swap), applies each Delta (and
+//! each delta of a DeltaBatch, in order) to the
 //! current [`Query`] in place (readers keep running, lock-free), and Acks
 //! what it applied: once no further whole frame is already buffered (or
 //! every 256 frames), one Ack for the highest sequence number applied, so a
@@ -16,7 +17,15 @@
 //! * a sequence number above the next one (a gap) or a delta that does not
 //!   apply (wrong generation, index out of range, bad action entries): a
 //!   resync Hello is sent, deltas are skipped until the Snapshot that
-//!   answers it.
+//!   answers it. In a DeltaBatch the deltas before the one that does not
+//!   apply stay applied (each is a whole route change).
+//!
+//! The Hello offers DeltaBatch ([`FEATURE_DELTA_BATCH`]) unless
+//! [`FollowerConfig::delta_batches`] is off. A controller that predates
+//! the feature refuses such a Hello and closes the connection before
+//! sending anything; the next attempt then sends the original Hello, and
+//! the one after a connection that did get frames offers the feature
+//! again.
 //!
 //! Readers call [`FibFollower::table`] and keep the `Arc<Table>` for as
 //! long as they like (a batch, a burst); slot writes of later deltas reach
@@ -37,7 +46,7 @@ use nexthop_othello::fib::{Action, ActionTable};
 use nexthop_othello::{Delta, Query};
 
 use crate::frame::{encode_parts, read_frame, write_all, AuthKey, ReadError, MAX_PAYLOAD};
-use crate::message::{Hello, Message};
+use crate::message::{BatchDelta, Hello, Message, FEATURE_DELTA_BATCH};
 
 /// Why a message was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -116,6 +125,9 @@ pub struct FollowerConfig {
     pub max_payload: u32,
     /// Log connects, installs and rejects on stderr.
     pub log: bool,
+    /// Offer DeltaBatch frames in the Hello (default on; off: the
+    /// original Hello, one Delta frame per change).
+    pub delta_batches: bool,
 }
 
 impl FollowerConfig {
@@ -130,6 +142,7 @@ impl FollowerConfig {
             connect_timeout: Duration::from_secs(2),
             max_payload: MAX_PAYLOAD,
             log: true,
+            delta_batches: true,
         }
     }
 }
@@ -166,8 +179,10 @@ pub struct FollowerStats {
     pub connects: u64,
     /// Snapshots installed (initial, resync and rebuild deltas).
     pub snapshots: u64,
-    /// Delta messages applied.
+    /// Deltas applied (from Delta frames and inside DeltaBatch frames).
     pub deltas: u64,
+    /// DeltaBatch frames applied whole.
+    pub batches: u64,
     /// Resync Hellos sent on an open connection.
     pub resyncs: u64,
     /// Deltas skipped while waiting for a resync snapshot.
@@ -195,6 +210,7 @@ struct Counters {
     connects: AtomicU64,
     snapshots: AtomicU64,
     deltas: AtomicU64,
+    batches: AtomicU64,
     resyncs: AtomicU64,
     skipped: AtomicU64,
     rejects: [AtomicU64; 8],
@@ -281,6 +297,7 @@ impl FibFollower {
             connects: l(&c.connects),
             snapshots: l(&c.snapshots),
             deltas: l(&c.deltas),
+            batches: l(&c.batches),
             resyncs: l(&c.resyncs),
             skipped: l(&c.skipped),
             rejects,
@@ -351,14 +368,19 @@ fn sleep_unless_stopped(sh: &Shared, d: Duration) {
 
 fn run(sh: &Shared) {
     let mut backoff = sh.cfg.backoff_min;
+    let mut offer = sh.cfg.delta_batches;
     while !sh.stopped() {
         match TcpStream::connect_timeout(&sh.cfg.controller, sh.cfg.connect_timeout) {
             Ok(s) => {
                 sh.counters.connects.fetch_add(1, Ordering::Relaxed);
-                let installed = session(sh, s);
-                if installed {
+                let features = if offer { FEATURE_DELTA_BATCH } else { 0 };
+                let end = session(sh, s, features);
+                if end.installed {
                     backoff = sh.cfg.backoff_min;
                 }
+                // Closed before a single frame after offering features: it
+                // may be a controller that refuses the longer Hello.
+                offer = sh.cfg.delta_batches && (end.heard || features == 0);
             }
             Err(e) => sh.log(format_args!("connect {}: {e}", sh.cfg.controller)),
         }
@@ -375,6 +397,7 @@ struct Conn<'a> {
     stream: TcpStream,
     session: u64,
     seq: u64,
+    features: u32,
 }
 
 impl Conn<'_> {
@@ -403,6 +426,7 @@ impl Conn<'_> {
             column: self.sh.cfg.column,
             last_seq: self.sh.counters.last_seq.load(Ordering::Relaxed),
             last_generation: gen,
+            features: self.features,
         };
         self.send(&Message::Hello(h), gen)
     }
@@ -419,33 +443,47 @@ fn whole_frame_buffered(buf: &[u8]) -> bool {
     buf.len() >= crate::frame::HEADER_LEN + len + crate::frame::TAG_LEN
 }
 
-/// Run one connection; whether a snapshot was installed on it.
-fn session(sh: &Shared, s: TcpStream) -> bool {
+/// How a connection ended.
+struct SessionEnd {
+    /// A snapshot was installed on it.
+    installed: bool,
+    /// At least one frame was received on it.
+    heard: bool,
+}
+
+/// Run one connection, offering `features` in its Hellos.
+fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
+    let mut heard = false;
+    let fail = SessionEnd {
+        installed: false,
+        heard: false,
+    };
     let _ = s.set_nodelay(true);
     let mut rd = match s.try_clone() {
         Ok(r) => BufReader::with_capacity(1 << 16, r),
         Err(e) => {
             sh.log(format_args!("{e}"));
-            return false;
+            return fail;
         }
     };
     if let Ok(c) = s.try_clone() {
         *sh.stream.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
     }
     if sh.stopped() {
-        return false;
+        return fail;
     }
     let mut c = Conn {
         sh,
         stream: s,
         session: random_session(),
         seq: 0,
+        features,
     };
     sh.counters.last_seq.store(0, Ordering::Relaxed);
     let mut installed = false;
     if let Err(e) = c.hello() {
         sh.log(format_args!("hello: {e}"));
-        return false;
+        return fail;
     }
     sh.log(format_args!("connected to {}", sh.cfg.controller));
     let mut expect = 1u64;
@@ -463,7 +501,10 @@ fn session(sh: &Shared, s: TcpStream) -> bool {
             }
         }
         let f = match read_frame(&mut rd, &sh.key, sh.cfg.max_payload) {
-            Ok(f) => f,
+            Ok(f) => {
+                heard = true;
+                f
+            }
             Err(ReadError::Io(e)) => break format!("connection closed: {e}"),
             Err(ReadError::Frame(e)) => {
                 let r = if matches!(e, crate::frame::FrameError::BadMac) {
@@ -519,6 +560,14 @@ fn session(sh: &Shared, s: TcpStream) -> bool {
                 }
                 apply_delta(sh, &delta, &new_actions)
             }
+            Message::DeltaBatch { deltas } => {
+                if resyncing {
+                    let n = deltas.len() as u64;
+                    sh.counters.skipped.fetch_add(n, Ordering::Relaxed);
+                    continue;
+                }
+                apply_batch(sh, &deltas)
+            }
             Message::Error { code, text } => {
                 sh.reject(
                     RejectReason::ControllerError,
@@ -561,7 +610,7 @@ fn session(sh: &Shared, s: TcpStream) -> bool {
         sh.log(format_args!("{end}"));
     }
     let _ = c.stream.shutdown(Shutdown::Both);
-    installed
+    SessionEnd { installed, heard }
 }
 
 fn resync(c: &mut Conn<'_>, resyncing: &mut bool) -> bool {
@@ -622,6 +671,17 @@ fn install(sh: &Shared, snapshot: &[u8], actions: ActionsFrom<'_>) -> Result<App
         snapshot.len()
     ));
     Ok(Applied::Snapshot)
+}
+
+/// Apply a batch's deltas in order; stop at the first that does not apply
+/// (those before it stay applied).
+fn apply_batch(sh: &Shared, deltas: &[BatchDelta]) -> Result<Applied, String> {
+    for (i, d) in deltas.iter().enumerate() {
+        apply_delta(sh, &d.delta, &d.new_actions)
+            .map_err(|e| format!("batch delta {} of {}: {e}", i + 1, deltas.len()))?;
+    }
+    sh.counters.batches.fetch_add(1, Ordering::Relaxed);
+    Ok(Applied::Delta)
 }
 
 fn apply_delta(sh: &Shared, delta: &Delta, new_actions: &str) -> Result<Applied, String> {

@@ -4,7 +4,7 @@
 //! offset size field
 //!      0    4 magic "NHCP"
 //!      4    1 version (1)
-//!      5    1 message type (1 Hello, 2 Snapshot, 3 Delta, 4 Ack, 5 Error)
+//!      5    1 message type (1 Hello, 2 Snapshot, 3 Delta, 4 Ack, 5 Error, 6 DeltaBatch)
 //!      6    2 reserved, 0
 //!      8    8 session id (u64 LE, chosen by the forwarder in its Hello)
 //!     16    8 sequence number (u64 LE, 1, 2, 3, ... per direction and connection)
@@ -69,6 +69,10 @@ pub enum MsgType {
     Ack = 4,
     /// Either way: the connection is being closed, and why.
     Error = 5,
+    /// Controller → forwarder: the deltas of several route changes, in
+    /// order, in one frame (only to forwarders whose Hello offers
+    /// [`crate::message::FEATURE_DELTA_BATCH`]).
+    DeltaBatch = 6,
 }
 
 impl MsgType {
@@ -80,6 +84,7 @@ impl MsgType {
             3 => MsgType::Delta,
             4 => MsgType::Ack,
             5 => MsgType::Error,
+            6 => MsgType::DeltaBatch,
             _ => return None,
         })
     }
@@ -354,6 +359,25 @@ pub fn encode_parts(
     payload: &[u8],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + TAG_LEN);
+    encode_with(&mut out, key, ty, session, seq, generation, |o| {
+        o.extend_from_slice(payload)
+    });
+    out
+}
+
+/// Append one frame to `out`, its payload written in place by `payload`
+/// (which must only append, and at most [`MAX_PAYLOAD`] bytes; a batch of
+/// deltas is built this way without an intermediate copy).
+pub fn encode_with(
+    out: &mut Vec<u8>,
+    key: &AuthKey,
+    ty: MsgType,
+    session: u64,
+    seq: u64,
+    generation: u64,
+    payload: impl FnOnce(&mut Vec<u8>),
+) {
+    let start = out.len();
     out.extend_from_slice(&MAGIC);
     out.push(VERSION);
     out.push(ty as u8);
@@ -361,11 +385,13 @@ pub fn encode_parts(
     out.extend_from_slice(&session.to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&generation.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(payload);
-    let tag = key.tag(&out);
+    out.extend_from_slice(&[0; 4]);
+    payload(out);
+    let len = (out.len() - start - HEADER_LEN) as u32;
+    let at = start + field::LEN.start;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    let tag = key.tag(&out[start..]);
     out.extend_from_slice(&tag);
-    out
 }
 
 /// Read one frame from a stream. The payload buffer grows as bytes arrive,

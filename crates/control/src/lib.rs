@@ -25,4 +25,4 @@ pub use controller::{
 };
 pub use follower::{FibFollower, FollowerConfig, FollowerStats, RejectReason, Table};
 pub use frame::{AuthKey, Frame, FrameError, KeyError, MsgType, ReadError};
-pub use message::{ErrorCode, Hello, Message, MessageError};
+pub use message::{BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH};

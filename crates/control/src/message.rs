@@ -1,22 +1,38 @@
 //! Typed message bodies (the payload of a [`Frame`](crate::frame::Frame)).
 //!
 //! ```text
-//! Hello    = id_len:u8 id:utf8[id_len] column:u32 last_seq:u64 last_generation:u64
-//! Snapshot = snap_len:u64 snapshot:[snap_len] actions:utf8(rest)     ; Othello::snapshot + ActionTable::to_text
-//! Delta    = delta_len:u32 delta:[delta_len] new_actions:utf8(rest)  ; Delta::encode + "ID ACTION" lines
-//! Ack      = seq:u64                                                  ; highest sequence number applied
-//! Error    = code:u16 text:utf8(rest, at most 1024 bytes)
+//! Hello      = id_len:u8 id:utf8[id_len] column:u32 last_seq:u64 last_generation:u64
+//!              [features:u32]                                           ; optional, absent = 0
+//! Snapshot   = snap_len:u64 snapshot:[snap_len] actions:utf8(rest)     ; Othello::snapshot + ActionTable::to_text
+//! Delta      = delta_len:u32 delta:[delta_len] new_actions:utf8(rest)  ; Delta::encode + "ID ACTION" lines
+//! Ack        = seq:u64                                                  ; highest sequence number applied
+//! Error      = code:u16 text:utf8(rest, at most 1024 bytes)
+//! DeltaBatch = count:u32 (entry_len:u32 entry:[entry_len]){count}      ; count >= 1, each entry a Delta payload
 //! ```
 //!
 //! All integers are little-endian. Parsing checks every length against the
-//! bytes present and rejects trailing data; the snapshot bytes are checked
-//! by [`Query::from_snapshot`](nexthop_othello::Query::from_snapshot) when
+//! bytes present and rejects trailing data (also inside each DeltaBatch
+//! entry); the snapshot bytes are checked by
+//! [`Query::from_snapshot`](nexthop_othello::Query::from_snapshot) when
 //! installed, the delta bytes here by [`Delta::decode`].
+//!
+//! Versioning: a Hello without `features` is the original layout (sent
+//! as is when no feature bit is set); with them, bit 0
+//! ([`FEATURE_DELTA_BATCH`]) asks for DeltaBatch frames, unknown bits are
+//! ignored. A controller sends DeltaBatch only to a forwarder that set
+//! the bit, Delta frames otherwise. The deltas of a batch apply in order;
+//! one that does not apply stops the batch there (those before it stay
+//! applied: each is a whole route change, a state the controller's FIB
+//! passed through) and the forwarder resyncs as for a Delta that does not
+//! apply. A batch that does not parse is rejected whole before any apply.
 
 use nexthop_othello::{Delta, FormatError};
 use thiserror::Error;
 
 use crate::frame::MsgType;
+
+/// Hello feature bit: the forwarder accepts [`Message::DeltaBatch`].
+pub const FEATURE_DELTA_BATCH: u32 = 1;
 
 /// Longest Error text.
 pub const MAX_ERROR_TEXT: usize = 1024;
@@ -90,6 +106,19 @@ pub struct Hello {
     pub last_seq: u64,
     /// The Othello generation of its table (0 when it has none).
     pub last_generation: u64,
+    /// Protocol features it accepts (`FEATURE_*` bits; 0: the original
+    /// protocol, encoded without the field).
+    pub features: u32,
+}
+
+/// One route change's delta inside a [`Message::DeltaBatch`]: the same
+/// fields, and the same bytes, as a [`Message::Delta`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchDelta {
+    /// The slot writes (or, after a rebuild, a whole snapshot).
+    pub delta: Delta,
+    /// Action-table entries the change added, `ID ACTION` per line.
+    pub new_actions: String,
 }
 
 /// A decoded message.
@@ -110,6 +139,11 @@ pub enum Message {
         delta: Delta,
         /// Action-table entries the change added, `ID ACTION` per line.
         new_actions: String,
+    },
+    /// The deltas of consecutive route changes, applied in order.
+    DeltaBatch {
+        /// At least one.
+        deltas: Vec<BatchDelta>,
     },
     /// The highest controller sequence number applied.
     Ack {
@@ -183,6 +217,7 @@ impl Message {
             Message::Hello(_) => MsgType::Hello,
             Message::Snapshot { .. } => MsgType::Snapshot,
             Message::Delta { .. } => MsgType::Delta,
+            Message::DeltaBatch { .. } => MsgType::DeltaBatch,
             Message::Ack { .. } => MsgType::Ack,
             Message::Error { .. } => MsgType::Error,
         }
@@ -200,12 +235,22 @@ impl Message {
                 out.extend_from_slice(&h.column.to_le_bytes());
                 out.extend_from_slice(&h.last_seq.to_le_bytes());
                 out.extend_from_slice(&h.last_generation.to_le_bytes());
+                if h.features != 0 {
+                    out.extend_from_slice(&h.features.to_le_bytes());
+                }
             }
             Message::Snapshot { snapshot, actions } => {
                 out = snapshot_payload(snapshot, actions);
             }
             Message::Delta { delta, new_actions } => {
                 out = delta_payload(&delta.encode(), new_actions);
+            }
+            Message::DeltaBatch { deltas } => {
+                let entries: Vec<Vec<u8>> = deltas
+                    .iter()
+                    .map(|d| delta_payload(&d.delta.encode(), &d.new_actions))
+                    .collect();
+                write_delta_batch(&mut out, entries.iter().map(Vec::as_slice));
             }
             Message::Ack { seq } => out.extend_from_slice(&seq.to_le_bytes()),
             Message::Error { code, text } => {
@@ -224,6 +269,7 @@ impl Message {
             MsgType::Delta => "Delta",
             MsgType::Ack => "Ack",
             MsgType::Error => "Error",
+            MsgType::DeltaBatch => "DeltaBatch",
         };
         let mut c = Cursor { b: payload, msg };
         let m = match ty {
@@ -232,11 +278,15 @@ impl Message {
                 let id = std::str::from_utf8(c.take(n)?)
                     .map_err(|_| MessageError::Malformed("forwarder id is not UTF-8"))?
                     .to_string();
+                let (column, last_seq, last_generation) = (c.u32()?, c.u64()?, c.u64()?);
+                // The optional trailing field: absent, or all four bytes.
+                let features = if c.b.is_empty() { 0 } else { c.u32()? };
                 Message::Hello(Hello {
                     forwarder_id: id,
-                    column: c.u32()?,
-                    last_seq: c.u64()?,
-                    last_generation: c.u64()?,
+                    column,
+                    last_seq,
+                    last_generation,
+                    features,
                 })
             }
             MsgType::Snapshot => {
@@ -250,12 +300,34 @@ impl Message {
                 }
             }
             MsgType::Delta => {
-                let n = c.u32()? as usize;
-                let delta = Delta::decode(c.take(n)?).map_err(MessageError::Delta)?;
+                let d = delta_entry(&mut c)?;
                 Message::Delta {
-                    delta,
-                    new_actions: c.rest_utf8()?,
+                    delta: d.delta,
+                    new_actions: d.new_actions,
                 }
+            }
+            MsgType::DeltaBatch => {
+                let count = c.u32()? as usize;
+                if count == 0 {
+                    return Err(MessageError::Malformed("empty delta batch"));
+                }
+                // Each entry takes at least 8 bytes (two lengths): bounds
+                // the allocation by the bytes present.
+                let needed = count.saturating_mul(8);
+                if c.b.len() < needed {
+                    return Err(MessageError::Truncated {
+                        msg,
+                        needed,
+                        got: c.b.len(),
+                    });
+                }
+                let mut deltas = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let n = c.u32()? as usize;
+                    let mut e = Cursor { b: c.take(n)?, msg };
+                    deltas.push(delta_entry(&mut e)?);
+                }
+                Message::DeltaBatch { deltas }
             }
             MsgType::Ack => Message::Ack { seq: c.u64()? },
             MsgType::Error => {
@@ -281,6 +353,32 @@ pub fn snapshot_payload(snapshot: &[u8], actions: &str) -> Vec<u8> {
     out.extend_from_slice(snapshot);
     out.extend_from_slice(actions.as_bytes());
     out
+}
+
+/// Parse a Delta payload (all of `c`).
+fn delta_entry(c: &mut Cursor<'_>) -> Result<BatchDelta, MessageError> {
+    let n = c.u32()? as usize;
+    let delta = Delta::decode(c.take(n)?).map_err(MessageError::Delta)?;
+    Ok(BatchDelta {
+        delta,
+        new_actions: c.rest_utf8()?,
+    })
+}
+
+/// Append a DeltaBatch payload to `out` from Delta payloads (at least one;
+/// see [`delta_payload`]). Entries over 4 GiB are the caller's bug (a
+/// frame carries at most [`MAX_PAYLOAD`](crate::frame::MAX_PAYLOAD)).
+pub fn write_delta_batch<'a>(out: &mut Vec<u8>, entries: impl ExactSizeIterator<Item = &'a [u8]>) {
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for e in entries {
+        out.extend_from_slice(&(e.len() as u32).to_le_bytes());
+        out.extend_from_slice(e);
+    }
+}
+
+/// Bytes a DeltaBatch entry of `payload_len` bytes adds to its payload.
+pub const fn batch_entry_len(payload_len: usize) -> usize {
+    4 + payload_len
 }
 
 /// The payload of a Delta message from encoded delta bytes.
@@ -316,6 +414,14 @@ mod tests {
                 column: 0,
                 last_seq: 5,
                 last_generation: 2,
+                features: 0,
+            }),
+            Message::Hello(Hello {
+                forwarder_id: "fw-2".into(),
+                column: 0,
+                last_seq: 5,
+                last_generation: 2,
+                features: FEATURE_DELTA_BATCH | 0x8000_0000,
             }),
             Message::Snapshot {
                 snapshot: vec![1, 2, 3],
@@ -327,6 +433,21 @@ mod tests {
                     ops: vec![Op::SetA { index: 1, word: 2 }],
                 },
                 new_actions: "1 7\n".into(),
+            },
+            Message::DeltaBatch {
+                deltas: vec![
+                    BatchDelta {
+                        delta: Delta::Ops {
+                            generation: 3,
+                            ops: vec![Op::SetA { index: 1, word: 2 }],
+                        },
+                        new_actions: String::new(),
+                    },
+                    BatchDelta {
+                        delta: Delta::Snapshot(vec![9, 8, 7]),
+                        new_actions: "2 drop\n".into(),
+                    },
+                ],
             },
             Message::Ack { seq: 99 },
             Message::Error {
@@ -346,13 +467,25 @@ mod tests {
             column: 0,
             last_seq: 0,
             last_generation: 0,
+            features: 0,
         });
         let b = m.encode();
         for n in 0..b.len() {
             assert!(Message::decode(MsgType::Hello, &b[..n]).is_err());
         }
+        // One byte after the fixed fields is a truncated features field;
+        // a byte after the features is trailing data.
         let mut long = b.clone();
         long.push(0);
+        assert!(matches!(
+            Message::decode(MsgType::Hello, &long),
+            Err(MessageError::Truncated {
+                needed: 4,
+                got: 1,
+                ..
+            })
+        ));
+        long.extend_from_slice(&[0, 0, 0, 0]);
         assert_eq!(
             Message::decode(MsgType::Hello, &long),
             Err(MessageError::TrailingData(1))

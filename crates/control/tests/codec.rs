@@ -2,7 +2,8 @@
 
 use hmac::{Hmac, Mac};
 use nexthop_control::frame::{Frame, FrameError, MsgType, HEADER_LEN, MAX_PAYLOAD, TAG_LEN};
-use nexthop_control::{AuthKey, Hello, Message, MessageError};
+use nexthop_control::{AuthKey, BatchDelta, Hello, Message, MessageError, FEATURE_DELTA_BATCH};
+use nexthop_othello::{Delta, Op};
 use sha2::Sha256;
 
 const SECRET: &[u8] = b"nexthop-test-key-0123456789abcdef";
@@ -152,6 +153,7 @@ fn hello_payload_matches_its_static_vector() {
         column: 0,
         last_seq: 0x0102,
         last_generation: 7,
+        features: 0,
     });
     let want: [u8; 23] = [
         2, b'f', b'w', // id
@@ -175,6 +177,140 @@ fn hello_payload_matches_its_static_vector() {
         Message::decode(MsgType::Hello, &bad_id),
         Err(MessageError::Malformed(_))
     ));
+}
+
+#[test]
+fn hello_with_features_appends_one_field_and_the_original_layout_still_decodes() {
+    let old: [u8; 23] = [
+        2, b'f', b'w', 0, 0, 0, 0, 0x02, 0x01, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    let h = |features| {
+        Message::Hello(Hello {
+            forwarder_id: "fw".into(),
+            column: 0,
+            last_seq: 0x0102,
+            last_generation: 7,
+            features,
+        })
+    };
+    // The original 23 bytes: no features.
+    assert_eq!(Message::decode(MsgType::Hello, &old), Ok(h(0)));
+    let mut new = old.to_vec();
+    new.extend_from_slice(&[1, 0, 0, 0]);
+    assert_eq!(h(FEATURE_DELTA_BATCH).encode(), new);
+    assert_eq!(
+        Message::decode(MsgType::Hello, &new),
+        Ok(h(FEATURE_DELTA_BATCH))
+    );
+    // A partial features field is truncated; a byte after it is trailing.
+    for cut in 24..27 {
+        assert!(matches!(
+            Message::decode(MsgType::Hello, &new[..cut]),
+            Err(MessageError::Truncated { .. })
+        ));
+    }
+    new.push(0);
+    assert_eq!(
+        Message::decode(MsgType::Hello, &new),
+        Err(MessageError::TrailingData(1))
+    );
+}
+
+fn ops_delta(generation: u64, index: u32) -> Delta {
+    Delta::Ops {
+        generation,
+        ops: vec![Op::SetA { index, word: 5 }],
+    }
+}
+
+/// A batch of two deltas and its payload built by hand from Delta payloads.
+fn two_delta_batch() -> (Message, Vec<u8>) {
+    let d1 = Message::Delta {
+        delta: ops_delta(4, 1),
+        new_actions: String::new(),
+    };
+    let d2 = Message::Delta {
+        delta: ops_delta(4, 2),
+        new_actions: "7 port 3\n".into(),
+    };
+    let (p1, p2) = (d1.encode(), d2.encode());
+    let mut want = 2u32.to_le_bytes().to_vec();
+    want.extend_from_slice(&(p1.len() as u32).to_le_bytes());
+    want.extend_from_slice(&p1);
+    want.extend_from_slice(&(p2.len() as u32).to_le_bytes());
+    want.extend_from_slice(&p2);
+    let m = Message::DeltaBatch {
+        deltas: vec![
+            BatchDelta {
+                delta: ops_delta(4, 1),
+                new_actions: String::new(),
+            },
+            BatchDelta {
+                delta: ops_delta(4, 2),
+                new_actions: "7 port 3\n".into(),
+            },
+        ],
+    };
+    (m, want)
+}
+
+#[test]
+fn delta_batch_is_a_count_and_length_prefixed_delta_payloads() {
+    let (m, want) = two_delta_batch();
+    assert_eq!(m.ty(), MsgType::DeltaBatch);
+    assert_eq!(m.encode(), want);
+    assert_eq!(Message::decode(MsgType::DeltaBatch, &want), Ok(m.clone()));
+    // In a frame: type byte 6, round trip.
+    let f = Frame::new(MsgType::DeltaBatch, 9, 3, 4, want.clone());
+    let b = f.encode(&key());
+    assert_eq!(b[5], 6);
+    let back = Frame::decode(&b, &key(), MAX_PAYLOAD).expect("frame");
+    assert_eq!(Message::decode(back.ty, &back.payload), Ok(m));
+}
+
+#[test]
+fn delta_batch_truncations_corruptions_and_bad_counts_are_rejected() {
+    let (_, good) = two_delta_batch();
+    let d = |b: &[u8]| Message::decode(MsgType::DeltaBatch, b);
+    for n in 0..good.len() {
+        assert!(d(&good[..n]).is_err(), "truncated to {n}");
+    }
+    let mut long = good.clone();
+    long.push(0);
+    assert_eq!(d(&long), Err(MessageError::TrailingData(1)));
+    // Count 0, and counts the bytes cannot hold (no allocation for them).
+    assert_eq!(
+        d(&0u32.to_le_bytes()),
+        Err(MessageError::Malformed("empty delta batch"))
+    );
+    let mut b = good.clone();
+    b[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(d(&b), Err(MessageError::Truncated { .. })));
+    let mut b = good.clone();
+    b[..4].copy_from_slice(&3u32.to_le_bytes());
+    assert!(matches!(d(&b), Err(MessageError::Truncated { .. })));
+    // Count 1 leaves the second entry as trailing data.
+    let mut b = good.clone();
+    b[..4].copy_from_slice(&1u32.to_le_bytes());
+    assert!(matches!(d(&b), Err(MessageError::TrailingData(_))));
+    // An entry length past the end, and one that cuts its delta short.
+    let mut b = good.clone();
+    b[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(d(&b), Err(MessageError::Truncated { .. })));
+    let mut b = good.clone();
+    let e1 = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    b[4..8].copy_from_slice(&(e1 - 1).to_le_bytes());
+    assert!(d(&b).is_err());
+    // A flipped byte inside the first delta's bytes (its checksum or
+    // magic): a typed delta error.
+    let mut b = good.clone();
+    b[12] ^= 0x40;
+    assert!(matches!(d(&b), Err(MessageError::Delta(_))));
+    // New-action text that is not UTF-8.
+    let mut b = good;
+    let last = b.len() - 1;
+    b[last] = 0xff;
+    assert!(matches!(d(&b), Err(MessageError::Malformed(_))));
 }
 
 #[test]
@@ -223,5 +359,5 @@ fn fuzz_seeds_are_valid_frames_of_every_type() {
         types.push(f.ty as u8);
     }
     types.sort_unstable();
-    assert_eq!(types, [1, 2, 3, 4, 5]);
+    assert_eq!(types, [1, 2, 3, 4, 5, 6]);
 }

@@ -6,11 +6,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use nexthop_control::frame::{encode_parts, read_frame, write_all, MsgType, MAX_PAYLOAD};
+use nexthop_control::message::delta_payload;
 use nexthop_control::{
-    AuthKey, Controller, ControllerConfig, FibFollower, FollowerConfig, Message, RejectReason,
+    AuthKey, BatchDelta, Controller, ControllerConfig, FibFollower, FollowerConfig, Hello, Message,
+    RejectReason, FEATURE_DELTA_BATCH,
 };
 use nexthop_othello::fib::{Action, ConciseFib, RouteChange};
-use nexthop_othello::{Config, Delta};
+use nexthop_othello::{Config, Delta, Query};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -150,6 +152,11 @@ fn follower_converges_after_snapshot_and_10000_changes() {
     // it has applied once per burst, not once per frame.
     let cs = c.stats();
     assert!(cs.acks < cs.acked, "no Ack was coalesced: {cs:?}");
+    // The follower offered batches: each call of 100 went out as DeltaBatch
+    // frames, and every delta in them was counted on both sides.
+    assert_eq!(cs.deltas_sent, 10_000, "{cs:?}");
+    assert!(cs.batches_sent >= 100, "{cs:?}");
+    assert!(s.batches >= 100 && s.batches <= cs.batches_sent, "{s:?}");
     // Every delta was timed from apply to the follower's Ack.
     let p = c.propagation();
     assert_eq!(p.samples, 10_000, "{p:?}");
@@ -489,5 +496,303 @@ fn bad_replayed_and_out_of_order_frames_leave_the_table_unchanged() {
     let _ = fake.read_hello();
     assert_eq!(f.stats().rejects(RejectReason::Apply), 1);
     assert_eq!(bytes(), want);
+    f.stop();
+}
+
+/// A random batch of `n` changes applied to a fresh FIB of `names` names.
+fn random_batch(
+    rng: &mut Xoshiro256PlusPlus,
+    present: &mut std::collections::HashSet<u64>,
+    n: usize,
+    universe: u64,
+) -> Vec<RouteChange<[u8; 6]>> {
+    (0..n)
+        .map(|_| random_change(rng, present, universe))
+        .collect()
+}
+
+#[test]
+fn follower_without_batches_gets_delta_frames_and_converges() {
+    let c = Controller::start(fib(1_000), key(), ctl_cfg()).expect("controller");
+    let cfg = FollowerConfig {
+        delta_batches: false,
+        ..follower_cfg(c.local_addr(), "old-style")
+    };
+    let f = FibFollower::start(key(), cfg).expect("follower");
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let mut present: std::collections::HashSet<u64> = (0..1_000).collect();
+    for _ in 0..20 {
+        let b = random_batch(&mut rng, &mut present, 100, 4_000);
+        c.apply_changes(&b).expect("apply");
+    }
+    assert!(f.wait_for(WAIT, |s| s.deltas == 2_000), "{:?}", f.stats());
+    assert_converged(&c, &f, 4_000);
+    assert!(wait_until(|| c.stats().acked >= 2_001));
+    let (cs, s) = (c.stats(), f.stats());
+    assert_eq!((cs.deltas_sent, cs.batches_sent), (2_000, 0), "{cs:?}");
+    assert_eq!((s.batches, s.total_rejects()), (0, 0), "{s:?}");
+    assert_eq!(c.propagation().samples, 2_000);
+    f.stop();
+    c.shutdown();
+}
+
+/// A follower by hand: connect, send a Hello offering `features`, read the
+/// Snapshot.
+fn raw_follower(addr: SocketAddr, features: u32) -> (TcpStream, u64) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    let session = 0x5eed_0000 + u64::from(features);
+    let hello = Message::Hello(Hello {
+        forwarder_id: format!("raw-{features}"),
+        column: 0,
+        last_seq: 0,
+        last_generation: 0,
+        features,
+    });
+    let b = encode_parts(&key(), MsgType::Hello, session, 1, 0, &hello.encode());
+    if features == 0 {
+        // Byte for byte the Hello of a follower that predates features.
+        assert_eq!(b.len(), 36 + 1 + 5 + 4 + 8 + 8 + 32);
+    }
+    write_all(&mut s, &b).expect("hello");
+    let f = read_frame(&mut s, &key(), MAX_PAYLOAD).expect("snapshot");
+    assert_eq!((f.ty, f.seq, f.session), (MsgType::Snapshot, 1, session));
+    (s, session)
+}
+
+#[test]
+fn controller_sends_delta_batches_only_to_followers_that_offer_them() {
+    let c = Controller::start(fib(500), key(), ctl_cfg()).expect("controller");
+    let (mut old, _) = raw_follower(c.local_addr(), 0);
+    let (mut new, _) = raw_follower(c.local_addr(), FEATURE_DELTA_BATCH | 0x100);
+    assert!(wait_until(|| c.stats().active == 2));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let mut present: std::collections::HashSet<u64> = (0..500).collect();
+    let changes = random_batch(&mut rng, &mut present, 50, 2_000);
+    c.apply_changes(&changes).expect("apply");
+    c.apply_changes(&changes[..0]).expect("empty call");
+    // The old-style follower: 50 Delta frames, sequence 2..=51.
+    let mut old_payloads = Vec::new();
+    for seq in 2..=51 {
+        let f = read_frame(&mut old, &key(), MAX_PAYLOAD).expect("delta");
+        assert_eq!((f.ty, f.seq), (MsgType::Delta, seq));
+        assert!(matches!(
+            Message::decode(f.ty, &f.payload),
+            Ok(Message::Delta { .. })
+        ));
+        old_payloads.push(f.payload);
+    }
+    // The other: one DeltaBatch frame holding the same 50 deltas, in order.
+    let f = read_frame(&mut new, &key(), MAX_PAYLOAD).expect("batch");
+    assert_eq!((f.ty, f.seq), (MsgType::DeltaBatch, 2));
+    let Ok(Message::DeltaBatch { deltas }) = Message::decode(f.ty, &f.payload) else {
+        panic!("not a batch");
+    };
+    let batch_payloads: Vec<Vec<u8>> = deltas
+        .iter()
+        .map(|d| delta_payload(&d.delta.encode(), &d.new_actions))
+        .collect();
+    assert_eq!(batch_payloads, old_payloads);
+    // Acks: the batch's one sequence number confirms all 50 deltas.
+    let ack = |seq| Message::Ack { seq }.encode();
+    let before = c.stats().acked;
+    let b = encode_parts(&key(), MsgType::Ack, 0x5eed_0101, 2, 0, &ack(2));
+    write_all(&mut new, &b).expect("ack");
+    assert!(wait_until(|| c.stats().acked == before + 51));
+    let cs = c.stats();
+    assert_eq!((cs.deltas_sent, cs.batches_sent), (100, 1), "{cs:?}");
+    assert_eq!(c.propagation().samples, 50);
+    c.shutdown();
+}
+
+#[test]
+fn delta_batches_are_capped_by_the_batch_limit() {
+    let cfg = ControllerConfig {
+        batch_limit: 2_000,
+        ..ctl_cfg()
+    };
+    let c = Controller::start(fib(500), key(), cfg).expect("controller");
+    let f = FibFollower::start(key(), follower_cfg(c.local_addr(), "capped")).expect("f");
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    let (mut raw, _) = raw_follower(c.local_addr(), FEATURE_DELTA_BATCH);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+    let mut present: std::collections::HashSet<u64> = (0..500).collect();
+    let changes = random_batch(&mut rng, &mut present, 300, 2_000);
+    c.apply_changes(&changes).expect("apply");
+    let mut got = 0;
+    let mut frames = 0;
+    while got < 300 {
+        let fr = read_frame(&mut raw, &key(), MAX_PAYLOAD).expect("frame");
+        if fr.ty == MsgType::DeltaBatch {
+            assert!(fr.payload.len() <= 2_000, "{} bytes", fr.payload.len());
+        }
+        frames += 1;
+        got += match Message::decode(fr.ty, &fr.payload).expect("message") {
+            Message::DeltaBatch { deltas } => deltas.len(),
+            Message::Delta { .. } => 1,
+            m => panic!("unexpected {m:?}"),
+        };
+    }
+    assert_eq!(got, 300);
+    assert!(frames > 1 && frames < 300, "{frames} frames");
+    assert!(f.wait_for(WAIT, |s| s.deltas == 300), "{:?}", f.stats());
+    assert_converged(&c, &f, 2_000);
+    f.stop();
+    c.shutdown();
+}
+
+/// `n` inserts of new names into `fib`, each as a batch entry.
+fn insert_deltas(fib: &mut ConciseFib<[u8; 6]>, from: u64, n: u64) -> Vec<BatchDelta> {
+    (from..from + n)
+        .map(|i| {
+            let before = fib.action_table().len();
+            let ch = fib
+                .insert(mac(i), &Action::Port(200 + (i % 50) as u16))
+                .expect("insert");
+            let mut new_actions = String::new();
+            for (id, a) in fib.action_table().iter().skip(before) {
+                new_actions.push_str(&format!("{id} {a}\n"));
+            }
+            let delta = fib.othello().delta(&ch, 0);
+            assert!(matches!(delta, Delta::Ops { .. }));
+            BatchDelta { delta, new_actions }
+        })
+        .collect()
+}
+
+#[test]
+fn corrupt_truncated_and_failing_batches_are_rejected() {
+    let mut fib = fib(300);
+    let snap = Message::Snapshot {
+        snapshot: fib.othello().snapshot(0),
+        actions: fib.action_table().to_text(),
+    };
+    let gen = fib.othello().meta().generation;
+    let first = Message::DeltaBatch {
+        deltas: insert_deltas(&mut fib, 5_000, 20),
+    };
+    let after_first = fib.othello().snapshot(0);
+    let second = insert_deltas(&mut fib, 6_000, 10);
+
+    let mut fake = Fake::new();
+    let mut cfg = follower_cfg(fake.addr(), "batch-victim");
+    cfg.backoff_max = Duration::from_millis(20);
+    let f = FibFollower::start(key(), cfg).expect("follower");
+    let h = fake.accept();
+    assert_eq!(h.features, FEATURE_DELTA_BATCH);
+    let b = fake.frame(&snap, 1, gen);
+    fake.send(&b);
+    let b = fake.frame(&first, 2, gen);
+    fake.send(&b);
+    assert!(f.wait_for(WAIT, |s| s.deltas == 20 && s.batches == 1));
+    let bytes = || f.table().expect("table").query().to_snapshot();
+    assert_eq!(bytes(), after_first);
+    assert_eq!(
+        f.table().expect("table").lookup(&mac(5_007)),
+        Some(&Action::Port(200 + 7))
+    );
+    let want = bytes();
+
+    let good = Message::DeltaBatch {
+        deltas: second.clone(),
+    };
+    let payload = good.encode();
+    // A bit flip in the batch (MAC), a batch cut short under a valid MAC
+    // and one whose count exceeds its entries (message): each rejected
+    // whole, table unchanged, the follower reconnects.
+    let short = payload[..payload.len() - 3].to_vec();
+    let mut over = payload.clone();
+    over[..4].copy_from_slice(&11u32.to_le_bytes());
+    let mut next = 3;
+    for (i, reason) in [
+        RejectReason::BadMac,
+        RejectReason::Message,
+        RejectReason::Message,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let p = [&payload, &short, &over][i];
+        let mut bad = encode_parts(&key(), MsgType::DeltaBatch, fake.session, next, gen, p);
+        if reason == RejectReason::BadMac {
+            bad[36 + 20] ^= 0x10;
+        }
+        let before = f.stats();
+        fake.send(&bad);
+        let h = fake.accept();
+        assert_eq!(h.last_generation, gen);
+        let s = f.stats();
+        assert_eq!(s.rejects(reason), before.rejects(reason) + 1, "{reason:?}");
+        assert_eq!((s.deltas, s.batches), (20, 1), "{reason:?}");
+        assert_eq!(bytes(), want, "{reason:?} changed the table");
+        // New connection: answer with the state the follower has.
+        let snap_now = Message::Snapshot {
+            snapshot: want.clone(),
+            actions: f.table().expect("table").actions().to_text(),
+        };
+        let b = fake.frame(&snap_now, 1, gen);
+        fake.send(&b);
+        assert!(wait_until(|| f.stats().last_seq == 1));
+        assert_eq!(bytes(), want);
+        next = 2;
+    }
+
+    // A batch whose third delta is for another generation: the two before
+    // it apply, the third and the rest do not, the follower resyncs.
+    let mut failing = second.clone();
+    if let Delta::Ops { ops, .. } = &failing[2].delta {
+        failing[2].delta = Delta::Ops {
+            generation: gen + 1,
+            ops: ops.clone(),
+        };
+    }
+    let b = fake.frame(&Message::DeltaBatch { deltas: failing }, 2, gen);
+    fake.send(&b);
+    let h = fake.read_hello();
+    assert_eq!(h.features, FEATURE_DELTA_BATCH);
+    let s = f.stats();
+    assert_eq!(s.rejects(RejectReason::Apply), 1, "{s:?}");
+    assert_eq!((s.deltas, s.batches, s.resyncs), (22, 1, 1), "{s:?}");
+    let expect = Query::from_snapshot(&after_first).expect("query");
+    expect.apply(&second[0].delta).expect("apply");
+    expect.apply(&second[1].delta).expect("apply");
+    assert_eq!(bytes(), expect.to_snapshot());
+    assert_ne!(bytes(), fib.othello().snapshot(0));
+    let t = f.table().expect("table");
+    assert_eq!(t.lookup(&mac(6_001)), Some(&Action::Port(200 + 1)));
+    // While resyncing, a batch is skipped delta by delta.
+    let b = fake.frame(&good, 3, gen);
+    fake.send(&b);
+    assert!(f.wait_for(WAIT, |s| s.skipped == 10), "{:?}", f.stats());
+    assert_eq!(f.stats().deltas, 22);
+    f.stop();
+}
+
+#[test]
+fn follower_falls_back_to_the_original_hello_when_refused() {
+    let mut fake = Fake::new();
+    let mut cfg = follower_cfg(fake.addr(), "fallback");
+    cfg.backoff_max = Duration::from_millis(20);
+    let f = FibFollower::start(key(), cfg).expect("follower");
+    // An older controller refuses the longer Hello and closes.
+    let h = fake.accept();
+    assert_eq!(h.features, FEATURE_DELTA_BATCH);
+    fake.stream = None;
+    // The next attempt sends the original Hello.
+    let h = fake.accept();
+    assert_eq!(h.features, 0);
+    let fib = fib(50);
+    let snap = Message::Snapshot {
+        snapshot: fib.othello().snapshot(0),
+        actions: fib.action_table().to_text(),
+    };
+    let b = fake.frame(&snap, 1, fib.othello().meta().generation);
+    fake.send(&b);
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    // After a connection that got frames, it offers batches again.
+    fake.stream = None;
+    let h = fake.accept();
+    assert_eq!(h.features, FEATURE_DELTA_BATCH);
     f.stop();
 }
