@@ -697,7 +697,10 @@ impl XskTx {
     /// kernel send them. A frame that is empty or longer than a chunk, or
     /// that finds no free chunk even after the kernel was asked to send
     /// and completions were taken back, is counted as failed; so is each
-    /// frame the device dropped (`EBUSY`).
+    /// frame the device dropped (`EBUSY`). Frames still on the tx ring
+    /// when the kernel refuses with another error (the link down) stay
+    /// queued and go out with a later call, or hold their chunks until
+    /// then, so later frames fail for lack of a chunk.
     pub fn send_batch<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> SendOutcome {
         let mut out = SendOutcome::default();
         self.reclaim();
