@@ -6,7 +6,8 @@
 //! Glue only: the ports and the loop are `nexthop_dataplane::afpacket`,
 //! `nexthop_dataplane::afxdp` and `nexthop_dataplane::live`; this module
 //! maps FIB port numbers to interfaces, checks the mapping, picks each
-//! port's I/O (`--io`: AF_XDP where it binds, else AF_PACKET, saying why),
+//! port's I/O (`--io`: AF_PACKET by default; `auto`: AF_XDP where it binds,
+//! else AF_PACKET, saying why),
 //! and prints progress (stderr) and the summary (stdout). With `--controller`, a `nexthop_control::FibFollower`
 //! keeps the table; before each group of frames the loop takes its current
 //! table once and swaps it into the pipeline when it changed (rebuilding
@@ -73,11 +74,13 @@ impl FromStr for PortMap {
 pub enum IoMode {
     /// AF_XDP on every port where a socket binds; AF_PACKET (with a
     /// one-line message saying why) where not.
-    #[default]
     Auto,
     /// AF_XDP on every port, or an error.
     Afxdp,
-    /// AF_PACKET: `TPACKET_V3` receive rings, `sendmmsg` transmit.
+    /// AF_PACKET: `TPACKET_V3` receive rings, `sendmmsg` transmit. The
+    /// default: on veth (copy mode) it costs less CPU per frame than AF_XDP
+    /// (docs/benchmarks.md); `auto` is for NICs with zero-copy AF_XDP.
+    #[default]
     Afpacket,
 }
 
@@ -162,9 +165,9 @@ pub struct RunArgs {
     /// kept; the default), lb (round robin), cpu or queue.
     #[arg(long, value_name = "MODE")]
     fanout: Option<FanoutMode>,
-    /// Port I/O: auto (AF_XDP on each port where a socket binds, else
-    /// AF_PACKET with a message saying why; the default), afxdp (AF_XDP
-    /// or an error) or afpacket (TPACKET_V3 rings and sendmmsg). AF_XDP
+    /// Port I/O: afpacket (TPACKET_V3 rings and sendmmsg; the default),
+    /// auto (AF_XDP on each port where a socket binds, else AF_PACKET with
+    /// a message saying why) or afxdp (AF_XDP or an error). AF_XDP
     /// runs one worker per queue: worker W binds queue --xdp-queue + W.
     #[arg(long, value_name = "IO")]
     io: Option<IoMode>,
@@ -1143,7 +1146,7 @@ mod tests {
         let d = settings(&["--fib", "d", "--port", "0=e"], None).unwrap();
         assert_eq!(
             (d.io, d.xdp_mode, d.xdp_queue),
-            (IoMode::Auto, XdpAttach::Auto, 0)
+            (IoMode::Afpacket, XdpAttach::Auto, 0)
         );
         assert_eq!(
             s.ports,
