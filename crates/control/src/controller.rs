@@ -612,8 +612,8 @@ fn record_acked<K>(sh: &Shared<K>, inflight: &Inflight, seq: u64) {
     sh.counters.acked.fetch_add(acked, Ordering::Relaxed);
 }
 
-/// Deltas `ds[i..j]` as from `i`, as many as fit in one DeltaBatch payload
-/// of `limit` bytes (at least one).
+/// The end `j` of the DeltaBatch that starts at `ds[i]`: as many deltas as
+/// fit in a payload of `limit` bytes, and at least one.
 fn batch_end(ds: &[QueuedDelta], i: usize, limit: usize) -> usize {
     let mut len = 4 + batch_entry_len(ds[i].payload.len());
     let mut j = i + 1;
