@@ -818,14 +818,18 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         sent: AtomicU64::new(0),
         send_failed: AtomicU64::new(0),
     });
+    // Named threads, so per-thread CPU (scripts/lab-threads.sh) reads.
     let sinks: Vec<JoinHandle<Result<()>>> = PORTS
         .iter()
         .zip(&topo.sinks)
         .map(|(&p, ns)| {
             let (sh, ns) = (sh.clone(), ns.clone());
-            thread::spawn(move || sink_loop(&sh, &ns, p))
+            thread::Builder::new()
+                .name(format!("lab-sink-{p}"))
+                .spawn(move || sink_loop(&sh, &ns, p))
         })
-        .collect();
+        .collect::<std::io::Result<_>>()
+        .context("starting the sink threads")?;
     // Let the sinks open their rings before traffic starts.
     thread::sleep(Duration::from_millis(200));
     let m0 = fwd_metrics(&topo.fwd, metrics_addr).ok();
@@ -833,7 +837,10 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     // Traffic with live changes.
     let source = {
         let (sh, ns, rate, seed) = (sh.clone(), topo.src.clone(), o.rate, o.seed);
-        thread::spawn(move || source_loop(&sh, &ns, PHASE_TRAFFIC, None, rate, seed))
+        thread::Builder::new()
+            .name("lab-source".into())
+            .spawn(move || source_loop(&sh, &ns, PHASE_TRAFFIC, None, rate, seed))
+            .context("starting the source thread")?
     };
     let traffic_start = Instant::now();
     let run_for = Duration::from_secs_f64(o.duration);
