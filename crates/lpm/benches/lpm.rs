@@ -145,9 +145,20 @@ fn compare<A: Address>(
     json!({ "title": title, "rows": out })
 }
 
+/// Print and return batched Bloomfwd on 2 threads / on 1 thread (issue
+/// target >= 1.8; same run, same streams).
+fn report_two_threads(section: &Value) -> Value {
+    let r = ratios(section, "bloomfwd-batch-2t", "bloomfwd-batch");
+    print!("\nbloomfwd-batch-2t / bloomfwd-batch (issue target >= 1.8):");
+    for (stream, x) in &r {
+        print!(" {stream} {x:.2}");
+    }
+    println!();
+    json!(r.iter().map(|(s, x)| json!({"stream": s, "ratio": x})).collect::<Vec<_>>())
+}
+
 /// Per stream, median Mlps of runner `num` over runner `den` in a
 /// `compare` result.
-#[cfg(feature = "dpdk")]
 fn ratios(section: &Value, num: &str, den: &str) -> Vec<(String, f64)> {
     let rows = section["rows"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     rows.iter()
@@ -174,6 +185,37 @@ fn report_ratios(section: &Value, num: &str, den: &str, target: f64) -> Value {
     println!();
     json!({"num": num, "den": den, "target": target,
            "ratios": r.iter().map(|(s, x)| json!({"stream": s, "ratio": x})).collect::<Vec<_>>()})
+}
+
+/// The lookup floor per stream: mean cache lines `Bloomfwd::probe_cost`
+/// counts (direct slot, sub-mask, filter blocks, table lines) over the
+/// first 200,000 addresses of each stream.
+fn floor<A: GroupKey>(title: &str, t: &BloomfwdControl<A>, streams: &[(&'static str, Vec<A>)]) -> Value {
+    println!("\n### Lookup floor, {title} (mean cache lines per lookup)\n");
+    println!("| stream | direct | sub-mask | filter blocks (= hashes) | table lines | total |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    let mut rows = Vec::new();
+    for (sname, addrs) in streams {
+        let n = addrs.len().min(200_000);
+        let (mut fine, mut filt, mut tab) = (0u64, 0u64, 0u64);
+        for &a in &addrs[..n] {
+            let c = t.table().probe_cost(a);
+            fine += c.fine as u64;
+            filt += c.filters as u64;
+            tab += c.table_lines as u64;
+        }
+        let m = |x: u64| x as f64 / n.max(1) as f64;
+        let total = 1.0 + m(fine) + m(filt) + m(tab);
+        println!(
+            "| {sname} | 1 | {:.2} | {:.2} | {:.2} | {:.2} |",
+            m(fine),
+            m(filt),
+            m(tab),
+            total
+        );
+        rows.push(json!({"stream": sname, "fine": m(fine), "filters": m(filt), "table_lines": m(tab), "total": total}));
+    }
+    json!({"title": title, "rows": rows})
 }
 
 fn checksum(out: &[NextHop]) -> u64 {
@@ -238,11 +280,25 @@ fn main() {
         );
         t
     };
+    report.insert("floor_ipv4".into(), floor("IPv4", &bf4, &st4));
+    let bf4m = {
+        let mut c = Config::ipv4();
+        c.filter_hash = HashKind::Mix64;
+        c.table_hash = HashKind::Mix64;
+        BloomfwdControl::build(c, &r4).expect("valid")
+    };
     let mut runners = bloom_runners(&bf4);
     runners.push((
         "bloomfwd-batch-2t",
         Box::new(|a: &[u32], o: &mut [NextHop]| {
             bf4.table().lookup_parallel(a, o, 2);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "bloomfwd-batch mix64",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            bf4m.table().lookup_batch(a, o);
             checksum(o)
         }),
     ));
@@ -295,6 +351,10 @@ fn main() {
         "dpdk_ipv4_ratio".into(),
         report_ratios(&sec4, "bloomfwd-batch", "dpdk rte_lpm", 0.65),
     );
+    report.insert(
+        "ipv4_two_threads".into(),
+        report_two_threads(&sec4),
+    );
     report.insert("ipv4".into(), sec4);
     drop(runners);
     #[cfg(feature = "dpdk")]
@@ -316,11 +376,34 @@ fn main() {
         println!("DPDK rte_lpm6 build: {:.2} s", s.elapsed().as_secs_f64());
         t
     };
+    report.insert("floor_ipv6".into(), floor("IPv6", &bf6, &st6));
+    // The other hash choices, same levels (identical answers, checked).
+    let bf6_with = |h: HashKind| {
+        let mut c = bf6.config().clone();
+        c.filter_hash = h;
+        c.table_hash = h;
+        BloomfwdControl::build(c, &r6).expect("valid")
+    };
+    let (bf6m, bf6u) = (bf6_with(HashKind::Mix64), bf6_with(HashKind::Murmur3));
     let mut runners = bloom_runners(&bf6);
     runners.push((
         "bloomfwd-batch-2t",
         Box::new(|a: &[u128], o: &mut [NextHop]| {
             bf6.table().lookup_parallel(a, o, 2);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "bloomfwd-batch mix64",
+        Box::new(|a: &[u128], o: &mut [NextHop]| {
+            bf6m.table().lookup_batch(a, o);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "bloomfwd-batch murmur3",
+        Box::new(|a: &[u128], o: &mut [NextHop]| {
+            bf6u.table().lookup_batch(a, o);
             checksum(o)
         }),
     ));
@@ -362,6 +445,10 @@ fn main() {
     report.insert(
         "dpdk_ipv6_ratio".into(),
         report_ratios(&sec6, "bloomfwd-batch", "dpdk rte_lpm6", 1.0),
+    );
+    report.insert(
+        "ipv6_two_threads".into(),
+        report_two_threads(&sec6),
     );
     report.insert("ipv6".into(), sec6);
     drop(runners);

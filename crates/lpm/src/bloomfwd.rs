@@ -287,7 +287,29 @@ impl<K: GroupKey> HashTable<K> {
 
     #[inline(always)]
     fn prefetch(&self, h: u32) {
-        prefetch(&self.slots[(h & self.mask) as usize]);
+        prefetch(self.slots.as_ptr().wrapping_add((h & self.mask) as usize));
+    }
+
+    /// Whether `key` is present, and the distinct cache lines its probe
+    /// sequence reads.
+    fn probe_lines(&self, key: K, h: u32) -> (bool, u32) {
+        let line = |i: u32| (self.slots.as_ptr().wrapping_add(i as usize) as usize) / 64;
+        let mut i = h & self.mask;
+        let (mut lines, mut last) = (1, line(i));
+        loop {
+            let s = &self.slots[i as usize];
+            if s.next_hop == NO_ROUTE {
+                return (false, lines);
+            }
+            if s.key == key {
+                return (true, lines);
+            }
+            i = (i + 1) & self.mask;
+            if line(i) != last {
+                last = line(i);
+                lines += 1;
+            }
+        }
     }
 
     fn find(&self, key: K, h: u32) -> Result<usize, usize> {
@@ -506,9 +528,16 @@ struct Group<A> {
 
 /// One direct-array slot: the next hop of the longest prefix of length
 /// `<= direct_bits` that covers the slot, and the groups that hold at least
-/// one key under the slot (bit `min(j, 31)` for group `j`; groups from 31
-/// on share bit 31). A lookup probes only the groups of its slot's mask,
+/// one key under the slot (bit `min(j, 30)` for group `j`; groups from 30
+/// on share bit 30). A lookup probes only the groups of its slot's mask,
 /// so an address under which no longer prefix exists reads one line.
+///
+/// A *refined* slot (bit 31, [`FINE`], set; the slot's keys named at least
+/// [`FINE_MIN_GROUPS`] groups when the table was built) holds instead the
+/// index `i` of its block of `2^fine_bits` sub-masks in `Bloomfwd::fine`:
+/// sub-mask `sub` names the groups with a key under the slot whose next
+/// `fine_bits` address bits are `sub` (IPv6: /24 granularity under a /16
+/// slot), so dense slots such as 2001::/16 probe few groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, align(8))]
 struct Direct {
@@ -521,7 +550,25 @@ const _: () = assert!(std::mem::size_of::<Direct>() == 8);
 /// The mask bit of group `j`.
 #[inline(always)]
 fn group_bit(j: usize) -> u32 {
-    1 << j.min(31)
+    1 << j.min(30)
+}
+
+/// Flag of a refined direct slot (see [`Direct`]).
+const FINE: u32 = 1 << 31;
+
+/// Most address bits below the direct slot a refined slot splits on.
+const MAX_FINE_BITS: u8 = 8;
+
+/// A slot whose mask names at least this many groups at build time is
+/// refined.
+const FINE_MIN_GROUPS: u32 = 3;
+
+/// Sub-mask bits of a configuration: `min(MAX_FINE_BITS, L1 - d)`, so
+/// every group key lies inside one sub-slot (0: no refinement).
+fn fine_bits_for(direct_bits: u8, levels: &[u8]) -> u8 {
+    levels
+        .first()
+        .map_or(0, |&l| l.saturating_sub(direct_bits).min(MAX_FINE_BITS))
 }
 
 /// The lookup structure (read-only for lookups; `Sync`, so any number of
@@ -530,11 +577,32 @@ fn group_bit(j: usize) -> u32 {
 pub struct Bloomfwd<A> {
     direct: Box<[Direct]>,
     direct_bits: u8,
+    /// Sub-masks of the refined slots, `2^fine_bits` per slot.
+    fine: Box<[u32]>,
+    fine_bits: u8,
     groups: Vec<Group<A>>,
     filter_hash: HashKind,
     table_hash: HashKind,
     reuse: bool,
     simd: Simd,
+}
+
+/// Memory one lookup reads beyond its direct slot ([`Bloomfwd::probe_cost`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeCost {
+    /// Sub-mask lines read (0 or 1: a refined slot).
+    pub fine: u32,
+    /// Filter blocks (one cache line each) tested.
+    pub filters: u32,
+    /// Distinct table cache lines read (filters that passed).
+    pub table_lines: u32,
+}
+
+impl ProbeCost {
+    /// Cache lines in all, the direct slot included.
+    pub fn lines(&self) -> u32 {
+        1 + self.fine + self.filters + self.table_lines
+    }
 }
 
 /// Lanes per batch step of [`Bloomfwd::lookup_batch`].
@@ -556,13 +624,28 @@ impl<A: GroupKey> Bloomfwd<A> {
         a.top(self.direct_bits).to_u128() as usize
     }
 
+    /// The group mask that applies to `a` given its direct slot's `groups`
+    /// word: the word itself, or the sub-mask of a refined slot.
+    #[inline(always)]
+    fn mask_of(&self, a: A, groups: u32) -> u32 {
+        if groups & FINE == 0 {
+            return groups;
+        }
+        let fb = self.fine_bits;
+        let sub = (a.top(self.direct_bits + fb).to_u128() as usize) & ((1usize << fb) - 1);
+        let i = (((groups & !FINE) as usize) << fb) | sub;
+        // Always present (built together); every group is a safe answer.
+        self.fine.get(i).copied().unwrap_or(!FINE)
+    }
+
     /// Longest-prefix match of one address.
     #[inline]
     pub fn lookup(&self, a: A) -> Option<NextHop> {
         let d = self.direct[self.slot(a)];
-        if d.groups != 0 {
+        let mask = self.mask_of(a, d.groups);
+        if mask != 0 {
             for (j, g) in self.groups.iter().enumerate().rev() {
-                if d.groups & group_bit(j) == 0 {
+                if mask & group_bit(j) == 0 {
                     continue;
                 }
                 let key = a.top(g.level);
@@ -606,8 +689,9 @@ impl<A: GroupKey> Bloomfwd<A> {
             for (i, (a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
                 let d = self.direct[self.slot(*a)];
                 *o = d.next_hop;
-                masks[i] = d.groups;
-                pending |= ((d.groups != 0) as u64) << i;
+                let m = self.mask_of(*a, d.groups);
+                masks[i] = m;
+                pending |= ((m != 0) as u64) << i;
             }
             for (j, g) in self.groups.iter().enumerate().rev() {
                 if pending == 0 {
@@ -633,6 +717,12 @@ impl<A: GroupKey> Bloomfwd<A> {
                     let i = p.trailing_zeros() as usize;
                     p &= p - 1;
                     g.filter.prefetch(h1[i]);
+                    // The lane's last group (none shorter in its mask)
+                    // usually holds its match: fetch the bucket together
+                    // with the filter line instead of after it.
+                    if self.reuse && masks[i] & (bit - 1) == 0 {
+                        g.table.prefetch(h1[i]);
+                    }
                 }
                 let mut cand = 0u64;
                 let mut p = lanes;
@@ -673,6 +763,43 @@ impl<A: GroupKey> Bloomfwd<A> {
         })
     }
 
+    /// What [`Self::lookup`] reads for `a`: the memory behind the lookup
+    /// floor (cache lines per address; see the crate README).
+    pub fn probe_cost(&self, a: A) -> ProbeCost {
+        let d = self.direct[self.slot(a)];
+        let mut c = ProbeCost {
+            fine: (d.groups & FINE != 0) as u32,
+            ..ProbeCost::default()
+        };
+        let mask = self.mask_of(a, d.groups);
+        for (j, g) in self.groups.iter().enumerate().rev() {
+            if mask & group_bit(j) == 0 {
+                continue;
+            }
+            c.filters += 1;
+            let key = a.top(g.level);
+            let (h1, h2) = key.pair(self.filter_hash);
+            if !g.filter.contains(h1, h2) {
+                continue;
+            }
+            let (hit, lines) = g.table.probe_lines(key, self.table_hash_of(key, h1));
+            c.table_lines += lines;
+            if hit {
+                break;
+            }
+        }
+        c
+    }
+
+    /// Direct slots refined into sub-masks (see [`Direct`]).
+    pub fn refined_slots(&self) -> usize {
+        if self.fine_bits == 0 {
+            0
+        } else {
+            self.fine.len() >> self.fine_bits
+        }
+    }
+
     /// The batched-hashing path in use.
     pub fn simd(&self) -> Simd {
         self.simd
@@ -686,6 +813,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// Bytes read by lookups: direct array, filters and tables.
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.direct)
+            + std::mem::size_of_val(&*self.fine)
             + self
                 .groups
                 .iter()
@@ -743,6 +871,10 @@ pub struct BloomfwdControl<A> {
     /// Keys per (direct slot, group mask bit) ([`slot_group_key`]): a
     /// slot's mask bit is cleared when its count drops to zero.
     slot_groups: HashMap<u64, u32>,
+    /// Keys per (sub-slot, group mask bit) under refined slots
+    /// ([`fine_group_key`]): a sub-mask bit is cleared when its count
+    /// drops to zero.
+    fine_groups: HashMap<u64, u32>,
     ctl: Vec<GroupCtl<A>>,
     fwd: Bloomfwd<A>,
 }
@@ -852,9 +984,36 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 sized_for,
             });
         }
+        // Refine the dense slots: sub-masks from the keys under them.
+        let fine_bits = fine_bits_for(d, &cfg.levels);
+        let mut fine: Vec<u32> = Vec::new();
+        let mut fine_groups = HashMap::new();
+        if fine_bits > 0 {
+            for dslot in direct.iter_mut() {
+                if dslot.groups.count_ones() >= FINE_MIN_GROUPS {
+                    dslot.groups = FINE | (fine.len() >> fine_bits) as u32;
+                    fine.resize(fine.len() + (1 << fine_bits), 0);
+                }
+            }
+            for (gi, c) in ctl.iter().enumerate() {
+                let level = groups[gi].level;
+                for &key in c.exp.keys() {
+                    let slot = slot_of(key, level, d);
+                    let dg = direct[slot].groups;
+                    if dg & FINE != 0 {
+                        let f = fine_of(key, level, d + fine_bits);
+                        *fine_groups.entry(fine_group_key(f, gi)).or_insert(0) += 1;
+                        let sub = f & ((1 << fine_bits) - 1);
+                        fine[(((dg & !FINE) as usize) << fine_bits) | sub] |= group_bit(gi);
+                    }
+                }
+            }
+        }
         let fwd = Bloomfwd {
             direct: direct.into_boxed_slice(),
             direct_bits: d,
+            fine: fine.into_boxed_slice(),
+            fine_bits,
             groups,
             filter_hash: cfg.filter_hash,
             table_hash: cfg.table_hash,
@@ -866,6 +1025,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             rib,
             direct_len,
             slot_groups,
+            fine_groups,
             ctl,
             fwd,
         }
@@ -959,7 +1119,21 @@ impl<A: GroupKey> BloomfwdControl<A> {
                         .slot_groups
                         .entry(slot_group_key(slot, gi))
                         .or_insert(0) += 1;
-                    self.fwd.direct[slot].groups |= group_bit(gi);
+                    let dg = self.fwd.direct[slot].groups;
+                    if dg & FINE == 0 {
+                        self.fwd.direct[slot].groups |= group_bit(gi);
+                    } else {
+                        let fb = self.fwd.fine_bits;
+                        let f = fine_of(key, level, d + fb);
+                        *self
+                            .fine_groups
+                            .entry(fine_group_key(f, gi))
+                            .or_insert(0) += 1;
+                        let i = (((dg & !FINE) as usize) << fb) | (f & ((1 << fb) - 1));
+                        if let Some(m) = self.fwd.fine.get_mut(i) {
+                            *m |= group_bit(gi);
+                        }
+                    }
                     let (h1, h2) = key.pair(fk);
                     for i in 0..g.filter.k {
                         let b = g.filter.index(h1, h2, i);
@@ -1021,11 +1195,29 @@ impl<A: GroupKey> BloomfwdControl<A> {
                     c.exp.remove(&key);
                     let slot = slot_of(key, level, d);
                     let sk = slot_group_key(slot, gi);
+                    let dg = self.fwd.direct[slot].groups;
                     if let Some(n) = self.slot_groups.get_mut(&sk) {
                         *n -= 1;
                         if *n == 0 {
                             self.slot_groups.remove(&sk);
-                            self.fwd.direct[slot].groups &= !group_bit(gi);
+                            if dg & FINE == 0 {
+                                self.fwd.direct[slot].groups &= !group_bit(gi);
+                            }
+                        }
+                    }
+                    if dg & FINE != 0 {
+                        let fb = self.fwd.fine_bits;
+                        let f = fine_of(key, level, d + fb);
+                        let fgk = fine_group_key(f, gi);
+                        if let Some(n) = self.fine_groups.get_mut(&fgk) {
+                            *n -= 1;
+                            if *n == 0 {
+                                self.fine_groups.remove(&fgk);
+                                let i = (((dg & !FINE) as usize) << fb) | (f & ((1 << fb) - 1));
+                                if let Some(m) = self.fwd.fine.get_mut(i) {
+                                    *m &= !group_bit(gi);
+                                }
+                            }
                         }
                     }
                     let (h1, h2) = key.pair(fk);
@@ -1139,7 +1331,19 @@ fn slot_of<A: Address>(key: A, level: u8, d: u8) -> usize {
 
 /// The `slot_groups` key of (direct slot, group `gi`'s mask bit).
 fn slot_group_key(slot: usize, gi: usize) -> u64 {
-    (slot as u64) << 5 | gi.min(31) as u64
+    (slot as u64) << 5 | gi.min(30) as u64
+}
+
+/// The sub-slot (first `fd` address bits) of a group key of `level >= fd`
+/// bits.
+#[inline]
+fn fine_of<A: Address>(key: A, level: u8, fd: u8) -> usize {
+    (key.to_u128() >> (level - fd)) as usize
+}
+
+/// The `fine_groups` key of (sub-slot, group `gi`'s mask bit).
+fn fine_group_key(f: usize, gi: usize) -> u64 {
+    (f as u64) << 5 | gi.min(30) as u64
 }
 
 fn mask_bits(level: u8) -> u128 {
@@ -1251,6 +1455,65 @@ mod tests {
         assert_eq!(t.fwd.direct[s0].groups, 0);
         assert!(t.slot_groups.is_empty());
         assert_eq!(t.lookup(0x0A00_1101), Some(1));
+    }
+
+    fn p6(a: u128, l: u8) -> Prefix<u128> {
+        Prefix::new(a, l).unwrap()
+    }
+
+    #[test]
+    fn dense_slot_sub_masks_follow_announce_and_withdraw() {
+        // 2001::/16 gets keys in groups 32, 48 and 64 (three groups: the
+        // slot is refined); 2001:0d00::/24 and 2001:0e00::/24 are its
+        // sub-slots.
+        let a = |hi: u64| (hi as u128) << 64;
+        let routes = [
+            (p6(a(0x2001_0db8_0000_0000), 32), 1),
+            (p6(a(0x2001_0db8_0001_0000), 48), 2),
+            (p6(a(0x2001_0db8_0001_0002), 64), 3),
+            (p6(a(0x2001_0e00_0000_0000), 32), 4),
+        ];
+        let mut t =
+            BloomfwdControl::<u128>::build(Config::ipv6(vec![32, 48, 64]), &routes).unwrap();
+        assert_eq!(t.table().refined_slots(), 1);
+        let s = t.table().slot(a(0x2001_0db8_0000_0000));
+        assert_ne!(t.fwd.direct[s].groups & FINE, 0);
+        let cost = |t: &BloomfwdControl<u128>, hi: u64| t.table().probe_cost(a(hi));
+        // Under 2001:0e00::/24 only the /32 group is probed.
+        assert_eq!(cost(&t, 0x2001_0e00_0000_0001).filters, 1);
+        assert_eq!(cost(&t, 0x2001_0db8_0005_0000).filters, 3);
+        // No key at all under 2001:0f00::/24: the direct slot answers.
+        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).filters, 0);
+        assert_eq!(t.lookup(a(0x2001_0f00_0000_0000)), None);
+        t.announce(p6(a(0x2001_0f00_0000_0000), 64), 5);
+        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).filters, 1);
+        assert_eq!(t.lookup(a(0x2001_0f00_0000_0000)), Some(5));
+        assert!(t.withdraw(p6(a(0x2001_0f00_0000_0000), 64)));
+        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).filters, 0);
+        assert!(t.withdraw(p6(a(0x2001_0db8_0001_0002), 64)));
+        assert!(t.withdraw(p6(a(0x2001_0db8_0001_0000), 48)));
+        assert_eq!(cost(&t, 0x2001_0db8_0001_0002).filters, 1);
+        assert_eq!(t.lookup(a(0x2001_0db8_0001_0002)), Some(1));
+        assert!(t.withdraw(p6(a(0x2001_0db8_0000_0000), 32)));
+        assert!(t.withdraw(p6(a(0x2001_0e00_0000_0000), 32)));
+        assert!(t.fine_groups.is_empty());
+        assert!(t.fwd.fine.iter().all(|&m| m == 0));
+        assert_eq!(t.lookup(a(0x2001_0db8_0001_0002)), None);
+    }
+
+    #[test]
+    fn probe_cost_counts_the_lines_a_lookup_reads() {
+        let t = BloomfwdControl::<u32>::build(
+            Config::ipv4(),
+            &[(p4(0x0A00_0000, 8), 1), (p4(0x0A00_1000, 24), 2)],
+        )
+        .unwrap();
+        // No group key under the slot: the direct slot only.
+        assert_eq!(t.table().probe_cost(0x0B00_0000).lines(), 1);
+        // Inside the /24: slot, /24 filter, its bucket.
+        let c = t.table().probe_cost(0x0A00_1001);
+        assert_eq!((c.fine, c.filters, c.table_lines), (0, 1, 1));
+        assert_eq!(c.lines(), 3);
     }
 
     #[test]

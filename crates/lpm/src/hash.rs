@@ -11,6 +11,12 @@
 //!   (IPv4) or to two 64-bit lanes of the x64 variant (IPv6).
 //! * [`HashKind::Knuth`]: multiplicative hashing `x * 2654435761`; kept only
 //!   to reproduce the paper's Fig. 1 (it preserves divisibility).
+//! * [`HashKind::Mix64`]: not in the paper: one 64-bit finaliser
+//!   (MurmurHash3's `fmix64`, two multiplies) of the key folded to 64 bits;
+//!   `h1` is its low half, `h2` its high half. Keys of at most 64 bits (all
+//!   IPv4 keys, IPv6 groups up to /64) are hashed exactly once, about a
+//!   quarter of Murmur3-128's work; longer IPv6 keys fold the high half in
+//!   with one more multiply.
 //!
 //! Batched hashing of 32-bit keys picks AVX-512, AVX2 or scalar code at run
 //! time ([`Simd::detect`]); every path computes the same values as the
@@ -26,6 +32,9 @@ pub enum HashKind {
     Murmur3 = 1,
     /// Knuth's multiplicative method (for the Fig. 1 sweep only).
     Knuth = 2,
+    /// One 64-bit finaliser over the key folded to 64 bits (not in the
+    /// paper; the cheapest of the four for IPv6 keys).
+    Mix64 = 3,
 }
 
 impl HashKind {
@@ -35,6 +44,7 @@ impl HashKind {
             0 => Some(HashKind::H2),
             1 => Some(HashKind::Murmur3),
             2 => Some(HashKind::Knuth),
+            3 => Some(HashKind::Mix64),
             _ => None,
         }
     }
@@ -44,6 +54,7 @@ impl HashKind {
             HashKind::H2 => "h2",
             HashKind::Murmur3 => "murmur3",
             HashKind::Knuth => "knuth",
+            HashKind::Mix64 => "mix64",
         }
     }
 }
@@ -55,7 +66,8 @@ impl std::str::FromStr for HashKind {
             "h2" => Ok(HashKind::H2),
             "murmur3" => Ok(HashKind::Murmur3),
             "knuth" => Ok(HashKind::Knuth),
-            _ => Err(format!("unknown hash {s:?} (h2, murmur3, knuth)")),
+            "mix64" => Ok(HashKind::Mix64),
+            _ => Err(format!("unknown hash {s:?} (h2, murmur3, knuth, mix64)")),
         }
     }
 }
@@ -104,7 +116,24 @@ pub fn pair32(kind: HashKind, x: u32) -> (u32, u32) {
         HashKind::H2 => (h2(x), h2(x ^ SALT) | 1),
         HashKind::Murmur3 => (murmur3_32(x, 0), murmur3_32(x, M3_SEED2) | 1),
         HashKind::Knuth => (knuth(x), knuth(x ^ SALT) | 1),
+        HashKind::Mix64 => split64(mix64(x as u64)),
     }
+}
+
+/// Multiplier folding the high half of a 128-bit key into 64 bits.
+const FOLD_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// [`HashKind::Mix64`] of a key of at most 64 bits: `fmix64(x ^ seed)`
+/// (the seed keeps key 0 from hashing to 0).
+#[inline(always)]
+pub fn mix64(x: u64) -> u64 {
+    fmix64(x ^ 0x2545_f491_4f6c_dd1d)
+}
+
+/// `(low half, high half | 1)`.
+#[inline(always)]
+fn split64(h: u64) -> (u32, u32) {
+    (h as u32, (h >> 32) as u32 | 1)
 }
 
 #[inline(always)]
@@ -154,6 +183,11 @@ pub fn pair128(kind: HashKind, x: u128) -> (u32, u32) {
             ];
             let h = h2(w[0] ^ h2(w[1] ^ h2(w[2] ^ h2(w[3]))));
             (h, h2(h ^ SALT) | 1)
+        }
+        HashKind::Mix64 => {
+            let hi = (x >> 64) as u64;
+            // A key of <= 64 bits has hi == 0 and hashes like a u64 key.
+            split64(mix64((x as u64) ^ hi.wrapping_mul(FOLD_MUL).rotate_left(32)))
         }
         HashKind::Knuth => {
             let f = (x as u64) ^ ((x >> 64) as u64).rotate_left(32);
@@ -233,6 +267,8 @@ pub fn pair32_batch(kind: HashKind, keys: &[u32], h1: &mut [u32], h2o: &mut [u32
     #[cfg(target_arch = "x86_64")]
     {
         let done = match simd {
+            // 64-bit multiplies: scalar (AVX2 has no 64-bit mullo).
+            _ if kind == HashKind::Mix64 => 0,
             Simd::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
                 // SAFETY: (1) avx512f was detected just above, the only
                 // precondition of the target_feature function.
@@ -287,6 +323,8 @@ mod x86 {
                     m3_v8(x, _mm256_setzero_si256()),
                     _mm256_or_si256(m3_v8(x, _mm256_set1_epi32(M3_SEED2 as i32)), one),
                 ),
+                // Routed to scalar by pair32_batch; never reached.
+                HashKind::Mix64 => return 0,
                 HashKind::Knuth => {
                     let m = _mm256_set1_epi32(KNUTH_MUL as i32);
                     (
@@ -364,6 +402,8 @@ mod x86 {
                     m3_v16(x, _mm512_setzero_si512()),
                     _mm512_or_si512(m3_v16(x, _mm512_set1_epi32(M3_SEED2 as i32)), one),
                 ),
+                // Routed to scalar by pair32_batch; never reached.
+                HashKind::Mix64 => return 0,
                 HashKind::Knuth => {
                     let m = _mm512_set1_epi32(KNUTH_MUL as i32);
                     (
@@ -416,6 +456,51 @@ mod x86 {
 mod tests {
     use super::*;
 
+    const ALL_KINDS: [HashKind; 4] = [
+        HashKind::H2,
+        HashKind::Murmur3,
+        HashKind::Knuth,
+        HashKind::Mix64,
+    ];
+
+    #[test]
+    fn mix64_of_a_short_u128_key_equals_its_u64_hash() {
+        for x in [0u64, 1, 0xdead_beef, u64::MAX] {
+            assert_eq!(pair128(HashKind::Mix64, x as u128), split64(mix64(x)));
+            assert_eq!(pair32(HashKind::Mix64, x as u32), split64(mix64(x as u32 as u64)));
+        }
+        // The high half changes the hash.
+        assert_ne!(
+            pair128(HashKind::Mix64, 1u128 << 64),
+            pair128(HashKind::Mix64, 0)
+        );
+    }
+
+    #[test]
+    fn mix64_spreads_consecutive_keys_over_blocks_and_buckets() {
+        // Consecutive keys (what expansion produces) must not cluster: the
+        // low 10 bits of h1 (bucket index) and its top 10 bits (block
+        // choice by multiply-shift) hit every value about equally.
+        for shift in [0u32, 22] {
+            let mut hist = vec![0u32; 1024];
+            for x in 0..(1u64 << 20) {
+                let (h1, _) = pair128(HashKind::Mix64, x as u128);
+                hist[((h1 >> shift) & 1023) as usize] += 1;
+            }
+            let (lo, hi) = (hist.iter().min().unwrap(), hist.iter().max().unwrap());
+            assert!(*lo > 850 && *hi < 1200, "shift {shift}: {lo}..{hi}");
+        }
+    }
+
+    #[test]
+    fn hash_names_round_trip() {
+        for kind in ALL_KINDS {
+            assert_eq!(kind.name().parse::<HashKind>(), Ok(kind));
+            assert_eq!(HashKind::from_code(kind as u8), Some(kind));
+        }
+        assert_eq!(HashKind::from_code(4), None);
+    }
+
     #[test]
     fn murmur3_32_matches_reference_vectors() {
         // MurmurHash3_x86_32 of the 4 bytes 0x00000000 with seed 0 and of
@@ -438,7 +523,7 @@ mod tests {
         let keys: Vec<u32> = (0..1000u32)
             .map(|i| i.wrapping_mul(0x9e37_79b9) ^ (i << 7))
             .collect();
-        for kind in [HashKind::H2, HashKind::Murmur3, HashKind::Knuth] {
+        for kind in ALL_KINDS {
             let want: Vec<(u32, u32)> = keys.iter().map(|&k| pair32(kind, k)).collect();
             for simd in Simd::available() {
                 // Odd lengths exercise the scalar tail of each path.
@@ -456,7 +541,7 @@ mod tests {
 
     #[test]
     fn second_hash_is_odd() {
-        for kind in [HashKind::H2, HashKind::Murmur3, HashKind::Knuth] {
+        for kind in ALL_KINDS {
             for x in [0u32, 1, 2, 0xffff_ffff] {
                 assert_eq!(pair32(kind, x).1 & 1, 1);
                 assert_eq!(pair128(kind, x as u128 * 3).1 & 1, 1);

@@ -56,6 +56,7 @@ fn ipv4_random_table_matches_trie() {
         (1, HashKind::H2),
         (2, HashKind::Murmur3),
         (3, HashKind::Knuth),
+        (4, HashKind::Mix64),
     ] {
         let routes = random_routes::<u32>(seed, 3000, V4_LENS);
         let mut cfg = Config::ipv4();
@@ -123,8 +124,31 @@ fn apply_random_updates<A: nexthop_lpm::bloomfwd::GroupKey>(
     lens: &[u8],
     rounds: usize,
 ) {
+    apply_random_updates_under::<A>(seed, cfg, lens, rounds, &[]);
+}
+
+/// A random prefix of one of `lens`, moved inside a random one of `under`
+/// (when any) so that the keys crowd a few direct slots.
+fn random_prefix_under<A: Address>(r: &mut impl Rng, lens: &[u8], under: &[Prefix<A>]) -> Prefix<A> {
+    let p = random_prefix::<A>(r, lens);
+    if under.is_empty() {
+        return p;
+    }
+    let u = under[r.gen_range(0..under.len())];
+    Prefix::new(inside(r, u), p.len().max(u.len())).unwrap()
+}
+
+fn apply_random_updates_under<A: nexthop_lpm::bloomfwd::GroupKey>(
+    seed: u64,
+    cfg: Config,
+    lens: &[u8],
+    rounds: usize,
+    under: &[Prefix<A>],
+) -> BloomfwdControl<A> {
     let mut r = rng(seed);
-    let base = random_routes::<A>(seed, 500, lens);
+    let base: Vec<(Prefix<A>, NextHop)> = (0..500)
+        .map(|_| (random_prefix_under(&mut r, lens, under), r.gen_range(0..1000)))
+        .collect();
     let mut t = BloomfwdControl::build(cfg, &base).unwrap();
     let mut o = oracle(&base);
     let mut live: Vec<Prefix<A>> = base.iter().map(|x| x.0).collect();
@@ -140,7 +164,7 @@ fn apply_random_updates<A: nexthop_lpm::bloomfwd::GroupKey>(
                     let len = r.gen_range(outer.len()..=A::BITS.min(outer.len() + 12));
                     Prefix::new(inside(&mut r, outer), len).unwrap()
                 } else {
-                    random_prefix::<A>(&mut r, lens)
+                    random_prefix_under::<A>(&mut r, lens, under)
                 };
                 let nh = r.gen_range(0..1000);
                 t.announce(p, nh);
@@ -153,6 +177,7 @@ fn apply_random_updates<A: nexthop_lpm::bloomfwd::GroupKey>(
         check(&t, &o, &addrs);
         assert_eq!(t.rib().len(), o.len(), "round {round}");
     }
+    t
 }
 
 #[test]
@@ -164,6 +189,47 @@ fn ipv4_random_announce_withdraw_matches_trie() {
 fn ipv6_random_announce_withdraw_matches_trie() {
     let lens: &[u8] = &[0, 3, 32, 40, 48, 56, 64, 100, 128];
     apply_random_updates::<u128>(12, Config::ipv6(vec![32, 48, 64]), lens, 30);
+}
+
+#[test]
+fn ipv6_dense_slot_announce_withdraw_matches_trie() {
+    // Every route under two /16s: their direct slots name most groups and
+    // are refined (sub-masks per /24), and the updates then keep the
+    // sub-masks exact through announces and withdraws.
+    let lens: &[u8] = &[17, 20, 24, 28, 32, 36, 40, 48, 56, 64, 80, 100, 128];
+    let under = [
+        Prefix::new(0x2001u128 << 112, 16).unwrap(),
+        Prefix::new(0x2a02u128 << 112, 16).unwrap(),
+    ];
+    for hash in [HashKind::Murmur3, HashKind::Mix64, HashKind::H2] {
+        let mut cfg = Config::ipv6(vec![24, 32, 40, 48, 64, 128]);
+        cfg.filter_hash = hash;
+        cfg.table_hash = hash;
+        let t = BloomfwdControl::build(cfg.clone(), &[]).unwrap();
+        assert_eq!(t.table().refined_slots(), 0);
+        let t = apply_random_updates_under::<u128>(13, cfg, lens, 20, &under);
+        assert!(t.table().refined_slots() >= 2, "refined at the first build");
+        let rebuilt = BloomfwdControl::build(t.config().clone(), &t.rib().sorted()).unwrap();
+        assert!(
+            rebuilt.table().refined_slots() >= 2,
+            "both dense slots are refined after a rebuild"
+        );
+    }
+}
+
+#[test]
+fn ipv6_lookups_agree_across_hash_choices() {
+    let routes = real_routes();
+    let o = oracle(&routes.v6);
+    let addrs = probe_addrs(&mut rng(23), &routes.v6, 30_000, 20_000);
+    for hash in [HashKind::Murmur3, HashKind::Mix64, HashKind::H2, HashKind::Knuth] {
+        let mut cfg = Config::ipv6_dpcpe(&routes.v6, 12);
+        cfg.filter_hash = hash;
+        cfg.table_hash = hash;
+        let t = BloomfwdControl::build(cfg, &routes.v6).unwrap();
+        assert!(t.table().refined_slots() > 0, "2001::/16 is refined");
+        check(&t, &o, &addrs);
+    }
 }
 
 #[test]
