@@ -6,8 +6,13 @@
 //!
 //! ```text
 //! frames_in = forwarded + dropped + punted
-//! frames_in = hits.port + hits.port_set + hits.drop + hits.controller + misses + malformed.total()
+//! frames_in = hits.port + hits.port_set + hits.drop + hits.controller + misses
+//!             + ttl_expired + malformed.total()
 //! ```
+//!
+//! The IP pipeline ([`IpPipeline`](crate::IpPipeline)) counts a routed
+//! frame under `hits.port`, a destination with no route under `misses` and
+//! a frame whose TTL or hop limit ran out under `ttl_expired`.
 //!
 //! `tx` counts copies: a frame sent to a port set of three ports adds one
 //! frame to each of the three ports (and one to `forwarded`).
@@ -97,6 +102,9 @@ pub struct Counters {
     /// Names the FIB does not know (alien names, or action ids outside the
     /// action table), whatever the miss policy did with them.
     pub misses: u64,
+    /// IP pipeline: frames dropped (or punted) because their IPv4 TTL or
+    /// IPv6 hop limit was 0 or 1. Always 0 in the flat-name pipeline.
+    pub ttl_expired: u64,
     /// Frames that could not be named, by reason.
     pub malformed: MalformedCounts,
     pub(crate) rx: Vec<PortCounter>,
@@ -158,8 +166,13 @@ impl Counters {
     pub fn is_consistent(&self) -> bool {
         let h = &self.hits;
         let by_outcome = self.forwarded + self.dropped + self.punted;
-        let by_cause =
-            h.port + h.port_set + h.drop + h.controller + self.misses + self.malformed.total();
+        let by_cause = h.port
+            + h.port_set
+            + h.drop
+            + h.controller
+            + self.misses
+            + self.ttl_expired
+            + self.malformed.total();
         let rx: u64 = self.rx.iter().map(|c| c.frames).sum();
         by_outcome == self.frames_in && by_cause == self.frames_in && rx == self.frames_in
     }
@@ -176,6 +189,7 @@ impl Counters {
         self.hits.drop += other.hits.drop;
         self.hits.controller += other.hits.controller;
         self.misses += other.misses;
+        self.ttl_expired += other.ttl_expired;
         for (a, b) in self.malformed.counts.iter_mut().zip(other.malformed.counts) {
             *a += b;
         }

@@ -86,6 +86,16 @@ pub enum FrameError {
     /// frame under the 5-tuple source).
     #[error("no name: {0}")]
     NoName(&'static str),
+    /// IP pipeline: an IPv4 header whose checksum is wrong.
+    #[error("IPv4 header checksum is wrong")]
+    BadChecksum,
+    /// IP pipeline: a frame that is neither IPv4 nor IPv6 (after any VLAN
+    /// tags).
+    #[error("not an IP frame: EtherType {ethertype:#06x}")]
+    NotIp {
+        /// The EtherType (or 802.3 length) after the VLAN tags.
+        ethertype: u16,
+    },
 }
 
 /// The counter a [`FrameError`] is counted under.
@@ -103,17 +113,23 @@ pub enum MalformedKind {
     NoName,
     /// [`FrameError::Oversize`].
     Oversize,
+    /// [`FrameError::BadChecksum`].
+    BadChecksum,
+    /// [`FrameError::NotIp`].
+    NotIp,
 }
 
 impl MalformedKind {
     /// Every kind, in counter order.
-    pub const ALL: [MalformedKind; 6] = [
+    pub const ALL: [MalformedKind; 8] = [
         MalformedKind::Runt,
         MalformedKind::Truncated,
         MalformedKind::BadHeader,
         MalformedKind::ShortForName,
         MalformedKind::NoName,
         MalformedKind::Oversize,
+        MalformedKind::BadChecksum,
+        MalformedKind::NotIp,
     ];
 
     /// The counter's name (snake case, as in JSON summaries).
@@ -125,6 +141,8 @@ impl MalformedKind {
             MalformedKind::ShortForName => "short_for_name",
             MalformedKind::NoName => "no_name",
             MalformedKind::Oversize => "oversize",
+            MalformedKind::BadChecksum => "bad_checksum",
+            MalformedKind::NotIp => "not_ip",
         }
     }
 }
@@ -141,6 +159,8 @@ impl FrameError {
             }
             FrameError::Wire(_) => MalformedKind::BadHeader,
             FrameError::ShortForName { .. } => MalformedKind::ShortForName,
+            FrameError::BadChecksum => MalformedKind::BadChecksum,
+            FrameError::NotIp { .. } => MalformedKind::NotIp,
         }
     }
 }

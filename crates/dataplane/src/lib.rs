@@ -7,6 +7,12 @@
 //!   in-memory [`Query`](nexthop_othello::Query)), resolves the action ids
 //!   through the FIB's action table and returns one [`Decision`] per frame.
 //!   It does no I/O, so every port type reuses it.
+//! * [`IpPipeline`] routes IPv4 and IPv6 frames: it parses Ethernet (and
+//!   VLAN tags) and the IP header, drops TTL-expired frames, looks the
+//!   destinations up in batches in a Bloomfwd LPM table
+//!   ([`nexthop_lpm::persist::LpmTable`]), and rewrites each forwarded
+//!   frame in place for its next hop's [`Neighbor`] (MACs, TTL or hop
+//!   limit, incremental IPv4 checksum).
 //! * [`pcap`]: pcap file ports (one input file, one output file per port)
 //!   and [`pcap::forward_pcap`], which drives a pipeline between them.
 //! * `afpacket` (Linux): live ports, a `TPACKET_V3` receive ring and
@@ -52,10 +58,12 @@ pub mod afxdp;
 mod counters;
 mod error;
 pub mod framebuf;
+mod ipfwd;
 #[cfg(target_os = "linux")]
 pub mod live;
 pub mod metrics;
 mod name;
+mod neighbors;
 #[cfg(target_os = "linux")]
 pub mod netns;
 pub mod pcap;
@@ -64,7 +72,11 @@ mod pipeline;
 pub use counters::{Counters, HitCounts, MalformedCounts, PortCounter};
 pub use error::{ConfigError, FrameError, MalformedKind};
 pub use framebuf::{FrameBuf, FrameLists};
+pub use ipfwd::{
+    checksum_update, ipv4_header_checksum, IpConfig, IpConfigError, IpDecision, IpPipeline,
+};
 pub use name::{key_len, NameSource, ParseNameSourceError};
+pub use neighbors::{Neighbor, NeighborLineError, Neighbors, NeighborsError};
 pub use pipeline::{
     Decision, Egress, MissPolicy, NameTable, ParseMissPolicyError, Pipeline, PipelineConfig, BATCH,
     DEFAULT_MAX_FRAME_LEN,

@@ -254,12 +254,18 @@ impl MetricsSnapshot {
     /// first with [`Counters::merge`]); uptime, generation, port-level
     /// counts and extras are left empty.
     pub fn from_counters(c: &Counters) -> MetricsSnapshot {
+        // The IP pipeline always drops TTL-expired frames.
         let miss_drops = c
             .dropped
             .saturating_sub(c.hits.drop)
+            .saturating_sub(c.ttl_expired)
             .saturating_sub(c.malformed.total());
         let mut drops = BTreeMap::new();
-        for (reason, n) in [("action", c.hits.drop), ("miss", miss_drops)] {
+        for (reason, n) in [
+            ("action", c.hits.drop),
+            ("miss", miss_drops),
+            ("ttl_expired", c.ttl_expired),
+        ] {
             if n > 0 {
                 drops.insert(reason.to_string(), n);
             }

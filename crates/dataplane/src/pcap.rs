@@ -38,6 +38,7 @@ use pcap_file::{DataLink, Endianness, PcapError};
 use thiserror::Error;
 
 use crate::counters::Counters;
+use crate::ipfwd::{IpDecision, IpPipeline};
 use crate::pipeline::{Decision, Egress, NameTable, Pipeline, BATCH};
 
 /// Bytes of the pcap file header.
@@ -133,6 +134,12 @@ pub struct PcapFrame {
 impl AsRef<[u8]> for PcapFrame {
     fn as_ref(&self) -> &[u8] {
         &self.data
+    }
+}
+
+impl AsMut<[u8]> for PcapFrame {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.data
     }
 }
 
@@ -662,6 +669,64 @@ pub fn forward_pcap<T: NameTable, R: Read>(
                     }
                     Egress::Controller => out.punt(frame)?,
                     Egress::Discard => {}
+                }
+            }
+        }
+        if n < BATCH {
+            break;
+        }
+    }
+    let counters = pipeline.take_counters();
+    let mut carried = before;
+    carried.merge(&counters);
+    pipeline.set_counters(carried);
+    Ok(PcapRun {
+        counters,
+        pipeline_time,
+        stopped_by,
+        outputs: out.finish()?,
+    })
+}
+
+/// [`forward_pcap`] for the IP pipeline: every frame of `input` (as input
+/// port `in_port`) goes through `pipeline` in batches of [`BATCH`]; each
+/// forwarded frame is written, rewritten (MACs, TTL or hop limit, IPv4
+/// checksum), to its port's file with its record's timestamp and original
+/// length. `PcapRun::pipeline_time` is the time in
+/// [`IpPipeline::process`] (parsing, lookups, rewriting, counting).
+///
+/// # Errors
+/// Only output errors, as for [`forward_pcap`].
+pub fn forward_pcap_ip<R: Read>(
+    pipeline: &mut IpPipeline<'_>,
+    in_port: u16,
+    input: &mut PcapIn<R>,
+    mut out: PcapPorts,
+) -> Result<PcapRun, PcapOutError> {
+    let before = pipeline.take_counters();
+    let mut batch: Vec<PcapFrame> = (0..BATCH).map(|_| PcapFrame::default()).collect();
+    let mut decisions: Vec<IpDecision> = Vec::with_capacity(BATCH);
+    let mut pipeline_time = Duration::ZERO;
+    let mut stopped_by = None;
+    loop {
+        let mut n = 0;
+        for slot in batch.iter_mut() {
+            match input.read_frame(slot) {
+                Ok(true) => n += 1,
+                Ok(false) => break,
+                Err(e) => {
+                    stopped_by = Some(e);
+                    break;
+                }
+            }
+        }
+        if n > 0 {
+            let t = Instant::now();
+            pipeline.process(in_port, &mut batch[..n], &mut decisions);
+            pipeline_time += t.elapsed();
+            for (frame, d) in batch[..n].iter().zip(&decisions) {
+                if let IpDecision::Forward(p) = d {
+                    out.emit(*p, frame)?;
                 }
             }
         }
