@@ -41,6 +41,13 @@ pub struct ControllerArgs {
     /// Stop after this many seconds (default: serve until killed).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Route changes merged into one delta (1..=65536): the forwarder
+    /// applies each chunk of this many changes as one update, its readers
+    /// see the FIB before or after the whole chunk. 1 sends one delta per
+    /// change.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub changes_per_delta: u32,
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -100,6 +107,7 @@ fn serve<K: NameKey + Send + 'static>(
     );
     let cfg = ControllerConfig {
         listen: a.listen,
+        changes_per_delta: a.changes_per_delta as usize,
         ..ControllerConfig::default()
     };
     let c = Controller::start(fib, key, cfg)?;
@@ -119,8 +127,8 @@ fn serve<K: NameKey + Send + 'static>(
     let s = c.stats();
     c.shutdown();
     eprintln!(
-        "controller: stopped: {} connections, {} snapshots and {} deltas sent, {} acks, {} rejects",
-        s.accepted, s.snapshots_sent, s.deltas_sent, s.acks, s.rejects
+        "controller: stopped: {} connections, {} snapshots and {} deltas ({} changes) sent, {} acks, {} rejects",
+        s.accepted, s.snapshots_sent, s.deltas_sent, s.changes_sent, s.acks, s.rejects
     );
     Ok(())
 }
@@ -135,10 +143,11 @@ fn apply_file<K: NameKey + Send + 'static>(
         .apply_numbered(changes)
         .with_context(|| format!("{}", path.display()))?;
     eprintln!(
-        "controller: applied {}: {} changes, {} slot writes, {} rebuilds, {} new actions, \
-         version {}, pushed to {} forwarders ({:.3} s)",
+        "controller: applied {}: {} changes in {} deltas, {} slot writes, {} rebuilds, \
+         {} new actions, version {}, pushed to {} forwarders ({:.3} s)",
         path.display(),
         r.changes,
+        r.deltas,
         r.slot_writes,
         r.rebuilds,
         r.new_actions,
@@ -196,6 +205,7 @@ mod tests {
             changes: vec![changes],
             changes_delay: 1.0,
             duration: Some(3.0),
+            changes_per_delta: 256,
         };
         let server = std::thread::spawn(move || run(&args));
         let key = AuthKey::from_file(&key_file).expect("key");
@@ -203,7 +213,8 @@ mod tests {
         cfg.log = false;
         cfg.backoff_min = Duration::from_millis(10);
         let f = FibFollower::start(key, cfg).expect("follower");
-        assert!(f.wait_for(Duration::from_secs(20), |s| s.deltas == 3));
+        // The file's three changes are one merged delta.
+        assert!(f.wait_for(Duration::from_secs(20), |s| s.deltas == 1));
         let t = f.table().expect("table");
         assert_eq!(
             t.lookup(&[2u8, 0, 0, 0, 0, 4]),
@@ -227,6 +238,7 @@ mod tests {
             changes: vec![],
             changes_delay: 0.0,
             duration: Some(0.0),
+            changes_per_delta: 1,
         };
         let e = run(&args).expect_err("short key");
         assert!(e.to_string().contains("too short"), "{e}");

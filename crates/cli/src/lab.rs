@@ -71,6 +71,8 @@ pub struct LabOpts {
     /// Put the forwarder's frames to port 1 whatever the name (a trivial
     /// pipeline, the baseline of the forwarding-rate benchmark).
     pub trivial: bool,
+    /// Route changes merged into one delta by the controller.
+    pub changes_per_delta: usize,
 }
 
 /// Output ports of the lab (the sinks); port 0 is the forwarder's input.
@@ -742,10 +744,12 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
 
     // The controller, in the forwarder's namespace (its loopback).
     let fwd_ns = topo.fwd.clone();
+    let changes_per_delta = o.changes_per_delta;
     let controller = thread::spawn(move || -> Result<Controller<[u8; 6]>> {
         netns::enter(&fwd_ns)?;
         let cfg = ControllerConfig {
             log: false,
+            changes_per_delta,
             ..ControllerConfig::default()
         };
         Ok(Controller::start(fib, key, cfg)?)
@@ -918,7 +922,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         // Every change sent (writers send from their own queues) and
         // every frame acknowledged (an Ack covers all frames before it).
         if o.trivial
-            || (s.deltas_sent >= controller.version()
+            || (s.changes_sent >= controller.version()
                 && s.acked >= s.snapshots_sent + s.deltas_sent)
         {
             break true;
@@ -1108,7 +1112,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     );
     if prop.samples > 0 {
         println!(
-            "  propagation   controller change -> forwarder Ack (applied): median {:.0} us, p99 {:.0} us, max {:.0} us over {} deltas",
+            "  propagation   controller change -> forwarder Ack (applied): median {:.0} us, p99 {:.0} us, max {:.0} us over {} changes",
             prop.median.as_secs_f64() * 1e6,
             prop.p99.as_secs_f64() * 1e6,
             prop.max.as_secs_f64() * 1e6,

@@ -63,6 +63,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     } = prepare(o, n_changes, t)?;
     let cfg = ControllerConfig {
         log: false,
+        changes_per_delta: o.changes_per_delta,
         ..ControllerConfig::default()
     };
     let controller = Controller::start(fib, key.clone(), cfg)?;

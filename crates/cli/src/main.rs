@@ -197,6 +197,11 @@ struct LabArgs {
     /// counted, not checked.
     #[arg(long)]
     trivial: bool,
+    /// Route changes the controller merges into one delta (see
+    /// `nexthop controller --changes-per-delta`); 1: one delta per change.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    changes_per_delta: u32,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -241,6 +246,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             pcap_frames: a.pcap_frames,
             workers: a.workers,
             trivial: a.trivial,
+            changes_per_delta: a.changes_per_delta as usize,
         }),
     }
 }

@@ -348,7 +348,7 @@ fn helper_controller(dir: &Path) {
     // last deltas may still be queued when the loop ends) and acknowledged.
     let version = c.version();
     let all_acked = |s: &nexthop_control::ControllerStats| {
-        s.deltas_sent >= version && s.acked >= s.snapshots_sent + s.deltas_sent && s.active > 0
+        s.changes_sent >= version && s.acked >= s.snapshots_sent + s.deltas_sent && s.active > 0
     };
     let wait = Instant::now();
     while !all_acked(&c.stats()) && wait.elapsed() < Duration::from_secs(10) {

@@ -60,6 +60,11 @@ pub struct ControllerConfig {
     /// batches (default 1 MiB; capped at [`MAX_PAYLOAD`]); 0 sends every
     /// forwarder one Delta frame per change.
     pub batch_limit: u32,
+    /// Route changes merged into one delta (default 256): an
+    /// `apply_changes` call is applied in chunks of this many through
+    /// Othello's batch path, and each chunk is shipped as one delta of all
+    /// its slot writes. 1 gives one delta per change.
+    pub changes_per_delta: usize,
 }
 
 impl Default for ControllerConfig {
@@ -70,6 +75,7 @@ impl Default for ControllerConfig {
             max_payload: 1 << 16,
             log: true,
             batch_limit: 1 << 20,
+            changes_per_delta: 256,
         }
     }
 }
@@ -95,8 +101,11 @@ pub enum ControlError {
 /// What one [`Controller::apply_changes`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ApplyReport {
-    /// Changes applied (one delta each).
+    /// Changes applied.
     pub changes: usize,
+    /// Deltas queued for them (one per change, or one per chunk of
+    /// [`ControllerConfig::changes_per_delta`] changes).
+    pub deltas: usize,
     /// Data-plane slot writes shipped.
     pub slot_writes: usize,
     /// Changes that rebuilt the structure (shipped as whole snapshots).
@@ -120,6 +129,8 @@ pub struct ControllerStats {
     pub snapshots_sent: u64,
     /// Deltas sent (in Delta frames or inside DeltaBatch frames).
     pub deltas_sent: u64,
+    /// Route changes in the deltas sent (a merged delta carries several).
+    pub changes_sent: u64,
     /// DeltaBatch frames sent (each carries two or more deltas).
     pub batches_sent: u64,
     /// Resync Hellos received on open connections.
@@ -140,6 +151,7 @@ struct Counters {
     active: AtomicU64,
     snapshots_sent: AtomicU64,
     deltas_sent: AtomicU64,
+    changes_sent: AtomicU64,
     batches_sent: AtomicU64,
     resyncs: AtomicU64,
     rejects: AtomicU64,
@@ -150,7 +162,8 @@ struct Counters {
 /// Change-to-acknowledged times of deltas (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Propagation {
-    /// Deltas timed (each acknowledged delta of each connection).
+    /// Route changes timed (each change of each acknowledged delta, per
+    /// connection; the changes of a merged delta share its time).
     pub samples: u64,
     /// Median.
     pub median: Duration,
@@ -167,16 +180,21 @@ fn new_histogram() -> Histogram<u64> {
 }
 
 /// Frames a connection sent and not yet saw acknowledged: (frame sequence
-/// number, when the change was taken; `None` for snapshots, not timed).
-/// A DeltaBatch frame has one entry per delta, all with its number.
-type Inflight = Arc<Mutex<VecDeque<(u64, Option<Instant>)>>>;
+/// number, when the change was taken and how many changes the delta
+/// carries; `None` for snapshots, not timed). A DeltaBatch frame has one
+/// entry per delta, all with its number.
+type Inflight = Arc<Mutex<VecDeque<(u64, Option<(Instant, u64)>)>>>;
 
-/// One change's delta, queued to every connection.
+/// One delta (of one change, or of a merged chunk), queued to every
+/// connection.
 struct QueuedDelta {
+    /// FIB version after it.
     version: u64,
+    /// Route changes it carries.
+    changes: u64,
     generation: u64,
     payload: Vec<u8>,
-    /// When `apply_changes` took the change.
+    /// When `apply_changes` took the change(s).
     queued: Instant,
 }
 
@@ -289,44 +307,75 @@ impl<K: NameKey + Send + 'static> Controller<K> {
     }
 
     /// [`Self::apply_changes`] with the line numbers of a changes file.
+    ///
+    /// With [`ControllerConfig::changes_per_delta`] above 1 the changes go
+    /// through [`ConciseFib::apply_changes_merged`] in chunks of that many,
+    /// each chunk one delta (one writer section on the forwarder: its
+    /// readers see the FIB before or after the whole chunk).
     pub fn apply_numbered(
         &self,
         changes: &[(usize, RouteChange<K>)],
     ) -> Result<ApplyReport, ControlError> {
-        let mut st = lock(&self.shared.state);
-        st.fib.validate_changes(changes)?;
+        let per = self.shared.cfg.changes_per_delta.max(1);
+        let mut guard = lock(&self.shared.state);
+        let st = &mut *guard;
+        // A single chunk is validated by `apply_changes_merged` itself.
+        if per == 1 || changes.len() > per {
+            st.fib.validate_changes(changes)?;
+        }
         let mut r = ApplyReport::default();
-        let mut out = Vec::with_capacity(changes.len());
-        for (line, ch) in changes {
+        let mut out = Vec::with_capacity(changes.len().div_ceil(per));
+        let mut failed = None;
+        for chunk in changes.chunks(per) {
             let queued = Instant::now();
             let before = st.fib.action_table().len();
-            let res = match ch {
-                RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
-                RouteChange::Delete(k) => st.fib.remove(k),
-                RouteChange::Set(k, a) => st.fib.change(k, a),
+            let (change, applied) = if per == 1 {
+                let (line, ch) = &chunk[0];
+                let res = match ch {
+                    RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
+                    RouteChange::Delete(k) => st.fib.remove(k),
+                    RouteChange::Set(k, a) => st.fib.change(k, a),
+                };
+                match res {
+                    Ok(c) => (c, 1),
+                    Err(e) => {
+                        failed = Some(FibError::AtLine {
+                            line: *line,
+                            error: Box::new(e),
+                        });
+                        break;
+                    }
+                }
+            } else {
+                let m = st.fib.apply_changes_merged(chunk);
+                failed = m.error;
+                (m.change, m.applied)
             };
-            let change = res.map_err(|e| FibError::AtLine {
-                line: *line,
-                error: Box::new(e),
-            })?;
-            let delta = st.fib.othello().delta(&change, 0);
-            let generation = st.fib.othello().meta().generation;
-            let mut new_actions = String::new();
-            for (id, a) in st.fib.action_table().iter().skip(before) {
-                new_actions.push_str(&format!("{id} {a}\n"));
+            if applied > 0 {
+                let delta = st.fib.othello().delta(&change, 0);
+                let mut new_actions = String::new();
+                for (id, a) in st.fib.action_table().iter().skip(before) {
+                    new_actions.push_str(&format!("{id} {a}\n"));
+                }
+                r.changes += applied;
+                r.deltas += 1;
+                r.slot_writes += delta.write_count();
+                r.rebuilds += change.is_rebuild() as usize;
+                r.new_actions += st.fib.action_table().len() - before;
+                st.version += applied as u64;
+                out.push(QueuedDelta {
+                    version: st.version,
+                    changes: applied as u64,
+                    generation: st.fib.othello().meta().generation,
+                    payload: delta_payload(&delta.encode(), &new_actions),
+                    queued,
+                });
             }
-            r.changes += 1;
-            r.slot_writes += delta.write_count();
-            r.rebuilds += change.is_rebuild() as usize;
-            r.new_actions += st.fib.action_table().len() - before;
-            st.version += 1;
-            out.push(QueuedDelta {
-                version: st.version,
-                generation,
-                payload: delta_payload(&delta.encode(), &new_actions),
-                queued,
-            });
+            if failed.is_some() {
+                break;
+            }
         }
+        // What was applied is sent, also when a later change failed.
         if !out.is_empty() {
             let out = Arc::new(out);
             st.subs
@@ -334,7 +383,10 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         }
         r.version = st.version;
         r.followers = st.subs.len();
-        Ok(r)
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(r),
+        }
     }
 
     /// Run `f` on the FIB as it is now (for checks and statistics).
@@ -356,6 +408,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             active: l(&c.active),
             snapshots_sent: l(&c.snapshots_sent),
             deltas_sent: l(&c.deltas_sent),
+            changes_sent: l(&c.changes_sent),
             batches_sent: l(&c.batches_sent),
             resyncs: l(&c.resyncs),
             rejects: l(&c.rejects),
@@ -604,9 +657,9 @@ fn record_acked<K>(sh: &Shared<K>, inflight: &Inflight, seq: u64) {
         }
         q.pop_front();
         acked += 1;
-        if let Some(queued) = queued {
+        if let Some((queued, changes)) = queued {
             let ns = u64::try_from((now - queued).as_nanos()).unwrap_or(u64::MAX);
-            h.saturating_record(ns.max(1));
+            h.saturating_record_n(ns.max(1), changes);
         }
     }
     sh.counters.acked.fetch_add(acked, Ordering::Relaxed);
@@ -662,7 +715,7 @@ fn write_loop<K: NameKey>(
                         };
                         let part = &fresh[i..j];
                         tx.seq += 1;
-                        q.extend(part.iter().map(|d| (tx.seq, Some(d.queued))));
+                        q.extend(part.iter().map(|d| (tx.seq, Some((d.queued, d.changes)))));
                         let last = &part[part.len() - 1];
                         if let [d] = part {
                             encode_with(
@@ -694,6 +747,10 @@ fn write_loop<K: NameKey>(
                 let c = &sh.counters;
                 c.deltas_sent
                     .fetch_add(fresh.len() as u64, Ordering::Relaxed);
+                c.changes_sent.fetch_add(
+                    fresh.iter().map(|d| d.changes).sum::<u64>(),
+                    Ordering::Relaxed,
+                );
                 c.batches_sent.fetch_add(batches, Ordering::Relaxed);
             }
             Out::Resync => {

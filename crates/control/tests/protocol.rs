@@ -43,9 +43,20 @@ fn fib(n: u64) -> ConciseFib<[u8; 6]> {
     ConciseFib::build(Config::default(), &routes).expect("build")
 }
 
+/// One delta per change: these tests count and frame deltas one by one
+/// (merged deltas, the default, have their own tests below).
 fn ctl_cfg() -> ControllerConfig {
     ControllerConfig {
         log: false,
+        changes_per_delta: 1,
+        ..ControllerConfig::default()
+    }
+}
+
+fn merged_cfg(changes_per_delta: usize) -> ControllerConfig {
+    ControllerConfig {
+        log: false,
+        changes_per_delta,
         ..ControllerConfig::default()
     }
 }
@@ -795,4 +806,152 @@ fn follower_falls_back_to_the_original_hello_when_refused() {
     let h = fake.accept();
     assert_eq!(h.features, FEATURE_DELTA_BATCH);
     f.stop();
+}
+
+#[test]
+fn merged_deltas_converge_with_one_delta_per_chunk() {
+    let n = 2_000;
+    let universe = 8_000;
+    // Calls of 150 changes in chunks of 64: 64 + 64 + 22 per call.
+    let c = Controller::start(fib(n), key(), merged_cfg(64)).expect("controller");
+    let f = FibFollower::start(key(), follower_cfg(c.local_addr(), "merged")).expect("f");
+    let old = FibFollower::start(
+        key(),
+        FollowerConfig {
+            delta_batches: false,
+            ..follower_cfg(c.local_addr(), "merged-old")
+        },
+    )
+    .expect("f");
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    assert!(old.wait_for(WAIT, |s| s.snapshots == 1));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let mut present: std::collections::HashSet<u64> = (0..n).collect();
+    let mut deltas = 0;
+    let mut rebuilds = 0;
+    for _ in 0..40 {
+        let batch = random_batch(&mut rng, &mut present, 150, universe);
+        let r = c.apply_changes(&batch).expect("apply");
+        assert_eq!((r.changes, r.deltas), (150, 3), "{r:?}");
+        deltas += r.deltas as u64;
+        rebuilds += r.rebuilds as u64;
+    }
+    assert_eq!(c.version(), 6_000);
+    for fw in [&f, &old] {
+        assert!(
+            fw.wait_for(WAIT, |s| s.deltas == deltas),
+            "{:?}",
+            fw.stats()
+        );
+        assert_converged(&c, fw, universe);
+        assert_eq!(fw.stats().total_rejects(), 0);
+        assert_eq!(fw.stats().snapshots, 1 + rebuilds);
+    }
+    let cs = c.stats();
+    assert_eq!(
+        (cs.deltas_sent, cs.changes_sent),
+        (2 * deltas, 2 * 6_000),
+        "{cs:?}"
+    );
+    // Every change is timed, with its chunk's time.
+    assert!(wait_until(|| c.propagation().samples == 2 * 6_000));
+    f.stop();
+    old.stop();
+    c.shutdown();
+}
+
+#[test]
+fn merged_batch_with_a_refused_change_applies_nothing() {
+    let c = Controller::start(fib(100), key(), merged_cfg(16)).expect("controller");
+    let f = FibFollower::start(key(), follower_cfg(c.local_addr(), "refused")).expect("f");
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    let before = c.with_fib(|fib| fib.othello().snapshot(0));
+    // 40 valid changes (three chunks), then an add of a present name.
+    let mut changes: Vec<_> = (1000..1040)
+        .map(|i| RouteChange::Add(mac(i), action(i)))
+        .collect();
+    changes.push(RouteChange::Add(mac(5), Action::Drop));
+    let e = c.apply_changes(&changes).expect_err("refused");
+    assert!(e.to_string().contains("line 41"), "{e}");
+    assert_eq!(c.version(), 0);
+    assert_eq!(c.with_fib(|fib| fib.othello().snapshot(0)), before);
+    // Within one chunk too.
+    let e = c.apply_changes(&changes[30..]).expect_err("refused");
+    assert!(e.to_string().contains("line 11"), "{e}");
+    assert_eq!(c.with_fib(|fib| fib.othello().snapshot(0)), before);
+    assert_eq!(c.stats().deltas_sent, 0);
+    c.apply_changes(&changes[..40]).expect("valid part");
+    assert!(f.wait_for(WAIT, |s| s.deltas == 3), "{:?}", f.stats());
+    assert_converged(&c, &f, 2_000);
+    f.stop();
+    c.shutdown();
+}
+
+/// Readers of a merged delta see the FIB before or after the whole chunk
+/// (the follower writes its slot writes in one writer section; only stash
+/// operations, absent here, split it): a name set to an intermediate action
+/// and then to a final one within a chunk is never seen with the
+/// intermediate action. (With one delta per change, `changes_per_delta =
+/// 1`, the reader catches it.)
+#[test]
+fn readers_never_see_the_inside_of_a_merged_delta() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let watched: Vec<u64> = (0..500).collect();
+    let c = Controller::start(fib(1_000), key(), merged_cfg(1_000)).expect("controller");
+    let f = Arc::new(FibFollower::start(key(), follower_cfg(c.local_addr(), "atomic")).expect("f"));
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
+    // Alters never stash a key; an empty stash stays empty.
+    let stash = || c.with_fib(|fib| fib.othello().stats().stash_len);
+    assert_eq!(stash(), 0);
+    let inside = Action::Port(4000);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (seen_inside, reads) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let reader = {
+        let (f, stop, seen, reads, inside) = (
+            f.clone(),
+            stop.clone(),
+            seen_inside.clone(),
+            reads.clone(),
+            inside.clone(),
+        );
+        let watched = watched.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let t = f.table().expect("table");
+                for &i in &watched {
+                    if t.lookup(&mac(i)) == Some(&inside) {
+                        seen.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                reads.fetch_add(watched.len() as u64, Ordering::Relaxed);
+            }
+        })
+    };
+    for round in 0..100u64 {
+        // Each watched name: to the intermediate action, then to a final one.
+        let mut batch = Vec::new();
+        for &i in &watched {
+            batch.push(RouteChange::Set(mac(i), inside.clone()));
+        }
+        for &i in &watched {
+            batch.push(RouteChange::Set(
+                mac(i),
+                Action::Port((round % 3) as u16 + 1),
+            ));
+        }
+        c.apply_changes(&batch).expect("apply");
+        let want = (round + 1) * 1_000;
+        assert!(wait_until(
+            || c.stats().changes_sent >= want && f.stats().deltas > round
+        ));
+    }
+    stop.store(true, Ordering::Relaxed);
+    reader.join().expect("reader");
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    assert_eq!(seen_inside.load(Ordering::Relaxed), 0);
+    assert_eq!(stash(), 0);
+    assert_converged(&c, &f, 1_000);
+    drop(f);
+    c.shutdown();
 }

@@ -50,7 +50,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 use crate::config::Config;
-use crate::control::{Change, Othello};
+use crate::control::{BatchOp, Change, Othello};
 use crate::error::{FormatError, UpdateError};
 use crate::persist::StoredKey;
 use crate::query::Query;
@@ -816,6 +816,67 @@ impl<K: NameKey> ConciseFib<K> {
         Ok(out)
     }
 
+    /// [`Self::apply_changes`] as one data-plane change: the batch is
+    /// validated whole (nothing is applied if any change is refused), then
+    /// run through [`Othello::apply_batch`] (keys hashed once, vertices
+    /// prefetched ahead), and the slot writes of all its changes come back
+    /// as one [`Change`], in order. One delta built from it brings a query
+    /// structure from the state before the first change to the state after
+    /// the last, with no intermediate state visible in between.
+    ///
+    /// Only an Othello failure to find any working seed can stop the batch
+    /// after validation; the outcome then holds the change made by the
+    /// changes before it (applied) and the error at the failing change's
+    /// line.
+    pub fn apply_changes_merged(&mut self, changes: &[(usize, RouteChange<K>)]) -> MergedApply {
+        if let Err(e) = self.validate_changes(changes) {
+            return MergedApply {
+                change: Change::Writes(Vec::new()),
+                applied: 0,
+                error: Some(e),
+            };
+        }
+        let max = self.max_ids();
+        let mut ops = Vec::with_capacity(changes.len());
+        for (line, ch) in changes {
+            let id = |actions: &mut ActionTable, a: &Action| {
+                // Validation checked that the table has room for every new action.
+                actions.intern(a, max).map_err(|e| FibError::at(*line, e))
+            };
+            let op = match ch {
+                RouteChange::Add(k, a) => {
+                    id(&mut self.actions, a).map(|v| BatchOp::Insert(k.clone(), v))
+                }
+                RouteChange::Delete(k) => Ok(BatchOp::Remove(k.clone())),
+                RouteChange::Set(k, a) => {
+                    id(&mut self.actions, a).map(|v| BatchOp::Alter(k.clone(), v))
+                }
+            };
+            match op {
+                Ok(op) => ops.push(op),
+                Err(e) => {
+                    return MergedApply {
+                        change: Change::Writes(Vec::new()),
+                        applied: 0,
+                        error: Some(e),
+                    }
+                }
+            }
+        }
+        match self.othello.apply_batch(ops) {
+            Ok(change) => MergedApply {
+                change,
+                applied: changes.len(),
+                error: None,
+            },
+            Err(e) => MergedApply {
+                change: e.applied,
+                applied: e.index,
+                error: Some(FibError::at(changes[e.index].0, FibError::Update(e.error))),
+            },
+        }
+    }
+
     /// Look `name` up in a data-plane structure built from this FIB. `None`
     /// when the check field rejects the name or the id is not in the table.
     pub fn lookup_action(&self, query: &Query, name: &K) -> Option<&Action> {
@@ -846,6 +907,19 @@ impl<K: NameKey> ConciseFib<K> {
         }
         Ok(ConciseFib { othello, actions })
     }
+}
+
+/// What [`ConciseFib::apply_changes_merged`] did.
+#[derive(Debug)]
+pub struct MergedApply {
+    /// The data-plane writes of the applied changes, in order (or a
+    /// rebuild if any of them rebuilt the structure).
+    pub change: Change,
+    /// How many changes, from the first, were applied.
+    pub applied: usize,
+    /// Why the batch stopped (`None`: all applied). A validation error
+    /// means nothing was applied.
+    pub error: Option<FibError>,
 }
 
 /// The second occurrence of the first duplicated name, with both lines.
@@ -1195,6 +1269,56 @@ mod tests {
         for (k, a) in &oracle {
             assert_eq!(fib.lookup_action(&q, k), Some(a));
         }
+    }
+
+    /// The merged path reaches the same FIB as change-by-change application,
+    /// and its one delta brings a query structure there.
+    #[test]
+    fn merged_batch_matches_single_changes_and_its_delta_applies() {
+        let r = routes(200);
+        let mut one = ConciseFib::build(Config::default(), &r).unwrap();
+        let mut merged = ConciseFib::build(Config::default(), &r).unwrap();
+        let q = merged.othello().export(0);
+        let mut batch = Vec::new();
+        for i in 0..200u8 {
+            let ch = match i % 4 {
+                0 => RouteChange::Delete(mac(i)),
+                1 => RouteChange::Set(mac(i), Action::PortSet(vec![1, i as u16 % 9 + 2])),
+                2 => RouteChange::Set(mac(i), Action::Drop),
+                _ => RouteChange::Add([0x06, 0, 0, 0, 1, i], Action::Controller),
+            };
+            batch.push((i as usize + 1, ch));
+        }
+        // The same name changed twice within the batch.
+        batch.push((201, RouteChange::Set(mac(1), Action::Port(7))));
+        one.apply_changes(&batch).unwrap();
+        let m = merged.apply_changes_merged(&batch);
+        assert!(m.error.is_none(), "{:?}", m.error);
+        assert_eq!(m.applied, batch.len());
+        assert_eq!(merged.save_control(), one.save_control());
+        assert_eq!(merged.action_table(), one.action_table());
+        match merged.othello().delta(&m.change, 0) {
+            d @ crate::Delta::Ops { .. } => q.apply(&d).unwrap(),
+            crate::Delta::Snapshot(_) => panic!("no rebuild expected at this size"),
+        }
+        assert_eq!(q.to_snapshot(), merged.othello().snapshot(0));
+        assert_eq!(merged.lookup_action(&q, &mac(1)), Some(&Action::Port(7)));
+
+        // A refused change anywhere refuses the whole batch.
+        let before = merged.save_control();
+        let bad = vec![
+            (1, RouteChange::Add(mac(250), Action::Drop)),
+            (2, RouteChange::Delete(mac(0))),
+        ];
+        let m = merged.apply_changes_merged(&bad);
+        assert_eq!(m.applied, 0);
+        assert_eq!(m.change.writes(0), &[]);
+        let e = m.error.expect("refused").to_string();
+        assert!(
+            e.starts_with("line 2: name 02:00:00:00:00:00 not found"),
+            "{e}"
+        );
+        assert_eq!(merged.save_control(), before);
     }
 
     #[test]
