@@ -17,6 +17,11 @@
 //! [`forward_live_refreshing`] lets the caller swap the pipeline's table
 //! between groups (a forwarder following a controller's FIB).
 //!
+//! The loop drives either pipeline ([`LiveStage`]): the flat-name
+//! [`Pipeline`] sends frames straight from the receive buffers; the
+//! [`IpPipeline`] rewrites frames, so each group is first copied into
+//! per-worker buffers (kept from group to group) and sent from there.
+//!
 //! The pipeline counts frames in per input port, decisions, drops by
 //! reason and frames out per port; the loop adds what only the ports know:
 //! frames the kernel refused to send, and ring drops.
@@ -30,6 +35,7 @@ use crate::afpacket::{poll_fds, Block, RxRing, SendOutcome, TxPort};
 use crate::afxdp::{XskBatch, XskRx, XskTx};
 use crate::counters::Counters;
 use crate::framebuf::{FrameBuf, FrameLists};
+use crate::ipfwd::{IpDecision, IpPipeline};
 use crate::pipeline::{Decision, Egress, NameTable, Pipeline};
 
 /// Frames per `Pipeline::process` call (and per gather-and-send round).
@@ -420,6 +426,193 @@ impl LiveRun {
     }
 }
 
+/// The output side of a live run as a pipeline sees it for one group:
+/// the transmit sockets by port and the per-port refusal counts.
+pub struct Outputs<'p> {
+    outputs: &'p mut [Option<TxSocket>],
+    tx_failed: &'p mut Vec<u64>,
+}
+
+impl std::fmt::Debug for Outputs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outputs")
+            .field("ports", &self.outputs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Outputs<'_> {
+    /// Count `n` frames for `port` as refused (it has no socket).
+    fn refuse(&mut self, port: u16, n: u64) {
+        add_failed(self.tx_failed, port, n);
+    }
+
+    /// Send `lists[p]` on port `p` for every port with frames (one batched
+    /// send each), counting what a port refused or could not send, and
+    /// empty the lists.
+    fn send_lists(&mut self, lists: &mut [Vec<&[u8]>]) {
+        for (p, list) in lists.iter_mut().enumerate() {
+            if list.is_empty() {
+                continue;
+            }
+            let n = list.len() as u64;
+            let failed = match self.outputs.get_mut(p) {
+                Some(Some(tx)) => tx.send_batch(list).failed as u64,
+                _ => n,
+            };
+            if failed > 0 {
+                if let Ok(port) = u16::try_from(p) {
+                    add_failed(self.tx_failed, port, failed);
+                }
+            }
+            list.clear();
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<T: crate::pipeline::NameTable> Sealed for crate::pipeline::Pipeline<T> {}
+    impl Sealed for crate::ipfwd::IpPipeline<'_> {}
+}
+
+/// A pipeline the live loop drives: the flat-name [`Pipeline`] (frames
+/// sent straight from the receive buffers) or the [`IpPipeline`] (frames
+/// copied into per-worker buffers, rewritten there, and sent from them).
+pub trait LiveStage: sealed::Sealed {
+    /// Buffers kept from one group to the next.
+    #[doc(hidden)]
+    type Scratch: Default;
+    /// The counters so far.
+    fn counters(&self) -> &Counters;
+    /// Take the counters, leaving zeroed ones.
+    fn take_counters(&mut self) -> Counters;
+    /// Continue from `counters`.
+    fn set_counters(&mut self, counters: Counters);
+    /// Decide for one group of frames received on `in_port` and send them;
+    /// `lists` has one empty list per output port and is left empty.
+    #[doc(hidden)]
+    fn forward_group<'b>(
+        &mut self,
+        scratch: &mut Self::Scratch,
+        in_port: u16,
+        group: &[&'b [u8]],
+        lists: &mut [Vec<&'b [u8]>],
+        out: &mut Outputs<'_>,
+    );
+}
+
+impl<T: NameTable> LiveStage for Pipeline<T> {
+    type Scratch = Vec<Decision>;
+
+    fn counters(&self) -> &Counters {
+        Pipeline::counters(self)
+    }
+
+    fn take_counters(&mut self) -> Counters {
+        Pipeline::take_counters(self)
+    }
+
+    fn set_counters(&mut self, counters: Counters) {
+        Pipeline::set_counters(self, counters)
+    }
+
+    fn forward_group<'b>(
+        &mut self,
+        decisions: &mut Vec<Decision>,
+        in_port: u16,
+        group: &[&'b [u8]],
+        lists: &mut [Vec<&'b [u8]>],
+        out: &mut Outputs<'_>,
+    ) {
+        self.process(in_port, group, decisions);
+        for (f, d) in group.iter().zip(decisions.iter()) {
+            if let Egress::Ports(ps) = self.egress(d) {
+                for &p in ps {
+                    match lists.get_mut(usize::from(p)) {
+                        Some(list) => list.push(f),
+                        None => out.refuse(p, 1),
+                    }
+                }
+            }
+        }
+        out.send_lists(lists);
+    }
+}
+
+/// The IP pipeline's buffers: a copy of each frame of the group (rewritten
+/// in place), the decisions, and per-port lists over the copies.
+#[derive(Default)]
+#[doc(hidden)]
+pub struct IpScratch {
+    copies: Vec<Vec<u8>>,
+    decisions: Vec<IpDecision>,
+    lists: FrameLists,
+}
+
+impl std::fmt::Debug for IpScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IpScratch")
+            .field("copies", &self.copies.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveStage for IpPipeline<'_> {
+    type Scratch = IpScratch;
+
+    fn counters(&self) -> &Counters {
+        IpPipeline::counters(self)
+    }
+
+    fn take_counters(&mut self) -> Counters {
+        IpPipeline::take_counters(self)
+    }
+
+    fn set_counters(&mut self, counters: Counters) {
+        IpPipeline::set_counters(self, counters)
+    }
+
+    fn forward_group<'b>(
+        &mut self,
+        scratch: &mut IpScratch,
+        in_port: u16,
+        group: &[&'b [u8]],
+        lists: &mut [Vec<&'b [u8]>],
+        out: &mut Outputs<'_>,
+    ) {
+        let IpScratch {
+            copies,
+            decisions,
+            lists: own,
+        } = scratch;
+        // Receive buffers are read-only (and a frame may be sent on no
+        // port), so each frame is copied and rewritten in the copy. The
+        // copies keep their allocations: no allocation once every slot
+        // has held a frame as long as this one.
+        if copies.len() < group.len() {
+            copies.resize_with(group.len(), Vec::new);
+        }
+        for (c, f) in copies.iter_mut().zip(group) {
+            c.clear();
+            c.extend_from_slice(f);
+        }
+        let n = group.len();
+        self.process(in_port, &mut copies[..n], decisions);
+        let mut per_port = own.take(lists.len());
+        for (c, d) in copies[..n].iter().zip(decisions.iter()) {
+            if let IpDecision::Forward(p) = *d {
+                match per_port.get_mut(usize::from(p)) {
+                    Some(list) => list.push(c),
+                    None => out.refuse(p, 1),
+                }
+            }
+        }
+        out.send_lists(&mut per_port);
+        own.put(per_port);
+    }
+}
+
 /// Forward frames from the input rings of `ports` to their output ports
 /// through `pipeline` until `stop` is raised or `after` is met; call
 /// `progress` every `report_every` (if given).
@@ -430,8 +623,8 @@ impl LiveRun {
 ///
 /// # Errors
 /// `poll()` failed.
-pub fn forward_live<T: NameTable>(
-    pipeline: &mut Pipeline<T>,
+pub fn forward_live<P: LiveStage>(
+    pipeline: &mut P,
     ports: &mut LivePorts,
     after: StopAfter,
     stop: &StopFlag,
@@ -441,8 +634,9 @@ pub fn forward_live<T: NameTable>(
     forward_live_refreshing(pipeline, ports, after, stop, report_every, progress, |_| {})
 }
 
-/// [`forward_live`] with a hook that may swap the pipeline's table
-/// ([`Pipeline::replace_table`], [`Pipeline::set_actions`]) between groups:
+/// [`forward_live`] with a hook that may change the pipeline between groups
+/// (swap a [`Pipeline`]'s table: [`Pipeline::replace_table`],
+/// [`Pipeline::set_actions`]):
 /// `refresh` runs before every group of up to [`GROUP`] frames and once
 /// per idle `poll()` round. Every frame of a group is decided with the
 /// table the group started with. The hook is on the forwarding thread, so
@@ -451,21 +645,21 @@ pub fn forward_live<T: NameTable>(
 ///
 /// # Errors
 /// `poll()` failed.
-pub fn forward_live_refreshing<T: NameTable>(
-    pipeline: &mut Pipeline<T>,
+pub fn forward_live_refreshing<P: LiveStage>(
+    pipeline: &mut P,
     ports: &mut LivePorts,
     after: StopAfter,
     stop: &StopFlag,
     report_every: Option<Duration>,
     mut progress: impl FnMut(&Progress<'_>),
-    mut refresh: impl FnMut(&mut Pipeline<T>),
+    mut refresh: impl FnMut(&mut P),
 ) -> io::Result<LiveRun> {
     let before = pipeline.take_counters();
     let nout = ports.outputs.len();
     let mut stats = PortStats::default();
     let mut tx_failed = vec![0u64; nout];
     let fds: Vec<_> = ports.inputs.iter().map(|(_, r)| r.raw_fd()).collect();
-    let mut decisions: Vec<Decision> = Vec::with_capacity(GROUP);
+    let mut scratch = P::Scratch::default();
     // The frame lists of a block borrow the block, so they cannot live
     // across blocks; their allocations do (no allocation per block once
     // the largest block has been seen).
@@ -522,31 +716,11 @@ pub fn forward_live_refreshing<T: NameTable>(
             let mut per_port = lists_buf.take(nout);
             for group in all.chunks(GROUP) {
                 refresh(pipeline);
-                pipeline.process(*in_port, group, &mut decisions);
-                for (f, d) in group.iter().zip(&decisions) {
-                    if let Egress::Ports(ps) = pipeline.egress(d) {
-                        for &p in ps {
-                            match per_port.get_mut(usize::from(p)) {
-                                Some(list) => list.push(f),
-                                None => add_failed(&mut tx_failed, p, 1),
-                            }
-                        }
-                    }
-                }
-                for (p, list) in per_port.iter_mut().enumerate() {
-                    if list.is_empty() {
-                        continue;
-                    }
-                    let n = list.len() as u64;
-                    let failed = match ports.outputs.get_mut(p) {
-                        Some(Some(tx)) => tx.send_batch(list).failed as u64,
-                        _ => n,
-                    };
-                    if failed > 0 {
-                        tx_failed[p] += failed;
-                    }
-                    list.clear();
-                }
+                let mut out = Outputs {
+                    outputs: &mut ports.outputs,
+                    tx_failed: &mut tx_failed,
+                };
+                pipeline.forward_group(&mut scratch, *in_port, group, &mut per_port, &mut out);
             }
             // Emptied and kept: nothing borrows the block after this.
             lists_buf.put(per_port);
