@@ -20,10 +20,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 use crate::error::FibError;
-use crate::fib::{entry, Config, Fib};
+use crate::fib::{entry, Config, Fib, MAX_LEVELS};
 use crate::name::{component_ends, NameView};
 use crate::nexthop::{normalize, NextHop, NH_NONE};
-use crate::table::Table;
+use crate::table::{Table, MAX_REF};
 
 #[derive(Clone, Debug)]
 struct KeyInfo {
@@ -330,19 +330,7 @@ impl FibControl {
             return;
         }
         let home = t.home as usize;
-        let mut nt = Table::with_home_buckets(home + home.div_ceil(4));
-        let mut ends = Vec::new();
-        for (slot, leaf) in t.drain_slots() {
-            let eref = crate::table::slot_ref(slot);
-            let s = self.fib.e_str(eref);
-            // Stored strings were validated on insert.
-            if component_ends(s, &mut ends).is_err() || ends.len() < l {
-                continue;
-            }
-            let h = self.fib.hasher.hash_stored_prefix(s, &ends, l);
-            nt.insert(h, eref, leaf);
-        }
-        self.fib.tables[l - 1] = nt;
+        self.fib.rehash_table(l, home + home.div_ceil(4));
     }
 
     /// Levels whose keys rule `name` (of `l` components) needs: its path
@@ -502,6 +490,14 @@ impl FibControl {
                 }
             }
             _ => {
+                // Room for every entry the new keys may need (refused
+                // before any change: slots address 2^32 arena words).
+                let need =
+                    self.fib.entries.len() + full_path.len() * entry::words(tlv.len(), MAX_LEVELS);
+                if need > MAX_REF as usize {
+                    self.fib.nh.release(nh);
+                    return Err(FibError::ArenaFull { words: need });
+                }
                 // A new rule: make the keys on its path exist.
                 let hashes = self.fib.prefix_hashes(name);
                 let mut created: Vec<Vec<u8>> = Vec::new();

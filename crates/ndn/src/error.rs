@@ -50,6 +50,13 @@ pub enum FibError {
     /// Too many distinct next-hop sets (they are 24-bit ids).
     #[error("more than {0} distinct next-hop sets")]
     TooManyNextHopSets(u32),
+    /// The entry arena would pass the 2^32 words (32 GiB) that 32-bit
+    /// entry references address.
+    #[error("the FIB's entry arena is full ({words} words)")]
+    ArenaFull {
+        /// Words the arena would need.
+        words: usize,
+    },
     /// Deleting a rule that is not in the FIB.
     #[error("no such rule")]
     NotFound,

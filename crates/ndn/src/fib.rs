@@ -11,9 +11,9 @@ use nexthop_wire::ndn::Name;
 
 use crate::error::FibError;
 use crate::hasher::{PrefixHasher, Strategy};
-use crate::name::NameView;
+use crate::name::{NameSlice, NameView};
 use crate::nexthop::{NextHop, NhTable, NH_NONE};
-use crate::table::{fingerprint, slot_fp, slot_ref, Bucket, Table};
+use crate::table::{fingerprint, Bucket, Table, SLOTS};
 
 /// Most component counts (hash tables) a FIB may have.
 pub const MAX_LEVELS: usize = 64;
@@ -28,8 +28,10 @@ pub struct Config {
     pub strategy: Strategy,
     /// Hash seed / SipHash key (keep it secret for `VerifyAtEnd`).
     pub key: (u64, u64),
-    /// Keys per home bucket before a table doubles (1..=7; the
-    /// dissertation allocates `n/4` buckets for `n` keys: 4).
+    /// Keys per home bucket before a table grows (1..=9, the slots of a
+    /// bucket; the dissertation allocates `n/4` buckets for `n` keys: 4,
+    /// with 7 slots of 8 bytes; with 9 slots of 6 bytes the default is 6,
+    /// which leaves about 8% of home buckets with an overflow bucket).
     pub bucket_fill: u32,
 }
 
@@ -39,7 +41,7 @@ impl Default for Config {
             max_components: 16,
             strategy: Strategy::VerifyEach,
             key: (PREFIX_HASH_SEED, 0x2d73_6970_6861_7368),
-            bucket_fill: 4,
+            bucket_fill: 6,
         }
     }
 }
@@ -53,9 +55,9 @@ impl Config {
                 self.max_components
             )));
         }
-        if !(1..=7).contains(&self.bucket_fill) {
+        if !(1..=SLOTS as u32).contains(&self.bucket_fill) {
             return Err(FibError::Config(format!(
-                "bucket_fill must be in 1..=7, got {}",
+                "bucket_fill must be in 1..={SLOTS}, got {}",
                 self.bucket_fill
             )));
         }
@@ -194,6 +196,32 @@ pub(crate) struct Pull {
     pub(crate) max_level: usize,
     /// `trees[p]`: the search tree over `p + 1..=k` (for pulled levels `p`).
     pub(crate) trees: Vec<Option<SearchTree>>,
+}
+
+/// Names per group of the batched lookups.
+pub const BATCH: usize = 16;
+
+/// Reused buffers of [`Fib::lookup_batch_tlv`]: the component end offsets
+/// of one group of names.
+#[derive(Clone, Debug, Default)]
+pub struct BatchScratch {
+    ends: [Vec<u32>; BATCH],
+}
+
+impl BatchScratch {
+    /// Empty buffers (they grow to the longest names seen, once).
+    pub fn new() -> BatchScratch {
+        BatchScratch::default()
+    }
+}
+
+/// What [`Fib::lookup_batch_tlv`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchResult {
+    /// Names that matched a rule (the default route included).
+    pub hits: usize,
+    /// Names that were not valid name TLV (their output is `None`).
+    pub invalid: usize,
 }
 
 /// Prefetching in [`Fib::lookup_batch`].
@@ -429,7 +457,7 @@ impl Fib {
                 while occ != 0 {
                     let s = occ.trailing_zeros() as usize;
                     occ &= occ - 1;
-                    olds.push(slot_ref(bk.slots[s]));
+                    olds.push(bk.refs[s] as u64);
                 }
             }
         }
@@ -491,6 +519,25 @@ impl Fib {
         m
     }
 
+    /// Rebuild level `l`'s table with `home` home buckets, rehashing every
+    /// key from its stored string (leaf bits kept).
+    pub(crate) fn rehash_table(&mut self, l: usize, home: usize) {
+        let t = &self.tables[l - 1];
+        let mut nt = Table::with_home_buckets(home);
+        let mut ends = Vec::new();
+        for (slot, leaf) in t.drain_slots() {
+            let eref = crate::table::slot_ref(slot);
+            let s = self.e_str(eref);
+            // Stored strings were validated on insert.
+            if crate::name::component_ends(s, &mut ends).is_err() || ends.len() < l {
+                continue;
+            }
+            let h = self.hasher.hash_stored_prefix(s, &ends, l);
+            nt.insert(h, eref, leaf);
+        }
+        self.tables[l - 1] = nt;
+    }
+
     /// Bytes of buckets only.
     pub fn bucket_bytes(&self) -> usize {
         self.tables.iter().map(Table::bytes).sum()
@@ -501,7 +548,7 @@ impl Fib {
     #[inline(always)]
     fn probe(&self, level: usize, h: u64, key: &[u8], verify: bool, tr: &mut Trace) -> Probe {
         let t = &self.tables[level - 1];
-        let fp = fingerprint(h);
+        let fp = fingerprint(h) as u16;
         let mut b = t.home_of(h);
         let mut unverified: Option<(u64, bool)> = None;
         loop {
@@ -511,11 +558,10 @@ impl Fib {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                let slot = bk.slots[s];
-                if slot_fp(slot) != fp {
+                if bk.fps[s] != fp {
                     continue;
                 }
-                let eref = slot_ref(slot);
+                let eref = bk.refs[s] as u64;
                 let leaf = bk.leaf() >> s & 1 == 1;
                 if verify || bk.collided() >> s & 1 == 1 {
                     tr.verifies += 1;
@@ -542,6 +588,63 @@ impl Fib {
                 verified: false,
             },
             None => Probe::Miss,
+        }
+    }
+
+    /// The entry of the key `key` (hash `h`) at `level`, verified.
+    pub(crate) fn probe_verified(
+        &self,
+        level: usize,
+        h: u64,
+        key: &[u8],
+        tr: &mut Trace,
+    ) -> Option<u64> {
+        match self.probe(level, h, key, true, tr) {
+            Probe::Hit { eref, .. } => Some(eref),
+            Probe::Miss => None,
+        }
+    }
+
+    /// The last key a verifying binary search from the root matches:
+    /// `(level, entry)`.
+    pub(crate) fn search_verified<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        hashes: &[u64],
+        tr: &mut Trace,
+    ) -> Option<(usize, u64)> {
+        self.binary_search(&self.tree, None, name, hashes, true, tr)
+            .map(|(l, e, _)| (l, e))
+    }
+
+    /// Move the live entries to the front of the arena in place (arena
+    /// order is kept, so every entry moves down and copies never overlap a
+    /// later source) and re-point the table slots; no second arena.
+    pub(crate) fn compact_in_place(&mut self) {
+        let (olds, news, total) = self.compaction_plan();
+        for (&o, &n) in olds.iter().zip(&news) {
+            let (len, nroles, _) = entry::split(self.e_hdr(o));
+            let w = entry::words(len, nroles);
+            if o != n {
+                self.entries
+                    .copy_within(o as usize..o as usize + w, n as usize);
+            }
+        }
+        self.entries.truncate(total);
+        self.entries.shrink_to_fit();
+        let map = |e: u64| match olds.binary_search(&e) {
+            Ok(i) => news[i],
+            Err(_) => e,
+        };
+        for t in &mut self.tables {
+            t.remap_refs(map);
+        }
+        if let Some(pull) = self.pull.as_mut() {
+            for v in pull.map.values_mut() {
+                for (_, e) in v.iter_mut() {
+                    *e = map(*e);
+                }
+            }
         }
     }
 
@@ -730,52 +833,158 @@ impl Fib {
 
     /// Look up `names` in groups of 16: hash every name of a group, issue
     /// the prefetches, then search. `out.len()` must equal `names.len()`;
-    /// returns the number of names that matched.
+    /// returns the number of names that matched. Allocates nothing.
     pub fn lookup_batch<N: NameView>(
         &self,
         names: &[N],
         out: &mut [Option<Match>],
         prefetch: Prefetch,
     ) -> usize {
-        const G: usize = 16;
         assert_eq!(
             names.len(),
             out.len(),
             "lookup_batch: names and out differ in length"
         );
-        let mut hashes = [[0u64; MAX_LEVELS]; G];
         let mut hits = 0;
-        for (gn, go) in names.chunks(G).zip(out.chunks_mut(G)) {
+        for (gn, go) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            hits += self.lookup_group(gn, go, prefetch);
+        }
+        hits
+    }
+
+    /// [`Self::lookup_batch`] over received names: each item is the value
+    /// of a Name TLV (component TLVs), validated and split into components
+    /// into `scratch`'s reused offset buffers (a [`crate::NameSlice`] per
+    /// name), so after the first call with names this long a batch does no
+    /// heap allocation. A name that is not valid TLV (or longer than
+    /// [`crate::name::MAX_NAME_BYTES`]) gets `None` and is counted in
+    /// [`BatchResult::invalid`].
+    pub fn lookup_batch_tlv<T: AsRef<[u8]>>(
+        &self,
+        names: &[T],
+        out: &mut [Option<Match>],
+        prefetch: Prefetch,
+        scratch: &mut BatchScratch,
+    ) -> BatchResult {
+        assert_eq!(
+            names.len(),
+            out.len(),
+            "lookup_batch_tlv: names and out differ in length"
+        );
+        let mut r = BatchResult::default();
+        for (gn, go) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            let mut ok = [false; BATCH];
             for (i, n) in gn.iter().enumerate() {
-                let e = self.effective_len(n.component_count());
-                self.hasher.hash_prefixes(n, &mut hashes[i][..e]);
-                match prefetch {
-                    Prefetch::None => {}
-                    Prefetch::First => {
-                        let mut node = self.tree.root as usize;
-                        while node > e {
-                            node = self.tree.left[node] as usize;
-                        }
-                        if node != 0 {
-                            let t = &self.tables[node - 1];
-                            prefetch_bucket(&t.buckets[t.home_of(hashes[i][node - 1])]);
-                        }
+                let n = n.as_ref();
+                ok[i] = n.len() <= crate::name::MAX_NAME_BYTES
+                    && crate::name::component_ends(n, &mut scratch.ends[i]).is_ok();
+                if !ok[i] {
+                    scratch.ends[i].clear();
+                }
+            }
+            let views: [NameSlice<'_>; BATCH] = std::array::from_fn(|i| match gn.get(i) {
+                Some(n) if ok[i] => NameSlice::from_parts(n.as_ref(), &scratch.ends[i]),
+                _ => NameSlice::from_parts(&[], &[]),
+            });
+            r.hits += self.lookup_group(&views[..gn.len()], go, prefetch);
+            for (i, o) in go.iter_mut().enumerate() {
+                if !ok[i] {
+                    *o = None;
+                    r.invalid += 1;
+                }
+            }
+        }
+        r
+    }
+
+    /// One group of at most [`BATCH`] names.
+    #[inline(always)]
+    fn lookup_group<N: NameView>(
+        &self,
+        gn: &[N],
+        go: &mut [Option<Match>],
+        prefetch: Prefetch,
+    ) -> usize {
+        let mut hashes = [[0u64; MAX_LEVELS]; BATCH];
+        let mut hits = 0;
+        for (i, n) in gn.iter().enumerate() {
+            let e = self.effective_len(n.component_count());
+            self.hasher.hash_prefixes(n, &mut hashes[i][..e]);
+            match prefetch {
+                Prefetch::None => {}
+                Prefetch::First => {
+                    let mut node = self.tree.root as usize;
+                    while node > e {
+                        node = self.tree.left[node] as usize;
                     }
-                    Prefetch::All => {
-                        for l in 1..=e {
-                            let t = &self.tables[l - 1];
-                            prefetch_bucket(&t.buckets[t.home_of(hashes[i][l - 1])]);
-                        }
+                    if node != 0 {
+                        let t = &self.tables[node - 1];
+                        prefetch_bucket(&t.buckets[t.home_of(hashes[i][node - 1])]);
+                    }
+                }
+                Prefetch::All => {
+                    for l in 1..=e {
+                        let t = &self.tables[l - 1];
+                        prefetch_bucket(&t.buckets[t.home_of(hashes[i][l - 1])]);
                     }
                 }
             }
-            for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
-                let e = self.effective_len(n.component_count());
-                *o = self.lookup_hashed(n, &hashes[i][..e], &mut Trace::default());
-                hits += o.is_some() as usize;
-            }
+        }
+        for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
+            let e = self.effective_len(n.component_count());
+            *o = self.lookup_hashed(n, &hashes[i][..e], &mut Trace::default());
+            hits += o.is_some() as usize;
         }
         hits
+    }
+
+    /// Time-split helper for benchmarks: the binary search with
+    /// precomputed hashes taking every fingerprint match as true (no
+    /// string is compared; the answer may be wrong after a false
+    /// positive), i.e. the bucket reads of a lookup alone.
+    #[doc(hidden)]
+    pub fn search_fingerprints_only(&self, hashes: &[u64]) -> usize {
+        let mut node = self.tree.root as usize;
+        let e = hashes.len();
+        let mut best = 0usize;
+        while node != 0 {
+            if node > e {
+                node = self.tree.left[node] as usize;
+                continue;
+            }
+            let t = &self.tables[node - 1];
+            let h = hashes[node - 1];
+            let fp = fingerprint(h) as u16;
+            let mut b = t.home_of(h);
+            let mut hit = None;
+            'chain: loop {
+                let bk = &t.buckets[b];
+                let mut occ = bk.occupied();
+                while occ != 0 {
+                    let s = occ.trailing_zeros() as usize;
+                    occ &= occ - 1;
+                    if bk.fps[s] == fp {
+                        hit = Some((bk.refs[s] as usize, bk.leaf() >> s & 1 == 1));
+                        break 'chain;
+                    }
+                }
+                b = bk.next();
+                if b == 0 {
+                    break;
+                }
+            }
+            match hit {
+                Some((eref, leaf)) => {
+                    best = eref;
+                    if leaf {
+                        break;
+                    }
+                    node = self.tree.right[node] as usize;
+                }
+                None => node = self.tree.left[node] as usize,
+            }
+        }
+        best
     }
 
     /// Time-split helper for benchmarks: only parse-and-hash `name`,

@@ -106,8 +106,9 @@ impl PrefixHasher {
                 }
             }
         }
-        let mut buf = vec![0u64; n];
-        self.hash_prefixes(&Stored(tlv, ends), &mut buf);
+        let mut buf = [0u64; crate::fib::MAX_LEVELS];
+        let n = n.clamp(1, buf.len());
+        self.hash_prefixes(&Stored(tlv, ends), &mut buf[..n]);
         buf[n - 1]
     }
 }

@@ -7,6 +7,7 @@
 //! algorithm, memory layout, invariants, update procedure and threading.
 #![deny(missing_docs)]
 
+pub mod bulk;
 pub mod control;
 pub mod error;
 pub mod fht;
@@ -20,9 +21,10 @@ pub mod persist;
 pub mod routes;
 pub mod table;
 
+pub use bulk::{BuildStats, FibBuilder};
 pub use control::{FibControl, FibStats};
 pub use error::{FibError, NameError};
-pub use fib::{Config, Fib, Match, Memory, Prefetch, SearchTree, Trace};
+pub use fib::{BatchResult, BatchScratch, Config, Fib, Match, Memory, Prefetch, SearchTree, Trace};
 pub use hasher::Strategy;
-pub use name::{NameBuf, NameView};
+pub use name::{NameBuf, NameSlice, NameView};
 pub use nexthop::NextHop;

@@ -8,7 +8,9 @@
 //! is a byte prefix of the same string (dissertation Fig. 3.4).
 //!
 //! [`NameView`] is what lookups take; [`NameBuf`] is this crate's owned
-//! implementation (built from TLV bytes or from generic components).
+//! implementation (built from TLV bytes or from generic components);
+//! [`NameSlice`] borrows the bytes and a reused offsets buffer, so parsing
+//! and looking up a received name allocates nothing.
 
 use nexthop_wire::ndn::{Name, NameRef};
 
@@ -193,13 +195,76 @@ impl NameView for Name {
     }
 }
 
-/// Component end offsets of a TLV component sequence.
-/// Used by the FIB to re-derive a stored string's prefixes.
+/// Component end offsets of a TLV component sequence (into `out`, no
+/// other allocation). Used by the FIB to re-derive a stored string's
+/// prefixes.
 pub(crate) fn component_ends(tlv: &[u8], out: &mut Vec<u32>) -> Result<(), NameError> {
-    let name = Name::from_value(tlv).map_err(NameError::Wire)?;
-    out.clear();
-    out.extend_from_slice(name.component_ends());
+    nexthop_wire::ndn::component_ends_into(tlv, out).map_err(NameError::Wire)?;
     Ok(())
+}
+
+/// A borrowed name: TLV bytes and component end offsets that live
+/// elsewhere (a packet buffer and a reused offsets buffer), so looking it
+/// up allocates nothing. Make one with [`NameSlice::parse`] or
+/// [`NameSlice::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameSlice<'a> {
+    tlv: &'a [u8],
+    ends: &'a [u32],
+}
+
+impl<'a> NameSlice<'a> {
+    /// Validate `tlv` (the value of a Name TLV, at most
+    /// [`MAX_NAME_BYTES`]) and write its component ends into `ends` (cleared
+    /// first; its capacity is reused).
+    pub fn parse(tlv: &'a [u8], ends: &'a mut Vec<u32>) -> Result<NameSlice<'a>, NameError> {
+        if tlv.len() > MAX_NAME_BYTES {
+            return Err(NameError::TooLong { bytes: tlv.len() });
+        }
+        component_ends(tlv, ends)?;
+        Ok(NameSlice { tlv, ends })
+    }
+
+    /// A view over offsets already known to be the component ends of
+    /// `tlv` (e.g. from [`nexthop_wire::ndn::component_ends_into`]).
+    /// Returns `None` unless `ends` is increasing, within `tlv` and ends at
+    /// its last byte (an empty `tlv` has no ends). The offsets are not
+    /// re-validated against the TLV structure: a view over wrong offsets
+    /// matches nothing it should not, since lookups compare the bytes.
+    pub fn new(tlv: &'a [u8], ends: &'a [u32]) -> Option<NameSlice<'a>> {
+        let ok = ends.windows(2).all(|w| w[0] < w[1])
+            && ends.first().is_none_or(|&e| e > 0)
+            && ends
+                .last()
+                .map_or(tlv.is_empty(), |&e| e as usize == tlv.len());
+        ok.then_some(NameSlice { tlv, ends })
+    }
+}
+
+impl<'a> NameSlice<'a> {
+    /// Trusted parts (the offsets come from [`component_ends`]).
+    pub(crate) fn from_parts(tlv: &'a [u8], ends: &'a [u32]) -> NameSlice<'a> {
+        NameSlice { tlv, ends }
+    }
+}
+
+impl NameView for NameSlice<'_> {
+    #[inline]
+    fn tlv(&self) -> &[u8] {
+        self.tlv
+    }
+    #[inline]
+    fn component_count(&self) -> usize {
+        self.ends.len()
+    }
+    #[inline]
+    fn prefix_end(&self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            self.ends[n - 1] as usize
+        }
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +279,25 @@ mod tests {
         let p = n.prefix(2);
         assert_eq!(p.tlv(), &n.tlv()[..n.prefix_end(2)]);
         assert_eq!(p.component(1), Some((8, &b"bb"[..])));
+    }
+
+    #[test]
+    fn name_slice_borrows_and_agrees_with_name_buf() {
+        let n = NameBuf::from_components(["a", "bb", "ccc"]).unwrap();
+        let mut ends = Vec::with_capacity(8);
+        let cap = ends.capacity();
+        let s = NameSlice::parse(n.tlv(), &mut ends).unwrap();
+        assert_eq!(s.component_count(), 3);
+        for i in 0..=3 {
+            assert_eq!(s.prefix_end(i), n.prefix_end(i));
+        }
+        assert_eq!(ends.capacity(), cap);
+        assert!(NameSlice::parse(&n.tlv()[..5], &mut ends).is_err());
+        assert!(NameSlice::new(n.tlv(), &[3, 7, 12]).is_some());
+        assert!(NameSlice::new(n.tlv(), &[3, 3, 12]).is_none());
+        assert!(NameSlice::new(n.tlv(), &[3, 7]).is_none());
+        assert!(NameSlice::new(&[], &[]).is_some());
+        assert!(NameSlice::new(&[], &[0]).is_none());
     }
 
     #[test]

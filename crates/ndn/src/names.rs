@@ -66,6 +66,75 @@ pub fn worst_case(n: usize, k: usize, seed: u64) -> (Vec<NameBuf>, Vec<NameBuf>)
     (rules, trace)
 }
 
+/// The worst case of [`worst_case`] as a stream, for sets too large to
+/// hold as [`NameBuf`]s (10^8 rules): base `i` is generated from
+/// `(seed, i)` alone, so rules and lookup names are regenerated on demand.
+/// The rules come base by base, each base's search-path prefixes longest
+/// first (so a bulk build shares every string without freeing any entry).
+/// Bases are not deduplicated: with `k` components of 6–10 random
+/// characters a repeat is vanishingly rare, and a bulk build counts it as
+/// a replaced rule.
+#[derive(Clone, Debug)]
+pub struct WorstCase {
+    path: Vec<u8>,
+    k: usize,
+    bases: usize,
+    seed: u64,
+}
+
+impl WorstCase {
+    /// About `n` rules of up to `k` components (`n / depth` bases).
+    pub fn new(n: usize, k: usize, seed: u64) -> WorstCase {
+        let path = SearchTree::new(k).path(k);
+        WorstCase {
+            bases: n.div_ceil(path.len()).max(1),
+            path,
+            k,
+            seed,
+        }
+    }
+
+    /// Number of `k`-component bases.
+    pub fn bases(&self) -> usize {
+        self.bases
+    }
+
+    /// Number of rules the stream yields (`bases * depth`).
+    pub fn rules(&self) -> usize {
+        self.bases * self.path.len()
+    }
+
+    /// Base name `i`.
+    pub fn base(&self, i: usize) -> NameBuf {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(nexthop_hash::hash64(
+            &(i as u64).to_le_bytes(),
+            self.seed,
+        ));
+        NameBuf::from_components((0..self.k).map(|_| component(&mut rng)))
+            .unwrap_or_else(|_| NameBuf::root())
+    }
+
+    /// Every rule: for each base, its search-path prefixes, longest first.
+    pub fn rules_iter(&self) -> impl Iterator<Item = NameBuf> + '_ {
+        (0..self.bases).flat_map(move |i| {
+            let b = self.base(i);
+            self.path
+                .iter()
+                .rev()
+                .map(|&l| b.prefix(l as usize))
+                .collect::<Vec<_>>()
+        })
+    }
+
+    /// `lookups` base names drawn uniformly (with replacement; seeded).
+    pub fn trace(&self, lookups: usize, seed: u64) -> Vec<NameBuf> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        (0..lookups)
+            .map(|_| self.base(rng.gen_range(0..self.bases)))
+            .collect()
+    }
+}
+
 /// Lookup names for a rule set: each rule with `extra` random components
 /// appended (the dissertation appends three).
 pub fn extend_names(rules: &[NameBuf], extra: usize, seed: u64) -> Vec<NameBuf> {

@@ -1,11 +1,12 @@
 //! The FIB file: the lookup structure, versioned, checksummed, little-endian.
 //!
 //! ```text
-//! magic "NHNDNFIB" | version:u32 (=2) | strategy:u8 | bucket_fill:u8 | max_components:u16
+//! magic "NHNDNFIB" | version:u32 (=3) | strategy:u8 | bucket_fill:u8 | max_components:u16
 //! k0:u64 | k1:u64 | default_nh:u32 | rules:u64
 //! nh_sets:u32 | offsets:(nh_sets + 1) x u32 | hops:u32 | hops x (face:u32, cost:u32)
 //! entry_words:u64 | entry_words x u64      ; the arena, compacted on write
-//! per level 1..=max_components: home:u32 | keys:u64 | buckets:u64 | buckets x 8 x u64
+//! per level 1..=max_components: home:u32 | keys:u64 | buckets:u64 | buckets x bucket
+//! bucket = hdr:u64 | 9 x fingerprint:u16 | 9 x entry reference:u32   ; 62 bytes
 //! checksum:u64   ; XXH3-64 (seed 0) of every byte before it
 //! ```
 //! [`decode`] checks the checksum first, then every length against the
@@ -13,9 +14,11 @@
 //! the arena, role counts, next-hop ids, overflow chains acyclic), so a
 //! lookup on a loaded FIB cannot index out of bounds or loop.
 //!
-//! Version 2 (entries without the role-levels word, the roles packed as
-//! u32 after the header) replaced version 1; a version 1 file is refused
-//! with [`FormatError::Version`]: rebuild it from its routes file.
+//! Version 3 (buckets of 9 slots: 16-bit fingerprints and 32-bit entry
+//! references) replaced version 2 (7 slots of `fingerprint:20 | ref:44`),
+//! which replaced version 1 (entries with a role-levels word); an older
+//! file is refused with [`FormatError::Version`]: rebuild it from its
+//! routes file.
 
 use thiserror::Error;
 
@@ -23,10 +26,13 @@ use crate::fib::{entry, role_index_table, Config, Fib, SearchTree, MAX_LEVELS, N
 use crate::hasher::{PrefixHasher, Strategy};
 use crate::name::component_ends;
 use crate::nexthop::{NextHop, NhTable, NH_NONE};
-use crate::table::{slot_ref, Bucket, Table, SLOTS};
+use crate::table::{Bucket, Table, SLOTS};
+
+/// Bytes of a bucket in the file.
+const BUCKET_BYTES: usize = 8 + SLOTS * 6;
 
 const MAGIC: &[u8; 8] = b"NHNDNFIB";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// Why a FIB file was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -94,15 +100,17 @@ pub fn encode(fib: &Fib, rules: u64) -> Vec<u8> {
         o.extend_from_slice(&(t.buckets.len() as u64).to_le_bytes());
         for b in &t.buckets {
             o.extend_from_slice(&b.hdr.to_le_bytes());
-            for (i, &s) in b.slots.iter().enumerate() {
-                let s = if b.occupied() >> i & 1 == 1 {
-                    let e = slot_ref(s);
-                    let new = olds.binary_search(&e).map_or(e, |j| news[j]);
-                    (s & !slot_ref(u64::MAX)) | new
+            for fp in &b.fps {
+                o.extend_from_slice(&fp.to_le_bytes());
+            }
+            for (i, &r) in b.refs.iter().enumerate() {
+                let r = if b.occupied() >> i & 1 == 1 {
+                    let e = r as u64;
+                    olds.binary_search(&e).map_or(e, |j| news[j]) as u32
                 } else {
-                    s
+                    r
                 };
-                o.extend_from_slice(&s.to_le_bytes());
+                o.extend_from_slice(&r.to_le_bytes());
             }
         }
     }
@@ -207,7 +215,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         key,
         bucket_fill,
     };
-    if !(1..=MAX_LEVELS).contains(&max_components) || !(1..=7).contains(&bucket_fill) {
+    if !(1..=MAX_LEVELS).contains(&max_components) || !(1..=SLOTS as u32).contains(&bucket_fill) {
         return Err(FormatError::Malformed("configuration out of range"));
     }
     let default_nh = c.u32()?;
@@ -253,7 +261,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         let home = c.u32()?;
         let len = c.u64()?;
         let nb = c.u64()?;
-        let nb = c.count(nb, 64)?;
+        let nb = c.count(nb, BUCKET_BYTES)?;
         if home == 0 || home as usize > nb {
             return Err(FormatError::Malformed("table home bucket count"));
         }
@@ -261,10 +269,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         for _ in 0..nb {
             let mut b = Bucket {
                 hdr: c.u64()?,
-                slots: [0; SLOTS],
+                ..Bucket::default()
             };
-            for s in &mut b.slots {
-                *s = c.u64()?;
+            for fp in &mut b.fps {
+                *fp = c.u16()?;
+            }
+            for r in &mut b.refs {
+                *r = c.u32()?;
             }
             buckets.push(b);
         }
@@ -296,7 +307,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                let e = slot_ref(b.slots[s]);
+                let e = b.refs[s] as u64;
                 if checked.insert((e, level)) {
                     check_entry(&entries, e, level, &tree, &role_idx, nh_ok, &mut ends)?;
                 }

@@ -3,35 +3,43 @@
 //!
 //! ```text
 //! Bucket (64 B, 64-aligned)
-//!   word 0: occupied:7 | collided:7 | leaf:7 | next:42 | reserved:1
-//!   words 1..8: slot = fingerprint:20 | entry reference:44
+//!   bytes  0..8 : occupied:9 | collided:9 | leaf:9 | next:32 | reserved:5
+//!   bytes  8..26: 9 fingerprints, 16 bits each
+//!   bytes 26..28: padding
+//!   bytes 28..64: 9 entry references, 32 bits each (arena word index)
 //! ```
 //! `next` is the index of the chained overflow bucket (0 = none; bucket 0
 //! is always a home bucket, so it is never an overflow target). A key's
 //! 64-bit hash picks its home bucket from the low 32 bits (Lemire range
-//! reduction) and its fingerprint from the top 20 bits. `collided` marks a
+//! reduction) and its fingerprint from the top 16 bits. `collided` marks a
 //! slot whose fingerprint another slot of the same chain shares; `leaf`
 //! marks a key that no longer rule extends (the search may stop there).
 
 /// Slots per bucket.
-pub const SLOTS: usize = 7;
+pub const SLOTS: usize = 9;
 /// Fingerprint bits per slot.
-pub const FP_BITS: u32 = 20;
-/// Entry reference bits per slot.
-pub const REF_BITS: u32 = 44;
-const REF_MASK: u64 = (1 << REF_BITS) - 1;
-const NEXT_SHIFT: u32 = 21;
-const NEXT_MASK: u64 = (1 << 42) - 1;
+pub const FP_BITS: u32 = 16;
+/// Entry reference bits per slot (a word index into the arena, so the
+/// arena holds at most 2^32 words = 32 GiB).
+pub const REF_BITS: u32 = 32;
+/// Largest entry reference a slot holds.
+pub const MAX_REF: u64 = (1 << REF_BITS) - 1;
+const REF_MASK: u64 = MAX_REF;
+const NEXT_SHIFT: u32 = 3 * SLOTS as u32;
+const NEXT_MASK: u64 = (1 << 32) - 1;
 const OCC_MASK: u64 = (1 << SLOTS) - 1;
 
-/// One cache-line bucket.
+/// One cache-line bucket: a header word, then the 16-bit fingerprints of
+/// the 9 slots, then their 32-bit entry references.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(64))]
 pub struct Bucket {
     pub(crate) hdr: u64,
-    pub(crate) slots: [u64; SLOTS],
+    pub(crate) fps: [u16; SLOTS],
+    pub(crate) refs: [u32; SLOTS],
 }
 const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
+const _: () = assert!(NEXT_SHIFT + 32 <= 64);
 
 impl Bucket {
     #[inline(always)]
@@ -50,10 +58,21 @@ impl Bucket {
     pub(crate) fn next(&self) -> usize {
         ((self.hdr >> NEXT_SHIFT) & NEXT_MASK) as usize
     }
+    /// Slot `s` as one word `fingerprint << 32 | entry reference` (see
+    /// [`slot_fp`], [`slot_ref`]).
+    #[inline(always)]
+    pub(crate) fn slot(&self, s: usize) -> u64 {
+        (self.fps[s] as u64) << REF_BITS | self.refs[s] as u64
+    }
+    #[inline(always)]
+    pub(crate) fn set_slot(&mut self, s: usize, word: u64) {
+        self.fps[s] = slot_fp(word) as u16;
+        self.refs[s] = slot_ref(word) as u32;
+    }
     fn set_next(&mut self, n: usize) {
         self.hdr = (self.hdr & !(NEXT_MASK << NEXT_SHIFT)) | ((n as u64 & NEXT_MASK) << NEXT_SHIFT);
     }
-    fn set_bit(&mut self, group: usize, slot: usize, on: bool) {
+    pub(crate) fn set_bit(&mut self, group: usize, slot: usize, on: bool) {
         let bit = 1u64 << (group * SLOTS + slot);
         if on {
             self.hdr |= bit;
@@ -63,7 +82,7 @@ impl Bucket {
     }
 }
 
-/// Fingerprint of a hash (its top 20 bits).
+/// Fingerprint of a hash (its top 16 bits).
 #[inline(always)]
 pub fn fingerprint(h: u64) -> u64 {
     h >> (64 - FP_BITS)
@@ -91,10 +110,10 @@ impl Table {
     /// A table with `home` home buckets (at least 1).
     pub fn with_home_buckets(home: usize) -> Table {
         let home = home.clamp(1, u32::MAX as usize);
-        // Room for overflow buckets (about 2% of home buckets at the
-        // default fill of 4 keys per 7 slots), so the first overflow push
+        // Room for overflow buckets (about 8% of home buckets at the
+        // default fill of 6 keys per 9 slots), so the first overflow push
         // does not double the allocation.
-        let mut buckets = Vec::with_capacity(home + home / 16 + 1);
+        let mut buckets = Vec::with_capacity(home + home / 8 + 1);
         buckets.resize(home, Bucket::default());
         Table {
             buckets,
@@ -157,7 +176,7 @@ impl Table {
             if occ != OCC_MASK {
                 let s = (!occ).trailing_zeros() as usize;
                 let bk = &mut self.buckets[b];
-                bk.slots[s] = (fp << REF_BITS) | eref;
+                bk.set_slot(s, (fp << REF_BITS) | eref);
                 bk.set_bit(0, s, true);
                 bk.set_bit(2, s, leaf);
                 break;
@@ -183,7 +202,7 @@ impl Table {
     }
 
     /// Find the slot holding `(fp(h), eref)`: `(bucket, slot)`.
-    fn find(&self, h: u64, eref: u64) -> Option<(usize, usize)> {
+    pub(crate) fn find(&self, h: u64, eref: u64) -> Option<(usize, usize)> {
         let want = (fingerprint(h) << REF_BITS) | eref;
         let mut b = self.home_of(h);
         loop {
@@ -192,7 +211,7 @@ impl Table {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                if bk.slots[s] == want {
+                if bk.slot(s) == want {
                     return Some((b, s));
                 }
             }
@@ -212,7 +231,7 @@ impl Table {
         bk.set_bit(0, s, false);
         bk.set_bit(1, s, false);
         bk.set_bit(2, s, false);
-        bk.slots[s] = 0;
+        bk.set_slot(s, 0);
         self.len -= 1;
         self.refresh_collided(h, fingerprint(h));
         self.unlink_empty_overflow(h);
@@ -229,7 +248,7 @@ impl Table {
     /// Re-point key `(h, old)` at entry `new` (entries move when rebuilt).
     pub fn repoint(&mut self, h: u64, old: u64, new: u64) -> bool {
         if let Some((b, s)) = self.find(h, old) {
-            self.buckets[b].slots[s] = (fingerprint(h) << REF_BITS) | new;
+            self.buckets[b].set_slot(s, (fingerprint(h) << REF_BITS) | new);
             true
         } else {
             false
@@ -244,9 +263,9 @@ impl Table {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                let new = map(slot_ref(bk.slots[s]));
+                let new = map(slot_ref(bk.slot(s)));
                 debug_assert!(new <= REF_MASK);
-                bk.slots[s] = (slot_fp(bk.slots[s]) << REF_BITS) | new;
+                bk.refs[s] = new as u32;
             }
         }
     }
@@ -262,7 +281,7 @@ impl Table {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                count += (slot_fp(bk.slots[s]) == fp) as usize;
+                count += (bk.fps[s] as u64 == fp) as usize;
             }
             b = bk.next();
             if b == 0 {
@@ -276,7 +295,7 @@ impl Table {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                if slot_fp(bk.slots[s]) == fp {
+                if bk.fps[s] as u64 == fp {
                     bk.set_bit(1, s, count > 1);
                 }
             }
@@ -314,7 +333,7 @@ impl Table {
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                v.push((bk.slots[s], bk.leaf() >> s & 1 == 1));
+                v.push((bk.slot(s), bk.leaf() >> s & 1 == 1));
             }
         }
         v

@@ -18,8 +18,8 @@ pub use lp::{LpPacket, Nack, NackReason, NetPacket, Packet};
 
 pub use error::{NdnError, ParseNameError, ParseNameErrorKind};
 pub use name::{
-    component_type, empty_prefix_hash, extend_prefix_hash, ComponentRef, Components, Name,
-    NameComponent, NameRef, PrefixHashes, PREFIX_HASH_SEED,
+    component_ends_into, component_type, empty_prefix_hash, extend_prefix_hash, ComponentRef,
+    Components, Name, NameComponent, NameRef, PrefixHashes, PREFIX_HASH_SEED,
 };
 
 /// TLV-TYPE numbers of the NDN packet format v0.3 and NDNLPv2.

@@ -309,6 +309,20 @@ fn validate_value(
     Ok(n)
 }
 
+/// Validate a Name TLV-VALUE and write the end offset of every component
+/// into `ends` (cleared first): `value[..ends[i]]` is the prefix of `i + 1`
+/// components. The borrowed counterpart of [`Name`]'s offset cache: with a
+/// reused `ends` buffer a receiver parses names without allocating.
+/// Returns the component count.
+pub fn component_ends_into(value: &[u8], ends: &mut Vec<u32>) -> Result<usize, NdnError> {
+    ends.clear();
+    let r = validate_value(value, 0, |end| ends.push(end as u32));
+    if r.is_err() {
+        ends.clear();
+    }
+    r
+}
+
 /// A borrowed, validated view of a name: the TLV-VALUE of a Name element.
 ///
 /// Cheap to make from packet bytes (one validating pass, no allocation);
@@ -653,6 +667,22 @@ impl std::str::FromStr for Name {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn component_ends_into_matches_the_owned_cache_and_reuses_the_buffer() {
+        let n = Name::from_uri("/a/bb/v=3/ccc").unwrap();
+        let mut ends = vec![99; 2];
+        assert_eq!(component_ends_into(n.value(), &mut ends).unwrap(), 4);
+        assert_eq!(ends, n.component_ends());
+        let cap = ends.capacity();
+        assert_eq!(component_ends_into(&n.value()[..3], &mut ends).unwrap(), 1);
+        assert_eq!(ends, [3]);
+        assert_eq!(ends.capacity(), cap);
+        assert!(component_ends_into(&n.value()[..4], &mut ends).is_err());
+        assert!(ends.is_empty());
+        assert_eq!(component_ends_into(&[], &mut ends).unwrap(), 0);
+    }
+
     use super::*;
 
     fn n(s: &str) -> Name {
