@@ -204,7 +204,11 @@ fn gen_ip(a: &GenArgs, path: &std::path::Path) -> Result<()> {
         let unknown = rng.gen::<f64>() * 100.0 < a.unknown;
         // Unknown: of a family the file has routes of (either when it has
         // both), redrawn until no route covers it.
-        let pick = if unknown { 0 } else { rng.gen_range(0..n4 + n6) };
+        let pick = if unknown {
+            0
+        } else {
+            rng.gen_range(0..n4 + n6)
+        };
         let is_v4 = match (unknown, n4 > 0, n6 > 0) {
             (false, ..) => pick < n4,
             (true, true, true) => rng.gen(),

@@ -13,6 +13,11 @@
 //! table once and swaps it into the pipeline when it changed (rebuilding
 //! the action resolution when the action table changed). The contract is
 //! in `docs/dataplane.md` ("Live ports", "Live updates").
+//!
+//! With `--lpm TABLE --neighbors FILE` the workers run the IP pipeline
+//! (`nexthop_dataplane::IpPipeline`) instead: IPv4/IPv6 routing by
+//! longest-prefix match, ports named by the neighbour file
+//! (`docs/dataplane.md`, "The IP pipeline").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -31,17 +36,20 @@ use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
 #[cfg(feature = "afxdp")]
 use nexthop_dataplane::afxdp::{XdpMode, XskConfig, XskPort, XskRx, XskTx};
 use nexthop_dataplane::live::{
-    forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter, StopFlag,
+    forward_live, forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter,
+    StopFlag,
 };
 use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
-    Counters, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline, PipelineConfig,
+    Counters, IpConfig, IpPipeline, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline,
+    PipelineConfig,
 };
 use nexthop_othello::fib::{Action, ActionTable, KeyType};
 use nexthop_othello::QueryView;
 use serde::Deserialize;
 
 use crate::cmd_fib::open_lookup;
+use crate::cmd_forward::open_ip;
 
 /// `N=IFACE`: FIB port `N` is interface `IFACE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +149,15 @@ pub struct RunArgs {
     /// Shared secret file of the controller (at least 16 bytes).
     #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
+    /// IP pipeline: route IPv4/IPv6 frames by longest-prefix match in
+    /// this Bloomfwd table (`nexthop lpm build`) instead of a FIB; needs
+    /// --neighbors.
+    #[arg(long, value_name = "FILE")]
+    lpm: Option<PathBuf>,
+    /// IP pipeline: the neighbour file (`NEXT-HOP PORT DST-MAC SRC-MAC`
+    /// per line); its ports are the ports frames are sent on.
+    #[arg(long, value_name = "FILE")]
+    neighbors: Option<PathBuf>,
     /// Key type of the controller's FIB when there is no --fib (mac,
     /// ipv4, ipv6, u64 or str; default mac).
     #[arg(long, value_name = "TYPE")]
@@ -240,6 +257,8 @@ struct RingFile {
 #[serde(deny_unknown_fields)]
 struct RunFile {
     fib: Option<PathBuf>,
+    lpm: Option<PathBuf>,
+    neighbors: Option<PathBuf>,
     controller: Option<SocketAddr>,
     key_file: Option<PathBuf>,
     key_type: Option<String>,
@@ -270,6 +289,8 @@ pub const MAX_WORKERS: usize = 64;
 struct Settings {
     trivial_port: Option<u16>,
     fib: Option<PathBuf>,
+    /// The IP pipeline's LPM table and neighbour file.
+    ip: Option<(PathBuf, PathBuf)>,
     controller: Option<(SocketAddr, PathBuf)>,
     key_type: KeyType,
     snapshot_wait: Duration,
@@ -336,11 +357,30 @@ impl Settings {
             (None, Some(_)) => bail!("--key-file is only used with --controller"),
             (None, None) => None,
         };
+        let ip = match (
+            a.lpm.or(file.lpm.map(rel)),
+            a.neighbors.or(file.neighbors.map(rel)),
+        ) {
+            (Some(l), Some(n)) => Some((l, n)),
+            (Some(_), None) => bail!("--lpm needs --neighbors (the neighbour file)"),
+            (None, Some(_)) => bail!("--neighbors is only used with --lpm"),
+            (None, None) => None,
+        };
+        if ip.is_some() {
+            if fib.is_some() || controller.is_some() || a.trivial_port.is_some() {
+                bail!(
+                    "--lpm replaces the FIB: give it without --fib, --controller or --trivial-port"
+                );
+            }
+            if a.name.is_some() || file.name.is_some() || a.miss.is_some() || file.miss.is_some() {
+                bail!("--name and --miss are for the flat-name pipeline, not --lpm (frames without a route are dropped)");
+            }
+        }
         if a.trivial_port.is_some() && (fib.is_some() || controller.is_some()) {
             bail!("--trivial-port replaces the table: give it without --fib or --controller");
         }
-        if fib.is_none() && controller.is_none() && a.trivial_port.is_none() {
-            bail!("no table: give --fib DIR or --controller ADDR (flags or --config)");
+        if fib.is_none() && controller.is_none() && a.trivial_port.is_none() && ip.is_none() {
+            bail!("no table: give --fib DIR, --controller ADDR or --lpm FILE --neighbors FILE (flags or --config)");
         }
         let key_type = match (a.key_type, file.key_type) {
             (Some(k), _) => Some(k),
@@ -350,7 +390,7 @@ impl Settings {
             ),
             (None, None) => None,
         };
-        if key_type.is_some() && fib.is_some() {
+        if key_type.is_some() && (fib.is_some() || ip.is_some()) {
             bail!("--key-type is only for a controller's FIB without --fib (a FIB directory records its key type)");
         }
         let mut ports = a.ports;
@@ -449,6 +489,7 @@ impl Settings {
         Ok(Settings {
             trivial_port: a.trivial_port,
             fib,
+            ip,
             controller,
             key_type: key_type.unwrap_or(KeyType::Mac),
             snapshot_wait,
@@ -519,6 +560,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         None => None,
     };
     let fib = st.fib.as_deref().map(open_lookup).transpose()?;
+    let ip = st.ip.as_ref().map(|(l, n)| open_ip(l, n)).transpose()?;
     let cfg = PipelineConfig {
         name: st.name,
         miss: st.miss,
@@ -530,6 +572,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     let first = match (&fib, &follower) {
         (Some(_), _) => None,
+        (None, None) if ip.is_some() => None,
         (None, None) if st.trivial_port.is_some() => None,
         (None, Some(f)) => {
             let addr = st
@@ -541,6 +584,9 @@ pub fn run(a: RunArgs) -> Result<()> {
         (None, None) => bail!("no table: give --fib DIR or --controller ADDR"),
     };
     let origin = match (&st.fib, &st.controller) {
+        (_, _) if st.ip.is_some() => st.ip.as_ref().map_or_else(String::new, |(l, n)| {
+            format!("{} with {}", l.display(), n.display())
+        }),
         (Some(d), _) => d.display().to_string(),
         (None, Some((addr, _))) => format!("controller {addr}"),
         (None, None) => "the trivial pipeline".to_string(),
@@ -562,7 +608,13 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     let mut pipelines = Vec::with_capacity(st.workers);
     for _ in 0..st.workers {
-        pipelines.push(new_pipeline()?);
+        pipelines.push(match &ip {
+            Some((table, nb)) => Worker::Ip(
+                IpPipeline::new(table, nb, IpConfig::default())
+                    .map_err(|e| anyhow!("{origin}: {e}"))?,
+            ),
+            None => Worker::Flat(new_pipeline()?),
+        });
     }
     let missing: Vec<String> = pipelines[0]
         .ports()
@@ -572,7 +624,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         .collect();
     if !missing.is_empty() {
         bail!(
-            "{origin}: the FIB sends to port(s) {} with no interface (add --port N=IFACE)",
+            "{origin}: the {} sends to port(s) {} with no interface (add --port N=IFACE)",
+            if ip.is_some() {
+                "neighbour file"
+            } else {
+                "FIB"
+            },
             missing.join(",")
         );
     }
@@ -712,15 +769,13 @@ pub fn run(a: RunArgs) -> Result<()> {
                         let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
                         s[w] = Some((p.counters.clone(), p.ports.clone()));
                     };
-                    forward_live_refreshing(
-                        &mut pipeline,
-                        &mut ports,
-                        after,
-                        stop,
-                        report,
-                        progress,
-                        refresh,
-                    )
+                    match &mut pipeline {
+                        Worker::Flat(p) => forward_live_refreshing(
+                            p, &mut ports, after, stop, report, progress, refresh,
+                        ),
+                        // The LPM table is fixed for the run.
+                        Worker::Ip(p) => forward_live(p, &mut ports, after, stop, report, progress),
+                    }
                 })?;
             handles.push(h);
         }
@@ -806,6 +861,24 @@ pub fn run(a: RunArgs) -> Result<()> {
     writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
+}
+
+/// One worker's pipeline.
+enum Worker<'a> {
+    /// The flat-name pipeline over a FIB (fixed, followed or trivial).
+    Flat(Pipeline<Current<'a>>),
+    /// The IP pipeline over an LPM table.
+    Ip(IpPipeline<'a>),
+}
+
+impl Worker<'_> {
+    /// The ports frames may be sent on, sorted.
+    fn ports(&self) -> &[u16] {
+        match self {
+            Worker::Flat(p) => p.ports(),
+            Worker::Ip(p) => p.ports(),
+        }
+    }
 }
 
 /// One worker's AF_XDP socket on a port, taken by [`add_xdp`].
@@ -999,9 +1072,14 @@ fn drop_reasons(c: &Counters) -> String {
     let miss = c
         .dropped
         .saturating_sub(c.hits.drop)
+        .saturating_sub(c.ttl_expired)
         .saturating_sub(c.malformed.total());
     let mut v: Vec<String> = Vec::new();
-    for (name, n) in [("action", c.hits.drop), ("miss", miss)] {
+    for (name, n) in [
+        ("action", c.hits.drop),
+        ("miss", miss),
+        ("ttl_expired", c.ttl_expired),
+    ] {
         if n > 0 {
             v.push(format!("{name}:{n}"));
         }
@@ -1158,6 +1236,71 @@ mod tests {
     }
 
     #[test]
+    fn the_ip_pipeline_comes_from_flags_or_the_file_and_excludes_the_fib() {
+        let st = settings(
+            &[],
+            Some("lpm = \"t.lpm\"\nneighbors = \"nb.txt\"\n[ports]\n0 = \"e\"\n"),
+        )
+        .unwrap();
+        let (l, n) = st.ip.unwrap();
+        assert!(l.ends_with("t.lpm") && l.is_absolute(), "{}", l.display());
+        assert!(n.ends_with("nb.txt"));
+        assert!(st.fib.is_none());
+        let st = settings(&["--lpm", "a", "--neighbors", "b", "--port", "0=e"], None).unwrap();
+        assert_eq!(st.ip, Some((PathBuf::from("a"), PathBuf::from("b"))));
+        let cases: &[(&[&str], &str)] = &[
+            (&["--lpm", "a", "--port", "0=e"], "--lpm needs --neighbors"),
+            (
+                &["--neighbors", "b", "--fib", "d", "--port", "0=e"],
+                "only used with --lpm",
+            ),
+            (
+                &[
+                    "--lpm",
+                    "a",
+                    "--neighbors",
+                    "b",
+                    "--fib",
+                    "d",
+                    "--port",
+                    "0=e",
+                ],
+                "--lpm replaces the FIB",
+            ),
+            (
+                &[
+                    "--lpm",
+                    "a",
+                    "--neighbors",
+                    "b",
+                    "--miss",
+                    "flood",
+                    "--port",
+                    "0=e",
+                ],
+                "--name and --miss are for the flat-name pipeline",
+            ),
+            (
+                &[
+                    "--lpm",
+                    "a",
+                    "--neighbors",
+                    "b",
+                    "--key-type",
+                    "ipv4",
+                    "--port",
+                    "0=e",
+                ],
+                "--key-type is only",
+            ),
+        ];
+        for (args, want) in cases {
+            let e = settings(args, None).unwrap_err().to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
     fn bad_settings_are_refused_with_the_reason() {
         let cases: &[(&[&str], Option<&str>, &str)] = &[
             (
@@ -1261,5 +1404,9 @@ mod tests {
         c.hits.drop = 3;
         c.misses = 7;
         assert_eq!(drop_reasons(&c), "action:3,miss:7");
+        // The IP pipeline's TTL drops are a reason of their own.
+        c.dropped = 12;
+        c.ttl_expired = 2;
+        assert_eq!(drop_reasons(&c), "action:3,miss:7,ttl_expired:2");
     }
 }

@@ -18,10 +18,7 @@ use nexthop_lpm::BinaryTrie;
 /// A classic little-endian microsecond pcap file of `frames` (record i at
 /// second i, original length 4 more than captured).
 fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut v = Vec::new();
-    for x in [0xa1b2_c3d4u32] {
-        v.extend_from_slice(&x.to_le_bytes());
-    }
+    let mut v = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
     v.extend_from_slice(&2u16.to_le_bytes());
     v.extend_from_slice(&4u16.to_le_bytes());
     for x in [0u32, 0, 65535, 1] {
@@ -46,7 +43,12 @@ fn records(path: &Path) -> Vec<(u32, u32, u32, Vec<u8>)> {
     let mut at = 24;
     while at < b.len() {
         let len = u(at + 8) as usize;
-        out.push((u(at), u(at + 4), u(at + 12), b[at + 16..at + 16 + len].to_vec()));
+        out.push((
+            u(at),
+            u(at + 4),
+            u(at + 12),
+            b[at + 16..at + 16 + len].to_vec(),
+        ));
         at += 16 + len;
     }
     out
@@ -111,7 +113,12 @@ fn v6(id: u32, dst: u128, hop_limit: u8, vlan: bool) -> Vec<u8> {
     h[4..6].copy_from_slice(&12u16.to_be_bytes());
     h[6] = 17;
     h[7] = hop_limit;
-    h[8..24].copy_from_slice(&0x2001_0db8_u128.wrapping_shl(96).wrapping_add(1).to_be_bytes());
+    h[8..24].copy_from_slice(
+        &0x2001_0db8_u128
+            .wrapping_shl(96)
+            .wrapping_add(1)
+            .to_be_bytes(),
+    );
     h[24..40].copy_from_slice(&dst.to_be_bytes());
     f.extend_from_slice(&h);
     f.extend_from_slice(&[0xc0, 0x00, 0x00, 0x09, 0x00, 0x0c, 0, 0]);
@@ -225,8 +232,8 @@ fn ip_pipeline_routes_like_the_trie_rewrites_and_counts_every_frame() {
         let ttl = [0, 1, 2, 64, 255][r.below(5) as usize];
         let f = match r.below(10) {
             0..=4 => {
-                let base = [[192, 0, 2], [198, 51, 100], [203, 0, 113], [100, 64, 0]]
-                    [r.below(4) as usize];
+                let base =
+                    [[192, 0, 2], [198, 51, 100], [203, 0, 113], [100, 64, 0]][r.below(4) as usize];
                 let dst = [base[0], base[1], base[2], r.below(256) as u8];
                 let f = v4(id, dst, ttl, vlan, id % 7 == 0);
                 if ttl <= 1 {
@@ -348,7 +355,9 @@ fn ip_pipeline_routes_like_the_trie_rewrites_and_counts_every_frame() {
             let l3 = if sent[12..14] == [0x81, 0x00] { 18 } else { 14 };
             let is_v4 = sent[l3 - 2..l3] == [0x08, 0x00];
             let nh = if is_v4 {
-                t4.lookup(u32::from_be_bytes(sent[l3 + 16..l3 + 20].try_into().unwrap()))
+                t4.lookup(u32::from_be_bytes(
+                    sent[l3 + 16..l3 + 20].try_into().unwrap(),
+                ))
             } else {
                 t6.lookup(u128::from_be_bytes(
                     sent[l3 + 24..l3 + 40].try_into().unwrap(),
@@ -442,7 +451,10 @@ fn neighbour_files_that_do_not_fit_are_refused_with_file_line_reason() {
         .arg(&table)
         .assert()
         .success();
-    let input = fx.file("in.pcap", pcap(&[v4(0, [198, 51, 100, 1], 64, false, false)]));
+    let input = fx.file(
+        "in.pcap",
+        pcap(&[v4(0, [198, 51, 100, 1], 64, false, false)]),
+    );
     let run = |nb: &Path| {
         let a = nexthop()
             .args(["forward", "--lpm"])
@@ -468,7 +480,10 @@ fn neighbour_files_that_do_not_fit_are_refused_with_file_line_reason() {
     );
     let short = fx.file("short.txt", neighbors_file([1]));
     let e = run(&short);
-    assert!(e.contains("1 next hop(s) of the LPM table have no neighbour entry: 2"), "{e}");
+    assert!(
+        e.contains("1 next hop(s) of the LPM table have no neighbour entry: 2"),
+        "{e}"
+    );
     // The flat-name flags do not mix with the IP pipeline.
     nexthop()
         .args(["forward", "--lpm"])

@@ -118,7 +118,10 @@ pub enum IpConfigError {
 }
 
 fn list(v: &[NextHop]) -> String {
-    v.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Configuration of an [`IpPipeline`].
@@ -153,8 +156,8 @@ fn classify(frame: &[u8], max: usize) -> Result<Dest, IpDecision> {
     if got < 14 {
         return Err(IpDecision::Malformed(FrameError::Runt { got }));
     }
-    let eth =
-        EthernetFrame::new_checked(frame).map_err(|e| IpDecision::Malformed(FrameError::Wire(e)))?;
+    let eth = EthernetFrame::new_checked(frame)
+        .map_err(|e| IpDecision::Malformed(FrameError::Wire(e)))?;
     let l3 = eth.header_len();
     let ethertype = eth.ethertype();
     let ip = frame.get(l3..).unwrap_or(&[]);

@@ -70,7 +70,9 @@ pub enum NeighborLineError {
     #[error("dst-mac {0} is a group (multicast or broadcast) address; a neighbour is one host")]
     GroupDst(String),
     /// The source MAC is a multicast or broadcast address.
-    #[error("src-mac {0} is a group (multicast or broadcast) address; a port's address is unicast")]
+    #[error(
+        "src-mac {0} is a group (multicast or broadcast) address; a port's address is unicast"
+    )]
     GroupSrc(String),
     /// The next hop appeared on an earlier line.
     #[error("duplicate next hop {next_hop} (first on line {first})")]
@@ -155,9 +157,8 @@ impl Neighbors {
             path: name.clone(),
             source,
         })?;
-        let text = String::from_utf8(bytes).map_err(|_| NeighborsError::NotText {
-            path: name.clone(),
-        })?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| NeighborsError::NotText { path: name.clone() })?;
         Neighbors::parse(&text, &name)
     }
 
@@ -210,11 +211,10 @@ fn parse_fields(f: &[&str]) -> Result<(NextHop, Neighbor), NeighborLineError> {
         .parse::<u16>()
         .map_err(|_| NeighborLineError::Port(port.to_string()))?;
     let mac = |which: &'static str, text: &str| {
-        text.parse::<MacAddr>()
-            .map_err(|_| NeighborLineError::Mac {
-                which,
-                text: text.to_string(),
-            })
+        text.parse::<MacAddr>().map_err(|_| NeighborLineError::Mac {
+            which,
+            text: text.to_string(),
+        })
     };
     let dst_mac = mac("dst-mac", dst)?;
     let src_mac = mac("src-mac", src)?;

@@ -247,7 +247,11 @@ fn ipv6_hop_limit_zero_and_one_expire_two_is_forwarded_with_one() {
     assert_eq!(&out[0..6], &neighbor(5).dst_mac);
     assert_eq!(&out[6..12], &neighbor(5).src_mac);
     assert_eq!(&out[12..18], &f[12..18], "the VLAN tag is kept");
-    assert_eq!(&out[18 + 8..], &f[18 + 8..], "addresses and payload are kept");
+    assert_eq!(
+        &out[18 + 8..],
+        &f[18 + 8..],
+        "addresses and payload are kept"
+    );
     let (d, _) = one(&mut p, v6_frame(0x2001_0db9 << 96, 64, 0));
     assert_eq!(d, IpDecision::NoRoute);
     assert_eq!(p.counters().misses, 1);
@@ -350,7 +354,11 @@ fn a_table_next_hop_without_a_neighbour_is_refused() {
 #[test]
 fn batches_route_like_the_binary_trie_and_rewrite_every_forwarded_frame() {
     let mut r = rng(42);
-    let bases4 = [ip4([192, 0, 2, 0]), ip4([198, 51, 100, 0]), ip4([203, 0, 113, 0])];
+    let bases4 = [
+        ip4([192, 0, 2, 0]),
+        ip4([198, 51, 100, 0]),
+        ip4([203, 0, 113, 0]),
+    ];
     let mut routes = RouteList::default();
     let (mut t4, mut t6) = (BinaryTrie::<u32>::new(), BinaryTrie::<u128>::new());
     for _ in 0..300 {
@@ -387,12 +395,15 @@ fn batches_route_like_the_binary_trie_and_rewrite_every_forwarded_frame() {
             want.push(if ttl <= 1 {
                 IpDecision::TtlExpired
             } else {
-                t4.lookup(dst)
-                    .map_or(IpDecision::NoRoute, |nh| IpDecision::Forward(neighbor(nh).port))
+                t4.lookup(dst).map_or(IpDecision::NoRoute, |nh| {
+                    IpDecision::Forward(neighbor(nh).port)
+                })
             });
         } else {
             let dst = if r.gen_bool(0.9) {
-                (0x2001_0db8_u128 << 96) | (u128::from(r.gen::<u32>()) << 64) | r.gen::<u64>() as u128
+                (0x2001_0db8_u128 << 96)
+                    | (u128::from(r.gen::<u32>()) << 64)
+                    | r.gen::<u64>() as u128
             } else {
                 r.gen()
             };
@@ -400,8 +411,9 @@ fn batches_route_like_the_binary_trie_and_rewrite_every_forwarded_frame() {
             want.push(if ttl <= 1 {
                 IpDecision::TtlExpired
             } else {
-                t6.lookup(dst)
-                    .map_or(IpDecision::NoRoute, |nh| IpDecision::Forward(neighbor(nh).port))
+                t6.lookup(dst).map_or(IpDecision::NoRoute, |nh| {
+                    IpDecision::Forward(neighbor(nh).port)
+                })
             });
         }
     }
@@ -436,7 +448,8 @@ fn batches_route_like_the_binary_trie_and_rewrite_every_forwarded_frame() {
         assert_eq!(f[ttl_at], old[ttl_at] - 1);
         // Only the MACs, the TTL and the IPv4 checksum changed.
         for (j, (a, b)) in f.iter().zip(old).enumerate() {
-            let allowed = j < 12 || j == ttl_at || (ttl_at == l3 + V4_TTL && (j == l3 + 10 || j == l3 + 11));
+            let allowed =
+                j < 12 || j == ttl_at || (ttl_at == l3 + V4_TTL && (j == l3 + 10 || j == l3 + 11));
             assert!(allowed || a == b, "byte {j} changed");
         }
     }
