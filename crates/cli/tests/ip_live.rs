@@ -102,7 +102,7 @@ fn frame(seq: u32) -> (Vec<u8>, Want) {
         h[16..20].copy_from_slice(&dst);
         let c = v4_checksum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
-        if (r >> 12) % 40 == 0 {
+        if (r >> 12).is_multiple_of(40) {
             h[11] ^= 0x10;
             want = Want::BadChecksum;
         }
@@ -116,7 +116,7 @@ fn frame(seq: u32) -> (Vec<u8>, Want) {
         }
     } else {
         f.extend_from_slice(&[0x86, 0xdd]);
-        let (nh, dst) = if (r >> 12) % 2 == 0 {
+        let (nh, dst) = if (r >> 12).is_multiple_of(2) {
             (3, 0x2001_0db8_0002_u128 << 80 | u128::from(seq))
         } else {
             (1, 0x2001_0db8_0001_u128 << 80 | u128::from(seq))
