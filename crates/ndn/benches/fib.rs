@@ -25,9 +25,10 @@
 use std::hint::black_box;
 
 use nexthop_ndn::fht::{Fht, FhtConfig};
-use nexthop_ndn::names::{extend_names, real_names, worst_case, Scheme};
+use nexthop_ndn::names::{extend_names, real_names, Scheme, WorstCase};
 use nexthop_ndn::{
-    Config, Fib, FibControl, Match, NameBuf, NameView, NextHop, Prefetch, Strategy, Trace,
+    BatchScratch, Config, Fib, FibControl, Match, NameBuf, NameSlice, NameView, NextHop, Prefetch,
+    Strategy, Trace,
 };
 
 struct Opts {
@@ -39,6 +40,8 @@ struct Opts {
     fht_n: usize,
     real: bool,
     only: Option<String>,
+    control: bool,
+    one_strategy: bool,
 }
 
 fn parse_num(s: &str) -> usize {
@@ -57,6 +60,8 @@ fn opts() -> Opts {
         fht_n: 10_000_000,
         real: true,
         only: None,
+        control: false,
+        one_strategy: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -80,6 +85,16 @@ fn opts() -> Opts {
             "--rounds" => o.rounds = parse_num(&v),
             "--fht-n" => o.fht_n = parse_num(&v),
             "--only" => o.only = Some(v),
+            "--control" => {
+                o.control = true;
+                i += 1;
+                continue;
+            }
+            "--verify-each-only" => {
+                o.one_strategy = true;
+                i += 1;
+                continue;
+            }
             "--no-real" => {
                 o.real = false;
                 i += 1;
@@ -131,60 +146,152 @@ fn stream(trace: &[NameBuf], lookups: usize) -> Vec<NameBuf> {
     trace.iter().cycle().take(lookups.max(1)).cloned().collect()
 }
 
-fn build(rules: &[NameBuf], k: usize, strategy: Strategy) -> (Fib, f64, nexthop_ndn::FibStats) {
-    let t = cpu_now();
-    let mut ctl = FibControl::new(Config {
+/// Peak resident set of this process so far (`VmHWM`), bytes.
+fn peak_rss() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<usize>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Resident set of this process now (`VmRSS`), bytes.
+fn rss_now() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<usize>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Counts heap allocations (to show which lookup paths allocate).
+struct Counting;
+static ALLOCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+// SAFETY: 1. Every method forwards to the system allocator with the
+// caller's arguments unchanged, so the `GlobalAlloc` contract is the
+// system allocator's. 2. The counter is a relaxed atomic, which allocates
+// nothing and cannot re-enter the allocator.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller upholds `alloc`'s contract for `l`.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: `p` came from `alloc`/`realloc` above with layout `l`.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `p` came from this allocator with layout `l`; the caller
+        // upholds `realloc`'s contract for `n`.
+        unsafe { std::alloc::System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+struct Built {
+    fib: Fib,
+    secs: f64,
+    rules: usize,
+    keys: usize,
+    markers: usize,
+    entries: usize,
+    overflow: usize,
+}
+
+fn hop(i: usize) -> [NextHop; 1] {
+    [NextHop {
+        face: (i % 250) as u32 + 1,
+        cost: 0,
+    }]
+}
+
+fn build(ws: &WorstCase, k: usize, strategy: Strategy, control: bool) -> Built {
+    let cfg = Config {
         max_components: k,
         strategy,
         ..Config::default()
-    })
-    .expect("config");
-    for (i, r) in rules.iter().enumerate() {
-        ctl.insert(
-            r,
-            &[NextHop {
-                face: (i % 250) as u32 + 1,
-                cost: 0,
-            }],
-        )
-        .expect("insert");
+    };
+    let t = cpu_now();
+    if control {
+        let mut ctl = FibControl::new(cfg).expect("config");
+        for (i, r) in ws.rules_iter().enumerate() {
+            ctl.insert(&r, &hop(i)).expect("insert");
+        }
+        ctl.compact();
+        let secs = cpu_since(t);
+        let st = ctl.stats();
+        Built {
+            fib: ctl.into_fib(),
+            secs,
+            rules: st.rules,
+            keys: st.keys,
+            markers: st.markers,
+            entries: st.entries,
+            overflow: st.overflow_buckets,
+        }
+    } else {
+        let (fib, st) =
+            Fib::build(cfg, ws.rules_iter().enumerate().map(|(i, r)| (r, hop(i)))).expect("build");
+        let secs = cpu_since(t);
+        let overflow = fib.tables().iter().map(|t| t.overflow_buckets()).sum();
+        Built {
+            fib,
+            secs,
+            rules: st.rules,
+            keys: st.keys,
+            markers: st.markers,
+            entries: st.entries,
+            overflow,
+        }
     }
-    ctl.compact();
-    let secs = cpu_since(t);
-    let st = ctl.stats();
-    (ctl.into_fib(), secs, st)
 }
 
 fn bench_fib(o: &Opts) {
     println!("## Synthetic worst-case FIBs (§3.4.1 two-phase construction)");
     for &k in &o.k {
         for &n in &o.n {
-            let (rules, trace) = worst_case(n, k, 42);
-            let names = stream(&trace, o.lookups);
-            let mixed: Vec<NameBuf> = {
-                let r = extend_names(
-                    &names
-                        .iter()
-                        .enumerate()
-                        .map(|(i, q)| q.prefix(i * 7 % (k + 1)))
-                        .collect::<Vec<_>>(),
-                    0,
-                    1,
-                );
-                r.iter()
-                    .enumerate()
-                    .map(|(i, q)| {
-                        let mut q = q.clone();
-                        while q.component_count() < k {
-                            let _ = q.push(8, format!("x{i}").as_bytes());
-                        }
-                        q
-                    })
-                    .collect()
+            let ws = WorstCase::new(n, k, 42);
+            let names = ws.trace(o.lookups, 7);
+            let tlvs: Vec<&[u8]> = names.iter().map(|q| q.tlv()).collect();
+            let mixed: Vec<NameBuf> = names
+                .iter()
+                .enumerate()
+                .map(|(i, q)| {
+                    let mut q = q.prefix(i * 7 % (k + 1));
+                    while q.component_count() < k {
+                        let _ = q.push(8, format!("x{i}").as_bytes());
+                    }
+                    q
+                })
+                .collect();
+            let strategies: &[Strategy] = if o.one_strategy {
+                &[Strategy::VerifyEach]
+            } else {
+                &[Strategy::VerifyEach, Strategy::VerifyAtEnd]
             };
-            let string_bytes: usize = rules.iter().map(|r| r.tlv().len()).sum();
-            for strategy in [Strategy::VerifyEach, Strategy::VerifyAtEnd] {
-                let (fib, secs, st) = build(&rules, k, strategy);
+            for &strategy in strategies {
+                let rss0 = rss_now();
+                let b = build(&ws, k, strategy, o.control);
+                let rss_build = rss_now();
+                let peak = peak_rss();
+                let fib = &b.fib;
                 // Counts per lookup on the same stream.
                 let (mut probes, mut reads, mut verifies, mut fallbacks) = (0u64, 0u64, 0u64, 0u64);
                 let mut misses = 0;
@@ -201,11 +308,29 @@ fn bench_fib(o: &Opts) {
                 assert_eq!(misses, 0, "every trace name matches");
                 let per = |x: u64| x as f64 / names.len() as f64;
                 let hashes: Vec<Vec<u64>> = names.iter().map(|q| fib.prefix_hashes(q)).collect();
-                let mut res: Vec<Vec<f64>> = vec![Vec::new(); 9];
+                // Allocations per lookup of each path (outside the timed runs).
                 let mut out = vec![None::<Match>; names.len()];
+                let mut scratch = BatchScratch::new();
+                fib.lookup_batch_tlv(&tlvs[..16], &mut out[..16], Prefetch::All, &mut scratch);
+                let a0 = allocs();
+                let r = fib.lookup_batch_tlv(&tlvs, &mut out, Prefetch::All, &mut scratch);
+                assert_eq!((r.hits, r.invalid), (names.len(), 0));
+                let allocs_tlv = (allocs() - a0) as f64 / names.len() as f64;
+                let a0 = allocs();
+                let mut acc = 0usize;
+                for t in &tlvs {
+                    let w = nexthop_wire::ndn::Name::from_value(t).expect("valid");
+                    acc += fib
+                        .lookup_name(&w, &mut Trace::default())
+                        .map_or(0, |m| m.len);
+                }
+                black_box(acc);
+                let allocs_wire = (allocs() - a0) as f64 / names.len() as f64;
+                const M: usize = 16;
+                let mut res: Vec<Vec<f64>> = vec![Vec::new(); M];
                 for round in 0..o.rounds {
-                    for j in 0..9 {
-                        let m = (j + round) % 9;
+                    for j in 0..M {
+                        let m = (j + round) % M;
                         let r = match m {
                             0 => rate(&names, |ns| {
                                 ns.iter().filter(|q| fib.lookup(*q).is_some()).count()
@@ -217,17 +342,18 @@ fn bench_fib(o: &Opts) {
                                 // Sum of the two threads' rates, each on its own CPU time.
                                 let half = names.len() / 2;
                                 std::thread::scope(|s| {
-                                    let hs: Vec<_> = [&names[..half], &names[half..]]
+                                    let hs: Vec<_> = [&tlvs[..half], &tlvs[half..]]
                                         .into_iter()
                                         .map(|part| {
-                                            let fib = &fib;
                                             s.spawn(move || {
                                                 let mut o2 = vec![None::<Match>; part.len()];
+                                                let mut sc = BatchScratch::new();
                                                 let t = cpu_now();
-                                                black_box(fib.lookup_batch(
+                                                black_box(fib.lookup_batch_tlv(
                                                     part,
                                                     &mut o2,
                                                     Prefetch::All,
+                                                    &mut sc,
                                                 ));
                                                 part.len() as f64 / cpu_since(t) / 1e6
                                             })
@@ -256,18 +382,79 @@ fn bench_fib(o: &Opts) {
                                     })
                                     .count()
                             }),
-                            _ => {
-                                // Parse: wire Name from TLV bytes (validates
-                                // and caches offsets and prefix hashes).
+                            8 => {
+                                // Parse into an owned wire Name (allocates:
+                                // value, offsets and hash chain).
                                 let t = cpu_now();
                                 let mut acc = 0u64;
-                                for q in &names {
-                                    let w = nexthop_wire::ndn::Name::from_value(q.tlv())
-                                        .expect("valid");
+                                for q in &tlvs {
+                                    let w = nexthop_wire::ndn::Name::from_value(q).expect("valid");
                                     acc = acc.wrapping_add(w.prefix_hash(w.len()));
                                 }
                                 black_box(acc);
                                 names.len() as f64 / cpu_since(t) / 1e6
+                            }
+                            9 => {
+                                // Parse into a reused offsets buffer (no allocation).
+                                let t = cpu_now();
+                                let mut acc = 0usize;
+                                let mut ends = Vec::new();
+                                for q in &tlvs {
+                                    let s = NameSlice::parse(q, &mut ends).expect("valid");
+                                    acc = acc.wrapping_add(s.prefix_end(s.component_count()));
+                                }
+                                black_box(acc);
+                                names.len() as f64 / cpu_since(t) / 1e6
+                            }
+                            10 => rate(&names, |ns| {
+                                ns.iter()
+                                    .zip(&hashes)
+                                    .map(|(_, h)| fib.search_fingerprints_only(h))
+                                    .fold(0, usize::wrapping_add)
+                            }),
+                            11 => rate(&names, |_| {
+                                fib.lookup_batch_tlv(&tlvs, &mut out, Prefetch::None, &mut scratch)
+                                    .hits
+                            }),
+                            12 => rate(&names, |_| {
+                                fib.lookup_batch_tlv(&tlvs, &mut out, Prefetch::All, &mut scratch)
+                                    .hits
+                            }),
+                            13 => rate(&names, |_| {
+                                // Wire Name per packet, then the cached-hash lookup.
+                                tlvs.iter()
+                                    .filter(|t| {
+                                        let w =
+                                            nexthop_wire::ndn::Name::from_value(t).expect("valid");
+                                        fib.lookup_name(&w, &mut Trace::default()).is_some()
+                                    })
+                                    .count()
+                            }),
+                            14 => rate(&names, |ns| {
+                                fib.lookup_linear_batch(ns, &mut out, Prefetch::All)
+                            }),
+                            _ => {
+                                let half = names.len() / 2;
+                                std::thread::scope(|s| {
+                                    let hs: Vec<_> = [&names[..half], &names[half..]]
+                                        .into_iter()
+                                        .map(|part| {
+                                            s.spawn(move || {
+                                                let mut o2 = vec![None::<Match>; part.len()];
+                                                let t = cpu_now();
+                                                black_box(fib.lookup_linear_batch(
+                                                    part,
+                                                    &mut o2,
+                                                    Prefetch::All,
+                                                ));
+                                                part.len() as f64 / cpu_since(t) / 1e6
+                                            })
+                                        })
+                                        .collect();
+                                    hs.into_iter()
+                                        .map(|h| h.join().expect("thread"))
+                                        .sum::<f64>()
+                                })
                             }
                         };
                         res[m].push(r);
@@ -284,11 +471,20 @@ fn bench_fib(o: &Opts) {
                     let a = fib.lookup_traced(q, &mut tr);
                     mpb += tr.probes as u64;
                     let mut tr = Trace::default();
-                    let b = fib.lookup_linear_traced(q, &mut tr);
+                    let b2 = fib.lookup_linear_traced(q, &mut tr);
                     mpl += tr.probes as u64;
-                    assert_eq!(a, b);
+                    assert_eq!(a, b2);
                 }
+                let mut mixed_bb = Vec::new();
+                let mut mixed_lb = Vec::new();
+                let mut mout = vec![None::<Match>; mixed.len()];
                 for _ in 0..o.rounds {
+                    mixed_bb.push(rate(&mixed, |ns| {
+                        fib.lookup_batch(ns, &mut mout, Prefetch::All)
+                    }));
+                    mixed_lb.push(rate(&mixed, |ns| {
+                        fib.lookup_linear_batch(ns, &mut mout, Prefetch::All)
+                    }));
                     mixed_b.push(rate(&mixed, |ns| {
                         ns.iter().filter(|q| fib.lookup(*q).is_some()).count()
                     }));
@@ -298,21 +494,30 @@ fn bench_fib(o: &Opts) {
                             .count()
                     }));
                 }
-                let rules_n = st.rules as f64;
+                let rules_n = b.rules as f64;
                 println!(
-                    "\nn={} k={k} {strategy:?}: build {:.1}s ({:.2} M inserts/s); {} keys ({} markers), {} entries",
-                    st.rules, secs, rules_n / secs / 1e6, st.keys, st.markers, st.entries
-                );
-                println!(
-                    "  bytes/rule {:.1} (buckets {:.1}, entries {:.1}; the rules' names take {:.1} unshared; overflow buckets {})",
-                    st.bytes as f64 / rules_n,
-                    st.bucket_bytes as f64 / rules_n,
-                    st.entry_bytes as f64 / rules_n,
-                    string_bytes as f64 / rules_n,
-                    st.overflow_buckets
+                    "\nn={} k={k} {strategy:?}: {} build {:.1}s CPU ({:.2} M rules/s); {} keys ({} markers), {} entries; RSS {:.2} GiB before the build, {:.2} GiB after ({:.1} B/rule resident for the FIB); process peak RSS so far {:.2} GiB",
+                    b.rules,
+                    if o.control { "FibControl" } else { "bulk (Fib::build)" },
+                    b.secs,
+                    rules_n / b.secs / 1e6,
+                    b.keys,
+                    b.markers,
+                    b.entries,
+                    rss0 as f64 / (1u64 << 30) as f64,
+                    rss_build as f64 / (1u64 << 30) as f64,
+                    rss_build.saturating_sub(rss0) as f64 / rules_n,
+                    peak as f64 / (1u64 << 30) as f64
                 );
                 let m = fib.memory();
-                let pr = |b: usize| b as f64 / rules_n;
+                let pr = |x: usize| x as f64 / rules_n;
+                println!(
+                    "  bytes/rule {:.1} (buckets {:.1}, entries {:.1}); overflow buckets {}",
+                    pr(m.total_bytes),
+                    pr(m.bucket_bytes),
+                    pr(m.total_bytes - m.bucket_bytes),
+                    b.overflow
+                );
                 println!(
                     "  breakdown B/rule: buckets {:.1} (used slots {:.1}) | {} entries: headers {:.1}, roles {:.1}, strings {:.1}, padding {:.1}, freed {:.1} | next hops {:.2} | heap (capacity) {:.1}",
                     pr(m.bucket_bytes), pr(m.used_slot_bytes), m.entries, pr(m.entry_header_bytes),
@@ -320,24 +525,33 @@ fn bench_fib(o: &Opts) {
                     pr(m.nexthop_bytes), pr(m.heap_bytes)
                 );
                 println!(
-                    "  per lookup: probes {:.2} (bound {}), bucket reads {:.2}, string compares {:.2}, fallbacks {:.5}",
-                    per(probes), fib.search_tree().depth(), per(reads), per(verifies), per(fallbacks)
+                    "  per lookup: probes {:.2} (bound {}), bucket reads {:.2}, string compares {:.2}, fallbacks {:.5}; heap allocations per lookup: batch over TLV {:.3}, wire Name + lookup_name {:.3}",
+                    per(probes), fib.search_tree().depth(), per(reads), per(verifies), per(fallbacks),
+                    allocs_tlv, allocs_wire
                 );
                 println!(
-                    "  Mlookups/s (median of {}): single {:.3} | batch none {:.3} first {:.3} all {:.3} | 2 threads batch {:.3} | linear {:.3} ({:.2}x of binary)",
-                    o.rounds, med[0], med[1], med[2], med[3], med[4], med[5], med[5] / med[0]
+                    "  Mlookups/s (median of {}): single {:.3} | batch none {:.3} first {:.3} all {:.3} | batch over TLV (no alloc) none {:.3} all {:.3} | 2 threads batch TLV all {:.3} | wire Name + lookup_name {:.3} | linear {:.3} ({:.2}x of binary)",
+                    o.rounds, med[0], med[1], med[2], med[3], med[11], med[12], med[4], med[13], med[5], med[5] / med[0]
                 );
                 println!(
-                    "  mixed-depth stream: probes/lookup binary {:.2} linear {:.2}; Mlookups/s binary {:.3} linear {:.3} ({:.2}x of binary)",
+                    "  linear batched (prefetch all): 1 thread {:.3} ({:.2}x of binary batched), 2 threads {:.3} ({:.2}x of binary 2 threads)",
+                    med[14], med[14] / med[3], med[15], med[15] / med[4]
+                );
+                println!(
+                    "  mixed-depth stream: probes/lookup binary {:.2} linear {:.2}; Mlookups/s single binary {:.3} linear {:.3} ({:.2}x of binary); batched (prefetch all) binary {:.3} linear {:.3} ({:.2}x)",
                     mpb as f64 / mixed.len() as f64,
                     mpl as f64 / mixed.len() as f64,
                     median(mixed_b.clone()),
                     median(mixed_l.clone()),
-                    median(mixed_l) / median(mixed_b)
+                    median(mixed_l) / median(mixed_b),
+                    median(mixed_bb.clone()),
+                    median(mixed_lb.clone()),
+                    median(mixed_lb) / median(mixed_bb)
                 );
                 println!(
-                    "  cost split (M/s): parse (wire Name) {:.3}, hash {:.3}, search with precomputed hashes {:.3}; ns/lookup: parse {:.0}, hash {:.0}, search {:.0}, full {:.0}",
-                    med[8], med[6], med[7], 1e3 / med[8], 1e3 / med[6], 1e3 / med[7], 1e3 / med[0]
+                    "  cost split ns/lookup: parse wire Name (alloc) {:.0} | parse into reused offsets {:.0} | hash {:.0} | search with hashes {:.0} = fingerprint-only search (bucket reads) {:.0} + string verification {:.0} | full single {:.0} | batch TLV none {:.0} all {:.0}",
+                    1e3 / med[8], 1e3 / med[9], 1e3 / med[6], 1e3 / med[7], 1e3 / med[10],
+                    1e3 / med[7] - 1e3 / med[10], 1e3 / med[0], 1e3 / med[11], 1e3 / med[12]
                 );
             }
         }

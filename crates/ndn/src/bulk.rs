@@ -233,6 +233,7 @@ impl FibBuilder {
         if self.free_words > 0 {
             fib.compact_in_place();
         }
+        fib.entries.shrink_to_fit();
         let fill = fib.cfg.bucket_fill as f64 * 0.9;
         for l in 1..=k {
             let len = fib.tables[l - 1].len();

@@ -806,6 +806,18 @@ impl Fib {
         let e = self.effective_len(name.component_count());
         let mut hashes = [0u64; MAX_LEVELS];
         self.hasher.hash_prefixes(name, &mut hashes[..e]);
+        self.lookup_linear_hashed(name, &hashes[..e], tr)
+    }
+
+    /// Linear search with precomputed prefix hashes (as
+    /// [`Self::lookup_hashed`]).
+    pub fn lookup_linear_hashed<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        hashes: &[u64],
+        tr: &mut Trace,
+    ) -> Option<Match> {
+        let e = hashes.len();
         let verify = self.cfg.strategy == Strategy::VerifyEach;
         let tlv = name.tlv();
         for level in (1..=e).rev() {
@@ -852,6 +864,26 @@ impl Fib {
         hits
     }
 
+    /// [`Self::lookup_batch`] with linear search (§3.4.2): the same
+    /// hashing and prefetching per group of 16, then longest-first probes.
+    pub fn lookup_linear_batch<N: NameView>(
+        &self,
+        names: &[N],
+        out: &mut [Option<Match>],
+        prefetch: Prefetch,
+    ) -> usize {
+        assert_eq!(
+            names.len(),
+            out.len(),
+            "lookup_linear_batch: names and out differ in length"
+        );
+        let mut hits = 0;
+        for (gn, go) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            hits += self.lookup_group_with(gn, go, prefetch, true);
+        }
+        hits
+    }
+
     /// [`Self::lookup_batch`] over received names: each item is the value
     /// of a Name TLV (component TLVs), validated and split into components
     /// into `scratch`'s reused offset buffers (a [`crate::NameSlice`] per
@@ -886,12 +918,13 @@ impl Fib {
                 Some(n) if ok[i] => NameSlice::from_parts(n.as_ref(), &scratch.ends[i]),
                 _ => NameSlice::from_parts(&[], &[]),
             });
-            r.hits += self.lookup_group(&views[..gn.len()], go, prefetch);
+            self.lookup_group(&views[..gn.len()], go, prefetch);
             for (i, o) in go.iter_mut().enumerate() {
                 if !ok[i] {
                     *o = None;
                     r.invalid += 1;
                 }
+                r.hits += o.is_some() as usize;
             }
         }
         r
@@ -904,6 +937,17 @@ impl Fib {
         gn: &[N],
         go: &mut [Option<Match>],
         prefetch: Prefetch,
+    ) -> usize {
+        self.lookup_group_with(gn, go, prefetch, false)
+    }
+
+    #[inline(always)]
+    fn lookup_group_with<N: NameView>(
+        &self,
+        gn: &[N],
+        go: &mut [Option<Match>],
+        prefetch: Prefetch,
+        linear: bool,
     ) -> usize {
         let mut hashes = [[0u64; MAX_LEVELS]; BATCH];
         let mut hits = 0;
@@ -932,7 +976,11 @@ impl Fib {
         }
         for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
             let e = self.effective_len(n.component_count());
-            *o = self.lookup_hashed(n, &hashes[i][..e], &mut Trace::default());
+            *o = if linear {
+                self.lookup_linear_hashed(n, &hashes[i][..e], &mut Trace::default())
+            } else {
+                self.lookup_hashed(n, &hashes[i][..e], &mut Trace::default())
+            };
             hits += o.is_some() as usize;
         }
         hits

@@ -431,6 +431,18 @@ mod tests {
     }
 
     #[test]
+    fn older_versions_are_refused_with_the_version() {
+        let (_, bytes) = sample();
+        for v in [1u32, 2, 4] {
+            let mut b = bytes.clone();
+            b[8..12].copy_from_slice(&v.to_le_bytes());
+            let e = decode(&b).unwrap_err();
+            assert_eq!(e, FormatError::Version(v));
+            assert!(e.to_string().contains("this build reads 3"), "{e}");
+        }
+    }
+
+    #[test]
     fn every_truncation_and_bit_flip_is_rejected() {
         let (_, bytes) = sample();
         for cut in 0..bytes.len() {
