@@ -169,8 +169,8 @@ impl FibBuilder {
             bytes[sb..sb + tlv.len()].copy_from_slice(tlv);
         }
         let mut refs = 0u64;
-        for i in 0..path_len {
-            if found[i].is_some() {
+        for (i, f) in found.iter().enumerate().take(path_len) {
+            if f.is_some() {
                 continue;
             }
             let p = self.paths[l][i] as usize;
@@ -186,8 +186,8 @@ impl FibBuilder {
         }
         // Share strings: an older entry that is R's prefix of `m`
         // components, `m` on R's path, moves into R's entry.
-        for i in 0..path_len {
-            let Some(old) = found[i] else {
+        for (i, f) in found.iter().enumerate().take(path_len) {
+            let Some(old) = *f else {
                 continue;
             };
             if found[..i].contains(&Some(old)) {

@@ -46,7 +46,7 @@ fn check(fib: &Fib, oracle: &NameTrie, names: &[NameBuf]) {
     }
     let tlvs: Vec<&[u8]> = names
         .iter()
-        .map(|q| nexthop_ndn::NameView::tlv(q))
+        .map(nexthop_ndn::NameView::tlv)
         .collect();
     let mut scratch = BatchScratch::new();
     for pf in [Prefetch::None, Prefetch::First, Prefetch::All] {
