@@ -215,8 +215,9 @@ pub struct MetricsSnapshot {
     /// Sent frames and bytes per output port (copies, as the pipeline
     /// counts them; frames actually sent are these less `tx_failed`).
     pub tx: Vec<PortMetrics>,
-    /// Dropped frames by reason: `action`, `miss`, then each malformed
-    /// reason (`runt`, `truncated` ...); reasons with none left out.
+    /// Dropped frames by reason: `action`, `miss`, `ttl_expired` (the IP
+    /// pipeline), then each malformed reason (`runt`, `truncated` ...);
+    /// reasons with none left out.
     pub drops: BTreeMap<String, u64>,
     /// Frames whose name matched, by action kind.
     pub actions: ActionMetrics,
