@@ -489,6 +489,26 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
     }
 
+    /// Take edge `e` out of the adjacency list of its B end `xb`.
+    #[inline]
+    fn unlink_b(&mut self, e: u32, xb: u32) {
+        let next = self.edges[e as usize].next_b;
+        let mut cur = self.head(xb);
+        if cur == e {
+            self.set_head(xb, next);
+            return;
+        }
+        while cur != NIL {
+            let n = self.edges[cur as usize].next_b;
+            if n == e {
+                self.edges[cur as usize].next_b = next;
+                return;
+            }
+            cur = n;
+        }
+        debug_assert!(false, "edge not in its vertex's list");
+    }
+
     /// The edge holding `key`, with its slots `(a, b)` under the current seed.
     fn find(&self, key: &K) -> Option<u32> {
         self.find_hashed(key, key.hash128(self.meta.seed))
@@ -642,6 +662,13 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 if m != mine {
                     self.set_mark(y, mine);
                     q.push(y);
+                    // `y` is expanded later: its first edge record is the
+                    // next line that expansion needs (its vertex line was
+                    // just read for the mark).
+                    let first = self.head(y);
+                    if first != NIL {
+                        crate::query::prefetch(self.edges.as_ptr().wrapping_add(first as usize));
+                    }
                 }
             }
             e = next;
@@ -849,19 +876,42 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         h: Hash128,
         ops: &mut [Vec<Op>],
     ) -> Result<(), UpdateError> {
-        let e = self
-            .find_hashed(key, h)
-            .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
+        let (a, b) = self.meta.slots(h);
+        let (a, b) = (a as u32, b as u32);
+        // Find the key in `a`'s list, remembering its predecessor, so the
+        // unlink from that list needs no second walk.
+        let mut prev = NIL;
+        let mut e = self.head(a);
+        while e != NIL {
+            let ed = &self.edges[e as usize];
+            if ed.b == b && ed.key.as_ref() == Some(key) {
+                break;
+            }
+            prev = e;
+            e = ed.next_a;
+        }
         let before = ops[0].len();
-        if self.edges[e as usize].next_a == STASHED {
+        if e != NIL {
+            let next = self.edges[e as usize].next_a;
+            if prev == NIL {
+                self.set_head(a, next);
+            } else {
+                self.edges[prev as usize].next_a = next;
+            }
+            self.unlink_b(e, self.meta.ma + b);
+            if self.cfg.check_bits != 0 {
+                self.invalidate_check(e, h, ops);
+            }
+        } else {
+            e = self
+                .stash
+                .iter()
+                .copied()
+                .find(|&s| self.edges[s as usize].key.as_ref() == Some(key))
+                .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
             self.stash.retain(|&s| s != e);
             for col in ops.iter_mut() {
                 col.push(Op::StashDel { fp: h.0 });
-            }
-        } else {
-            self.unlink(e);
-            if self.cfg.check_bits != 0 {
-                self.invalidate_check(e, h, ops);
             }
         }
         self.edges[e as usize].key = None;
@@ -1059,7 +1109,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         // Per operation: the key's hash and its two vertices, computed once.
         let mut at: Vec<(Hash128, u32, u32)> = Vec::with_capacity(n);
         at.extend(batch.iter().map(|op| self.locate(op.key())));
-        // Removals need no tree search, so no neighbour prefetch.
+        // Removals need no tree search and read no slot words.
         let searches: Vec<bool> = batch
             .iter()
             .map(|op| !matches!(op, BatchOp::Remove(_)))
@@ -1073,12 +1123,10 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     self.prefetch_vertices(xa, xb);
                 }
                 if let Some(&(_, xa, xb)) = at.get(i + AHEAD) {
-                    self.prefetch_first_edges(xa, xb);
+                    self.prefetch_first_edges(xa, xb, searches[i + AHEAD]);
                 }
                 if let Some(&(_, xa, xb)) = at.get(i + AHEAD / 2) {
-                    if searches[i + AHEAD / 2] {
-                        self.prefetch_neighbours(xa, xb);
-                    }
+                    self.prefetch_second(xa, xb, searches[i + AHEAD / 2]);
                 }
                 at[i].0
             } else {
@@ -1122,6 +1170,42 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         crate::query::prefetch(self.verts.as_ptr().wrapping_add(xb as usize * st));
     }
 
+    /// The second stage of a batch operation's prefetch, reading the lines
+    /// the earlier stages fetched: the second record of each end's list
+    /// when the first is not the key's edge (a lookup or an unlink walks
+    /// past it), and for an insert or alter that will search its tree (both
+    /// ends have other edges) the first neighbours of both ends. Only a
+    /// hint: the operation itself finds everything again.
+    #[inline(always)]
+    fn prefetch_second(&self, xa: u32, xb: u32, search: bool) {
+        let b = xb.wrapping_sub(self.meta.ma);
+        let ea = self.head(xa);
+        let eb = self.head(xb);
+        if ea == NIL || eb == NIL {
+            // An isolated end: nothing to walk, no search.
+            return;
+        }
+        let (ra, rb) = (&self.edges[ea as usize], &self.edges[eb as usize]);
+        if ra.b != b && ra.next_a != NIL {
+            crate::query::prefetch(self.edges.as_ptr().wrapping_add(ra.next_a as usize));
+            if search {
+                crate::query::prefetch(
+                    self.words
+                        .as_ptr()
+                        .wrapping_add(ra.next_a as usize * self.cols()),
+                );
+            }
+        }
+        if rb.a != xa && rb.next_b != NIL {
+            crate::query::prefetch(self.edges.as_ptr().wrapping_add(rb.next_b as usize));
+        }
+        // An edge that is the only one of either end (a leaf) needs no search.
+        let leaf = (ra.b == b && ra.next_a == NIL) || (rb.a == xa && rb.next_b == NIL);
+        if search && !leaf {
+            self.prefetch_neighbours(xa, xb);
+        }
+    }
+
     /// Prefetch the first neighbours of both ends (the first level of a
     /// tree search), reading the edges prefetched earlier.
     #[inline(always)]
@@ -1140,13 +1224,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     }
 
     /// Prefetch the first edge of both ends' lists, and for side A (where
-    /// keys are looked up) that edge's key and slot words.
+    /// keys are looked up) that edge's key, and its slot words when the
+    /// operation reads them (`words`: not for a removal).
     #[inline(always)]
-    fn prefetch_first_edges(&self, xa: u32, xb: u32) {
+    fn prefetch_first_edges(&self, xa: u32, xb: u32, words: bool) {
         let ea = self.head(xa);
         if ea != NIL {
             crate::query::prefetch(self.edges.as_ptr().wrapping_add(ea as usize));
-            crate::query::prefetch(self.words.as_ptr().wrapping_add(ea as usize * self.cols()));
+            if words {
+                crate::query::prefetch(self.words.as_ptr().wrapping_add(ea as usize * self.cols()));
+            }
         }
         let eb = self.head(xb);
         if eb != NIL {
@@ -1499,5 +1586,66 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
             return Err(E::Malformed("capacity"));
         }
         Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where `key`'s edge sits in its two adjacency lists: (not the head of
+    /// A's list, not the head of B's list).
+    fn list_positions(o: &Othello<u64>, key: u64) -> (bool, bool) {
+        let e = o.find(&key).expect("present");
+        let Edge { a, b, .. } = o.edges[e as usize];
+        (o.head(a) != e, o.head(o.meta.ma + b) != e)
+    }
+
+    /// Removal finds the key in A's list and unlinks it there and from B's
+    /// list in one pass per list: removals of edges at the head, in the
+    /// middle and at the end of both lists (a small structure crowded with
+    /// keys, so lists are long), each followed by a full check.
+    #[test]
+    fn removal_unlinks_from_any_list_position() {
+        let cfg = Config {
+            sizing: crate::Sizing::Tight,
+            stash_capacity: 64,
+            ..Config::default()
+        };
+        let n = 3000u64;
+        let mut o = Othello::with_capacity(cfg, n as usize).unwrap();
+        let keys: Vec<u64> = (0..n)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        for &k in &keys {
+            o.insert(k, k & 0xff).unwrap();
+        }
+        let (mut mid_a, mut mid_b, mut stashed) = (0, 0, 0);
+        // Remove in an order unrelated to insertion (lists are LIFO).
+        let mut order = keys.clone();
+        order.sort_unstable_by_key(|k| k.rotate_left(29) ^ 0x5555);
+        for (i, &k) in order.iter().enumerate() {
+            let e = o.find(&k).unwrap();
+            if o.edges[e as usize].next_a == STASHED {
+                stashed += 1;
+            } else {
+                let (a, b) = list_positions(&o, k);
+                mid_a += a as u32;
+                mid_b += b as u32;
+            }
+            assert!(!o.remove(&k).unwrap().is_rebuild());
+            assert_eq!(o.get(&k), None);
+            assert_eq!(o.remove(&k), Err(UpdateError::NotFound(format!("{k:?}"))));
+            if i % 97 == 0 {
+                o.check_invariants().unwrap();
+                for &r in &order[i + 1..] {
+                    assert_eq!(o.get(&r), Some(r & 0xff), "key {r} lost");
+                }
+            }
+        }
+        assert!(o.is_empty());
+        o.check_invariants().unwrap();
+        // The crowded structure must have exercised the non-head cases.
+        assert!(mid_a > 50 && mid_b > 50, "{mid_a} {mid_b} {stashed}");
     }
 }

@@ -148,6 +148,18 @@ impl<W: Word> Slots<W> {
         W::load(&self.a[i]) ^ W::load(&self.b[j])
     }
 
+    /// [`Self::xor`] without bounds checks (the single-key lookup path,
+    /// where they are a sixth of the instructions).
+    ///
+    /// # Safety
+    /// `i < self.a.len()` and `j < self.b.len()`.
+    #[inline(always)]
+    unsafe fn xor_unchecked(&self, i: usize, j: usize) -> u64 {
+        debug_assert!(i < self.a.len() && j < self.b.len());
+        // SAFETY: the caller guarantees both indexes are in bounds.
+        unsafe { W::load(self.a.get_unchecked(i)) ^ W::load(self.b.get_unchecked(j)) }
+    }
+
     fn load_a(&self, i: usize) -> u64 {
         W::load(&self.a[i])
     }
@@ -157,6 +169,8 @@ impl<W: Word> Slots<W> {
     }
 
     fn from_fn(ma: usize, mb: usize, a: impl Fn(usize) -> u64, b: impl Fn(usize) -> u64) -> Self {
+        // `Query::lookup_hash` relies on non-empty arrays (see its SAFETY).
+        assert!(ma >= 1 && mb >= 1, "empty slot array");
         Slots {
             a: crate::mem::huge_vec(ma, |i| W::atomic(a(i))).into_boxed_slice(),
             b: crate::mem::huge_vec(mb, |j| W::atomic(b(j))).into_boxed_slice(),
@@ -342,6 +356,8 @@ impl Stash {
 /// the stash. Lookups are lock-free; deltas are applied in place.
 pub struct Query {
     meta: QueryMeta,
+    /// `mask(meta.value_bits)`, kept so a single lookup need not derive it.
+    vmask: u64,
     storage: Storage,
     /// Whole-structure sequence counter: odd while a writer is inside a
     /// slot-write section. Readers validate against it first (two loads of
@@ -395,6 +411,7 @@ impl Query {
         };
         Query {
             meta,
+            vmask: mask(meta.value_bits as u32),
             storage,
             epoch: CacheLine(AtomicU64::new(0)),
             seq_a: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
@@ -465,7 +482,14 @@ impl Query {
         let (i, j) = self.meta.slots(h);
         let w = with_slots!(&self.storage, s => {
             let e1 = self.epoch.load(Ordering::Acquire);
-            let w = s.xor(i, j);
+            // SAFETY: `s` was made by `Slots::from_fn(meta.ma, meta.mb, ..)`
+            // in `from_parts`, the only constructor, so `s.a.len() ==
+            // meta.ma` and `s.b.len() == meta.mb`, both >= 1 (asserted
+            // there); `meta` is a private field never written after
+            // construction (no method takes `&mut self`). `slots` reduces
+            // with `(x * m) >> 32` for a 32-bit `x`, which is `< m` for
+            // every `m >= 1`, so `i < s.a.len()` and `j < s.b.len()`.
+            let w = unsafe { s.xor_unchecked(i, j) };
             fence(Ordering::Acquire);
             if e1 & 1 == 0 && self.epoch.load(Ordering::Relaxed) == e1 {
                 w
@@ -473,7 +497,12 @@ impl Query {
                 self.read_pair(s, i, j)
             }
         });
-        self.meta.decode(w, h)
+        // `meta.decode` with the value mask precomputed.
+        if self.meta.check_bits != 0 && (w >> self.meta.value_bits) != self.meta.check(h) {
+            None
+        } else {
+            Some(w & self.vmask)
+        }
     }
 
     #[inline(always)]
@@ -546,15 +575,23 @@ impl Query {
                 let e1 = self.epoch.load(Ordering::Acquire);
                 if e1 & 1 == 0 {
                     let mut h = 0;
+                    // Every `ij[n]` read below was set in phase 1 from
+                    // `meta.slots(h)`, with `meta == self.meta`; as in
+                    // `lookup_hash`, `s.a.len() == meta.ma >= 1` and
+                    // `s.b.len() == meta.mb >= 1`, and `slots` returns
+                    // indexes below them.
                     if meta.check_bits == 0 {
-                        let vmask = mask(meta.value_bits as u32);
+                        let vmask = self.vmask;
                         for (o, &(i, j)) in oc.iter_mut().zip(&ij[..kc.len()]) {
-                            *o = s.xor(i, j) & vmask;
+                            // SAFETY: `(i, j)` is in bounds (comment above).
+                            *o = unsafe { s.xor_unchecked(i, j) } & vmask;
                         }
                         h = kc.len();
                     } else {
                         for n in 0..kc.len() {
-                            let r = meta.decode(s.xor(ij[n].0, ij[n].1), hs[n]);
+                            // SAFETY: `ij[n]` is in bounds (comment above).
+                            let w = unsafe { s.xor_unchecked(ij[n].0, ij[n].1) };
+                            let r = meta.decode(w, hs[n]);
                             h += r.is_some() as usize;
                             oc[n] = r.unwrap_or(MISS);
                         }
@@ -736,5 +773,56 @@ impl Query {
         stripes(&touched_a, &self.seq_a, &close);
         stripes(&touched_b, &self.seq_b, &close);
         self.epoch.store(e.wrapping_add(2), Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sizing;
+
+    fn meta(ma: u32, mb: u32, value_bits: u8, check_bits: u8) -> QueryMeta {
+        QueryMeta {
+            generation: 0,
+            seed: 7,
+            ma,
+            mb,
+            value_bits,
+            check_bits,
+            sizing: Sizing::Tight,
+        }
+    }
+
+    /// The unchecked slot reads of `lookup` and `lookup_batch` read exactly
+    /// `A[ha(k)] ^ B[hb(k)]` for array sizes down to one slot and sizes
+    /// that are not powers of two, for every slot width.
+    #[test]
+    fn lookups_read_the_slots_of_the_key_at_any_size() {
+        for (ma, mb) in [(1, 1), (1, 7), (3, 1), (5, 3), (1000, 777)] {
+            for (l, r) in [(6, 0), (8, 4), (20, 6), (40, 0), (64, 0)] {
+                let m = meta(ma, mb, l, r);
+                let wmask = mask(l as u32 + r as u32);
+                let fa = |i: usize| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) & wmask;
+                let fb = |j: usize| (j as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) & wmask;
+                let q = Query::from_parts(m, fa, fb, &[]);
+                let keys: Vec<u64> = (0..500).collect();
+                let mut out = vec![0; keys.len()];
+                q.lookup_batch(&keys, &mut out);
+                for (k, &o) in keys.iter().zip(&out) {
+                    let h = k.hash128(m.seed);
+                    let (i, j) = m.slots(h);
+                    assert!(i < ma as usize && j < mb as usize);
+                    let want = m.decode(fa(i) ^ fb(j), h);
+                    assert_eq!(q.lookup(k), want, "ma {ma} mb {mb} l {l} r {r} key {k}");
+                    assert_eq!(o, want.unwrap_or(MISS), "batch: ma {ma} mb {mb} key {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "empty slot array")]
+    fn empty_arrays_are_refused() {
+        Query::from_parts(meta(0, 4, 8, 0), |_| 0, |_| 0, &[]);
     }
 }

@@ -1,0 +1,80 @@
+//! Data-plane lookup timing for A/B comparisons and profiling:
+//! `lookup_probe N [pow2|tight] [ROUNDS]` — builds an Othello of N random
+//! u64 keys, exports its query structure and times, per round, one pass of
+//! single-key `Query::lookup` calls and one pass of `Query::lookup_batch`
+//! (blocks of 256) over the keys in a shuffled order, in thread CPU time.
+//! Prints the medians and single / batched. One non-inlined function per
+//! kind, so `valgrind --tool=callgrind --toggle-collect=lookup_probe::single`
+//! counts the instructions of the single path exactly.
+use nexthop_othello::{Config, Othello, Query, Sizing};
+
+/// This thread's CPU seconds (the machine is shared: wall time lies).
+fn cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let mut cfg = Config::default();
+    if a.get(2).map(String::as_str) == Some("tight") {
+        cfg.sizing = Sizing::Tight;
+    }
+    let rounds: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let keys = nexthop_testutil::distinct_u64(7, n);
+    let o = Othello::build(cfg, keys.iter().map(|&k| (k, k & 0xff))).unwrap();
+    let q = o.export(0);
+    let mut stream = keys.clone();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..stream.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        stream.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let expect: u64 = stream.iter().map(|&k| k & 0xff).sum();
+    let (mut s_ns, mut b_ns) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = cpu();
+        assert_eq!(single(&q, &stream), expect);
+        s_ns.push((cpu() - t) * 1e9 / n as f64);
+        let t = cpu();
+        assert_eq!(batched(&q, &stream), expect);
+        b_ns.push((cpu() - t) * 1e9 / n as f64);
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (s, b) = (med(&mut s_ns), med(&mut b_ns));
+    println!(
+        "n {n}: single {s:.1} ns/lookup, batched {b:.1} ns/lookup, single = {:.2} of batched",
+        b / s
+    );
+}
+
+#[inline(never)]
+fn single(q: &Query, keys: &[u64]) -> u64 {
+    let mut sum = 0u64;
+    for k in keys {
+        sum += q.lookup(k).unwrap_or(0);
+    }
+    sum
+}
+
+#[inline(never)]
+fn batched(q: &Query, keys: &[u64]) -> u64 {
+    let mut out = [0u64; 256];
+    let mut sum = 0u64;
+    for kc in keys.chunks(256) {
+        q.lookup_batch(kc, &mut out[..kc.len()]);
+        sum += out[..kc.len()].iter().sum::<u64>();
+    }
+    sum
+}
