@@ -1431,6 +1431,34 @@ nexthop_follower_deltas_total{controller="10.0.0.1:7000"} 4
     }
 
     #[test]
+    fn ip_pipeline_ttl_drops_are_a_reason_of_their_own() {
+        let mut c = Counters::default();
+        c.frames_in = 6;
+        c.misses = 2;
+        c.ttl_expired = 3;
+        c.malformed_add(MalformedKind::BadChecksum);
+        c.dropped = 6;
+        let s = MetricsSnapshot::from_counters(&c);
+        assert_eq!(
+            s.drops,
+            BTreeMap::from([
+                ("miss".to_string(), 2),
+                ("ttl_expired".to_string(), 3),
+                ("bad_checksum".to_string(), 1)
+            ])
+        );
+        let text = s.to_prometheus_text();
+        assert!(
+            text.contains("nexthop_drops_total{reason=\"ttl_expired\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("nexthop_malformed_total{reason=\"not_ip\"} 0\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn from_counters_splits_drops_by_reason_like_the_run_summary() {
         let mut c = Counters::with_tx_ports(Some(2));
         c.rx = vec![PortCounter {
