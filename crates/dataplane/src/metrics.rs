@@ -1432,12 +1432,14 @@ nexthop_follower_deltas_total{controller="10.0.0.1:7000"} 4
 
     #[test]
     fn ip_pipeline_ttl_drops_are_a_reason_of_their_own() {
-        let mut c = Counters::default();
-        c.frames_in = 6;
-        c.misses = 2;
-        c.ttl_expired = 3;
+        let mut c = Counters {
+            frames_in: 6,
+            misses: 2,
+            ttl_expired: 3,
+            dropped: 6,
+            ..Counters::default()
+        };
         c.malformed_add(MalformedKind::BadChecksum);
-        c.dropped = 6;
         let s = MetricsSnapshot::from_counters(&c);
         assert_eq!(
             s.drops,
