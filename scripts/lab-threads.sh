@@ -4,10 +4,12 @@
 # nexthop process (the lab, its controller threads, the forwarder and its
 # follower) once traffic runs and again 2 s later, and prints the cores
 # each busy thread used, then the lab's forwarder, update and propagation
-# lines. As root. Usage: scripts/lab-threads.sh [UPDATE_RATE] [BIN]
+# lines. As root. Usage: scripts/lab-threads.sh [UPDATE_RATE] [BIN] [LAB ARGS...]
+# (e.g. `scripts/lab-threads.sh 100000 target/release/nexthop --changes-per-delta 1`)
 set -euo pipefail
 rate=${1:-100000}
 bin=${2:-target/release/nexthop}
+shift $(($# < 2 ? $# : 2))
 out=$(mktemp -d /tmp/nexthop-lab-threads.XXXXXX)
 snap() {
     for p in /proc/[0-9]*; do
@@ -23,7 +25,7 @@ snap() {
     done
 }
 "$bin" lab --names 1000000 --duration 5 --workers 1 --update-rate "$rate" \
-    --final-names 5000 --out "$out/lab" >"$out/lab.txt" 2>&1 &
+    --final-names 5000 --out "$out/lab" "$@" >"$out/lab.txt" 2>&1 &
 lab=$!
 until grep -q "traffic    sent" "$out/lab.txt" 2>/dev/null; do
     kill -0 "$lab" 2>/dev/null || { cat "$out/lab.txt"; exit 1; }

@@ -73,6 +73,31 @@ pub struct LabOpts {
     pub trivial: bool,
     /// Route changes merged into one delta by the controller.
     pub changes_per_delta: usize,
+    /// The forwarder's port I/O (`nexthop run --io`): afpacket, auto or
+    /// afxdp.
+    pub io: LabIo,
+}
+
+/// Port I/O of the lab's forwarder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LabIo {
+    /// AF_PACKET (the forwarder's default).
+    #[default]
+    Afpacket,
+    /// AF_XDP where a socket binds, else AF_PACKET.
+    Auto,
+    /// AF_XDP on every port, or the forwarder refuses to start.
+    Afxdp,
+}
+
+impl LabIo {
+    fn arg(self) -> &'static str {
+        match self {
+            LabIo::Afpacket => "afpacket",
+            LabIo::Auto => "auto",
+            LabIo::Afxdp => "afxdp",
+        }
+    }
 }
 
 /// Output ports of the lab (the sinks); port 0 is the forwarder's input.
@@ -776,7 +801,8 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             .arg(&key_path);
     }
     cmd.args(["--port", "0=in0", "--metrics", metrics_addr, "--quiet"])
-        .args(["--workers", &o.workers.to_string(), "--fanout", "lb"]);
+        .args(["--workers", &o.workers.to_string(), "--fanout", "lb"])
+        .args(["--io", o.io.arg()]);
     for p in PORTS {
         cmd.args(["--port", &format!("{p}=out{p}")]);
     }
@@ -800,11 +826,19 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         }
         thread::sleep(Duration::from_millis(20));
     }
+    // The port I/O the forwarder reports ("io=in0:afpacket,..."), which
+    // with `--io auto` says where AF_XDP bound.
+    let io_used = fs::read_to_string(&fwd_err)
+        .unwrap_or_default()
+        .split_whitespace()
+        .find(|w| w.starts_with("io="))
+        .unwrap_or("io=?")
+        .to_string();
     step(
         "forwarder",
         t,
         format_args!(
-            "nexthop run in {} has the controller's snapshot ({} B of arrays, {bits:.2} bits/name); log {}",
+            "nexthop run in {} has the controller's snapshot ({} B of arrays, {bits:.2} bits/name), {io_used}; log {}",
             topo.fwd,
             fib_bytes,
             fwd_err.display()

@@ -137,10 +137,15 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             controller
                 .apply_changes(&plan.changes[applied..upto])
                 .map_err(|e| anyhow!("applying changes {}..{upto}: {e}", applied + 1))?;
+            // The one follower acknowledged every change (a merged delta
+            // carries many; an Ack covers every frame before it).
             let version = controller.version();
             wait_until(
-                || follower.stats().deltas + follower.stats().snapshots > version,
-                "the follower to apply a delta",
+                || {
+                    let s = controller.stats();
+                    s.changes_sent >= version && s.acked >= s.snapshots_sent + s.deltas_sent
+                },
+                "the follower to apply the changes",
             )?;
             apply_secs += ta.elapsed().as_secs_f64();
             plan.apply_touches(&mut state, applied..upto);

@@ -202,6 +202,10 @@ struct LabArgs {
     #[arg(long, value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     changes_per_delta: u32,
+    /// The forwarder's port I/O (`nexthop run --io`): afpacket (the
+    /// default), auto (AF_XDP where a socket binds) or afxdp.
+    #[arg(long, value_name = "IO", default_value = "afpacket")]
+    io: lab::LabIo,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -247,6 +251,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             workers: a.workers,
             trivial: a.trivial,
             changes_per_delta: a.changes_per_delta as usize,
+            io: a.io,
         }),
     }
 }

@@ -88,6 +88,8 @@ fn bad_arguments_are_refused() {
         (vec!["--names", "0"], "--names"),
         (vec!["--duration=-1"], "--duration"),
         (vec!["--update-rate", "nan"], "--update-rate"),
+        (vec!["--io", "dpdk"], "--io"),
+        (vec!["--changes-per-delta", "0"], "--changes-per-delta"),
     ] {
         let mut all = args.clone();
         all.extend(["--out", o, "--pcap"]);
@@ -139,7 +141,7 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
         .lines()
         .find(|l| l.contains("propagation   controller change -> forwarder Ack"))
         .unwrap_or_else(|| panic!("no propagation line: {stdout}"));
-    assert!(prop.contains("over 10000 deltas"), "{prop}");
+    assert!(prop.contains("over 10000 changes"), "{prop}");
     assert!(stdout.contains("(2 workers)"), "{stdout}");
     // Every sink received traffic.
     let sinks = stdout
@@ -155,6 +157,49 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
             .unwrap_or(0);
         assert!(n > 0, "sink {p} got nothing: {sinks}");
     }
+}
+
+/// `--io afxdp`: the forwarder's ports bind AF_XDP sockets on the veths
+/// (or the run fails: no silent fallback), and the same checks hold.
+#[test]
+fn namespace_lab_runs_the_forwarder_on_af_xdp() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lab");
+    let (ok, stdout, stderr) = lab(&[
+        "--names",
+        "10000",
+        "--duration",
+        "1",
+        "--update-rate",
+        "2000",
+        "--rate",
+        "100000",
+        "--final-names",
+        "2000",
+        "--io",
+        "afxdp",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let fwd = stdout
+        .lines()
+        .find(|l| l.contains("] forwarder  nexthop run"))
+        .unwrap_or_else(|| panic!("no forwarder line: {stdout}"));
+    assert!(fwd.contains("io=0:afxdp"), "{fwd}");
+    assert!(!fwd.contains("afpacket"), "{fwd}");
+    assert!(stdout.contains("misforwarded  0"), "{stdout}");
+    assert!(
+        stdout.contains("2000 exactly on their final ports"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("all acknowledged by the forwarder: yes"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -698,8 +698,10 @@ fn forwarder_keeps_last_fib_without_controller_and_converges_after_restart() {
         let _ = writeln!(c_text, "+ {} 1+3", mac_text(&mac(a)));
         c_state.insert(a, vec![1, 3]);
     }
-    // The controller pushes one delta per change.
-    let (b_n, c_n) = (b_text.lines().count() as u64, c_text.lines().count() as u64);
+    // The controller merges a file's changes into deltas of up to 256
+    // changes (`nexthop controller --changes-per-delta`, default 256).
+    let deltas = |text: &str| (text.lines().count() as u64).div_ceil(256);
+    let (b_n, c_n) = (deltas(&b_text), deltas(&c_text));
     fs::write(lab.file("b.txt"), b_text).expect("write b.txt");
     fs::write(lab.file("c.txt"), c_text).expect("write c.txt");
     // The changes wait until the forwarder is connected (the first
