@@ -161,10 +161,30 @@ fn rewritten(f: &[u8], nh: u32) -> Vec<u8> {
 
 #[test]
 fn run_lpm_routes_rewrites_and_drops_over_veth() {
-    const TOTAL: u32 = 2000;
-    let Some(mut lab) = lab_or_skip("ip", &["src", "fwd", "snk"]) else {
+    let Some(io) = route_and_check("ip", &["--io", "afpacket"]) else {
         return;
     };
+    assert_eq!(io, "0:afpacket,1:afpacket,2:afpacket,3:afpacket");
+}
+
+/// The same frames and checks over AF_XDP ports (native mode on veth):
+/// the IP stage copies each frame out of the UMEM, rewrites and sends the
+/// copy.
+#[cfg(feature = "afxdp")]
+#[test]
+fn run_lpm_routes_rewrites_and_drops_over_afxdp() {
+    let Some(io) = route_and_check("ipx", &["--io", "afxdp"]) else {
+        return;
+    };
+    assert_eq!(io, "0:afxdp-native,1:afxdp-tx,2:afxdp-tx,3:afxdp-tx");
+}
+
+/// Run the topology with `nexthop run --lpm ... EXTRA`, check every frame
+/// and the summary; the summary's `io` field, or `None` where namespaces
+/// cannot be made.
+fn route_and_check(test: &str, extra: &[&str]) -> Option<String> {
+    const TOTAL: u32 = 2000;
+    let mut lab = lab_or_skip(test, &["src", "fwd", "snk"])?;
     lab.veth("src", "src0", "fwd", "fin0");
     for p in 1..=3 {
         lab.veth("fwd", &format!("fo{p}"), "snk", &format!("s{p}"));
@@ -216,7 +236,10 @@ fn run_lpm_routes_rewrites_and_drops_over_veth() {
             &total,
             "--duration",
             "15",
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>(),
     );
     let env = helper_env(&lab, "send", "src0");
     let send = lab.spawn("src", "send", &me, &HELPER_ARGS, &env);
@@ -289,4 +312,5 @@ fn run_lpm_routes_rewrites_and_drops_over_veth() {
         let want = usize::from(matches!(w, Want::Routed(_)));
         assert_eq!(seen[i], want, "frame {i} ({w:?})");
     }
+    Some(field(&s, "io").to_string())
 }
