@@ -51,6 +51,10 @@ const V4_CHECKSUM: usize = 10;
 /// Offset of the hop limit in an IPv6 header.
 const V6_HOP_LIMIT: usize = 7;
 
+/// Next hops below this are resolved through a dense index (at most 4 MiB);
+/// larger ones by binary search.
+const DENSE_LIMIT: NextHop = 1 << 20;
+
 /// Fold a sum of 16-bit words into 16 bits with end-around carries.
 #[inline(always)]
 fn fold(mut sum: u32) -> u16 {
@@ -227,6 +231,10 @@ pub struct IpPipeline<'t> {
     /// Next hops with a neighbour, sorted; `adj[i]` is `keys[i]`'s.
     keys: Vec<NextHop>,
     adj: Vec<Neighbor>,
+    /// When every next hop is below [`DENSE_LIMIT`]: `dense[nh]` is the
+    /// index of `nh` in `adj` (or `u32::MAX`), one load instead of a
+    /// binary search of `keys`.
+    dense: Vec<u32>,
     /// Every port of `adj`, sorted.
     ports: Vec<u16>,
     cfg: IpConfig,
@@ -276,6 +284,15 @@ impl<'t> IpPipeline<'t> {
             });
         }
         let (keys, adj): (Vec<_>, Vec<_>) = neighbors.sorted().into_iter().unzip();
+        let mut dense = Vec::new();
+        if let Some(&max) = keys.last() {
+            if max < DENSE_LIMIT {
+                dense = vec![u32::MAX; max as usize + 1];
+                for (i, &k) in keys.iter().enumerate() {
+                    dense[k as usize] = i as u32;
+                }
+            }
+        }
         let ports = neighbors.ports();
         let counters = Counters::with_tx_ports(ports.last().copied());
         Ok(IpPipeline {
@@ -283,6 +300,7 @@ impl<'t> IpPipeline<'t> {
             v6: table.v6.table(),
             keys,
             adj,
+            dense,
             ports,
             cfg,
             counters,
@@ -291,10 +309,15 @@ impl<'t> IpPipeline<'t> {
 
     #[inline(always)]
     fn neighbor(&self, nh: NextHop) -> Option<&Neighbor> {
-        self.keys
-            .binary_search(&nh)
-            .ok()
-            .and_then(|i| self.adj.get(i))
+        if self.dense.is_empty() {
+            self.keys
+                .binary_search(&nh)
+                .ok()
+                .and_then(|i| self.adj.get(i))
+        } else {
+            let i = *self.dense.get(nh as usize)?;
+            self.adj.get(i as usize)
+        }
     }
 
     /// Decide for each frame of `frames`, received on `in_port`, and

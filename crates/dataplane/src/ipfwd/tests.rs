@@ -348,6 +348,43 @@ fn a_table_next_hop_without_a_neighbour_is_refused() {
     assert!(e.to_string().starts_with("2 next hop(s)"));
 }
 
+#[test]
+fn large_next_hop_values_resolve_like_small_ones() {
+    // Next hops beyond the dense index take the binary-search path.
+    let big = [4_000_000_000u32, DENSE_LIMIT, DENSE_LIMIT - 1, 7];
+    let routes = RouteList {
+        v4: vec![
+            (p4([198, 51, 100, 0], 24), big[0]),
+            (p4([203, 0, 113, 0], 24), big[1]),
+            (p4([192, 0, 2, 0], 24), big[2]),
+        ],
+        v6: vec![(p6(0x2001_0db8 << 96, 32), big[3])],
+    };
+    let table = LpmTable::build(&routes, 4).unwrap();
+    let nb = neighbors_for(&routes);
+    let mut p = IpPipeline::new(&table, &nb, IpConfig::default()).unwrap();
+    assert!(p.dense.is_empty());
+    for (dst, nh) in [
+        (ip4([198, 51, 100, 1]), big[0]),
+        (ip4([203, 0, 113, 1]), big[1]),
+        (ip4([192, 0, 2, 1]), big[2]),
+    ] {
+        let (d, out) = one(&mut p, v4_frame(dst, 9, 0));
+        assert_eq!(d, IpDecision::Forward(neighbor(nh).port));
+        assert_eq!(&out[0..6], &neighbor(nh).dst_mac);
+    }
+    let (d, _) = one(&mut p, v6_frame(0x2001_0db8 << 96 | 5, 9, 0));
+    assert_eq!(d, IpDecision::Forward(neighbor(7).port));
+    // Small next hops use the dense index, with holes between them.
+    let routes = small_routes();
+    let table = LpmTable::build(&routes, 4).unwrap();
+    let p = IpPipeline::new(&table, &neighbors_for(&routes), IpConfig::default()).unwrap();
+    assert_eq!(p.dense.len(), 6);
+    assert_eq!(p.neighbor(0), None);
+    assert_eq!(p.neighbor(9), None);
+    assert_eq!(p.neighbor(5), Some(&neighbor(5)));
+}
+
 /// Random routes inside the documentation prefixes, random destinations
 /// (mostly inside them, some outside), mixed families and VLAN tags:
 /// every decision and rewritten frame against the binary-trie oracle.
