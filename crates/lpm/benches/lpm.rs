@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use nexthop_lpm::bloomfwd::{GroupKey, V6_DIRECT_BITS};
+use nexthop_lpm::bloomfwd::{GroupKey, Probe, V6_DIRECT_BITS};
 use nexthop_lpm::dir248::Dir248;
 use nexthop_lpm::miht::{Miht4, Miht6};
 use nexthop_lpm::parse::{load_routes, load_updates, AnyPrefix, NextHopMode, UpdateKind};
@@ -154,7 +154,10 @@ fn report_two_threads(section: &Value) -> Value {
         print!(" {stream} {x:.2}");
     }
     println!();
-    json!(r.iter().map(|(s, x)| json!({"stream": s, "ratio": x})).collect::<Vec<_>>())
+    json!(r
+        .iter()
+        .map(|(s, x)| json!({"stream": s, "ratio": x}))
+        .collect::<Vec<_>>())
 }
 
 /// Per stream, median Mlps of runner `num` over runner `den` in a
@@ -190,32 +193,77 @@ fn report_ratios(section: &Value, num: &str, den: &str, target: f64) -> Value {
 /// The lookup floor per stream: mean cache lines `Bloomfwd::probe_cost`
 /// counts (direct slot, sub-mask, filter blocks, table lines) over the
 /// first 200,000 addresses of each stream.
-fn floor<A: GroupKey>(title: &str, t: &BloomfwdControl<A>, streams: &[(&'static str, Vec<A>)]) -> Value {
+fn floor<A: GroupKey>(
+    title: &str,
+    t: &BloomfwdControl<A>,
+    streams: &[(&'static str, Vec<A>)],
+) -> Value {
     println!("\n### Lookup floor, {title} (mean cache lines per lookup)\n");
-    println!("| stream | direct | sub-mask | filter blocks (= hashes) | table lines | total |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    println!("| stream | probe order | direct | sub-mask | filter blocks (= hashes) | table lines | total |");
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
     let mut rows = Vec::new();
-    for (sname, addrs) in streams {
-        let n = addrs.len().min(200_000);
-        let (mut fine, mut filt, mut tab) = (0u64, 0u64, 0u64);
-        for &a in &addrs[..n] {
-            let c = t.table().probe_cost(a);
-            fine += c.fine as u64;
-            filt += c.filters as u64;
-            tab += c.table_lines as u64;
+    for probe in [Probe::Masks, Probe::FiltersFirst] {
+        let mut tt = t.table().clone();
+        tt.set_probe(probe);
+        for (sname, addrs) in streams {
+            let n = addrs.len().min(200_000);
+            let (mut dir, mut fine, mut filt, mut tab) = (0u64, 0u64, 0u64, 0u64);
+            for &a in &addrs[..n] {
+                let c = tt.probe_cost(a);
+                dir += c.direct as u64;
+                fine += c.fine as u64;
+                filt += c.filters as u64;
+                tab += c.table_lines as u64;
+            }
+            let m = |x: u64| x as f64 / n.max(1) as f64;
+            let total = m(dir) + m(fine) + m(filt) + m(tab);
+            println!(
+                "| {sname} | {probe:?} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                m(dir),
+                m(fine),
+                m(filt),
+                m(tab),
+                total
+            );
+            rows.push(json!({"stream": sname, "probe": format!("{probe:?}"), "direct": m(dir), "fine": m(fine), "filters": m(filt), "table_lines": m(tab), "total": total}));
         }
-        let m = |x: u64| x as f64 / n.max(1) as f64;
-        let total = 1.0 + m(fine) + m(filt) + m(tab);
-        println!(
-            "| {sname} | 1 | {:.2} | {:.2} | {:.2} | {:.2} |",
-            m(fine),
-            m(filt),
-            m(tab),
-            total
-        );
-        rows.push(json!({"stream": sname, "fine": m(fine), "filters": m(filt), "table_lines": m(tab), "total": total}));
     }
     json!({"title": title, "rows": rows})
+}
+
+/// Batched lookups of one stream for `secs` seconds; prints the rate.
+fn spin<A: GroupKey>(
+    t: &BloomfwdControl<A>,
+    streams: &[(&'static str, Vec<A>)],
+    stream: &str,
+    secs: f64,
+) {
+    let Some((_, addrs)) = streams.iter().find(|(s, _)| *s == stream) else {
+        panic!("no stream {stream} (uniform, inside, zipf)");
+    };
+    let mut out = vec![0; addrs.len()];
+    // This thread's CPU time in ns (Linux schedstat; 0 elsewhere): on a
+    // loaded machine the rate per CPU second is steadier than per wall
+    // second.
+    let cpu_ns = || {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|x| x.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (s, c0, mut done, mut sum) = (Instant::now(), cpu_ns(), 0usize, 0u64);
+    while s.elapsed().as_secs_f64() < secs {
+        t.table().lookup_batch(addrs, &mut out);
+        sum = sum.wrapping_add(checksum(&out));
+        done += addrs.len();
+    }
+    let cpu = (cpu_ns() - c0) as f64;
+    println!(
+        "{stream}: {:.1} Mlps wall, {:.1} Mlps per CPU second ({:.1} ns CPU/lookup; checksum {sum})",
+        done as f64 / s.elapsed().as_secs_f64() / 1e6,
+        done as f64 / cpu * 1e3,
+        cpu / done as f64
+    );
 }
 
 fn checksum(out: &[NextHop]) -> u64 {
@@ -253,6 +301,33 @@ fn main() {
     let v6 = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
         .unwrap_or_else(|e| panic!("{e}"));
     let (r4, r6) = (v4.v4, v6.v6);
+    // `--spin v4|v6 STREAM SECONDS [FPR [HASH]]`: batched Bloomfwd lookups
+    // of one stream in a loop, nothing else (for `perf record` and quick
+    // A/B runs).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--spin") {
+        let fam = args.get(i + 1).map_or("v4", String::as_str);
+        let stream = args.get(i + 2).map_or("inside", String::as_str);
+        let secs: f64 = args.get(i + 3).and_then(|x| x.parse().ok()).unwrap_or(10.0);
+        // Optional FPR target and hash (both stages) instead of the defaults.
+        let fpr: Option<f64> = args.get(i + 4).and_then(|x| x.parse().ok());
+        let hash: Option<HashKind> = args.get(i + 5).and_then(|x| x.parse().ok());
+        let adjust = |mut c: Config| {
+            c.fpr = fpr.unwrap_or(c.fpr);
+            c.filter_hash = hash.unwrap_or(c.filter_hash);
+            c.table_hash = hash.unwrap_or(c.table_hash);
+            c
+        };
+        if fam == "v6" {
+            let c = adjust(Config::ipv6_dpcpe(&r6, DEFAULT_V6_LEVELS));
+            let t = BloomfwdControl::build(c, &r6).expect("valid");
+            spin(&t, &streams(2, &r6, n), stream, secs);
+        } else {
+            let t = BloomfwdControl::build(adjust(Config::ipv4()), &r4).expect("valid");
+            spin(&t, &streams(1, &r4, n), stream, secs);
+        }
+        return;
+    }
     println!(
         "tables: {} IPv4, {} IPv6 prefixes; {n} addresses per stream, {reps} repetitions",
         r4.len(),
@@ -287,6 +362,9 @@ fn main() {
         c.table_hash = HashKind::Mix64;
         BloomfwdControl::build(c, &r4).expect("valid")
     };
+    // The other batch probe order (the default is masks).
+    let mut bf4_ff = bf4.table().clone();
+    bf4_ff.set_probe(Probe::FiltersFirst);
     let mut runners = bloom_runners(&bf4);
     runners.push((
         "bloomfwd-batch-2t",
@@ -299,6 +377,13 @@ fn main() {
         "bloomfwd-batch mix64",
         Box::new(|a: &[u32], o: &mut [NextHop]| {
             bf4m.table().lookup_batch(a, o);
+            checksum(o)
+        }),
+    ));
+    runners.push((
+        "bloomfwd-batch filters-first",
+        Box::new(|a: &[u32], o: &mut [NextHop]| {
+            bf4_ff.lookup_batch(a, o);
             checksum(o)
         }),
     ));
@@ -351,10 +436,7 @@ fn main() {
         "dpdk_ipv4_ratio".into(),
         report_ratios(&sec4, "bloomfwd-batch", "dpdk rte_lpm", 0.65),
     );
-    report.insert(
-        "ipv4_two_threads".into(),
-        report_two_threads(&sec4),
-    );
+    report.insert("ipv4_two_threads".into(), report_two_threads(&sec4));
     report.insert("ipv4".into(), sec4);
     drop(runners);
     #[cfg(feature = "dpdk")]
@@ -446,10 +528,7 @@ fn main() {
         "dpdk_ipv6_ratio".into(),
         report_ratios(&sec6, "bloomfwd-batch", "dpdk rte_lpm6", 1.0),
     );
-    report.insert(
-        "ipv6_two_threads".into(),
-        report_two_threads(&sec6),
-    );
+    report.insert("ipv6_two_threads".into(), report_two_threads(&sec6));
     report.insert("ipv6".into(), sec6);
     drop(runners);
     #[cfg(feature = "dpdk")]

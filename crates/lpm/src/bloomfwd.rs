@@ -254,8 +254,17 @@ struct HashTable<K> {
 
 impl<K: GroupKey> HashTable<K> {
     fn with_capacity(n: usize) -> Self {
-        // Load at most 1/2 after a build, so runs of probes stay short.
-        let cap = (n.max(4) * 2).next_power_of_two();
+        // 8-byte slots (IPv4): the smallest power of two keeping the load
+        // <= 3/4 (a build's load is then in (3/8, 3/4]), half the memory
+        // of a load <= 1/2 table, so the /24 group's table (1.1 M keys,
+        // 16 MiB instead of 32) fits the last-level cache beside the
+        // direct array. Wider slots (IPv6: 32 bytes, 2 per line, small
+        // tables): load <= 1/2, so probe runs rarely cross a line.
+        let cap = if std::mem::size_of::<Slot<K>>() <= 8 {
+            (n.max(3) * 4 / 3 + 1).next_power_of_two()
+        } else {
+            (n.max(4) * 2).next_power_of_two()
+        };
         HashTable {
             slots: vec![
                 Slot {
@@ -465,15 +474,16 @@ impl Config {
 
     /// IPv6 with the given levels (see [`crate::dpcpe`]): a direct array of
     /// `2^V6_DIRECT_BITS` slots for the short prefixes (its group masks
-    /// send most addresses nowhere else), Murmur3 in both stages, 30%
+    /// send most addresses nowhere else), Mix64 in both stages (Murmur3,
+    /// the paper's choice, costs 1.1-1.4x more per IPv6 lookup), 30%
     /// target. Levels must lie above [`V6_DIRECT_BITS`].
     pub fn ipv6(levels: Vec<u8>) -> Self {
         Config {
             direct_bits: V6_DIRECT_BITS,
             levels,
             fpr: 0.3,
-            filter_hash: HashKind::Murmur3,
-            table_hash: HashKind::Murmur3,
+            filter_hash: HashKind::Mix64,
+            table_hash: HashKind::Mix64,
             max_expansion_bits: 16,
         }
     }
@@ -585,11 +595,50 @@ pub struct Bloomfwd<A> {
     table_hash: HashKind,
     reuse: bool,
     simd: Simd,
+    probe: Probe,
+}
+
+/// The order in which [`Bloomfwd::lookup_batch`] reads a lane's memory.
+/// Both give the same answers as [`Bloomfwd::lookup`] (tested).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Probe {
+    /// Direct slot first; then only the groups its (sub-)mask names,
+    /// longest first, each filter then bucket. An address with no longer
+    /// prefix under its slot reads one line; a match in a group reads the
+    /// slot, the filter block and the bucket.
+    Masks,
+    /// The paper's order (section 3.2): every group's filter first (all
+    /// cached: small), then the buckets of the groups whose filters pass,
+    /// longest first; the direct slot only when no table holds the key. A
+    /// match in a group reads the filter blocks and the bucket but not the
+    /// direct slot, a false positive adds a bucket. Only for tables of at
+    /// most [`FILTERS_FIRST_MAX_GROUPS`] groups; more fall back to `Masks`.
+    /// Measured slower than `Masks` on IPv4 (see [`Probe::default`]).
+    FiltersFirst,
+}
+
+/// Most groups [`Probe::FiltersFirst`] handles (IPv4 has 2).
+pub const FILTERS_FIRST_MAX_GROUPS: usize = 4;
+
+impl Default for Probe {
+    /// [`Probe::Masks`]. On the 2015 IPv4 table filters first reads fewer
+    /// memory lines per inside-prefix lookup beyond the cached filters
+    /// (0.16 direct + 1.31 table against 1.0 direct + 0.90 table with
+    /// masks) yet measured slower on every stream: it hashes and tests both
+    /// groups for every address, and a /32 false positive costs a bucket
+    /// miss. So it is an option, not the default.
+    fn default() -> Probe {
+        Probe::Masks
+    }
 }
 
 /// Memory one lookup reads beyond its direct slot ([`Bloomfwd::probe_cost`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProbeCost {
+    /// Direct-slot lines read (0 when [`Probe::FiltersFirst`] finds the
+    /// key in a table).
+    pub direct: u32,
     /// Sub-mask lines read (0 or 1: a refined slot).
     pub fine: u32,
     /// Filter blocks (one cache line each) tested.
@@ -599,9 +648,9 @@ pub struct ProbeCost {
 }
 
 impl ProbeCost {
-    /// Cache lines in all, the direct slot included.
+    /// Cache lines in all.
     pub fn lines(&self) -> u32 {
-        1 + self.fine + self.filters + self.table_lines
+        self.direct + self.fine + self.filters + self.table_lines
     }
 }
 
@@ -676,40 +725,61 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// the early exit saves.)
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         let n = addrs.len().min(out.len());
+        let (addrs, out) = (&addrs[..n], &mut out[..n]);
+        if self.probe == Probe::FiltersFirst && self.groups.len() <= FILTERS_FIRST_MAX_GROUPS {
+            for (ca, co) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+                self.filters_first_chunk(ca, co);
+            }
+            return out.iter().filter(|&&v| v != NO_ROUTE).count();
+        }
         let mut keys = [A::default(); CHUNK];
         let mut h1 = [0u32; CHUNK];
         let mut h2 = [0u32; CHUNK];
         let mut th = [0u32; CHUNK];
         let mut masks = [0u32; CHUNK];
-        for (addrs, out) in addrs[..n].chunks(CHUNK).zip(out[..n].chunks_mut(CHUNK)) {
-            for a in addrs {
+        // Lanes of the chunk per mask bit (all zero between chunks).
+        let mut by_bit = [0u64; 32];
+        for a in &addrs[..n.min(CHUNK)] {
+            prefetch(self.direct.as_ptr().wrapping_add(self.slot(*a)));
+        }
+        let mut start = 0;
+        while start < n {
+            let end = (start + CHUNK).min(n);
+            // Look-ahead: the next chunk's direct slots load while this
+            // chunk probes its groups.
+            for a in &addrs[end..(end + CHUNK).min(n)] {
                 prefetch(self.direct.as_ptr().wrapping_add(self.slot(*a)));
             }
+            let (ca, co) = (&addrs[start..end], &mut out[start..end]);
             let mut pending: u64 = 0;
-            for (i, (a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
+            let mut used = 0u32;
+            for (i, (a, o)) in ca.iter().zip(co.iter_mut()).enumerate() {
                 let d = self.direct[self.slot(*a)];
                 *o = d.next_hop;
                 let m = self.mask_of(*a, d.groups);
                 masks[i] = m;
                 pending |= ((m != 0) as u64) << i;
+                used |= m;
+                let mut b = m;
+                while b != 0 {
+                    by_bit[b.trailing_zeros() as usize] |= 1 << i;
+                    b &= b - 1;
+                }
             }
             for (j, g) in self.groups.iter().enumerate().rev() {
                 if pending == 0 {
                     break;
                 }
                 let bit = group_bit(j);
-                let mut lanes = 0u64;
-                let mut p = pending;
-                while p != 0 {
-                    let i = p.trailing_zeros() as usize;
-                    p &= p - 1;
-                    lanes |= ((masks[i] & bit != 0) as u64) << i;
-                }
+                let lanes = by_bit[bit.trailing_zeros() as usize] & pending;
                 if lanes == 0 {
                     continue;
                 }
-                for (k, a) in keys.iter_mut().zip(addrs) {
-                    *k = a.top(g.level);
+                let mut p = lanes;
+                while p != 0 {
+                    let i = p.trailing_zeros() as usize;
+                    p &= p - 1;
+                    keys[i] = ca[i].top(g.level);
                 }
                 A::pair_lanes(self.filter_hash, &keys, &mut h1, &mut h2, lanes, self.simd);
                 let mut p = lanes;
@@ -739,13 +809,92 @@ impl<A: GroupKey> Bloomfwd<A> {
                     let i = cand.trailing_zeros() as usize;
                     cand &= cand - 1;
                     if let Some(nh) = g.table.get(keys[i], th[i]) {
-                        out[i] = nh;
+                        co[i] = nh;
                         pending &= !(1 << i);
                     }
                 }
             }
+            while used != 0 {
+                by_bit[used.trailing_zeros() as usize] = 0;
+                used &= used - 1;
+            }
+            start = end;
         }
-        out[..n].iter().filter(|&&v| v != NO_ROUTE).count()
+        out.iter().filter(|&&v| v != NO_ROUTE).count()
+    }
+
+    /// [`Probe::FiltersFirst`] on one chunk of at most [`CHUNK`] lanes (at
+    /// most [`FILTERS_FIRST_MAX_GROUPS`] groups).
+    fn filters_first_chunk(&self, ca: &[A], co: &mut [NextHop]) {
+        const G: usize = FILTERS_FIRST_MAX_GROUPS;
+        let n = ca.len().min(co.len()).min(CHUNK);
+        let all: u64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let mut keys = [[A::default(); CHUNK]; G];
+        let mut h1 = [[0u32; CHUNK]; G];
+        let mut h2 = [[0u32; CHUNK]; G];
+        let mut th = [[0u32; CHUNK]; G];
+        // Lanes whose filter passes, per group.
+        let mut cand = [0u64; G];
+        let groups = &self.groups[..self.groups.len().min(G)];
+        for (j, g) in groups.iter().enumerate() {
+            for (k, a) in keys[j].iter_mut().zip(&ca[..n]) {
+                *k = a.top(g.level);
+            }
+            A::pair_batch(
+                self.filter_hash,
+                &keys[j][..n],
+                &mut h1[j][..n],
+                &mut h2[j][..n],
+                self.simd,
+            );
+            for &h in &h1[j][..n] {
+                g.filter.prefetch(h);
+            }
+        }
+        let mut any = 0u64;
+        for (j, g) in groups.iter().enumerate() {
+            for i in 0..n {
+                if g.filter.contains(h1[j][i], h2[j][i]) {
+                    cand[j] |= 1 << i;
+                    th[j][i] = self.table_hash_of(keys[j][i], h1[j][i]);
+                    g.table.prefetch(th[j][i]);
+                }
+            }
+            any |= cand[j];
+        }
+        // Lanes no filter passes go to their direct slot now.
+        let mut p = all & !any;
+        while p != 0 {
+            let i = p.trailing_zeros() as usize;
+            p &= p - 1;
+            prefetch(self.direct.as_ptr().wrapping_add(self.slot(ca[i])));
+        }
+        // Probe the passing groups longest first; a miss everywhere falls
+        // back to the direct slot too.
+        let mut unresolved = all;
+        for (j, g) in groups.iter().enumerate().rev() {
+            let mut p = cand[j] & unresolved;
+            while p != 0 {
+                let i = p.trailing_zeros() as usize;
+                p &= p - 1;
+                if let Some(nh) = g.table.get(keys[j][i], th[j][i]) {
+                    co[i] = nh;
+                    unresolved &= !(1 << i);
+                }
+            }
+        }
+        let mut p = unresolved & any;
+        while p != 0 {
+            let i = p.trailing_zeros() as usize;
+            p &= p - 1;
+            prefetch(self.direct.as_ptr().wrapping_add(self.slot(ca[i])));
+        }
+        let mut p = unresolved;
+        while p != 0 {
+            let i = p.trailing_zeros() as usize;
+            p &= p - 1;
+            co[i] = self.direct[self.slot(ca[i])].next_hop;
+        }
     }
 
     /// [`Self::lookup_batch`] split over `threads` scoped threads that share
@@ -763,11 +912,32 @@ impl<A: GroupKey> Bloomfwd<A> {
         })
     }
 
-    /// What [`Self::lookup`] reads for `a`: the memory behind the lookup
-    /// floor (cache lines per address; see the crate README).
+    /// What [`Self::lookup_batch`] reads for `a` in its probe order: the
+    /// memory behind the lookup floor (cache lines per address; see the
+    /// crate README).
     pub fn probe_cost(&self, a: A) -> ProbeCost {
+        if self.probe == Probe::FiltersFirst && self.groups.len() <= FILTERS_FIRST_MAX_GROUPS {
+            let mut c = ProbeCost {
+                filters: self.groups.len() as u32,
+                ..ProbeCost::default()
+            };
+            for g in self.groups.iter().rev() {
+                let key = a.top(g.level);
+                let (h1, h2) = key.pair(self.filter_hash);
+                if g.filter.contains(h1, h2) {
+                    let (hit, lines) = g.table.probe_lines(key, self.table_hash_of(key, h1));
+                    c.table_lines += lines;
+                    if hit {
+                        return c;
+                    }
+                }
+            }
+            c.direct = 1;
+            return c;
+        }
         let d = self.direct[self.slot(a)];
         let mut c = ProbeCost {
+            direct: 1,
             fine: (d.groups & FINE != 0) as u32,
             ..ProbeCost::default()
         };
@@ -808,6 +978,17 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// Choose the batched-hashing path (a path the CPU lacks runs scalar).
     pub fn set_simd(&mut self, simd: Simd) {
         self.simd = simd;
+    }
+
+    /// The probe order of [`Self::lookup_batch`].
+    pub fn probe(&self) -> Probe {
+        self.probe
+    }
+
+    /// Choose the probe order of [`Self::lookup_batch`] (answers are the
+    /// same either way).
+    pub fn set_probe(&mut self, probe: Probe) {
+        self.probe = probe;
     }
 
     /// Bytes read by lookups: direct array, filters and tables.
@@ -1019,6 +1200,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             table_hash: cfg.table_hash,
             reuse,
             simd: Simd::detect(),
+            probe: Probe::default(),
         };
         BloomfwdControl {
             cfg,
@@ -1125,10 +1307,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
                     } else {
                         let fb = self.fwd.fine_bits;
                         let f = fine_of(key, level, d + fb);
-                        *self
-                            .fine_groups
-                            .entry(fine_group_key(f, gi))
-                            .or_insert(0) += 1;
+                        *self.fine_groups.entry(fine_group_key(f, gi)).or_insert(0) += 1;
                         let i = (((dg & !FINE) as usize) << fb) | (f & ((1 << fb) - 1));
                         if let Some(m) = self.fwd.fine.get_mut(i) {
                             *m |= group_bit(gi);
@@ -1508,12 +1687,20 @@ mod tests {
             &[(p4(0x0A00_0000, 8), 1), (p4(0x0A00_1000, 24), 2)],
         )
         .unwrap();
+        let mut f = t.table().clone();
+        f.set_probe(Probe::Masks);
         // No group key under the slot: the direct slot only.
-        assert_eq!(t.table().probe_cost(0x0B00_0000).lines(), 1);
+        assert_eq!(f.probe_cost(0x0B00_0000).lines(), 1);
         // Inside the /24: slot, /24 filter, its bucket.
-        let c = t.table().probe_cost(0x0A00_1001);
-        assert_eq!((c.fine, c.filters, c.table_lines), (0, 1, 1));
+        let c = f.probe_cost(0x0A00_1001);
+        assert_eq!((c.direct, c.fine, c.filters, c.table_lines), (1, 0, 1, 1));
         assert_eq!(c.lines(), 3);
+        // Filters first: both filters and the bucket, no direct slot.
+        f.set_probe(Probe::FiltersFirst);
+        let c = f.probe_cost(0x0A00_1001);
+        assert_eq!((c.direct, c.filters), (0, 2));
+        assert!(c.table_lines >= 1);
+        assert_eq!(f.probe_cost(0x0B00_0000).direct, 1);
     }
 
     #[test]

@@ -187,7 +187,9 @@ pub fn pair128(kind: HashKind, x: u128) -> (u32, u32) {
         HashKind::Mix64 => {
             let hi = (x >> 64) as u64;
             // A key of <= 64 bits has hi == 0 and hashes like a u64 key.
-            split64(mix64((x as u64) ^ hi.wrapping_mul(FOLD_MUL).rotate_left(32)))
+            split64(mix64(
+                (x as u64) ^ hi.wrapping_mul(FOLD_MUL).rotate_left(32),
+            ))
         }
         HashKind::Knuth => {
             let f = (x as u64) ^ ((x >> 64) as u64).rotate_left(32);
@@ -467,7 +469,10 @@ mod tests {
     fn mix64_of_a_short_u128_key_equals_its_u64_hash() {
         for x in [0u64, 1, 0xdead_beef, u64::MAX] {
             assert_eq!(pair128(HashKind::Mix64, x as u128), split64(mix64(x)));
-            assert_eq!(pair32(HashKind::Mix64, x as u32), split64(mix64(x as u32 as u64)));
+            assert_eq!(
+                pair32(HashKind::Mix64, x as u32),
+                split64(mix64(x as u32 as u64))
+            );
         }
         // The high half changes the hash.
         assert_ne!(

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! 0   8  magic "NHLPM\0\r\n"
-//! 8   4  version (1)
+//! 8   4  version (2; version 1 files, identical but without hash code 3, still load)
 //! 12  4  flags (0)
 //! 16  8  body length in bytes
 //! 24  8  XXH3-64 of the body (seed 0)
@@ -27,8 +27,12 @@ use crate::parse::{AnyAddr, AnyPrefix, RouteList, Update, UpdateKind};
 
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"NHLPM\0\r\n";
-/// Format version written and read.
-pub const VERSION: u32 = 1;
+/// Format version written. Version 2 added hash code 3
+/// ([`HashKind::Mix64`], the IPv6 default); the layout is unchanged, so
+/// version 1 files still load (where a hash code 3 is malformed).
+pub const VERSION: u32 = 2;
+/// Oldest version read.
+pub const MIN_VERSION: u32 = 1;
 const HEADER: usize = 32;
 
 /// Why a table file was rejected.
@@ -39,7 +43,7 @@ pub enum DecodeError {
     #[error("not an LPM table file (bad magic)")]
     BadMagic,
     /// A version this build does not read.
-    #[error("unsupported table file version {0} (this build reads {VERSION})")]
+    #[error("unsupported table file version {0} (this build reads {MIN_VERSION}..={VERSION})")]
     UnsupportedVersion(u32),
     /// Unknown flag bits.
     #[error("unsupported flags {0:#x}")]
@@ -165,14 +169,19 @@ impl LpmTable {
 
     /// Parse and rebuild; rejects truncated, corrupt and foreign files.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader { b: bytes, pos: 0 };
+        let mut r = Reader {
+            b: bytes,
+            pos: 0,
+            version: VERSION,
+        };
         if r.take(8)? != MAGIC {
             return Err(DecodeError::BadMagic);
         }
         let version = r.u32()?;
-        if version != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(DecodeError::UnsupportedVersion(version));
         }
+        r.version = version;
         let flags = r.u32()?;
         if flags != 0 {
             return Err(DecodeError::UnsupportedFlags(flags));
@@ -193,7 +202,11 @@ impl LpmTable {
         if xxhash_rust::xxh3::xxh3_64(body) != sum {
             return Err(DecodeError::ChecksumMismatch);
         }
-        let mut r = Reader { b: body, pos: 0 };
+        let mut r = Reader {
+            b: body,
+            pos: 0,
+            version,
+        };
         let c4 = r.config()?;
         let c6 = r.config()?;
         c4.validate(32)?;
@@ -244,6 +257,8 @@ fn put_routes<A: Address>(out: &mut Vec<u8>, routes: &[(Prefix<A>, NextHop)], wi
 struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
+    /// The file's format version.
+    version: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -273,13 +288,20 @@ impl<'a> Reader<'a> {
         a.copy_from_slice(self.take(8)?);
         Ok(u64::from_le_bytes(a))
     }
+    fn hash(&mut self) -> Result<HashKind, DecodeError> {
+        match HashKind::from_code(self.u8()?) {
+            Some(HashKind::Mix64) if self.version < 2 => Err(DecodeError::Malformed(
+                "hash code 3 (mix64) in a version 1 file",
+            )),
+            Some(h) => Ok(h),
+            None => Err(DecodeError::Malformed("unknown hash code")),
+        }
+    }
     fn config(&mut self) -> Result<Config, DecodeError> {
         let direct_bits = self.u8()?;
         let fpr = f64::from_bits(self.u64()?);
-        let filter_hash =
-            HashKind::from_code(self.u8()?).ok_or(DecodeError::Malformed("unknown hash code"))?;
-        let table_hash =
-            HashKind::from_code(self.u8()?).ok_or(DecodeError::Malformed("unknown hash code"))?;
+        let filter_hash = self.hash()?;
+        let table_hash = self.hash()?;
         let max_expansion_bits = self.u8()?;
         let n = self.u8()? as usize;
         let levels = self.take(n)?.to_vec();
@@ -352,6 +374,34 @@ mod tests {
         ));
     }
 
+    /// `bytes` relabelled as a version 1 file.
+    fn as_version_1(bytes: &[u8]) -> Vec<u8> {
+        let mut b = bytes.to_vec();
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn version_1_files_load_unless_they_name_mix64() {
+        let routes = parse_routes(b"10.0.0.0/8 2\n2001:db8::/32 6\n", NextHopMode::Raw).unwrap();
+        let mut v6 = Config::ipv6_dpcpe(&routes.v6, 4);
+        assert_eq!(v6.filter_hash, HashKind::Mix64, "the IPv6 default");
+        // What a version 1 build wrote: Murmur3 for IPv6.
+        v6.filter_hash = HashKind::Murmur3;
+        v6.table_hash = HashKind::Murmur3;
+        let old = LpmTable::build_with(&routes, Config::ipv4(), v6).unwrap();
+        let u = LpmTable::decode(&as_version_1(&old.encode())).unwrap();
+        assert_eq!(u.v6.config().filter_hash, HashKind::Murmur3);
+        assert_eq!(u.lookup(AnyAddr::V6(0x2001_0db8_u128 << 96)), Some(6));
+        // Mix64 did not exist in version 1.
+        let new = LpmTable::build(&routes, 4).unwrap().encode();
+        assert_eq!(
+            LpmTable::decode(&as_version_1(&new)).unwrap_err(),
+            DecodeError::Malformed("hash code 3 (mix64) in a version 1 file")
+        );
+        assert!(LpmTable::decode(&new).is_ok());
+    }
+
     fn sample() -> LpmTable {
         let routes = parse_routes(
             b"0.0.0.0/0 1\n10.0.0.0/8 2\n10.1.2.0/24 3\n10.1.2.128/25 4\n::/0 5\n2001:db8::/32 6\n2001:db8::1/128 7\n",
@@ -400,12 +450,14 @@ mod tests {
         let mut b = bytes.clone();
         b[0] = b'X';
         assert_eq!(LpmTable::decode(&b).unwrap_err(), DecodeError::BadMagic);
-        let mut b = bytes.clone();
-        b[8] = 2;
-        assert_eq!(
-            LpmTable::decode(&b).unwrap_err(),
-            DecodeError::UnsupportedVersion(2)
-        );
+        for v in [0u32, 3, u32::MAX] {
+            let mut b = bytes.clone();
+            b[8..12].copy_from_slice(&v.to_le_bytes());
+            assert_eq!(
+                LpmTable::decode(&b).unwrap_err(),
+                DecodeError::UnsupportedVersion(v)
+            );
+        }
         let mut b = bytes.clone();
         b.push(0);
         assert_eq!(

@@ -1,11 +1,12 @@
 //! Every Bloomfwd lookup equals the binary-trie oracle: random, inside-prefix
 //! and boundary addresses, default route, /32 and /128, real tables, random
 //! and real (LINX) announce/withdraw sequences; batched == single; every
-//! SIMD path gives the same answers.
+//! SIMD path and both batch probe orders give the same answers.
 
 mod common;
 
 use common::*;
+use nexthop_lpm::bloomfwd::Probe;
 use nexthop_lpm::parse::{AnyPrefix, UpdateKind};
 use nexthop_lpm::{
     Address, BinaryTrie, BloomfwdControl, Config, HashKind, NextHop, Prefix, Simd, NO_ROUTE,
@@ -19,9 +20,13 @@ fn check<A: nexthop_lpm::bloomfwd::GroupKey>(
     addrs: &[A],
 ) {
     let mut out = vec![0; addrs.len()];
-    for simd in Simd::available() {
+    let paths = Simd::available()
+        .into_iter()
+        .flat_map(|s| [(s, Probe::Masks), (s, Probe::FiltersFirst)]);
+    for (simd, probe) in paths {
         let mut t2 = t.table().clone();
         t2.set_simd(simd);
+        t2.set_probe(probe);
         let hits = t2.lookup_batch(addrs, &mut out);
         let mut want_hits = 0;
         for (i, &a) in addrs.iter().enumerate() {
@@ -31,7 +36,7 @@ fn check<A: nexthop_lpm::bloomfwd::GroupKey>(
             assert_eq!(
                 out[i],
                 want.unwrap_or(NO_ROUTE),
-                "batched lookup of {} ({simd:?})",
+                "batched lookup of {} ({simd:?}, {probe:?})",
                 a.display()
             );
         }
@@ -129,7 +134,11 @@ fn apply_random_updates<A: nexthop_lpm::bloomfwd::GroupKey>(
 
 /// A random prefix of one of `lens`, moved inside a random one of `under`
 /// (when any) so that the keys crowd a few direct slots.
-fn random_prefix_under<A: Address>(r: &mut impl Rng, lens: &[u8], under: &[Prefix<A>]) -> Prefix<A> {
+fn random_prefix_under<A: Address>(
+    r: &mut impl Rng,
+    lens: &[u8],
+    under: &[Prefix<A>],
+) -> Prefix<A> {
     let p = random_prefix::<A>(r, lens);
     if under.is_empty() {
         return p;
@@ -147,7 +156,12 @@ fn apply_random_updates_under<A: nexthop_lpm::bloomfwd::GroupKey>(
 ) -> BloomfwdControl<A> {
     let mut r = rng(seed);
     let base: Vec<(Prefix<A>, NextHop)> = (0..500)
-        .map(|_| (random_prefix_under(&mut r, lens, under), r.gen_range(0..1000)))
+        .map(|_| {
+            (
+                random_prefix_under(&mut r, lens, under),
+                r.gen_range(0..1000),
+            )
+        })
         .collect();
     let mut t = BloomfwdControl::build(cfg, &base).unwrap();
     let mut o = oracle(&base);
@@ -205,7 +219,7 @@ fn ipv6_dense_slot_announce_withdraw_matches_trie() {
         let mut cfg = Config::ipv6(vec![24, 32, 40, 48, 64, 128]);
         cfg.filter_hash = hash;
         cfg.table_hash = hash;
-        let t = BloomfwdControl::build(cfg.clone(), &[]).unwrap();
+        let t = BloomfwdControl::<u128>::build(cfg.clone(), &[]).unwrap();
         assert_eq!(t.table().refined_slots(), 0);
         let t = apply_random_updates_under::<u128>(13, cfg, lens, 20, &under);
         assert!(t.table().refined_slots() >= 2, "refined at the first build");
@@ -222,7 +236,12 @@ fn ipv6_lookups_agree_across_hash_choices() {
     let routes = real_routes();
     let o = oracle(&routes.v6);
     let addrs = probe_addrs(&mut rng(23), &routes.v6, 30_000, 20_000);
-    for hash in [HashKind::Murmur3, HashKind::Mix64, HashKind::H2, HashKind::Knuth] {
+    for hash in [
+        HashKind::Murmur3,
+        HashKind::Mix64,
+        HashKind::H2,
+        HashKind::Knuth,
+    ] {
         let mut cfg = Config::ipv6_dpcpe(&routes.v6, 12);
         cfg.filter_hash = hash;
         cfg.table_hash = hash;
