@@ -309,7 +309,7 @@ pub struct Fib {
 pub struct Memory {
     /// Buckets (home and overflow), 64 bytes each.
     pub bucket_bytes: usize,
-    /// Of which occupied slots (8 bytes per key).
+    /// Of which occupied slots (6 bytes per key: fingerprint and reference).
     pub used_slot_bytes: usize,
     /// Live name prefix entries.
     pub entries: usize,
@@ -493,7 +493,7 @@ impl Fib {
         let (olds, _, live_words) = self.compaction_plan();
         let mut m = Memory {
             bucket_bytes: self.bucket_bytes(),
-            used_slot_bytes: 8 * self.tables.iter().map(Table::len).sum::<usize>(),
+            used_slot_bytes: 6 * self.tables.iter().map(Table::len).sum::<usize>(),
             entries: olds.len(),
             nexthop_bytes: self.nh.hot_bytes(),
             free_entry_bytes: 8 * (self.entries.len() - live_words),
