@@ -2,8 +2,10 @@
 //! delta per change, with no forwarder connected (the controller's own
 //! cost: validation, FIB update, delta encode, queueing).
 //!
-//! `cargo run --release -p nexthop-control --example apply_probe -- [NAMES] [CHANGES] [CALL]`
-//! (defaults 1,000,000 names, 500,000 changes, calls of 200 changes).
+//! `cargo run --release -p nexthop-control --example apply_probe -- [NAMES] [CHANGES] [CALL] [PER,...]`
+//! (defaults 1,000,000 names, 500,000 changes, calls of 200 changes, and
+//! the rounds `256,1,256,1` of `changes_per_delta`). Under callgrind,
+//! `--toggle-collect='*Controller*apply*'` counts only the apply calls.
 
 use std::time::Instant;
 
@@ -52,7 +54,13 @@ fn main() {
         changes.push(ch);
     }
     let key = AuthKey::new(b"apply-probe-secret-0123456789").expect("key");
-    for per in [256usize, 1, 256, 1] {
+    let rounds: Vec<usize> = std::env::args()
+        .nth(4)
+        .unwrap_or_else(|| "256,1,256,1".into())
+        .split(',')
+        .map(|s| s.parse().expect("changes_per_delta"))
+        .collect();
+    for per in rounds {
         // Sized for every name that may be added, as `nexthop lab` does: no
         // growth rebuild during the changes.
         let fib =

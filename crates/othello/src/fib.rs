@@ -41,7 +41,7 @@
 //! * [`ConciseFib::apply_changes`] validates a whole batch against the
 //!   current state before applying any of it.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 use std::fmt::{self, Debug, Display};
 use std::hash::Hash;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -747,14 +747,15 @@ impl<K: NameKey> ConciseFib<K> {
     /// changing anything. Errors carry the change's line.
     pub fn validate_changes(&self, changes: &[(usize, RouteChange<K>)]) -> Result<(), FibError> {
         // Presence after the changes so far, for names the batch touched.
-        let mut present: HashMap<&K, bool> = HashMap::new();
+        let mut present: HashMap<&K, bool> = HashMap::with_capacity(changes.len());
         let mut new_actions: HashSet<&Action> = HashSet::new();
         let max = self.max_ids();
         for (line, ch) in changes {
             let name = ch.name();
-            let here = *present
+            let slot = present
                 .entry(name)
                 .or_insert_with(|| self.othello.contains(name));
+            let here = *slot;
             let (err, now, action) = match ch {
                 RouteChange::Add(k, a) => (
                     here.then(|| FibError::NameExists(k.fmt_name())),
@@ -775,7 +776,7 @@ impl<K: NameKey> ConciseFib<K> {
             if let Some(e) = err {
                 return Err(FibError::at(*line, e));
             }
-            present.insert(name, now);
+            *slot = now;
             if let Some(a) = action {
                 if self.actions.id_of(a).is_none() && new_actions.insert(a) {
                     let total = self.actions.len() as u64 + new_actions.len() as u64;
