@@ -37,6 +37,17 @@ use crate::snapshot;
 /// Per-column scratch words, on the stack for up to 8 columns.
 type ColWords = smallvec::SmallVec<[u64; 8]>;
 
+/// `cols` copies of `v` (`smallvec![v; cols]` is an out-of-line call of
+/// about 30 instructions, a tenth of a batched alter).
+#[inline(always)]
+fn col_words(cols: usize, v: u64) -> ColWords {
+    if cols <= 8 {
+        ColWords::from_buf_and_len([v; 8], cols)
+    } else {
+        smallvec::smallvec![v; cols]
+    }
+}
+
 const NIL: u32 = u32::MAX;
 /// `next_a` of an edge that lives in the stash instead of the graph.
 const STASHED: u32 = u32::MAX - 1;
@@ -877,7 +888,19 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         ops: &mut [Vec<Op>],
     ) -> Result<(), UpdateError> {
         let (a, b) = self.meta.slots(h);
-        let (a, b) = (a as u32, b as u32);
+        self.remove_at(key, h, a as u32, b as u32, ops)
+    }
+
+    /// [`Self::remove_hashed`] with the key's slots `(a, b)` under the
+    /// current seed already computed.
+    fn remove_at(
+        &mut self,
+        key: &K,
+        h: Hash128,
+        a: u32,
+        b: u32,
+        ops: &mut [Vec<Op>],
+    ) -> Result<(), UpdateError> {
         // Find the key in `a`'s list, remembering its predecessor, so the
         // unlink from that list needs no second walk.
         let mut prev = NIL;
@@ -954,7 +977,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 self.set_slot(x, c, w, ops);
             }
         } else if let Some(side) = self.split_search(xa, xb, NIL) {
-            let dv: ColWords = smallvec::smallvec![d; cols];
+            let dv = col_words(cols, d);
             self.flip(side, &dv, ops);
         }
     }
@@ -1033,7 +1056,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let w0 = e as usize * cols;
         let vmask = mask(self.cfg.value_bits as u32);
         let check = self.words[w0] & !vmask;
-        let mut d: ColWords = smallvec::smallvec![0; cols];
+        let mut d = col_words(cols, 0);
         let expected = if column.is_some() { 1 } else { cols };
         if values.len() != expected {
             return Err(UpdateError::Columns {
@@ -1117,16 +1140,22 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         for &(_, xa, xb) in &at[..n.min(2 * AHEAD)] {
             self.prefetch_vertices(xa, xb);
         }
+        // List heads read by the first-edge stage, for the second stage of
+        // the same operation `AHEAD / 2` iterations later (slot `j % AHEAD`
+        // for operation `j`; stale by then at worst, which only makes a
+        // prefetch useless).
+        let mut heads = [(NIL, NIL); AHEAD];
         for (i, op) in batch.into_iter().enumerate() {
             let h = if self.meta.generation == generation {
                 if let Some(&(_, xa, xb)) = at.get(i + 2 * AHEAD) {
                     self.prefetch_vertices(xa, xb);
                 }
                 if let Some(&(_, xa, xb)) = at.get(i + AHEAD) {
-                    self.prefetch_first_edges(xa, xb, searches[i + AHEAD]);
+                    heads[i % AHEAD] = self.prefetch_first_edges(xa, xb, searches[i + AHEAD]);
                 }
                 if let Some(&(_, xa, xb)) = at.get(i + AHEAD / 2) {
-                    self.prefetch_second(xa, xb, searches[i + AHEAD / 2]);
+                    let j = (i + AHEAD / 2) % AHEAD;
+                    self.prefetch_second(xa, xb, heads[j], searches[i + AHEAD / 2]);
                 }
                 at[i].0
             } else {
@@ -1136,7 +1165,15 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             };
             let r = match op {
                 BatchOp::Insert(k, v) => self.insert_hashed(k, h, &[v], &mut ops),
-                BatchOp::Remove(k) => self.remove_hashed(&k, h, &mut ops).map(|_| false),
+                BatchOp::Remove(k) => {
+                    let (a, b) = if self.meta.generation == generation {
+                        (at[i].1, at[i].2 - self.meta.ma)
+                    } else {
+                        let (a, b) = self.meta.slots(h);
+                        (a as u32, b as u32)
+                    };
+                    self.remove_at(&k, h, a, b, &mut ops).map(|_| false)
+                }
                 BatchOp::Alter(k, v) => self
                     .alter_hashed(&k, h, Some(0), &[v], &mut ops)
                     .map(|_| false),
@@ -1177,15 +1214,13 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// ends have other edges) the first neighbours of both ends. Only a
     /// hint: the operation itself finds everything again.
     #[inline(always)]
-    fn prefetch_second(&self, xa: u32, xb: u32, search: bool) {
+    fn prefetch_second(&self, xa: u32, xb: u32, (ea, eb): (u32, u32), search: bool) {
         let b = xb.wrapping_sub(self.meta.ma);
-        let ea = self.head(xa);
-        let eb = self.head(xb);
-        if ea == NIL || eb == NIL {
-            // An isolated end: nothing to walk, no search.
+        // `NIL` (an isolated end: nothing to walk, no search) is out of range.
+        let (Some(ra), Some(rb)) = (self.edges.get(ea as usize), self.edges.get(eb as usize))
+        else {
             return;
-        }
-        let (ra, rb) = (&self.edges[ea as usize], &self.edges[eb as usize]);
+        };
         if ra.b != b && ra.next_a != NIL {
             crate::query::prefetch(self.edges.as_ptr().wrapping_add(ra.next_a as usize));
             if search {
@@ -1226,8 +1261,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// Prefetch the first edge of both ends' lists, and for side A (where
     /// keys are looked up) that edge's key, and its slot words when the
     /// operation reads them (`words`: not for a removal).
+    /// Returns the two list heads it read.
     #[inline(always)]
-    fn prefetch_first_edges(&self, xa: u32, xb: u32, words: bool) {
+    fn prefetch_first_edges(&self, xa: u32, xb: u32, words: bool) -> (u32, u32) {
         let ea = self.head(xa);
         if ea != NIL {
             crate::query::prefetch(self.edges.as_ptr().wrapping_add(ea as usize));
@@ -1239,6 +1275,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         if eb != NIL {
             crate::query::prefetch(self.edges.as_ptr().wrapping_add(eb as usize));
         }
+        (ea, eb)
     }
 
     /// Recompute everything for `capacity` keys with fresh seeds. With
@@ -1647,5 +1684,66 @@ mod tests {
         o.check_invariants().unwrap();
         // The crowded structure must have exercised the non-head cases.
         assert!(mid_a > 50 && mid_b > 50, "{mid_a} {mid_b} {stashed}");
+    }
+
+    /// The same through `apply_batch`, whose removals take the key's
+    /// vertices from the batch's precomputed table and whose prefetch
+    /// stages read list heads a few operations early (stale by then when
+    /// an earlier removal in the batch changed the list).
+    #[test]
+    fn batched_removal_unlinks_from_any_list_position() {
+        let cfg = Config {
+            sizing: crate::Sizing::Tight,
+            stash_capacity: 64,
+            ..Config::default()
+        };
+        let n = 3000u64;
+        let keys: Vec<u64> = (0..n)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        let mut o = Othello::with_capacity(cfg, n as usize).unwrap();
+        o.apply_batch(keys.iter().map(|&k| BatchOp::Insert(k, k & 0xff)).collect())
+            .unwrap();
+        let mut order = keys.clone();
+        order.sort_unstable_by_key(|k| k.rotate_left(29) ^ 0x5555);
+        let mut mid = 0;
+        for (c, chunk) in order.chunks(61).enumerate() {
+            mid += chunk
+                .iter()
+                .filter(|&&k| {
+                    o.edges[o.find(&k).unwrap() as usize].next_a != STASHED
+                        && list_positions(&o, k) != (false, false)
+                })
+                .count();
+            // Alters between the removals keep the searches' prefetch busy.
+            let mut batch: Vec<BatchOp<u64>> = Vec::new();
+            for &k in chunk {
+                batch.push(BatchOp::Remove(k));
+            }
+            let done = (c + 1) * 61;
+            for &k in order.iter().skip(done).step_by(7).take(20) {
+                batch.push(BatchOp::Alter(k, (k & 0xff) ^ 0x55));
+                batch.push(BatchOp::Alter(k, k & 0xff));
+            }
+            assert!(!o.apply_batch(batch).unwrap().is_rebuild());
+            for &k in chunk {
+                assert_eq!(o.get(&k), None);
+            }
+            o.check_invariants().unwrap();
+            for &r in order.iter().skip(done) {
+                assert_eq!(o.get(&r), Some(r & 0xff), "key {r} lost");
+            }
+        }
+        assert!(o.is_empty());
+        assert!(mid > 100, "{mid}");
+    }
+
+    #[test]
+    fn col_words_makes_cols_copies() {
+        for cols in [1, 2, 8, 9, 64] {
+            let w = col_words(cols, 0x5a);
+            assert_eq!(w.len(), cols);
+            assert!(w.iter().all(|&x| x == 0x5a));
+        }
     }
 }
