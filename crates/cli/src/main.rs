@@ -44,11 +44,13 @@ enum Cmd {
     Fib(FibCmd),
     /// Generate a dataset, build a FIB, verify it, measure lookups and updates.
     Demo(DemoArgs),
-    /// Forward a pcap file's frames through a FIB; write a pcap per output port.
+    /// Forward a pcap file's frames through a Concise FIB (--fib) or an IP
+    /// LPM table (--lpm); write a pcap per output port.
     Forward(cmd_forward::ForwardArgs),
     /// Write a pcap of frames addressed to the names of a MAC routes file.
     Gen(cmd_gen::GenArgs),
-    /// Forward frames between live Linux interfaces (AF_PACKET) through a FIB.
+    /// Forward frames between live Linux interfaces (AF_PACKET or AF_XDP)
+    /// through a Concise FIB or an IP LPM table.
     Run(cmd_run::RunArgs),
     /// Serve a FIB directory to forwarders over the authenticated update protocol.
     Controller(cmd_controller::ControllerArgs),
