@@ -575,23 +575,15 @@ impl Query {
                 let e1 = self.epoch.load(Ordering::Acquire);
                 if e1 & 1 == 0 {
                     let mut h = 0;
-                    // Every `ij[n]` read below was set in phase 1 from
-                    // `meta.slots(h)`, with `meta == self.meta`; as in
-                    // `lookup_hash`, `s.a.len() == meta.ma >= 1` and
-                    // `s.b.len() == meta.mb >= 1`, and `slots` returns
-                    // indexes below them.
                     if meta.check_bits == 0 {
-                        let vmask = self.vmask;
+                        let vmask = mask(meta.value_bits as u32);
                         for (o, &(i, j)) in oc.iter_mut().zip(&ij[..kc.len()]) {
-                            // SAFETY: `(i, j)` is in bounds (comment above).
-                            *o = unsafe { s.xor_unchecked(i, j) } & vmask;
+                            *o = s.xor(i, j) & vmask;
                         }
                         h = kc.len();
                     } else {
                         for n in 0..kc.len() {
-                            // SAFETY: `ij[n]` is in bounds (comment above).
-                            let w = unsafe { s.xor_unchecked(ij[n].0, ij[n].1) };
-                            let r = meta.decode(w, hs[n]);
+                            let r = meta.decode(s.xor(ij[n].0, ij[n].1), hs[n]);
                             h += r.is_some() as usize;
                             oc[n] = r.unwrap_or(MISS);
                         }
