@@ -255,10 +255,10 @@ struct HashTable<K> {
 impl<K: GroupKey> HashTable<K> {
     fn with_capacity(n: usize) -> Self {
         // 8-byte slots (IPv4): the smallest power of two keeping the load
-        // <= 3/4 (a build's load is then in (3/8, 3/4]), half the memory
-        // of a load <= 1/2 table, so the /24 group's table (1.1 M keys,
-        // 16 MiB instead of 32) fits the last-level cache beside the
-        // direct array. Wider slots (IPv6: 32 bytes, 2 per line, small
+        // <= 3/4 (a build's load is then in (3/8, 3/4]), up to half the
+        // memory of a load <= 1/2 table (2015 table: the /32 group's 284k
+        // keys take 4 MiB instead of 8; the /24 group's 941k keys 16 MiB
+        // either way). Wider slots (IPv6: 32 bytes, 2 per line, small
         // tables): load <= 1/2, so probe runs rarely cross a line.
         let cap = if std::mem::size_of::<Slot<K>>() <= 8 {
             (n.max(3) * 4 / 3 + 1).next_power_of_two()
