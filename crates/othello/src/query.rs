@@ -148,18 +148,6 @@ impl<W: Word> Slots<W> {
         W::load(&self.a[i]) ^ W::load(&self.b[j])
     }
 
-    /// [`Self::xor`] without bounds checks (the single-key lookup path,
-    /// where they are a sixth of the instructions).
-    ///
-    /// # Safety
-    /// `i < self.a.len()` and `j < self.b.len()`.
-    #[inline(always)]
-    unsafe fn xor_unchecked(&self, i: usize, j: usize) -> u64 {
-        debug_assert!(i < self.a.len() && j < self.b.len());
-        // SAFETY: the caller guarantees both indexes are in bounds.
-        unsafe { W::load(self.a.get_unchecked(i)) ^ W::load(self.b.get_unchecked(j)) }
-    }
-
     fn load_a(&self, i: usize) -> u64 {
         W::load(&self.a[i])
     }
@@ -169,8 +157,6 @@ impl<W: Word> Slots<W> {
     }
 
     fn from_fn(ma: usize, mb: usize, a: impl Fn(usize) -> u64, b: impl Fn(usize) -> u64) -> Self {
-        // `Query::lookup_hash` relies on non-empty arrays (see its SAFETY).
-        assert!(ma >= 1 && mb >= 1, "empty slot array");
         Slots {
             a: crate::mem::huge_vec(ma, |i| W::atomic(a(i))).into_boxed_slice(),
             b: crate::mem::huge_vec(mb, |j| W::atomic(b(j))).into_boxed_slice(),
@@ -356,8 +342,6 @@ impl Stash {
 /// the stash. Lookups are lock-free; deltas are applied in place.
 pub struct Query {
     meta: QueryMeta,
-    /// `mask(meta.value_bits)`, kept so a single lookup need not derive it.
-    vmask: u64,
     storage: Storage,
     /// Whole-structure sequence counter: odd while a writer is inside a
     /// slot-write section. Readers validate against it first (two loads of
@@ -411,7 +395,6 @@ impl Query {
         };
         Query {
             meta,
-            vmask: mask(meta.value_bits as u32),
             storage,
             epoch: CacheLine(AtomicU64::new(0)),
             seq_a: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
@@ -482,14 +465,7 @@ impl Query {
         let (i, j) = self.meta.slots(h);
         let w = with_slots!(&self.storage, s => {
             let e1 = self.epoch.load(Ordering::Acquire);
-            // SAFETY: `s` was made by `Slots::from_fn(meta.ma, meta.mb, ..)`
-            // in `from_parts`, the only constructor, so `s.a.len() ==
-            // meta.ma` and `s.b.len() == meta.mb`, both >= 1 (asserted
-            // there); `meta` is a private field never written after
-            // construction (no method takes `&mut self`). `slots` reduces
-            // with `(x * m) >> 32` for a 32-bit `x`, which is `< m` for
-            // every `m >= 1`, so `i < s.a.len()` and `j < s.b.len()`.
-            let w = unsafe { s.xor_unchecked(i, j) };
+            let w = s.xor(i, j);
             fence(Ordering::Acquire);
             if e1 & 1 == 0 && self.epoch.load(Ordering::Relaxed) == e1 {
                 w
@@ -497,12 +473,7 @@ impl Query {
                 self.read_pair(s, i, j)
             }
         });
-        // `meta.decode` with the value mask precomputed.
-        if self.meta.check_bits != 0 && (w >> self.meta.value_bits) != self.meta.check(h) {
-            None
-        } else {
-            Some(w & self.vmask)
-        }
+        self.meta.decode(w, h)
     }
 
     #[inline(always)]
@@ -785,9 +756,9 @@ mod tests {
         }
     }
 
-    /// The unchecked slot reads of `lookup` and `lookup_batch` read exactly
-    /// `A[ha(k)] ^ B[hb(k)]` for array sizes down to one slot and sizes
-    /// that are not powers of two, for every slot width.
+    /// `lookup` and `lookup_batch` read exactly `A[ha(k)] ^ B[hb(k)]` for
+    /// array sizes down to one slot and sizes that are not powers of two,
+    /// for every slot width.
     #[test]
     fn lookups_read_the_slots_of_the_key_at_any_size() {
         for (ma, mb) in [(1, 1), (1, 7), (3, 1), (5, 3), (1000, 777)] {
@@ -810,11 +781,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    #[should_panic(expected = "empty slot array")]
-    fn empty_arrays_are_refused() {
-        Query::from_parts(meta(0, 4, 8, 0), |_| 0, |_| 0, &[]);
     }
 }
