@@ -44,10 +44,7 @@ fn check(fib: &Fib, oracle: &NameTrie, names: &[NameBuf]) {
         );
         assert_eq!(as_v(fib.lookup_linear(q)), *w, "linear {q}");
     }
-    let tlvs: Vec<&[u8]> = names
-        .iter()
-        .map(nexthop_ndn::NameView::tlv)
-        .collect();
+    let tlvs: Vec<&[u8]> = names.iter().map(nexthop_ndn::NameView::tlv).collect();
     let mut scratch = BatchScratch::new();
     for pf in [Prefetch::None, Prefetch::First, Prefetch::All] {
         let mut out = vec![None; names.len()];
