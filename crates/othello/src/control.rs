@@ -562,6 +562,47 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.find(key).is_some()
     }
 
+    /// [`Self::contains`] for many keys, hiding memory latency: every key
+    /// is hashed first, then each key's A vertex is prefetched 16 keys
+    /// ahead and the first edge record of its list 8 keys ahead (read from
+    /// the vertex line fetched before), so the two dependent misses of a
+    /// lookup overlap with other keys' instead of following each other.
+    pub fn contains_many<'k>(&self, keys: impl IntoIterator<Item = &'k K>) -> Vec<bool>
+    where
+        K: 'k,
+    {
+        const VERTEX_AHEAD: usize = 16;
+        const EDGE_AHEAD: usize = 8;
+        let keys: Vec<&K> = keys.into_iter().collect();
+        let at: Vec<(Hash128, u32)> = keys
+            .iter()
+            .map(|k| {
+                let (h, xa, _) = self.locate(k);
+                (h, xa)
+            })
+            .collect();
+        let st = self.stride();
+        let vertex = |xa: u32| self.verts.as_ptr().wrapping_add(xa as usize * st);
+        for &(_, xa) in &at[..at.len().min(VERTEX_AHEAD)] {
+            crate::query::prefetch(vertex(xa));
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for (i, (k, &(h, _))) in keys.iter().zip(&at).enumerate() {
+            if let Some(&(_, xa)) = at.get(i + VERTEX_AHEAD) {
+                crate::query::prefetch(vertex(xa));
+            }
+            if let Some(&(_, xa)) = at.get(i + EDGE_AHEAD) {
+                // `NIL` (an empty list) is out of range: nothing to fetch.
+                let e = self.head(xa);
+                if (e as usize) < self.edges.len() {
+                    crate::query::prefetch(self.edges.as_ptr().wrapping_add(e as usize));
+                }
+            }
+            out.push(self.find_hashed(k, h).is_some());
+        }
+        out
+    }
+
     /// All `(key, value of column 0)` pairs, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, u64)> + '_ {
         let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));

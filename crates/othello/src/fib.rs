@@ -750,11 +750,13 @@ impl<K: NameKey> ConciseFib<K> {
         let mut present: HashMap<&K, bool> = HashMap::with_capacity(changes.len());
         let mut new_actions: HashSet<&Action> = HashSet::new();
         let max = self.max_ids();
-        for (line, ch) in changes {
+        // Presence before the batch, looked up with the misses overlapped.
+        let before = self
+            .othello
+            .contains_many(changes.iter().map(|(_, ch)| ch.name()));
+        for ((line, ch), &was) in changes.iter().zip(&before) {
             let name = ch.name();
-            let slot = present
-                .entry(name)
-                .or_insert_with(|| self.othello.contains(name));
+            let slot = present.entry(name).or_insert(was);
             let here = *slot;
             let (err, now, action) = match ch {
                 RouteChange::Add(k, a) => (

@@ -175,6 +175,48 @@ fn stash_absorbs_cycles_without_rebuild() {
     assert_eq!(q.stash_len(), 0);
 }
 
+/// The prefetched batch membership check answers as `contains` key by key:
+/// present keys (also stashed ones, at a tight full load with a big stash),
+/// absent keys, removed keys, keys repeated in the batch, and empty and
+/// short batches.
+#[test]
+fn contains_many_equals_contains() {
+    let cfg = Config {
+        sizing: Sizing::Tight,
+        stash_capacity: 64,
+        ..Config::default()
+    };
+    let mut o: Othello<u64> = Othello::with_capacity(cfg, 20_000).unwrap();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
+    let keys: Vec<u64> = (0..20_000).map(|_| rng.gen()).collect();
+    for &k in &keys {
+        if !o.contains(&k) {
+            o.insert(k, k & 0xff).unwrap();
+        }
+    }
+    for &k in keys.iter().step_by(3) {
+        o.remove(&k).unwrap();
+    }
+    let mut probe: Vec<u64> = keys.clone();
+    probe.extend((0..20_000).map(|_| rng.gen::<u64>()));
+    probe.extend_from_slice(&keys[..100]);
+    let got = o.contains_many(probe.iter());
+    assert_eq!(got.len(), probe.len());
+    for (k, g) in probe.iter().zip(&got) {
+        assert_eq!(*g, o.contains(k), "key {k:#x}");
+    }
+    assert!(got.iter().any(|&g| g) && got.iter().any(|&g| !g));
+    assert!(
+        o.stats().stash_len > 0,
+        "the test wants stashed keys among the present ones"
+    );
+    assert!(o.contains_many(std::iter::empty::<&u64>()).is_empty());
+    assert_eq!(
+        o.contains_many([&keys[1], &keys[0]]),
+        vec![o.contains(&keys[1]), false]
+    );
+}
+
 #[test]
 fn bulk_build_equals_lookups_and_rejects_duplicates() {
     let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 7919, k % 200)).collect();
