@@ -600,16 +600,45 @@ fn bench_real(o: &Opts) {
             p as f64 / names.len() as f64
         };
         let (pb, pl) = (avg_probes(ctl.fib(), false), avg_probes(ctl.fib(), true));
-        let mut rb = Vec::new();
-        let mut rl = Vec::new();
+        let tlvs: Vec<&[u8]> = names.iter().map(|q| q.tlv()).collect();
+        let mut out = vec![None::<Match>; names.len()];
+        let (mut rb, mut rl, mut rbb, mut rlb, mut r2) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..o.rounds {
+            let fib = ctl.fib();
             rb.push(rate(&names, |ns| {
-                ns.iter().filter(|q| ctl.fib().lookup(*q).is_some()).count()
+                ns.iter().filter(|q| fib.lookup(*q).is_some()).count()
             }));
             rl.push(rate(&names, |ns| {
                 ns.iter()
-                    .filter(|q| ctl.fib().lookup_linear(*q).is_some())
+                    .filter(|q| fib.lookup_linear(*q).is_some())
                     .count()
+            }));
+            rbb.push(rate(&names, |ns| {
+                fib.lookup_batch(ns, &mut out, Prefetch::All)
+            }));
+            rlb.push(rate(&names, |ns| {
+                fib.lookup_linear_batch(ns, &mut out, Prefetch::All)
+            }));
+            // Both cores: the sum of two threads' rates (raw TLV batches),
+            // each on its own CPU time, as in the synthetic section.
+            let half = tlvs.len() / 2;
+            r2.push(std::thread::scope(|s| {
+                let hs: Vec<_> = [&tlvs[..half], &tlvs[half..]]
+                    .into_iter()
+                    .map(|part| {
+                        s.spawn(move || {
+                            let mut o2 = vec![None::<Match>; part.len()];
+                            let mut sc = BatchScratch::new();
+                            let t = cpu_now();
+                            black_box(fib.lookup_batch_tlv(part, &mut o2, Prefetch::All, &mut sc));
+                            part.len() as f64 / cpu_since(t) / 1e6
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().expect("thread"))
+                    .sum::<f64>()
             }));
         }
         let unpulled = ctl.fib().clone();
@@ -637,7 +666,14 @@ fn bench_real(o: &Opts) {
             100.0 * (pb - pp) / pb
         );
         println!(
-            "  Mlookups/s: binary {:.3}, linear {:.3} ({:.2}x), binary again {:.3}, with level pulling {:.3} ({:.2}x)",
+            "  Mlookups/s batched (prefetch all): binary {:.3}, linear {:.3} ({:.2}x); 2 threads, binary, raw TLV: {:.3}",
+            median(rbb.clone()),
+            median(rlb.clone()),
+            median(rlb) / median(rbb),
+            median(r2)
+        );
+        println!(
+            "  Mlookups/s one at a time: binary {:.3}, linear {:.3} ({:.2}x), binary again {:.3}, with level pulling {:.3} ({:.2}x)",
             median(rb.clone()),
             median(rl.clone()),
             median(rl) / median(rb),
