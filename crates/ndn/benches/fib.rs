@@ -146,30 +146,49 @@ fn stream(trace: &[NameBuf], lookups: usize) -> Vec<NameBuf> {
     trace.iter().cycle().take(lookups.max(1)).cloned().collect()
 }
 
-/// Peak resident set of this process so far (`VmHWM`), bytes.
-fn peak_rss() -> usize {
+/// A `/proc/self/status` size field (`VmHWM`, `VmRSS`) in bytes, 0 if absent.
+fn status_bytes(field: &str) -> usize {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<usize>().ok())
         })
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Peak resident set of this process so far (`VmHWM`), bytes.
+fn peak_rss() -> usize {
+    status_bytes("VmHWM")
+}
+
 /// Resident set of this process now (`VmRSS`), bytes.
 fn rss_now() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<usize>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    status_bytes("VmRSS")
+}
+
+/// Both cores: the sum of two threads' rates (Mops), each running `f` on
+/// its half of `items` and timed on its own thread CPU time.
+fn two_thread_rate<T: Sync>(items: &[T], f: impl Fn(&[T]) + Sync) -> f64 {
+    let half = items.len() / 2;
+    let f = &f;
+    std::thread::scope(|s| {
+        let hs: Vec<_> = [&items[..half], &items[half..]]
+            .into_iter()
+            .map(|part| {
+                s.spawn(move || {
+                    let t = cpu_now();
+                    f(part);
+                    part.len() as f64 / cpu_since(t) / 1e6
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("thread"))
+            .sum::<f64>()
+    })
 }
 
 /// Counts heap allocations (to show which lookup paths allocate).
@@ -338,32 +357,16 @@ fn bench_fib(o: &Opts) {
                             1 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::None)),
                             2 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::First)),
                             3 => rate(&names, |ns| fib.lookup_batch(ns, &mut out, Prefetch::All)),
-                            4 => {
-                                // Sum of the two threads' rates, each on its own CPU time.
-                                let half = names.len() / 2;
-                                std::thread::scope(|s| {
-                                    let hs: Vec<_> = [&tlvs[..half], &tlvs[half..]]
-                                        .into_iter()
-                                        .map(|part| {
-                                            s.spawn(move || {
-                                                let mut o2 = vec![None::<Match>; part.len()];
-                                                let mut sc = BatchScratch::new();
-                                                let t = cpu_now();
-                                                black_box(fib.lookup_batch_tlv(
-                                                    part,
-                                                    &mut o2,
-                                                    Prefetch::All,
-                                                    &mut sc,
-                                                ));
-                                                part.len() as f64 / cpu_since(t) / 1e6
-                                            })
-                                        })
-                                        .collect();
-                                    hs.into_iter()
-                                        .map(|h| h.join().expect("thread"))
-                                        .sum::<f64>()
-                                })
-                            }
+                            4 => two_thread_rate(&tlvs, |part| {
+                                let mut o2 = vec![None::<Match>; part.len()];
+                                let mut sc = BatchScratch::new();
+                                black_box(fib.lookup_batch_tlv(
+                                    part,
+                                    &mut o2,
+                                    Prefetch::All,
+                                    &mut sc,
+                                ));
+                            }),
                             5 => rate(&names, |ns| {
                                 ns.iter()
                                     .filter(|q| fib.lookup_linear(*q).is_some())
@@ -433,29 +436,10 @@ fn bench_fib(o: &Opts) {
                             14 => rate(&names, |ns| {
                                 fib.lookup_linear_batch(ns, &mut out, Prefetch::All)
                             }),
-                            _ => {
-                                let half = names.len() / 2;
-                                std::thread::scope(|s| {
-                                    let hs: Vec<_> = [&names[..half], &names[half..]]
-                                        .into_iter()
-                                        .map(|part| {
-                                            s.spawn(move || {
-                                                let mut o2 = vec![None::<Match>; part.len()];
-                                                let t = cpu_now();
-                                                black_box(fib.lookup_linear_batch(
-                                                    part,
-                                                    &mut o2,
-                                                    Prefetch::All,
-                                                ));
-                                                part.len() as f64 / cpu_since(t) / 1e6
-                                            })
-                                        })
-                                        .collect();
-                                    hs.into_iter()
-                                        .map(|h| h.join().expect("thread"))
-                                        .sum::<f64>()
-                                })
-                            }
+                            _ => two_thread_rate(&names, |part| {
+                                let mut o2 = vec![None::<Match>; part.len()];
+                                black_box(fib.lookup_linear_batch(part, &mut o2, Prefetch::All));
+                            }),
                         };
                         res[m].push(r);
                     }
@@ -620,25 +604,11 @@ fn bench_real(o: &Opts) {
             rlb.push(rate(&names, |ns| {
                 fib.lookup_linear_batch(ns, &mut out, Prefetch::All)
             }));
-            // Both cores: the sum of two threads' rates (raw TLV batches),
-            // each on its own CPU time, as in the synthetic section.
-            let half = tlvs.len() / 2;
-            r2.push(std::thread::scope(|s| {
-                let hs: Vec<_> = [&tlvs[..half], &tlvs[half..]]
-                    .into_iter()
-                    .map(|part| {
-                        s.spawn(move || {
-                            let mut o2 = vec![None::<Match>; part.len()];
-                            let mut sc = BatchScratch::new();
-                            let t = cpu_now();
-                            black_box(fib.lookup_batch_tlv(part, &mut o2, Prefetch::All, &mut sc));
-                            part.len() as f64 / cpu_since(t) / 1e6
-                        })
-                    })
-                    .collect();
-                hs.into_iter()
-                    .map(|h| h.join().expect("thread"))
-                    .sum::<f64>()
+            // Both cores, raw TLV batches, as in the synthetic section.
+            r2.push(two_thread_rate(&tlvs, |part| {
+                let mut o2 = vec![None::<Match>; part.len()];
+                let mut sc = BatchScratch::new();
+                black_box(fib.lookup_batch_tlv(part, &mut o2, Prefetch::All, &mut sc));
             }));
         }
         let unpulled = ctl.fib().clone();
