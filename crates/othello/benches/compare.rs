@@ -181,8 +181,10 @@ struct Floor {
 impl Floor {
     fn new(ma: u32, mb: u32, seed: u64) -> Floor {
         let mut r = rng(seed);
-        let a = (0..ma).map(|_| r.gen()).collect();
-        let b = (0..mb).map(|_| r.gen()).collect();
+        // Same pages as Othello's arrays (THP where offered): a floor on
+        // 4 KiB pages would pay page walks Othello does not.
+        let a = nexthop_othello::huge_vec(ma as usize, |_| r.gen());
+        let b = nexthop_othello::huge_vec(mb as usize, |_| r.gen());
         Floor { a, b, seed }
     }
 
@@ -390,7 +392,7 @@ fn bench_n<K: BenchKey>(keys: Vec<K>, a: &Args) -> String {
         ck.insert(*k, v).expect("cuckoo insert");
     }
     let ph = Mphf::<K>::try_new(&keys, PtrHashParams::default());
-    let mut ph_vals = vec![0u8; n];
+    let mut ph_vals = nexthop_othello::huge_vec(n, |_| 0u8);
     let ph_bits = ph.as_ref().map_or(f64::NAN, |f| {
         for (k, &v) in keys.iter().zip(&vals) {
             ph_vals[f.index(k)] = v;

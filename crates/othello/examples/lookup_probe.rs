@@ -3,7 +3,8 @@
 //! u64 keys, exports its query structure and times, per round, one pass of
 //! single-key `Query::lookup` calls and one pass of `Query::lookup_batch`
 //! (blocks of 256) over the keys in a shuffled order, in thread CPU time.
-//! Prints the medians and single / batched. One non-inlined function per
+//! Also times the floor's single loop (two random byte reads into arrays
+//! of the same sizes, same hash). Prints the medians and the ratios. One non-inlined function per
 //! kind, so `valgrind --tool=callgrind --toggle-collect=lookup_probe::single`
 //! counts the instructions of the single path exactly.
 use nexthop_othello::{Config, Othello, Query, Sizing};
@@ -39,7 +40,12 @@ fn main() {
         stream.swap(i, (x % (i as u64 + 1)) as usize);
     }
     let expect: u64 = stream.iter().map(|&k| k & 0xff).sum();
-    let (mut s_ns, mut b_ns) = (Vec::new(), Vec::new());
+    // The floor's single loop: two random byte reads into arrays of the
+    // same sizes and pages, addressed by the same hash.
+    let m = *q.meta();
+    let fa = nexthop_othello::huge_vec(m.ma as usize, |i| i as u8);
+    let fb = nexthop_othello::huge_vec(m.mb as usize, |i| (i >> 8) as u8);
+    let (mut s_ns, mut b_ns, mut f_ns) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = cpu();
         assert_eq!(single(&q, &stream), expect);
@@ -47,16 +53,32 @@ fn main() {
         let t = cpu();
         assert_eq!(batched(&q, &stream), expect);
         b_ns.push((cpu() - t) * 1e9 / n as f64);
+        let t = cpu();
+        std::hint::black_box(floor_single(&m, &fa, &fb, &stream));
+        f_ns.push((cpu() - t) * 1e9 / n as f64);
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (s, b) = (med(&mut s_ns), med(&mut b_ns));
+    let (s, b, f) = (med(&mut s_ns), med(&mut b_ns), med(&mut f_ns));
     println!(
-        "n {n}: single {s:.1} ns/lookup, batched {b:.1} ns/lookup, single = {:.2} of batched",
-        b / s
+        "n {n}: single {s:.1} ns/lookup, batched {b:.1} ns/lookup, floor single {f:.1} ns/lookup; \
+         single = {:.2} of batched, {:.2} of floor single",
+        b / s,
+        f / s
     );
+}
+
+#[inline(never)]
+fn floor_single(m: &nexthop_othello::QueryMeta, a: &[u8], b: &[u8], keys: &[u64]) -> u64 {
+    use nexthop_hash::KeyBytes;
+    let mut sum = 0u64;
+    for k in keys {
+        let (i, j) = m.slots(k.hash128(m.seed));
+        sum += (a[i] ^ b[j]) as u64;
+    }
+    sum
 }
 
 #[inline(never)]

@@ -11,8 +11,11 @@
 const HUGE_MIN_BYTES: usize = 4 << 20;
 const HUGE_PAGE: usize = 2 << 20;
 
-/// A vector of `n` elements `f(0..n)`, on huge pages when large.
-pub(crate) fn huge_vec<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
+/// A vector of `n` elements `f(0..n)`, on transparent huge pages when it is
+/// at least 4 MiB and the kernel offers them (best effort: the same vector
+/// otherwise). The query and control arrays use it; benchmarks use it so
+/// their baselines get the same pages.
+pub fn huge_vec<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
     advise_huge(
         v.as_ptr() as usize,
