@@ -594,7 +594,10 @@ impl Query {
                     if meta.check_bits == 0 {
                         let vmask = mask(meta.value_bits as u32);
                         for (o, &(i, j)) in oc.iter_mut().zip(&ij[..kc.len()]) {
-                            *o = s.xor(i, j) & vmask;
+                            // SAFETY: `meta.slots` reduced `i` into `0..ma`
+                            // and `j` into `0..mb`, the arrays' lengths (see
+                            // `lookup_hash`).
+                            *o = unsafe { s.xor_unchecked(i, j) } & vmask;
                         }
                         h = kc.len();
                     } else {
