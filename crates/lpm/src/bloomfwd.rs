@@ -40,6 +40,7 @@ use hashbrown::HashMap;
 
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
 use crate::hash::{pair32, pair32_batch, HashKind, KeyHash, Simd};
+use crate::mem::HugeBox;
 use crate::rib::Rib;
 
 /// Map a uniform 32-bit word onto `0..m` (multiply-shift).
@@ -149,7 +150,7 @@ const _: () = assert!(std::mem::size_of::<Block>() == 64);
 /// query therefore reads one cache line whatever `k` is.
 #[derive(Clone, Debug)]
 pub struct BloomBits {
-    blocks: Box<[Block]>,
+    blocks: HugeBox<Block>,
     m: u32,
     k: u8,
 }
@@ -159,7 +160,7 @@ impl BloomBits {
     fn new(m: u32, k: u8) -> Self {
         let nb = m.div_ceil(BLOCK_BITS).max(1);
         BloomBits {
-            blocks: vec![Block::default(); nb as usize].into_boxed_slice(),
+            blocks: HugeBox::new(nb as usize, Block::default()),
             m: nb * BLOCK_BITS,
             k: k.clamp(1, 16),
         }
@@ -247,7 +248,7 @@ const _: () = assert!(std::mem::size_of::<Slot<u32>>() == 8);
 /// power-of-two capacity, load at most 3/4.
 #[derive(Clone, Debug)]
 struct HashTable<K> {
-    slots: Box<[Slot<K>]>,
+    slots: HugeBox<Slot<K>>,
     mask: u32,
     len: usize,
 }
@@ -266,14 +267,13 @@ impl<K: GroupKey> HashTable<K> {
             (n.max(4) * 2).next_power_of_two()
         };
         HashTable {
-            slots: vec![
+            slots: HugeBox::new(
+                cap,
                 Slot {
                     key: K::default(),
-                    next_hop: NO_ROUTE
-                };
-                cap
-            ]
-            .into_boxed_slice(),
+                    next_hop: NO_ROUTE,
+                },
+            ),
             mask: (cap - 1) as u32,
             len: 0,
         }
@@ -588,7 +588,7 @@ fn fine_bits_for(direct_bits: u8, levels: &[u8]) -> u8 {
 /// threads may look up through a shared reference).
 #[derive(Clone, Debug)]
 pub struct Bloomfwd<A> {
-    direct: Box<[Direct]>,
+    direct: HugeBox<Direct>,
     direct_bits: u8,
     /// Sub-masks of the refined slots, `2^fine_bits` per slot.
     fine: Box<[u32]>,
@@ -1196,7 +1196,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             }
         }
         let fwd = Bloomfwd {
-            direct: direct.into_boxed_slice(),
+            direct: HugeBox::from_slice(&direct),
             direct_bits: d,
             fine: fine.into_boxed_slice(),
             fine_bits,

@@ -13,6 +13,7 @@ pub mod dpcpe;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod hash;
+mod mem;
 pub mod miht;
 pub mod parse;
 pub mod persist;
