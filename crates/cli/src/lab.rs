@@ -19,6 +19,7 @@
 //! per sampled name and checks that it arrives on exactly the ports of
 //! the name's final action.
 
+use crate::threadcpu;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs;
@@ -657,6 +658,36 @@ fn sink_loop(sh: &Shared, ns: &str, port: u16) -> Result<()> {
     Ok(())
 }
 
+/// The summary's `cpu` line: cores each part of the lab used during the
+/// traffic (`pids`: the lab, the forwarder). The update path is the lab's
+/// main thread (it calls the controller's `apply_changes`), the
+/// controller's connection threads and the forwarder's follower.
+pub(crate) fn cpu_line(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> String {
+    use threadcpu::sum_prefix;
+    let [lab, fwd] = pids;
+    let workers: Vec<String> = cpu
+        .iter()
+        .filter(|t| t.pid == fwd && t.name.starts_with("worker-"))
+        .map(|t| format!("{} {:.2}", t.name, t.cores))
+        .collect();
+    let fwd_all: f64 = cpu.iter().filter(|t| t.pid == fwd).map(|t| t.cores).sum();
+    let worker = sum_prefix(cpu, fwd, "worker-");
+    let follower = sum_prefix(cpu, fwd, "fib-follower");
+    let apply = sum_prefix(cpu, lab, "nexthop");
+    let ctl = sum_prefix(cpu, lab, "ctl-");
+    format!(
+        "cores during the traffic: forwarder {:.2} (workers {worker:.2}: {}; fib-follower {follower:.2}; other {:.2}), \
+         lab source {:.2}, sinks {:.2}; update path {:.2} (controller apply on the lab's main thread {apply:.2}, \
+         controller connections {ctl:.2}, fib-follower {follower:.2})",
+        fwd_all,
+        if workers.is_empty() { "none seen".to_string() } else { workers.join(", ") },
+        (fwd_all - worker - follower).max(0.0),
+        sum_prefix(cpu, lab, "lab-source"),
+        sum_prefix(cpu, lab, "lab-sink-"),
+        apply + ctl + follower,
+    )
+}
+
 pub(crate) fn ports_of(mask: u8) -> String {
     let mut v: Vec<String> = (0..7u16)
         .filter(|p| mask & (1 << p) != 0)
@@ -881,6 +912,12 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             .context("starting the source thread")?
     };
     let traffic_start = Instant::now();
+    // Per-thread CPU of the lab and the forwarder over the traffic phase.
+    let pids = [
+        std::process::id() as i32,
+        fwd.0.as_ref().map_or(-1, |c| c.id() as i32),
+    ];
+    let cpu0 = threadcpu::sample(&pids);
     let run_for = Duration::from_secs_f64(o.duration);
     let mut applied = 0usize;
     let mut apply_secs = 0.0f64;
@@ -928,6 +965,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         thread::sleep(Duration::from_millis(2));
     }
     let traffic_secs = traffic_start.elapsed().as_secs_f64();
+    let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&pids));
     sh.stop_source.store(true, Ordering::Release);
     // The changes the clock had not reached yet, so the FIB ends in the
     // plan's final state.
@@ -1153,6 +1191,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             prop.samples
         );
     }
+    println!("  cpu           {}", cpu_line(&cpu, pids));
     if wave > 0 {
         println!(
             "  final wave    {wave} names, one frame each at {:.0} k frames/s: {exact} exactly on their final ports, {wrong} on a wrong port, {missing} lost",

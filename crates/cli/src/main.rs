@@ -19,6 +19,7 @@ mod fibdir;
 mod lab;
 mod lab_pcap;
 mod textio;
+mod threadcpu;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -143,6 +143,25 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
         .unwrap_or_else(|| panic!("no propagation line: {stdout}"));
     assert!(prop.contains("over 10000 changes"), "{prop}");
     assert!(stdout.contains("(2 workers)"), "{stdout}");
+    // Per-thread CPU of the traffic phase: both workers, the source and
+    // the update path are measured (the forwarder is a separate process).
+    let cpu = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("cpu"))
+        .unwrap_or_else(|| panic!("no cpu line: {stdout}"));
+    for part in ["worker-0 ", "worker-1 ", "lab source ", "update path ", "fib-follower "] {
+        assert!(cpu.contains(part), "{part:?} missing: {cpu}");
+    }
+    let cores_of = |what: &str| -> f64 {
+        let rest = &cpu[cpu.find(what).unwrap() + what.len()..];
+        rest.split(|c: char| c != '.' && !c.is_ascii_digit())
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no number after {what:?}: {cpu}"))
+    };
+    // 100k frames/s for 2 s keep the source and the forwarder busy.
+    assert!(cores_of("lab source ") > 0.0, "{cpu}");
+    assert!(cores_of("cores during the traffic: forwarder ") > 0.0, "{cpu}");
     // Every sink received traffic.
     let sinks = stdout
         .lines()
