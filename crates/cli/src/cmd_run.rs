@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
+use nexthop_dataplane::affinity;
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
 #[cfg(feature = "afxdp")]
 use nexthop_dataplane::afxdp::{XdpMode, XskConfig, XskPort, XskRx, XskTx};
@@ -197,6 +198,15 @@ pub struct RunArgs {
     /// to AF_PACKET).
     #[arg(long, value_name = "Q")]
     xdp_queue: Option<u32>,
+    /// Pin worker W to the W-th CPU of LIST (cycling when there are more
+    /// workers), e.g. `1` or `2-5`. Default: not pinned.
+    #[arg(long, value_name = "LIST")]
+    worker_cpus: Option<String>,
+    /// Pin every other thread (the follower that applies FIB deltas, the
+    /// metrics threads, the main thread) to the CPUs of LIST, e.g. `0`.
+    /// Default: not pinned.
+    #[arg(long, value_name = "LIST")]
+    control_cpus: Option<String>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -271,6 +281,8 @@ struct RunFile {
     io: Option<String>,
     xdp_mode: Option<String>,
     xdp_queue: Option<u32>,
+    worker_cpus: Option<String>,
+    control_cpus: Option<String>,
     duration: Option<f64>,
     packets: Option<u64>,
     name: Option<String>,
@@ -305,6 +317,10 @@ struct Settings {
     xdp_mode: XdpAttach,
     #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
     xdp_queue: u32,
+    /// CPUs for the workers (worker W: entry W mod len) and for the other
+    /// threads; empty: not pinned.
+    worker_cpus: Vec<usize>,
+    control_cpus: Vec<usize>,
     after: StopAfter,
     name: NameSource,
     miss: MissPolicy,
@@ -436,6 +452,43 @@ impl Settings {
                 "--xdp-queue {xdp_queue}: expected a queue number below 65536 (for every worker)"
             );
         }
+        let allowed =
+            affinity::allowed_cpus().map_err(|e| anyhow!("reading this process's CPUs: {e}"))?;
+        let cpus =
+            |flag: &str, key: &str, v: Option<String>, f: Option<String>| -> Result<Vec<usize>> {
+                let (text, from_file) = match (v, f) {
+                    (Some(t), _) => (t, false),
+                    (None, Some(t)) => (t, true),
+                    (None, None) => return Ok(Vec::new()),
+                };
+                let what = |e: String| {
+                    if from_file {
+                        in_file(key, e)
+                    } else {
+                        anyhow!("{flag} {text}: {e}")
+                    }
+                };
+                let list = affinity::parse_cpu_list(&text).map_err(&what)?;
+                if let Some(c) = list.iter().find(|c| !allowed.contains(c)) {
+                    return Err(what(format!(
+                        "CPU {c} is not available (this process may use {})",
+                        affinity::format_cpu_list(&allowed)
+                    )));
+                }
+                Ok(list)
+            };
+        let worker_cpus = cpus(
+            "--worker-cpus",
+            "worker_cpus",
+            a.worker_cpus,
+            file.worker_cpus,
+        )?;
+        let control_cpus = cpus(
+            "--control-cpus",
+            "control_cpus",
+            a.control_cpus,
+            file.control_cpus,
+        )?;
         let duration = a
             .duration
             .or(file.duration)
@@ -500,6 +553,8 @@ impl Settings {
             io,
             xdp_mode,
             xdp_queue,
+            worker_cpus,
+            control_cpus,
             after: StopAfter {
                 duration,
                 frames: packets,
@@ -551,6 +606,12 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
 
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
+    // Before any thread starts: threads inherit the main thread's CPUs
+    // (workers re-pin themselves to theirs).
+    if !st.control_cpus.is_empty() {
+        affinity::pin_current_thread(&st.control_cpus)
+            .map_err(|e| anyhow!("--control-cpus: {e}"))?;
+    }
     let follower = match &st.controller {
         Some((addr, key_file)) => {
             let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
@@ -688,11 +749,23 @@ pub fn run(a: RunArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let workers_note = if st.workers > 1 {
+    let mut workers_note = if st.workers > 1 {
         format!(" workers={} fanout={}", st.workers, st.fanout.name())
     } else {
         " workers=1".to_string()
     };
+    if !st.worker_cpus.is_empty() {
+        workers_note += &format!(
+            " worker_cpus={}",
+            affinity::format_cpu_list(&st.worker_cpus)
+        );
+    }
+    if !st.control_cpus.is_empty() {
+        workers_note += &format!(
+            " control_cpus={}",
+            affinity::format_cpu_list(&st.control_cpus)
+        );
+    }
     eprintln!(
         "nexthop run: forwarding in={} out={} io={io_names} ring={}x{}B{workers_note} (Ctrl-C stops)",
         show(&|p| inputs.contains(&p)),
@@ -745,9 +818,16 @@ pub fn run(a: RunArgs) -> Result<()> {
             let (follower, by_port, warned, slots, swaps, stop) =
                 (&follower, &by_port, &warned, &slots, &swaps, &stop);
             let after = st.after;
+            let cpu =
+                (!st.worker_cpus.is_empty()).then(|| st.worker_cpus[w % st.worker_cpus.len()]);
             let h = std::thread::Builder::new()
                 .name(format!("worker-{w}"))
                 .spawn_scoped(scope, move || {
+                    if let Some(c) = cpu {
+                        affinity::pin_current_thread(&[c]).map_err(|e| {
+                            io::Error::new(e.kind(), format!("pinning worker-{w} to CPU {c}: {e}"))
+                        })?;
+                    }
                     let refresh = |p: &mut Pipeline<Current<'_>>| {
                         let Some(t) = follower.as_ref().and_then(FibFollower::table) else {
                             return;
@@ -1233,6 +1313,35 @@ mod tests {
                 iface: "veth9".into()
             }]
         );
+    }
+
+    #[test]
+    fn cpu_lists_come_from_flags_or_the_file_and_must_be_usable() {
+        let cpus = affinity::allowed_cpus().unwrap();
+        let first = cpus[0].to_string();
+        let base = ["--fib", "d", "--port", "0=e"];
+        let s = settings(&base, None).unwrap();
+        assert!(s.worker_cpus.is_empty() && s.control_cpus.is_empty());
+        let file = format!("worker_cpus = \"{first}\"\ncontrol_cpus = \"{first}\"\n");
+        let s = settings(&base, Some(&file)).unwrap();
+        assert_eq!(
+            (s.worker_cpus.clone(), s.control_cpus.clone()),
+            (vec![cpus[0]], vec![cpus[0]])
+        );
+        let mut args = base.to_vec();
+        args.extend(["--worker-cpus", &first]);
+        let s = settings(&args, Some("control_cpus = \"1023\"\n"));
+        let e = format!("{:#}", s.unwrap_err());
+        assert!(
+            e.contains("control_cpus") && e.contains("CPU 1023 is not available"),
+            "{e}"
+        );
+        for bad in ["x", "3-1", "0,0", "1023"] {
+            let mut args = base.to_vec();
+            args.extend(["--worker-cpus", bad]);
+            let e = format!("{:#}", settings(&args, None).unwrap_err());
+            assert!(e.contains(&format!("--worker-cpus {bad}")), "{e}");
+        }
     }
 
     #[test]

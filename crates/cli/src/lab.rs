@@ -20,6 +20,7 @@
 //! the name's final action.
 
 use crate::threadcpu;
+use nexthop_dataplane::affinity;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs;
@@ -77,6 +78,32 @@ pub struct LabOpts {
     /// The forwarder's port I/O (`nexthop run --io`): afpacket, auto or
     /// afxdp.
     pub io: LabIo,
+    /// Pin the workers to CPUs of their own and the rest elsewhere, when
+    /// there are more CPUs than workers (see [`cpu_plan`]).
+    pub pin: bool,
+}
+
+/// Where the live lab puts its threads: `Ok((worker CPUs, other CPUs))`
+/// (the workers on the last `workers` allowed CPUs, one each; everything
+/// else on the rest), or `Err(why not)`.
+pub(crate) fn cpu_plan(
+    allowed: &[usize],
+    workers: usize,
+    pin: bool,
+) -> Result<(Vec<usize>, Vec<usize>), String> {
+    if !pin {
+        return Err("--no-pin".into());
+    }
+    if allowed.len() <= workers {
+        return Err(format!(
+            "{workers} worker{} and the rest need {} CPUs, {} allowed",
+            if workers == 1 { "" } else { "s" },
+            workers + 1,
+            allowed.len()
+        ));
+    }
+    let split = allowed.len() - workers;
+    Ok((allowed[split..].to_vec(), allowed[..split].to_vec()))
 }
 
 /// Port I/O of the lab's forwarder.
@@ -798,6 +825,30 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         key_path,
     } = prepare(o, n_changes, t)?;
 
+    // Threads to CPUs: this thread first, so the controller, source and
+    // sink threads it starts inherit the set.
+    let allowed = affinity::allowed_cpus().context("reading this process's CPUs")?;
+    let pinned = match cpu_plan(&allowed, o.workers, o.pin) {
+        Ok((workers, rest)) => {
+            affinity::pin_current_thread(&rest).context("pinning the lab's threads")?;
+            step(
+                "cpus",
+                t,
+                format_args!(
+                    "forwarder worker{} on CPU {}, everything else (source, sinks, controller, the forwarder's follower) on {}",
+                    if o.workers == 1 { "" } else { "s" },
+                    affinity::format_cpu_list(&workers),
+                    affinity::format_cpu_list(&rest)
+                ),
+            );
+            Some((workers, rest))
+        }
+        Err(why) => {
+            step("cpus", t, format_args!("threads not pinned ({why})"));
+            None
+        }
+    };
+
     // The controller, in the forwarder's namespace (its loopback).
     let fwd_ns = topo.fwd.clone();
     let changes_per_delta = o.changes_per_delta;
@@ -831,6 +882,10 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         cmd.args(["--controller", &ctl_addr.to_string(), "--key-file"])
             .arg(&key_path);
     }
+    if let Some((workers, rest)) = &pinned {
+        cmd.args(["--worker-cpus", &affinity::format_cpu_list(workers)])
+            .args(["--control-cpus", &affinity::format_cpu_list(rest)]);
+    }
     cmd.args(["--port", "0=in0", "--metrics", metrics_addr, "--quiet"])
         .args(["--workers", &o.workers.to_string(), "--fanout", "lb"])
         .args(["--io", o.io.arg()]);
@@ -840,7 +895,16 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     cmd.stdin(Stdio::null())
         .stdout(fs::File::create(&fwd_out)?)
         .stderr(fs::File::create(&fwd_err)?);
-    let mut fwd = ChildGuard(Some(cmd.spawn().context("starting the forwarder")?));
+    // A child inherits this thread's CPUs: start the forwarder with all of
+    // them (it pins its own threads), then go back to the others.
+    if pinned.is_some() {
+        affinity::pin_current_thread(&allowed).context("unpinning to start the forwarder")?;
+    }
+    let spawned = cmd.spawn().context("starting the forwarder");
+    if let Some((_, rest)) = &pinned {
+        affinity::pin_current_thread(rest).context("pinning the lab's threads")?;
+    }
+    let mut fwd = ChildGuard(Some(spawned?));
     let ready = Instant::now();
     loop {
         let err = fs::read_to_string(&fwd_err).unwrap_or_default();
@@ -1147,11 +1211,20 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         "  source        {sent_traffic} frames of {FRAME_LEN} B in {traffic_secs:.2} s: {:.3} Mpps offered ({failed_traffic} refused by the kernel)",
         sent_traffic as f64 / traffic_secs / 1e6
     );
+    // The workers' own rate: frames per second of worker CPU time (the
+    // `cpu` line's workers), which stays the worker cores' rate when the
+    // source, not the workers, limits the run.
+    let worker_cores = threadcpu::sum_prefix(&cpu, pids[1], "worker-");
     match fwd_rate {
         Some((frames, mpps)) => println!(
-            "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps ({} worker{}); ring drops {}",
+            "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps ({} worker{}; {} per worker CPU-second); ring drops {}",
             o.workers,
             if o.workers == 1 { "" } else { "s" },
+            if worker_cores > 0.05 {
+                format!("{:.3} Mpps", mpps / worker_cores)
+            } else {
+                "? Mpps".to_string()
+            },
             field(&line, "ring_drops").unwrap_or("?")
         ),
         None => println!("  forwarder     (metrics endpoint not reachable)"),
@@ -1293,6 +1366,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn cpu_plans_give_workers_the_last_cpus_and_the_rest_the_others() {
+        assert_eq!(cpu_plan(&[0, 1], 1, true), Ok((vec![1], vec![0])));
+        assert_eq!(
+            cpu_plan(&[0, 1, 2, 3], 2, true),
+            Ok((vec![2, 3], vec![0, 1]))
+        );
+        assert_eq!(cpu_plan(&[2, 5, 7], 1, true), Ok((vec![7], vec![2, 5])));
+        let e = cpu_plan(&[0, 1], 2, true).unwrap_err();
+        assert!(e.contains("need 3 CPUs, 2 allowed"), "{e}");
+        assert_eq!(cpu_plan(&[0, 1, 2], 1, false), Err("--no-pin".to_string()));
     }
 
     #[test]

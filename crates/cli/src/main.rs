@@ -209,6 +209,13 @@ struct LabArgs {
     /// default), auto (AF_XDP where a socket binds) or afxdp.
     #[arg(long, value_name = "IO", default_value = "afpacket")]
     io: lab::LabIo,
+    /// Let the scheduler place every thread. By default, when the machine
+    /// has more CPUs than workers, the forwarder's workers are pinned to
+    /// the last CPUs (one each) and everything else (source, sinks,
+    /// controller, the forwarder's follower) to the others, so a worker's
+    /// rate is that of a core of its own.
+    #[arg(long)]
+    no_pin: bool,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -255,6 +262,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             trivial: a.trivial,
             changes_per_delta: a.changes_per_delta as usize,
             io: a.io,
+            pin: !a.no_pin,
         }),
     }
 }

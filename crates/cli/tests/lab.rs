@@ -142,14 +142,35 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
         .find(|l| l.contains("propagation   controller change -> forwarder Ack"))
         .unwrap_or_else(|| panic!("no propagation line: {stdout}"));
     assert!(prop.contains("over 10000 changes"), "{prop}");
-    assert!(stdout.contains("(2 workers)"), "{stdout}");
+    assert!(stdout.contains("(2 workers; "), "{stdout}");
+    // Two workers and the rest need three CPUs: pinned only where there
+    // are that many.
+    let cpus = stdout
+        .lines()
+        .find(|l| l.contains("] cpus "))
+        .unwrap_or_else(|| panic!("no cpus line: {stdout}"));
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n >= 3 {
+        assert!(cpus.contains("forwarder workers on CPU"), "{cpus}");
+    } else {
+        assert!(
+            cpus.contains("threads not pinned (2 workers and the rest need 3 CPUs"),
+            "{cpus}"
+        );
+    }
     // Per-thread CPU of the traffic phase: both workers, the source and
     // the update path are measured (the forwarder is a separate process).
     let cpu = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("cpu"))
         .unwrap_or_else(|| panic!("no cpu line: {stdout}"));
-    for part in ["worker-0 ", "worker-1 ", "lab source ", "update path ", "fib-follower "] {
+    for part in [
+        "worker-0 ",
+        "worker-1 ",
+        "lab source ",
+        "update path ",
+        "fib-follower ",
+    ] {
         assert!(cpu.contains(part), "{part:?} missing: {cpu}");
     }
     let cores_of = |what: &str| -> f64 {
@@ -161,7 +182,10 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
     };
     // 100k frames/s for 2 s keep the source and the forwarder busy.
     assert!(cores_of("lab source ") > 0.0, "{cpu}");
-    assert!(cores_of("cores during the traffic: forwarder ") > 0.0, "{cpu}");
+    assert!(
+        cores_of("cores during the traffic: forwarder ") > 0.0,
+        "{cpu}"
+    );
     // Every sink received traffic.
     let sinks = stdout
         .lines()
@@ -210,6 +234,19 @@ fn namespace_lab_runs_the_forwarder_on_af_xdp() {
         .unwrap_or_else(|| panic!("no forwarder line: {stdout}"));
     assert!(fwd.contains("io=0:afxdp"), "{fwd}");
     assert!(!fwd.contains("afpacket"), "{fwd}");
+    // One worker: on a machine of 2 or more CPUs it gets the last one and
+    // the forwarder is told so.
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(
+            stdout.contains("] cpus       forwarder worker on CPU"),
+            "{stdout}"
+        );
+        let log = std::fs::read_to_string(out.join("forwarder.err")).unwrap();
+        assert!(
+            log.contains(" worker_cpus=") && log.contains(" control_cpus="),
+            "{log}"
+        );
+    }
     assert!(stdout.contains("misforwarded  0"), "{stdout}");
     assert!(
         stdout.contains("2000 exactly on their final ports"),
