@@ -40,8 +40,8 @@ use hashbrown::HashMap;
 
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
 use crate::hash::{pair32, pair32_batch, HashKind, KeyHash, Simd};
-use crate::mem::HugeBox;
 use crate::rib::Rib;
+use nexthop_mem::HugeBox;
 
 /// Map a uniform 32-bit word onto `0..m` (multiply-shift).
 #[inline(always)]

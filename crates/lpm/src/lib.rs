@@ -13,7 +13,6 @@ pub mod dpcpe;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod hash;
-mod mem;
 pub mod miht;
 pub mod parse;
 pub mod persist;
