@@ -62,18 +62,27 @@ def fig1(plt, rows, out):
                      color=color, label=f"{h}, inside prefixes")
         # measured_fpr holds one rate per group; the last is /25../32.
         ax2.plot(xs, [p[1]["measured_fpr"][-1] for p in pts], marker="o", color=color, label=h)
-    ax1.set_xlabel("filter false-positive target")
-    ax1.set_ylabel("IPv4 batched lookups (M/s)")
-    ax1.set_title("Fig. 1: lookup rate vs false-positive target")
-    ax1.grid(alpha=0.3)
-    ax1.legend(title="filter + table hash, stream", fontsize=7)
     lim = [0, max(r["fpr_target"] for r in rows) * 1.05]
     ax2.plot(lim, lim, color="grey", linestyle=":", label="target")
-    ax2.set_xlabel("filter false-positive target")
-    ax2.set_ylabel("measured false-positive rate (/25../32 group)")
-    ax2.set_title("Filters as sized vs measured")
-    ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=8)
+    label(ax1, "filter false-positive target", "IPv4 batched lookups (M/s)",
+          "Fig. 1: lookup rate vs false-positive target",
+          legend={"title": "filter + table hash, stream", "fontsize": 7})
+    label(ax2, "filter false-positive target", "measured false-positive rate (/25../32 group)",
+          "Filters as sized vs measured")
+    save(plt, fig, out)
+
+
+def label(ax, xlabel, ylabel, title, legend=None, grid_which="major"):
+    """Axis labels, title, a light grid and the legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which=grid_which)
+    ax.legend(**(legend or {"fontsize": 8}))
+
+
+def save(plt, fig, out):
+    """Write the figure without a date, so reruns on the same data match."""
     fig.tight_layout()
     fig.savefig(out, metadata={"Date": None})
     plt.close(fig)
@@ -86,21 +95,12 @@ def fig7(plt, rows, out):
     ax1.plot(xs, [r["estimated"] for r in rows], marker="o", label="estimated (DPCPE)")
     ax1.plot(xs, [r["actual"] for r in rows], marker="s", label="actual after capture")
     ax1.set_yscale("log")
-    ax1.set_xlabel("expansion levels")
-    ax1.set_ylabel("IPv6 prefixes after expansion")
-    ax1.set_title("Fig. 7 / Table 4: prefixes after DPCPE")
-    ax1.grid(alpha=0.3, which="both")
-    ax1.legend(fontsize=8)
+    label(ax1, "expansion levels", "IPv6 prefixes after expansion",
+          "Fig. 7 / Table 4: prefixes after DPCPE", grid_which="both")
     ax2.plot(xs, [r["uniform_mlps"] for r in rows], marker="o", label="uniform addresses")
     ax2.plot(xs, [r["inside_mlps"] for r in rows], marker="s", label="inside table prefixes")
-    ax2.set_xlabel("expansion levels")
-    ax2.set_ylabel("IPv6 batched lookups (M/s)")
-    ax2.set_title("Lookup rate vs expansion levels")
-    ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, metadata={"Date": None})
-    plt.close(fig)
+    label(ax2, "expansion levels", "IPv6 batched lookups (M/s)", "Lookup rate vs expansion levels")
+    save(plt, fig, out)
 
 
 def main():
