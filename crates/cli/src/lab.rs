@@ -700,7 +700,7 @@ pub(crate) fn cpu_line(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> String
     let fwd_all: f64 = cpu.iter().filter(|t| t.pid == fwd).map(|t| t.cores).sum();
     let worker = sum_prefix(cpu, fwd, "worker-");
     let follower = sum_prefix(cpu, fwd, "fib-follower");
-    let apply = sum_prefix(cpu, lab, "nexthop");
+    let apply = threadcpu::main_thread(cpu, lab);
     let ctl = sum_prefix(cpu, lab, "ctl-");
     format!(
         "cores during the traffic: forwarder {:.2} (workers {worker:.2}: {}; fib-follower {follower:.2}; other {:.2}), \

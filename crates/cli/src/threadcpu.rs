@@ -21,6 +21,8 @@ pub(crate) struct Sample {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ThreadCores {
     pub pid: i32,
+    /// The thread id (equal to `pid` for the process's main thread).
+    pub tid: i32,
     pub name: String,
     pub cores: f64,
 }
@@ -61,6 +63,7 @@ pub(crate) fn between(a: &Sample, b: &Sample) -> Vec<ThreadCores> {
             let (_, s0) = a.threads.get(k)?;
             Some(ThreadCores {
                 pid: k.0,
+                tid: k.1,
                 name: name.clone(),
                 cores: (s1 - s0).max(0.0) / secs,
             })
@@ -68,6 +71,14 @@ pub(crate) fn between(a: &Sample, b: &Sample) -> Vec<ThreadCores> {
         .collect();
     v.sort_by(|x, y| y.cores.total_cmp(&x.cores).then(x.name.cmp(&y.name)));
     v
+}
+
+/// Cores of the main thread of `pid`.
+pub(crate) fn main_thread(v: &[ThreadCores], pid: i32) -> f64 {
+    v.iter()
+        .filter(|t| t.pid == pid && t.tid == pid)
+        .map(|t| t.cores)
+        .sum()
 }
 
 /// Sum of the cores of the threads whose name starts with `prefix`.
@@ -113,6 +124,11 @@ mod tests {
             "spin thread used {spin} cores: {v:?}"
         );
         assert_eq!(sum_prefix(&v, me, "no-such-thread"), 0.0);
+        // The test thread that sampled is not the process's main thread
+        // (tid == pid), and the spinning thread is not either.
+        let spin_tid = v.iter().find(|t| t.name == "cpu-test-spin").map(|t| t.tid);
+        assert!(spin_tid.is_some_and(|t| t != me), "{v:?}");
+        assert!(main_thread(&v, me) < 1.1);
         // A process that does not exist is skipped, not an error.
         assert!(sample(&[i32::MAX]).threads.is_empty());
     }
