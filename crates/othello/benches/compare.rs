@@ -173,18 +173,19 @@ fn prefetch<T>(p: &T) {
 
 /// Two random byte arrays of Othello's sizes, addressed like Othello.
 struct Floor {
-    a: Vec<u8>,
-    b: Vec<u8>,
+    a: nexthop_othello::HugeBox<u8>,
+    b: nexthop_othello::HugeBox<u8>,
     seed: u64,
 }
 
 impl Floor {
     fn new(ma: u32, mb: u32, seed: u64) -> Floor {
         let mut r = rng(seed);
-        // Same pages as Othello's arrays (THP where offered): a floor on
-        // 4 KiB pages would pay page walks Othello does not.
-        let a = nexthop_othello::huge_vec(ma as usize, |_| r.gen());
-        let b = nexthop_othello::huge_vec(mb as usize, |_| r.gen());
+        // Same pages as Othello's arrays (2 MiB-aligned THP where
+        // offered): a floor on 4 KiB pages would pay page walks Othello
+        // does not.
+        let a = nexthop_othello::HugeBox::from_fn(ma as usize, |_| r.gen());
+        let b = nexthop_othello::HugeBox::from_fn(mb as usize, |_| r.gen());
         Floor { a, b, seed }
     }
 
@@ -392,7 +393,7 @@ fn bench_n<K: BenchKey>(keys: Vec<K>, a: &Args) -> String {
         ck.insert(*k, v).expect("cuckoo insert");
     }
     let ph = Mphf::<K>::try_new(&keys, PtrHashParams::default());
-    let mut ph_vals = nexthop_othello::huge_vec(n, |_| 0u8);
+    let mut ph_vals = nexthop_othello::HugeBox::new(n, 0u8);
     let ph_bits = ph.as_ref().map_or(f64::NAN, |f| {
         for (k, &v) in keys.iter().zip(&vals) {
             ph_vals[f.index(k)] = v;

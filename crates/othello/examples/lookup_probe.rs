@@ -43,8 +43,8 @@ fn main() {
     // The floor's single loop: two random byte reads into arrays of the
     // same sizes and pages, addressed by the same hash.
     let m = *q.meta();
-    let fa = nexthop_othello::huge_vec(m.ma as usize, |i| i as u8);
-    let fb = nexthop_othello::huge_vec(m.mb as usize, |i| (i >> 8) as u8);
+    let fa = nexthop_othello::HugeBox::from_fn(m.ma as usize, |i| i as u8);
+    let fb = nexthop_othello::HugeBox::from_fn(m.mb as usize, |i| (i >> 8) as u8);
     let (mut s_ns, mut b_ns, mut f_ns) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = cpu();

@@ -27,6 +27,7 @@
 use std::fmt::Debug;
 
 use nexthop_hash::{Hash128, KeyBytes, SeedSequence};
+use nexthop_mem::HugeBox;
 
 use crate::config::{mask, Config};
 use crate::delta::{Delta, Op};
@@ -201,7 +202,7 @@ pub struct Othello<K> {
     /// head (low 32 bits) and the search mark (high 32 bits), words
     /// `1..=columns` the slot words, so a search touches one cache line per
     /// vertex. Vertices `0..ma` are side A, `ma..ma+mb` side B.
-    verts: Vec<u64>,
+    verts: HugeBox<u64>,
     stamp: u32,
     free: Vec<u32>,
     stash: Vec<u32>,
@@ -257,7 +258,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             len: 0,
             edges: Vec::new(),
             words: Vec::new(),
-            verts: Vec::new(),
+            verts: HugeBox::from_fn(0, |_| 0),
             stamp: 0,
             free: Vec::new(),
             stash: Vec::new(),
@@ -450,8 +451,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.capacity = self.cfg.sizing.capacity_of(ma, mb).max(capacity);
         let nv = ma as usize + mb as usize;
         let st = self.stride();
-        self.verts = Vec::new();
-        self.verts = crate::mem::huge_vec(nv * st, |i| if i % st == 0 { NIL as u64 } else { 0 });
+        self.verts = HugeBox::from_fn(0, |_| 0);
+        self.verts = HugeBox::from_fn(nv * st, |i| if i % st == 0 { NIL as u64 } else { 0 });
         self.stamp = 0;
         let cap = self.capacity;
         crate::mem::reserve_huge(&mut self.edges, cap);
@@ -1599,7 +1600,7 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
         if saved.arr.iter().any(|&w| w & !word_mask != 0) {
             return Err(E::Malformed("slot word wider than l + r bits"));
         }
-        o.verts = crate::mem::huge_vec(nv * (1 + cols), |_| 0);
+        o.verts = HugeBox::from_fn(nv * (1 + cols), |_| 0);
         for x in 0..nv {
             o.verts[x * (1 + cols)] = NIL as u64;
             for c in 0..cols {

@@ -22,6 +22,7 @@ pub use control::{BatchError, BatchOp, Change, Counters, Othello, Stats};
 pub use delta::{Delta, Op};
 pub use error::{ConfigError, FormatError, UpdateError};
 pub use mem::huge_vec;
+pub use nexthop_mem::HugeBox;
 pub use persist::StoredKey;
 pub use query::{Query, QueryMeta, MISS, STRIPES};
 pub use view::{MappedQuery, QueryView};

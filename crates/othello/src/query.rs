@@ -35,6 +35,7 @@ use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Orderi
 use std::sync::Mutex;
 
 use nexthop_hash::{reduce, Hash128, KeyBytes};
+use nexthop_mem::HugeBox;
 
 use crate::config::{mask, slot_bytes_for, Sizing, MAX_STASH};
 use crate::delta::{Delta, Op};
@@ -138,8 +139,8 @@ word!(u32, AtomicU32);
 word!(u64, AtomicU64);
 
 struct Slots<W: Word> {
-    a: Box<[W::Atomic]>,
-    b: Box<[W::Atomic]>,
+    a: HugeBox<W::Atomic>,
+    b: HugeBox<W::Atomic>,
 }
 
 impl<W: Word> Slots<W> {
@@ -172,8 +173,8 @@ impl<W: Word> Slots<W> {
 
     fn from_fn(ma: usize, mb: usize, a: impl Fn(usize) -> u64, b: impl Fn(usize) -> u64) -> Self {
         Slots {
-            a: crate::mem::huge_vec(ma, |i| W::atomic(a(i))).into_boxed_slice(),
-            b: crate::mem::huge_vec(mb, |j| W::atomic(b(j))).into_boxed_slice(),
+            a: HugeBox::from_fn(ma, |i| W::atomic(a(i))),
+            b: HugeBox::from_fn(mb, |j| W::atomic(b(j))),
         }
     }
 }
