@@ -123,6 +123,35 @@ fn ipv6_random_table_matches_trie() {
     }
 }
 
+/// More groups than mask bits (groups from 30 on share bit 30) and
+/// addresses under many groups at once: lookups walk only the groups their
+/// mask names, which must reach every shared-bit group.
+#[test]
+fn ipv6_with_more_groups_than_mask_bits_matches_trie() {
+    // Levels 18, 21, ..., 126 and 128: 38 groups.
+    let mut levels: Vec<u8> = (18..=126).step_by(3).collect();
+    levels.push(128);
+    let lens: Vec<u8> = (17..=128).collect();
+    let mut routes = random_routes::<u128>(21, 3000, &lens);
+    // Nest many of them under one /17 so its addresses name many groups.
+    let base = 0x2001_0db8u128 << 96;
+    let mut r = rng(22);
+    for len in 17..=128u8 {
+        let host: u128 = r.gen::<u128>() >> 17;
+        let p = Prefix::new(base | host, len).expect("len <= 128");
+        routes.push((p, len as NextHop));
+    }
+    let cfg = Config {
+        levels,
+        ..Config::ipv6(vec![])
+    };
+    let t = BloomfwdControl::build(cfg, &routes).unwrap();
+    let o = oracle(&routes);
+    let mut addrs = probe_addrs(&mut rng(23), &routes, 4_000, 4000);
+    addrs.extend((0..2000).map(|_| base | (r.gen::<u128>() >> 17)));
+    check(&t, &o, &addrs);
+}
+
 fn apply_random_updates<A: nexthop_lpm::bloomfwd::GroupKey>(
     seed: u64,
     cfg: Config,

@@ -1,0 +1,102 @@
+//! Lookup cost of Bloomfwd for A/B comparisons and profiling:
+//! `lookup_probe v4|v6 [inside|uniform] [REPS]` builds the default table
+//! from the 2015 RouteViews table of that family (`../shared/data`), makes
+//! 100,000 addresses (random, or random inside random table prefixes) and
+//! times REPS passes of `Bloomfwd::lookup` (one address at a time) and of
+//! `Bloomfwd::lookup_batch`, in thread CPU time. Each kind runs in its own
+//! non-inlined function, so
+//! `valgrind --tool=callgrind --toggle-collect='lookup_probe::batch*'`
+//! counts exactly the instructions of one path (divide by REPS x 100,000).
+use std::path::PathBuf;
+
+use nexthop_lpm::bloomfwd::GroupKey;
+use nexthop_lpm::parse::{load_routes, NextHopMode};
+use nexthop_lpm::persist::DEFAULT_V6_LEVELS;
+use nexthop_lpm::{Address, BloomfwdControl, Config, NextHop, Prefix};
+use rand::{Rng, SeedableRng};
+
+/// This thread's CPU seconds.
+fn cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+#[inline(never)]
+fn single<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], out: &mut [NextHop]) {
+    for (a, o) in addrs.iter().zip(out.iter_mut()) {
+        *o = t.table().lookup(*a).unwrap_or(u32::MAX);
+    }
+}
+
+#[inline(never)]
+fn batch<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], out: &mut [NextHop]) {
+    t.table().lookup_batch(addrs, out);
+}
+
+fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], inside: bool) -> Vec<A> {
+    let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(2);
+    (0..100_000)
+        .map(|_| {
+            let x: u128 = r.gen();
+            if !inside {
+                return A::from_u128(x);
+            }
+            let p = routes[r.gen_range(0..routes.len())].0;
+            let host = match p.len() {
+                0 => x,
+                l if l >= A::BITS => 0,
+                l => x & ((1u128 << (A::BITS - l)) - 1),
+            };
+            A::from_u128(p.addr().to_u128() | host)
+        })
+        .collect()
+}
+
+fn run<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], reps: usize) {
+    let mut out = vec![0; addrs.len()];
+    let mut ns = [0.0; 2];
+    let mut sums = [0u64; 2];
+    for (k, f) in [single::<A>, batch::<A>].into_iter().enumerate() {
+        let s = cpu();
+        for _ in 0..reps {
+            f(t, addrs, &mut out);
+            sums[k] = sums[k].wrapping_add(out.iter().map(|&x| x as u64).sum::<u64>());
+        }
+        ns[k] = (cpu() - s) * 1e9 / (reps * addrs.len()) as f64;
+    }
+    println!(
+        "single {:.1} ns/lookup, batch {:.1} ns/lookup (checksums {} {})",
+        ns[0], ns[1], sums[0], sums[1]
+    );
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let fam = a.get(1).map_or("v6", String::as_str);
+    let inside = a.get(2).is_none_or(|s| s != "uniform");
+    let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let data = |f: &str| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data")
+            .join(f)
+    };
+    if fam == "v4" {
+        let r = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
+            .expect("IPv4 table")
+            .v4;
+        let t = BloomfwdControl::build(Config::ipv4(), &r).expect("valid");
+        run(&t, &addresses(&r, inside), reps);
+    } else {
+        let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
+            .expect("IPv6 table")
+            .v6;
+        let t =
+            BloomfwdControl::build(Config::ipv6_dpcpe(&r, DEFAULT_V6_LEVELS), &r).expect("valid");
+        run(&t, &addresses(&r, inside), reps);
+    }
+}
