@@ -718,8 +718,12 @@ impl<A: GroupKey> Bloomfwd<A> {
     pub fn lookup(&self, a: A) -> Option<NextHop> {
         let d = self.direct[self.slot(a)];
         let mask = self.mask_of(a, d.groups);
-        let nh = self.probe_groups(a, mask).unwrap_or(d.next_hop);
-        (nh != NO_ROUTE).then_some(nh)
+        if mask != 0 {
+            if let Some(nh) = self.probe_groups(a, mask) {
+                return Some(nh);
+            }
+        }
+        (d.next_hop != NO_ROUTE).then_some(d.next_hop)
     }
 
     /// The match of `a` in the groups `mask` names, longest first.
