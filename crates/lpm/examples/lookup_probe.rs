@@ -15,16 +15,7 @@ use nexthop_lpm::persist::DEFAULT_V6_LEVELS;
 use nexthop_lpm::{Address, BloomfwdControl, Config, NextHop, Prefix};
 use rand::{Rng, SeedableRng};
 
-/// This thread's CPU seconds.
-fn cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
+use nexthop_testutil::thread_cpu_secs as cpu;
 
 #[inline(never)]
 fn single<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], out: &mut [NextHop]) {

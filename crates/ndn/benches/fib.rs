@@ -112,19 +112,8 @@ fn opts() -> Opts {
 }
 
 /// CPU seconds this thread has run: the machine is shared, so time spent
-/// descheduled is not counted (on an idle machine it equals wall time).
-fn cpu_now() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: 1. `ts` is a valid, writable timespec for the whole call.
-    // 2. CLOCK_THREAD_CPUTIME_ID exists on Linux; a failure is reported by
-    // the return value, checked below, and `ts` is then not used.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
+/// descheduled is not counted.
+use nexthop_testutil::thread_cpu_secs as cpu_now;
 
 fn cpu_since(t: f64) -> f64 {
     (cpu_now() - t).max(1e-9)

@@ -287,28 +287,9 @@ fn secs_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// CPU seconds this thread has run. Every timing below uses it, so time the
-/// thread spends descheduled on a shared machine is not counted (on an idle
-/// machine it equals wall time).
-#[cfg(unix)]
-fn cpu_secs() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: 1. `ts` is a valid, writable timespec for the call's duration.
-    // 2. CLOCK_THREAD_CPUTIME_ID exists on every supported unix; on failure
-    // the return value says so and `ts` is not read.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-#[cfg(not(unix))]
-fn cpu_secs() -> f64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_secs_f64()
-}
+/// CPU seconds this thread has run: every timing below uses it, so time
+/// spent descheduled on a shared machine is not counted.
+use nexthop_testutil::thread_cpu_secs as cpu_secs;
 
 /// Median over rounds of `num[r] / den[r]` (both from the same round).
 fn ratio_median(num: &[f64], den: &[f64]) -> f64 {

@@ -9,16 +9,7 @@
 //! counts the instructions of the single path exactly.
 use nexthop_othello::{Config, Othello, Query, Sizing};
 
-/// This thread's CPU seconds (the machine is shared: wall time lies).
-fn cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
+use nexthop_testutil::thread_cpu_secs as cpu;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();

@@ -5,16 +5,7 @@
 //! REPS times on fresh structures: `update_probe N OPS SIZING REPS`.
 use nexthop_othello::{BatchOp, Config, Othello, Sizing};
 
-/// This thread's CPU seconds (the machine is shared: wall time lies).
-fn cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
+use nexthop_testutil::thread_cpu_secs as cpu;
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);

@@ -6,14 +6,17 @@
 //!   of them as canonical bytes by [`keys::KeyKind`] name.
 //! * [`cuckoo`]: a bucketed (2,4) cuckoo hash table after CuckooSwitch, the
 //!   baseline that benchmarks run beside nexthop's structures.
+//! * [`clock`]: this thread's CPU time, which benchmarks time with.
 //!
 //! Everything is deterministic from an explicit `u64` seed: a test that fails
 //! can be rerun with the seed it printed.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod clock;
 pub mod cuckoo;
 pub mod keys;
 
+pub use clock::thread_cpu_secs;
 pub use cuckoo::{CuckooError, CuckooTable};
 pub use keys::{
     distinct_u64, five_tuples, gen_bytes, ipv4s, ipv6s, macs, strings, uniform_u64, zipf_indices,
