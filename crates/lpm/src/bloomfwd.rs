@@ -67,7 +67,7 @@ fn prefetch<T>(p: *const T) {
 pub trait GroupKey: Address + KeyHash {
     /// Whether [`Bloomfwd::lookup_batch`] hashes a chunk's keys group by
     /// group ([`GroupKey::pair_lanes`], SIMD for IPv4) or looks addresses
-    /// up one at a time with prefetched direct slots (IPv6).
+    /// up one at a time (IPv6).
     const BATCH_HASH: bool = true;
 
     /// Hash a batch of keys (the default is one at a time).
@@ -716,14 +716,22 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// Longest-prefix match of one address.
     #[inline]
     pub fn lookup(&self, a: A) -> Option<NextHop> {
+        let nh = self.next_hop(a);
+        (nh != NO_ROUTE).then_some(nh)
+    }
+
+    /// [`Self::lookup`] as a raw next hop ([`NO_ROUTE`] for none): the
+    /// direct slot, then the groups its mask names.
+    #[inline(always)]
+    fn next_hop(&self, a: A) -> NextHop {
         let d = self.direct[self.slot(a)];
         let mask = self.mask_of(a, d.groups);
         if mask != 0 {
             if let Some(nh) = self.probe_groups(a, mask) {
-                return Some(nh);
+                return nh;
             }
         }
-        (d.next_hop != NO_ROUTE).then_some(d.next_hop)
+        d.next_hop
     }
 
     /// The match of `a` in the groups `mask` names, longest first.
@@ -864,24 +872,17 @@ impl<A: GroupKey> Bloomfwd<A> {
         out.iter().filter(|&&v| v != NO_ROUTE).count()
     }
 
-    /// [`Self::lookup_batch`] for keys without batched hashing (IPv6):
-    /// [`Self::lookup`] per address. The IPv6 structure is cache-resident
-    /// (3.9 MB on the 2015 table, its direct array 512 KiB), so the
-    /// group-by-group passes, whose point is to overlap misses, cost more
-    /// instructions than the latency they hide: 595 against 353 per
-    /// inside-prefix lookup and 71 against 46 per uniform one (callgrind,
-    /// `examples/lookup_probe.rs`); prefetching the direct slots ahead
-    /// only added instructions.
+    /// [`Self::lookup_batch`] for keys without batched hashing (IPv6): one
+    /// address at a time. The IPv6 structure is cache-resident (3.9 MB on
+    /// the 2015 table, its direct array 512 KiB), so the group-by-group
+    /// passes, whose point is to overlap misses, cost more instructions
+    /// than the latency they hide: 593 against 354 per inside-prefix lookup
+    /// and 55 against 34 per uniform one (callgrind,
+    /// `examples/lookup_probe.rs`); prefetching the direct slots ahead only
+    /// added instructions.
     fn lookup_each(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         for (a, o) in addrs.iter().zip(out.iter_mut()) {
-            let d = self.direct[self.slot(*a)];
-            *o = d.next_hop;
-            let mask = self.mask_of(*a, d.groups);
-            if mask != 0 {
-                if let Some(nh) = self.probe_groups(*a, mask) {
-                    *o = nh;
-                }
-            }
+            *o = self.next_hop(*a);
         }
         out.iter().filter(|&&v| v != NO_ROUTE).count()
     }

@@ -12,8 +12,8 @@
 //!
 //! [`HugeBox`] is the one to use for fixed-size tables: a large one gets
 //! its own 2 MiB-aligned mapping, so all of it can be on huge pages (and
-//! its clones too). [`huge_vec`] builds a growable `Vec` and
-//! [`advise_huge`] advises an allocation the caller made; both are best
+//! its clones too). [`reserve_huge`] grows a `Vec` and [`advise_huge`]
+//! advises an allocation the caller made; both are best
 //! effort twice over: the allocator's block does not start on a 2 MiB
 //! boundary, so the partial 2 MiB pages at its two ends stay on 4 KiB
 //! pages (up to 4 MiB per array: a quarter of an 8 MiB table).
@@ -22,16 +22,20 @@
 pub const HUGE_MIN_BYTES: usize = 2 << 20;
 const HUGE_PAGE: usize = 2 << 20;
 
-/// A vector of `n` elements `f(0..n)`, on huge pages when it is at least
-/// [`HUGE_MIN_BYTES`] and the kernel offers them.
-pub fn huge_vec<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
+/// Grow `v`'s capacity to at least `n`, moving it to a fresh allocation
+/// advised onto huge pages when that is large (for vectors that grow, such
+/// as Othello's edge list; fixed-size tables use [`HugeBox`]).
+pub fn reserve_huge<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() >= n {
+        return;
+    }
+    let mut new: Vec<T> = Vec::with_capacity(n);
     advise_huge(
-        v.as_ptr() as usize,
+        new.as_ptr() as usize,
         n.saturating_mul(std::mem::size_of::<T>()),
     );
-    v.extend((0..n).map(f));
-    v
+    new.append(v);
+    *v = new;
 }
 
 /// A fixed-size array on huge pages when large; its clones are too.
@@ -289,12 +293,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn huge_vecs_hold_the_generated_values() {
-        let v = huge_vec(3_000_000, |i| i as u32 * 3);
-        assert_eq!(v.len(), 3_000_000);
-        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32 * 3));
-        assert_eq!(huge_vec(5, |i| i), vec![0, 1, 2, 3, 4]);
-        assert!(huge_vec(0, |i| i).is_empty());
+    fn reserve_huge_keeps_the_elements_and_grows_only_when_short() {
+        let mut v: Vec<u32> = (0..1000).collect();
+        reserve_huge(&mut v, 3_000_000);
+        assert!(v.capacity() >= 3_000_000);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+        let p = v.as_ptr();
+        reserve_huge(&mut v, 10);
+        assert_eq!(v.as_ptr(), p, "no move when the capacity suffices");
+        assert_eq!(v.len(), 1000);
     }
 
     #[test]

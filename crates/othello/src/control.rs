@@ -286,8 +286,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let pairs = pairs.into_iter();
         let mut o = Self::with_capacity(cfg, 0)?;
         let (lo, _) = pairs.size_hint();
-        crate::mem::reserve_huge(&mut o.edges, lo);
-        crate::mem::reserve_huge(&mut o.words, lo);
+        nexthop_mem::reserve_huge(&mut o.edges, lo);
+        nexthop_mem::reserve_huge(&mut o.words, lo);
         let vmask = mask(cfg.value_bits as u32);
         for (k, v) in pairs {
             if v & !vmask != 0 {
@@ -320,8 +320,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let mut o = Self::with_capacity(cfg, 0)?;
         let cols = cfg.columns;
         let (lo, _) = rows.size_hint();
-        crate::mem::reserve_huge(&mut o.edges, lo);
-        crate::mem::reserve_huge(&mut o.words, lo * cols);
+        nexthop_mem::reserve_huge(&mut o.edges, lo);
+        nexthop_mem::reserve_huge(&mut o.words, lo * cols);
         for (k, vals) in rows {
             let w = o.encode_words(k.hash128(o.meta.seed), &vals)?;
             o.edges.push(Edge::unlinked(Some(k)));
@@ -455,8 +455,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.verts = HugeBox::from_fn(nv * st, |i| if i % st == 0 { NIL as u64 } else { 0 });
         self.stamp = 0;
         let cap = self.capacity;
-        crate::mem::reserve_huge(&mut self.edges, cap);
-        crate::mem::reserve_huge(&mut self.words, cap * self.cfg.columns);
+        nexthop_mem::reserve_huge(&mut self.edges, cap);
+        nexthop_mem::reserve_huge(&mut self.words, cap * self.cfg.columns);
     }
 
     #[inline]
