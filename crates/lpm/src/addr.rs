@@ -62,13 +62,11 @@ impl Address for u32 {
     fn from_u128(v: u128) -> Self {
         v as u32
     }
+    /// Branch-free: a 64-bit shift by `32 - len` (at most 32) clears a
+    /// 32-bit value for `len == 0`.
     #[inline(always)]
     fn top(self, len: u8) -> Self {
-        if len == 0 {
-            0
-        } else {
-            self >> (32 - len)
-        }
+        ((self as u64) >> (32 - len.min(32) as u32)) as u32
     }
     #[inline(always)]
     fn mask(self, len: u8) -> Self {

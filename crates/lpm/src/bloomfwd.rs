@@ -294,7 +294,11 @@ impl<K: GroupKey> HashTable<K> {
     fn get(&self, key: K, h: u32) -> Option<NextHop> {
         let mut i = h & self.mask;
         loop {
-            let s = &self.slots[i as usize];
+            // SAFETY: `i <= mask` and `slots.len() == mask + 1`: both are set
+            // together, from one power-of-two capacity, by `with_capacity`,
+            // the only constructor (a grow replaces the whole table with a
+            // new `with_capacity` one), and the slots are never resized.
+            let s = unsafe { self.slots.get_unchecked(i as usize) };
             if s.next_hop == NO_ROUTE {
                 return None;
             }
