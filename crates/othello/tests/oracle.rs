@@ -25,6 +25,13 @@ fn check_all(q: &Query, o: &Othello<u64>, oracle: &HashMap<u64, u64>) {
         assert_eq!(o.get(k), Some(*v), "control get {k}");
         assert_eq!(q.lookup(k), Some(*v), "query lookup {k}");
     }
+    // The batch too (its paths with and without stashed keys in a group).
+    let keys: Vec<u64> = oracle.keys().copied().collect();
+    let mut out = vec![0; keys.len()];
+    assert_eq!(q.lookup_batch(&keys, &mut out), keys.len());
+    for (k, v) in keys.iter().zip(&out) {
+        assert_eq!(Some(*v), oracle.get(k).copied(), "query batch lookup {k}");
+    }
     assert_eq!(o.len(), oracle.len());
     o.check_invariants().expect("invariants");
 }
