@@ -596,11 +596,11 @@ impl Query {
             let filter = self.stash.filter.load(Ordering::Acquire);
             if meta.check_bits == 0 {
                 // Without a check field no later step reads the hashes
-                // (`decode` ignores them), so they are not kept: 66 -> 46
-                // instructions a key (callgrind, 1e5 keys).
-                // Keys whose stash-filter bit is set, found without a
-                // branch and rehashed after the loop (rare); with an empty
-                // stash (the usual case) not even that.
+                // (`decode` ignores them), so they are not kept: 66 -> 47
+                // instructions a key (callgrind, 1e5 keys). The keys whose
+                // stash-filter bit is set are collected without a branch
+                // and rehashed after the loop (rare); with an empty stash
+                // (the usual case) the bit is not even tested.
                 let mut maybe = if filter == 0 {
                     hash_group::<_, _, false>(&meta, s, kc, &mut ij, 0)
                 } else {
