@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-othello --bench compare -- [--smoke] [--n 1e5,1e6]
 //!     [--keys u64|5tuple] [--sizing pow2|tight] [--rounds 5] [--lookups 4e6]
-//!     [--secs 1] [--rate 1e6] [--json out.json]
+//!     [--lookups-only] [--secs 1] [--rate 1e6] [--json out.json]
 //! ```
 //!
 //! For each `n`: `n` distinct keys with random 8-bit values; a query stream
@@ -23,7 +23,8 @@
 //!   parameters, XXH3-128 like the others) plus a `Vec<u8>` of values,
 //!   queried with `index_batch::<16>` and prefetched value reads.
 //!
-//! Then the control plane: inserts of `n` keys into `Othello::with_capacity`
+//! Then (unless `--lookups-only`, which makes an n = 1e8 round take minutes
+//! instead of a quarter of an hour) the control plane: inserts of `n` keys into `Othello::with_capacity`
 //! (rebuild and slot-write counts), alters and deletes of `n / 10` keys,
 //! `Othello::build` against hashbrown inserting the same keys, and a reader
 //! doing `lookup_batch` while a writer applies alter deltas at `--rate`
@@ -86,6 +87,8 @@ struct Args {
     rate: f64,
     json: Option<String>,
     smoke: bool,
+    /// Lookups only: no readers-under-updates and no control-plane rounds.
+    lookups_only: bool,
 }
 
 fn parse_count(s: &str) -> usize {
@@ -103,7 +106,8 @@ fn parse_count(s: &str) -> usize {
 fn usage(msg: &str) -> ! {
     eprintln!(
         "compare: {msg}\nusage: compare [--smoke] [--n 1e5,1e6] [--keys u64|5tuple] \
-         [--sizing pow2|tight] [--rounds R] [--lookups N] [--secs S] [--rate R] [--json FILE]"
+         [--sizing pow2|tight] [--rounds R] [--lookups N] [--lookups-only] [--secs S] [--rate R] \
+         [--json FILE]"
     );
     std::process::exit(2)
 }
@@ -119,6 +123,7 @@ fn parse_args() -> Args {
         rate: 1e6,
         json: None,
         smoke: false,
+        lookups_only: false,
     };
     let (mut bench, mut n_given) = (false, false);
     let mut it = std::env::args().skip(1);
@@ -130,6 +135,7 @@ fn parse_args() -> Args {
         match arg.as_str() {
             "--bench" => bench = true,
             "--smoke" => a.smoke = true,
+            "--lookups-only" => a.lookups_only = true,
             "--n" => {
                 a.ns = val().split(',').map(parse_count).collect();
                 n_given = true;
@@ -509,6 +515,18 @@ fn bench_n<K: BenchKey>(keys: Vec<K>, a: &Args) -> String {
         2.34 * L as f64
     );
     drop((hb, ck, ph, ph_vals, floor));
+    if a.lookups_only {
+        return Obj::default()
+            .field("n", n)
+            .str("loadavg_start", &load0)
+            .str("keys", &a.keys)
+            .str("sizing", &a.sizing.to_string())
+            .field("rounds", a.rounds)
+            .field("lookups", format!("[{}]", jrows.join(",")))
+            .num("othello_vs_hashbrown", vs_hb)
+            .num("single_of_batched", single_of_batch)
+            .done();
+    }
 
     // --- Reader throughput while deltas are applied. ---
     let upd = readers_under_updates(&mut o, &q, &stream, &svals, a);
