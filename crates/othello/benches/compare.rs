@@ -917,6 +917,23 @@ fn main() {
             _ => bench_n(five_tuples(seed, n), &a),
         });
     }
+    if a.smoke && !a.lookups_only {
+        // The lookup-only configuration too: same lookups, and its report
+        // has no update or control-plane parts.
+        let lo = Args {
+            lookups_only: true,
+            ..a.clone()
+        };
+        let n = a.ns.first().copied().unwrap_or(10_000);
+        let r = bench_n(distinct_u64(0x0b5e_55ed ^ n as u64, n), &lo);
+        assert!(
+            r.contains("\"lookups\"") && !r.contains("\"control\""),
+            "--lookups-only report: {r}"
+        );
+        if a.keys == "u64" {
+            assert!(runs.first().is_some_and(|r| r.contains("\"control\"")));
+        }
+    }
     if let Some(path) = &a.json {
         let doc = Obj::default()
             .str("cpu", &cpu)
