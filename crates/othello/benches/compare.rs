@@ -24,8 +24,8 @@
 //!   queried with `index_batch::<16>` and prefetched value reads.
 //!
 //! Then (unless `--lookups-only`, which makes an n = 1e8 round take minutes
-//! instead of a quarter of an hour) the control plane: inserts of `n` keys into `Othello::with_capacity`
-//! (rebuild and slot-write counts), alters and deletes of `n / 10` keys,
+//! instead of a quarter of an hour) the control plane: inserts of `n` keys
+//! into `Othello::with_capacity` (rebuild and slot-write counts), alters and deletes of `n / 10` keys,
 //! `Othello::build` against hashbrown inserting the same keys, and a reader
 //! doing `lookup_batch` while a writer applies alter deltas at `--rate`
 //! per second (compared with the same reader alone).

@@ -403,15 +403,18 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-/// Phase 1 of a batch without a check field: hash the keys of `kc`, put
-/// their slot indexes in `ij` and prefetch both slots; with `STASH`, the
-/// keys whose bit is set in the stash `filter` (bit `n` for `kc[n]`).
+/// Phase 1 of a batch: hash the keys of `kc`, put their slot indexes in
+/// `ij` and prefetch both slots; with `KEEP`, the hashes go to `hs` too
+/// (only a check field needs them later); with `STASH`, returns the keys
+/// whose bit is set in the stash `filter` (bit `n` for `kc[n]`), found
+/// without a branch.
 #[inline(always)]
-fn hash_group<W: Word, K: KeyBytes, const STASH: bool>(
+fn hash_group<W: Word, K: KeyBytes, const KEEP: bool, const STASH: bool>(
     meta: &QueryMeta,
     s: &Slots<W>,
     kc: &[K],
     ij: &mut [(usize, usize)],
+    hs: &mut [Hash128],
     filter: u64,
 ) -> u32 {
     let mut maybe = 0u32;
@@ -421,6 +424,11 @@ fn hash_group<W: Word, K: KeyBytes, const STASH: bool>(
         prefetch(s.a.as_ptr().wrapping_add(i));
         prefetch(s.b.as_ptr().wrapping_add(j));
         *ij = (i, j);
+        if KEEP {
+            if let Some(x) = hs.get_mut(n) {
+                *x = h;
+            }
+        }
         if STASH {
             maybe |= ((filter & stash_bit(h.0) != 0) as u32) << n;
         }
@@ -594,41 +602,38 @@ impl Query {
             stashed = 0;
             // One acquire load of the stash filter per group.
             let filter = self.stash.filter.load(Ordering::Acquire);
-            if meta.check_bits == 0 {
-                // Without a check field no later step reads the hashes
-                // (`decode` ignores them), so they are not kept: 66 -> 47
-                // instructions a key (callgrind, 1e5 keys). The keys whose
-                // stash-filter bit is set are collected without a branch
-                // and rehashed after the loop (rare); with an empty stash
-                // (the usual case) the bit is not even tested.
-                let mut maybe = if filter == 0 {
-                    hash_group::<_, _, false>(&meta, s, kc, &mut ij, 0)
-                } else {
-                    hash_group::<_, _, true>(&meta, s, kc, &mut ij, filter)
-                };
-                while maybe != 0 {
-                    let n = maybe.trailing_zeros() as usize;
-                    maybe &= maybe - 1;
-                    if let (Some(k), Some(w)) = (kc.get(n), words.get_mut(n)) {
-                        if let Some(v) = self.stash.get(k.hash128(meta.seed).0) {
-                            *w = v;
-                            stashed |= 1 << n;
-                        }
-                    }
+            // Without a check field no later step reads the hashes
+            // (`decode` ignores them), so they are not kept: 66 -> 47
+            // instructions a key (callgrind, 1e5 keys). The keys whose
+            // stash-filter bit is set are collected without a branch and
+            // looked up after the loop (rare); with an empty stash (the
+            // usual case) the bit is not even tested.
+            let keep = meta.check_bits != 0;
+            let mut maybe = match (keep, filter != 0) {
+                (false, false) => {
+                    hash_group::<_, _, false, false>(&meta, s, kc, &mut ij, &mut hs, 0)
                 }
-            } else {
-                for (n, k) in kc.iter().enumerate() {
-                    let h = k.hash128(meta.seed);
-                    let (i, j) = meta.slots(h);
-                    prefetch(s.a.as_ptr().wrapping_add(i));
-                    prefetch(s.b.as_ptr().wrapping_add(j));
-                    hs[n] = h;
-                    ij[n] = (i, j);
-                    if filter & stash_bit(h.0) != 0 {
-                        if let Some(v) = self.stash.get(h.0) {
-                            words[n] = v;
-                            stashed |= 1 << n;
-                        }
+                (false, true) => {
+                    hash_group::<_, _, false, true>(&meta, s, kc, &mut ij, &mut hs, filter)
+                }
+                (true, false) => hash_group::<_, _, true, false>(&meta, s, kc, &mut ij, &mut hs, 0),
+                (true, true) => {
+                    hash_group::<_, _, true, true>(&meta, s, kc, &mut ij, &mut hs, filter)
+                }
+            };
+            while maybe != 0 {
+                let n = maybe.trailing_zeros() as usize;
+                maybe &= maybe - 1;
+                if let (Some(k), Some(w)) = (kc.get(n), words.get_mut(n)) {
+                    // The kept hash when there is one, else hashed again.
+                    let fp = if keep {
+                        hs[n].0
+                    } else {
+                        k.hash128(meta.seed).0
+                    };
+                    if let Some(v) = self.stash.get(fp) {
+                        *w = v;
+                        stashed |= 1 << n;
                     }
                 }
             }
