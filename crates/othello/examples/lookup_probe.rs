@@ -54,8 +54,9 @@ fn main() {
     };
     let (s, b, f) = (med(&mut s_ns), med(&mut b_ns), med(&mut f_ns));
     println!(
-        "n {n}: single {s:.1} ns/lookup, batched {b:.1} ns/lookup, floor single {f:.1} ns/lookup; \
+        "n {n} (stash {}): single {s:.1} ns/lookup, batched {b:.1} ns/lookup, floor single {f:.1} ns/lookup; \
          single = {:.2} of batched, {:.2} of floor single",
+        q.stash_len(),
         b / s,
         f / s
     );

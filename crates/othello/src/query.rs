@@ -15,14 +15,15 @@
 //! half-applied delta: slot arrays are guarded by sequence locks, an
 //! equivalent of the Concise paper's D1/D2 flip bits (section V.C) that is
 //! immune to the flip bits' ABA problem (two updates between a reader's two
-//! reads of a flip bit cancel out; a counter does not). A writer makes the
-//! whole-structure epoch and every stripe it touches odd, fences, writes the
-//! slots, and makes the stripes and the epoch even again with release
-//! stores. Stripe `p` of array A covers every `A[i]` with
+//! reads of a flip bit cancel out; a counter does not). A writer sets the
+//! whole-structure epoch's writing bit and makes every stripe it touches
+//! odd, fences, writes the slots, and makes the stripes even again and
+//! advances the epoch (writing bit clear) with release stores. Stripe `p` of array A covers every `A[i]` with
 //! `i % STRIPES == p`, likewise for B. A reader first validates against the
 //! epoch (acquire load, slot reads, acquire fence, reload: unchanged and
-//! even means no write overlapped); only if it moved does the reader fall
-//! back to its two stripe counters, retrying while either is odd or changed.
+//! the writing bit clear means no write overlapped); only if it moved does
+//! the reader fall back to its two stripe counters, retrying while either
+//! is odd or changed.
 //! A reader therefore returns either the value before or the value after
 //! every delta, never a mix.
 //!
@@ -34,7 +35,7 @@
 use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
-use nexthop_hash::{reduce, Hash128, KeyBytes};
+use nexthop_hash::{reduce, Hash128, KeyBytes, PreparedSeed};
 use nexthop_mem::HugeBox;
 
 use crate::config::{mask, slot_bytes_for, Sizing, MAX_STASH};
@@ -226,18 +227,19 @@ struct Stash {
     entries: Box<[StashEntry]>,
 }
 
-/// The stash-filter bit of a key's 128-bit hash: bits 26..32 of the low
-/// word, which the slot indexes already need. Taking it from the upper 64
-/// bits made every lookup compute the upper half of XXH3-128 (about ten
-/// more instructions); without check bits a lookup now needs only the
-/// lower half, and the upper half only when the filter bit is set. The bit
-/// is a pre-check, never an answer (a hit compares the whole 128 bits), so
-/// its correlation with the A index costs nothing; it is recomputed from
-/// the stashed fingerprints on every load, so no stored format depends on
-/// it.
+/// The stash-filter bit of a key's 128-bit hash: bits 0..6 of the low
+/// word, which the slot indexes already need, so x86 tests it with one `bt`
+/// straight from the hash register (bits 26..32 cost a copy and a shift per
+/// lookup). Taking it from the upper 64 bits made every lookup compute the
+/// upper half of XXH3-128 (about ten more instructions); without check bits
+/// a lookup needs only the lower half, and the upper half only when the
+/// filter bit is set. The bit is a pre-check, never an answer (a hit
+/// compares the whole 128 bits), so its overlap with the A index's hash
+/// word costs nothing; it is recomputed from the stashed fingerprints on
+/// every load, so no stored format depends on it.
 #[inline(always)]
 pub(crate) fn stash_bit(fp: u128) -> u64 {
-    1u64 << ((fp as u64 >> 26) & 63)
+    1u64 << (fp as u64 & 63)
 }
 
 impl Stash {
@@ -367,10 +369,13 @@ pub struct Query {
     meta: QueryMeta,
     /// `mask(l)`, precomputed for the single-key lookup.
     vmask: u64,
+    /// `meta.seed`, prepared for the single-key lookup.
+    hseed: PreparedSeed,
     storage: Storage,
-    /// Whole-structure sequence counter: odd while a writer is inside a
-    /// slot-write section. Readers validate against it first (two loads of
-    /// one cache line per lookup or per group of 16) and fall back to the
+    /// Whole-structure sequence counter ([`EPOCH_STEP`] per write section),
+    /// with [`WRITING`] set while a writer is inside a slot-write section
+    /// and [`SLOW`] when single-key lookups must decode a check field. Readers validate against it first (two loads of one
+    /// cache line per lookup or per group of 16) and fall back to the
     /// stripes only when a write overlapped them.
     epoch: CacheLine<AtomicU64>,
     seq_a: Box<[AtomicU32]>,
@@ -389,6 +394,15 @@ impl std::fmt::Debug for Query {
 }
 
 const STRIPE_MASK: usize = STRIPES - 1;
+
+/// Epoch bit: a writer is inside a slot-write section.
+const WRITING: u64 = 1;
+/// Epoch bit, set for the structure's life when it has a check field: a
+/// single-key lookup then needs more than `A[i] ^ B[j] & mask`, and the one
+/// epoch test of its common path sends it to the general one.
+const SLOW: u64 = 2;
+/// What a closed write section adds to the epoch.
+const EPOCH_STEP: u64 = 4;
 
 /// Keeps a field that writers store to on its own cache line, so a write
 /// does not evict the read-mostly fields (sizes, array pointers, stash
@@ -454,8 +468,9 @@ impl Query {
         Query {
             meta,
             vmask: mask(meta.value_bits as u32),
+            hseed: PreparedSeed::new(meta.seed),
             storage,
-            epoch: CacheLine(AtomicU64::new(0)),
+            epoch: CacheLine(AtomicU64::new(if meta.check_bits != 0 { SLOW } else { 0 })),
             seq_a: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
             seq_b: (0..STRIPES).map(|_| AtomicU32::new(0)).collect(),
             stash: Stash::new(stash),
@@ -508,27 +523,47 @@ impl Query {
     /// Look up one key: its value, or `None` when the check field (if any)
     /// says the key is alien. Without a check field an alien key gets an
     /// arbitrary value (the paper's behaviour).
+    ///
+    /// The common case (no check field, the key's stash-filter bit clear,
+    /// no write overlapping the read) costs one epoch test: the epoch word
+    /// carries [`SLOW`] when the structure has a check field, so its width
+    /// is not read; everything else goes out of line.
     #[inline]
     pub fn lookup<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
-        let h = key.hash128(self.meta.seed);
-        // The filter bit comes from the lower hash word; the stash itself
-        // compares whole 128-bit fingerprints, which `stashed` recomputes
-        // out of line, so without check bits the hot path never needs the
-        // upper half of the hash (see `stash_bit`).
+        // Only the lower half of the hash is used on this path (the slot
+        // indexes and the stash-filter bit); `lookup_slow` hashes again
+        // when it needs more.
+        let h = key.hash128_prepared(&self.hseed);
         if self.stash.may_contain(h.0) {
-            if let Some(v) = self.stashed(key) {
+            return self.lookup_slow(key);
+        }
+        let (i, j) = self.meta.slots(h);
+        let fast = with_slots!(&self.storage, s => {
+            let e1 = self.epoch.load(Ordering::Acquire);
+            // SAFETY: as in `lookup_hash`: `slots` reduces into `0..ma` and
+            // `0..mb`, the arrays' lengths, fixed by the only constructor.
+            let w = unsafe { s.xor_unchecked(i, j) };
+            fence(Ordering::Acquire);
+            (e1 & (WRITING | SLOW) == 0 && self.epoch.load(Ordering::Relaxed) == e1).then_some(w)
+        });
+        if let Some(w) = fast {
+            return Some(w & self.vmask);
+        }
+        self.lookup_slow(key)
+    }
+
+    /// [`Query::lookup`] when the key may be stashed, a write overlapped or
+    /// a check field must be decoded.
+    #[cold]
+    #[inline(never)]
+    fn lookup_slow<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
+        let h = key.hash128(self.meta.seed);
+        if self.stash.may_contain(h.0) {
+            if let Some(v) = self.stash.get(h.0) {
                 return Some(v);
             }
         }
         self.lookup_hash(h)
-    }
-
-    /// The stashed word of `key`, if it is stashed (the rare path of
-    /// [`Query::lookup`], kept out of line).
-    #[cold]
-    #[inline(never)]
-    fn stashed<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
-        self.stash.get(key.hash128(self.meta.seed).0)
     }
 
     #[inline(always)]
@@ -542,7 +577,7 @@ impl Query {
             // `mb` from the same `meta`, which never changes afterwards.
             let w = unsafe { s.xor_unchecked(i, j) };
             fence(Ordering::Acquire);
-            if e1 & 1 == 0 && self.epoch.load(Ordering::Relaxed) == e1 {
+            if e1 & WRITING == 0 && self.epoch.load(Ordering::Relaxed) == e1 {
                 w
             } else {
                 self.read_pair(s, i, j)
@@ -644,7 +679,7 @@ impl Query {
             // overlapped.
             if stashed == 0 {
                 let e1 = self.epoch.load(Ordering::Acquire);
-                if e1 & 1 == 0 {
+                if e1 & WRITING == 0 {
                     let mut h = 0;
                     if meta.check_bits == 0 {
                         let vmask = mask(meta.value_bits as u32);
@@ -674,7 +709,7 @@ impl Query {
             let mut clean = false;
             for _ in 0..3 {
                 let e1 = self.epoch.load(Ordering::Acquire);
-                if e1 & 1 == 0 {
+                if e1 & WRITING == 0 {
                     for n in 0..kc.len() {
                         if stashed & (1 << n) == 0 {
                             let (i, j) = ij[n];
@@ -821,7 +856,7 @@ impl Query {
             }
         };
         let e = self.epoch.load(Ordering::Relaxed);
-        self.epoch.store(e.wrapping_add(1), Ordering::Relaxed);
+        self.epoch.store(e | WRITING, Ordering::Relaxed);
         let open =
             |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         stripes(&touched_a, &self.seq_a, &open);
@@ -838,7 +873,8 @@ impl Query {
             |c: &AtomicU32| c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
         stripes(&touched_a, &self.seq_a, &close);
         stripes(&touched_b, &self.seq_b, &close);
-        self.epoch.store(e.wrapping_add(2), Ordering::Release);
+        self.epoch
+            .store(e.wrapping_add(EPOCH_STEP), Ordering::Release);
     }
 }
 
