@@ -882,7 +882,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// passes, whose point is to overlap misses, cost more instructions
     /// than the latency they hide: 593 against 354 per inside-prefix lookup
     /// and 55 against 34 per uniform one (callgrind,
-    /// `examples/lookup_probe.rs`); prefetching the direct slots ahead only
+    /// `examples/lpm_probe.rs`); prefetching the direct slots ahead only
     /// added instructions.
     fn lookup_each(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         for (a, o) in addrs.iter().zip(out.iter_mut()) {

@@ -1,11 +1,11 @@
 //! Lookup cost of Bloomfwd for A/B comparisons and profiling:
-//! `lookup_probe v4|v6 [inside|uniform] [REPS]` builds the default table
+//! `lpm_probe v4|v6 [inside|uniform] [REPS]` builds the default table
 //! from the 2015 RouteViews table of that family (`../shared/data`), makes
 //! 100,000 addresses (random, or random inside random table prefixes) and
 //! times REPS passes of `Bloomfwd::lookup` (one address at a time) and of
 //! `Bloomfwd::lookup_batch`, in thread CPU time. Each kind runs in its own
 //! non-inlined function, so
-//! `valgrind --tool=callgrind --toggle-collect='lookup_probe::batch*'`
+//! `valgrind --tool=callgrind --toggle-collect='lpm_probe::batch*'`
 //! counts exactly the instructions of one path (divide by REPS x 100,000).
 use std::path::PathBuf;
 
