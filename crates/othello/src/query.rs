@@ -18,14 +18,14 @@
 //! reads of a flip bit cancel out; a counter does not). A writer sets the
 //! whole-structure epoch's writing bit and makes every stripe it touches
 //! odd, fences, writes the slots, and makes the stripes even again and
-//! advances the epoch (writing bit clear) with release stores. Stripe `p` of array A covers every `A[i]` with
-//! `i % STRIPES == p`, likewise for B. A reader first validates against the
-//! epoch (acquire load, slot reads, acquire fence, reload: unchanged and
-//! the writing bit clear means no write overlapped); only if it moved does
-//! the reader fall back to its two stripe counters, retrying while either
-//! is odd or changed.
-//! A reader therefore returns either the value before or the value after
-//! every delta, never a mix.
+//! advances the epoch (writing bit clear) with release stores. Stripe `p`
+//! of array A covers every `A[i]` with `i % STRIPES == p`, likewise for B.
+//! A reader first validates against the epoch (acquire load, slot reads,
+//! acquire fence, reload: unchanged and the writing bit clear means no
+//! write overlapped); only if it moved does the reader fall back to its two
+//! stripe counters, retrying while either is odd or changed. A reader
+//! therefore returns either the value before or the value after every
+//! delta, never a mix.
 //!
 //! The stash has its own sequence lock. Its length is read with acquire
 //! ordering first, so a reader that finds a key gone from the stash also
@@ -374,9 +374,10 @@ pub struct Query {
     storage: Storage,
     /// Whole-structure sequence counter ([`EPOCH_STEP`] per write section),
     /// with [`WRITING`] set while a writer is inside a slot-write section
-    /// and [`SLOW`] when single-key lookups must decode a check field. Readers validate against it first (two loads of one
-    /// cache line per lookup or per group of 16) and fall back to the
-    /// stripes only when a write overlapped them.
+    /// and [`SLOW`] when single-key lookups must decode a check field.
+    /// Readers validate against it first (two loads of one cache line per
+    /// lookup or per group of 16) and fall back to the stripes only when a
+    /// write overlapped them.
     epoch: CacheLine<AtomicU64>,
     seq_a: Box<[AtomicU32]>,
     seq_b: Box<[AtomicU32]>,
