@@ -1,5 +1,6 @@
 //! Lookup cost of Bloomfwd for A/B comparisons and profiling:
-//! `lpm_probe v4|v6 [inside|uniform] [REPS]` builds the default table
+//! `lpm_probe v4|v6 [inside|uniform] [REPS] [FPR]` builds the default
+//! table (with the filters' false-positive target set to FPR when given)
 //! from the 2015 RouteViews table of that family (`../shared/data`), makes
 //! 100,000 addresses (random, or random inside random table prefixes) and
 //! times REPS passes of `Bloomfwd::lookup` (one address at a time) and of
@@ -71,6 +72,7 @@ fn main() {
     let fam = a.get(1).map_or("v6", String::as_str);
     let inside = a.get(2).is_none_or(|s| s != "uniform");
     let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let fpr: Option<f64> = a.get(4).and_then(|s| s.parse().ok());
     let data = |f: &str| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data")
@@ -80,14 +82,21 @@ fn main() {
         let r = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
             .expect("IPv4 table")
             .v4;
-        let t = BloomfwdControl::build(Config::ipv4(), &r).expect("valid");
+        let mut cfg = Config::ipv4();
+        if let Some(f) = fpr {
+            cfg.fpr = f;
+        }
+        let t = BloomfwdControl::build(cfg, &r).expect("valid");
         run(&t, &addresses(&r, inside), reps);
     } else {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
             .v6;
-        let t =
-            BloomfwdControl::build(Config::ipv6_dpcpe(&r, DEFAULT_V6_LEVELS), &r).expect("valid");
+        let mut cfg = Config::ipv6_dpcpe(&r, DEFAULT_V6_LEVELS);
+        if let Some(f) = fpr {
+            cfg.fpr = f;
+        }
+        let t = BloomfwdControl::build(cfg, &r).expect("valid");
         run(&t, &addresses(&r, inside), reps);
     }
 }
