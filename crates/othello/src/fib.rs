@@ -263,11 +263,23 @@ fn log2_ceil(x: u64) -> u32 {
 // Action table
 
 /// Interns actions to dense ids `0, 1, 2, ...` in order of first use.
+///
+/// Ids of single ports, `drop` and `controller` (every route change's
+/// action, in practice) are found without hashing: a port-indexed array and
+/// two fields. Port sets go through a hash map.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ActionTable {
     actions: Vec<Action>,
-    ids: HashMap<Action, u64>,
+    /// Id of `Port(p)` at index `p` ([`NO_ID`] where not interned); as long
+    /// as the largest interned port plus one.
+    ports: Vec<u64>,
+    drop: Option<u64>,
+    controller: Option<u64>,
+    sets: HashMap<Action, u64>,
 }
+
+/// [`ActionTable`]'s mark of a port without an id.
+const NO_ID: u64 = u64::MAX;
 
 impl ActionTable {
     /// An empty table.
@@ -292,7 +304,16 @@ impl ActionTable {
 
     /// The id of `action`, if interned.
     pub fn id_of(&self, action: &Action) -> Option<u64> {
-        self.ids.get(action).copied()
+        match action {
+            Action::Port(p) => self
+                .ports
+                .get(*p as usize)
+                .copied()
+                .filter(|&id| id != NO_ID),
+            Action::Drop => self.drop,
+            Action::Controller => self.controller,
+            Action::PortSet(_) => self.sets.get(action).copied(),
+        }
     }
 
     /// The action with id `id`.
@@ -311,7 +332,20 @@ impl ActionTable {
             return Err(FibError::ActionTableFull { max_ids });
         }
         self.actions.push(action.clone());
-        self.ids.insert(action.clone(), id);
+        match action {
+            Action::Port(p) => {
+                let p = *p as usize;
+                if self.ports.len() <= p {
+                    self.ports.resize(p + 1, NO_ID);
+                }
+                self.ports[p] = id;
+            }
+            Action::Drop => self.drop = Some(id),
+            Action::Controller => self.controller = Some(id),
+            Action::PortSet(_) => {
+                self.sets.insert(action.clone(), id);
+            }
+        }
         Ok(id)
     }
 
@@ -995,6 +1029,53 @@ mod tests {
         let text = t.to_text();
         assert_eq!(text, "0 drop\n1 7\n");
         assert_eq!(ActionTable::from_text(&text).unwrap(), t);
+    }
+
+    /// Every kind of action gets its id back, ports absent below the
+    /// largest interned one read as absent, and `id_of` agrees with the id
+    /// order for every action, also after a text round trip.
+    #[test]
+    fn action_table_finds_every_kind_of_action() {
+        let all = [
+            Action::Port(5),
+            Action::PortSet(vec![1, 3]),
+            Action::Controller,
+            Action::Port(0),
+            Action::Port(65535),
+            Action::Drop,
+            Action::PortSet(vec![2, 5, 9]),
+        ];
+        let mut t = ActionTable::new();
+        for (i, a) in all.iter().enumerate() {
+            assert_eq!(t.id_of(a), None, "{a} before interning");
+            assert_eq!(t.intern(a, u64::MAX).unwrap(), i as u64);
+            assert_eq!(t.intern(a, u64::MAX).unwrap(), i as u64, "{a} again");
+        }
+        for a in [
+            Action::Port(1),
+            Action::Port(4),
+            Action::Port(6),
+            Action::Port(65534),
+            Action::PortSet(vec![1, 5]),
+        ] {
+            assert_eq!(t.id_of(&a), None, "{a} was never interned");
+        }
+        let back = ActionTable::from_text(&t.to_text()).unwrap();
+        assert_eq!(back, t);
+        for table in [&t, &back] {
+            for (id, a) in table.iter() {
+                assert_eq!(table.id_of(a), Some(id), "{a}");
+            }
+        }
+        let mut small = ActionTable::new();
+        small.intern(&Action::Drop, 2).unwrap();
+        small.intern(&Action::Port(3), 2).unwrap();
+        assert!(small.intern(&Action::Controller, 2).is_err());
+        assert_eq!(
+            small.id_of(&Action::Controller),
+            None,
+            "a refused action stays out"
+        );
     }
 
     #[test]
