@@ -593,6 +593,19 @@ fn prev_group(mask: u32, below: usize) -> Option<usize> {
     (m != 0).then(|| 31 - m.leading_zeros() as usize)
 }
 
+/// Whether group `j` is the last one `mask` names: the last a lookup
+/// probes before its direct slot. Its filter is skipped when the table
+/// hash reuses the filter hash: the mask, exact per direct slot, already
+/// says a key lies under the slot, so the filter would mostly pass and
+/// its test (all `k` bits for a member) and line cost more than the
+/// bucket probe it can save; the bucket line is read either way. (Groups
+/// from 30 on share a bit, so several of them can count as last; skipping
+/// a filter never changes an answer, only which lines are read.)
+#[inline(always)]
+fn last_named(mask: u32, j: usize) -> bool {
+    mask & (group_bit(j) - 1) == 0
+}
+
 /// Flag of a refined direct slot (see [`Direct`]).
 const FINE: u32 = 1 << 31;
 
@@ -671,6 +684,9 @@ pub struct ProbeCost {
     pub direct: u32,
     /// Sub-mask lines read (0 or 1: a refined slot).
     pub fine: u32,
+    /// Groups probed: their filter tested, or, for the last group the mask
+    /// names, their bucket read without it.
+    pub groups: u32,
     /// Filter blocks (one cache line each) tested.
     pub filters: u32,
     /// Distinct table cache lines read (filters that passed).
@@ -747,6 +763,12 @@ impl<A: GroupKey> Bloomfwd<A> {
             let g = self.groups.get(j)?;
             let key = a.top(g.level);
             let (h1, h2) = key.pair(self.filter_hash);
+            if self.reuse && last_named(mask, j) {
+                if let Some(nh) = g.table.get(key, h1) {
+                    return Some(nh);
+                }
+                continue;
+            }
             if g.filter.contains(h1, h2) {
                 if let Some(nh) = g.table.get(key, self.table_hash_of(key, h1)) {
                     return Some(nh);
@@ -833,22 +855,24 @@ impl<A: GroupKey> Bloomfwd<A> {
                     keys[i] = ca[i].top(g.level);
                 }
                 A::pair_lanes(self.filter_hash, &keys, &mut h1, &mut h2, lanes, self.simd);
+                // The lane's last group (none shorter in its mask) usually
+                // holds its match: its bucket is fetched straight away and
+                // probed without the filter (see `last_named`).
+                let mut last = 0u64;
                 let mut p = lanes;
                 while p != 0 {
                     let i = p.trailing_zeros() as usize;
                     p &= p - 1;
-                    g.filter.prefetch(h1[i]);
-                    // The lane's last group (none shorter in its mask)
-                    // usually holds its match: fetch the bucket together
-                    // with the filter line instead of after it. (Doing so
-                    // for every group of the cache-resident IPv6 tables
-                    // measured no different.)
-                    if self.reuse && masks[i] & (bit - 1) == 0 {
+                    if self.reuse && last_named(masks[i], j) {
                         g.table.prefetch(h1[i]);
+                        th[i] = h1[i];
+                        last |= 1 << i;
+                    } else {
+                        g.filter.prefetch(h1[i]);
                     }
                 }
-                let mut cand = 0u64;
-                let mut p = lanes;
+                let mut cand = last;
+                let mut p = lanes & !last;
                 while p != 0 {
                     let i = p.trailing_zeros() as usize;
                     p &= p - 1;
@@ -986,6 +1010,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     pub fn probe_cost(&self, a: A) -> ProbeCost {
         if self.probe == Probe::FiltersFirst && self.groups.len() <= FILTERS_FIRST_MAX_GROUPS {
             let mut c = ProbeCost {
+                groups: self.groups.len() as u32,
                 filters: self.groups.len() as u32,
                 ..ProbeCost::default()
             };
@@ -1014,11 +1039,14 @@ impl<A: GroupKey> Bloomfwd<A> {
             if mask & group_bit(j) == 0 {
                 continue;
             }
-            c.filters += 1;
+            c.groups += 1;
             let key = a.top(g.level);
             let (h1, h2) = key.pair(self.filter_hash);
-            if !g.filter.contains(h1, h2) {
-                continue;
+            if !(self.reuse && last_named(mask, j)) {
+                c.filters += 1;
+                if !g.filter.contains(h1, h2) {
+                    continue;
+                }
             }
             let (hit, lines) = g.table.probe_lines(key, self.table_hash_of(key, h1));
             c.table_lines += lines;
@@ -1727,19 +1755,19 @@ mod tests {
         assert_ne!(t.fwd.direct[s].groups & FINE, 0);
         let cost = |t: &BloomfwdControl<u128>, hi: u64| t.table().probe_cost(a(hi));
         // Under 2001:0e00::/24 only the /32 group is probed.
-        assert_eq!(cost(&t, 0x2001_0e00_0000_0001).filters, 1);
-        assert_eq!(cost(&t, 0x2001_0db8_0005_0000).filters, 3);
+        assert_eq!(cost(&t, 0x2001_0e00_0000_0001).groups, 1);
+        assert_eq!(cost(&t, 0x2001_0db8_0005_0000).groups, 3);
         // No key at all under 2001:0f00::/24: the direct slot answers.
-        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).filters, 0);
+        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).groups, 0);
         assert_eq!(t.lookup(a(0x2001_0f00_0000_0000)), None);
         t.announce(p6(a(0x2001_0f00_0000_0000), 64), 5);
-        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).filters, 1);
+        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).groups, 1);
         assert_eq!(t.lookup(a(0x2001_0f00_0000_0000)), Some(5));
         assert!(t.withdraw(p6(a(0x2001_0f00_0000_0000), 64)));
-        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).filters, 0);
+        assert_eq!(cost(&t, 0x2001_0f00_0000_0000).groups, 0);
         assert!(t.withdraw(p6(a(0x2001_0db8_0001_0002), 64)));
         assert!(t.withdraw(p6(a(0x2001_0db8_0001_0000), 48)));
-        assert_eq!(cost(&t, 0x2001_0db8_0001_0002).filters, 1);
+        assert_eq!(cost(&t, 0x2001_0db8_0001_0002).groups, 1);
         assert_eq!(t.lookup(a(0x2001_0db8_0001_0002)), Some(1));
         assert!(t.withdraw(p6(a(0x2001_0db8_0000_0000), 32)));
         assert!(t.withdraw(p6(a(0x2001_0e00_0000_0000), 32)));
@@ -1759,10 +1787,14 @@ mod tests {
         f.set_probe(Probe::Masks);
         // No group key under the slot: the direct slot only.
         assert_eq!(f.probe_cost(0x0B00_0000).lines(), 1);
-        // Inside the /24: slot, /24 filter, its bucket.
+        // Inside the /24, the only group under the slot: slot and bucket
+        // (the last named group's filter is skipped).
         let c = f.probe_cost(0x0A00_1001);
-        assert_eq!((c.direct, c.fine, c.filters, c.table_lines), (1, 0, 1, 1));
-        assert_eq!(c.lines(), 3);
+        assert_eq!(
+            (c.direct, c.fine, c.groups, c.filters, c.table_lines),
+            (1, 0, 1, 0, 1)
+        );
+        assert_eq!(c.lines(), 2);
         // Filters first: both filters and the bucket, no direct slot.
         f.set_probe(Probe::FiltersFirst);
         let c = f.probe_cost(0x0A00_1001);
