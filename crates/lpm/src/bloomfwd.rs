@@ -647,9 +647,10 @@ pub struct Bloomfwd<A> {
 #[non_exhaustive]
 pub enum Probe {
     /// Direct slot first; then only the groups its (sub-)mask names,
-    /// longest first, each filter then bucket. An address with no longer
-    /// prefix under its slot reads one line; a match in a group reads the
-    /// slot, the filter block and the bucket.
+    /// longest first, each filter then bucket, the last named group's
+    /// bucket without its filter (see `last_named`). An address with no
+    /// longer prefix under its slot reads one line; a match in its only
+    /// named group reads the slot and the bucket.
     Masks,
     /// The paper's order (section 3.2): every group's filter first (all
     /// cached: small), then the buckets of the groups whose filters pass,
@@ -787,7 +788,9 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// then group by group, longest first, only for the lanes still
     /// unresolved whose mask names the group: hash (SIMD for IPv4 keys),
     /// prefetch the filter blocks, test them, prefetch the table buckets of
-    /// the lanes that pass, probe. A hit resolves its lane, so shorter
+    /// the lanes that pass, probe; a lane for which the group is the last
+    /// its mask names skips the filter and has its bucket prefetched with
+    /// the others' filter blocks. A hit resolves its lane, so shorter
     /// groups are not probed for it. (Testing every group's filter first
     /// and then probing the tables longest-first, the paper's order, was
     /// measured no faster here: with the masks the cost is hashing, which
