@@ -704,6 +704,10 @@ impl ProbeCost {
 /// Lanes per batch step of [`Bloomfwd::lookup_batch`].
 const CHUNK: usize = 32;
 
+/// Lanes of a chunk that the shortest group alone must have answered for
+/// the next chunk's buckets in that group to be fetched speculatively.
+const SPEC_MIN_HITS: u32 = 8;
+
 impl<A: GroupKey> Bloomfwd<A> {
     #[inline(always)]
     fn table_hash_of(&self, key: A, h1: u32) -> u32 {
@@ -782,11 +786,19 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// Look up `addrs` into `out` (same length; [`NO_ROUTE`] where no route
     /// matches); returns the number of hits.
     ///
-    /// Per chunk of 32 addresses: the direct slots are prefetched, then read
-    /// (the slot's next hop is the default answer and its group mask says
-    /// which groups can hold a longer match; most addresses stop here);
-    /// then group by group, longest first, only for the lanes still
-    /// unresolved whose mask names the group: hash (SIMD for IPv4 keys),
+    /// Per chunk of 32 addresses: the direct slots are read (the slot's
+    /// next hop is the default answer and its group mask says which groups
+    /// can hold a longer match; most addresses stop here), while the next
+    /// chunk's direct slots are prefetched, one per lane processed. When
+    /// enough lanes of the last chunk needed only the shortest group
+    /// (IPv4: /24; `SPEC_MIN_HITS`), the next chunk's keys in that group
+    /// are hashed up front (SIMD) and their buckets prefetched with the
+    /// direct slots, speculatively: a lane whose mask names that group
+    /// alone then probes a bucket already loaded, so its two lines load in
+    /// parallel, not one after the other (a uniform stream, where few
+    /// lanes need it, stops speculating). The other lanes with a mask go
+    /// group by group, longest first, only while unresolved and only
+    /// where their mask names the group: hash (SIMD for IPv4 keys),
     /// prefetch the filter blocks, test them, prefetch the table buckets of
     /// the lanes that pass, probe; a lane for which the group is the last
     /// its mask names skips the filter and has its bucket prefetched with
@@ -815,24 +827,71 @@ impl<A: GroupKey> Bloomfwd<A> {
         let mut masks = [0u32; CHUNK];
         // Lanes of the chunk per mask bit (all zero between chunks).
         let mut by_bit = [0u64; 32];
-        for a in &addrs[..n.min(CHUNK)] {
-            prefetch(self.direct.as_ptr().wrapping_add(self.slot(*a)));
+        // Speculation on the shortest group (IPv4: /24): its keys and
+        // table hashes, computed a chunk ahead with the direct slots so its
+        // buckets load alongside them (double-buffered: this chunk's and
+        // the next one's).
+        let g0 = self.groups.first().filter(|_| self.reuse);
+        let (mut sk, mut sk_next) = ([A::default(); CHUNK], [A::default(); CHUNK]);
+        let (mut sh, mut sh_next) = ([0u32; CHUNK], [0u32; CHUNK]);
+        // Lanes of the last chunk answered by the speculated group alone.
+        let mut spec_hits = CHUNK as u32;
+        let first = &addrs[..n.min(CHUNK)];
+        let mut spec = self.look_ahead(first, g0, spec_hits, &mut sk, &mut sh, &mut h2);
+        for (a, h) in first.iter().zip(&sh) {
+            self.prefetch_lane(*a, g0.filter(|_| spec), *h);
         }
         let mut start = 0;
         while start < n {
             let end = (start + CHUNK).min(n);
-            // Look-ahead: the next chunk's direct slots load while this
-            // chunk probes its groups.
-            for a in &addrs[end..(end + CHUNK).min(n)] {
-                prefetch(self.direct.as_ptr().wrapping_add(self.slot(*a)));
+            // Look-ahead: the next chunk's direct slots (and speculated
+            // buckets) load while this chunk probes its groups, one lane's
+            // prefetches per lane of this chunk (a burst of 64 would stall
+            // on the line-fill buffers).
+            let ahead = &addrs[end..(end + CHUNK).min(n)];
+            let spec_next =
+                self.look_ahead(ahead, g0, spec_hits, &mut sk_next, &mut sh_next, &mut h2);
+            let g0_next = g0.filter(|_| spec_next);
+            let g0_now = g0.filter(|_| spec);
+            let len = (end - start).min(CHUNK);
+            let (ca, co) = (&addrs[start..start + len], &mut out[start..start + len]);
+            let mut hits = 0u32;
+            // Lanes whose slot names groups and that the speculated group
+            // does not settle: resolved group by group below.
+            let mut rest: u64 = 0;
+            for i in 0..len {
+                if i < ahead.len() {
+                    self.prefetch_lane(ahead[i], g0_next, sh_next[i]);
+                }
+                let a = ca[i];
+                let d = self.direct[self.slot(a)];
+                co[i] = d.next_hop;
+                let m = d.groups;
+                let only0 = m == group_bit(0);
+                hits += only0 as u32;
+                if m == 0 {
+                    continue;
+                }
+                if only0 {
+                    if let Some(g) = g0_now {
+                        // Only the shortest group can hold a longer match:
+                        // its bucket was fetched a chunk ago.
+                        if let Some(nh) = g.table.get(sk[i], sh[i]) {
+                            co[i] = nh;
+                        }
+                        continue;
+                    }
+                }
+                rest |= 1 << i;
             }
-            let (ca, co) = (&addrs[start..end], &mut out[start..end]);
             let mut pending: u64 = 0;
             let mut used = 0u32;
-            for (i, (a, o)) in ca.iter().zip(co.iter_mut()).enumerate() {
-                let d = self.direct[self.slot(*a)];
-                *o = d.next_hop;
-                let m = self.mask_of(*a, d.groups);
+            let mut p = rest;
+            while p != 0 {
+                let i = p.trailing_zeros() as usize;
+                p &= p - 1;
+                let a = ca[i];
+                let m = self.mask_of(a, self.direct[self.slot(a)].groups);
                 masks[i] = m;
                 pending |= ((m != 0) as u64) << i;
                 used |= m;
@@ -898,9 +957,60 @@ impl<A: GroupKey> Bloomfwd<A> {
                 by_bit[used.trailing_zeros() as usize] = 0;
                 used &= used - 1;
             }
+            spec_hits = hits;
+            spec = spec_next;
+            std::mem::swap(&mut sk, &mut sk_next);
+            std::mem::swap(&mut sh, &mut sh_next);
             start = end;
         }
         out.iter().filter(|&&v| v != NO_ROUTE).count()
+    }
+
+    /// The look-ahead step of [`Self::lookup_batch`] for the chunk `ca`:
+    /// when the last chunk's lanes were answered by the shortest group
+    /// `g0` alone often enough (`spec_hits`), hash its `g0` keys into
+    /// `keys`/`h1` so their buckets can be prefetched with the direct slots
+    /// ([`Self::prefetch_lane`]): a lane that needs only that group then
+    /// reads two lines in parallel rather than one after the other.
+    /// Returns whether it speculated.
+    #[inline(always)]
+    fn look_ahead(
+        &self,
+        ca: &[A],
+        g0: Option<&Group<A>>,
+        spec_hits: u32,
+        keys: &mut [A; CHUNK],
+        h1: &mut [u32; CHUNK],
+        h2: &mut [u32; CHUNK],
+    ) -> bool {
+        let Some(g) = g0 else {
+            return false;
+        };
+        if spec_hits < SPEC_MIN_HITS {
+            return false;
+        }
+        let n = ca.len();
+        for (k, a) in keys.iter_mut().zip(ca) {
+            *k = a.top(g.level);
+        }
+        A::pair_batch(
+            self.filter_hash,
+            &keys[..n],
+            &mut h1[..n],
+            &mut h2[..n],
+            self.simd,
+        );
+        true
+    }
+
+    /// Prefetch the direct slot of `a` and, when speculating on `g0`, the
+    /// bucket of its `g0` key (table hash `h`).
+    #[inline(always)]
+    fn prefetch_lane(&self, a: A, g0: Option<&Group<A>>, h: u32) {
+        prefetch(self.direct.as_ptr().wrapping_add(self.slot(a)));
+        if let Some(g) = g0 {
+            g.table.prefetch(h);
+        }
     }
 
     /// [`Self::lookup_batch`] for keys without batched hashing (IPv6): one
