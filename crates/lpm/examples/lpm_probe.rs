@@ -1,8 +1,10 @@
 //! Lookup cost of Bloomfwd for A/B comparisons and profiling:
-//! `lpm_probe v4|v6 [inside|uniform] [REPS] [FPR]` builds the default
+//! `lpm_probe v4|v6 [inside|uniform] [REPS] [FPR] [N]` builds the default
 //! table (with the filters' false-positive target set to FPR when given)
 //! from the 2015 RouteViews table of that family (`../shared/data`), makes
-//! 100,000 addresses (random, or random inside random table prefixes) and
+//! N addresses (default 100,000; random, or random inside random table
+//! prefixes; a few thousand stay in cache, to time the work without the
+//! misses) and
 //! times REPS passes of `Bloomfwd::lookup` (one address at a time) and of
 //! `Bloomfwd::lookup_batch`, in thread CPU time. Each kind runs in its own
 //! non-inlined function, so
@@ -30,9 +32,9 @@ fn batch<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], out: &mut [NextHop]) 
     t.table().lookup_batch(addrs, out);
 }
 
-fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], inside: bool) -> Vec<A> {
+fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], inside: bool, n: usize) -> Vec<A> {
     let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(2);
-    (0..100_000)
+    (0..n)
         .map(|_| {
             let x: u128 = r.gen();
             if !inside {
@@ -73,6 +75,7 @@ fn main() {
     let inside = a.get(2).is_none_or(|s| s != "uniform");
     let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(20);
     let fpr: Option<f64> = a.get(4).and_then(|s| s.parse().ok());
+    let n: usize = a.get(5).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let data = |f: &str| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data")
@@ -87,7 +90,7 @@ fn main() {
             cfg.fpr = f;
         }
         let t = BloomfwdControl::build(cfg, &r).expect("valid");
-        run(&t, &addresses(&r, inside), reps);
+        run(&t, &addresses(&r, inside, n), reps);
     } else {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
@@ -97,6 +100,6 @@ fn main() {
             cfg.fpr = f;
         }
         let t = BloomfwdControl::build(cfg, &r).expect("valid");
-        run(&t, &addresses(&r, inside), reps);
+        run(&t, &addresses(&r, inside, n), reps);
     }
 }

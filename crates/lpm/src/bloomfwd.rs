@@ -834,12 +834,16 @@ impl<A: GroupKey> Bloomfwd<A> {
         let g0 = self.groups.first().filter(|_| self.reuse);
         let (mut sk, mut sk_next) = ([A::default(); CHUNK], [A::default(); CHUNK]);
         let (mut sh, mut sh_next) = ([0u32; CHUNK], [0u32; CHUNK]);
+        // Direct slots of this chunk and the next. Lanes past a short
+        // chunk keep earlier (valid) slots, so the look-ahead needs no
+        // bound: at worst it prefetches a line again.
+        let (mut ds, mut ds_next) = ([0usize; CHUNK], [0usize; CHUNK]);
         // Lanes of the last chunk answered by the speculated group alone.
         let mut spec_hits = CHUNK as u32;
         let first = &addrs[..n.min(CHUNK)];
-        let mut spec = self.look_ahead(first, g0, spec_hits, &mut sk, &mut sh, &mut h2);
-        for (a, h) in first.iter().zip(&sh) {
-            self.prefetch_lane(*a, g0.filter(|_| spec), *h);
+        let mut spec = self.look_ahead(first, g0, spec_hits, &mut ds, &mut sk, &mut sh, &mut h2);
+        for i in 0..first.len() {
+            self.prefetch_lane(ds[i], g0.filter(|_| spec), sh[i]);
         }
         let mut start = 0;
         while start < n {
@@ -849,8 +853,15 @@ impl<A: GroupKey> Bloomfwd<A> {
             // prefetches per lane of this chunk (a burst of 64 would stall
             // on the line-fill buffers).
             let ahead = &addrs[end..(end + CHUNK).min(n)];
-            let spec_next =
-                self.look_ahead(ahead, g0, spec_hits, &mut sk_next, &mut sh_next, &mut h2);
+            let spec_next = self.look_ahead(
+                ahead,
+                g0,
+                spec_hits,
+                &mut ds_next,
+                &mut sk_next,
+                &mut sh_next,
+                &mut h2,
+            );
             let g0_next = g0.filter(|_| spec_next);
             let g0_now = g0.filter(|_| spec);
             let len = (end - start).min(CHUNK);
@@ -860,11 +871,8 @@ impl<A: GroupKey> Bloomfwd<A> {
             // does not settle: resolved group by group below.
             let mut rest: u64 = 0;
             for i in 0..len {
-                if i < ahead.len() {
-                    self.prefetch_lane(ahead[i], g0_next, sh_next[i]);
-                }
-                let a = ca[i];
-                let d = self.direct[self.slot(a)];
+                self.prefetch_lane(ds_next[i], g0_next, sh_next[i]);
+                let d = self.direct[ds[i]];
                 co[i] = d.next_hop;
                 let m = d.groups;
                 let only0 = m == group_bit(0);
@@ -961,28 +969,34 @@ impl<A: GroupKey> Bloomfwd<A> {
             spec = spec_next;
             std::mem::swap(&mut sk, &mut sk_next);
             std::mem::swap(&mut sh, &mut sh_next);
+            std::mem::swap(&mut ds, &mut ds_next);
             start = end;
         }
         out.iter().filter(|&&v| v != NO_ROUTE).count()
     }
 
     /// The look-ahead step of [`Self::lookup_batch`] for the chunk `ca`:
-    /// when the last chunk's lanes were answered by the shortest group
+    /// its direct slots into `slots`, and when the last chunk's lanes were answered by the shortest group
     /// `g0` alone often enough (`spec_hits`), hash its `g0` keys into
     /// `keys`/`h1` so their buckets can be prefetched with the direct slots
     /// ([`Self::prefetch_lane`]): a lane that needs only that group then
     /// reads two lines in parallel rather than one after the other.
     /// Returns whether it speculated.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn look_ahead(
         &self,
         ca: &[A],
         g0: Option<&Group<A>>,
         spec_hits: u32,
+        slots: &mut [usize; CHUNK],
         keys: &mut [A; CHUNK],
         h1: &mut [u32; CHUNK],
         h2: &mut [u32; CHUNK],
     ) -> bool {
+        for (d, a) in slots.iter_mut().zip(ca) {
+            *d = self.slot(*a);
+        }
         let Some(g) = g0 else {
             return false;
         };
@@ -1003,11 +1017,11 @@ impl<A: GroupKey> Bloomfwd<A> {
         true
     }
 
-    /// Prefetch the direct slot of `a` and, when speculating on `g0`, the
-    /// bucket of its `g0` key (table hash `h`).
+    /// Prefetch direct slot `slot` and, when speculating on `g0`, the
+    /// bucket of table hash `h` in `g0`.
     #[inline(always)]
-    fn prefetch_lane(&self, a: A, g0: Option<&Group<A>>, h: u32) {
-        prefetch(self.direct.as_ptr().wrapping_add(self.slot(a)));
+    fn prefetch_lane(&self, slot: usize, g0: Option<&Group<A>>, h: u32) {
+        prefetch(self.direct.as_ptr().wrapping_add(slot));
         if let Some(g) = g0 {
             g.table.prefetch(h);
         }
