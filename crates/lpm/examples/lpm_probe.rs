@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use nexthop_lpm::bloomfwd::GroupKey;
 use nexthop_lpm::parse::{load_routes, NextHopMode};
 use nexthop_lpm::persist::DEFAULT_V6_LEVELS;
-use nexthop_lpm::{Address, BloomfwdControl, Config, NextHop, Prefix};
+use nexthop_lpm::{Address, BloomfwdControl, Config, NextHop, Prefix, Simd};
 use rand::{Rng, SeedableRng};
 
 use nexthop_testutil::thread_cpu_secs as cpu;
@@ -51,7 +51,18 @@ fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], inside: bool, n: usize
         .collect()
 }
 
-fn run<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], reps: usize) {
+fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
+    // `LPM_SIMD=scalar|avx2|avx512` picks the batch's hashing path (default:
+    // the best the CPU has).
+    if let Ok(v) = std::env::var("LPM_SIMD") {
+        let simd = match v.as_str() {
+            "scalar" => Simd::Scalar,
+            "avx2" => Simd::Avx2,
+            "avx512" => Simd::Avx512,
+            _ => panic!("LPM_SIMD: scalar, avx2 or avx512, not {v}"),
+        };
+        t.table_mut().set_simd(simd);
+    }
     let mut out = vec![0; addrs.len()];
     let mut ns = [0.0; 2];
     let mut sums = [0u64; 2];
@@ -89,8 +100,8 @@ fn main() {
         if let Some(f) = fpr {
             cfg.fpr = f;
         }
-        let t = BloomfwdControl::build(cfg, &r).expect("valid");
-        run(&t, &addresses(&r, inside, n), reps);
+        let mut t = BloomfwdControl::build(cfg, &r).expect("valid");
+        run(&mut t, &addresses(&r, inside, n), reps);
     } else {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
@@ -99,7 +110,7 @@ fn main() {
         if let Some(f) = fpr {
             cfg.fpr = f;
         }
-        let t = BloomfwdControl::build(cfg, &r).expect("valid");
-        run(&t, &addresses(&r, inside, n), reps);
+        let mut t = BloomfwdControl::build(cfg, &r).expect("valid");
+        run(&mut t, &addresses(&r, inside, n), reps);
     }
 }
