@@ -898,8 +898,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             while p != 0 {
                 let i = p.trailing_zeros() as usize;
                 p &= p - 1;
-                let a = ca[i];
-                let m = self.mask_of(a, self.direct[self.slot(a)].groups);
+                let m = self.mask_of(ca[i], self.direct[ds[i]].groups);
                 masks[i] = m;
                 pending |= ((m != 0) as u64) << i;
                 used |= m;
@@ -976,12 +975,12 @@ impl<A: GroupKey> Bloomfwd<A> {
     }
 
     /// The look-ahead step of [`Self::lookup_batch`] for the chunk `ca`:
-    /// its direct slots into `slots`, and when the last chunk's lanes were answered by the shortest group
-    /// `g0` alone often enough (`spec_hits`), hash its `g0` keys into
-    /// `keys`/`h1` so their buckets can be prefetched with the direct slots
-    /// ([`Self::prefetch_lane`]): a lane that needs only that group then
-    /// reads two lines in parallel rather than one after the other.
-    /// Returns whether it speculated.
+    /// its direct slots into `slots`; and, when enough of the last chunk's
+    /// lanes needed the shortest group `g0` alone (`spec_hits`), its `g0`
+    /// keys and their hashes into `keys`/`h1`, so that their buckets are
+    /// prefetched with the direct slots ([`Self::prefetch_lane`]) and a
+    /// lane that needs only that group reads its two lines in parallel
+    /// rather than one after the other. Returns whether it speculated.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn look_ahead(
