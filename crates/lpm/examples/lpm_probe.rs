@@ -51,16 +51,26 @@ fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], inside: bool, n: usize
         .collect()
 }
 
+/// Build the table of `routes` (filter target `fpr` when given) and time it.
+fn probe<A: GroupKey>(
+    mut cfg: Config,
+    fpr: Option<f64>,
+    routes: &[(Prefix<A>, NextHop)],
+    addrs: &[A],
+    reps: usize,
+) {
+    if let Some(f) = fpr {
+        cfg.fpr = f;
+    }
+    let mut t = BloomfwdControl::build(cfg, routes).expect("valid");
+    run(&mut t, addrs, reps);
+}
+
 fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
     // `LPM_SIMD=scalar|avx2|avx512` picks the batch's hashing path (default:
     // the best the CPU has).
     if let Ok(v) = std::env::var("LPM_SIMD") {
-        let simd = match v.as_str() {
-            "scalar" => Simd::Scalar,
-            "avx2" => Simd::Avx2,
-            "avx512" => Simd::Avx512,
-            _ => panic!("LPM_SIMD: scalar, avx2 or avx512, not {v}"),
-        };
+        let simd: Simd = v.parse().unwrap_or_else(|e| panic!("LPM_SIMD: {e}"));
         t.table_mut().set_simd(simd);
     }
     let mut out = vec![0; addrs.len()];
@@ -96,21 +106,12 @@ fn main() {
         let r = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
             .expect("IPv4 table")
             .v4;
-        let mut cfg = Config::ipv4();
-        if let Some(f) = fpr {
-            cfg.fpr = f;
-        }
-        let mut t = BloomfwdControl::build(cfg, &r).expect("valid");
-        run(&mut t, &addresses(&r, inside, n), reps);
+        probe(Config::ipv4(), fpr, &r, &addresses(&r, inside, n), reps);
     } else {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
             .v6;
-        let mut cfg = Config::ipv6_dpcpe(&r, DEFAULT_V6_LEVELS);
-        if let Some(f) = fpr {
-            cfg.fpr = f;
-        }
-        let mut t = BloomfwdControl::build(cfg, &r).expect("valid");
-        run(&mut t, &addresses(&r, inside, n), reps);
+        let cfg = Config::ipv6_dpcpe(&r, DEFAULT_V6_LEVELS);
+        probe(cfg, fpr, &r, &addresses(&r, inside, n), reps);
     }
 }

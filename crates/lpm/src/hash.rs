@@ -245,6 +245,15 @@ impl Simd {
         Simd::Scalar
     }
 
+    /// Short name (`scalar`, `avx2`, `avx512`), as [`str::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Scalar => "scalar",
+            Simd::Avx2 => "avx2",
+            Simd::Avx512 => "avx512",
+        }
+    }
+
     /// Every path this CPU supports (scalar first).
     pub fn available() -> Vec<Simd> {
         let mut v = vec![Simd::Scalar];
@@ -258,6 +267,16 @@ impl Simd {
             }
         }
         v
+    }
+}
+
+impl std::str::FromStr for Simd {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Simd::Scalar, Simd::Avx2, Simd::Avx512]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown SIMD path {s:?} (scalar, avx2, avx512)"))
     }
 }
 
@@ -504,6 +523,10 @@ mod tests {
             assert_eq!(HashKind::from_code(kind as u8), Some(kind));
         }
         assert_eq!(HashKind::from_code(4), None);
+        for simd in [Simd::Scalar, Simd::Avx2, Simd::Avx512] {
+            assert_eq!(simd.name().parse::<Simd>(), Ok(simd));
+        }
+        assert!("sse".parse::<Simd>().is_err());
     }
 
     #[test]
