@@ -88,6 +88,26 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
         "single {:.1} ns/lookup, batch {:.1} ns/lookup (checksums {} {})",
         ns[0], ns[1], sums[0], sums[1]
     );
+    // What the lookups read, per address (`Bloomfwd::probe_cost`).
+    let mut c = [0u64; 5];
+    for &a in addrs {
+        let p = t.table().probe_cost(a);
+        for (s, v) in c
+            .iter_mut()
+            .zip([p.direct, p.fine, p.groups, p.filters, p.table_lines])
+        {
+            *s += v as u64;
+        }
+    }
+    let per = |i: usize| c[i] as f64 / addrs.len().max(1) as f64;
+    println!(
+        "per lookup: direct {:.2}, fine {:.2}, groups {:.2}, filter blocks {:.2}, table lines {:.2}",
+        per(0),
+        per(1),
+        per(2),
+        per(3),
+        per(4)
+    );
 }
 
 fn main() {

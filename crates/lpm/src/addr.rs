@@ -43,6 +43,12 @@ pub trait Address: Copy + Eq + Ord + Hash + fmt::Debug + Default + Send + Sync +
             Self::from_u128((self.to_u128() >> shift) << shift)
         }
     }
+    /// The first 64 address bits (IPv4: the address, then 32 zero bits),
+    /// so that short prefixes of either family are one 64-bit shift away.
+    #[inline(always)]
+    fn hi64(self) -> u64 {
+        (self.to_u128() << (128 - Self::BITS as u32) >> 64) as u64
+    }
     /// Bit `i` counted from the most significant (first) bit.
     #[inline(always)]
     fn bit(self, i: u8) -> bool {
@@ -61,6 +67,10 @@ impl Address for u32 {
     #[inline(always)]
     fn from_u128(v: u128) -> Self {
         v as u32
+    }
+    #[inline(always)]
+    fn hi64(self) -> u64 {
+        (self as u64) << 32
     }
     /// Branch-free: a 64-bit shift by `32 - len` (at most 32) clears a
     /// 32-bit value for `len == 0`.
@@ -90,6 +100,22 @@ impl Address for u128 {
     #[inline(always)]
     fn from_u128(v: u128) -> Self {
         v
+    }
+    #[inline(always)]
+    fn hi64(self) -> u64 {
+        (self >> 64) as u64
+    }
+    /// Lengths up to 64 (the direct slot, sub-slots and most groups) shift
+    /// only the high word: one 64-bit shift instead of a 128-bit one and a
+    /// test for `len == 0`.
+    #[inline(always)]
+    fn top(self, len: u8) -> Self {
+        if len <= 64 {
+            let hi = (self >> 64) as u64;
+            hi.checked_shr(64 - len as u32).unwrap_or(0) as u128
+        } else {
+            self >> (128 - len)
+        }
     }
     fn display(self) -> String {
         Ipv6Addr::from(self).to_string()
@@ -188,8 +214,26 @@ mod tests {
         assert_eq!(b.top(24), 0xC0A801);
         assert_eq!(b.mask(24), (0xC0A8_0100u128) << 96);
         assert_eq!(b.top(128), b);
+        assert_eq!(a.hi64(), 0xC0A8_0133_0000_0000);
+        assert_eq!(b.hi64(), 0xC0A8_0133_0000_0000);
         assert!(a.bit(0));
         assert!(!a.bit(2));
+    }
+
+    #[test]
+    fn top_of_u128_matches_a_plain_shift_at_every_length() {
+        for b in [
+            0u128,
+            u128::MAX,
+            0x2001_0db8_85a3_0000_0000_8a2e_0370_7334,
+            1,
+            1 << 127,
+        ] {
+            assert_eq!(b.top(0), 0);
+            for len in 1..=128u8 {
+                assert_eq!(b.top(len), b >> (128 - len as u32), "len {len} of {b:#x}");
+            }
+        }
     }
 
     #[test]

@@ -43,6 +43,49 @@ use crate::hash::{pair32, pair32_batch, HashKind, KeyHash, Simd};
 use crate::rib::Rib;
 use nexthop_mem::HugeBox;
 
+/// Call `$e` with the const `$k` set to the code of the hash kind `$kind`
+/// (one match per call instead of one per hashed key).
+macro_rules! with_kind {
+    ($kind:expr, $k:ident => $e:expr) => {
+        match $kind {
+            HashKind::H2 => {
+                const $k: u8 = HashKind::H2 as u8;
+                $e
+            }
+            HashKind::Murmur3 => {
+                const $k: u8 = HashKind::Murmur3 as u8;
+                $e
+            }
+            HashKind::Knuth => {
+                const $k: u8 = HashKind::Knuth as u8;
+                $e
+            }
+            HashKind::Mix64 => {
+                const $k: u8 = HashKind::Mix64 as u8;
+                $e
+            }
+        }
+    };
+}
+
+/// The kind of a code that [`with_kind!`] made (folds at compile time).
+#[inline(always)]
+const fn kind_of(code: u8) -> HashKind {
+    match code {
+        0 => HashKind::H2,
+        1 => HashKind::Murmur3,
+        2 => HashKind::Knuth,
+        _ => HashKind::Mix64,
+    }
+}
+
+/// The first `len` (`<= 63`) bits of `hi`, right-aligned: two shifts, so
+/// `len == 0` gives 0 without a test.
+#[inline(always)]
+fn top_of_hi64(hi: u64, len: u8) -> u64 {
+    (hi >> 1) >> (63 - len as u32)
+}
+
 /// Map a uniform 32-bit word onto `0..m` (multiply-shift).
 #[inline(always)]
 fn reduce(x: u32, m: u32) -> u32 {
@@ -203,16 +246,54 @@ impl BloomBits {
         };
         // Stop at the first clear bit: a key not in the set (most tests:
         // a lookup probes the longer groups of its mask first) reads about
-        // two bits instead of `k` (7 at IPv6's 1% target).
+        // two bits instead of `k` (7 at IPv6's 1% target). Bit `p mod 512`
+        // is bit `p mod 64` of word `(p / 64) mod 8` (the shift takes its
+        // count mod 64, as x86's does).
         let mut p = h1;
-        for _ in 0..self.k {
-            let bit = p & (BLOCK_BITS - 1);
-            if b.0[(bit >> 6) as usize] >> (bit & 63) & 1 == 0 {
+        let mut left = self.k;
+        while left != 0 {
+            if b.0[((p >> 6) & 7) as usize].wrapping_shr(p) & 1 == 0 {
                 return false;
             }
             p = p.wrapping_add(h2);
+            left -= 1;
         }
         true
+    }
+
+    /// [`Self::contains`] with the `k <= 8` bits tested at once, branch
+    /// free: the bit positions `h1 + i*h2` in eight 64-bit lanes, each
+    /// lane's word of the block picked by a permute and shifted down to
+    /// its bit. Same answer as `contains` (tested); `k > 8` is not
+    /// handled.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f (its callers are compiled for it, so
+    /// this inlines into them).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn contains_avx512(&self, h1: u32, h2: u32) -> bool {
+        use std::arch::x86_64::*;
+        let Some(b) = self.blocks.get(self.block(h1) as usize) else {
+            return false;
+        };
+        // SAFETY: (1) avx512f: the caller's contract. (2) `b` is a
+        // 64-byte-aligned `Block` of 64 bytes (`repr(C, align(64))`), the
+        // one read `_mm512_load_si512` does.
+        unsafe {
+            let words = _mm512_load_si512(b.0.as_ptr() as *const __m512i);
+            let i = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+            let pos = _mm512_add_epi64(
+                _mm512_set1_epi64(h1 as i64),
+                _mm512_mul_epu32(i, _mm512_set1_epi64(h2 as i64)),
+            );
+            // The permute reads the low 3 bits of each index: (pos / 64) mod 8.
+            let w = _mm512_permutexvar_epi64(_mm512_srli_epi64::<6>(pos), words);
+            let bit = _mm512_srlv_epi64(w, _mm512_and_si512(pos, _mm512_set1_epi64(63)));
+            let set = _mm512_test_epi64_mask(bit, _mm512_set1_epi64(1));
+            let want = (1u32 << self.k.min(8)) - 1;
+            set as u32 & want == want
+        }
     }
 
     #[inline(always)]
@@ -708,6 +789,28 @@ const CHUNK: usize = 32;
 /// the next chunk's buckets in that group to be fetched speculatively.
 const SPEC_MIN_HITS: u32 = 8;
 
+/// Steps between the stages of [`Bloomfwd::staged`].
+const STAGE_DISTANCE: usize = 8;
+
+/// Lanes in flight in [`Bloomfwd::staged`] (a power of two above
+/// `3 * STAGE_DISTANCE`).
+const STAGE_RING: usize = (3 * STAGE_DISTANCE + 1).next_power_of_two();
+
+/// One address in flight in [`Bloomfwd::staged`].
+#[derive(Clone, Copy, Default)]
+struct StagedLane<A> {
+    /// The direct slot's next hop.
+    next_hop: NextHop,
+    /// The slot's group word, then the mask of groups to probe.
+    mask: u32,
+    /// The sub-mask index of a refined slot.
+    fine: u32,
+    /// The first (longest) group's key and hashes.
+    key: A,
+    h1: u32,
+    h2: u32,
+}
+
 /// What [`Bloomfwd::lookup_batch`]'s look-ahead computes for one chunk.
 /// Lanes past a short chunk keep earlier (valid) values, so the lane loop
 /// prefetches without a bound check: at worst a line again.
@@ -731,10 +834,16 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
     }
 
-    /// The direct slot of an address.
+    /// The direct slot of an address: its first `direct_bits` (<= 24)
+    /// bits (IPv6: from the first 64, two 64-bit shifts instead of a
+    /// 128-bit one; IPv4's own `top` is one shift).
     #[inline(always)]
     fn slot(&self, a: A) -> usize {
-        a.top(self.direct_bits).to_u128() as usize
+        if A::BITS <= 32 {
+            a.top(self.direct_bits).to_u128() as usize
+        } else {
+            top_of_hi64(a.hi64(), self.direct_bits) as usize
+        }
     }
 
     /// The group mask that applies to `a` given its direct slot's `groups`
@@ -744,43 +853,117 @@ impl<A: GroupKey> Bloomfwd<A> {
         if groups & FINE == 0 {
             return groups;
         }
-        let fb = self.fine_bits;
-        let sub = (a.top(self.direct_bits + fb).to_u128() as usize) & ((1usize << fb) - 1);
-        let i = (((groups & !FINE) as usize) << fb) | sub;
         // Always present (built together); every group is a safe answer.
-        self.fine.get(i).copied().unwrap_or(!FINE)
+        self.fine
+            .get(self.fine_index(a, groups))
+            .copied()
+            .unwrap_or(!FINE)
+    }
+
+    /// The index in `fine` of `a`'s sub-mask under a refined slot whose
+    /// word is `groups`.
+    #[inline(always)]
+    fn fine_index(&self, a: A, groups: u32) -> usize {
+        let fb = self.fine_bits;
+        let sub = (top_of_hi64(a.hi64(), self.direct_bits + fb) as usize) & ((1usize << fb) - 1);
+        (((groups & !FINE) as usize) << fb) | sub
     }
 
     /// Longest-prefix match of one address.
     #[inline]
     pub fn lookup(&self, a: A) -> Option<NextHop> {
-        let nh = self.next_hop(a);
+        let nh = with_kind!(self.filter_hash, K => self.next_hop::<K>(a));
         (nh != NO_ROUTE).then_some(nh)
     }
 
     /// [`Self::lookup`] as a raw next hop ([`NO_ROUTE`] for none): the
-    /// direct slot, then the groups its mask names.
+    /// direct slot, then the groups its mask names. `K` is the filter
+    /// hash's code ([`HashKind::from_code`]), a constant, so each probe
+    /// calls that hash inline instead of dispatching on the kind.
     #[inline(always)]
-    fn next_hop(&self, a: A) -> NextHop {
+    fn next_hop<const K: u8>(&self, a: A) -> NextHop {
         let d = self.direct[self.slot(a)];
         let mask = self.mask_of(a, d.groups);
         if mask != 0 {
-            if let Some(nh) = self.probe_groups(a, mask) {
+            if let Some(nh) = self.probe_groups::<K>(a, mask) {
                 return nh;
             }
         }
         d.next_hop
     }
 
-    /// The match of `a` in the groups `mask` names, longest first.
+    /// The match of `a` in the groups `mask` names, longest first: with at
+    /// most 31 groups each has a bit of its own, so the walk takes the
+    /// mask's highest set bit and clears it, and the last named group is
+    /// the one that leaves no bit set.
     #[inline(always)]
-    fn probe_groups(&self, a: A, mask: u32) -> Option<NextHop> {
+    fn probe_groups<const K: u8>(&self, a: A, mask: u32) -> Option<NextHop> {
+        let n = self.groups.len();
+        if n > 31 {
+            return self.probe_shared_bits::<K>(a, mask);
+        }
+        self.probe_rest::<K, false>(a, mask & !(u32::MAX << n))
+    }
+
+    /// [`Self::probe_groups`] over a mask that names only existing groups
+    /// (at most 31).
+    #[inline(always)]
+    fn probe_rest<const K: u8, const V: bool>(&self, a: A, mut m: u32) -> Option<NextHop> {
+        while m != 0 {
+            let j = 31 - m.leading_zeros();
+            m ^= 1 << j;
+            let g = self.groups.get(j as usize)?;
+            let key = a.top(g.level);
+            let (h1, h2) = key.pair(kind_of(K));
+            if let Some(r) = self.probe_one::<V>(g, key, h1, h2, m == 0) {
+                return r;
+            }
+        }
+        None
+    }
+
+    /// Probe one group for `key` (hashes `h1`, `h2`); `last`: no shorter
+    /// group is named. `Some(answer)` ends the lookup (a hit, or a miss in
+    /// the last group probed without its filter), `None` goes on to the
+    /// next group.
+    #[inline(always)]
+    fn probe_one<const V: bool>(
+        &self,
+        g: &Group<A>,
+        key: A,
+        h1: u32,
+        h2: u32,
+        last: bool,
+    ) -> Option<Option<NextHop>> {
+        if self.reuse && last {
+            return Some(g.table.get(key, h1));
+        }
+        let pass = if V {
+            // SAFETY: (1) `V` is true only inside `staged_avx512`, which
+            // runs only where avx512f was detected.
+            unsafe { g.filter.contains_avx512(h1, h2) }
+        } else {
+            g.filter.contains(h1, h2)
+        };
+        if pass {
+            if let Some(nh) = g.table.get(key, self.table_hash_of(key, h1)) {
+                return Some(Some(nh));
+            }
+        }
+        None
+    }
+
+    /// [`Self::probe_groups`] for more than 31 groups (from 30 on they
+    /// share bit 30).
+    #[cold]
+    #[inline(never)]
+    fn probe_shared_bits<const K: u8>(&self, a: A, mask: u32) -> Option<NextHop> {
         let mut below = self.groups.len();
         while let Some(j) = prev_group(mask, below) {
             below = j;
             let g = self.groups.get(j)?;
             let key = a.top(g.level);
-            let (h1, h2) = key.pair(self.filter_hash);
+            let (h1, h2) = key.pair(kind_of(K));
             if self.reuse && last_named(mask, j) {
                 if let Some(nh) = g.table.get(key, h1) {
                     return Some(nh);
@@ -819,8 +1002,9 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// groups are not probed for it. (Testing every group's filter first
     /// and then probing the tables longest-first, the paper's order, was
     /// measured no faster here: with the masks the cost is hashing, which
-    /// the early exit saves.) Keys without batched hashing (IPv6) are looked
-    /// up one at a time instead (`lookup_each`).
+    /// the early exit saves.) Keys without batched hashing (IPv6) go
+    /// through a per-address software pipeline instead (`staged`; tables
+    /// of more than 31 groups: one address at a time, `lookup_each`).
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         let n = addrs.len().min(out.len());
         let (addrs, out) = (&addrs[..n], &mut out[..n]);
@@ -831,6 +1015,22 @@ impl<A: GroupKey> Bloomfwd<A> {
             return out.iter().filter(|&&v| v != NO_ROUTE).count();
         }
         if !A::BATCH_HASH {
+            if self.groups.len() <= 31 {
+                #[cfg(target_arch = "x86_64")]
+                if self.simd == Simd::Avx512
+                    && self.groups.iter().all(|g| g.filter.k <= 8)
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                {
+                    // SAFETY: (1) avx512f was detected just above, the only
+                    // precondition of the target_feature function.
+                    unsafe {
+                        with_kind!(self.filter_hash, K => self.staged_avx512::<K>(addrs, out))
+                    };
+                    return out.iter().filter(|&&v| v != NO_ROUTE).count();
+                }
+                with_kind!(self.filter_hash, K => self.staged::<K, false>(addrs, out));
+                return out.iter().filter(|&&v| v != NO_ROUTE).count();
+            }
             return self.lookup_each(addrs, out);
         }
         let mut keys = [A::default(); CHUNK];
@@ -1045,19 +1245,156 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
     }
 
-    /// [`Self::lookup_batch`] for keys without batched hashing (IPv6): one
-    /// address at a time. The IPv6 structure is cache-resident (3.9 MB on
-    /// the 2015 table, its direct array 512 KiB), so the group-by-group
-    /// passes, whose point is to overlap misses, cost more instructions
-    /// than the latency they hide: 593 against 354 per inside-prefix lookup
-    /// and 55 against 34 per uniform one (callgrind,
-    /// `examples/lpm_probe.rs`); prefetching the direct slots ahead only
-    /// added instructions.
+    /// [`Self::lookup_batch`] one address at a time (keys without batched
+    /// hashing in tables of more than 31 groups). The IPv6 structure is
+    /// cache-resident (3.9 MB on the 2015 table, its direct array 512 KiB),
+    /// so the group-by-group passes, whose point is to overlap misses, cost
+    /// more instructions than the latency they hide: 593 against 354 per
+    /// inside-prefix lookup and 55 against 34 per uniform one (callgrind,
+    /// `examples/lpm_probe.rs`); `staged` overlaps them per address
+    /// instead.
     fn lookup_each(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
-        for (a, o) in addrs.iter().zip(out.iter_mut()) {
-            *o = self.next_hop(*a);
-        }
+        with_kind!(self.filter_hash, K => self.each::<K>(addrs, out));
         out.iter().filter(|&&v| v != NO_ROUTE).count()
+    }
+
+    fn each<const K: u8>(&self, addrs: &[A], out: &mut [NextHop]) {
+        for (a, o) in addrs.iter().zip(out.iter_mut()) {
+            *o = self.next_hop::<K>(*a);
+        }
+    }
+
+    /// Per-address lookups in a software pipeline, for tables whose lines
+    /// sit in L2/L3 (IPv6): a lookup reads its direct slot, its sub-mask,
+    /// then a filter block and a bucket per group, each read depending on
+    /// the one before, and at ~300 instructions a lookup the out-of-order
+    /// window holds about one lookup, so those reads barely overlap
+    /// between addresses. So address `i` has its direct slot prefetched
+    /// at step `i`, read (and its sub-mask line prefetched) at `i + D`,
+    /// its mask resolved and its first (longest) group hashed, with that
+    /// group's filter block and bucket prefetched, at `i + 2D`, and its
+    /// probe finished at `i + 3D`, reusing that hash. At most 31 groups
+    /// (each a mask bit of its own).
+    #[inline(always)]
+    fn staged<const K: u8, const V: bool>(&self, addrs: &[A], out: &mut [NextHop]) {
+        const D: usize = STAGE_DISTANCE;
+        let n = addrs.len().min(out.len());
+        let (addrs, out) = (&addrs[..n], &mut out[..n]);
+        let all = !(u32::MAX << self.groups.len());
+        let mut ring = [StagedLane::<A>::default(); STAGE_RING];
+        if n < 3 * D {
+            for i in 0..n {
+                self.stage1(addrs[i], &mut ring[0]);
+                self.stage2::<K>(addrs[i], &mut ring[0], all);
+                out[i] = self.stage3::<K, V>(addrs[i], &ring[0]);
+            }
+            return;
+        }
+        for i in 0..3 * D {
+            self.stage0(addrs[i]);
+            if i >= D {
+                self.stage1(addrs[i - D], &mut ring[(i - D) % STAGE_RING]);
+            }
+            if i >= 2 * D {
+                self.stage2::<K>(addrs[i - 2 * D], &mut ring[(i - 2 * D) % STAGE_RING], all);
+            }
+        }
+        for i in 3 * D..n {
+            self.stage0(addrs[i]);
+            self.stage1(addrs[i - D], &mut ring[(i - D) % STAGE_RING]);
+            self.stage2::<K>(addrs[i - 2 * D], &mut ring[(i - 2 * D) % STAGE_RING], all);
+            let j = i - 3 * D;
+            out[j] = self.stage3::<K, V>(addrs[j], &ring[j % STAGE_RING]);
+        }
+        for i in n..n + 3 * D {
+            if i - D < n {
+                self.stage1(addrs[i - D], &mut ring[(i - D) % STAGE_RING]);
+            }
+            if i - 2 * D < n {
+                self.stage2::<K>(addrs[i - 2 * D], &mut ring[(i - 2 * D) % STAGE_RING], all);
+            }
+            let j = i - 3 * D;
+            out[j] = self.stage3::<K, V>(addrs[j], &ring[j % STAGE_RING]);
+        }
+    }
+
+    /// [`Self::staged`] compiled for AVX-512, with the filters tested by
+    /// [`BloomBits::contains_avx512`] (every filter has `k <= 8`).
+    ///
+    /// # Safety
+    /// The CPU must support avx512f.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn staged_avx512<const K: u8>(&self, addrs: &[A], out: &mut [NextHop]) {
+        self.staged::<K, true>(addrs, out)
+    }
+
+    /// [`Self::staged`], step 0: prefetch the direct slot.
+    #[inline(always)]
+    fn stage0(&self, a: A) {
+        prefetch(self.direct.as_ptr().wrapping_add(self.slot(a)));
+    }
+
+    /// Step 1: read the direct slot; prefetch a refined slot's sub-mask.
+    #[inline(always)]
+    fn stage1(&self, a: A, l: &mut StagedLane<A>) {
+        let d = self.direct[self.slot(a)];
+        l.next_hop = d.next_hop;
+        l.mask = d.groups;
+        if d.groups & FINE != 0 {
+            let f = self.fine_index(a, d.groups);
+            prefetch(self.fine.as_ptr().wrapping_add(f));
+            l.fine = f as u32;
+        }
+    }
+
+    /// Step 2: the mask (`all`: the existing groups); hash the longest
+    /// group it names and prefetch that group's filter block and bucket.
+    #[inline(always)]
+    fn stage2<const K: u8>(&self, a: A, l: &mut StagedLane<A>, all: u32) {
+        let mut m = l.mask;
+        if m & FINE != 0 {
+            m = self.fine.get(l.fine as usize).copied().unwrap_or(!FINE);
+        }
+        m &= all;
+        l.mask = m;
+        if m != 0 {
+            if let Some(g) = self.groups.get(31 - m.leading_zeros() as usize) {
+                let key = a.top(g.level);
+                let (h1, h2) = key.pair(kind_of(K));
+                g.filter.prefetch(h1);
+                g.table.prefetch(self.table_hash_of(key, h1));
+                (l.key, l.h1, l.h2) = (key, h1, h2);
+            }
+        }
+    }
+
+    /// Step 3: the first group with the hashes of step 2, then the rest
+    /// of the mask; else the direct slot's next hop.
+    #[inline(always)]
+    fn stage3<const K: u8, const V: bool>(&self, a: A, l: &StagedLane<A>) -> NextHop {
+        self.finish_staged::<K, V>(a, l).unwrap_or(l.next_hop)
+    }
+
+    /// The last step of [`Self::staged`]: the first group with the hashes
+    /// computed two steps before, then the rest of the mask.
+    #[inline(always)]
+    fn finish_staged<const K: u8, const V: bool>(
+        &self,
+        a: A,
+        l: &StagedLane<A>,
+    ) -> Option<NextHop> {
+        let m = l.mask;
+        if m == 0 {
+            return None;
+        }
+        let j = 31 - m.leading_zeros();
+        let rest = m ^ (1 << j);
+        let g = self.groups.get(j as usize)?;
+        if let Some(r) = self.probe_one::<V>(g, l.key, l.h1, l.h2, rest == 0) {
+            return r;
+        }
+        self.probe_rest::<K, V>(a, rest)
     }
 
     /// [`Probe::FiltersFirst`] on one chunk of at most [`CHUNK`] lanes (at
@@ -1946,6 +2283,40 @@ mod tests {
         assert_eq!((c.direct, c.filters), (0, 2));
         assert!(c.table_lines >= 1);
         assert_eq!(f.probe_cost(0x0B00_0000).direct, 1);
+    }
+
+    #[test]
+    fn vector_filter_test_matches_the_scalar_one() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no avx512f on this CPU: the vector test is not reachable here");
+            return;
+        }
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for k in 1..=8u8 {
+            // Each bit set with probability 2^(-1/k), so a test passes
+            // about half the time and both answers come up often.
+            let mut f = BloomBits::new(4 * BLOCK_BITS, k);
+            let q = (0.5f64.powf(1.0 / k as f64) * u32::MAX as f64) as u32;
+            for b in 0..f.m {
+                rng = crate::hash::mix64(rng);
+                f.set(b, (rng as u32) < q);
+            }
+            let (mut yes, mut no) = (0, 0);
+            for _ in 0..20_000 {
+                rng = crate::hash::mix64(rng);
+                let (h1, h2) = (rng as u32, (rng >> 32) as u32 | 1);
+                let want = f.contains(h1, h2);
+                // SAFETY: (1) avx512f was detected above.
+                let got = unsafe { f.contains_avx512(h1, h2) };
+                assert_eq!(got, want, "k {k}, {h1:#x} {h2:#x}");
+                if want {
+                    yes += 1;
+                } else {
+                    no += 1;
+                }
+            }
+            assert!(yes > 100 && no > 100, "k {k}: {yes} in, {no} out");
+        }
     }
 
     #[test]
