@@ -131,7 +131,13 @@ fn main() {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
             .v6;
-        let cfg = Config::ipv6_dpcpe(&r, DEFAULT_V6_LEVELS);
+        // `LPM_V6_LEVELS=N` picks the number of DPCPE levels.
+        let levels = std::env::var("LPM_V6_LEVELS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_V6_LEVELS);
+        let cfg = Config::ipv6_dpcpe(&r, levels);
+        eprintln!("levels {:?}", cfg.levels);
         probe(cfg, fpr, &r, &addresses(&r, inside, n), reps);
     }
 }

@@ -25,8 +25,9 @@
 //! selects; the table is addressed with `h1` again when it uses the
 //! filter's hash kind.
 //!
-//! Memory reads per lookup (cache lines): 1 for the direct slot, plus per
-//! probed group 1 filter line and, when the filter passes (true match or
+//! Memory reads per lookup (cache lines): 1 for the direct slot (plus 1
+//! sub-mask line in a refined slot and 1 more in a refined sub-slot; see
+//! the crate README), plus per probed group 1 filter line and, when the filter passes (true match or
 //! false positive), 1+ table lines (linear probing at load <= 3/4). The
 //! floor is 1 (no longer prefix under the slot) or 3 (slot, the matching
 //! group's filter and bucket) when only the matching group is in the mask.
@@ -646,7 +647,11 @@ struct Group<A> {
 /// index `i` of its block of `2^fine_bits` sub-masks in `Bloomfwd::fine`:
 /// sub-mask `sub` names the groups with a key under the slot whose next
 /// `fine_bits` address bits are `sub` (IPv6: /24 granularity under a /16
-/// slot), so dense slots such as 2001::/16 probe few groups.
+/// slot), so dense slots such as 2001::/16 probe few groups. A sub-mask
+/// that named at least `FINE_MIN_GROUPS` groups at build time is refined
+/// once more (bit 31 set): it holds the index of its block of
+/// `2^fine2_bits` sub-sub-masks in `Bloomfwd::fine2` (IPv6: /32
+/// granularity under a /24 sub-slot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, align(8))]
 struct Direct {
@@ -711,9 +716,14 @@ fn fine_bits_for(direct_bits: u8, levels: &[u8]) -> u8 {
 pub struct Bloomfwd<A> {
     direct: HugeBox<Direct>,
     direct_bits: u8,
-    /// Sub-masks of the refined slots, `2^fine_bits` per slot.
+    /// Sub-masks of the refined slots, `2^fine_bits` per slot. A sub-mask
+    /// with [`FINE`] set is itself refined: it holds the index of its
+    /// block of `2^fine2_bits` sub-sub-masks in `fine2`.
     fine: Box<[u32]>,
     fine_bits: u8,
+    /// Sub-sub-masks of the refined sub-slots (IPv6: /32 granularity).
+    fine2: Box<[u32]>,
+    fine2_bits: u8,
     groups: Vec<Group<A>>,
     filter_hash: HashKind,
     table_hash: HashKind,
@@ -764,7 +774,8 @@ pub struct ProbeCost {
     /// Direct-slot lines read (0 when [`Probe::FiltersFirst`] finds the
     /// key in a table).
     pub direct: u32,
-    /// Sub-mask lines read (0 or 1: a refined slot).
+    /// Sub-mask lines read (0 to 2: a refined slot, then a refined
+    /// sub-slot).
     pub fine: u32,
     /// Groups probed: their filter tested, or, for the last group the mask
     /// names, their bucket read without it.
@@ -854,10 +865,34 @@ impl<A: GroupKey> Bloomfwd<A> {
             return groups;
         }
         // Always present (built together); every group is a safe answer.
-        self.fine
+        let m = self
+            .fine
             .get(self.fine_index(a, groups))
             .copied()
+            .unwrap_or(!FINE);
+        self.sub_mask(a, m)
+    }
+
+    /// A sub-mask, or the sub-sub-mask of `a` when it is refined.
+    #[inline(always)]
+    fn sub_mask(&self, a: A, m: u32) -> u32 {
+        if m & FINE == 0 {
+            return m;
+        }
+        self.fine2
+            .get(self.fine2_index(a, m))
+            .copied()
             .unwrap_or(!FINE)
+    }
+
+    /// The index in `fine2` of `a`'s sub-sub-mask under a refined sub-slot
+    /// whose word is `m`.
+    #[inline(always)]
+    fn fine2_index(&self, a: A, m: u32) -> usize {
+        let fb2 = self.fine2_bits;
+        let depth = self.direct_bits + self.fine_bits + fb2;
+        let sub = (top_of_hi64(a.hi64(), depth) as usize) & ((1usize << fb2) - 1);
+        (((m & !FINE) as usize) << fb2) | sub
     }
 
     /// The index in `fine` of `a`'s sub-mask under a refined slot whose
@@ -1355,6 +1390,7 @@ impl<A: GroupKey> Bloomfwd<A> {
         let mut m = l.mask;
         if m & FINE != 0 {
             m = self.fine.get(l.fine as usize).copied().unwrap_or(!FINE);
+            m = self.sub_mask(a, m);
         }
         m &= all;
         l.mask = m;
@@ -1511,9 +1547,14 @@ impl<A: GroupKey> Bloomfwd<A> {
             return c;
         }
         let d = self.direct[self.slot(a)];
+        let sub_refined = d.groups & FINE != 0
+            && self
+                .fine
+                .get(self.fine_index(a, d.groups))
+                .is_some_and(|m| m & FINE != 0);
         let mut c = ProbeCost {
             direct: 1,
-            fine: (d.groups & FINE != 0) as u32,
+            fine: (d.groups & FINE != 0) as u32 + sub_refined as u32,
             ..ProbeCost::default()
         };
         let mask = self.mask_of(a, d.groups);
@@ -1539,12 +1580,21 @@ impl<A: GroupKey> Bloomfwd<A> {
         c
     }
 
-    /// Direct slots refined into sub-masks (see [`Direct`]).
+    /// Direct slots refined into sub-masks (see the crate README).
     pub fn refined_slots(&self) -> usize {
         if self.fine_bits == 0 {
             0
         } else {
             self.fine.len() >> self.fine_bits
+        }
+    }
+
+    /// Sub-slots refined into sub-sub-masks (see the crate README).
+    pub fn refined_sub_slots(&self) -> usize {
+        if self.fine2_bits == 0 {
+            0
+        } else {
+            self.fine2.len() >> self.fine2_bits
         }
     }
 
@@ -1573,6 +1623,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.direct)
             + std::mem::size_of_val(&*self.fine)
+            + std::mem::size_of_val(&*self.fine2)
             + self
                 .groups
                 .iter()
@@ -1634,6 +1685,10 @@ pub struct BloomfwdControl<A> {
     /// ([`fine_group_key`]): a sub-mask bit is cleared when its count
     /// drops to zero.
     fine_groups: HashMap<u64, u32>,
+    /// Keys per (sub-sub-slot, group) under the refined sub-slots, as
+    /// `fine_groups` (a key shorter than the sub-sub-slots counts in each
+    /// one it covers).
+    fine2_groups: HashMap<u64, u32>,
     ctl: Vec<GroupCtl<A>>,
     fwd: Bloomfwd<A>,
 }
@@ -1768,11 +1823,43 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 }
             }
         }
+        // Refine the dense sub-slots the same way, one level down.
+        let fine2_bits = fine2_bits_for(d, fine_bits);
+        let mut fine2: Vec<u32> = Vec::new();
+        let mut fine2_groups = HashMap::new();
+        if fine2_bits > 0 {
+            for m in fine.iter_mut() {
+                if m.count_ones() >= FINE_MIN_GROUPS {
+                    *m = FINE | (fine2.len() >> fine2_bits) as u32;
+                    fine2.resize(fine2.len() + (1 << fine2_bits), 0);
+                }
+            }
+            let geo = Fine2 {
+                d,
+                fine_bits,
+                fine2_bits,
+            };
+            for (gi, c) in ctl.iter().enumerate() {
+                let level = groups[gi].level;
+                for &key in c.exp.keys() {
+                    geo.touch(
+                        &direct,
+                        &fine,
+                        &mut fine2,
+                        &mut fine2_groups,
+                        (key, level, gi),
+                        true,
+                    );
+                }
+            }
+        }
         let fwd = Bloomfwd {
             direct: HugeBox::from_slice(&direct),
             direct_bits: d,
             fine: fine.into_boxed_slice(),
             fine_bits,
+            fine2: fine2.into_boxed_slice(),
+            fine2_bits,
             groups,
             filter_hash: cfg.filter_hash,
             table_hash: cfg.table_hash,
@@ -1786,6 +1873,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             direct_len,
             slot_groups,
             fine_groups,
+            fine2_groups,
             ctl,
             fwd,
         }
@@ -1861,6 +1949,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
         let level = self.fwd.groups[gi].level;
         let th = self.table_hash_fn();
         let fk = self.cfg.filter_hash;
+        let geo = Fine2::of(&self.fwd);
         let mut added = 0;
         for key in expansion(p, level) {
             let g = &mut self.fwd.groups[gi];
@@ -1887,9 +1976,17 @@ impl<A: GroupKey> BloomfwdControl<A> {
                         let f = fine_of(key, level, d + fb);
                         *self.fine_groups.entry(fine_group_key(f, gi)).or_insert(0) += 1;
                         let i = (((dg & !FINE) as usize) << fb) | (f & ((1 << fb) - 1));
-                        if let Some(m) = self.fwd.fine.get_mut(i) {
+                        if let Some(m) = self.fwd.fine.get_mut(i).filter(|m| **m & FINE == 0) {
                             *m |= group_bit(gi);
                         }
+                        geo.touch(
+                            &self.fwd.direct,
+                            &self.fwd.fine,
+                            &mut self.fwd.fine2,
+                            &mut self.fine2_groups,
+                            (key, level, gi),
+                            true,
+                        );
                     }
                     let (h1, h2) = key.pair(fk);
                     for i in 0..g.filter.k {
@@ -1934,6 +2031,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
         let cover = self.rib.covering(p, self.ctl[gi].lo, len);
         let th = self.table_hash_fn();
         let fk = self.cfg.filter_hash;
+        let geo = Fine2::of(&self.fwd);
         for key in expansion(p, level) {
             let g = &mut self.fwd.groups[gi];
             let c = &mut self.ctl[gi];
@@ -1971,11 +2069,21 @@ impl<A: GroupKey> BloomfwdControl<A> {
                             if *n == 0 {
                                 self.fine_groups.remove(&fgk);
                                 let i = (((dg & !FINE) as usize) << fb) | (f & ((1 << fb) - 1));
-                                if let Some(m) = self.fwd.fine.get_mut(i) {
+                                if let Some(m) =
+                                    self.fwd.fine.get_mut(i).filter(|m| **m & FINE == 0)
+                                {
                                     *m &= !group_bit(gi);
                                 }
                             }
                         }
+                        geo.touch(
+                            &self.fwd.direct,
+                            &self.fwd.fine,
+                            &mut self.fwd.fine2,
+                            &mut self.fine2_groups,
+                            (key, level, gi),
+                            false,
+                        );
                     }
                     let (h1, h2) = key.pair(fk);
                     for i in 0..g.filter.k {
@@ -2101,6 +2209,90 @@ fn fine_of<A: Address>(key: A, level: u8, fd: u8) -> usize {
 /// The `fine_groups` key of (sub-slot, group `gi`'s mask bit).
 fn fine_group_key(f: usize, gi: usize) -> u64 {
     (f as u64) << 5 | gi.min(30) as u64
+}
+
+/// Sub-sub-mask bits of a configuration: the sub-sub-slots lie
+/// [`MAX_FINE_BITS`] address bits below the sub-slots (IPv6: /32 under
+/// /24), within the first 64 bits (0: no second level).
+fn fine2_bits_for(direct_bits: u8, fine_bits: u8) -> u8 {
+    if fine_bits == 0 {
+        return 0;
+    }
+    MAX_FINE_BITS.min(64u8.saturating_sub(direct_bits + fine_bits))
+}
+
+/// The geometry of the second refinement level, to count keys in and out
+/// of the sub-sub-masks.
+struct Fine2 {
+    d: u8,
+    fine_bits: u8,
+    fine2_bits: u8,
+}
+
+impl Fine2 {
+    fn of<A>(t: &Bloomfwd<A>) -> Self {
+        Fine2 {
+            d: t.direct_bits,
+            fine_bits: t.fine_bits,
+            fine2_bits: t.fine2_bits,
+        }
+    }
+
+    /// Add (or remove) group `gi`'s bit for `key` (at `level`) in the
+    /// sub-sub-masks it covers, when its slot and sub-slot are refined: a
+    /// key at least as long as the sub-sub-slots lies in one, a shorter
+    /// one (level >= the sub-slots', so within one sub-slot) covers
+    /// `2^(depth - level)`. Per-(sub-sub-slot, group) counts keep each bit
+    /// exact under announce and withdraw.
+    fn touch<A: Address>(
+        &self,
+        direct: &[Direct],
+        fine: &[u32],
+        fine2: &mut [u32],
+        counts: &mut HashMap<u64, u32>,
+        (key, level, gi): (A, u8, usize),
+        add: bool,
+    ) {
+        let (d, fb, fb2) = (self.d, self.fine_bits, self.fine2_bits);
+        let Some(dg) = direct.get(slot_of(key, level, d)).map(|s| s.groups) else {
+            return;
+        };
+        if dg & FINE == 0 {
+            return;
+        }
+        let f = fine_of(key, level, d + fb);
+        let i1 = (((dg & !FINE) as usize) << fb) | (f & ((1 << fb) - 1));
+        let Some(&m1) = fine.get(i1) else {
+            return;
+        };
+        if m1 & FINE == 0 {
+            return;
+        }
+        let depth = d + fb + fb2;
+        let (first, n) = if level >= depth {
+            (fine_of(key, level, depth), 1usize)
+        } else {
+            let up = depth - level;
+            ((key.to_u128() as usize) << up, 1usize << up)
+        };
+        for f2 in first..first + n {
+            let i2 = (((m1 & !FINE) as usize) << fb2) | (f2 & ((1 << fb2) - 1));
+            let k = fine_group_key(f2, gi);
+            let Some(w) = fine2.get_mut(i2) else {
+                continue;
+            };
+            if add {
+                *counts.entry(k).or_insert(0) += 1;
+                *w |= group_bit(gi);
+            } else if let Some(c) = counts.get_mut(&k) {
+                *c -= 1;
+                if *c == 0 {
+                    counts.remove(&k);
+                    *w &= !group_bit(gi);
+                }
+            }
+        }
+    }
 }
 
 fn mask_bits(level: u8) -> u128 {
@@ -2254,8 +2446,83 @@ mod tests {
         assert!(t.withdraw(p6(a(0x2001_0db8_0000_0000), 32)));
         assert!(t.withdraw(p6(a(0x2001_0e00_0000_0000), 32)));
         assert!(t.fine_groups.is_empty());
-        assert!(t.fwd.fine.iter().all(|&m| m == 0));
+        // A refined sub-slot stays refined (the layout is the build's).
+        assert!(t.fwd.fine.iter().all(|&m| m == 0 || m & !FINE == 0));
+        assert!(t.fwd.fine2.iter().all(|&m| m == 0));
+        assert!(t.fine2_groups.is_empty());
         assert_eq!(t.lookup(a(0x2001_0db8_0001_0002)), None);
+    }
+
+    /// The sub-sub-masks recomputed from the keys of every group (on a
+    /// zeroed copy with the same layout) and their counts.
+    fn fine2_from_keys(t: &BloomfwdControl<u128>) -> (Vec<u32>, HashMap<u64, u32>) {
+        let mut want = vec![0u32; t.fwd.fine2.len()];
+        let mut counts = HashMap::new();
+        let geo = Fine2::of(&t.fwd);
+        for (gi, c) in t.ctl.iter().enumerate() {
+            for &key in c.exp.keys() {
+                let k = (key, t.fwd.groups[gi].level, gi);
+                geo.touch(&t.fwd.direct, &t.fwd.fine, &mut want, &mut counts, k, true);
+            }
+        }
+        (want, counts)
+    }
+
+    #[test]
+    fn dense_sub_slot_sub_sub_masks_follow_announce_and_withdraw() {
+        // Under 2001:0d00::/24 keys in groups 24, 32 and 48: its slot and
+        // its sub-slot are refined, and the sub-sub-masks split it per /32.
+        let a = |hi: u64| (hi as u128) << 64;
+        let routes = [
+            (p6(a(0x2001_0d00_0000_0000), 24), 1),
+            (p6(a(0x2001_0db8_0000_0000), 32), 2),
+            (p6(a(0x2001_0db8_0001_0000), 48), 3),
+            (p6(a(0x2001_0e00_0000_0000), 32), 4),
+            (p6(a(0x2001_0f00_0000_0000), 32), 5),
+        ];
+        let cfg = Config::ipv6(vec![24, 28, 32, 48]);
+        let mut t = BloomfwdControl::<u128>::build(cfg, &routes).unwrap();
+        assert_eq!(t.table().refined_slots(), 1);
+        assert_eq!(t.table().refined_sub_slots(), 1);
+        // The groups a lookup of `hi` may probe (bit j: group j).
+        let mask = |t: &BloomfwdControl<u128>, hi: u64| {
+            let f = t.table();
+            f.mask_of(a(hi), f.direct[f.slot(a(hi))].groups)
+        };
+        let (g24, g28, g32, g48) = (1, 2, 4, 8);
+        assert_eq!(mask(&t, 0x2001_0db8_0005_0000), g24 | g32 | g48);
+        assert_eq!(t.table().probe_cost(a(0x2001_0db8_0005_0000)).fine, 2);
+        // The /24 key covers every /32 under it.
+        assert_eq!(mask(&t, 0x2001_0d01_0000_0000), g24);
+        assert_eq!(t.lookup(a(0x2001_0d01_0000_0000)), Some(1));
+        // A /28 covers 16 sub-sub-slots; a /48 one.
+        t.announce(p6(a(0x2001_0d20_0000_0000), 28), 6);
+        assert_eq!(mask(&t, 0x2001_0d2f_0000_0000), g24 | g28);
+        assert_eq!(mask(&t, 0x2001_0d30_0000_0000), g24);
+        assert_eq!(t.lookup(a(0x2001_0d2f_0000_0000)), Some(6));
+        t.announce(p6(a(0x2001_0d31_0002_0000), 48), 7);
+        assert_eq!(mask(&t, 0x2001_0d31_0000_0000), g24 | g48);
+        assert_eq!(t.lookup(a(0x2001_0d31_0002_0000)), Some(7));
+        assert_eq!(
+            fine2_from_keys(&t),
+            (t.fwd.fine2.to_vec(), t.fine2_groups.clone())
+        );
+        assert!(t.withdraw(p6(a(0x2001_0d20_0000_0000), 28)));
+        assert_eq!(mask(&t, 0x2001_0d2f_0000_0000), g24);
+        assert!(t.withdraw(p6(a(0x2001_0d31_0002_0000), 48)));
+        assert!(t.withdraw(p6(a(0x2001_0d00_0000_0000), 24)));
+        assert_eq!(mask(&t, 0x2001_0d01_0000_0000), 0);
+        assert_eq!(mask(&t, 0x2001_0db8_0000_0000), g32 | g48);
+        assert_eq!(t.lookup(a(0x2001_0d01_0000_0000)), None);
+        assert_eq!(
+            fine2_from_keys(&t),
+            (t.fwd.fine2.to_vec(), t.fine2_groups.clone())
+        );
+        for (p, _) in routes.iter().skip(1) {
+            assert!(t.withdraw(*p));
+        }
+        assert!(t.fwd.fine2.iter().all(|&m| m == 0));
+        assert!(t.fine2_groups.is_empty());
     }
 
     #[test]

@@ -261,6 +261,23 @@ fn ipv6_dense_slot_announce_withdraw_matches_trie() {
 }
 
 #[test]
+fn ipv6_dense_sub_slot_announce_withdraw_matches_trie() {
+    // Every route under two /24s: their sub-slots name most groups and are
+    // refined again (sub-sub-masks per /32), kept exact by the updates.
+    let lens: &[u8] = &[24, 26, 28, 30, 32, 36, 40, 48, 56, 64, 128];
+    let under = [
+        Prefix::new(0x2001_0d00u128 << 96, 24).unwrap(),
+        Prefix::new(0x2a02_1200u128 << 96, 24).unwrap(),
+    ];
+    let cfg = Config::ipv6(vec![24, 28, 32, 40, 48, 64, 128]);
+    let t = apply_random_updates_under::<u128>(17, cfg, lens, 20, &under);
+    assert!(
+        t.table().refined_sub_slots() >= 2,
+        "refined at the first build"
+    );
+}
+
+#[test]
 fn ipv6_lookups_agree_across_hash_choices() {
     let routes = real_routes();
     let o = oracle(&routes.v6);
