@@ -101,6 +101,12 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
     }
     let per = |i: usize| c[i] as f64 / addrs.len().max(1) as f64;
     println!(
+        "lookup structure {} bytes, {} refined slots, {} refined sub-slots",
+        t.table().memory_bytes(),
+        t.table().refined_slots(),
+        t.table().refined_sub_slots()
+    );
+    println!(
         "per lookup: direct {:.2}, fine {:.2}, groups {:.2}, filter blocks {:.2}, table lines {:.2}",
         per(0),
         per(1),
