@@ -176,6 +176,7 @@ fn family_json(s: &FamilyStats) -> serde_json::Value {
         "lookup_bytes": s.lookup_bytes,
         "bytes_per_prefix": if s.prefixes == 0 { 0.0 } else { s.lookup_bytes as f64 / s.prefixes as f64 },
         "direct": { "prefixes": s.direct_prefixes, "bytes": s.direct_bytes, "bits": s.config.direct_bits },
+        "sub_masks": { "refined_slots": s.refined.0, "refined_sub_slots": s.refined.1, "bytes": s.sub_mask_bytes },
         "fpr_target": s.config.fpr,
         "filter_hash": s.config.filter_hash.name(),
         "table_hash": s.config.table_hash.name(),
@@ -203,6 +204,10 @@ fn family_text(name: &str, s: &FamilyStats) -> String {
     o += &format!(
         "  direct array /0../{}: {} prefixes, {} bytes\n",
         s.config.direct_bits, s.direct_prefixes, s.direct_bytes
+    );
+    o += &format!(
+        "  sub-masks: {} refined slots, {} refined sub-slots, {} bytes\n",
+        s.refined.0, s.refined.1, s.sub_mask_bytes
     );
     for (g, f) in s.groups.iter().zip(&s.measured_fpr) {
         o += &format!(

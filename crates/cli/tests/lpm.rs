@@ -218,6 +218,41 @@ fn stats_reports_memory_expansion_and_measured_fpr() {
 }
 
 #[test]
+fn stats_reports_refined_slots_of_a_dense_ipv6_table() {
+    // Four prefix lengths under 2001:db8::/32: 2001::/16 names four
+    // groups, and so does its /24 sub-slot 2001:d00::/24, so both are
+    // refined (256 sub-masks and 256 sub-sub-masks of 4 bytes).
+    let fx = Fixture::new();
+    fx.build("2001:db8::/32 1\n2001:db8:100::/40 2\n2001:db8:1::/48 3\n2001:db8:1:2::/64 4\n");
+    let out = nexthop()
+        .args(["lpm", "stats", "--json", "--table"])
+        .arg(fx.table())
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let sub = &j["ipv6"]["sub_masks"];
+    assert_eq!(sub["refined_slots"], 1, "{sub}");
+    assert_eq!(sub["refined_sub_slots"], 1, "{sub}");
+    assert_eq!(sub["bytes"], 2048, "{sub}");
+    assert_eq!(j["ipv4"]["sub_masks"]["bytes"], 0);
+    nexthop()
+        .args(["lpm", "stats", "--table"])
+        .arg(fx.table())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "sub-masks: 1 refined slots, 1 refined sub-slots, 2048 bytes",
+        ));
+    let out = fx.lookup(&[
+        "2001:db8:1:2::5",
+        "2001:db8:1:3::",
+        "2001:db8:1ff::",
+        "2001:db9::",
+    ]);
+    assert_eq!(out, "4\n3\n2\n-\n");
+}
+
+#[test]
 fn build_accepts_gzip_asn_tables() {
     let fx = Fixture::new();
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1646,6 +1646,11 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
     }
 
+    /// Bytes of the sub-masks and sub-sub-masks.
+    pub fn sub_mask_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.fine) + std::mem::size_of_val(&*self.fine2)
+    }
+
     /// Sub-slots refined into sub-sub-masks (see the crate README).
     pub fn refined_sub_slots(&self) -> usize {
         if self.fine2_bits == 0 {
@@ -1679,8 +1684,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// Bytes read by lookups: direct array, filters and tables.
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.direct)
-            + std::mem::size_of_val(&*self.fine)
-            + std::mem::size_of_val(&*self.fine2)
+            + self.sub_mask_bytes()
             + self
                 .groups
                 .iter()

@@ -83,8 +83,13 @@ pub struct FamilyStats {
     pub groups: Vec<crate::bloomfwd::GroupStats>,
     /// Measured false-positive rate of each group's filter.
     pub measured_fpr: Vec<f64>,
-    /// Bytes read by lookups (direct array, filters, tables).
+    /// Bytes read by lookups (direct array, sub-masks, filters, tables).
     pub lookup_bytes: usize,
+    /// Direct slots refined into sub-masks, and sub-slots refined into
+    /// sub-sub-masks (see the crate README).
+    pub refined: (usize, usize),
+    /// Bytes of the sub-masks and sub-sub-masks.
+    pub sub_mask_bytes: usize,
     /// Configuration in force.
     pub config: Config,
 }
@@ -231,6 +236,8 @@ fn family_stats<A: GroupKey>(t: &BloomfwdControl<A>, samples: usize) -> FamilySt
         groups: t.group_stats(),
         measured_fpr: t.measure_fpr(samples, 0x5eed),
         lookup_bytes: t.table().memory_bytes(),
+        refined: (t.table().refined_slots(), t.table().refined_sub_slots()),
+        sub_mask_bytes: t.table().sub_mask_bytes(),
         config: t.config().clone(),
     }
 }
