@@ -1470,7 +1470,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     }
 
     /// The last step of [`Self::staged`]: the first group with the hashes
-    /// computed two steps before, then the rest of the mask.
+    /// of step 2, then the rest of the mask.
     #[inline(always)]
     fn finish_staged<const K: u8, const V: bool>(
         &self,
