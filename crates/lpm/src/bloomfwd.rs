@@ -871,12 +871,15 @@ impl<A: GroupKey> Bloomfwd<A> {
         if groups & FINE == 0 {
             return groups;
         }
+        self.refined_mask(a, self.fine_index(a, groups))
+    }
+
+    /// The mask of `a` under a refined slot, from its sub-mask at index `f`
+    /// of `fine` (and its sub-sub-mask when the sub-slot is refined too).
+    #[inline(always)]
+    fn refined_mask(&self, a: A, f: usize) -> u32 {
         // Always present (built together); every group is a safe answer.
-        let m = self
-            .fine
-            .get(self.fine_index(a, groups))
-            .copied()
-            .unwrap_or(!FINE);
+        let m = self.fine.get(f).copied().unwrap_or(!FINE);
         self.sub_mask(a, m)
     }
 
@@ -1011,16 +1014,10 @@ impl<A: GroupKey> Bloomfwd<A> {
             let g = self.groups.get(j)?;
             let key = a.top(g.level);
             let (h1, h2) = key.pair(kind_of(K));
-            if self.reuse && last_named(mask, j) {
-                if let Some(nh) = g.table.get(key, h1) {
-                    return Some(nh);
-                }
-                continue;
-            }
-            if g.filter.contains(h1, h2) {
-                if let Some(nh) = g.table.get(key, self.table_hash_of(key, h1)) {
-                    return Some(nh);
-                }
+            // Several groups can count as last here (they share a bit), so
+            // a miss in one goes on to the next.
+            if let Some(Some(nh)) = self.probe_one::<false>(g, key, h1, h2, last_named(mask, j)) {
+                return Some(nh);
             }
         }
         None
@@ -1445,8 +1442,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     fn stage2<const K: u8>(&self, a: A, l: &mut StagedLane<A>, all: u32) -> bool {
         let mut m = l.mask;
         if m & FINE != 0 {
-            m = self.fine.get(l.fine as usize).copied().unwrap_or(!FINE);
-            m = self.sub_mask(a, m);
+            m = self.refined_mask(a, l.fine as usize);
         }
         m &= all;
         l.mask = m;
@@ -2274,12 +2270,13 @@ fn fine_group_key(f: usize, gi: usize) -> u64 {
 
 /// Sub-sub-mask bits of a configuration: the sub-sub-slots lie
 /// [`MAX_FINE_BITS`] address bits below the sub-slots (IPv6: /32 under
-/// /24), within the first 64 bits (0: no second level).
+/// /24), within the first 63 bits (`top_of_hi64`'s range; 0: no second
+/// level).
 fn fine2_bits_for(direct_bits: u8, fine_bits: u8) -> u8 {
     if fine_bits == 0 {
         return 0;
     }
-    MAX_FINE_BITS.min(64u8.saturating_sub(direct_bits + fine_bits))
+    MAX_FINE_BITS.min(63u8.saturating_sub(direct_bits + fine_bits))
 }
 
 /// The geometry of the second refinement level, to count keys in and out
@@ -2471,12 +2468,17 @@ mod tests {
         Prefix::new(a, l).unwrap()
     }
 
+    /// An IPv6 address from its first 64 bits.
+    fn a6(hi: u64) -> u128 {
+        (hi as u128) << 64
+    }
+
     #[test]
     fn dense_slot_sub_masks_follow_announce_and_withdraw() {
         // 2001::/16 gets keys in groups 32, 48 and 64 (three groups: the
         // slot is refined); 2001:0d00::/24 and 2001:0e00::/24 are its
         // sub-slots.
-        let a = |hi: u64| (hi as u128) << 64;
+        let a = a6;
         let routes = [
             (p6(a(0x2001_0db8_0000_0000), 32), 1),
             (p6(a(0x2001_0db8_0001_0000), 48), 2),
@@ -2533,7 +2535,7 @@ mod tests {
     fn dense_sub_slot_sub_sub_masks_follow_announce_and_withdraw() {
         // Under 2001:0d00::/24 keys in groups 24, 32 and 48: its slot and
         // its sub-slot are refined, and the sub-sub-masks split it per /32.
-        let a = |hi: u64| (hi as u128) << 64;
+        let a = a6;
         let routes = [
             (p6(a(0x2001_0d00_0000_0000), 24), 1),
             (p6(a(0x2001_0db8_0000_0000), 32), 2),
