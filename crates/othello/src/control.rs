@@ -208,8 +208,35 @@ pub struct Othello<K> {
     stash: Vec<u32>,
     counters: Counters,
     removes_since_retry: u32,
-    qa: Vec<u32>,
-    qb: Vec<u32>,
+    /// The two sides of [`Self::split_search`] (kept to reuse their buffers).
+    wa: SideWalk,
+    wb: SideWalk,
+}
+
+/// One side of a lock-step tree search: every vertex reached (`members`,
+/// what a flip XORs) and the non-leaves among them, expanded in order
+/// (`frontier`, expanded up to `next`).
+#[derive(Default)]
+struct SideWalk {
+    members: Vec<u32>,
+    frontier: Vec<u32>,
+    next: usize,
+}
+
+impl SideWalk {
+    /// Restart from vertex `x` alone.
+    fn start(&mut self, x: u32) {
+        self.members.clear();
+        self.frontier.clear();
+        self.members.push(x);
+        self.frontier.push(x);
+        self.next = 0;
+    }
+
+    /// Whether every reached vertex has been expanded (the tree is whole).
+    fn complete(&self) -> bool {
+        self.next == self.frontier.len()
+    }
 }
 
 impl<K> Debug for Othello<K> {
@@ -222,9 +249,19 @@ impl<K> Debug for Othello<K> {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Side {
     A,
     B,
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
 }
 
 impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
@@ -264,8 +301,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             stash: Vec::new(),
             counters: Counters::default(),
             removes_since_retry: 0,
-            qa: Vec::new(),
-            qb: Vec::new(),
+            wa: SideWalk::default(),
+            wb: SideWalk::default(),
         };
         o.resize(capacity.max(MIN_CAPACITY));
         Ok(o)
@@ -664,49 +701,84 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// Lock-step search of the trees of `xa` and `xb`, not crossing edge
     /// `skip`. `None` if they are connected; otherwise the side whose tree
-    /// was exhausted first (the smaller), with its vertices in `qa`/`qb`.
+    /// has fewer vertices, with its vertices in `wa.members`/`wb.members`.
+    ///
+    /// The two sides expand one vertex each in turn. A vertex whose only
+    /// edge is the one it was reached by (a leaf, about half of a small
+    /// tree's vertices) is counted but never expanded: its vertex line,
+    /// read for the mark, and the edge record in hand tell. Once a side has
+    /// nothing left to expand its tree is complete; the other side then
+    /// expands only until it is complete or has more vertices, so the side
+    /// flipped is the smaller and the search costs about twice its size.
     fn split_search(&mut self, xa: u32, xb: u32, skip: u32) -> Option<Side> {
         let sa = self.next_stamp();
         let sb = sa + 1;
-        let mut qa = std::mem::take(&mut self.qa);
-        let mut qb = std::mem::take(&mut self.qb);
-        qa.clear();
-        qb.clear();
-        qa.push(xa);
-        qb.push(xb);
+        let mut wa = std::mem::take(&mut self.wa);
+        let mut wb = std::mem::take(&mut self.wb);
+        wa.start(xa);
+        wb.start(xb);
         self.set_mark(xa, sa);
         self.set_mark(xb, sb);
-        let (mut ia, mut ib) = (0, 0);
-        // Expand one vertex per side in turn and stop as soon as a side is
-        // exhausted, so a leaf end costs one expansion.
         let result = loop {
-            if !self.expand(qa[ia], skip, sa, sb, &mut qa) {
+            if !self.expand(&mut wa, skip, sa, sb) {
                 break None;
             }
-            ia += 1;
-            if ia == qa.len() {
-                break Some(Side::A);
+            if wa.complete() {
+                break Some(self.finish_other(&mut wb, skip, sb, wa.members.len(), Side::A));
             }
-            if !self.expand(qb[ib], skip, sb, sa, &mut qb) {
+            if !self.expand(&mut wb, skip, sb, sa) {
                 break None;
             }
-            ib += 1;
-            if ib == qb.len() {
-                break Some(Side::B);
+            if wb.complete() {
+                break Some(self.finish_other(&mut wa, skip, sa, wb.members.len(), Side::B));
             }
         };
-        self.qa = qa;
-        self.qb = qb;
+        self.wa = wa;
+        self.wb = wb;
         result
     }
 
-    /// Push the unvisited neighbours of `x`; false if the other search's
-    /// mark is reached (the two trees are one).
+    /// One side's tree is complete with `done` vertices: expand the other
+    /// side `w` while it is incomplete and not larger, and return the side
+    /// to flip (`complete`, the finished one, unless `w` ends up smaller).
+    /// The two trees are known to be apart, so no mark of the other search
+    /// can be met.
+    fn finish_other(
+        &mut self,
+        w: &mut SideWalk,
+        skip: u32,
+        mine: u32,
+        done: usize,
+        complete: Side,
+    ) -> Side {
+        while !w.complete() && w.members.len() < done {
+            self.expand(w, skip, mine, NIL);
+        }
+        if w.complete() && w.members.len() < done {
+            complete.other()
+        } else {
+            complete
+        }
+    }
+
+    /// Expand the next vertex of `w`'s frontier: count its unvisited
+    /// neighbours as members and queue the non-leaves for expansion. False
+    /// if the other search's mark (`theirs`) is reached (the trees are one).
     #[inline]
-    fn expand(&mut self, x: u32, skip: u32, mine: u32, theirs: u32, q: &mut Vec<u32>) -> bool {
+    fn expand(&mut self, w: &mut SideWalk, skip: u32, mine: u32, theirs: u32) -> bool {
+        let x = w.frontier[w.next];
+        w.next += 1;
+        let ma = self.meta.ma;
+        let on_a = x < ma;
         let mut e = self.head(x);
         while e != NIL {
-            let (y, next) = self.adj_next(e, x);
+            let ed = &self.edges[e as usize];
+            // The far end, the next edge of x's list and of y's.
+            let (y, next, y_next) = if on_a {
+                (ma + ed.b, ed.next_a, ed.next_b)
+            } else {
+                (ed.a, ed.next_b, ed.next_a)
+            };
             if e != skip {
                 let m = self.mark(y);
                 if m == theirs {
@@ -714,13 +786,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 }
                 if m != mine {
                     self.set_mark(y, mine);
-                    q.push(y);
-                    // `y` is expanded later: its first edge record is the
-                    // next line that expansion needs (its vertex line was
-                    // just read for the mark).
+                    w.members.push(y);
+                    // `y`'s list holds `e`: if `e` is its first and only
+                    // edge, `y` is a leaf and has nothing to expand.
+                    // Otherwise its expansion reads its list: fetch the
+                    // first record it has not got (`e`'s is in cache).
                     let first = self.head(y);
-                    if first != NIL {
-                        crate::query::prefetch(self.edges.as_ptr().wrapping_add(first as usize));
+                    let want = if first == e { y_next } else { first };
+                    if want != NIL {
+                        w.frontier.push(y);
+                        crate::query::prefetch(self.edges.as_ptr().wrapping_add(want as usize));
                     }
                 }
             }
@@ -731,23 +806,54 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// XOR column `c` of every vertex of `side`'s search result by `d[c]`.
     fn flip(&mut self, side: Side, d: &[u64], ops: &mut [Vec<Op>]) {
-        let q = match side {
-            Side::A => std::mem::take(&mut self.qa),
-            Side::B => std::mem::take(&mut self.qb),
+        let w = match side {
+            Side::A => std::mem::take(&mut self.wa),
+            Side::B => std::mem::take(&mut self.wb),
         };
         for (c, &dc) in d.iter().enumerate() {
             if dc == 0 {
                 continue;
             }
-            for &x in &q {
+            for &x in &w.members {
                 let w = self.slot(x, c) ^ dc;
                 self.set_slot(x, c, w, ops);
             }
         }
         match side {
-            Side::A => self.qa = q,
-            Side::B => self.qb = q,
+            Side::A => self.wa = w,
+            Side::B => self.wb = w,
         }
+    }
+
+    /// If vertex `x` has exactly two edges, `e` and one other, and that
+    /// other edge's far end has no further edge (a leaf), the leaf: then
+    /// `x` and the leaf are the whole tree on `x`'s side of `e`. Reads
+    /// `x`'s two edge records and the far end's vertex line, which a batch
+    /// prefetches for operations that may search.
+    #[inline]
+    fn leaf_beyond(&self, x: u32, e: u32) -> Option<u32> {
+        let first = self.head(x);
+        let ma = self.meta.ma;
+        let next_of = |f: u32| {
+            let ed = &self.edges[f as usize];
+            if x < ma {
+                ed.next_a
+            } else {
+                ed.next_b
+            }
+        };
+        let second = next_of(first);
+        if second == NIL || next_of(second) != NIL {
+            return None;
+        }
+        let other = if first == e { second } else { first };
+        let ed = &self.edges[other as usize];
+        let (y, y_next) = if x < ma {
+            (ma + ed.b, ed.next_b)
+        } else {
+            (ed.a, ed.next_a)
+        };
+        (self.head(y) == other && y_next == NIL).then_some(y)
     }
 
     /// XOR column `c` of vertex `x` by `d[c]`.
@@ -1144,6 +1250,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 self.flip_vertex(xa, &d, ops);
             } else if next_b == NIL && self.head(xb) == e {
                 self.flip_vertex(xb, &d, ops);
+            } else if let Some(y) = self.leaf_beyond(xa, e).or_else(|| self.leaf_beyond(xb, e)) {
+                // The next most common shape (two thirds of the rest at
+                // 1e7 keys): an end whose one other edge leads to a leaf.
+                // That end and the leaf are a side of two vertices, and the
+                // other side has at least two.
+                let x = if y < self.meta.ma { xb } else { xa };
+                self.flip_vertex(x, &d, ops);
+                self.flip_vertex(y, &d, ops);
             } else {
                 let side = self.split_search(xa, xb, e).unwrap_or(Side::A);
                 self.flip(side, &d, ops);
@@ -1778,6 +1892,93 @@ mod tests {
         }
         assert!(o.is_empty());
         assert!(mid > 100, "{mid}");
+    }
+
+    /// Vertices of the tree of `x` without crossing edge `skip`, by a plain
+    /// walk (the reference for the lock-step search and its shortcuts).
+    fn side_size(o: &Othello<u64>, x: u32, skip: u32) -> usize {
+        let mut seen = std::collections::HashSet::from([x]);
+        let mut stack = vec![x];
+        while let Some(v) = stack.pop() {
+            let mut e = o.head(v);
+            while e != NIL {
+                let (y, next) = o.adj_next(e, v);
+                if e != skip && seen.insert(y) {
+                    stack.push(y);
+                }
+                e = next;
+            }
+        }
+        seen.len()
+    }
+
+    /// An alter writes exactly the smaller side of its key's tree (one slot
+    /// for a leaf, two for an end whose other edge leads to a leaf, the
+    /// lock-step search otherwise), and an insert joining two trees writes
+    /// the smaller tree. A dense (tight) structure, so trees of every size
+    /// up to dozens of vertices occur; alters one by one and in batches.
+    #[test]
+    fn updates_write_the_smaller_side() {
+        let cfg = Config {
+            sizing: crate::Sizing::Tight,
+            stash_capacity: 64,
+            ..Config::default()
+        };
+        let n = 4000u64;
+        let keys: Vec<u64> = (0..n)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234)
+            .collect();
+        let mut o = Othello::with_capacity(cfg, n as usize).unwrap();
+        let mut joins = 0;
+        for &k in &keys {
+            let (_, xa, xb) = o.locate(&k);
+            let lone = o.head(xa) == NIL || o.head(xb) == NIL;
+            let (sa, sb) = (side_size(&o, xa, NIL), side_size(&o, xb, NIL));
+            let writes = o.insert(k, k & 0xff).unwrap().writes(0).len();
+            let e = o.find(&k).unwrap();
+            if o.edges[e as usize].next_a == STASHED {
+                continue;
+            }
+            if lone {
+                assert!(writes <= 1, "key {k}: {writes}");
+            } else {
+                // A flip by a zero difference writes nothing.
+                assert!(
+                    writes == sa.min(sb) || writes == 0,
+                    "{k}: {writes} {sa} {sb}"
+                );
+                joins += (sa.min(sb) > 2) as u32;
+            }
+        }
+        let mut sizes = [0u32; 8];
+        let mut batch = Vec::new();
+        let mut expected = 0;
+        for (i, &k) in keys.iter().enumerate() {
+            let e = o.find(&k).unwrap();
+            if o.edges[e as usize].next_a == STASHED {
+                o.alter(&k, (k & 0xff) ^ 0x55).unwrap();
+                continue;
+            }
+            let Edge { a, b, .. } = o.edges[e as usize];
+            let small = side_size(&o, a, e).min(side_size(&o, o.meta.ma + b, e));
+            sizes[small.min(7)] += 1;
+            if i % 2 == 0 {
+                let writes = o.alter(&k, (k & 0xff) ^ 0x55).unwrap().writes(0).len();
+                assert_eq!(writes, small, "key {k}");
+            } else {
+                batch.push(BatchOp::Alter(k, (k & 0xff) ^ 0x55));
+                expected += small;
+            }
+        }
+        let change = o.apply_batch(batch).unwrap();
+        assert_eq!(change.writes(0).len(), expected);
+        o.check_invariants().unwrap();
+        for &k in &keys {
+            assert_eq!(o.get(&k), Some((k & 0xff) ^ 0x55));
+        }
+        // Every shape was exercised: leaves, two-vertex sides, searches.
+        assert!(sizes[1] > 100 && sizes[2] > 100 && sizes[3..].iter().sum::<u32>() > 100);
+        assert!(sizes[7] > 10 && joins > 100, "{sizes:?} {joins}");
     }
 
     #[test]
