@@ -857,6 +857,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     }
 
     /// XOR column `c` of vertex `x` by `d[c]`.
+    #[inline]
     fn flip_vertex(&mut self, x: u32, d: &[u64], ops: &mut [Vec<Op>]) {
         for (c, &dc) in d.iter().enumerate() {
             if dc != 0 {
@@ -1201,10 +1202,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             .find_hashed(key, h)
             .ok_or_else(|| UpdateError::NotFound(format!("{key:?}")))?;
         let cols = self.cols();
-        let w0 = e as usize * cols;
         let vmask = mask(self.cfg.value_bits as u32);
-        let check = self.words[w0] & !vmask;
-        let mut d = col_words(cols, 0);
+        let too_wide = |v: u64| UpdateError::ValueTooWide {
+            value: v,
+            bits: self.cfg.value_bits,
+        };
         let expected = if column.is_some() { 1 } else { cols };
         if values.len() != expected {
             return Err(UpdateError::Columns {
@@ -1212,12 +1214,24 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 got: values.len(),
             });
         }
+        if cols == 1 {
+            // One column (the FIB of one switch): no per-column scratch.
+            let v = values[0];
+            if v & !vmask != 0 {
+                return Err(too_wide(v));
+            }
+            let w = self.words[e as usize];
+            let dc = (v | (w & !vmask)) ^ w;
+            self.words[e as usize] = w ^ dc;
+            self.flip_edge(e, h, &[dc], ops);
+            return Ok(());
+        }
+        let w0 = e as usize * cols;
+        let check = self.words[w0] & !vmask;
+        let mut d = col_words(cols, 0);
         for (i, &v) in values.iter().enumerate() {
             if v & !vmask != 0 {
-                return Err(UpdateError::ValueTooWide {
-                    value: v,
-                    bits: self.cfg.value_bits,
-                });
+                return Err(too_wide(v));
             }
             let c = column.unwrap_or(i);
             d[c] = (v | check) ^ self.words[w0 + c];
@@ -1225,13 +1239,24 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         for (w, dc) in self.words[w0..w0 + cols].iter_mut().zip(d.iter()) {
             *w ^= dc;
         }
+        self.flip_edge(e, h, &d, ops);
+        Ok(())
+    }
+
+    /// Make the data plane follow a change of edge `e`'s slot words by
+    /// `d` (one difference per column; its words are already updated): a
+    /// stashed key rewrites its stash entry, a key in the graph XORs the
+    /// smaller side of its tree.
+    #[inline]
+    fn flip_edge(&mut self, e: u32, h: Hash128, d: &[u64], ops: &mut [Vec<Op>]) {
         let before = ops[0].len();
         if self.edges[e as usize].next_a == STASHED {
-            for c in 0..cols {
-                if d[c] != 0 {
+            let (cols, vmask) = (self.cols(), mask(self.cfg.value_bits as u32));
+            for (c, &dc) in d.iter().enumerate() {
+                if dc != 0 {
                     ops[c].push(Op::StashPut {
                         fp: h.0,
-                        word: self.words[w0 + c] & vmask,
+                        word: self.words[e as usize * cols + c] & vmask,
                     });
                 }
             }
@@ -1247,24 +1272,23 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             // Most keys have an end of degree 1 (a leaf of the tree): then
             // that end is the smaller half and one slot write suffices.
             if next_a == NIL && self.head(xa) == e {
-                self.flip_vertex(xa, &d, ops);
+                self.flip_vertex(xa, d, ops);
             } else if next_b == NIL && self.head(xb) == e {
-                self.flip_vertex(xb, &d, ops);
+                self.flip_vertex(xb, d, ops);
             } else if let Some(y) = self.leaf_beyond(xa, e).or_else(|| self.leaf_beyond(xb, e)) {
                 // The next most common shape (two thirds of the rest at
                 // 1e7 keys): an end whose one other edge leads to a leaf.
                 // That end and the leaf are a side of two vertices, and the
                 // other side has at least two.
                 let x = if y < self.meta.ma { xb } else { xa };
-                self.flip_vertex(x, &d, ops);
-                self.flip_vertex(y, &d, ops);
+                self.flip_vertex(x, d, ops);
+                self.flip_vertex(y, d, ops);
             } else {
                 let side = self.split_search(xa, xb, e).unwrap_or(Side::A);
-                self.flip(side, &d, ops);
+                self.flip(side, d, ops);
             }
         }
         self.counters.slot_writes += (ops[0].len() - before) as u64;
-        Ok(())
     }
 
     /// Apply many operations as one change, hiding memory latency: the keys
