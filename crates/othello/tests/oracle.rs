@@ -314,17 +314,34 @@ fn shared_graph_serves_several_columns() {
             }
         }
     }
-    let c = o.alter_column(&7, 2, 9).unwrap();
-    for (col, q) in qs.iter_mut().enumerate() {
-        q.apply(&o.delta(&c, col)).unwrap();
+    let mut want: HashMap<u64, Vec<u64>> = (0..6000u64)
+        .map(|k| (k, o.get_columns_for_test(k)))
+        .collect();
+    // Alters of one column and of all three, each followed through deltas.
+    for k in (0..6000u64).step_by(3) {
+        let col = (k % 3) as usize;
+        let v = (k * 7 + 3) & 0xf;
+        let c = o.alter_column(&k, col, v).unwrap();
+        want.get_mut(&k).unwrap()[col] = v;
+        for (col, q) in qs.iter_mut().enumerate() {
+            q.apply(&o.delta(&c, col)).unwrap();
+        }
+        let vs = [k & 0xf, 0xf - (k & 0xf), 5];
+        let c = o.alter_columns(&(k + 1), &vs).unwrap();
+        *want.get_mut(&(k + 1)).unwrap() = vs.to_vec();
+        for (col, q) in qs.iter_mut().enumerate() {
+            q.apply(&o.delta(&c, col)).unwrap();
+        }
     }
     o.check_invariants().unwrap();
     for k in 0..6000u64 {
-        let want = o.get_columns_for_test(k);
+        assert_eq!(o.get_columns_for_test(k), want[&k], "key {k}");
         for (c, q) in qs.iter().enumerate() {
-            assert_eq!(q.lookup(&k), Some(want[c]), "key {k} column {c}");
+            assert_eq!(q.lookup(&k), Some(want[&k][c]), "key {k} column {c}");
         }
-        assert_eq!(qs[0].to_snapshot(), o.snapshot(0));
+    }
+    for (c, q) in qs.iter().enumerate() {
+        assert_eq!(q.to_snapshot(), o.snapshot(c));
     }
 }
 
