@@ -232,12 +232,37 @@ fn bulk_build_equals_lookups_and_rejects_duplicates() {
     for (k, v) in &pairs {
         assert_eq!(q.lookup(k), Some(*v));
     }
+    let st = o.stats();
+    assert_eq!(st.counters.grow_rebuilds + st.counters.reseed_rebuilds, 0);
+    // An iterator of unknown length gets the same exact sizing, without
+    // growing by rebuilds on the way.
+    let filtered =
+        Othello::build(Config::default(), pairs.iter().copied().filter(|_| true)).unwrap();
+    let fs = filtered.stats();
+    assert_eq!(
+        (fs.meta.ma, fs.meta.mb, fs.capacity),
+        (st.meta.ma, st.meta.mb, st.capacity)
+    );
+    assert_eq!(fs.counters.grow_rebuilds + fs.counters.reseed_rebuilds, 0);
+    let fq = filtered.export(0);
+    for (k, v) in &pairs {
+        assert_eq!(fq.lookup(k), Some(*v));
+    }
     let mut dup = pairs.clone();
     dup.push((7919 * 5, 1));
     match Othello::build(Config::default(), dup) {
         Err(nexthop_othello::UpdateError::DuplicateKey(k)) => assert_eq!(k, "39595"),
         other => panic!("expected duplicate error, got {other:?}"),
     }
+    // A value wider than l is refused, naming it.
+    let wide = Othello::build(Config::default(), [(1u64, 1), (2, 300)]);
+    assert!(
+        matches!(
+            wide,
+            Err(nexthop_othello::UpdateError::ValueTooWide { value: 300, .. })
+        ),
+        "{wide:?}"
+    );
 }
 
 #[test]
