@@ -1,0 +1,48 @@
+//! Bulk-build timing for A/B comparisons and profiling:
+//! `build_probe N [pow2|tight] REPS` — `Othello::build` from N random u64
+//! keys with 8-bit values, then a pre-sized hashbrown map inserting the
+//! same pairs, REPS times alternating; prints CPU seconds of each and
+//! their ratio (the build target: Othello <= 3x hashbrown).
+use std::hint::black_box;
+
+use nexthop_othello::{Config, Othello, Sizing};
+use nexthop_testutil::thread_cpu_secs as cpu;
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let mut cfg = Config::default();
+    if a.get(2).map(String::as_str) == Some("tight") {
+        cfg.sizing = Sizing::Tight;
+    }
+    let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let keys = nexthop_testutil::distinct_u64(1, n);
+    for _ in 0..reps {
+        let t = cpu();
+        phase_build(cfg, &keys);
+        let ob = cpu() - t;
+        let t = cpu();
+        phase_hashbrown(&keys);
+        let hb = cpu() - t;
+        println!(
+            "n {n}: build {ob:.3} s, hashbrown insert {hb:.3} s, ratio {:.2}",
+            ob / hb
+        );
+    }
+}
+
+// One function per phase so a profiler can attribute costs.
+#[inline(never)]
+fn phase_build(cfg: Config, keys: &[u64]) {
+    let o = Othello::build(cfg, keys.iter().map(|&k| (k, k & 0xff))).unwrap();
+    black_box(&o);
+}
+
+#[inline(never)]
+fn phase_hashbrown(keys: &[u64]) {
+    let mut m = hashbrown::HashMap::with_capacity(keys.len());
+    for &k in keys {
+        m.insert(k, (k & 0xff) as u8);
+    }
+    black_box(&m);
+}
