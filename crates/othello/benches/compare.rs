@@ -12,16 +12,17 @@
 //! rotated order, and medians over rounds are reported:
 //!
 //! * `floor`: two byte arrays of exactly Othello's `ma` and `mb` bytes,
-//!   indexed by the same hash and range reduction, read in groups of 16
+//!   indexed by the same hash and range reduction, read in `Query::lookup_batch`'s order
 //!   with both slots prefetched, XORed: the memory floor of a 2-read lookup.
-//! * `othello`: `Query::lookup_batch` (groups of 16 with prefetch) and
+//! * `othello`: `Query::lookup_batch` (groups of 32: a group's slots are
+//!   prefetched while the group before is read) and
 //!   `Query::lookup` one key at a time.
 //! * `hashbrown`: `HashMap<K, u8>::get` (foldhash, its default hasher).
 //! * `cuckoo`: `nexthop_testutil::CuckooTable<K, u8>::lookup_batch`, (2,4)
 //!   buckets as in CuckooSwitch.
 //! * `ptr_hash`: a static minimal perfect hash (PtrHash, default-fast
 //!   parameters, XXH3-128 like the others) plus a `Vec<u8>` of values,
-//!   queried with `index_batch::<16>` and prefetched value reads.
+//!   queried with `index_batch::<32>` and its value reads in the same order.
 //!
 //! Then (unless `--lookups-only`, which makes an n = 1e8 round take minutes
 //! instead of a quarter of an hour) the control plane: inserts of `n` keys
@@ -43,7 +44,9 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use nexthop_hash::{reduce, Hash128, KeyBytes};
-use nexthop_othello::{BatchOp, Config, Delta, Op, Othello, Query, Sizing, MAX_STASH, STRIPES};
+use nexthop_othello::{
+    BatchOp, Config, Delta, Op, Othello, Query, Sizing, BATCH_GROUP, MAX_STASH, STRIPES,
+};
 use nexthop_testutil::keys::rng;
 use nexthop_testutil::{distinct_u64, five_tuples, CuckooTable};
 use ptr_hash::{bucket_fn::Linear, hash::KeyHasher, PtrHash, PtrHashParams};
@@ -54,8 +57,6 @@ use rand::Rng;
 const L: u8 = 8;
 /// Keys per call of a batched lookup (the output buffer is reused).
 const BLOCK: usize = 4096;
-/// Keys hashed and prefetched together (Othello's and the cuckoo's group).
-const GROUP: usize = 16;
 /// Bytes of one stash entry (fingerprint and word), for the header estimate.
 const STASH_ENTRY_BYTES: usize = 24;
 
@@ -205,18 +206,35 @@ impl Floor {
 }
 
 fn floor_batch<K: KeyBytes>(f: &Floor, stream: &[K], reps: usize) -> u64 {
+    // The batch order of `Query::lookup_batch`: a group's slots are
+    // prefetched while the group before is read.
     let mut sum = 0u64;
-    let mut ij = [(0usize, 0usize); GROUP];
+    let mut ij = [[(0usize, 0usize); BATCH_GROUP]; 2];
+    let hash = |kc: &[K], ij: &mut [(usize, usize); BATCH_GROUP]| {
+        for (n, k) in kc.iter().enumerate() {
+            let (i, j) = f.slots(k.hash128(f.seed));
+            prefetch(&f.a[i]);
+            prefetch(&f.b[j]);
+            ij[n] = (i, j);
+        }
+    };
     for _ in 0..reps {
-        for kc in stream.chunks(GROUP) {
-            for (n, k) in kc.iter().enumerate() {
-                let (i, j) = f.slots(k.hash128(f.seed));
-                prefetch(&f.a[i]);
-                prefetch(&f.b[j]);
-                ij[n] = (i, j);
+        let mut groups = stream.chunks(BATCH_GROUP);
+        let Some(mut cur) = groups.next() else {
+            continue;
+        };
+        hash(cur, &mut ij[0]);
+        for g in 0.. {
+            let next = groups.next();
+            if let Some(kn) = next {
+                hash(kn, &mut ij[(g + 1) & 1]);
             }
-            for &(i, j) in &ij[..kc.len()] {
+            for &(i, j) in &ij[g & 1][..cur.len()] {
                 sum += (f.a[i] ^ f.b[j]) as u64;
+            }
+            match next {
+                Some(n) => cur = n,
+                None => break,
             }
         }
     }
@@ -254,17 +272,31 @@ fn blocks<K, O: Copy>(
 }
 
 fn ptrhash_batch<K: BenchKey>(f: &Mphf<K>, vals: &[u8], stream: &[K], reps: usize) -> u64 {
+    // PtrHash's own batched index (it prefetches its pilots), with the
+    // value reads in `Query::lookup_batch`'s order: a group's values are
+    // prefetched while the group before is read.
+    const G: usize = BATCH_GROUP;
     let mut sum = 0u64;
+    let index = |kc: &[K]| {
+        let idx = f.index_batch::<G, &K>(std::array::from_fn(|i| &kc[i]));
+        for &i in &idx {
+            prefetch(&vals[i]);
+        }
+        idx
+    };
     for _ in 0..reps {
-        let mut chunks = stream.chunks_exact(GROUP);
+        let mut chunks = stream.chunks_exact(G);
+        let mut prev: Option<[usize; G]> = None;
         for kc in &mut chunks {
-            let idx = f.index_batch::<GROUP, &K>(std::array::from_fn(|i| &kc[i]));
-            for &i in &idx {
-                prefetch(&vals[i]);
+            let idx = index(kc);
+            if let Some(p) = prev.replace(idx) {
+                for &i in &p {
+                    sum += vals[i] as u64;
+                }
             }
-            for &i in &idx {
-                sum += vals[i] as u64;
-            }
+        }
+        for &i in prev.iter().flatten() {
+            sum += vals[i] as u64;
         }
         for k in chunks.remainder() {
             sum += vals[f.index(k)] as u64;

@@ -22,5 +22,5 @@ pub use delta::{Delta, Op};
 pub use error::{ConfigError, FormatError, UpdateError};
 pub use nexthop_mem::HugeBox;
 pub use persist::StoredKey;
-pub use query::{Query, QueryMeta, MISS, STRIPES};
+pub use query::{Query, QueryMeta, BATCH_GROUP, MISS, STRIPES};
 pub use view::{MappedQuery, QueryView};

@@ -43,6 +43,13 @@ use crate::delta::{Delta, Op};
 use crate::error::FormatError;
 use crate::snapshot;
 
+/// Keys per group of [`Query::lookup_batch`]: a group's slots are
+/// prefetched while the group before is read. 32 against the bursty order
+/// (hash and prefetch a group of 16, then read it) made the memory floor
+/// of a batch 3 times faster at 1e7 keys and changed nothing at 1e6
+/// (docs/benchmarks.md, session 11).
+pub const BATCH_GROUP: usize = 32;
+
 /// Number of sequence-lock stripes per array (a power of two).
 pub const STRIPES: usize = 1024;
 
@@ -376,7 +383,7 @@ pub struct Query {
     /// with [`WRITING`] set while a writer is inside a slot-write section
     /// and [`SLOW`] when single-key lookups must decode a check field.
     /// Readers validate against it first (two loads of one cache line per
-    /// lookup or per group of 16) and fall back to the stripes only when a
+    /// lookup or per group of `BATCH_GROUP` keys) and fall back to the stripes only when a
     /// write overlapped them.
     epoch: CacheLine<AtomicU64>,
     seq_a: Box<[AtomicU32]>,
@@ -613,8 +620,10 @@ impl Query {
         }
     }
 
-    /// Look up many keys, hiding memory latency: the keys of each group of
-    /// 16 are hashed and both of their slots prefetched before any is read.
+    /// Look up many keys, hiding memory latency: the keys go in groups of
+    /// [`BATCH_GROUP`], and each group's keys are hashed and both of their
+    /// slots prefetched one group before they are read, while the group
+    /// before is read, so each read has a whole group's hashing to arrive.
     /// `out[i]` receives the value of `keys[i]`, or [`MISS`] when the check
     /// field rejects it. Returns the number of hits.
     ///
@@ -626,123 +635,164 @@ impl Query {
     }
 
     fn batch_in<W: Word, K: KeyBytes>(&self, s: &Slots<W>, keys: &[K], out: &mut [u64]) -> usize {
-        const G: usize = 16;
+        const G: usize = BATCH_GROUP;
         // `Query` holds atomics, so the compiler must assume its plain fields
         // may change across atomic loads: keep what the loop reads in locals.
         let meta = self.meta;
         let mut hits = 0;
-        let mut hs = [Hash128(0); G];
-        let mut ij = [(0usize, 0usize); G];
-        let mut words = [0u64; G];
-        // Keys found in the stash in phase 1 (bit n of the group).
-        let mut stashed: u32;
-        for (kc, oc) in keys.chunks(G).zip(out.chunks_mut(G)) {
-            // Phase 1: hash, prefetch both slots, consult the stash (before
-            // any slot is read, see the module docs).
-            stashed = 0;
-            // One acquire load of the stash filter per group.
-            let filter = self.stash.filter.load(Ordering::Acquire);
-            // Without a check field no later step reads the hashes
-            // (`decode` ignores them), so they are not kept: 66 -> 47
-            // instructions a key (callgrind, 1e5 keys). The keys whose
-            // stash-filter bit is set are collected without a branch and
-            // looked up after the loop (rare); with an empty stash (the
-            // usual case) the bit is not even tested.
-            let keep = meta.check_bits != 0;
-            let mut maybe = match (keep, filter != 0) {
-                (false, false) => {
-                    hash_group::<_, _, false, false>(&meta, s, kc, &mut ij, &mut hs, 0)
-                }
-                (false, true) => {
-                    hash_group::<_, _, false, true>(&meta, s, kc, &mut ij, &mut hs, filter)
-                }
-                (true, false) => hash_group::<_, _, true, false>(&meta, s, kc, &mut ij, &mut hs, 0),
-                (true, true) => {
-                    hash_group::<_, _, true, true>(&meta, s, kc, &mut ij, &mut hs, filter)
-                }
-            };
-            while maybe != 0 {
-                let n = maybe.trailing_zeros() as usize;
-                maybe &= maybe - 1;
-                if let (Some(k), Some(w)) = (kc.get(n), words.get_mut(n)) {
-                    // The kept hash when there is one, else hashed again.
-                    let fp = if keep {
-                        hs[n].0
-                    } else {
-                        k.hash128(meta.seed).0
-                    };
-                    if let Some(v) = self.stash.get(fp) {
-                        *w = v;
-                        stashed |= 1 << n;
-                    }
-                }
+        // Two groups in flight: the one being read and the one prefetched.
+        let mut hs = [[Hash128(0); G]; 2];
+        let mut ij = [[(0usize, 0usize); G]; 2];
+        let mut maybe = [0u32; 2];
+        let mut groups = keys.chunks(G).zip(out.chunks_mut(G));
+        let Some(mut cur) = groups.next() else {
+            return 0;
+        };
+        maybe[0] = self.hash_stage(&meta, s, cur.0, &mut ij[0], &mut hs[0]);
+        for g in 0.. {
+            let (a, b) = (g & 1, (g + 1) & 1);
+            let next = groups.next();
+            if let Some((kn, _)) = &next {
+                maybe[b] = self.hash_stage(&meta, s, kn, &mut ij[b], &mut hs[b]);
             }
-            // Phase 2: one sequence-lock read section for the whole group
-            // against the structure's epoch. Common case first (nothing
-            // stashed in the group): decode straight into `out`, then
-            // validate; the general path below rewrites `out` if a write
-            // overlapped.
-            if stashed == 0 {
-                let e1 = self.epoch.load(Ordering::Acquire);
-                if e1 & WRITING == 0 {
-                    let mut h = 0;
-                    if meta.check_bits == 0 {
-                        let vmask = mask(meta.value_bits as u32);
-                        for (o, &(i, j)) in oc.iter_mut().zip(&ij[..kc.len()]) {
-                            // SAFETY: `meta.slots` reduced `i` into `0..ma`
-                            // and `j` into `0..mb`, the arrays' lengths (see
-                            // `lookup_hash`).
-                            *o = unsafe { s.xor_unchecked(i, j) } & vmask;
-                        }
-                        h = kc.len();
-                    } else {
-                        for n in 0..kc.len() {
-                            let r = meta.decode(s.xor(ij[n].0, ij[n].1), hs[n]);
-                            h += r.is_some() as usize;
-                            oc[n] = r.unwrap_or(MISS);
-                        }
-                    }
-                    fence(Ordering::Acquire);
-                    if self.epoch.load(Ordering::Relaxed) == e1 {
-                        hits += h;
-                        continue;
-                    }
-                }
+            let (kc, oc) = cur;
+            hits += self.read_stage(&meta, s, kc, oc, &ij[a], &hs[a], maybe[a]);
+            match next {
+                Some(n) => cur = n,
+                None => break,
             }
-            // General path: a try that overlapped a write is repeated (its
-            // lines are cached by then) before falling back to the stripes.
-            let mut clean = false;
-            for _ in 0..3 {
-                let e1 = self.epoch.load(Ordering::Acquire);
-                if e1 & WRITING == 0 {
-                    for n in 0..kc.len() {
-                        if stashed & (1 << n) == 0 {
-                            let (i, j) = ij[n];
-                            words[n] = s.xor(i, j);
-                        }
-                    }
-                    fence(Ordering::Acquire);
-                    if self.epoch.load(Ordering::Relaxed) == e1 {
-                        clean = true;
-                        break;
-                    }
-                }
-                std::hint::spin_loop();
-            }
-            for n in 0..kc.len() {
-                let r = if stashed & (1 << n) != 0 {
-                    Some(words[n])
+        }
+        hits
+    }
+
+    /// A batch group's first stage: hash, prefetch both slots, and note the
+    /// keys whose stash-filter bit is set (bit `n` for `kc[n]`; the filter
+    /// is read here, before any of the group's slots is read, see the
+    /// module docs).
+    #[inline(always)]
+    fn hash_stage<W: Word, K: KeyBytes>(
+        &self,
+        meta: &QueryMeta,
+        s: &Slots<W>,
+        kc: &[K],
+        ij: &mut [(usize, usize)],
+        hs: &mut [Hash128],
+    ) -> u32 {
+        // One acquire load of the stash filter per group.
+        let filter = self.stash.filter.load(Ordering::Acquire);
+        // Without a check field no later step reads the hashes (`decode`
+        // ignores them), so they are not kept: 66 -> 47 instructions a key
+        // (callgrind, 1e5 keys). The keys whose stash-filter bit is set are
+        // collected without a branch and looked up in the read stage
+        // (rare); with an empty stash (the usual case) the bit is not even
+        // tested.
+        match (meta.check_bits != 0, filter != 0) {
+            (false, false) => hash_group::<_, _, false, false>(meta, s, kc, ij, hs, 0),
+            (false, true) => hash_group::<_, _, false, true>(meta, s, kc, ij, hs, filter),
+            (true, false) => hash_group::<_, _, true, false>(meta, s, kc, ij, hs, 0),
+            (true, true) => hash_group::<_, _, true, true>(meta, s, kc, ij, hs, filter),
+        }
+    }
+
+    /// A batch group's second stage: look up the keys `maybe` marks in the
+    /// stash, then read and decode the others' slots in one sequence-lock
+    /// read section; returns the group's hits.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn read_stage<W: Word, K: KeyBytes>(
+        &self,
+        meta: &QueryMeta,
+        s: &Slots<W>,
+        kc: &[K],
+        oc: &mut [u64],
+        ij: &[(usize, usize)],
+        hs: &[Hash128],
+        mut maybe: u32,
+    ) -> usize {
+        let keep = meta.check_bits != 0;
+        let mut words = [0u64; BATCH_GROUP];
+        // Keys found in the stash (bit n of the group).
+        let mut stashed = 0u32;
+        while maybe != 0 {
+            let n = maybe.trailing_zeros() as usize;
+            maybe &= maybe - 1;
+            if let (Some(k), Some(w)) = (kc.get(n), words.get_mut(n)) {
+                // The kept hash when there is one, else hashed again.
+                let fp = if keep {
+                    hs[n].0
                 } else {
-                    let w = if clean {
-                        words[n]
-                    } else {
-                        self.read_pair(s, ij[n].0, ij[n].1)
-                    };
-                    meta.decode(w, hs[n])
+                    k.hash128(meta.seed).0
                 };
-                hits += r.is_some() as usize;
-                oc[n] = r.unwrap_or(MISS);
+                if let Some(v) = self.stash.get(fp) {
+                    *w = v;
+                    stashed |= 1 << n;
+                }
             }
+        }
+        // One sequence-lock read section for the whole group against the
+        // structure's epoch. Common case first (nothing stashed in the
+        // group): decode straight into `out`, then validate; the general
+        // path below rewrites `out` if a write overlapped.
+        if stashed == 0 {
+            let e1 = self.epoch.load(Ordering::Acquire);
+            if e1 & WRITING == 0 {
+                let mut h = 0;
+                if !keep {
+                    let vmask = mask(meta.value_bits as u32);
+                    for (o, &(i, j)) in oc.iter_mut().zip(&ij[..kc.len()]) {
+                        // SAFETY: `meta.slots` reduced `i` into `0..ma`
+                        // and `j` into `0..mb`, the arrays' lengths (see
+                        // `lookup_hash`).
+                        *o = unsafe { s.xor_unchecked(i, j) } & vmask;
+                    }
+                    h = kc.len();
+                } else {
+                    for n in 0..kc.len() {
+                        let r = meta.decode(s.xor(ij[n].0, ij[n].1), hs[n]);
+                        h += r.is_some() as usize;
+                        oc[n] = r.unwrap_or(MISS);
+                    }
+                }
+                fence(Ordering::Acquire);
+                if self.epoch.load(Ordering::Relaxed) == e1 {
+                    return h;
+                }
+            }
+        }
+        // General path: a try that overlapped a write is repeated (its
+        // lines are cached by then) before falling back to the stripes.
+        let mut clean = false;
+        for _ in 0..3 {
+            let e1 = self.epoch.load(Ordering::Acquire);
+            if e1 & WRITING == 0 {
+                for n in 0..kc.len() {
+                    if stashed & (1 << n) == 0 {
+                        let (i, j) = ij[n];
+                        words[n] = s.xor(i, j);
+                    }
+                }
+                fence(Ordering::Acquire);
+                if self.epoch.load(Ordering::Relaxed) == e1 {
+                    clean = true;
+                    break;
+                }
+            }
+            std::hint::spin_loop();
+        }
+        let mut hits = 0;
+        for n in 0..kc.len() {
+            let r = if stashed & (1 << n) != 0 {
+                Some(words[n])
+            } else {
+                let w = if clean {
+                    words[n]
+                } else {
+                    self.read_pair(s, ij[n].0, ij[n].1)
+                };
+                meta.decode(w, hs[n])
+            };
+            hits += r.is_some() as usize;
+            oc[n] = r.unwrap_or(MISS);
         }
         hits
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use nexthop_hash::KeyBytes;
 
 use crate::error::FormatError;
-use crate::query::{QueryMeta, MISS};
+use crate::query::{QueryMeta, BATCH_GROUP, MISS};
 use crate::snapshot::{self, Layout};
 
 enum Arrays<'a> {
@@ -99,8 +99,9 @@ impl<'a> QueryView<'a> {
     }
 
     /// Look up many keys; `out[i]` gets the value or [`MISS`]. Returns hits.
-    /// Keys are hashed and both slots prefetched in groups of 16 before any
-    /// is read, as in [`Query::lookup_batch`](crate::Query::lookup_batch).
+    /// As in [`Query::lookup_batch`](crate::Query::lookup_batch), each group
+    /// of [`BATCH_GROUP`] keys is hashed and both of its slots prefetched
+    /// while the group before is read.
     ///
     /// # Panics
     /// If `out` is shorter than `keys`.
@@ -122,11 +123,12 @@ impl<'a> QueryView<'a> {
         out: &mut [u64],
         widen: impl Fn(W) -> u64,
     ) -> usize {
-        const G: usize = 16;
+        const G: usize = BATCH_GROUP;
         let mut hits = 0;
-        let mut hs = [nexthop_hash::Hash128(0); G];
-        let mut ij = [(0usize, 0usize); G];
-        for (kc, oc) in keys.chunks(G).zip(out.chunks_mut(G)) {
+        // Two groups in flight: the one being read and the one prefetched.
+        let mut hs = [[nexthop_hash::Hash128(0); G]; 2];
+        let mut ij = [[(0usize, 0usize); G]; 2];
+        let hash = |kc: &[K], hs: &mut [nexthop_hash::Hash128; G], ij: &mut [(usize, usize); G]| {
             for (n, k) in kc.iter().enumerate() {
                 let h = k.hash128(self.meta.seed);
                 let (i, j) = self.meta.slots(h);
@@ -135,19 +137,37 @@ impl<'a> QueryView<'a> {
                 hs[n] = h;
                 ij[n] = (i, j);
             }
+        };
+        let mut groups = keys.chunks(G).zip(out.chunks_mut(G));
+        let Some(mut cur) = groups.next() else {
+            return 0;
+        };
+        hash(cur.0, &mut hs[0], &mut ij[0]);
+        for g in 0.. {
+            let (x, y) = (g & 1, (g + 1) & 1);
+            let next = groups.next();
+            if let Some((kn, _)) = &next {
+                hash(kn, &mut hs[y], &mut ij[y]);
+            }
+            let (kc, oc) = cur;
             for n in 0..kc.len() {
-                let h = hs[n];
+                let h = hs[x][n];
                 let stashed = if self.stash_filter & crate::query::stash_bit(h.0) == 0 {
                     None
                 } else {
                     self.stash.iter().find(|e| e.0 == h.0).map(|e| e.1)
                 };
+                let (i, j) = ij[x][n];
                 let r = match stashed {
                     Some(v) => Some(v),
-                    None => self.meta.decode(widen(a[ij[n].0] ^ b[ij[n].1]), h),
+                    None => self.meta.decode(widen(a[i] ^ b[j]), h),
                 };
                 hits += r.is_some() as usize;
                 oc[n] = r.unwrap_or(MISS);
+            }
+            match next {
+                Some(n) => cur = n,
+                None => break,
             }
         }
         hits

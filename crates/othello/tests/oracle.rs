@@ -293,6 +293,34 @@ fn batch_lookup_equals_single_lookup() {
     let mut vout = vec![0; keys.len()];
     assert_eq!(o2.view().lookup_batch(&keys, &mut vout), hits);
     assert_eq!(vout, out, "zero-copy batch differs from owned batch");
+    // Batches of every length around the group size (one group, a partial
+    // last group, two groups in flight), from offsets that are not group
+    // aligned.
+    let g = nexthop_othello::BATCH_GROUP;
+    for len in [
+        0,
+        1,
+        g - 1,
+        g,
+        g + 1,
+        2 * g - 1,
+        2 * g,
+        2 * g + 1,
+        3 * g + 5,
+        1000,
+    ] {
+        for start in [0, 3, 9_990] {
+            let ks = &keys[start..start + len];
+            let mut o1 = vec![7; len];
+            let mut o3 = vec![7; len];
+            let h1 = q.lookup_batch(ks, &mut o1);
+            let h3 = o2.view().lookup_batch(ks, &mut o3);
+            assert_eq!(o1, out[start..start + len], "len {len} start {start}");
+            assert_eq!(o3, o1, "view, len {len} start {start}");
+            let h = o1.iter().filter(|&&v| v != nexthop_othello::MISS).count();
+            assert_eq!((h1, h3), (h, h));
+        }
+    }
 }
 
 #[test]

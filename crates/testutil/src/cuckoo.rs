@@ -57,7 +57,7 @@ use nexthop_hash::{reduce, KeyBytes};
 /// Slots per bucket.
 pub const SLOTS: usize = 4;
 /// Keys hashed and prefetched together by [`CuckooTable::lookup_batch`].
-pub const BATCH: usize = 16;
+pub const BATCH: usize = 32;
 /// The most buckets the insertion search visits before reporting a full table.
 pub const MAX_BFS_NODES: usize = 2048;
 /// The highest load factor [`CuckooTable::with_capacity`] sizes for.
@@ -375,8 +375,10 @@ impl<K: Copy + Eq + KeyBytes, V: Copy> CuckooTable<K, V> {
     }
 
     /// Look up every key of `keys` into the same position of `out`; returns
-    /// the number of hits. Hashes and prefetches [`BATCH`] keys at a time
-    /// before probing them.
+    /// the number of hits. Keys go in groups of [`BATCH`]: a group is hashed
+    /// and its buckets prefetched while the group before is probed (the
+    /// order of `nexthop_othello::Query::lookup_batch`, so a comparison of
+    /// the two compares tables, not batch orders).
     ///
     /// # Panics
     ///
@@ -390,16 +392,33 @@ impl<K: Copy + Eq + KeyBytes, V: Copy> CuckooTable<K, V> {
             out.len()
         );
         let mut hits = 0;
-        let mut probes = [Probe::default(); BATCH];
-        for (kc, oc) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+        let mut probes = [[Probe::default(); BATCH]; 2];
+        let hash = |kc: &[K], probes: &mut [Probe; BATCH]| {
             for (p, k) in probes.iter_mut().zip(kc) {
                 *p = self.probe(k);
                 prefetch(&self.buckets[p.b1]);
                 prefetch(&self.buckets[p.b2]);
             }
-            for ((p, k), o) in probes.iter().zip(kc).zip(oc) {
+        };
+        let mut groups = keys.chunks(BATCH).zip(out.chunks_mut(BATCH));
+        let Some(mut cur) = groups.next() else {
+            return 0;
+        };
+        hash(cur.0, &mut probes[0]);
+        for g in 0.. {
+            let (x, y) = (g & 1, (g + 1) & 1);
+            let next = groups.next();
+            if let Some((kn, _)) = &next {
+                hash(kn, &mut probes[y]);
+            }
+            let (kc, oc) = cur;
+            for ((p, k), o) in probes[x].iter().zip(kc).zip(oc) {
                 *o = self.get_probed(*p, k);
                 hits += usize::from(o.is_some());
+            }
+            match next {
+                Some(n) => cur = n,
+                None => break,
             }
         }
         hits
