@@ -328,6 +328,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         cfg: Config,
         pairs: impl IntoIterator<Item = (K, u64)>,
     ) -> Result<Self, UpdateError> {
+        Self::build_with_capacity(cfg, 0, pairs)
+    }
+
+    /// [`Self::build`] into arrays sized for at least `capacity` keys, so
+    /// inserts up to that many keys cause no grow rebuild.
+    pub fn build_with_capacity(
+        cfg: Config,
+        capacity: usize,
+        pairs: impl IntoIterator<Item = (K, u64)>,
+    ) -> Result<Self, UpdateError> {
         if cfg.columns != 1 {
             return Err(UpdateError::Columns {
                 expected: cfg.columns,
@@ -336,12 +346,12 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
         let pairs = pairs.into_iter();
         match pairs.size_hint() {
-            (lo, Some(hi)) if lo == hi => Self::build_sized(cfg, lo, pairs),
+            (lo, Some(hi)) if lo == hi => Self::build_sized(cfg, lo, capacity, pairs),
             // An iterator of unknown length is collected first, so the
             // arrays are sized once for its length, not grown by rebuilds.
             _ => {
                 let pairs: Vec<(K, u64)> = pairs.collect();
-                Self::build_sized(cfg, pairs.len(), pairs.into_iter())
+                Self::build_sized(cfg, pairs.len(), capacity, pairs.into_iter())
             }
         }
     }
@@ -349,9 +359,10 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     fn build_sized(
         cfg: Config,
         n: usize,
+        capacity: usize,
         pairs: impl Iterator<Item = (K, u64)>,
     ) -> Result<Self, UpdateError> {
-        let mut o = Self::with_capacity(cfg, n)?;
+        let mut o = Self::with_capacity(cfg, n.max(capacity))?;
         nexthop_mem::reserve_huge(&mut o.edges, n);
         nexthop_mem::reserve_huge(&mut o.words, n);
         let mut pairs = pairs.peekable();

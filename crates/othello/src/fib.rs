@@ -690,34 +690,16 @@ impl<K: NameKey> ConciseFib<K> {
         for (line, _, a) in routes {
             ids.push(actions.intern(a, max).map_err(|e| FibError::at(*line, e))?);
         }
-        let othello = if capacity <= routes.len() {
-            let pairs = routes
-                .iter()
-                .zip(&ids)
-                .map(|((_, k, _), &id)| (k.clone(), id));
-            match Othello::build(cfg, pairs) {
-                Ok(o) => o,
-                Err(UpdateError::DuplicateKey(d)) => {
-                    return Err(
-                        first_duplicate(routes).unwrap_or(UpdateError::DuplicateKey(d).into())
-                    )
-                }
-                Err(e) => return Err(e.into()),
+        let pairs = routes
+            .iter()
+            .zip(&ids)
+            .map(|((_, k, _), &id)| (k.clone(), id));
+        let othello = match Othello::build_with_capacity(cfg, capacity, pairs) {
+            Ok(o) => o,
+            Err(UpdateError::DuplicateKey(d)) => {
+                return Err(first_duplicate(routes).unwrap_or(UpdateError::DuplicateKey(d).into()))
             }
-        } else {
-            let mut o = Othello::with_capacity(cfg, capacity)?;
-            for ((_, k, _), &id) in routes.iter().zip(&ids) {
-                match o.insert(k.clone(), id) {
-                    Ok(_) => {}
-                    Err(UpdateError::DuplicateKey(d)) => {
-                        return Err(
-                            first_duplicate(routes).unwrap_or(UpdateError::DuplicateKey(d).into())
-                        )
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            o
+            Err(e) => return Err(e.into()),
         };
         Ok(ConciseFib { othello, actions })
     }

@@ -254,6 +254,18 @@ fn bulk_build_equals_lookups_and_rejects_duplicates() {
         Err(nexthop_othello::UpdateError::DuplicateKey(k)) => assert_eq!(k, "39595"),
         other => panic!("expected duplicate error, got {other:?}"),
     }
+    // Sized for more keys than it is built from: inserts up to that many
+    // cause no grow rebuild.
+    let mut big = Othello::build_with_capacity(Config::default(), 150_000, pairs.clone()).unwrap();
+    assert!(big.stats().capacity >= 150_000);
+    for k in 0..50_000u64 {
+        big.insert(k * 7919 + 1, k % 200).unwrap();
+    }
+    assert_eq!(big.stats().counters.grow_rebuilds, 0);
+    assert_eq!(big.len(), 150_000);
+    for (k, v) in &pairs {
+        assert_eq!(big.get(k), Some(*v));
+    }
     // A value wider than l is refused, naming it.
     let wide = Othello::build(Config::default(), [(1u64, 1), (2, 300)]);
     assert!(
