@@ -1,8 +1,9 @@
 //! Bulk-build timing for A/B comparisons and profiling:
 //! `build_probe N [pow2|tight] REPS` — `Othello::build` from N random u64
 //! keys with 8-bit values, then a pre-sized hashbrown map inserting the
-//! same pairs, REPS times alternating; prints CPU seconds of each and
-//! their ratio (the build target: Othello <= 3x hashbrown).
+//! same pairs, then `Othello::build_columns` with one column (a rebuild's
+//! path), REPS times in turn; prints CPU seconds of each and the build's
+//! ratio to hashbrown (the build target: Othello <= 3x hashbrown).
 use std::hint::black_box;
 
 use nexthop_othello::{Config, Othello, Sizing};
@@ -24,8 +25,11 @@ fn main() {
         let t = cpu();
         phase_hashbrown(&keys);
         let hb = cpu() - t;
+        let t = cpu();
+        phase_rebuild(cfg, &keys);
+        let rb = cpu() - t;
         println!(
-            "n {n}: build {ob:.3} s, hashbrown insert {hb:.3} s, ratio {:.2}",
+            "n {n}: build {ob:.3} s, hashbrown insert {hb:.3} s, ratio {:.2}; build_columns {rb:.3} s",
             ob / hb
         );
     }
@@ -35,6 +39,12 @@ fn main() {
 #[inline(never)]
 fn phase_build(cfg: Config, keys: &[u64]) {
     let o = Othello::build(cfg, keys.iter().map(|&k| (k, k & 0xff))).unwrap();
+    black_box(&o);
+}
+
+#[inline(never)]
+fn phase_rebuild(cfg: Config, keys: &[u64]) {
+    let o = Othello::build_columns(cfg, keys.iter().map(|&k| (k, vec![k & 0xff]))).unwrap();
     black_box(&o);
 }
 

@@ -322,7 +322,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// [`BUILD_BATCH`] pairs at a time: most keys meet an isolated vertex
     /// and write one slot, and the batch prefetches the vertices and edge
     /// records of the keys ahead. A depth-first colouring of the finished
-    /// graph (what a rebuild does) reads each vertex's list after one
+    /// graph (what a rebuild did before) reads each vertex's list after one
     /// dependent miss and was 3–4 times slower at 1e7 keys.
     pub fn build(
         cfg: Config,
@@ -549,28 +549,6 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         self.set_head(a, e);
         self.edges[e as usize].next_b = self.head(xb);
         self.set_head(xb, e);
-    }
-
-    fn unlink(&mut self, e: u32) {
-        let ma = self.meta.ma;
-        let Edge { a, b, .. } = self.edges[e as usize];
-        for x in [a, ma + b] {
-            let mut prev = NIL;
-            let mut cur = self.head(x);
-            while cur != NIL && cur != e {
-                prev = cur;
-                cur = self.adj_next(cur, x).1;
-            }
-            debug_assert_eq!(cur, e, "edge not in its vertex's list");
-            let next = self.adj_next(e, x).1;
-            if prev == NIL {
-                self.set_head(x, next);
-            } else if x < ma {
-                self.edges[prev as usize].next_a = next;
-            } else {
-                self.edges[prev as usize].next_b = next;
-            }
-        }
     }
 
     /// Take edge `e` out of the adjacency list of its B end `xb`.
@@ -1523,11 +1501,19 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                 let ed = &mut self.edges[e as usize];
                 (ed.a, ed.b, ed.next_a, ed.next_b) = (a as u32, b as u32, NIL, NIL);
             }
-            // Pass 2: link, with the vertices of keys ahead prefetched, and
-            // look for a duplicate on the same edge (only keys with equal
-            // hashes can be equal).
+            // Pass 2: insert each key as an insert does (`attach`: write
+            // the slot of an isolated end, or flip the smaller of the two
+            // trees its edge joins), with the vertices of keys ahead
+            // prefetched. A key whose edge would close a cycle goes to the
+            // stash. Only keys with equal hashes can be equal, so a
+            // duplicate shows as an earlier key on the same edge.
             const AHEAD: usize = 16;
             let st = self.stride();
+            let mut cycles: Vec<u32> = Vec::new();
+            // The writes `attach` reports are not needed (a rebuild ships
+            // a snapshot): a scratch list, emptied as it fills.
+            let mut scratch = self.new_ops();
+            let mut fits = true;
             for (i, &e) in live.iter().enumerate() {
                 if let Some(&f) = live.get(i + AHEAD) {
                     let Edge { a, b, .. } = self.edges[f as usize];
@@ -1535,29 +1521,23 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     let xb = (self.meta.ma + b) as usize;
                     crate::query::prefetch(self.verts.as_ptr().wrapping_add(xb * st));
                 }
-                let Edge { a, b, .. } = self.edges[e as usize];
                 if check_dups {
-                    let mut f = self.head(a);
-                    while f != NIL {
-                        if self.edges[f as usize].b == b
-                            && self.edges[f as usize].key == self.edges[e as usize].key
-                        {
-                            let k = self.edges[e as usize].key.as_ref();
-                            return Err(UpdateError::DuplicateKey(match k {
-                                Some(k) => format!("{k:?}"),
-                                None => String::new(),
-                            }));
-                        }
-                        f = self.edges[f as usize].next_a;
+                    self.check_duplicate(e, &cycles)?;
+                }
+                if !self.attach(e, &mut scratch) {
+                    cycles.push(e);
+                    if cycles.len() > self.cfg.stash_capacity {
+                        fits = false;
+                        break;
                     }
                 }
-                self.link(e);
+                if scratch[0].len() >= 4096 {
+                    scratch.iter_mut().for_each(Vec::clear);
+                }
             }
-            let cycles = self.colour();
-            if cycles.len() <= self.cfg.stash_capacity {
+            if fits {
                 self.stash.clear();
                 for e in cycles {
-                    self.unlink(e);
                     self.edges[e as usize].next_a = STASHED;
                     self.edges[e as usize].next_b = STASHED;
                     self.stash.push(e);
@@ -1569,55 +1549,25 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         Err(UpdateError::NoSeedWorks(MAX_SEEDS))
     }
 
-    /// Assign slot words to every tree by a depth-first walk from a root
-    /// set to 0; returns the edges that close cycles (still linked).
-    fn colour(&mut self) -> Vec<u32> {
-        let cols = self.cols();
-        let st = self.stride();
-        let nv = self.verts.len() / st;
-        let mut cycles: Vec<u32> = Vec::new();
-        let seen = self.next_stamp();
-        // (vertex, the tree edge it was reached by)
-        let mut stack: Vec<(u32, u32)> = Vec::new();
-        for root in 0..nv as u32 {
-            if self.head(root) == NIL || self.mark(root) == seen {
-                continue;
-            }
-            self.set_mark(root, seen);
-            stack.push((root, NIL));
-            while let Some((x, parent)) = stack.pop() {
-                let mut e = self.head(x);
-                while e != NIL {
-                    let (y, next) = self.adj_next(e, x);
-                    if e != parent {
-                        if self.mark(y) == seen {
-                            // A non-tree edge is met from both of its ends.
-                            if !cycles.contains(&e) {
-                                cycles.push(e);
-                                if cycles.len() > self.cfg.stash_capacity {
-                                    return cycles;
-                                }
-                            }
-                        } else {
-                            self.set_mark(y, seen);
-                            for c in 0..cols {
-                                *self.slot_mut(y, c) =
-                                    self.slot(x, c) ^ self.words[e as usize * cols + c];
-                            }
-                            let first = self.head(y);
-                            if first != NIL {
-                                crate::query::prefetch(
-                                    self.edges.as_ptr().wrapping_add(first as usize),
-                                );
-                            }
-                            stack.push((y, e));
-                        }
-                    }
-                    e = next;
-                }
-            }
+    /// A duplicate of edge `e`'s key among the edges already placed (in
+    /// its A end's list, on the same B end, or among the cycle-closing
+    /// edges set aside so far): an error naming the key.
+    fn check_duplicate(&self, e: u32, aside: &[u32]) -> Result<(), UpdateError> {
+        let Edge { a, b, .. } = self.edges[e as usize];
+        let key = &self.edges[e as usize].key;
+        let mut f = self.head(a);
+        let mut dup = aside.iter().any(|&c| self.edges[c as usize].key == *key);
+        while f != NIL && !dup {
+            dup = self.edges[f as usize].b == b && self.edges[f as usize].key == *key;
+            f = self.edges[f as usize].next_a;
         }
-        cycles
+        if dup {
+            return Err(UpdateError::DuplicateKey(match key {
+                Some(k) => format!("{k:?}"),
+                None => String::new(),
+            }));
+        }
+        Ok(())
     }
 
     /// Build the data-plane structure of `column`.

@@ -410,6 +410,32 @@ fn shared_graph_serves_several_columns() {
     }
 }
 
+#[test]
+fn build_columns_rejects_duplicates_naming_them() {
+    let cfg = Config {
+        columns: 2,
+        value_bits: 4,
+        ..Config::default()
+    };
+    let rows = |dup: Option<u64>| {
+        (0..20_000u64)
+            .chain(dup)
+            .map(|k| (k * 7919, vec![k & 0xf, (k >> 4) & 0xf]))
+    };
+    let o = Othello::build_columns(cfg, rows(None)).unwrap();
+    for k in 0..20_000u64 {
+        assert_eq!(o.get_column(&(k * 7919), 1), Some((k >> 4) & 0xf));
+    }
+    for d in [0, 12_345, 19_999] {
+        match Othello::build_columns(cfg, rows(Some(d))) {
+            Err(nexthop_othello::UpdateError::DuplicateKey(k)) => {
+                assert_eq!(k, format!("{}", d * 7919))
+            }
+            other => panic!("expected a duplicate error, got {other:?}"),
+        }
+    }
+}
+
 trait ColumnsForTest {
     fn get_columns_for_test(&self, k: u64) -> Vec<u64>;
 }
