@@ -18,7 +18,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A 128-bit hash value with named views.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Hash128(pub u128);
 
 impl Hash128 {

@@ -50,6 +50,41 @@ use crate::snapshot;
 /// (docs/benchmarks.md, session 11).
 pub const BATCH_GROUP: usize = 32;
 
+/// One batch group between its two stages: slot indexes, hashes (kept
+/// only with a check field) and the keys whose stash-filter bit is set.
+type GroupState = ([(usize, usize); BATCH_GROUP], [Hash128; BATCH_GROUP], u32);
+
+/// Run a batch in two stages over groups of [`BATCH_GROUP`] keys: `first`
+/// (hash and prefetch) on group g + 1, then `second` (read) on group g, so
+/// a group's reads come a whole group's work after its prefetches. `S`
+/// carries one group from `first` to `second`; two are in flight.
+#[inline(always)]
+pub(crate) fn two_stage<K, O, S: Default>(
+    keys: &[K],
+    out: &mut [O],
+    mut first: impl FnMut(&[K], &mut S),
+    mut second: impl FnMut(&[K], &mut [O], &S),
+) {
+    let mut st = [S::default(), S::default()];
+    let mut groups = keys.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP));
+    let Some(mut cur) = groups.next() else {
+        return;
+    };
+    first(cur.0, &mut st[0]);
+    for g in 0.. {
+        let next = groups.next();
+        if let Some((kn, _)) = &next {
+            first(kn, &mut st[(g + 1) & 1]);
+        }
+        let (kc, oc) = cur;
+        second(kc, oc, &st[g & 1]);
+        match next {
+            Some(n) => cur = n,
+            None => break,
+        }
+    }
+}
+
 /// Number of sequence-lock stripes per array (a power of two).
 pub const STRIPES: usize = 1024;
 
@@ -635,33 +670,18 @@ impl Query {
     }
 
     fn batch_in<W: Word, K: KeyBytes>(&self, s: &Slots<W>, keys: &[K], out: &mut [u64]) -> usize {
-        const G: usize = BATCH_GROUP;
         // `Query` holds atomics, so the compiler must assume its plain fields
         // may change across atomic loads: keep what the loop reads in locals.
         let meta = self.meta;
         let mut hits = 0;
-        // Two groups in flight: the one being read and the one prefetched.
-        let mut hs = [[Hash128(0); G]; 2];
-        let mut ij = [[(0usize, 0usize); G]; 2];
-        let mut maybe = [0u32; 2];
-        let mut groups = keys.chunks(G).zip(out.chunks_mut(G));
-        let Some(mut cur) = groups.next() else {
-            return 0;
-        };
-        maybe[0] = self.hash_stage(&meta, s, cur.0, &mut ij[0], &mut hs[0]);
-        for g in 0.. {
-            let (a, b) = (g & 1, (g + 1) & 1);
-            let next = groups.next();
-            if let Some((kn, _)) = &next {
-                maybe[b] = self.hash_stage(&meta, s, kn, &mut ij[b], &mut hs[b]);
-            }
-            let (kc, oc) = cur;
-            hits += self.read_stage(&meta, s, kc, oc, &ij[a], &hs[a], maybe[a]);
-            match next {
-                Some(n) => cur = n,
-                None => break,
-            }
-        }
+        two_stage(
+            keys,
+            out,
+            |kc, (ij, hs, maybe): &mut GroupState| *maybe = self.hash_stage(&meta, s, kc, ij, hs),
+            |kc, oc, (ij, hs, maybe): &GroupState| {
+                hits += self.read_stage(&meta, s, kc, oc, ij, hs, *maybe)
+            },
+        );
         hits
     }
 

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use nexthop_hash::KeyBytes;
+use nexthop_hash::{Hash128, KeyBytes};
 
 use crate::error::FormatError;
-use crate::query::{QueryMeta, BATCH_GROUP, MISS};
+use crate::query::{two_stage, QueryMeta, BATCH_GROUP, MISS};
 use crate::snapshot::{self, Layout};
 
 enum Arrays<'a> {
@@ -123,53 +123,39 @@ impl<'a> QueryView<'a> {
         out: &mut [u64],
         widen: impl Fn(W) -> u64,
     ) -> usize {
-        const G: usize = BATCH_GROUP;
         let mut hits = 0;
-        // Two groups in flight: the one being read and the one prefetched.
-        let mut hs = [[nexthop_hash::Hash128(0); G]; 2];
-        let mut ij = [[(0usize, 0usize); G]; 2];
-        let hash = |kc: &[K], hs: &mut [nexthop_hash::Hash128; G], ij: &mut [(usize, usize); G]| {
-            for (n, k) in kc.iter().enumerate() {
-                let h = k.hash128(self.meta.seed);
-                let (i, j) = self.meta.slots(h);
-                crate::query::prefetch(&a[i]);
-                crate::query::prefetch(&b[j]);
-                hs[n] = h;
-                ij[n] = (i, j);
-            }
-        };
-        let mut groups = keys.chunks(G).zip(out.chunks_mut(G));
-        let Some(mut cur) = groups.next() else {
-            return 0;
-        };
-        hash(cur.0, &mut hs[0], &mut ij[0]);
-        for g in 0.. {
-            let (x, y) = (g & 1, (g + 1) & 1);
-            let next = groups.next();
-            if let Some((kn, _)) = &next {
-                hash(kn, &mut hs[y], &mut ij[y]);
-            }
-            let (kc, oc) = cur;
-            for n in 0..kc.len() {
-                let h = hs[x][n];
-                let stashed = if self.stash_filter & crate::query::stash_bit(h.0) == 0 {
-                    None
-                } else {
-                    self.stash.iter().find(|e| e.0 == h.0).map(|e| e.1)
-                };
-                let (i, j) = ij[x][n];
-                let r = match stashed {
-                    Some(v) => Some(v),
-                    None => self.meta.decode(widen(a[i] ^ b[j]), h),
-                };
-                hits += r.is_some() as usize;
-                oc[n] = r.unwrap_or(MISS);
-            }
-            match next {
-                Some(n) => cur = n,
-                None => break,
-            }
-        }
+        type State = ([Hash128; BATCH_GROUP], [(usize, usize); BATCH_GROUP]);
+        two_stage(
+            keys,
+            out,
+            |kc, (hs, ij): &mut State| {
+                for (n, k) in kc.iter().enumerate() {
+                    let h = k.hash128(self.meta.seed);
+                    let (i, j) = self.meta.slots(h);
+                    crate::query::prefetch(&a[i]);
+                    crate::query::prefetch(&b[j]);
+                    hs[n] = h;
+                    ij[n] = (i, j);
+                }
+            },
+            |kc, oc, (hs, ij): &State| {
+                for n in 0..kc.len() {
+                    let h = hs[n];
+                    let stashed = if self.stash_filter & crate::query::stash_bit(h.0) == 0 {
+                        None
+                    } else {
+                        self.stash.iter().find(|e| e.0 == h.0).map(|e| e.1)
+                    };
+                    let (i, j) = ij[n];
+                    let r = match stashed {
+                        Some(v) => Some(v),
+                        None => self.meta.decode(widen(a[i] ^ b[j]), h),
+                    };
+                    hits += r.is_some() as usize;
+                    oc[n] = r.unwrap_or(MISS);
+                }
+            },
+        );
         hits
     }
 }
