@@ -317,11 +317,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// Build from `(key, value)` pairs (one column). Duplicate keys are an
     /// error naming the key.
     ///
-    /// The structure is sized for the pairs (their iterator's lower size
-    /// bound, at least) and filled by [`Self::apply_batch`] inserts of
-    /// [`BUILD_BATCH`] pairs at a time: most keys meet an isolated vertex
-    /// and write one slot, and the batch prefetches the vertices and edge
-    /// records of the keys ahead. A depth-first colouring of the finished
+    /// The structure is sized for the pairs (an iterator of unknown length
+    /// is collected first) and filled by [`Self::apply_batch`] inserts of
+    /// 4096 pairs at a time: most keys meet an isolated vertex and write
+    /// one slot, and the batch prefetches the vertices and edge records of
+    /// the keys ahead. A depth-first colouring of the finished
     /// graph (what a rebuild did before) reads each vertex's list after one
     /// dependent miss and was 3–4 times slower at 1e7 keys.
     pub fn build(

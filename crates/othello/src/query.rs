@@ -569,7 +569,7 @@ impl Query {
     ///
     /// The common case (no check field, the key's stash-filter bit clear,
     /// no write overlapping the read) costs one epoch test: the epoch word
-    /// carries [`SLOW`] when the structure has a check field, so its width
+    /// carries `SLOW` when the structure has a check field, so its width
     /// is not read; everything else goes out of line.
     #[inline]
     pub fn lookup<K: KeyBytes + ?Sized>(&self, key: &K) -> Option<u64> {
