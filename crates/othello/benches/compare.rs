@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use nexthop_hash::{reduce, Hash128, KeyBytes};
+use nexthop_mem::two_stage;
 use nexthop_othello::{
     BatchOp, Config, Delta, Op, Othello, Query, Sizing, BATCH_GROUP, MAX_STASH, STRIPES,
 };
@@ -206,37 +207,26 @@ impl Floor {
 }
 
 fn floor_batch<K: KeyBytes>(f: &Floor, stream: &[K], reps: usize) -> u64 {
-    // The batch order of `Query::lookup_batch`: a group's slots are
-    // prefetched while the group before is read.
+    // The batch order of `Query::lookup_batch` (the same driver): a
+    // group's slots are prefetched while the group before is read.
     let mut sum = 0u64;
-    let mut ij = [[(0usize, 0usize); BATCH_GROUP]; 2];
-    let hash = |kc: &[K], ij: &mut [(usize, usize); BATCH_GROUP]| {
-        for (n, k) in kc.iter().enumerate() {
-            let (i, j) = f.slots(k.hash128(f.seed));
-            prefetch(&f.a[i]);
-            prefetch(&f.b[j]);
-            ij[n] = (i, j);
-        }
-    };
     for _ in 0..reps {
-        let mut groups = stream.chunks(BATCH_GROUP);
-        let Some(mut cur) = groups.next() else {
-            continue;
-        };
-        hash(cur, &mut ij[0]);
-        for g in 0.. {
-            let next = groups.next();
-            if let Some(kn) = next {
-                hash(kn, &mut ij[(g + 1) & 1]);
-            }
-            for &(i, j) in &ij[g & 1][..cur.len()] {
-                sum += (f.a[i] ^ f.b[j]) as u64;
-            }
-            match next {
-                Some(n) => cur = n,
-                None => break,
-            }
-        }
+        two_stage::<BATCH_GROUP, _, [(usize, usize); BATCH_GROUP]>(
+            stream,
+            |kc, ij| {
+                for (n, k) in kc.iter().enumerate() {
+                    let (i, j) = f.slots(k.hash128(f.seed));
+                    prefetch(&f.a[i]);
+                    prefetch(&f.b[j]);
+                    ij[n] = (i, j);
+                }
+            },
+            |_, kc, ij| {
+                for &(i, j) in &ij[..kc.len()] {
+                    sum += (f.a[i] ^ f.b[j]) as u64;
+                }
+            },
+        );
     }
     sum
 }
@@ -272,35 +262,32 @@ fn blocks<K, O: Copy>(
 }
 
 fn ptrhash_batch<K: BenchKey>(f: &Mphf<K>, vals: &[u8], stream: &[K], reps: usize) -> u64 {
-    // PtrHash's own batched index (it prefetches its pilots), with the
-    // value reads in `Query::lookup_batch`'s order: a group's values are
-    // prefetched while the group before is read.
+    // PtrHash's own batched index (it prefetches its pilots) for whole
+    // groups, with the value reads in `Query::lookup_batch`'s order: a
+    // group's values are prefetched while the group before is read.
     const G: usize = BATCH_GROUP;
     let mut sum = 0u64;
-    let index = |kc: &[K]| {
-        let idx = f.index_batch::<G, &K>(std::array::from_fn(|i| &kc[i]));
-        for &i in &idx {
-            prefetch(&vals[i]);
-        }
-        idx
-    };
     for _ in 0..reps {
-        let mut chunks = stream.chunks_exact(G);
-        let mut prev: Option<[usize; G]> = None;
-        for kc in &mut chunks {
-            let idx = index(kc);
-            if let Some(p) = prev.replace(idx) {
-                for &i in &p {
+        two_stage::<G, _, [usize; G]>(
+            stream,
+            |kc, idx| {
+                if let Ok(kc) = <&[K; G]>::try_from(kc) {
+                    *idx = f.index_batch::<G, &K>(std::array::from_fn(|i| &kc[i]));
+                } else {
+                    for (i, k) in idx.iter_mut().zip(kc) {
+                        *i = f.index(k);
+                    }
+                }
+                for &i in &idx[..kc.len()] {
+                    prefetch(&vals[i]);
+                }
+            },
+            |_, kc, idx| {
+                for &i in &idx[..kc.len()] {
                     sum += vals[i] as u64;
                 }
-            }
-        }
-        for &i in prev.iter().flatten() {
-            sum += vals[i] as u64;
-        }
-        for k in chunks.remainder() {
-            sum += vals[f.index(k)] as u64;
-        }
+            },
+        );
     }
     sum
 }

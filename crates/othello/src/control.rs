@@ -362,9 +362,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         capacity: usize,
         pairs: impl Iterator<Item = (K, u64)>,
     ) -> Result<Self, UpdateError> {
+        // `with_capacity` reserves the edge and word lists too.
         let mut o = Self::with_capacity(cfg, n.max(capacity))?;
-        nexthop_mem::reserve_huge(&mut o.edges, n);
-        nexthop_mem::reserve_huge(&mut o.words, n);
         let mut pairs = pairs.peekable();
         while pairs.peek().is_some() {
             let batch = pairs.by_ref().take(BUILD_BATCH);
@@ -374,7 +373,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         Ok(o)
     }
 
-    /// Size for the keys pushed by a build, then construct.
+    /// Size for the keys `build_columns` pushed, then construct.
     fn finish_build(mut self) -> Result<Self, UpdateError> {
         self.len = self.edges.len();
         let cap = self.len.max(MIN_CAPACITY);
@@ -819,7 +818,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 
     /// XOR column `c` of every vertex of `side`'s search result by `d[c]`.
     fn flip(&mut self, side: Side, d: &[u64], ops: &mut [Vec<Op>]) {
-        let w = match side {
+        let walk = match side {
             Side::A => std::mem::take(&mut self.wa),
             Side::B => std::mem::take(&mut self.wb),
         };
@@ -827,14 +826,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             if dc == 0 {
                 continue;
             }
-            for &x in &w.members {
+            for &x in &walk.members {
                 let w = self.slot(x, c) ^ dc;
                 self.set_slot(x, c, w, ops);
             }
         }
         match side {
-            Side::A => self.wa = w,
-            Side::B => self.wb = w,
+            Side::A => self.wa = walk,
+            Side::B => self.wb = walk,
         }
     }
 

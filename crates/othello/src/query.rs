@@ -36,7 +36,7 @@ use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Orderi
 use std::sync::Mutex;
 
 use nexthop_hash::{reduce, Hash128, KeyBytes, PreparedSeed};
-use nexthop_mem::HugeBox;
+use nexthop_mem::{two_stage, HugeBox};
 
 use crate::config::{mask, slot_bytes_for, Sizing, MAX_STASH};
 use crate::delta::{Delta, Op};
@@ -53,37 +53,6 @@ pub const BATCH_GROUP: usize = 32;
 /// One batch group between its two stages: slot indexes, hashes (kept
 /// only with a check field) and the keys whose stash-filter bit is set.
 type GroupState = ([(usize, usize); BATCH_GROUP], [Hash128; BATCH_GROUP], u32);
-
-/// Run a batch in two stages over groups of [`BATCH_GROUP`] keys: `first`
-/// (hash and prefetch) on group g + 1, then `second` (read) on group g, so
-/// a group's reads come a whole group's work after its prefetches. `S`
-/// carries one group from `first` to `second`; two are in flight.
-#[inline(always)]
-pub(crate) fn two_stage<K, O, S: Default>(
-    keys: &[K],
-    out: &mut [O],
-    mut first: impl FnMut(&[K], &mut S),
-    mut second: impl FnMut(&[K], &mut [O], &S),
-) {
-    let mut st = [S::default(), S::default()];
-    let mut groups = keys.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP));
-    let Some(mut cur) = groups.next() else {
-        return;
-    };
-    first(cur.0, &mut st[0]);
-    for g in 0.. {
-        let next = groups.next();
-        if let Some((kn, _)) = &next {
-            first(kn, &mut st[(g + 1) & 1]);
-        }
-        let (kc, oc) = cur;
-        second(kc, oc, &st[g & 1]);
-        match next {
-            Some(n) => cur = n,
-            None => break,
-        }
-    }
-}
 
 /// Number of sequence-lock stripes per array (a power of two).
 pub const STRIPES: usize = 1024;
@@ -418,8 +387,8 @@ pub struct Query {
     /// with [`WRITING`] set while a writer is inside a slot-write section
     /// and [`SLOW`] when single-key lookups must decode a check field.
     /// Readers validate against it first (two loads of one cache line per
-    /// lookup or per group of `BATCH_GROUP` keys) and fall back to the stripes only when a
-    /// write overlapped them.
+    /// lookup or per group of `BATCH_GROUP` keys) and fall back to the
+    /// stripes only when a write overlapped them.
     epoch: CacheLine<AtomicU64>,
     seq_a: Box<[AtomicU32]>,
     seq_b: Box<[AtomicU32]>,
@@ -674,11 +643,11 @@ impl Query {
         // may change across atomic loads: keep what the loop reads in locals.
         let meta = self.meta;
         let mut hits = 0;
-        two_stage(
+        two_stage::<BATCH_GROUP, _, GroupState>(
             keys,
-            out,
-            |kc, (ij, hs, maybe): &mut GroupState| *maybe = self.hash_stage(&meta, s, kc, ij, hs),
-            |kc, oc, (ij, hs, maybe): &GroupState| {
+            |kc, (ij, hs, maybe)| *maybe = self.hash_stage(&meta, s, kc, ij, hs),
+            |start, kc, (ij, hs, maybe)| {
+                let oc = &mut out[start..start + kc.len()];
                 hits += self.read_stage(&meta, s, kc, oc, ij, hs, *maybe)
             },
         );

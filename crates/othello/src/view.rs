@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use nexthop_hash::{Hash128, KeyBytes};
+use nexthop_mem::two_stage;
 
 use crate::error::FormatError;
-use crate::query::{two_stage, QueryMeta, BATCH_GROUP, MISS};
+use crate::query::{QueryMeta, BATCH_GROUP, MISS};
 use crate::snapshot::{self, Layout};
 
 enum Arrays<'a> {
@@ -125,10 +126,9 @@ impl<'a> QueryView<'a> {
     ) -> usize {
         let mut hits = 0;
         type State = ([Hash128; BATCH_GROUP], [(usize, usize); BATCH_GROUP]);
-        two_stage(
+        two_stage::<BATCH_GROUP, _, State>(
             keys,
-            out,
-            |kc, (hs, ij): &mut State| {
+            |kc, (hs, ij)| {
                 for (n, k) in kc.iter().enumerate() {
                     let h = k.hash128(self.meta.seed);
                     let (i, j) = self.meta.slots(h);
@@ -138,7 +138,7 @@ impl<'a> QueryView<'a> {
                     ij[n] = (i, j);
                 }
             },
-            |kc, oc, (hs, ij): &State| {
+            |start, kc, (hs, ij)| {
                 for n in 0..kc.len() {
                     let h = hs[n];
                     let stashed = if self.stash_filter & crate::query::stash_bit(h.0) == 0 {
@@ -152,7 +152,7 @@ impl<'a> QueryView<'a> {
                         None => self.meta.decode(widen(a[i] ^ b[j]), h),
                     };
                     hits += r.is_some() as usize;
-                    oc[n] = r.unwrap_or(MISS);
+                    out[start + n] = r.unwrap_or(MISS);
                 }
             },
         );

@@ -40,9 +40,10 @@
 //! # Batch lookup
 //!
 //! [`CuckooTable::lookup_batch`] works in groups of [`BATCH`]: it hashes every
-//! key of the group, prefetches both candidate buckets of each (x86-64
-//! `prefetcht0`, a no-op elsewhere), then probes, so the memory accesses of a
-//! group overlap (CuckooSwitch §4.2, batched lookups with prefetching).
+//! key of a group and prefetches both candidate buckets of each (x86-64
+//! `prefetcht0`, a no-op elsewhere) while the group before is probed
+//! (`nexthop_mem::two_stage`), so the memory accesses of the groups overlap
+//! (CuckooSwitch §4.2, batched lookups with prefetching).
 //!
 //! # Threading
 //!
@@ -392,35 +393,23 @@ impl<K: Copy + Eq + KeyBytes, V: Copy> CuckooTable<K, V> {
             out.len()
         );
         let mut hits = 0;
-        let mut probes = [[Probe::default(); BATCH]; 2];
-        let hash = |kc: &[K], probes: &mut [Probe; BATCH]| {
-            for (p, k) in probes.iter_mut().zip(kc) {
-                *p = self.probe(k);
-                prefetch(&self.buckets[p.b1]);
-                prefetch(&self.buckets[p.b2]);
-            }
-        };
-        let mut groups = keys.chunks(BATCH).zip(out.chunks_mut(BATCH));
-        let Some(mut cur) = groups.next() else {
-            return 0;
-        };
-        hash(cur.0, &mut probes[0]);
-        for g in 0.. {
-            let (x, y) = (g & 1, (g + 1) & 1);
-            let next = groups.next();
-            if let Some((kn, _)) = &next {
-                hash(kn, &mut probes[y]);
-            }
-            let (kc, oc) = cur;
-            for ((p, k), o) in probes[x].iter().zip(kc).zip(oc) {
-                *o = self.get_probed(*p, k);
-                hits += usize::from(o.is_some());
-            }
-            match next {
-                Some(n) => cur = n,
-                None => break,
-            }
-        }
+        nexthop_mem::two_stage::<BATCH, _, [Probe; BATCH]>(
+            keys,
+            |kc, probes| {
+                for (p, k) in probes.iter_mut().zip(kc) {
+                    *p = self.probe(k);
+                    prefetch(&self.buckets[p.b1]);
+                    prefetch(&self.buckets[p.b2]);
+                }
+            },
+            |start, kc, probes| {
+                for (n, (p, k)) in probes.iter().zip(kc).enumerate() {
+                    let o = self.get_probed(*p, k);
+                    hits += usize::from(o.is_some());
+                    out[start + n] = o;
+                }
+            },
+        );
         hits
     }
 }
