@@ -4,7 +4,8 @@
 //! keys, three rounds of six orders, ns per key:
 //! * `bN`: bursty, hash a group of N keys and prefetch both slots of each,
 //!   then read the group;
-//! * `pN`: pipelined, hash and prefetch group g + 1, then read group g.
+//! * `pN`: pipelined, hash and prefetch group g + 1, then read group g
+//!   (`nexthop_mem::two_stage`, the driver of `Query::lookup_batch`).
 //!
 //! The sums of all orders are printed (to stderr) so they can be checked
 //! equal. Recorded in docs/benchmarks.md (session 11); it chose
@@ -41,29 +42,36 @@ fn bursty<const G: usize>(a: &[u8], b: &[u8], keys: &[u64], seed: u64) -> u64 {
     sum
 }
 
+/// One group's slot pairs (arrays of a generic length have no `Default`).
+struct Ij<const G: usize>([(usize, usize); G]);
+
+impl<const G: usize> Default for Ij<G> {
+    fn default() -> Self {
+        Ij([(0, 0); G])
+    }
+}
+
 fn piped<const G: usize>(a: &[u8], b: &[u8], keys: &[u64], seed: u64) -> u64 {
+    // The driver `Query::lookup_batch` uses.
     let (ma, mb) = (a.len() as u32, b.len() as u32);
-    let mut ij = [[(0usize, 0usize); G]; 2];
     let mut sum = 0u64;
-    let mut prev = 0usize;
-    for (g, kc) in keys.chunks(G).enumerate() {
-        let cur = g & 1;
-        for (n, k) in kc.iter().enumerate() {
-            let h = k.hash128(seed);
-            let (i, j) = (reduce(h.w0(), ma) as usize, reduce(h.w1(), mb) as usize);
-            pf(&a[i]);
-            pf(&b[j]);
-            ij[cur][n] = (i, j);
-        }
-        for &(i, j) in &ij[cur ^ 1][..prev] {
-            sum += (a[i] ^ b[j]) as u64;
-        }
-        prev = kc.len();
-    }
-    let last = (keys.len().div_ceil(G) + 1) & 1;
-    for &(i, j) in &ij[last][..prev] {
-        sum += (a[i] ^ b[j]) as u64;
-    }
+    nexthop_mem::two_stage::<G, _, Ij<G>>(
+        keys,
+        |kc, ij| {
+            for (n, k) in kc.iter().enumerate() {
+                let h = k.hash128(seed);
+                let (i, j) = (reduce(h.w0(), ma) as usize, reduce(h.w1(), mb) as usize);
+                pf(&a[i]);
+                pf(&b[j]);
+                ij.0[n] = (i, j);
+            }
+        },
+        |_, kc, ij| {
+            for &(i, j) in &ij.0[..kc.len()] {
+                sum += (a[i] ^ b[j]) as u64;
+            }
+        },
+    );
     sum
 }
 
