@@ -2,7 +2,10 @@
 # Forwarder lab rounds for issue 3's ratios (as root; see docs/benchmarks.md,
 # "Forwarder on veth"): `scripts/lab-rounds.sh NAMES ROUNDS CONFIG...`, each
 # CONFIG one of none (no updates), trivial (every frame to port 1), u100k,
-# u10k (live changes per second). Runs every CONFIG once per round, in the
+# u10k (live changes per second), a100k (--alternate 1: phases of 1 s
+# without and with 100k changes/s in one run, 12 s of traffic; prints the
+# same-run ratios of the forwarded rate and of the rate per worker
+# CPU-second). Runs every CONFIG once per round, in the
 # order given, 5 s of traffic each, and prints one line per run: forwarder
 # Mpps during the traffic, Mpps per worker CPU-second, cores of the update
 # path, propagation median and p99, misforwarded frames, final-wave names
@@ -20,11 +23,22 @@ for r in $(seq 1 "$rounds"); do
       trivial) args=(--update-rate 0 --trivial) ;;
       u100k) args=(--update-rate 100000) ;;
       u10k) args=(--update-rate 10000) ;;
-      *) echo "unknown config $cfg (none, trivial, u100k, u10k)" >&2; exit 2 ;;
+      a100k) args=(--update-rate 100000 --alternate 1) ;;
+      *) echo "unknown config $cfg (none, trivial, u100k, u10k, a100k)" >&2; exit 2 ;;
     esac
     log=/tmp/lab-rounds-$cfg.log
-    "$bin" lab --names "$names" --duration 5 --workers 1 "${args[@]}" \
+    secs=5
+    [ "$cfg" = a100k ] && secs=12
+    "$bin" lab --names "$names" --duration "$secs" --workers 1 "${args[@]}" \
       --final-names 5000 --out /tmp/lab-rounds >"$log" 2>&1
+    if [ "$cfg" = a100k ]; then
+      rate=$(grep -E '^  phases .* with / without' "$log" | sed 's/.*with \/ without \([0-9.]* ([0-9.-]*)\).*/\1/' || true)
+      cpu=$(grep -E '^  phases +per worker CPU-second' "$log" | sed 's/.* with: \([0-9.]* ([0-9.-]*)\).*/\1/' || true)
+      upd=$(grep -E '^  phases +per worker CPU-second' "$log" | sed 's/.*update path \([0-9.]*\) \/ \([0-9.]*\).*/\2/' || true)
+      mis=$(grep -E '^  misforwarded' "$log" | awk '{print $2}' || true)
+      echo "names=$names round=$r $cfg rate_ratio=[$rate] per_cpu_ratio=[$cpu] update_path=$upd misforwarded=$mis"
+      continue
+    fi
     fwd=$(grep -E 'forwarder +[0-9]+ frames in' "$log" || true)
     mpps=$(sed 's/.*during the traffic: \([0-9.]*\) Mpps.*/\1/' <<<"$fwd")
     percpu=$(sed 's/.*; \([0-9.]*\) Mpps per worker CPU-second.*/\1/' <<<"$fwd")

@@ -46,6 +46,7 @@ use nexthop_othello::Sizing;
 use crate::cmd_fib::{self, BuildOpts};
 use crate::demo::{actions, pick_action, Mix};
 use crate::fibdir;
+use crate::lab_phases::{self, has_changes, on_time, Phase};
 
 /// Options of `nexthop lab`.
 #[derive(Clone, Debug)]
@@ -81,6 +82,9 @@ pub struct LabOpts {
     /// Pin the workers to CPUs of their own and the rest elsewhere, when
     /// there are more CPUs than workers (see [`cpu_plan`]).
     pub pin: bool,
+    /// Phases of this many seconds alternately without and with live
+    /// changes (0: changes all the time); see [`crate::lab_phases`].
+    pub alternate: f64,
 }
 
 /// Where the live lab puts its threads: `Ok((worker CPUs, other CPUs))`
@@ -466,6 +470,16 @@ pub fn run(o: &LabOpts) -> Result<()> {
             bail!("{what} {v}: expected a number of at least {min}");
         }
     }
+    if !o.alternate.is_finite()
+        || o.alternate < 0.0
+        || (o.alternate > 0.0 && (o.alternate < 0.2 || 2.0 * o.alternate > o.duration))
+    {
+        bail!(
+            "--alternate {}: expected 0 (no phases) or phases of at least 0.2 s, two of which fit in --duration {}",
+            o.alternate,
+            o.duration
+        );
+    }
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     fs::create_dir_all(&o.out).with_context(|| format!("{}: create directory", o.out.display()))?;
     let why_offline = if o.pcap {
@@ -711,7 +725,32 @@ pub(crate) fn cpu_line(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> String
         (fwd_all - worker - follower).max(0.0),
         sum_prefix(cpu, lab, "lab-source"),
         sum_prefix(cpu, lab, "lab-sink-"),
-        apply + ctl + follower,
+        update_path_cores(cpu, pids),
+    )
+}
+
+/// Cores of the update path: the lab's main thread (the controller's
+/// `apply_changes`), the controller's connection threads and the
+/// forwarder's follower.
+pub(crate) fn update_path_cores(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> f64 {
+    let [lab, fwd] = pids;
+    threadcpu::main_thread(cpu, lab)
+        + threadcpu::sum_prefix(cpu, lab, "ctl-")
+        + threadcpu::sum_prefix(cpu, fwd, "fib-follower")
+}
+
+/// The progress line of a finished phase `k`.
+fn phase_line(k: usize, p: &Phase) -> String {
+    format!(
+        "phase {k:<3} {} changes ({} applied): forwarded {:.3} Mpps ({} per worker CPU-second); cores: workers {:.2}, source {:.2}, update path {:.2}",
+        if p.changes { "with   " } else { "without" },
+        p.applied,
+        p.mpps().unwrap_or(0.0),
+        p.per_worker_cpu()
+            .map_or("?".to_string(), |m| format!("{m:.3} Mpps")),
+        p.worker_cores,
+        p.source_cores,
+        p.update_cores
     )
 }
 
@@ -801,14 +840,19 @@ pub(crate) fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 
 fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
-    let n_changes = (o.update_rate * o.duration).ceil() as usize;
+    let n_changes = (o.update_rate * on_time(o.duration, o.alternate)).ceil() as usize;
     println!(
-        "nexthop lab: {} MAC names over ports 1-4, {:.0} s of traffic at {}, {} live changes ({:.0}/s), seed {}",
+        "nexthop lab: {} MAC names over ports 1-4, {:.0} s of traffic at {}, {} live changes ({:.0}/s{}), seed {}",
         o.names,
         o.duration,
         if o.rate > 0.0 { format!("{:.0} frames/s", o.rate) } else { "the highest rate".into() },
         n_changes,
         o.update_rate,
+        if o.alternate > 0.0 {
+            format!(" in every second phase of {:.1} s, starting without", o.alternate)
+        } else {
+            String::new()
+        },
         o.seed
     );
     println!(
@@ -983,6 +1027,10 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     ];
     let cpu0 = threadcpu::sample(&pids);
     let run_for = Duration::from_secs_f64(o.duration);
+    // With --alternate: where the running phase began (time, frames sent
+    // and delivered, CPU), and the phases done.
+    let mut phase_start = (traffic_start, 0u64, 0u64, cpu0.clone(), 0usize);
+    let mut phases: Vec<Phase> = Vec::new();
     let mut applied = 0usize;
     let mut apply_secs = 0.0f64;
     let mut next_report = traffic_start + Duration::from_secs(1);
@@ -999,9 +1047,34 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             .map(|s| s.misforwarded.load(Ordering::Relaxed))
             .sum()
     };
+    let close_phase = |start: &(Instant, u64, u64, threadcpu::Sample, usize),
+                       k: usize,
+                       applied: usize|
+     -> Phase {
+        let end = threadcpu::sample(&pids);
+        let cpu = threadcpu::between(&start.3, &end);
+        Phase {
+            changes: has_changes(k),
+            secs: start.0.elapsed().as_secs_f64(),
+            delivered: sink_total(&sh) - start.2,
+            sent: sh.sent.load(Ordering::Relaxed) - start.1,
+            applied: applied - start.4,
+            worker_cores: threadcpu::sum_prefix(&cpu, pids[1], "worker-"),
+            source_cores: threadcpu::sum_prefix(&cpu, pids[0], "lab-source"),
+            update_cores: update_path_cores(&cpu, pids),
+        }
+    };
     while traffic_start.elapsed() < run_for && !stop.is_raised() {
-        let due = ((traffic_start.elapsed().as_secs_f64() * o.update_rate) as usize)
-            .min(sh.plan.changes.len());
+        let elapsed = traffic_start.elapsed().as_secs_f64();
+        // With phases, only what falls due within the running phase: the
+        // changes of a phase are applied and counted in that phase.
+        let until = if o.alternate > 0.0 {
+            elapsed.min((phases.len() + 1) as f64 * o.alternate)
+        } else {
+            elapsed
+        };
+        let due =
+            ((on_time(until, o.alternate) * o.update_rate) as usize).min(sh.plan.changes.len());
         if due > applied {
             let ta = Instant::now();
             controller
@@ -1026,9 +1099,27 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             last = (now, sent, recv, applied);
             next_report += Duration::from_secs(1);
         }
+        if o.alternate > 0.0 {
+            let k = phases.len();
+            if elapsed >= (k + 1) as f64 * o.alternate {
+                let p = close_phase(&phase_start, k, applied);
+                println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
+                phases.push(p);
+                phase_start = (
+                    Instant::now(),
+                    sh.sent.load(Ordering::Relaxed),
+                    sink_total(&sh),
+                    threadcpu::sample(&pids),
+                    applied,
+                );
+            }
+        }
         thread::sleep(Duration::from_millis(2));
     }
     let traffic_secs = traffic_start.elapsed().as_secs_f64();
+    if o.alternate > 0.0 {
+        phases.push(close_phase(&phase_start, phases.len(), applied));
+    }
     let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&pids));
     sh.stop_source.store(true, Ordering::Release);
     // The changes the clock had not reached yet, so the FIB ends in the
@@ -1247,9 +1338,11 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     } else {
         println!("  misforwarded  {mis}");
     }
+    let change_secs = on_time(traffic_secs, o.alternate);
     println!(
-        "  updates       {applied} changes in {traffic_secs:.2} s: {:.0} updates/s applied by the controller ({:.0} us each), {} deltas pushed; forwarder fib_deltas={} fib_rejects={}",
-        applied as f64 / traffic_secs,
+        "  updates       {applied} changes in {change_secs:.2} s{}: {:.0} updates/s applied by the controller ({:.0} us each), {} deltas pushed; forwarder fib_deltas={} fib_rejects={}",
+        if o.alternate > 0.0 { " of phases with changes" } else { "" },
+        applied as f64 / change_secs.max(1e-9),
         apply_secs * 1e6 / applied.max(1) as f64,
         cs.deltas_sent,
         field(&line, "fib_deltas").unwrap_or("?"),
@@ -1265,6 +1358,11 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         );
     }
     println!("  cpu           {}", cpu_line(&cpu, pids));
+    if o.alternate > 0.0 {
+        for l in lab_phases::summary(&phases, o.alternate) {
+            println!("  phases        {l}");
+        }
+    }
     if wave > 0 {
         println!(
             "  final wave    {wave} names, one frame each at {:.0} k frames/s: {exact} exactly on their final ports, {wrong} on a wrong port, {missing} lost",

@@ -45,6 +45,11 @@ fn wait_until(mut f: impl FnMut() -> bool, what: &str) -> Result<()> {
 /// The offline lab.
 pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
+    if o.alternate > 0.0 {
+        println!(
+            "nexthop lab (pcap): --alternate times phases of live traffic; the pcap variant has none and ignores it"
+        );
+    }
     let n_changes = (o.update_rate * o.duration).ceil() as usize;
     let frames = o.pcap_frames.max(1);
     let chunks = CHUNKS.min(frames);

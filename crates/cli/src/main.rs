@@ -18,6 +18,7 @@ mod demo;
 mod fibdir;
 mod lab;
 mod lab_pcap;
+mod lab_phases;
 mod textio;
 mod threadcpu;
 
@@ -216,6 +217,12 @@ struct LabArgs {
     /// rate is that of a core of its own.
     #[arg(long)]
     no_pin: bool,
+    /// Benchmark: cut the traffic into phases of SECS seconds, alternately
+    /// without and with live changes at --update-rate (starting without),
+    /// and report each phase with changes against its neighbours without
+    /// (same-run ratios; 0: changes all the time).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    alternate: f64,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -263,6 +270,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             changes_per_delta: a.changes_per_delta as usize,
             io: a.io,
             pin: !a.no_pin,
+            alternate: a.alternate,
         }),
     }
 }

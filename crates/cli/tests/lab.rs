@@ -90,6 +90,10 @@ fn bad_arguments_are_refused() {
         (vec!["--update-rate", "nan"], "--update-rate"),
         (vec!["--io", "dpdk"], "--io"),
         (vec!["--changes-per-delta", "0"], "--changes-per-delta"),
+        (vec!["--alternate=-1"], "--alternate"),
+        (vec!["--alternate", "0.1"], "--alternate"),
+        (vec!["--alternate", "3", "--duration", "5"], "--alternate"),
+        (vec!["--alternate", "inf"], "--alternate"),
     ] {
         let mut all = args.clone();
         all.extend(["--out", o, "--pcap"]);
@@ -200,6 +204,59 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
             .unwrap_or(0);
         assert!(n > 0, "sink {p} got nothing: {sinks}");
     }
+}
+
+/// `--alternate`: phases without and with changes, each phase's changes
+/// counted, and the same-run ratios in the summary.
+#[test]
+fn namespace_lab_alternates_phases_without_and_with_changes() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lab");
+    let (ok, stdout, stderr) = lab(&[
+        "--names",
+        "20000",
+        "--duration",
+        "2",
+        "--alternate",
+        "0.5",
+        "--update-rate",
+        "10000",
+        "--rate",
+        "100000",
+        "--final-names",
+        "2000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("misforwarded  0"), "{stdout}");
+    // 10k changes/s during 1 s of the 2 s: 10000 changes, none of them in
+    // a phase without changes.
+    assert!(
+        stdout.contains("updates       10000 changes in 1.00 s of phases with changes"),
+        "{stdout}"
+    );
+    let phases: Vec<&str> = stdout.lines().filter(|l| l.contains("] phase ")).collect();
+    assert!(phases.len() >= 3, "{stdout}");
+    let mut with_changes = 0;
+    for (k, l) in phases.iter().enumerate() {
+        assert!(l.contains(&format!("phase {k} ")), "{l}");
+        if k % 2 == 0 {
+            assert!(l.contains("without changes (0 applied)"), "{l}");
+        } else {
+            assert!(l.contains("with    changes ("), "{l}");
+            with_changes += 1;
+        }
+    }
+    assert!(with_changes >= 1, "{stdout}");
+    assert!(
+        stdout.contains("phases        4 phases of 0.5 s (2 without changes, 2 with): forwarded "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("per worker CPU-second "), "{stdout}");
 }
 
 /// `--io afxdp`: the forwarder's ports bind AF_XDP sockets on the veths
