@@ -34,7 +34,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use nexthop_othello::fib::{ConciseFib, FibError, NameKey, RouteChange};
+use nexthop_othello::fib::{ConciseFib, FibError, LinedChange, NameKey, RouteChange};
 use thiserror::Error;
 
 use crate::frame::{
@@ -298,10 +298,12 @@ impl<K: NameKey + Send + 'static> Controller<K> {
     /// Apply route changes (numbered 1, 2, ... in errors) and push their
     /// deltas. All or nothing: the batch is validated before any change.
     pub fn apply_changes(&self, changes: &[RouteChange<K>]) -> Result<ApplyReport, ControlError> {
-        let numbered: Vec<(usize, RouteChange<K>)> = changes
+        // Numbered by reference: no change is cloned (a port set's clone
+        // allocated, 12% of the lab's controller time at 1e6 names).
+        let numbered: Vec<(usize, &RouteChange<K>)> = changes
             .iter()
             .enumerate()
-            .map(|(i, c)| (i + 1, c.clone()))
+            .map(|(i, c)| (i + 1, c))
             .collect();
         self.apply_numbered(&numbered)
     }
@@ -312,9 +314,9 @@ impl<K: NameKey + Send + 'static> Controller<K> {
     /// through [`ConciseFib::apply_changes_merged`] in chunks of that many,
     /// each chunk one delta (one writer section on the forwarder: its
     /// readers see the FIB before or after the whole chunk).
-    pub fn apply_numbered(
+    pub fn apply_numbered<C: LinedChange<K>>(
         &self,
-        changes: &[(usize, RouteChange<K>)],
+        changes: &[C],
     ) -> Result<ApplyReport, ControlError> {
         let per = self.shared.cfg.changes_per_delta.max(1);
         let mut guard = lock(&self.shared.state);
@@ -330,7 +332,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             let queued = Instant::now();
             let before = st.fib.action_table().len();
             let (change, applied) = if per == 1 {
-                let (line, ch) = &chunk[0];
+                let (line, ch) = (&chunk[0].line(), chunk[0].change());
                 let res = match ch {
                     RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
                     RouteChange::Delete(k) => st.fib.remove(k),

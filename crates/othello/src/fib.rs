@@ -588,6 +588,35 @@ pub fn parse_routes<K: NameKey>(text: &str) -> Result<Vec<(usize, K, Action)>, L
     Ok(out)
 }
 
+/// A route change with the line of its source (a changes file, or the
+/// position in a call), as the batch calls take them: owned
+/// `(line, change)` pairs, or borrowed `(line, &change)` pairs so a caller
+/// holding plain changes need not clone them. Errors name the line.
+pub trait LinedChange<K> {
+    /// The line errors name.
+    fn line(&self) -> usize;
+    /// The change.
+    fn change(&self) -> &RouteChange<K>;
+}
+
+impl<K> LinedChange<K> for (usize, RouteChange<K>) {
+    fn line(&self) -> usize {
+        self.0
+    }
+    fn change(&self) -> &RouteChange<K> {
+        &self.1
+    }
+}
+
+impl<K> LinedChange<K> for (usize, &RouteChange<K>) {
+    fn line(&self) -> usize {
+        self.0
+    }
+    fn change(&self) -> &RouteChange<K> {
+        self.1
+    }
+}
+
 /// One line of a changes file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RouteChange<K> {
@@ -761,7 +790,7 @@ impl<K: NameKey> ConciseFib<K> {
 
     /// Check a batch of changes against the current state, in order, without
     /// changing anything. Errors carry the change's line.
-    pub fn validate_changes(&self, changes: &[(usize, RouteChange<K>)]) -> Result<(), FibError> {
+    pub fn validate_changes<C: LinedChange<K>>(&self, changes: &[C]) -> Result<(), FibError> {
         // Presence after the changes so far, for names the batch touched.
         let mut present: HashMap<&K, bool> = HashMap::with_capacity(changes.len());
         let mut new_actions: HashSet<&Action> = HashSet::new();
@@ -769,8 +798,9 @@ impl<K: NameKey> ConciseFib<K> {
         // Presence before the batch, looked up with the misses overlapped.
         let before = self
             .othello
-            .contains_many(changes.iter().map(|(_, ch)| ch.name()));
-        for ((line, ch), &was) in changes.iter().zip(&before) {
+            .contains_many(changes.iter().map(|c| c.change().name()));
+        for (c, &was) in changes.iter().zip(&before) {
+            let (line, ch) = (&c.line(), c.change());
             let name = ch.name();
             let slot = present.entry(name).or_insert(was);
             let here = *slot;
@@ -818,13 +848,14 @@ impl<K: NameKey> ConciseFib<K> {
     /// After validation only an Othello failure to find any working seed
     /// ([`UpdateError::NoSeedWorks`], practically impossible with a stash)
     /// can stop the batch; the changes before it are then applied.
-    pub fn apply_changes(
+    pub fn apply_changes<C: LinedChange<K>>(
         &mut self,
-        changes: &[(usize, RouteChange<K>)],
+        changes: &[C],
     ) -> Result<Vec<Change>, FibError> {
         self.validate_changes(changes)?;
         let mut out = Vec::with_capacity(changes.len());
-        for (line, ch) in changes {
+        for c in changes {
+            let (line, ch) = (&c.line(), c.change());
             let r = match ch {
                 RouteChange::Add(k, a) => self.insert(k.clone(), a),
                 RouteChange::Delete(k) => self.remove(k),
@@ -847,7 +878,7 @@ impl<K: NameKey> ConciseFib<K> {
     /// after validation; the outcome then holds the change made by the
     /// changes before it (applied) and the error at the failing change's
     /// line.
-    pub fn apply_changes_merged(&mut self, changes: &[(usize, RouteChange<K>)]) -> MergedApply {
+    pub fn apply_changes_merged<C: LinedChange<K>>(&mut self, changes: &[C]) -> MergedApply {
         if let Err(e) = self.validate_changes(changes) {
             return MergedApply {
                 change: Change::Writes(Vec::new()),
@@ -857,7 +888,8 @@ impl<K: NameKey> ConciseFib<K> {
         }
         let max = self.max_ids();
         let mut ops = Vec::with_capacity(changes.len());
-        for (line, ch) in changes {
+        for c in changes {
+            let (line, ch) = (&c.line(), c.change());
             let id = |actions: &mut ActionTable, a: &Action| {
                 // Validation checked that the table has room for every new action.
                 actions.intern(a, max).map_err(|e| FibError::at(*line, e))
@@ -891,7 +923,10 @@ impl<K: NameKey> ConciseFib<K> {
             Err(e) => MergedApply {
                 change: e.applied,
                 applied: e.index,
-                error: Some(FibError::at(changes[e.index].0, FibError::Update(e.error))),
+                error: Some(FibError::at(
+                    changes[e.index].line(),
+                    FibError::Update(e.error),
+                )),
             },
         }
     }
