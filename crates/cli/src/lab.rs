@@ -838,6 +838,16 @@ pub(crate) fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
+/// Where a `--alternate` phase began: the time, the frames sent and
+/// delivered, the threads' CPU and the changes applied by then.
+struct PhaseStart {
+    at: Instant,
+    sent: u64,
+    delivered: u64,
+    cpu: threadcpu::Sample,
+    applied: usize,
+}
+
 fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
     let n_changes = (o.update_rate * on_time(o.duration, o.alternate)).ceil() as usize;
@@ -1027,9 +1037,14 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     ];
     let cpu0 = threadcpu::sample(&pids);
     let run_for = Duration::from_secs_f64(o.duration);
-    // With --alternate: where the running phase began (time, frames sent
-    // and delivered, CPU), and the phases done.
-    let mut phase_start = (traffic_start, 0u64, 0u64, cpu0.clone(), 0usize);
+    // With --alternate: where the running phase began, and the phases done.
+    let mut phase_start = PhaseStart {
+        at: traffic_start,
+        sent: 0,
+        delivered: 0,
+        cpu: cpu0.clone(),
+        applied: 0,
+    };
     let mut phases: Vec<Phase> = Vec::new();
     let mut applied = 0usize;
     let mut apply_secs = 0.0f64;
@@ -1047,18 +1062,14 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             .map(|s| s.misforwarded.load(Ordering::Relaxed))
             .sum()
     };
-    let close_phase = |start: &(Instant, u64, u64, threadcpu::Sample, usize),
-                       k: usize,
-                       applied: usize|
-     -> Phase {
-        let end = threadcpu::sample(&pids);
-        let cpu = threadcpu::between(&start.3, &end);
+    let close_phase = |start: &PhaseStart, k: usize, applied: usize| -> Phase {
+        let cpu = threadcpu::between(&start.cpu, &threadcpu::sample(&pids));
         Phase {
             changes: has_changes(k),
-            secs: start.0.elapsed().as_secs_f64(),
-            delivered: sink_total(&sh) - start.2,
-            sent: sh.sent.load(Ordering::Relaxed) - start.1,
-            applied: applied - start.4,
+            secs: start.at.elapsed().as_secs_f64(),
+            delivered: sink_total(&sh) - start.delivered,
+            sent: sh.sent.load(Ordering::Relaxed) - start.sent,
+            applied: applied - start.applied,
             worker_cores: threadcpu::sum_prefix(&cpu, pids[1], "worker-"),
             source_cores: threadcpu::sum_prefix(&cpu, pids[0], "lab-source"),
             update_cores: update_path_cores(&cpu, pids),
@@ -1105,13 +1116,13 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
                 let p = close_phase(&phase_start, k, applied);
                 println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
                 phases.push(p);
-                phase_start = (
-                    Instant::now(),
-                    sh.sent.load(Ordering::Relaxed),
-                    sink_total(&sh),
-                    threadcpu::sample(&pids),
+                phase_start = PhaseStart {
+                    at: Instant::now(),
+                    sent: sh.sent.load(Ordering::Relaxed),
+                    delivered: sink_total(&sh),
+                    cpu: threadcpu::sample(&pids),
                     applied,
-                );
+                };
             }
         }
         thread::sleep(Duration::from_millis(2));
