@@ -838,11 +838,10 @@ pub(crate) fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
-/// Where a `--alternate` phase began: the time, the frames sent and
-/// delivered, the threads' CPU and the changes applied by then.
+/// Where a `--alternate` phase began: the time, the frames delivered,
+/// the threads' CPU and the changes applied by then.
 struct PhaseStart {
     at: Instant,
-    sent: u64,
     delivered: u64,
     cpu: threadcpu::Sample,
     applied: usize,
@@ -1040,7 +1039,6 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     // With --alternate: where the running phase began, and the phases done.
     let mut phase_start = PhaseStart {
         at: traffic_start,
-        sent: 0,
         delivered: 0,
         cpu: cpu0.clone(),
         applied: 0,
@@ -1068,7 +1066,6 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             changes: has_changes(k),
             secs: start.at.elapsed().as_secs_f64(),
             delivered: sink_total(&sh) - start.delivered,
-            sent: sh.sent.load(Ordering::Relaxed) - start.sent,
             applied: applied - start.applied,
             worker_cores: threadcpu::sum_prefix(&cpu, pids[1], "worker-"),
             source_cores: threadcpu::sum_prefix(&cpu, pids[0], "lab-source"),
@@ -1118,7 +1115,6 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
                 phases.push(p);
                 phase_start = PhaseStart {
                     at: Instant::now(),
-                    sent: sh.sent.load(Ordering::Relaxed),
                     delivered: sink_total(&sh),
                     cpu: threadcpu::sample(&pids),
                     applied,

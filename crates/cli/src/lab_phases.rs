@@ -37,8 +37,6 @@ pub(crate) struct Phase {
     pub secs: f64,
     /// Frames the sinks received (forwarded by the forwarder).
     pub delivered: u64,
-    /// Frames the source sent.
-    pub sent: u64,
     /// Route changes the controller applied.
     pub applied: usize,
     /// Cores of the forwarder's workers.

@@ -332,7 +332,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             let queued = Instant::now();
             let before = st.fib.action_table().len();
             let (change, applied) = if per == 1 {
-                let (line, ch) = (&chunk[0].line(), chunk[0].change());
+                let (line, ch) = (chunk[0].line(), chunk[0].change());
                 let res = match ch {
                     RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
                     RouteChange::Delete(k) => st.fib.remove(k),
@@ -342,7 +342,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
                     Ok(c) => (c, 1),
                     Err(e) => {
                         failed = Some(FibError::AtLine {
-                            line: *line,
+                            line,
                             error: Box::new(e),
                         });
                         break;

@@ -1794,6 +1794,16 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
 mod tests {
     use super::*;
 
+    /// A tight (dense) structure with a stash: long lists and trees of
+    /// every size, for the tests of removal and tree searches.
+    fn dense() -> Config {
+        Config {
+            sizing: crate::Sizing::Tight,
+            stash_capacity: 64,
+            ..Config::default()
+        }
+    }
+
     /// Where `key`'s edge sits in its two adjacency lists: (not the head of
     /// A's list, not the head of B's list).
     fn list_positions(o: &Othello<u64>, key: u64) -> (bool, bool) {
@@ -1808,11 +1818,7 @@ mod tests {
     /// keys, so lists are long), each followed by a full check.
     #[test]
     fn removal_unlinks_from_any_list_position() {
-        let cfg = Config {
-            sizing: crate::Sizing::Tight,
-            stash_capacity: 64,
-            ..Config::default()
-        };
+        let cfg = dense();
         let n = 3000u64;
         let mut o = Othello::with_capacity(cfg, n as usize).unwrap();
         let keys: Vec<u64> = (0..n)
@@ -1856,11 +1862,7 @@ mod tests {
     /// an earlier removal in the batch changed the list).
     #[test]
     fn batched_removal_unlinks_from_any_list_position() {
-        let cfg = Config {
-            sizing: crate::Sizing::Tight,
-            stash_capacity: 64,
-            ..Config::default()
-        };
+        let cfg = dense();
         let n = 3000u64;
         let keys: Vec<u64> = (0..n)
             .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
@@ -1927,11 +1929,7 @@ mod tests {
     /// up to dozens of vertices occur; alters one by one and in batches.
     #[test]
     fn updates_write_the_smaller_side() {
-        let cfg = Config {
-            sizing: crate::Sizing::Tight,
-            stash_capacity: 64,
-            ..Config::default()
-        };
+        let cfg = dense();
         let n = 4000u64;
         let keys: Vec<u64> = (0..n)
             .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234)

@@ -800,7 +800,7 @@ impl<K: NameKey> ConciseFib<K> {
             .othello
             .contains_many(changes.iter().map(|c| c.change().name()));
         for (c, &was) in changes.iter().zip(&before) {
-            let (line, ch) = (&c.line(), c.change());
+            let (line, ch) = (c.line(), c.change());
             let name = ch.name();
             let slot = present.entry(name).or_insert(was);
             let here = *slot;
@@ -822,7 +822,7 @@ impl<K: NameKey> ConciseFib<K> {
                 ),
             };
             if let Some(e) = err {
-                return Err(FibError::at(*line, e));
+                return Err(FibError::at(line, e));
             }
             *slot = now;
             if let Some(a) = action {
@@ -830,7 +830,7 @@ impl<K: NameKey> ConciseFib<K> {
                     let total = self.actions.len() as u64 + new_actions.len() as u64;
                     if total > max {
                         return Err(FibError::at(
-                            *line,
+                            line,
                             FibError::ActionTableFull { max_ids: max },
                         ));
                     }
@@ -855,13 +855,13 @@ impl<K: NameKey> ConciseFib<K> {
         self.validate_changes(changes)?;
         let mut out = Vec::with_capacity(changes.len());
         for c in changes {
-            let (line, ch) = (&c.line(), c.change());
+            let (line, ch) = (c.line(), c.change());
             let r = match ch {
                 RouteChange::Add(k, a) => self.insert(k.clone(), a),
                 RouteChange::Delete(k) => self.remove(k),
                 RouteChange::Set(k, a) => self.change(k, a),
             };
-            out.push(r.map_err(|e| FibError::at(*line, e))?);
+            out.push(r.map_err(|e| FibError::at(line, e))?);
         }
         Ok(out)
     }
@@ -889,10 +889,10 @@ impl<K: NameKey> ConciseFib<K> {
         let max = self.max_ids();
         let mut ops = Vec::with_capacity(changes.len());
         for c in changes {
-            let (line, ch) = (&c.line(), c.change());
+            let (line, ch) = (c.line(), c.change());
             let id = |actions: &mut ActionTable, a: &Action| {
                 // Validation checked that the table has room for every new action.
-                actions.intern(a, max).map_err(|e| FibError::at(*line, e))
+                actions.intern(a, max).map_err(|e| FibError::at(line, e))
             };
             let op = match ch {
                 RouteChange::Add(k, a) => {
