@@ -117,12 +117,14 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
 }
 
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let fam = a.get(1).map_or("v6", String::as_str);
-    let inside = a.get(2).is_none_or(|s| s != "uniform");
-    let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(20);
-    let fpr: Option<f64> = a.get(4).and_then(|s| s.parse().ok());
-    let n: usize = a.get(5).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let a = nexthop_testutil::args::Positional::from_env(
+        "lpm_probe [v6|v4] [inside|uniform] [REPS] [FPR] [N]",
+    );
+    let fam = a.word(0, &["v6", "v4"]);
+    let inside = a.word(1, &["inside", "uniform"]) == "inside";
+    let reps = a.count(2, 20);
+    let fpr = a.number(3);
+    let n = a.count(4, 100_000);
     let data = |f: &str| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data")

@@ -94,15 +94,7 @@ struct Args {
 }
 
 fn parse_count(s: &str) -> usize {
-    s.parse::<usize>()
-        .ok()
-        .or_else(|| {
-            s.parse::<f64>()
-                .ok()
-                .filter(|x| *x >= 1.0)
-                .map(|x| x as usize)
-        })
-        .unwrap_or_else(|| usage(&format!("not a count: {s}")))
+    nexthop_testutil::args::parse_count(s).unwrap_or_else(|| usage(&format!("not a count: {s}")))
 }
 
 fn usage(msg: &str) -> ! {

@@ -2,9 +2,9 @@
 use nexthop_othello::{Config, Othello};
 use std::time::Instant;
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
-    let rounds: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let a = nexthop_testutil::args::Positional::from_env("batch_probe [N] [ROUNDS]");
+    let n = a.count(0, 1_000_000);
+    let rounds = a.count(1, 20);
     let keys = nexthop_testutil::distinct_u64(1, n);
     let o = Othello::build(Config::default(), keys.iter().map(|&k| (k, k & 0xff))).unwrap();
     let q = o.export(0);

@@ -7,16 +7,17 @@
 use std::hint::black_box;
 
 use nexthop_othello::{Config, Othello, Sizing};
+use nexthop_testutil::args::Positional;
 use nexthop_testutil::thread_cpu_secs as cpu;
 
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let a = Positional::from_env("build_probe [N] [pow2|tight] [REPS]");
+    let n = a.count(0, 10_000_000);
     let mut cfg = Config::default();
-    if a.get(2).map(String::as_str) == Some("tight") {
+    if a.word(1, &["pow2", "tight"]) == "tight" {
         cfg.sizing = Sizing::Tight;
     }
-    let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let reps = a.count(2, 1);
     let keys = nexthop_testutil::distinct_u64(1, n);
     for _ in 0..reps {
         let t = cpu();

@@ -9,16 +9,17 @@
 //! counts the instructions of the single path exactly.
 use nexthop_othello::{Config, Othello, Query, Sizing};
 
+use nexthop_testutil::args::Positional;
 use nexthop_testutil::thread_cpu_secs as cpu;
 
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let a = Positional::from_env("lookup_probe [N] [pow2|tight] [ROUNDS]");
+    let n = a.count(0, 10_000_000);
     let mut cfg = Config::default();
-    if a.get(2).map(String::as_str) == Some("tight") {
+    if a.word(1, &["pow2", "tight"]) == "tight" {
         cfg.sizing = Sizing::Tight;
     }
-    let rounds: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let rounds = a.count(2, 5);
     let keys = nexthop_testutil::distinct_u64(7, n);
     let o = Othello::build(cfg, keys.iter().map(|&k| (k, k & 0xff))).unwrap();
     let q = o.export(0);

@@ -5,16 +5,17 @@
 //! REPS times on fresh structures: `update_probe N OPS SIZING REPS`.
 use nexthop_othello::{BatchOp, Config, Othello, Sizing};
 
+use nexthop_testutil::args::Positional;
 use nexthop_testutil::thread_cpu_secs as cpu;
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
-    let ops: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let a = Positional::from_env("update_probe [N] [OPS] [pow2|tight] [REPS]");
+    let n = a.count(0, 10_000_000);
+    let ops = a.count(1, 1_000_000);
     let mut cfg = Config::default();
-    if a.get(3).map(String::as_str) == Some("tight") {
+    if a.word(2, &["pow2", "tight"]) == "tight" {
         cfg.sizing = Sizing::Tight;
     }
-    let reps: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let reps = a.count(3, 1);
     let keys = nexthop_testutil::distinct_u64(1, n);
     for _ in 0..reps {
         round(cfg, &keys, ops);

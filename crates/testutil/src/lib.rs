@@ -7,11 +7,14 @@
 //! * [`cuckoo`]: a bucketed (2,4) cuckoo hash table after CuckooSwitch, the
 //!   baseline that benchmarks run beside nexthop's structures.
 //! * [`clock`]: this thread's CPU time, which benchmarks time with.
+//! * [`args`]: positional arguments of the probe examples (counts such as
+//!   `1e7`, words from a list), refusing bad input.
 //!
 //! Everything is deterministic from an explicit `u64` seed: a test that fails
 //! can be rerun with the seed it printed.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod args;
 pub mod clock;
 pub mod cuckoo;
 pub mod keys;
