@@ -4,7 +4,8 @@
 //!
 //! `cargo bench -p nexthop-lpm --bench lpm` (full) or `-- --smoke` (tiny
 //! sizes, seconds); `-- --lookups` stops after the two lookup sections. Sections: IPv4 and IPv6 lookup rates (uniform random,
-//! inside random prefixes, Zipf over prefixes; 1 and 2 threads), memory per
+//! inside random prefixes, Zipf over prefixes; 1 thread, and 2 on a pool of
+//! long-lived workers pinned to their own cores), memory per
 //! prefix, measured false-positive rates, the paper's Fig. 1 sweep (FPR
 //! target x hash choice), the DPCPE levels sweep (Table 4 / Fig. 7) and the
 //! LINX update replay with oracle checks after every batch. A JSON copy of
@@ -17,6 +18,7 @@
 //! batched Bloomfwd / MIHT per family, against the target of 3.
 
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use nexthop_lpm::bloomfwd::{GroupKey, Probe, V6_DIRECT_BITS};
@@ -25,6 +27,7 @@ use nexthop_lpm::miht::{Miht4, Miht6};
 use nexthop_lpm::parse::{load_routes, load_updates, AnyPrefix, NextHopMode, UpdateKind};
 use nexthop_lpm::persist::DEFAULT_V6_LEVELS;
 use nexthop_lpm::{Address, BinaryTrie, BloomfwdControl, Config, HashKind, NextHop, Prefix};
+use nexthop_testutil::Pool;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{json, Value};
@@ -47,6 +50,32 @@ fn rate(n: usize, f: impl FnOnce() -> u64) -> (f64, u64) {
     let s = Instant::now();
     let sum = f();
     (n as f64 / s.elapsed().as_secs_f64() / 1e6, sum)
+}
+
+/// `f` over `a` and `o` cut into one contiguous part per worker of `pool`,
+/// all parts at once. The pool's workers are long-lived, pinned and
+/// polling, like a forwarder's: spawning threads for every timed call
+/// measured the VM's thread wake-up, not the lookups (see
+/// `nexthop_testutil::pool`).
+fn on_pool<A: Sync>(
+    pool: &Pool,
+    a: &[A],
+    o: &mut [NextHop],
+    f: impl Fn(&[A], &mut [NextHop]) + Sync,
+) {
+    let per = a.len().div_ceil(pool.threads()).max(1);
+    let parts: Vec<Mutex<(&[A], &mut [NextHop])>> = a
+        .chunks(per)
+        .zip(o.chunks_mut(per))
+        .map(Mutex::new)
+        .collect();
+    pool.run(&|w| {
+        if let Some(p) = parts.get(w) {
+            let mut g = p.lock().unwrap_or_else(PoisonError::into_inner);
+            let (x, y) = &mut *g;
+            f(x, y);
+        }
+    });
 }
 
 fn inside<A: Address>(r: &mut impl Rng, p: Prefix<A>) -> A {
@@ -192,7 +221,7 @@ fn report_ratios(section: &Value, num: &str, den: &str, target: f64) -> Value {
 }
 
 /// The lookup floor per stream: mean cache lines `Bloomfwd::probe_cost`
-/// counts (direct slot, sub-mask, filter blocks, table lines; and the
+/// counts (summary, direct slot, sub-mask, filter blocks, table lines; and the
 /// groups probed, one hash each) over the first 200,000 addresses of each
 /// stream.
 fn floor<A: GroupKey>(
@@ -201,8 +230,8 @@ fn floor<A: GroupKey>(
     streams: &[(&'static str, Vec<A>)],
 ) -> Value {
     println!("\n### Lookup floor, {title} (mean cache lines per lookup)\n");
-    println!("| stream | probe order | groups probed (= hashes) | direct | sub-mask | filter blocks | table lines | total lines |");
-    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| stream | probe order | groups probed (= hashes) | summary (L2) | direct | sub-mask | filter blocks | table lines | total lines |");
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut rows = Vec::new();
     for probe in [Probe::Masks, Probe::FiltersFirst] {
         let mut tt = t.table().clone();
@@ -210,8 +239,10 @@ fn floor<A: GroupKey>(
         for (sname, addrs) in streams {
             let n = addrs.len().min(200_000);
             let (mut grp, mut dir, mut fine, mut filt, mut tab) = (0u64, 0u64, 0u64, 0u64, 0u64);
+            let mut sum = 0u64;
             for &a in &addrs[..n] {
                 let c = tt.probe_cost(a);
+                sum += c.summary as u64;
                 grp += c.groups as u64;
                 dir += c.direct as u64;
                 fine += c.fine as u64;
@@ -219,17 +250,18 @@ fn floor<A: GroupKey>(
                 tab += c.table_lines as u64;
             }
             let m = |x: u64| x as f64 / n.max(1) as f64;
-            let total = m(dir) + m(fine) + m(filt) + m(tab);
+            let total = m(sum) + m(dir) + m(fine) + m(filt) + m(tab);
             println!(
-                "| {sname} | {probe:?} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                "| {sname} | {probe:?} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
                 m(grp),
+                m(sum),
                 m(dir),
                 m(fine),
                 m(filt),
                 m(tab),
                 total
             );
-            rows.push(json!({"stream": sname, "probe": format!("{probe:?}"), "groups": m(grp), "direct": m(dir), "fine": m(fine), "filters": m(filt), "table_lines": m(tab), "total": total}));
+            rows.push(json!({"stream": sname, "probe": format!("{probe:?}"), "groups": m(grp), "summary": m(sum), "direct": m(dir), "fine": m(fine), "filters": m(filt), "table_lines": m(tab), "total": total}));
         }
     }
     json!({"title": title, "rows": rows})
@@ -369,11 +401,14 @@ fn main() {
     // The other batch probe order (the default is masks).
     let mut bf4_ff = bf4.table().clone();
     bf4_ff.set_probe(Probe::FiltersFirst);
+    let pool = Pool::new(2);
     let mut runners = bloom_runners(&bf4);
     runners.push((
         "bloomfwd-batch-2t",
         Box::new(|a: &[u32], o: &mut [NextHop]| {
-            bf4.table().lookup_parallel(a, o, 2);
+            on_pool(&pool, a, o, |x, y| {
+                bf4.table().lookup_batch(x, y);
+            });
             checksum(o)
         }),
     ));
@@ -401,11 +436,8 @@ fn main() {
     runners.push((
         "dir-24-8-2t",
         Box::new(|a: &[u32], o: &mut [NextHop]| {
-            let per = a.len().div_ceil(2);
-            std::thread::scope(|s| {
-                for (x, y) in a.chunks(per).zip(o.chunks_mut(per)) {
-                    s.spawn(|| d.lookup_batch(x, y));
-                }
+            on_pool(&pool, a, o, |x, y| {
+                d.lookup_batch(x, y);
             });
             checksum(o)
         }),
@@ -447,6 +479,7 @@ fn main() {
     report.insert("ipv4_two_threads".into(), report_two_threads(&sec4));
     report.insert("ipv4".into(), sec4);
     drop(runners);
+    drop(pool);
     #[cfg(feature = "dpdk")]
     drop(dpdk4);
 
@@ -475,11 +508,14 @@ fn main() {
         BloomfwdControl::build(c, &r6).expect("valid")
     };
     let (bf6m, bf6u) = (bf6_with(HashKind::Mix64), bf6_with(HashKind::Murmur3));
+    let pool = Pool::new(2);
     let mut runners = bloom_runners(&bf6);
     runners.push((
         "bloomfwd-batch-2t",
         Box::new(|a: &[u128], o: &mut [NextHop]| {
-            bf6.table().lookup_parallel(a, o, 2);
+            on_pool(&pool, a, o, |x, y| {
+                bf6.table().lookup_batch(x, y);
+            });
             checksum(o)
         }),
     ));
@@ -543,6 +579,7 @@ fn main() {
     report.insert("ipv6_two_threads".into(), report_two_threads(&sec6));
     report.insert("ipv6".into(), sec6);
     drop(runners);
+    drop(pool);
     #[cfg(feature = "dpdk")]
     drop(dpdk6);
     if lookups_only {

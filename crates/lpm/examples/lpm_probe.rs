@@ -1,11 +1,11 @@
 //! Lookup cost of Bloomfwd for A/B comparisons and profiling:
-//! `lpm_probe v4|v6 [inside|uniform] [REPS] [FPR] [N]` builds the default
-//! table (with the filters' false-positive target set to FPR when given)
-//! from the 2015 RouteViews table of that family (`../shared/data`), makes
-//! N addresses (default 100,000; random, or random inside random table
-//! prefixes; a few thousand stay in cache, to time the work without the
-//! misses) and
-//! times REPS passes of `Bloomfwd::lookup` (one address at a time) and of
+//! `lpm_probe v4|v6 [inside|uniform|zipf] [REPS] [FPR] [N]` builds the
+//! default table (with the filters' false-positive target set to FPR when
+//! given) from the 2015 RouteViews table of that family
+//! (`../shared/data`), makes N addresses (default 100,000; random, random
+//! inside random table prefixes, or inside prefixes drawn Zipf; a few
+//! thousand stay in cache, to time the work without the misses) and times
+//! REPS passes of `Bloomfwd::lookup` (one address at a time) and of
 //! `Bloomfwd::lookup_batch`, in thread CPU time. Each kind runs in its own
 //! non-inlined function, so
 //! `valgrind --tool=callgrind --toggle-collect='lpm_probe::batch*'`
@@ -32,15 +32,29 @@ fn batch<A: GroupKey>(t: &BloomfwdControl<A>, addrs: &[A], out: &mut [NextHop]) 
     t.table().lookup_batch(addrs, out);
 }
 
-fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], inside: bool, n: usize) -> Vec<A> {
+/// `n` addresses of `stream`: `uniform` (random), `inside` (random inside
+/// random table prefixes) or `zipf` (inside prefixes drawn Zipf, s = 1,
+/// over the table in a random order, as in the bench).
+fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], stream: &str, n: usize) -> Vec<A> {
     let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(2);
+    let ranks = if stream == "zipf" {
+        let mut order: Vec<usize> = (0..routes.len()).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, r.gen_range(0..=i));
+        }
+        let z = nexthop_testutil::keys::zipf_indices(3, routes.len(), 1.0, n).expect("routes");
+        z.into_iter().map(|k| order[k]).collect()
+    } else {
+        Vec::new()
+    };
     (0..n)
-        .map(|_| {
+        .map(|i| {
             let x: u128 = r.gen();
-            if !inside {
-                return A::from_u128(x);
-            }
-            let p = routes[r.gen_range(0..routes.len())].0;
+            let p = match stream {
+                "uniform" => return A::from_u128(x),
+                "zipf" => routes[ranks[i]].0,
+                _ => routes[r.gen_range(0..routes.len())].0,
+            };
             let host = match p.len() {
                 0 => x,
                 l if l >= A::BITS => 0,
@@ -89,13 +103,17 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
         ns[0], ns[1], sums[0], sums[1]
     );
     // What the lookups read, per address (`Bloomfwd::probe_cost`).
-    let mut c = [0u64; 5];
+    let mut c = [0u64; 6];
     for &a in addrs {
         let p = t.table().probe_cost(a);
-        for (s, v) in c
-            .iter_mut()
-            .zip([p.direct, p.fine, p.groups, p.filters, p.table_lines])
-        {
+        for (s, v) in c.iter_mut().zip([
+            p.direct,
+            p.fine,
+            p.groups,
+            p.filters,
+            p.table_lines,
+            p.summary,
+        ]) {
             *s += v as u64;
         }
     }
@@ -107,7 +125,8 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
         t.table().refined_sub_slots()
     );
     println!(
-        "per lookup: direct {:.2}, fine {:.2}, groups {:.2}, filter blocks {:.2}, table lines {:.2}",
+        "per lookup: summary {:.2}, direct {:.2}, fine {:.2}, groups {:.2}, filter blocks {:.2}, table lines {:.2}",
+        per(5),
         per(0),
         per(1),
         per(2),
@@ -118,10 +137,10 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
 
 fn main() {
     let a = nexthop_testutil::args::Positional::from_env(
-        "lpm_probe [v6|v4] [inside|uniform] [REPS] [FPR] [N]",
+        "lpm_probe [v6|v4] [inside|uniform|zipf] [REPS] [FPR] [N]",
     );
     let fam = a.word(0, &["v6", "v4"]);
-    let inside = a.word(1, &["inside", "uniform"]) == "inside";
+    let stream = a.word(1, &["inside", "uniform", "zipf"]);
     let reps = a.count(2, 20);
     let fpr = a.number(3);
     let n = a.count(4, 100_000);
@@ -134,7 +153,7 @@ fn main() {
         let r = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
             .expect("IPv4 table")
             .v4;
-        probe(Config::ipv4(), fpr, &r, &addresses(&r, inside, n), reps);
+        probe(Config::ipv4(), fpr, &r, &addresses(&r, stream, n), reps);
     } else {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
@@ -146,6 +165,6 @@ fn main() {
             .unwrap_or(DEFAULT_V6_LEVELS);
         let cfg = Config::ipv6_dpcpe(&r, levels);
         eprintln!("levels {:?}", cfg.levels);
-        probe(cfg, fpr, &r, &addresses(&r, inside, n), reps);
+        probe(cfg, fpr, &r, &addresses(&r, stream, n), reps);
     }
 }

@@ -27,10 +27,14 @@
 //!
 //! Memory reads per lookup (cache lines): 1 for the direct slot (plus 1
 //! sub-mask line in a refined slot and 1 more in a refined sub-slot; see
-//! the crate README), plus per probed group 1 filter line and, when the filter passes (true match or
-//! false positive), 1+ table lines (linear probing at load <= 3/4). The
-//! floor is 1 (no longer prefix under the slot) or 3 (slot, the matching
-//! group's filter and bucket) when only the matching group is in the mask.
+//! the crate README), plus per probed group 1 filter line and, when the
+//! filter passes (true match or false positive), 1 table line (a second
+//! only when the home line is full). The floor is 1 (no longer prefix
+//! under the slot) or 3 (slot, the matching group's filter and line) when
+//! only the matching group is in the mask; the last group a mask names is
+//! probed without its filter, and IPv4 batches read a 2-bit summary of the
+//! slot (L2) first, so a lane whose slot has only /24 keys under it reads
+//! the /24 line alone (see [`Bloomfwd::lookup_batch`]).
 //!
 //! [`Bloomfwd`] is the hot, read-only part; [`BloomfwdControl`] owns it and
 //! keeps the RIB, the counting-filter counters, the per-slot group counts
@@ -109,6 +113,15 @@ fn prefetch<T>(p: *const T) {
 
 /// Key types of groups: addresses that can be hashed, also in batches.
 pub trait GroupKey: Address + KeyHash {
+    /// The hash-table line of this key type.
+    type Line: Line;
+
+    /// This key as its line's key type.
+    fn into_line_key(self) -> <Self::Line as Line>::Key;
+
+    /// A line key back as this key type.
+    fn from_line_key(k: <Self::Line as Line>::Key) -> Self;
+
     /// Whether [`Bloomfwd::lookup_batch`] hashes a chunk's keys group by
     /// group ([`GroupKey::pair_lanes`], SIMD for IPv4) or looks addresses
     /// up one at a time (IPv6).
@@ -147,6 +160,16 @@ pub trait GroupKey: Address + KeyHash {
 }
 
 impl GroupKey for u32 {
+    type Line = Line4;
+    #[inline(always)]
+    fn into_line_key(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn from_line_key(k: u32) -> u32 {
+        k
+    }
+
     fn pair_batch(kind: HashKind, keys: &[u32], h1: &mut [u32], h2: &mut [u32], simd: Simd) {
         pair32_batch(kind, keys, h1, h2, simd);
     }
@@ -178,6 +201,16 @@ impl GroupKey for u32 {
 }
 
 impl GroupKey for u128 {
+    type Line = Line6;
+    #[inline(always)]
+    fn into_line_key(self) -> u128 {
+        self
+    }
+    #[inline(always)]
+    fn from_line_key(k: u128) -> u128 {
+        k
+    }
+
     const BATCH_HASH: bool = false;
 }
 
@@ -327,120 +360,293 @@ impl BloomBits {
 
 // ---------------------------------------------------------------- table
 
-/// One hash-table slot; `next_hop == NO_ROUTE` marks it empty.
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-struct Slot<K> {
-    key: K,
-    next_hop: NextHop,
+/// One 64-byte line of a group's hash table: a bucket of [`Line::LEN`]
+/// slots, keys and next hops kept apart so a lookup compares every key of
+/// the line at once (`NO_ROUTE` as a next hop marks an empty slot; its key
+/// is stale and never matches).
+pub trait Line: Copy + Send + Sync + std::fmt::Debug {
+    /// The key type.
+    type Key: Copy + Eq;
+    /// Slots per line.
+    const LEN: usize;
+    /// Highest load (slots in use per slot) before the table grows, as
+    /// `(numerator, denominator)`.
+    const MAX_LOAD: (usize, usize);
+    /// A line of empty slots.
+    const EMPTY: Self;
+    /// Slot `j`'s key (`j < LEN`).
+    fn key(&self, j: usize) -> Self::Key;
+    /// Slot `j`'s next hop (`NO_ROUTE`: empty).
+    fn hop(&self, j: usize) -> NextHop;
+    /// Fill slot `j`.
+    fn set(&mut self, j: usize, key: Self::Key, hop: NextHop);
+    /// Replace slot `j`'s next hop (`NO_ROUTE` empties it).
+    fn set_hop(&mut self, j: usize, hop: NextHop);
+    /// The next hop of `key` in this line (`NO_ROUTE` when absent), and,
+    /// when absent, whether the line has an empty slot (a lookup that
+    /// misses here goes on to the next line only when it has none).
+    #[inline(always)]
+    fn find(&self, key: Self::Key) -> (NextHop, bool) {
+        let (mut hit, mut room) = (NO_ROUTE, false);
+        for j in 0..Self::LEN {
+            let empty = self.hop(j) == NO_ROUTE;
+            if !empty && self.key(j) == key {
+                hit = self.hop(j);
+            }
+            room |= empty;
+        }
+        (hit, room)
+    }
 }
 
-const _: () = assert!(std::mem::size_of::<Slot<u32>>() == 8);
+/// The hash-table line of IPv4 keys: 8 slots.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct Line4 {
+    keys: [u32; 8],
+    hops: [NextHop; 8],
+}
 
-/// Open addressing with linear probing and backward-shift deletion;
-/// power-of-two capacity, load at most 3/4.
+const _: () = assert!(std::mem::size_of::<Line4>() == 64);
+
+impl Line for Line4 {
+    type Key = u32;
+    const LEN: usize = 8;
+    const MAX_LOAD: (usize, usize) = (3, 4);
+    const EMPTY: Self = Line4 {
+        keys: [0; 8],
+        hops: [NO_ROUTE; 8],
+    };
+    #[inline(always)]
+    fn key(&self, j: usize) -> u32 {
+        self.keys[j]
+    }
+    #[inline(always)]
+    fn hop(&self, j: usize) -> NextHop {
+        self.hops[j]
+    }
+    fn set(&mut self, j: usize, key: u32, hop: NextHop) {
+        (self.keys[j], self.hops[j]) = (key, hop);
+    }
+    fn set_hop(&mut self, j: usize, hop: NextHop) {
+        self.hops[j] = hop;
+    }
+    /// The keys compared four at a time (SSE2, in every x86-64), with the
+    /// empty marks, into one bit mask: no branch per slot.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn find(&self, key: u32) -> (NextHop, bool) {
+        use std::arch::x86_64::*;
+        let p = (self as *const Line4).cast::<__m128i>();
+        // SAFETY: `p` points at this 64-byte, 64-aligned line (`repr(C,
+        // align(64))`: `keys` in its first 32 bytes, `hops` in the last 32),
+        // so `p .. p + 4` are four aligned 16-byte loads inside it; SSE2, the
+        // only feature the intrinsics need, is part of the x86-64 baseline.
+        let (hit, empty) = unsafe {
+            let kv = _mm_set1_epi32(key as i32);
+            let ev = _mm_set1_epi32(NO_ROUTE as i32);
+            let e0 = _mm_cmpeq_epi32(_mm_load_si128(p.add(2)), ev);
+            let e1 = _mm_cmpeq_epi32(_mm_load_si128(p.add(3)), ev);
+            let m0 = _mm_andnot_si128(e0, _mm_cmpeq_epi32(_mm_load_si128(p), kv));
+            let m1 = _mm_andnot_si128(e1, _mm_cmpeq_epi32(_mm_load_si128(p.add(1)), kv));
+            // Two mask bits per slot.
+            (
+                _mm_movemask_epi8(_mm_packs_epi32(m0, m1)) as u32,
+                _mm_movemask_epi8(_mm_packs_epi32(e0, e1)),
+            )
+        };
+        let hop = if hit != 0 {
+            self.hops[((hit.trailing_zeros() / 2) & 7) as usize]
+        } else {
+            NO_ROUTE
+        };
+        (hop, empty != 0)
+    }
+}
+
+/// The hash-table line of IPv6 keys: 3 slots (a 16-byte key each).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct Line6 {
+    keys: [u128; 3],
+    hops: [NextHop; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<Line6>() == 64);
+
+impl Line for Line6 {
+    type Key = u128;
+    const LEN: usize = 3;
+    const MAX_LOAD: (usize, usize) = (1, 2);
+    const EMPTY: Self = Line6 {
+        keys: [0; 3],
+        hops: [NO_ROUTE; 3],
+    };
+    #[inline(always)]
+    fn key(&self, j: usize) -> u128 {
+        self.keys[j]
+    }
+    #[inline(always)]
+    fn hop(&self, j: usize) -> NextHop {
+        self.hops[j]
+    }
+    fn set(&mut self, j: usize, key: u128, hop: NextHop) {
+        (self.keys[j], self.hops[j]) = (key, hop);
+    }
+    fn set_hop(&mut self, j: usize, hop: NextHop) {
+        self.hops[j] = hop;
+    }
+    /// Slot by slot, stopping at the key: a 16-byte compare each, and most
+    /// keys sit in their line's first slot (load <= 1/2).
+    #[inline(always)]
+    fn find(&self, key: u128) -> (NextHop, bool) {
+        let mut room = false;
+        for j in 0..3 {
+            let hop = self.hops[j];
+            if hop == NO_ROUTE {
+                room = true;
+            } else if self.keys[j] == key {
+                return (hop, room);
+            }
+        }
+        (NO_ROUTE, room)
+    }
+}
+
+/// Open addressing over cache-line buckets ([`Line`]): a key lives in its
+/// home line (`h & line_mask`) or, when that line is full, in the next
+/// line with room (linear probing by lines). A lookup compares its home
+/// line whole and goes on only while the lines it reads are full, so a
+/// present key costs one line unless its home line overflowed (0.6% of
+/// IPv4 inside-prefix lookups on the 2015 table; linear probing by slots
+/// crossed into a second line for 5.2%, a dependent miss each). Deletion
+/// keeps the invariant (every line from a key's home to the line before its
+/// own is full) by moving keys back, line by line. Power-of-two line count;
+/// the load stays at most [`Line::MAX_LOAD`].
 #[derive(Clone, Debug)]
-struct HashTable<K> {
-    slots: HugeBox<Slot<K>>,
-    mask: u32,
+struct HashTable<K: GroupKey> {
+    lines: HugeBox<K::Line>,
+    /// Lines minus one (a power of two minus one).
+    line_mask: u32,
     len: usize,
 }
 
 impl<K: GroupKey> HashTable<K> {
     fn with_capacity(n: usize) -> Self {
-        // 8-byte slots (IPv4): the smallest power of two keeping the load
-        // <= 3/4 (a build's load is then in (3/8, 3/4]), up to half the
-        // memory of a load <= 1/2 table (2015 table: the /32 group's 284k
-        // keys take 4 MiB instead of 8; the /24 group's 941k keys 16 MiB
-        // either way). Wider slots (IPv6: 32 bytes, 2 per line, small
-        // tables): load <= 1/2, so probe runs rarely cross a line.
-        let cap = if std::mem::size_of::<Slot<K>>() <= 8 {
-            (n.max(3) * 4 / 3 + 1).next_power_of_two()
-        } else {
-            (n.max(4) * 2).next_power_of_two()
-        };
+        // The fewest lines (a power of two) that hold `n` keys within the
+        // maximum load: IPv4 (8 slots a line, load <= 3/4), the 2015 table's
+        // /24 group of 941k keys takes 16 MiB (load 0.45), its /32 group of
+        // 284k keys 4 MiB; IPv6 (3 slots a line, load <= 1/2) few lines
+        // overflow.
+        let (num, den) = K::Line::MAX_LOAD;
+        let slots = (n.max(1) * den).div_ceil(num);
+        let lines = slots.div_ceil(K::Line::LEN).next_power_of_two();
         HashTable {
-            slots: HugeBox::new(
-                cap,
-                Slot {
-                    key: K::default(),
-                    next_hop: NO_ROUTE,
-                },
-            ),
-            mask: (cap - 1) as u32,
+            lines: HugeBox::new(lines, K::Line::EMPTY),
+            line_mask: (lines - 1) as u32,
             len: 0,
         }
     }
 
+    /// The home line of hash `h`.
+    #[inline(always)]
+    fn home(&self, h: u32) -> usize {
+        (h & self.line_mask) as usize
+    }
+
+    /// Line `b` (`b <= line_mask`).
+    #[inline(always)]
+    fn line(&self, b: usize) -> &K::Line {
+        debug_assert!(b <= self.line_mask as usize);
+        // SAFETY: `b <= line_mask` (every caller masks with it), and
+        // `lines.len() == line_mask + 1`: both are set together, from one
+        // power of two, by `with_capacity`, the only constructor (a grow
+        // replaces the whole table with a new `with_capacity` one), and the
+        // lines are never resized.
+        unsafe { self.lines.get_unchecked(b) }
+    }
+
     #[inline(always)]
     fn get(&self, key: K, h: u32) -> Option<NextHop> {
-        let mut i = h & self.mask;
+        let mut b = self.home(h);
         loop {
-            // SAFETY: `i <= mask` and `slots.len() == mask + 1`: both are set
-            // together, from one power-of-two capacity, by `with_capacity`,
-            // the only constructor (a grow replaces the whole table with a
-            // new `with_capacity` one), and the slots are never resized.
-            let s = unsafe { self.slots.get_unchecked(i as usize) };
-            if s.next_hop == NO_ROUTE {
+            let (hop, room) = self.line(b).find(key.into_line_key());
+            if hop != NO_ROUTE {
+                return Some(hop);
+            }
+            if room {
                 return None;
             }
-            if s.key == key {
-                return Some(s.next_hop);
-            }
-            i = (i + 1) & self.mask;
+            b = (b + 1) & self.line_mask as usize;
         }
+    }
+
+    /// The address of hash `h`'s home line.
+    #[inline(always)]
+    fn line_addr(&self, h: u32) -> usize {
+        self.lines.as_ptr().wrapping_add(self.home(h)) as usize
     }
 
     #[inline(always)]
     fn prefetch(&self, h: u32) {
-        prefetch(self.slots.as_ptr().wrapping_add((h & self.mask) as usize));
+        prefetch(self.line_addr(h) as *const u8);
     }
 
-    /// Whether `key` is present, and the distinct cache lines its probe
-    /// sequence reads.
+    /// Whether `key` is present, and the lines its probe reads.
     fn probe_lines(&self, key: K, h: u32) -> (bool, u32) {
-        let line = |i: u32| (self.slots.as_ptr().wrapping_add(i as usize) as usize) / 64;
-        let mut i = h & self.mask;
-        let (mut lines, mut last) = (1, line(i));
+        let mut b = self.home(h);
+        let mut lines = 1;
         loop {
-            let s = &self.slots[i as usize];
-            if s.next_hop == NO_ROUTE {
-                return (false, lines);
-            }
-            if s.key == key {
+            let (hop, room) = self.line(b).find(key.into_line_key());
+            if hop != NO_ROUTE {
                 return (true, lines);
             }
-            i = (i + 1) & self.mask;
-            if line(i) != last {
-                last = line(i);
-                lines += 1;
+            if room {
+                return (false, lines);
             }
+            b = (b + 1) & self.line_mask as usize;
+            lines += 1;
         }
     }
 
-    fn find(&self, key: K, h: u32) -> Result<usize, usize> {
-        let mut i = h & self.mask;
+    /// `Ok((line, slot))` of `key`, or `Err((line, slot))`: the first empty
+    /// slot of the line where its probe ends, where an insert puts it.
+    #[allow(clippy::type_complexity)]
+    fn find(&self, key: K, h: u32) -> Result<(usize, usize), (usize, usize)> {
+        let key = key.into_line_key();
+        let mut b = self.home(h);
         loop {
-            let s = &self.slots[i as usize];
-            if s.next_hop == NO_ROUTE {
-                return Err(i as usize);
+            let l = self.line(b);
+            let mut room = None;
+            for j in 0..K::Line::LEN {
+                if l.hop(j) == NO_ROUTE {
+                    room = room.or(Some(j));
+                } else if l.key(j) == key {
+                    return Ok((b, j));
+                }
             }
-            if s.key == key {
-                return Ok(i as usize);
+            if let Some(j) = room {
+                return Err((b, j));
             }
-            i = (i + 1) & self.mask;
+            b = (b + 1) & self.line_mask as usize;
         }
+    }
+
+    /// Slots in all.
+    fn slots(&self) -> usize {
+        self.lines.len() * K::Line::LEN
     }
 
     /// Insert or replace.
     fn insert(&mut self, key: K, nh: NextHop, h: u32, hash: &impl Fn(K) -> u32) {
         debug_assert_ne!(nh, NO_ROUTE);
         match self.find(key, h) {
-            Ok(i) => self.slots[i].next_hop = nh,
-            Err(i) => {
-                self.slots[i] = Slot { key, next_hop: nh };
+            Ok((b, j)) => self.lines[b].set_hop(j, nh),
+            Err((b, j)) => {
+                self.lines[b].set(j, key.into_line_key(), nh);
                 self.len += 1;
-                if self.len * 4 > self.slots.len() * 3 {
+                let (num, den) = K::Line::MAX_LOAD;
+                if self.len * den > self.slots() * num {
                     self.grow(hash);
                 }
             }
@@ -448,44 +654,66 @@ impl<K: GroupKey> HashTable<K> {
     }
 
     fn grow(&mut self, hash: &impl Fn(K) -> u32) {
-        let mut bigger = HashTable::with_capacity(self.slots.len());
-        for s in self.slots.iter().filter(|s| s.next_hop != NO_ROUTE) {
-            if let Err(i) = bigger.find(s.key, hash(s.key)) {
-                bigger.slots[i] = *s;
-                bigger.len += 1;
+        let mut bigger =
+            HashTable::with_capacity(self.slots() * 2 * K::Line::MAX_LOAD.0 / K::Line::MAX_LOAD.1);
+        for l in self.lines.iter() {
+            for j in 0..K::Line::LEN {
+                if l.hop(j) != NO_ROUTE {
+                    let key = K::from_line_key(l.key(j));
+                    if let Err((b, k)) = bigger.find(key, hash(key)) {
+                        bigger.lines[b].set(k, l.key(j), l.hop(j));
+                        bigger.len += 1;
+                    }
+                }
             }
         }
         *self = bigger;
     }
 
     fn remove(&mut self, key: K, h: u32, hash: &impl Fn(K) -> u32) -> bool {
-        let Ok(mut hole) = self.find(key, h) else {
+        let Ok((mut hb, mut hj)) = self.find(key, h) else {
             return false;
         };
         self.len -= 1;
-        let mask = self.mask as usize;
-        let mut j = hole;
+        self.lines[hb].set_hop(hj, NO_ROUTE);
+        // A key whose probe passed the hole's line (its home before that
+        // line, its own line after it) needs that line full: move one such
+        // key into the hole, which moves the hole to its line; stop at a line
+        // that had room, since no probe passes it.
+        let lm = self.line_mask as usize;
+        let mut b = hb;
         loop {
-            j = (j + 1) & mask;
-            let s = self.slots[j];
-            if s.next_hop == NO_ROUTE {
-                break;
+            b = (b + 1) & lm;
+            if b == hb {
+                return true;
             }
-            let home = (hash(s.key) & self.mask) as usize;
-            // Move s into the hole when its home is not cyclically in (hole, j].
-            let dist_home = j.wrapping_sub(home) & mask;
-            let dist_hole = j.wrapping_sub(hole) & mask;
-            if dist_home >= dist_hole {
-                self.slots[hole] = s;
-                hole = j;
+            let l = *self.line(b);
+            let mut had_room = false;
+            let mut mover = None;
+            for j in 0..K::Line::LEN {
+                if l.hop(j) == NO_ROUTE {
+                    had_room = true;
+                } else if mover.is_none() {
+                    // Home cyclically in (hb, b]: its probe never read hb.
+                    let home = self.home(hash(K::from_line_key(l.key(j))));
+                    if b.wrapping_sub(home) & lm >= b.wrapping_sub(hb) & lm {
+                        mover = Some(j);
+                    }
+                }
+            }
+            if let Some(j) = mover {
+                self.lines[hb].set(hj, l.key(j), l.hop(j));
+                self.lines[b].set_hop(j, NO_ROUTE);
+                (hb, hj) = (b, j);
+            }
+            if had_room {
+                return true;
             }
         }
-        self.slots[hole].next_hop = NO_ROUTE;
-        true
     }
 
     fn bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.slots)
+        std::mem::size_of_val(&*self.lines)
     }
 }
 
@@ -630,7 +858,7 @@ impl Config {
 
 /// One group as lookups see it.
 #[derive(Clone, Debug)]
-struct Group<A> {
+struct Group<A: GroupKey> {
     level: u8,
     filter: BloomBits,
     table: HashTable<A>,
@@ -713,7 +941,7 @@ fn fine_bits_for(direct_bits: u8, levels: &[u8]) -> u8 {
 /// The lookup structure (read-only for lookups; `Sync`, so any number of
 /// threads may look up through a shared reference).
 #[derive(Clone, Debug)]
-pub struct Bloomfwd<A> {
+pub struct Bloomfwd<A: GroupKey> {
     direct: HugeBox<Direct>,
     direct_bits: u8,
     /// Sub-masks of the refined slots, `2^fine_bits` per slot. A sub-mask
@@ -725,6 +953,12 @@ pub struct Bloomfwd<A> {
     fine2: Box<[u32]>,
     fine2_bits: u8,
     groups: Vec<Group<A>>,
+    /// 2 bits per direct slot ([`SUM_NONE`], [`SUM_FIRST`], [`SUM_MORE`]),
+    /// 32 slots per word: 256 KiB for IPv4's 2^20 slots, so it stays in
+    /// L2 where the 8 MiB direct array does not. The batch reads it first
+    /// to know which line a lane needs: its direct slot, or only the
+    /// shortest group's bucket (the direct slot then only on a miss).
+    summary: Box<[u64]>,
     filter_hash: HashKind,
     table_hash: HashKind,
     reuse: bool,
@@ -771,6 +1005,9 @@ impl Default for Probe {
 /// Memory one lookup reads beyond its direct slot ([`Bloomfwd::probe_cost`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProbeCost {
+    /// Summary lines read (IPv4 batches: 1, the 2-bit summary of the
+    /// direct slot, 256 KiB and L2-resident; 0 where it is not used).
+    pub summary: u32,
     /// Direct-slot lines read (0 when [`Probe::FiltersFirst`] finds the
     /// key in a table).
     pub direct: u32,
@@ -789,16 +1026,12 @@ pub struct ProbeCost {
 impl ProbeCost {
     /// Cache lines in all.
     pub fn lines(&self) -> u32 {
-        self.direct + self.fine + self.filters + self.table_lines
+        self.summary + self.direct + self.fine + self.filters + self.table_lines
     }
 }
 
 /// Lanes per batch step of [`Bloomfwd::lookup_batch`].
 const CHUNK: usize = 32;
-
-/// Lanes of a chunk that the shortest group alone must have answered for
-/// the next chunk's buckets in that group to be fetched speculatively.
-const SPEC_MIN_HITS: u32 = 8;
 
 /// Steps between the stages of [`Bloomfwd::staged`].
 const STAGE_DISTANCE: usize = 8;
@@ -829,17 +1062,86 @@ struct StagedLane<A> {
     h2: u32,
 }
 
-/// What [`Bloomfwd::lookup_batch`]'s look-ahead computes for one chunk.
+/// What [`Bloomfwd::batch_summary`]'s look-ahead computes for one chunk.
 /// Lanes past a short chunk keep earlier (valid) values, so the lane loop
 /// prefetches without a bound check: at worst a line again.
 struct Ahead<A> {
     /// Direct-slot index of each lane.
     slots: [usize; CHUNK],
-    /// Whether `keys` and `hashes` hold this chunk's shortest-group keys
-    /// and their table hashes (speculation on).
-    spec: bool,
+    /// Summary state of each lane's direct slot.
+    states: [u8; CHUNK],
+    /// The line each lane needs first: its `g0` line or its direct slot.
+    first: [usize; CHUNK],
+    /// Shortest-group keys and their table hashes.
     keys: [A; CHUNK],
     hashes: [u32; CHUNK],
+}
+
+impl<A: Default + Copy> Ahead<A> {
+    fn new() -> Self {
+        Ahead {
+            slots: [0; CHUNK],
+            states: [0; CHUNK],
+            first: [0; CHUNK],
+            keys: [A::default(); CHUNK],
+            hashes: [0; CHUNK],
+        }
+    }
+}
+
+/// Per-chunk scratch of [`Bloomfwd::lookup_batch`]'s group-by-group pass.
+struct Scratch<A> {
+    keys: [A; CHUNK],
+    h1: [u32; CHUNK],
+    h2: [u32; CHUNK],
+    th: [u32; CHUNK],
+    masks: [u32; CHUNK],
+    /// Lanes of the chunk per mask bit (all zero between chunks).
+    by_bit: [u64; 32],
+}
+
+impl<A: Default + Copy> Scratch<A> {
+    fn new() -> Self {
+        Scratch {
+            keys: [A::default(); CHUNK],
+            h1: [0; CHUNK],
+            h2: [0; CHUNK],
+            th: [0; CHUNK],
+            masks: [0; CHUNK],
+            by_bit: [0; 32],
+        }
+    }
+}
+
+/// What a direct slot's summary (2 bits per slot in
+/// `Bloomfwd::summary`) says about the groups under it.
+const SUM_NONE: u64 = 0;
+/// Only the shortest group holds keys under the slot (mask exactly
+/// `group_bit(0)`, not refined).
+const SUM_FIRST: u64 = 1;
+/// Anything else: the slot's mask (or sub-masks) decide.
+const SUM_MORE: u64 = 2;
+
+fn summary_state(groups: u32) -> u64 {
+    if groups == 0 {
+        SUM_NONE
+    } else if groups == group_bit(0) {
+        SUM_FIRST
+    } else {
+        SUM_MORE
+    }
+}
+
+/// Set direct slot `slot`'s summary state from its group word `groups`.
+fn set_summary(summary: &mut [u64], slot: usize, groups: u32) {
+    let sh = (slot & 31) * 2;
+    let w = &mut summary[slot >> 5];
+    *w = (*w & !(3 << sh)) | (summary_state(groups) << sh);
+}
+
+/// 64-bit words of the summary of `2^d` direct slots.
+fn summary_words(d: u8) -> usize {
+    (1usize << d).div_ceil(32)
 }
 
 impl<A: GroupKey> Bloomfwd<A> {
@@ -862,6 +1164,12 @@ impl<A: GroupKey> Bloomfwd<A> {
         } else {
             top_of_hi64(a.hi64(), self.direct_bits) as usize
         }
+    }
+
+    /// The summary state of direct slot `slot` (`slot < 2^direct_bits`).
+    #[inline(always)]
+    fn summary_of(&self, slot: usize) -> u64 {
+        (self.summary[slot >> 5] >> ((slot & 31) * 2)) & 3
     }
 
     /// The group mask that applies to `a` given its direct slot's `groups`
@@ -1026,29 +1334,21 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// Look up `addrs` into `out` (same length; [`NO_ROUTE`] where no route
     /// matches); returns the number of hits.
     ///
-    /// Per chunk of 32 addresses: the direct slots are read (the slot's
-    /// next hop is the default answer and its group mask says which groups
-    /// can hold a longer match; most addresses stop here), while the next
-    /// chunk's direct slots are prefetched, one per lane processed. When
-    /// enough lanes of the last chunk needed only the shortest group
-    /// (IPv4: /24; `SPEC_MIN_HITS`), the next chunk's keys in that group
-    /// are hashed up front (SIMD) and their buckets prefetched with the
-    /// direct slots, speculatively: a lane whose mask names that group
-    /// alone then probes a bucket already loaded, so its two lines load in
-    /// parallel, not one after the other (a uniform stream, where few
-    /// lanes need it, stops speculating). The other lanes with a mask go
-    /// group by group, longest first, only while unresolved and only
+    /// Keys with batched hashing (IPv4) go in chunks of 32 addresses, each
+    /// chunk's lines prefetched while the chunk before is resolved. Where
+    /// the table hash reuses the filter hash (the default) a 2-bit summary
+    /// per direct slot says, before any line is read, whether a lane needs
+    /// its direct slot, only its shortest-group (/24) line, or more
+    /// ([`Self::batch_summary`]); otherwise every lane reads its direct slot
+    /// first ([`Self::batch_direct`]). Lanes whose mask names longer groups
+    /// go group by group, longest first, only while unresolved and only
     /// where their mask names the group: hash (SIMD for IPv4 keys),
-    /// prefetch the filter blocks, test them, prefetch the table buckets of
+    /// prefetch the filter blocks, test them, prefetch the table lines of
     /// the lanes that pass, probe; a lane for which the group is the last
-    /// its mask names skips the filter and has its bucket prefetched with
-    /// the others' filter blocks. A hit resolves its lane, so shorter
-    /// groups are not probed for it. (Testing every group's filter first
-    /// and then probing the tables longest-first, the paper's order, was
-    /// measured no faster here: with the masks the cost is hashing, which
-    /// the early exit saves.) Keys without batched hashing (IPv6) go
-    /// through a per-address software pipeline instead (`staged`; tables
-    /// of more than 31 groups: one address at a time, `lookup_each`).
+    /// its mask names skips the filter. A hit resolves its lane, so shorter
+    /// groups are not probed for it. Keys without batched hashing (IPv6) go
+    /// through a per-address software pipeline instead (`staged`; tables of
+    /// more than 31 groups: one address at a time, `lookup_each`).
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         let n = addrs.len().min(out.len());
         let (addrs, out) = (&addrs[..n], &mut out[..n]);
@@ -1077,197 +1377,137 @@ impl<A: GroupKey> Bloomfwd<A> {
             }
             return self.lookup_each(addrs, out);
         }
-        let mut keys = [A::default(); CHUNK];
-        let mut h1 = [0u32; CHUNK];
-        let mut h2 = [0u32; CHUNK];
-        let mut th = [0u32; CHUNK];
-        let mut masks = [0u32; CHUNK];
-        // Lanes of the chunk per mask bit (all zero between chunks).
-        let mut by_bit = [0u64; 32];
-        // Speculation on the shortest group (IPv4: /24): its keys and
-        // table hashes, computed a chunk ahead with the direct slots so its
-        // buckets load alongside them (double-buffered: this chunk's and
-        // the next one's).
-        let g0 = self.groups.first().filter(|_| self.reuse);
-        let fresh = || Ahead {
-            slots: [0; CHUNK],
-            spec: false,
-            keys: [A::default(); CHUNK],
-            hashes: [0; CHUNK],
-        };
-        let (mut cur, mut next) = (fresh(), fresh());
-        // Lanes of the last chunk answered by the speculated group alone.
-        let mut spec_hits = CHUNK as u32;
-        let first = &addrs[..n.min(CHUNK)];
-        self.look_ahead(first, g0, spec_hits, &mut cur, &mut h2);
-        let g0_first = g0.filter(|_| cur.spec);
-        for i in 0..first.len() {
-            self.prefetch_lane(cur.slots[i], g0_first, cur.hashes[i]);
-        }
-        let mut start = 0;
-        while start < n {
-            let end = (start + CHUNK).min(n);
-            // Look-ahead: the next chunk's direct slots (and speculated
-            // buckets) load while this chunk probes its groups, one lane's
-            // prefetches per lane of this chunk (a burst of 64 would stall
-            // on the line-fill buffers).
-            let ahead = &addrs[end..(end + CHUNK).min(n)];
-            self.look_ahead(ahead, g0, spec_hits, &mut next, &mut h2);
-            let g0_next = g0.filter(|_| next.spec);
-            let g0_now = g0.filter(|_| cur.spec);
-            let len = (end - start).min(CHUNK);
-            let (ca, co) = (&addrs[start..start + len], &mut out[start..start + len]);
-            let mut hits = 0u32;
-            // Lanes whose slot names groups and that the speculated group
-            // does not settle: resolved group by group below.
-            let mut rest: u64 = 0;
-            // `i < len <= CHUNK` indexes the look-ahead arrays without
-            // bounds checks (an iterator over `co` alone leaves them in:
-            // 72.7 against 70.4 instructions per inside lookup).
-            #[allow(clippy::needless_range_loop)]
-            for i in 0..len {
-                self.prefetch_lane(next.slots[i], g0_next, next.hashes[i]);
-                let d = self.direct[cur.slots[i]];
-                co[i] = d.next_hop;
-                let m = d.groups;
-                let only0 = m == group_bit(0);
-                hits += only0 as u32;
-                if m == 0 {
-                    continue;
-                }
-                if only0 {
-                    if let Some(g) = g0_now {
-                        // Only the shortest group can hold a longer match:
-                        // its bucket was fetched a chunk ago.
-                        if let Some(nh) = g.table.get(cur.keys[i], cur.hashes[i]) {
-                            co[i] = nh;
-                        }
-                        continue;
-                    }
-                }
-                rest |= 1 << i;
-            }
-            let mut pending: u64 = 0;
-            let mut used = 0u32;
-            let mut p = rest;
-            while p != 0 {
-                let i = p.trailing_zeros() as usize;
-                p &= p - 1;
-                let m = self.mask_of(ca[i], self.direct[cur.slots[i]].groups);
-                masks[i] = m;
-                pending |= ((m != 0) as u64) << i;
-                used |= m;
-                let mut b = m;
-                while b != 0 {
-                    by_bit[b.trailing_zeros() as usize] |= 1 << i;
-                    b &= b - 1;
-                }
-            }
-            for (j, g) in self.groups.iter().enumerate().rev() {
-                if pending == 0 {
-                    break;
-                }
-                let bit = group_bit(j);
-                let lanes = by_bit[bit.trailing_zeros() as usize] & pending;
-                if lanes == 0 {
-                    continue;
-                }
-                if j == 0 && g0_now.is_some() {
-                    // The look-ahead hashed these keys already; the shortest
-                    // group is always the last one a mask names, so only
-                    // its table hash (`h1`, reused) is needed.
-                    let mut p = lanes;
-                    while p != 0 {
-                        let i = p.trailing_zeros() as usize;
-                        p &= p - 1;
-                        keys[i] = cur.keys[i];
-                        h1[i] = cur.hashes[i];
-                    }
-                } else {
-                    let mut p = lanes;
-                    while p != 0 {
-                        let i = p.trailing_zeros() as usize;
-                        p &= p - 1;
-                        keys[i] = ca[i].top(g.level);
-                    }
-                    A::pair_lanes(self.filter_hash, &keys, &mut h1, &mut h2, lanes, self.simd);
-                }
-                // The lane's last group (none shorter in its mask) usually
-                // holds its match: its bucket is fetched straight away and
-                // probed without the filter (see `last_named`).
-                let mut last = 0u64;
-                let mut p = lanes;
-                while p != 0 {
-                    let i = p.trailing_zeros() as usize;
-                    p &= p - 1;
-                    if self.reuse && last_named(masks[i], j) {
-                        g.table.prefetch(h1[i]);
-                        th[i] = h1[i];
-                        last |= 1 << i;
-                    } else {
-                        g.filter.prefetch(h1[i]);
-                    }
-                }
-                let mut cand = last;
-                let mut p = lanes & !last;
-                while p != 0 {
-                    let i = p.trailing_zeros() as usize;
-                    p &= p - 1;
-                    if g.filter.contains(h1[i], h2[i]) {
-                        cand |= 1 << i;
-                        th[i] = self.table_hash_of(keys[i], h1[i]);
-                        g.table.prefetch(th[i]);
-                    }
-                }
-                while cand != 0 {
-                    let i = cand.trailing_zeros() as usize;
-                    cand &= cand - 1;
-                    if let Some(nh) = g.table.get(keys[i], th[i]) {
-                        co[i] = nh;
-                        pending &= !(1 << i);
-                    }
-                }
-            }
-            while used != 0 {
-                by_bit[used.trailing_zeros() as usize] = 0;
-                used &= used - 1;
-            }
-            spec_hits = hits;
-            std::mem::swap(&mut cur, &mut next);
-            start = end;
+        let mut scratch = Scratch::new();
+        match self.groups.first().filter(|_| self.reuse) {
+            Some(g0) => self.batch_summary(g0, addrs, out, &mut scratch),
+            None => self.batch_direct(addrs, out, &mut scratch),
         }
         out.iter().filter(|&&v| v != NO_ROUTE).count()
     }
 
-    /// The look-ahead step of [`Self::lookup_batch`] for the chunk `ca`:
-    /// its direct slots; and, when enough of the last chunk's lanes needed
-    /// the shortest group `g0` alone (`spec_hits`), its `g0` keys and their
-    /// hashes (`h2` is scratch), so that their buckets are prefetched with
-    /// the direct slots ([`Self::prefetch_lane`]) and a lane that needs
-    /// only that group reads its two lines in parallel rather than one
-    /// after the other.
-    #[inline(always)]
-    fn look_ahead(
-        &self,
-        ca: &[A],
-        g0: Option<&Group<A>>,
-        spec_hits: u32,
-        to: &mut Ahead<A>,
-        h2: &mut [u32; CHUNK],
-    ) {
-        for (d, a) in to.slots.iter_mut().zip(ca) {
+    /// [`Self::lookup_batch`] for tables whose table hash is not the filter
+    /// hash (or without groups): per chunk, the direct slots (prefetched a
+    /// chunk ahead, one lane's prefetch per lane processed), then the lanes
+    /// whose slot names groups, group by group ([`Self::resolve_rest`]).
+    fn batch_direct(&self, addrs: &[A], out: &mut [NextHop], s: &mut Scratch<A>) {
+        let n = addrs.len().min(out.len());
+        let (mut cur, mut next) = ([0usize; CHUNK], [0usize; CHUNK]);
+        for (d, a) in cur.iter_mut().zip(&addrs[..n.min(CHUNK)]) {
             *d = self.slot(*a);
+            prefetch(self.direct.as_ptr().wrapping_add(*d));
         }
-        to.spec = false;
-        let Some(g) = g0 else {
-            return;
-        };
-        if spec_hits < SPEC_MIN_HITS {
-            return;
+        let mut start = 0;
+        while start < n {
+            let end = (start + CHUNK).min(n);
+            for (d, a) in next.iter_mut().zip(&addrs[end..(end + CHUNK).min(n)]) {
+                *d = self.slot(*a);
+            }
+            let len = end - start;
+            let (ca, co) = (&addrs[start..end], &mut out[start..end]);
+            let mut rest = 0u64;
+            #[allow(clippy::needless_range_loop)]
+            for i in 0..len {
+                prefetch(self.direct.as_ptr().wrapping_add(next[i]));
+                let d = self.direct[cur[i]];
+                co[i] = d.next_hop;
+                rest |= ((d.groups != 0) as u64) << i;
+            }
+            self.resolve_rest(ca, co, rest, &cur, None, s);
+            std::mem::swap(&mut cur, &mut next);
+            start = end;
         }
-        let n = ca.len();
-        for (k, a) in to.keys.iter_mut().zip(ca) {
-            *k = a.top(g.level);
+    }
+
+    /// [`Self::lookup_batch`] for tables whose table hash reuses the filter
+    /// hash (`g0`: the shortest group), in chunks of `CHUNK` lanes. The
+    /// look-ahead, one chunk ahead, reads each lane's direct-slot summary
+    /// (256 KiB for IPv4, in L2) and hashes its `g0` key (SIMD), and so
+    /// knows which line each lane needs before reading any of them:
+    /// - `SUM_NONE` (no longer prefix under the slot): the direct slot;
+    /// - `SUM_FIRST` (only `g0` keys under it): the `g0` line alone; the
+    ///   direct slot is read only when that line misses, prefetched then and
+    ///   read a chunk later, so its miss overlaps the next chunk's work;
+    /// - `SUM_MORE`: the direct slot, the `g0` line, and the filter block and
+    ///   line of the longest group (IPv4: /32), then group by group
+    ///   ([`Self::resolve_rest`]) on lines already loaded.
+    ///
+    /// One prefetch per lane of the current chunk (a burst would stall on the
+    /// line-fill buffers). An IPv4 inside-prefix lookup thus reads about 1.2
+    /// lines of memory, where the direct slot and the speculated `g0` line
+    /// for every lane read 1.9.
+    fn batch_summary(&self, g0: &Group<A>, addrs: &[A], out: &mut [NextHop], s: &mut Scratch<A>) {
+        let n = addrs.len().min(out.len());
+        let (mut cur, mut next) = (Ahead::new(), Ahead::new());
+        let first = &addrs[..n.min(CHUNK)];
+        self.look_ahead(first, g0, &mut cur, &mut s.h2);
+        for &line in &cur.first[..first.len()] {
+            prefetch(line as *const u8);
+        }
+        // `g0` misses of the last chunk: (output index, direct slot).
+        let mut deferred = [(0usize, 0usize); CHUNK];
+        let mut nd = 0;
+        let mut start = 0;
+        while start < n {
+            let end = (start + CHUNK).min(n);
+            self.look_ahead(&addrs[end..(end + CHUNK).min(n)], g0, &mut next, &mut s.h2);
+            let len = end - start;
+            let (ca, co) = (&addrs[start..end], &mut out[start..end]);
+            let mut rest = 0u64;
+            let mut missed = 0u64;
+            // `i < len <= CHUNK` indexes the look-ahead arrays without
+            // bounds checks; lanes of `next` past a short last chunk hold
+            // earlier, valid lines (at worst a line is fetched again).
+            #[allow(clippy::needless_range_loop)]
+            for i in 0..len {
+                prefetch(next.first[i] as *const u8);
+                let st = cur.states[i] as u64;
+                if st == SUM_FIRST {
+                    match g0.table.get(cur.keys[i], cur.hashes[i]) {
+                        Some(nh) => co[i] = nh,
+                        None => {
+                            prefetch(self.direct.as_ptr().wrapping_add(cur.slots[i]));
+                            missed |= 1 << i;
+                        }
+                    }
+                } else {
+                    co[i] = self.direct[cur.slots[i]].next_hop;
+                    rest |= ((st != SUM_NONE) as u64) << i;
+                }
+            }
+            if rest != 0 {
+                self.resolve_rest(ca, co, rest, &cur.slots, Some((&cur.keys, &cur.hashes)), s);
+            }
+            for &(o, slot) in &deferred[..nd] {
+                out[o] = self.direct[slot].next_hop;
+            }
+            nd = 0;
+            while missed != 0 {
+                let i = missed.trailing_zeros() as usize;
+                missed &= missed - 1;
+                deferred[nd] = (start + i, cur.slots[i]);
+                nd += 1;
+            }
+            std::mem::swap(&mut cur, &mut next);
+            start = end;
+        }
+        for &(o, slot) in &deferred[..nd] {
+            out[o] = self.direct[slot].next_hop;
+        }
+    }
+
+    /// [`Self::batch_summary`]'s look-ahead for chunk `ca`: direct slots,
+    /// summary states, `g0` keys and table hashes (`h2` is scratch), each
+    /// lane's first line (its `g0` line or its direct slot, picked without
+    /// a branch), and the extra lines of its `SUM_MORE` lanes, prefetched
+    /// here (few lanes).
+    #[inline(always)]
+    fn look_ahead(&self, ca: &[A], g0: &Group<A>, to: &mut Ahead<A>, h2: &mut [u32; CHUNK]) {
+        let n = ca.len().min(CHUNK);
+        for (i, a) in ca[..n].iter().enumerate() {
+            let slot = self.slot(*a);
+            to.slots[i] = slot;
+            to.states[i] = self.summary_of(slot) as u8;
+            to.keys[i] = a.top(g0.level);
         }
         A::pair_batch(
             self.filter_hash,
@@ -1276,16 +1516,133 @@ impl<A: GroupKey> Bloomfwd<A> {
             &mut h2[..n],
             self.simd,
         );
-        to.spec = true;
+        let direct = self.direct.as_ptr() as usize;
+        let longest = self.groups.last().filter(|_| self.groups.len() > 1);
+        for (i, a) in ca[..n].iter().enumerate() {
+            let d = direct + to.slots[i] * std::mem::size_of::<Direct>();
+            let b = g0.table.line_addr(to.hashes[i]);
+            let st = to.states[i] as u64;
+            let pick = ((st == SUM_FIRST) as usize).wrapping_neg();
+            to.first[i] = (b & pick) | (d & !pick);
+            if st == SUM_MORE {
+                g0.table.prefetch(to.hashes[i]);
+                if let Some(gl) = longest {
+                    let h = a.top(gl.level).pair(self.filter_hash).0;
+                    gl.filter.prefetch(h);
+                    gl.table.prefetch(h);
+                }
+            }
+        }
     }
 
-    /// Prefetch direct slot `slot` and, when speculating on `g0`, the
-    /// bucket of table hash `h` in `g0`.
+    /// The lanes `rest` of a chunk (`ca`, `co`; direct slots `slots`) whose
+    /// direct slot names groups (in the summary batch: more than the
+    /// shortest), group by group, longest first, only while unresolved and
+    /// only where the lane's mask names the group (see
+    /// [`Self::lookup_batch`]).
+    /// `g0`: the chunk's shortest-group keys and table hashes, when the
+    /// look-ahead computed them.
     #[inline(always)]
-    fn prefetch_lane(&self, slot: usize, g0: Option<&Group<A>>, h: u32) {
-        prefetch(self.direct.as_ptr().wrapping_add(slot));
-        if let Some(g) = g0 {
-            g.table.prefetch(h);
+    fn resolve_rest(
+        &self,
+        ca: &[A],
+        co: &mut [NextHop],
+        rest: u64,
+        slots: &[usize; CHUNK],
+        g0: Option<(&[A; CHUNK], &[u32; CHUNK])>,
+        s: &mut Scratch<A>,
+    ) {
+        let mut pending: u64 = 0;
+        let mut used = 0u32;
+        let mut p = rest;
+        while p != 0 {
+            let i = p.trailing_zeros() as usize;
+            p &= p - 1;
+            let m = self.mask_of(ca[i], self.direct[slots[i]].groups);
+            s.masks[i] = m;
+            pending |= ((m != 0) as u64) << i;
+            used |= m;
+            let mut b = m;
+            while b != 0 {
+                s.by_bit[b.trailing_zeros() as usize] |= 1 << i;
+                b &= b - 1;
+            }
+        }
+        for (j, g) in self.groups.iter().enumerate().rev() {
+            if pending == 0 {
+                break;
+            }
+            let bit = group_bit(j);
+            let lanes = s.by_bit[bit.trailing_zeros() as usize] & pending;
+            if lanes == 0 {
+                continue;
+            }
+            if let (0, Some((g0_keys, g0_hashes))) = (j, g0) {
+                // The look-ahead hashed these keys already; the shortest
+                // group is always the last one a mask names, so only
+                // its table hash (`h1`, reused) is needed.
+                let mut p = lanes;
+                while p != 0 {
+                    let i = p.trailing_zeros() as usize;
+                    p &= p - 1;
+                    s.keys[i] = g0_keys[i];
+                    s.h1[i] = g0_hashes[i];
+                }
+            } else {
+                let mut p = lanes;
+                while p != 0 {
+                    let i = p.trailing_zeros() as usize;
+                    p &= p - 1;
+                    s.keys[i] = ca[i].top(g.level);
+                }
+                A::pair_lanes(
+                    self.filter_hash,
+                    &s.keys,
+                    &mut s.h1,
+                    &mut s.h2,
+                    lanes,
+                    self.simd,
+                );
+            }
+            // The lane's last group (none shorter in its mask) usually
+            // holds its match: its bucket is fetched straight away and
+            // probed without the filter (see `last_named`).
+            let mut last = 0u64;
+            let mut p = lanes;
+            while p != 0 {
+                let i = p.trailing_zeros() as usize;
+                p &= p - 1;
+                if self.reuse && last_named(s.masks[i], j) {
+                    g.table.prefetch(s.h1[i]);
+                    s.th[i] = s.h1[i];
+                    last |= 1 << i;
+                } else {
+                    g.filter.prefetch(s.h1[i]);
+                }
+            }
+            let mut cand = last;
+            let mut p = lanes & !last;
+            while p != 0 {
+                let i = p.trailing_zeros() as usize;
+                p &= p - 1;
+                if g.filter.contains(s.h1[i], s.h2[i]) {
+                    cand |= 1 << i;
+                    s.th[i] = self.table_hash_of(s.keys[i], s.h1[i]);
+                    g.table.prefetch(s.th[i]);
+                }
+            }
+            while cand != 0 {
+                let i = cand.trailing_zeros() as usize;
+                cand &= cand - 1;
+                if let Some(nh) = g.table.get(s.keys[i], s.th[i]) {
+                    co[i] = nh;
+                    pending &= !(1 << i);
+                }
+            }
+        }
+        while used != 0 {
+            s.by_bit[used.trailing_zeros() as usize] = 0;
+            used &= used - 1;
         }
     }
 
@@ -1599,13 +1956,30 @@ impl<A: GroupKey> Bloomfwd<A> {
             c.direct = 1;
             return c;
         }
-        let d = self.direct[self.slot(a)];
+        let slot = self.slot(a);
+        let summary = A::BATCH_HASH && self.reuse && !self.groups.is_empty();
+        if summary && self.summary_of(slot) == SUM_FIRST {
+            // `batch_summary`: the shortest group's line(s) alone, the direct
+            // slot after a miss.
+            let g = &self.groups[0];
+            let key = a.top(g.level);
+            let (hit, lines) = g.table.probe_lines(key, key.pair(self.filter_hash).0);
+            return ProbeCost {
+                summary: 1,
+                direct: !hit as u32,
+                groups: 1,
+                table_lines: lines,
+                ..ProbeCost::default()
+            };
+        }
+        let d = self.direct[slot];
         let sub_refined = d.groups & FINE != 0
             && self
                 .fine
                 .get(self.fine_index(a, d.groups))
                 .is_some_and(|m| m & FINE != 0);
         let mut c = ProbeCost {
+            summary: summary as u32,
             direct: 1,
             fine: (d.groups & FINE != 0) as u32 + sub_refined as u32,
             ..ProbeCost::default()
@@ -1629,6 +2003,12 @@ impl<A: GroupKey> Bloomfwd<A> {
             if hit {
                 break;
             }
+        }
+        if summary && self.summary_of(slot) == SUM_MORE && self.groups.len() > 1 {
+            // `batch_summary`'s look-ahead fetched the longest group's filter
+            // block and line and the shortest group's line, used or not.
+            c.filters = c.filters.max(1);
+            c.table_lines = c.table_lines.max(2);
         }
         c
     }
@@ -1693,7 +2073,7 @@ impl<A: GroupKey> Bloomfwd<A> {
 
 /// Per-group control state.
 #[derive(Clone, Debug)]
-struct GroupCtl<A> {
+struct GroupCtl<A: GroupKey> {
     /// Shortest original length this group holds (previous level + 1).
     lo: u8,
     /// Counting-filter counters, one per filter bit.
@@ -1731,7 +2111,7 @@ pub struct GroupStats {
 /// and the expansion map. Updates take `&mut self`; lookups go through
 /// [`BloomfwdControl::table`] (or the forwarding `lookup*` methods here).
 #[derive(Clone, Debug)]
-pub struct BloomfwdControl<A> {
+pub struct BloomfwdControl<A: GroupKey> {
     cfg: Config,
     rib: Rib<A>,
     direct_len: Vec<u8>,
@@ -1910,7 +2290,12 @@ impl<A: GroupKey> BloomfwdControl<A> {
                 }
             }
         }
+        let mut summary = vec![0u64; summary_words(d)];
+        for (slot, ds) in direct.iter().enumerate() {
+            set_summary(&mut summary, slot, ds.groups);
+        }
         let fwd = Bloomfwd {
+            summary: summary.into_boxed_slice(),
             direct: HugeBox::from_slice(&direct),
             direct_bits: d,
             fine: fine.into_boxed_slice(),
@@ -2028,6 +2413,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
                     let dg = self.fwd.direct[slot].groups;
                     if dg & FINE == 0 {
                         self.fwd.direct[slot].groups |= group_bit(gi);
+                        set_summary(&mut self.fwd.summary, slot, dg | group_bit(gi));
                     } else {
                         let fb = self.fwd.fine_bits;
                         let f = fine_of(key, level, d + fb);
@@ -2114,6 +2500,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
                             self.slot_groups.remove(&sk);
                             if dg & FINE == 0 {
                                 self.fwd.direct[slot].groups &= !group_bit(gi);
+                                set_summary(&mut self.fwd.summary, slot, dg & !group_bit(gi));
                             }
                         }
                     }
@@ -2288,7 +2675,7 @@ struct Fine2 {
 }
 
 impl Fine2 {
-    fn of<A>(t: &Bloomfwd<A>) -> Self {
+    fn of<A: GroupKey>(t: &Bloomfwd<A>) -> Self {
         Fine2 {
             d: t.direct_bits,
             fine_bits: t.fine_bits,
@@ -2433,6 +2820,105 @@ mod tests {
             assert_eq!(t.get(k, hash(k)), want, "key {k}");
         }
         assert!(!t.remove(0, hash(0), &hash));
+    }
+
+    /// Random inserts, replacements and removals against a `HashMap`, with
+    /// a hash that sends every key to one of a few lines, so lines overflow
+    /// into long runs and removals move keys back across many lines.
+    fn hash_table_matches_map<K: GroupKey + std::hash::Hash>(key: impl Fn(u32) -> K) {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for homes in [1u32, 3, 16] {
+            let hash = |k: K| {
+                let x = k.to_u128();
+                ((x as u32 ^ (x >> 64) as u32 ^ (x >> 96) as u32).wrapping_mul(0x9E37_79B9) >> 7)
+                    % homes
+            };
+            let mut t = HashTable::<K>::with_capacity(4);
+            let mut want = HashMap::new();
+            for step in 0..4000 {
+                let k = key(r.gen_range(0..300));
+                if r.gen_bool(0.4) {
+                    assert_eq!(t.remove(k, hash(k), &hash), want.remove(&k).is_some());
+                } else {
+                    let nh = r.gen_range(0..1000);
+                    t.insert(k, nh, hash(k), &hash);
+                    want.insert(k, nh);
+                }
+                assert_eq!(t.len, want.len());
+                if step % 100 == 0 || step == 3999 {
+                    for x in 0..300 {
+                        let k = key(x);
+                        assert_eq!(t.get(k, hash(k)), want.get(&k).copied(), "step {step}");
+                        assert_eq!(t.probe_lines(k, hash(k)).0, want.contains_key(&k));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hash_table_lines_match_a_map_v4() {
+        hash_table_matches_map(|x| x.wrapping_mul(2_654_435_761));
+    }
+
+    #[test]
+    fn hash_table_lines_match_a_map_v6() {
+        hash_table_matches_map(|x| (x as u128) << 80 | 0x2001 << 112);
+    }
+
+    #[test]
+    fn line4_find_sees_every_slot_and_skips_empty_ones() {
+        let mut l = Line4::EMPTY;
+        assert_eq!(l.find(0), (NO_ROUTE, true));
+        for j in 0..8 {
+            l.set(j, 100 + j as u32, j as u32);
+        }
+        for j in 0..8 {
+            assert_eq!(l.find(100 + j as u32), (j as u32, false), "slot {j}");
+        }
+        assert_eq!(l.find(99), (NO_ROUTE, false));
+        // An emptied slot keeps its stale key, which must not match.
+        l.set_hop(5, NO_ROUTE);
+        assert_eq!(l.find(105), (NO_ROUTE, true));
+        assert_eq!(l.find(107), (7, true));
+    }
+
+    #[test]
+    fn summary_follows_announce_and_withdraw() {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut t = BloomfwdControl::<u32>::build(Config::ipv4(), &[]).unwrap();
+        let mut seen = [0usize; 3];
+        let mut check = |t: &BloomfwdControl<u32>| {
+            for (slot, d) in t.fwd.direct.iter().enumerate() {
+                let st = t.fwd.summary_of(slot);
+                assert_eq!(st, summary_state(d.groups), "slot {slot}");
+                seen[st as usize] += 1;
+            }
+        };
+        let mut live = Vec::new();
+        for step in 0..3000 {
+            if r.gen_bool(0.4) && !live.is_empty() {
+                let p = live.swap_remove(r.gen_range(0..live.len()));
+                t.withdraw(p);
+            } else {
+                // Crowd 10/8, so slots go from none to /24 to both and back.
+                let a = 0x0A00_0000 | r.gen::<u32>() & 0xFF_FFFF;
+                let len = if r.gen_bool(0.1) { 25..=32 } else { 17..=24 };
+                let p = p4(a, r.gen_range(len));
+                t.announce(p, r.gen_range(0..100));
+                live.push(p);
+            }
+            if step % 500 == 0 {
+                check(&t);
+            }
+        }
+        check(&t);
+        assert!(
+            seen[SUM_FIRST as usize] > 100 && seen[SUM_MORE as usize] > 100,
+            "{seen:?}"
+        );
     }
 
     #[test]
@@ -2597,16 +3083,38 @@ mod tests {
         .unwrap();
         let mut f = t.table().clone();
         f.set_probe(Probe::Masks);
-        // No group key under the slot: the direct slot only.
-        assert_eq!(f.probe_cost(0x0B00_0000).lines(), 1);
-        // Inside the /24, the only group under the slot: slot and bucket
-        // (the last named group's filter is skipped).
+        // No group key under the slot: the summary and the direct slot.
+        let c = f.probe_cost(0x0B00_0000);
+        assert_eq!((c.summary, c.direct, c.groups), (1, 1, 0));
+        assert_eq!(c.lines(), 2);
+        // Inside the /24, the only group under the slot: the summary sends
+        // the batch to the /24 line alone.
         let c = f.probe_cost(0x0A00_1001);
         assert_eq!(
-            (c.direct, c.fine, c.groups, c.filters, c.table_lines),
-            (1, 0, 1, 0, 1)
+            (
+                c.summary,
+                c.direct,
+                c.fine,
+                c.groups,
+                c.filters,
+                c.table_lines
+            ),
+            (1, 0, 0, 1, 0, 1)
         );
-        assert_eq!(c.lines(), 2);
+        // Under the same slot but outside the /24: that line misses, then
+        // the direct slot.
+        let c = f.probe_cost(0x0A00_1201);
+        assert_eq!((c.summary, c.direct, c.table_lines), (1, 1, 1));
+        // Without the summary (the table hash is not the filter hash): the
+        // direct slot, then the /24 group's filter and line.
+        let mut cfg = Config::ipv4();
+        cfg.table_hash = HashKind::Murmur3;
+        let u = BloomfwdControl::<u32>::build(cfg, &[(p4(0x0A00_1000, 24), 2)]).unwrap();
+        let c = u.table().probe_cost(0x0A00_1001);
+        assert_eq!(
+            (c.summary, c.direct, c.groups, c.filters, c.table_lines),
+            (0, 1, 1, 1, 1)
+        );
         // Filters first: both filters and the bucket, no direct slot.
         f.set_probe(Probe::FiltersFirst);
         let c = f.probe_cost(0x0A00_1001);

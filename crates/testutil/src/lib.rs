@@ -9,6 +9,8 @@
 //! * [`clock`]: this thread's CPU time, which benchmarks time with.
 //! * [`args`]: positional arguments of the probe examples (counts such as
 //!   `1e7`, words from a list), refusing bad input.
+//! * [`pool`]: long-lived worker threads pinned to their own CPUs, the
+//!   harness of multi-core benchmarks.
 //!
 //! Everything is deterministic from an explicit `u64` seed: a test that fails
 //! can be rerun with the seed it printed.
@@ -18,6 +20,7 @@ pub mod args;
 pub mod clock;
 pub mod cuckoo;
 pub mod keys;
+pub mod pool;
 
 pub use clock::thread_cpu_secs;
 pub use cuckoo::{CuckooError, CuckooTable};
@@ -25,3 +28,4 @@ pub use keys::{
     distinct_u64, five_tuples, gen_bytes, ipv4s, ipv6s, macs, strings, uniform_u64, zipf_indices,
     FiveTuple, KeyKind, Lfsr64, ParseKeyKindError, Zipf, ZipfError,
 };
+pub use pool::Pool;
