@@ -114,13 +114,7 @@ fn prefetch<T>(p: *const T) {
 /// Key types of groups: addresses that can be hashed, also in batches.
 pub trait GroupKey: Address + KeyHash {
     /// The hash-table line of this key type.
-    type Line: Line;
-
-    /// This key as its line's key type.
-    fn into_line_key(self) -> <Self::Line as Line>::Key;
-
-    /// A line key back as this key type.
-    fn from_line_key(k: <Self::Line as Line>::Key) -> Self;
+    type Line: Line<Key = Self>;
 
     /// Whether [`Bloomfwd::lookup_batch`] hashes a chunk's keys group by
     /// group ([`GroupKey::pair_lanes`], SIMD for IPv4) or looks addresses
@@ -161,14 +155,6 @@ pub trait GroupKey: Address + KeyHash {
 
 impl GroupKey for u32 {
     type Line = Line4;
-    #[inline(always)]
-    fn into_line_key(self) -> u32 {
-        self
-    }
-    #[inline(always)]
-    fn from_line_key(k: u32) -> u32 {
-        k
-    }
 
     fn pair_batch(kind: HashKind, keys: &[u32], h1: &mut [u32], h2: &mut [u32], simd: Simd) {
         pair32_batch(kind, keys, h1, h2, simd);
@@ -202,14 +188,6 @@ impl GroupKey for u32 {
 
 impl GroupKey for u128 {
     type Line = Line6;
-    #[inline(always)]
-    fn into_line_key(self) -> u128 {
-        self
-    }
-    #[inline(always)]
-    fn from_line_key(k: u128) -> u128 {
-        k
-    }
 
     const BATCH_HASH: bool = false;
 }
@@ -384,18 +362,22 @@ pub trait Line: Copy + Send + Sync + std::fmt::Debug {
     fn set_hop(&mut self, j: usize, hop: NextHop);
     /// The next hop of `key` in this line (`NO_ROUTE` when absent), and,
     /// when absent, whether the line has an empty slot (a lookup that
-    /// misses here goes on to the next line only when it has none).
+    /// misses here goes on to the next line only when it has none). The
+    /// default goes slot by slot and stops at the key (IPv6: a 16-byte
+    /// compare each, and at load <= 1/2 most keys sit in their line's first
+    /// slot).
     #[inline(always)]
     fn find(&self, key: Self::Key) -> (NextHop, bool) {
-        let (mut hit, mut room) = (NO_ROUTE, false);
+        let mut room = false;
         for j in 0..Self::LEN {
-            let empty = self.hop(j) == NO_ROUTE;
-            if !empty && self.key(j) == key {
-                hit = self.hop(j);
+            let hop = self.hop(j);
+            if hop == NO_ROUTE {
+                room = true;
+            } else if self.key(j) == key {
+                return (hop, room);
             }
-            room |= empty;
         }
-        (hit, room)
+        (NO_ROUTE, room)
     }
 }
 
@@ -496,21 +478,6 @@ impl Line for Line6 {
     fn set_hop(&mut self, j: usize, hop: NextHop) {
         self.hops[j] = hop;
     }
-    /// Slot by slot, stopping at the key: a 16-byte compare each, and most
-    /// keys sit in their line's first slot (load <= 1/2).
-    #[inline(always)]
-    fn find(&self, key: u128) -> (NextHop, bool) {
-        let mut room = false;
-        for j in 0..3 {
-            let hop = self.hops[j];
-            if hop == NO_ROUTE {
-                room = true;
-            } else if self.keys[j] == key {
-                return (hop, room);
-            }
-        }
-        (NO_ROUTE, room)
-    }
 }
 
 /// Open addressing over cache-line buckets ([`Line`]): a key lives in its
@@ -570,7 +537,7 @@ impl<K: GroupKey> HashTable<K> {
     fn get(&self, key: K, h: u32) -> Option<NextHop> {
         let mut b = self.home(h);
         loop {
-            let (hop, room) = self.line(b).find(key.into_line_key());
+            let (hop, room) = self.line(b).find(key);
             if hop != NO_ROUTE {
                 return Some(hop);
             }
@@ -597,7 +564,7 @@ impl<K: GroupKey> HashTable<K> {
         let mut b = self.home(h);
         let mut lines = 1;
         loop {
-            let (hop, room) = self.line(b).find(key.into_line_key());
+            let (hop, room) = self.line(b).find(key);
             if hop != NO_ROUTE {
                 return (true, lines);
             }
@@ -613,7 +580,6 @@ impl<K: GroupKey> HashTable<K> {
     /// slot of the line where its probe ends, where an insert puts it.
     #[allow(clippy::type_complexity)]
     fn find(&self, key: K, h: u32) -> Result<(usize, usize), (usize, usize)> {
-        let key = key.into_line_key();
         let mut b = self.home(h);
         loop {
             let l = self.line(b);
@@ -643,7 +609,7 @@ impl<K: GroupKey> HashTable<K> {
         match self.find(key, h) {
             Ok((b, j)) => self.lines[b].set_hop(j, nh),
             Err((b, j)) => {
-                self.lines[b].set(j, key.into_line_key(), nh);
+                self.lines[b].set(j, key, nh);
                 self.len += 1;
                 let (num, den) = K::Line::MAX_LOAD;
                 if self.len * den > self.slots() * num {
@@ -659,9 +625,9 @@ impl<K: GroupKey> HashTable<K> {
         for l in self.lines.iter() {
             for j in 0..K::Line::LEN {
                 if l.hop(j) != NO_ROUTE {
-                    let key = K::from_line_key(l.key(j));
+                    let key = l.key(j);
                     if let Err((b, k)) = bigger.find(key, hash(key)) {
-                        bigger.lines[b].set(k, l.key(j), l.hop(j));
+                        bigger.lines[b].set(k, key, l.hop(j));
                         bigger.len += 1;
                     }
                 }
@@ -695,7 +661,7 @@ impl<K: GroupKey> HashTable<K> {
                     had_room = true;
                 } else if mover.is_none() {
                     // Home cyclically in (hb, b]: its probe never read hb.
-                    let home = self.home(hash(K::from_line_key(l.key(j))));
+                    let home = self.home(hash(l.key(j)));
                     if b.wrapping_sub(home) & lm >= b.wrapping_sub(hb) & lm {
                         mover = Some(j);
                     }
@@ -1432,9 +1398,9 @@ impl<A: GroupKey> Bloomfwd<A> {
     ///   ([`Self::resolve_rest`]) on lines already loaded.
     ///
     /// One prefetch per lane of the current chunk (a burst would stall on the
-    /// line-fill buffers). An IPv4 inside-prefix lookup thus reads about 1.2
-    /// lines of memory, where the direct slot and the speculated `g0` line
-    /// for every lane read 1.9.
+    /// line-fill buffers). An IPv4 inside-prefix lookup thus reads 1.14
+    /// lines besides the L2-resident summary, where the direct slot and the
+    /// speculated `g0` line for every lane read 1.91 (2015 table).
     fn batch_summary(&self, g0: &Group<A>, addrs: &[A], out: &mut [NextHop], s: &mut Scratch<A>) {
         let n = addrs.len().min(out.len());
         let (mut cur, mut next) = (Ahead::new(), Ahead::new());
@@ -1958,7 +1924,8 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
         let slot = self.slot(a);
         let summary = A::BATCH_HASH && self.reuse && !self.groups.is_empty();
-        if summary && self.summary_of(slot) == SUM_FIRST {
+        let state = self.summary_of(slot);
+        if summary && state == SUM_FIRST {
             // `batch_summary`: the shortest group's line(s) alone, the direct
             // slot after a miss.
             let g = &self.groups[0];
@@ -2004,7 +1971,7 @@ impl<A: GroupKey> Bloomfwd<A> {
                 break;
             }
         }
-        if summary && self.summary_of(slot) == SUM_MORE && self.groups.len() > 1 {
+        if summary && state == SUM_MORE && self.groups.len() > 1 {
             // `batch_summary`'s look-ahead fetched the longest group's filter
             // block and line and the shortest group's line, used or not.
             c.filters = c.filters.max(1);
