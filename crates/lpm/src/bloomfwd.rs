@@ -41,6 +41,8 @@
 //! and the expansion map needed to announce and withdraw routes at run
 //! time.
 
+use std::any::TypeId;
+
 use hashbrown::HashMap;
 
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
@@ -1105,6 +1107,25 @@ fn set_summary(summary: &mut [u64], slot: usize, groups: u32) {
     *w = (*w & !(3 << sh)) | (summary_state(groups) << sh);
 }
 
+/// `x` as IPv4 keys when `A` is `u32`, else `None` (the check is on
+/// types, so it folds away once `A` is known).
+fn as_u32<A: 'static>(x: &[A]) -> Option<&[u32]> {
+    (TypeId::of::<A>() == TypeId::of::<u32>()).then(|| {
+        // SAFETY: (1) `A` is `u32` (same `TypeId`), so this is the slice
+        // itself, same pointer, length and lifetime.
+        unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u32>(), x.len()) }
+    })
+}
+
+/// [`as_u32`] for a chunk array.
+fn as_u32_mut<A: 'static>(x: &mut [A; CHUNK]) -> Option<&mut [u32; CHUNK]> {
+    (TypeId::of::<A>() == TypeId::of::<u32>()).then(|| {
+        // SAFETY: (1) `A` is `u32` (same `TypeId`): the same array, borrowed
+        // mutably for the same lifetime.
+        unsafe { &mut *(x as *mut [A; CHUNK]).cast::<[u32; CHUNK]>() }
+    })
+}
+
 /// 64-bit words of the summary of `2^d` direct slots.
 fn summary_words(d: u8) -> usize {
     (1usize << d).div_ceil(32)
@@ -1345,7 +1366,12 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
         let mut scratch = Scratch::new();
         match self.groups.first().filter(|_| self.reuse) {
-            Some(g0) => self.batch_summary(g0, addrs, out, &mut scratch),
+            #[cfg(target_arch = "x86_64")]
+            Some(g0) if self.vector_look_ahead(g0) => {
+                // SAFETY: (1) `vector_look_ahead` checked avx512f.
+                unsafe { self.batch_summary_avx512(g0, addrs, out, &mut scratch) }
+            }
+            Some(g0) => self.batch_summary::<false>(g0, addrs, out, &mut scratch),
             None => self.batch_direct(addrs, out, &mut scratch),
         }
         out.iter().filter(|&&v| v != NO_ROUTE).count()
@@ -1401,11 +1427,21 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// line-fill buffers). An IPv4 inside-prefix lookup thus reads 1.14
     /// lines besides the L2-resident summary, where the direct slot and the
     /// speculated `g0` line for every lane read 1.91 (2015 table).
-    fn batch_summary(&self, g0: &Group<A>, addrs: &[A], out: &mut [NextHop], s: &mut Scratch<A>) {
+    ///
+    /// `V`: the look-ahead is [`Self::look_ahead_avx512`] (IPv4 keys, the
+    /// batch compiled for avx512f by [`Self::batch_summary_avx512`]).
+    #[inline(always)]
+    fn batch_summary<const V: bool>(
+        &self,
+        g0: &Group<A>,
+        addrs: &[A],
+        out: &mut [NextHop],
+        s: &mut Scratch<A>,
+    ) {
         let n = addrs.len().min(out.len());
         let (mut cur, mut next) = (Ahead::new(), Ahead::new());
         let first = &addrs[..n.min(CHUNK)];
-        self.look_ahead(first, g0, &mut cur, &mut s.h2);
+        self.look_ahead::<V>(first, g0, &mut cur, &mut s.h2);
         for &line in &cur.first[..first.len()] {
             prefetch(line as *const u8);
         }
@@ -1415,7 +1451,7 @@ impl<A: GroupKey> Bloomfwd<A> {
         let mut start = 0;
         while start < n {
             let end = (start + CHUNK).min(n);
-            self.look_ahead(&addrs[end..(end + CHUNK).min(n)], g0, &mut next, &mut s.h2);
+            self.look_ahead::<V>(&addrs[end..(end + CHUNK).min(n)], g0, &mut next, &mut s.h2);
             let len = end - start;
             let (ca, co) = (&addrs[start..end], &mut out[start..end]);
             let mut rest = 0u64;
@@ -1467,7 +1503,21 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// a branch), and the extra lines of its `SUM_MORE` lanes, prefetched
     /// here (few lanes).
     #[inline(always)]
-    fn look_ahead(&self, ca: &[A], g0: &Group<A>, to: &mut Ahead<A>, h2: &mut [u32; CHUNK]) {
+    fn look_ahead<const V: bool>(
+        &self,
+        ca: &[A],
+        g0: &Group<A>,
+        to: &mut Ahead<A>,
+        h2: &mut [u32; CHUNK],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if V {
+            // SAFETY: (1) `V` is true only inside `batch_summary_avx512`,
+            // which runs only where `vector_look_ahead` held.
+            if unsafe { self.look_ahead_avx512(ca, g0, to) } {
+                return;
+            }
+        }
         let n = ca.len().min(CHUNK);
         for (i, a) in ca[..n].iter().enumerate() {
             let slot = self.slot(*a);
@@ -1499,6 +1549,152 @@ impl<A: GroupKey> Bloomfwd<A> {
                 }
             }
         }
+    }
+
+    /// Whether IPv4 batches can take [`Self::batch_summary_avx512`]: IPv4
+    /// keys, the AVX-512 path chosen and present, a filter hash with a
+    /// vector form, and `g0` line offsets that fit 32 bits.
+    #[cfg(target_arch = "x86_64")]
+    fn vector_look_ahead(&self, g0: &Group<A>) -> bool {
+        A::BITS == 32
+            && self.simd == Simd::Avx512
+            && self.filter_hash != HashKind::Mix64
+            && self.direct_bits <= 24
+            && (g0.table.line_mask as u64 + 1) * std::mem::size_of::<A::Line>() as u64 <= 1 << 32
+            && std::arch::is_x86_feature_detected!("avx512f")
+    }
+
+    /// [`Self::batch_summary`] compiled for avx512f, with the look-ahead in
+    /// 16-lane vectors ([`Self::look_ahead_avx512`]).
+    ///
+    /// # Safety
+    /// [`Self::vector_look_ahead`] must hold (it checks avx512f).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn batch_summary_avx512(
+        &self,
+        g0: &Group<A>,
+        addrs: &[A],
+        out: &mut [NextHop],
+        s: &mut Scratch<A>,
+    ) {
+        self.batch_summary::<true>(g0, addrs, out, s)
+    }
+
+    /// [`Self::look_ahead`] for IPv4 keys, 16 lanes a vector: the slots
+    /// (one shift), the summary states (one gather of 32-bit summary words,
+    /// a variable shift), the `g0` keys (a shift) and their `h1`, and each
+    /// lane's first line picked by a mask blend; scalar work is left only
+    /// for the `SUM_MORE` lanes' extra prefetches. The same values as the
+    /// scalar look-ahead (the differential tests run both). Returns `false`,
+    /// having written nothing, where `A` is not `u32` or the hash has no
+    /// vector form.
+    ///
+    /// # Safety
+    /// [`Self::vector_look_ahead`] must hold (it checks avx512f and that
+    /// `g0`'s line offsets fit 32 bits).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn look_ahead_avx512(&self, ca: &[A], g0: &Group<A>, to: &mut Ahead<A>) -> bool {
+        use std::arch::x86_64::*;
+        let (Some(ca), Some(keys)) = (as_u32(ca), as_u32_mut(&mut to.keys)) else {
+            return false;
+        };
+        let n = ca.len().min(CHUNK);
+        let kind = self.filter_hash;
+        // SAFETY: (1) avx512f: the caller's contract. (2) `i` is 0 or 16, so
+        // every 16-lane store at `i` ends inside its `CHUNK`-lane (32)
+        // `Ahead` array; lanes `n..` hold values computed from address 0
+        // (a valid slot and line; the lane loop may prefetch them). (3) The
+        // load reads lanes `i .. n` of `ca` (`n <= ca.len()`): whole when 16
+        // are left, else masked (masked-off lanes are not read, and are 0).
+        // (4) The gather reads 32-bit word `slot >> 4` of the summary, whose
+        // `summary_words(direct_bits)` 64-bit words hold
+        // `2 * ceil(2^d / 32) >= 2^d / 16` such words, and
+        // `slot < 2^direct_bits` (also for the zero lanes). (5) Little-endian
+        // x86: 32-bit word `w` of the summary holds slots `16w .. 16w + 15`
+        // at bits `2 * (slot & 15)`, as `summary_of` reads them from 64-bit
+        // words.
+        unsafe {
+            let slot_shift = _mm_cvtsi32_si128(32 - self.direct_bits as i32);
+            let key_shift = _mm_cvtsi32_si128(32 - g0.level.min(32) as i32);
+            let line_mask = _mm512_set1_epi32(g0.table.line_mask as i32);
+            let direct = _mm512_set1_epi64(self.direct.as_ptr() as i64);
+            let lines = _mm512_set1_epi64(g0.table.lines.as_ptr() as i64);
+            let summary = self.summary.as_ptr() as *const i32;
+            let mut more = 0u64;
+            let mut i = 0;
+            while i < n {
+                let left = n - i;
+                let (a, k) = if left >= 16 {
+                    let p = ca.as_ptr().add(i) as *const __m512i;
+                    (_mm512_loadu_si512(p), u16::MAX)
+                } else {
+                    let k = (1u16 << left) - 1;
+                    (
+                        _mm512_maskz_loadu_epi32(k, ca.as_ptr().add(i) as *const i32),
+                        k,
+                    )
+                };
+                let slot = _mm512_srl_epi32(a, slot_shift);
+                let words = _mm512_i32gather_epi32::<4>(_mm512_srli_epi32::<4>(slot), summary);
+                let at = _mm512_slli_epi32::<1>(_mm512_and_si512(slot, _mm512_set1_epi32(15)));
+                let st = _mm512_and_si512(_mm512_srlv_epi32(words, at), _mm512_set1_epi32(3));
+                let key = _mm512_srl_epi32(a, key_shift);
+                let Some(h) = crate::hash::x86::h1_v16(kind, key) else {
+                    return false;
+                };
+                let f = _mm512_cmpeq_epi32_mask(st, _mm512_set1_epi32(SUM_FIRST as i32));
+                let m = _mm512_cmpeq_epi32_mask(st, _mm512_set1_epi32(SUM_MORE as i32)) & k;
+                more |= (m as u64) << i;
+                // A "/24 only" lane's first line is its `g0` line, any other
+                // lane's its direct slot: offsets in 32 bits, bases in 64.
+                let off = _mm512_mask_blend_epi32(
+                    f,
+                    _mm512_slli_epi32::<3>(slot),
+                    _mm512_slli_epi32::<6>(_mm512_and_si512(h, line_mask)),
+                );
+                let first_lo = _mm512_add_epi64(
+                    _mm512_mask_blend_epi64(f as u8, direct, lines),
+                    _mm512_cvtepu32_epi64(_mm512_castsi512_si256(off)),
+                );
+                let first_hi = _mm512_add_epi64(
+                    _mm512_mask_blend_epi64((f >> 8) as u8, direct, lines),
+                    _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(off)),
+                );
+                _mm512_storeu_si512(keys.as_mut_ptr().add(i) as *mut __m512i, key);
+                _mm512_storeu_si512(to.hashes.as_mut_ptr().add(i) as *mut __m512i, h);
+                _mm_storeu_si128(
+                    to.states.as_mut_ptr().add(i) as *mut __m128i,
+                    _mm512_cvtepi32_epi8(st),
+                );
+                let slots = to.slots.as_mut_ptr().add(i) as *mut __m512i;
+                _mm512_storeu_si512(slots, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(slot)));
+                _mm512_storeu_si512(
+                    slots.add(1),
+                    _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(slot)),
+                );
+                let first = to.first.as_mut_ptr().add(i) as *mut __m512i;
+                _mm512_storeu_si512(first, first_lo);
+                _mm512_storeu_si512(first.add(1), first_hi);
+                i += 16;
+            }
+            let longest = self.groups.last().filter(|_| self.groups.len() > 1);
+            while more != 0 {
+                let i = more.trailing_zeros() as usize;
+                more &= more - 1;
+                g0.table.prefetch(to.hashes[i]);
+                if let Some(gl) = longest {
+                    let h = A::from_u128(ca[i] as u128)
+                        .top(gl.level)
+                        .pair(self.filter_hash)
+                        .0;
+                    gl.filter.prefetch(h);
+                    gl.table.prefetch(h);
+                }
+            }
+        }
+        true
     }
 
     /// The lanes `rest` of a chunk (`ca`, `co`; direct slots `slots`) whose

@@ -315,7 +315,7 @@ pub fn pair32_batch(kind: HashKind, keys: &[u32], h1: &mut [u32], h2o: &mut [u32
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use super::*;
     use std::arch::x86_64::*;
 
@@ -442,6 +442,26 @@ mod x86 {
             i += 16;
         }
         n
+    }
+
+    /// The `h1` of 16 keys ([`pair32`]'s first hash), or `None` for
+    /// [`HashKind::Mix64`] (64-bit multiplies: scalar only).
+    ///
+    /// # Safety
+    /// The CPU must support avx512f (callers are compiled for it, so this
+    /// inlines into them).
+    #[inline(always)]
+    pub(crate) unsafe fn h1_v16(kind: HashKind, x: __m512i) -> Option<__m512i> {
+        // SAFETY: (1) avx512f: the caller's contract, the only precondition
+        // of these target_feature functions.
+        unsafe {
+            match kind {
+                HashKind::H2 => Some(h2_v16(x)),
+                HashKind::Murmur3 => Some(m3_v16(x, _mm512_setzero_si512())),
+                HashKind::Knuth => Some(_mm512_mullo_epi32(x, _mm512_set1_epi32(KNUTH_MUL as i32))),
+                HashKind::Mix64 => None,
+            }
+        }
     }
 
     #[inline]

@@ -109,6 +109,39 @@ fn ipv4_default_route_and_host_routes() {
     assert_eq!(empty.lookup(0x0102_0304), None);
 }
 
+/// Batches of every length from 0 to 100, at every offset mod 16 into the
+/// address stream: the chunk tails (the vector look-ahead loads a short
+/// last chunk masked) and chunk boundaries give the single-lookup answer on
+/// every SIMD path.
+#[test]
+fn ipv4_batches_of_every_length_match_single_lookups() {
+    let routes = random_routes::<u32>(11, 3000, V4_LENS);
+    for hash in [HashKind::H2, HashKind::Murmur3] {
+        let mut cfg = Config::ipv4();
+        (cfg.filter_hash, cfg.table_hash) = (hash, hash);
+        let t = BloomfwdControl::build(cfg, &routes).unwrap();
+        let addrs = probe_addrs(&mut rng(12), &routes, 300, 300);
+        let want: Vec<NextHop> = addrs
+            .iter()
+            .map(|&a| t.lookup(a).unwrap_or(NO_ROUTE))
+            .collect();
+        for simd in Simd::available() {
+            let mut t2 = t.table().clone();
+            t2.set_simd(simd);
+            for start in 0..16 {
+                for len in 0..=100 {
+                    let mut out = vec![7; len];
+                    let a = &addrs[start..start + len];
+                    let hits = t2.lookup_batch(a, &mut out);
+                    let w = &want[start..start + len];
+                    assert_eq!(out, w, "{simd:?} {hash:?}, batch of {len} from {start}");
+                    assert_eq!(hits, w.iter().filter(|&&v| v != NO_ROUTE).count());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn ipv6_random_table_matches_trie() {
     let lens: &[u8] = &[
