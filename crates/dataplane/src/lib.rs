@@ -18,8 +18,8 @@
 //! * `afpacket` (Linux): live ports, a `TPACKET_V3` receive ring and
 //!   batched `sendmmsg` transmit; `live`: the run-to-completion loop
 //!   that drives a pipeline between them.
-//! * `affinity` (Linux): CPU lists and thread pinning for workers and
-//!   control threads.
+//! * `affinity` (Linux, re-exported from `nexthop-mem`): CPU lists and
+//!   thread pinning for workers and control threads.
 //! * `afxdp` (Linux, the `afxdp` feature): AF_XDP live ports through
 //!   libxdp (a UMEM with fill, completion, rx and tx rings per socket),
 //!   which the same loop drives.
@@ -53,8 +53,10 @@
 // vector's allocation for another lifetime), which allow it module by module.
 #![deny(unsafe_code)]
 
+/// CPU lists and thread pinning (they live in `nexthop-mem`, which the
+/// benchmarks' worker pool also uses).
 #[cfg(target_os = "linux")]
-pub mod affinity;
+pub use nexthop_mem::affinity;
 #[cfg(target_os = "linux")]
 pub mod afpacket;
 #[cfg(all(target_os = "linux", feature = "afxdp"))]

@@ -21,6 +21,13 @@
 //! [`two_stage`] is the batch order that hides the latency of those
 //! random lines: a group's lines are prefetched while the group before is
 //! read.
+//!
+//! [`affinity`] (Linux) places the threads that read those tables: CPU
+//! lists and pinning, for the forwarder's workers and the benchmarks'
+//! worker pool alike.
+
+#[cfg(target_os = "linux")]
+pub mod affinity;
 
 /// Arrays smaller than this stay on ordinary pages.
 pub const HUGE_MIN_BYTES: usize = 2 << 20;

@@ -170,25 +170,17 @@ impl Drop for Pool {
     }
 }
 
-#[cfg(target_os = "linux")]
+/// Thread pinning: `nexthop_mem::affinity` on Linux (the forwarder's own),
+/// none elsewhere (the workers run where the system puts them).
 mod affinity {
     use std::io;
 
     /// The CPUs this thread may run on, in order.
     pub fn allowed() -> io::Result<Vec<usize>> {
-        // SAFETY: an all-zero `cpu_set_t` is a valid (empty) set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `set` is a valid, writable `cpu_set_t` of the size passed.
-        let rc =
-            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `c < CPU_SETSIZE`, the bits `set` has.
-        Ok((0..max)
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-            .collect())
+        #[cfg(target_os = "linux")]
+        return nexthop_mem::affinity::allowed_cpus();
+        #[cfg(not(target_os = "linux"))]
+        Ok(Vec::new())
     }
 
     /// Pin this thread to `cpu`.
@@ -198,38 +190,13 @@ mod affinity {
 
     /// Let this thread run on `cpus`.
     pub fn set(cpus: &[usize]) -> io::Result<()> {
-        // SAFETY: an all-zero `cpu_set_t` is a valid (empty) set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-        for &c in cpus.iter().filter(|&&c| c < max) {
-            // SAFETY: `c < CPU_SETSIZE` (filtered just above).
-            unsafe { libc::CPU_SET(c, &mut set) };
+        #[cfg(target_os = "linux")]
+        return nexthop_mem::affinity::pin_current_thread(cpus);
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = cpus;
+            Ok(())
         }
-        // SAFETY: `set` is a valid `cpu_set_t` of the size passed.
-        let rc =
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
-/// No pinning off Linux: the workers run where the system puts them.
-#[cfg(not(target_os = "linux"))]
-mod affinity {
-    use std::io;
-
-    pub fn allowed() -> io::Result<Vec<usize>> {
-        Ok(Vec::new())
-    }
-
-    pub fn pin(_cpu: usize) -> io::Result<()> {
-        Ok(())
-    }
-
-    pub fn set(_cpus: &[usize]) -> io::Result<()> {
-        Ok(())
     }
 }
 

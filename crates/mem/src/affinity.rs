@@ -1,4 +1,4 @@
-//! CPU affinity for forwarding threads (Linux `sched_setaffinity`).
+//! CPU affinity for lookup threads (Linux `sched_setaffinity`).
 //!
 //! A forwarder measured "per worker core" needs its workers on cores of
 //! their own, as DPDK and VPP deployments pin their workers to isolated
@@ -7,7 +7,8 @@
 //! CPU of its list and every other thread (the follower that applies FIB
 //! deltas, metrics, the main thread) to the control list; `nexthop lab`
 //! uses it to put the workers on their own cores and everything else of
-//! the lab on the rest.
+//! the lab on the rest; `nexthop_testutil::Pool` pins the benchmarks'
+//! workers with it.
 // FFI to sched_{get,set}affinity and libc's CPU-set helpers; each block
 // states its invariant.
 #![allow(unsafe_code)]
