@@ -253,20 +253,15 @@ mod tests {
             "{}",
             s[0]
         );
-        assert!(
-            s[0].contains("forwarded 1.000 Mpps without, 0.900 with"),
-            "{}",
-            s[0]
-        );
-        assert!(
-            s[0].contains("with / without 0.900 (0.900-0.900)"),
-            "{}",
-            s[0]
-        );
-        assert!(
-            s[1].contains("per worker CPU-second 1.000 Mpps without, 0.900 with: 0.900"),
-            "{}",
-            s[1]
-        );
+        for (line, want) in [
+            (0, "forwarded 1.000 Mpps without, 0.900 with"),
+            (0, "with / without 0.900 (0.900-0.900)"),
+            (
+                1,
+                "per worker CPU-second 1.000 Mpps without, 0.900 with: 0.900",
+            ),
+        ] {
+            assert!(s[line].contains(want), "{}", s[line]);
+        }
     }
 }

@@ -33,6 +33,17 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// `nexthop lab ARGS --out DIR/lab` in a fresh temporary directory `DIR`,
+/// returned last so the caller can read the run's files (`DIR/lab`).
+fn lab_in_tempdir(args: &[&str]) -> (bool, String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lab");
+    let mut all = args.to_vec();
+    all.extend(["--out", out.to_str().unwrap()]);
+    let (ok, stdout, stderr) = lab(&all);
+    (ok, stdout, stderr, dir)
+}
+
 fn lab(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(NEXTHOP)
         .arg("lab")
@@ -48,9 +59,7 @@ fn lab(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn pcap_variant_checks_every_frame_under_live_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("lab");
-    let (ok, stdout, stderr) = lab(&[
+    let (ok, stdout, stderr, dir) = lab_in_tempdir(&[
         "--pcap",
         "--names",
         "20000",
@@ -60,9 +69,8 @@ fn pcap_variant_checks_every_frame_under_live_changes() {
         "20000",
         "--pcap-frames",
         "200000",
-        "--out",
-        out.to_str().unwrap(),
     ]);
+    let out = dir.path().join("lab");
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(
         stdout.contains("running the offline pcap variant"),
@@ -105,9 +113,7 @@ fn bad_arguments_are_refused() {
 
 #[test]
 fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("lab");
-    let (ok, stdout, stderr) = lab(&[
+    let (ok, stdout, stderr, _dir) = lab_in_tempdir(&[
         "--names",
         "20000",
         "--duration",
@@ -120,8 +126,6 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
         "20000",
         "--workers",
         "2",
-        "--out",
-        out.to_str().unwrap(),
     ]);
     if !is_root() {
         assert!(stdout.contains("need root"), "{stdout}");
@@ -213,9 +217,7 @@ fn namespace_lab_alternates_phases_without_and_with_changes() {
     if !is_root() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("lab");
-    let (ok, stdout, stderr) = lab(&[
+    let (ok, stdout, stderr, _dir) = lab_in_tempdir(&[
         "--names",
         "20000",
         "--duration",
@@ -228,8 +230,6 @@ fn namespace_lab_alternates_phases_without_and_with_changes() {
         "100000",
         "--final-names",
         "2000",
-        "--out",
-        out.to_str().unwrap(),
     ]);
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("misforwarded  0"), "{stdout}");
@@ -266,9 +266,7 @@ fn namespace_lab_runs_the_forwarder_on_af_xdp() {
     if !is_root() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("lab");
-    let (ok, stdout, stderr) = lab(&[
+    let (ok, stdout, stderr, dir) = lab_in_tempdir(&[
         "--names",
         "10000",
         "--duration",
@@ -281,9 +279,8 @@ fn namespace_lab_runs_the_forwarder_on_af_xdp() {
         "2000",
         "--io",
         "afxdp",
-        "--out",
-        out.to_str().unwrap(),
     ]);
+    let out = dir.path().join("lab");
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     let fwd = stdout
         .lines()

@@ -414,25 +414,19 @@ pub(crate) mod x86 {
         while i < n {
             // SAFETY: (1) i + 16 <= n <= keys.len(): the 64-byte load is inside.
             let x = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i) as *const __m512i) };
-            let (a, b) = match kind {
-                HashKind::H2 => (
-                    h2_v16(x),
-                    _mm512_or_si512(h2_v16(_mm512_xor_si512(x, salt)), one),
-                ),
-                HashKind::Murmur3 => (
-                    m3_v16(x, _mm512_setzero_si512()),
-                    _mm512_or_si512(m3_v16(x, _mm512_set1_epi32(M3_SEED2 as i32)), one),
-                ),
-                // Routed to scalar by pair32_batch; never reached.
-                HashKind::Mix64 => return 0,
-                HashKind::Knuth => {
-                    let m = _mm512_set1_epi32(KNUTH_MUL as i32);
-                    (
-                        _mm512_mullo_epi32(x, m),
-                        _mm512_or_si512(_mm512_mullo_epi32(_mm512_xor_si512(x, salt), m), one),
-                    )
-                }
+            // SAFETY: (1) avx512f: this function's own target feature.
+            // Mix64 is routed to scalar by pair32_batch; never reached.
+            let Some(a) = (unsafe { h1_v16(kind, x) }) else {
+                return 0;
             };
+            let b = _mm512_or_si512(
+                match kind {
+                    HashKind::Murmur3 => m3_v16(x, _mm512_set1_epi32(M3_SEED2 as i32)),
+                    // SAFETY: as above.
+                    _ => unsafe { h1_v16(kind, _mm512_xor_si512(x, salt)) }.unwrap_or(a),
+                },
+                one,
+            );
             // SAFETY: (1) h1 and h2o are at least n long, so both 64-byte
             // stores are inside.
             unsafe {
