@@ -1,10 +1,13 @@
 //! Lookup cost of Bloomfwd for A/B comparisons and profiling:
-//! `lpm_probe v4|v6 [inside|uniform|zipf] [REPS] [FPR] [N]` builds the
+//! `lpm_probe v4|v6 [inside|uniform|zipf] [REPS] [FPR] [N] [POOL]` builds the
 //! default table (with the filters' false-positive target set to FPR when
 //! given) from the 2015 RouteViews table of that family
 //! (`../shared/data`), makes N addresses (default 100,000; random, random
 //! inside random table prefixes, or inside prefixes drawn Zipf; a few
-//! thousand stay in cache, to time the work without the misses) and times
+//! thousand stay in cache, to time the work without the misses; with POOL
+//! the N addresses are drawn at random from the stream's first POOL, so a
+//! small POOL keeps the lines cached while the order stays unpredictable,
+//! which tells branch mispredictions from misses) and times
 //! REPS passes of `Bloomfwd::lookup` (one address at a time) and of
 //! `Bloomfwd::lookup_batch`, in thread CPU time. Each kind runs in its own
 //! non-inlined function, so
@@ -63,6 +66,19 @@ fn addresses<A: Address>(routes: &[(Prefix<A>, NextHop)], stream: &str, n: usize
             A::from_u128(p.addr().to_u128() | host)
         })
         .collect()
+}
+
+/// `addrs` redrawn at random from its first `pool` (all of them when
+/// `pool` is their number).
+fn pooled<A: Copy>(mut addrs: Vec<A>, pool: usize) -> Vec<A> {
+    if pool < addrs.len() {
+        let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(9);
+        let from = addrs[..pool].to_vec();
+        for a in addrs.iter_mut() {
+            *a = from[r.gen_range(0..pool)];
+        }
+    }
+    addrs
 }
 
 /// Build the table of `routes` (filter target `fpr` when given) and time it.
@@ -137,13 +153,14 @@ fn run<A: GroupKey>(t: &mut BloomfwdControl<A>, addrs: &[A], reps: usize) {
 
 fn main() {
     let a = nexthop_testutil::args::Positional::from_env(
-        "lpm_probe [v6|v4] [inside|uniform|zipf] [REPS] [FPR] [N]",
+        "lpm_probe [v6|v4] [inside|uniform|zipf] [REPS] [FPR] [N] [POOL]",
     );
     let fam = a.word(0, &["v6", "v4"]);
     let stream = a.word(1, &["inside", "uniform", "zipf"]);
     let reps = a.count(2, 20);
     let fpr = a.number(3);
     let n = a.count(4, 100_000);
+    let pool = a.count(5, n).clamp(1, n.max(1));
     let data = |f: &str| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data")
@@ -153,7 +170,13 @@ fn main() {
         let r = load_routes(&data("routeviews-20151101-ipv4.txt.gz"), NextHopMode::Asn)
             .expect("IPv4 table")
             .v4;
-        probe(Config::ipv4(), fpr, &r, &addresses(&r, stream, n), reps);
+        probe(
+            Config::ipv4(),
+            fpr,
+            &r,
+            &pooled(addresses(&r, stream, n), pool),
+            reps,
+        );
     } else {
         let r = load_routes(&data("routeviews-20151101-ipv6.txt.gz"), NextHopMode::Asn)
             .expect("IPv6 table")
@@ -165,6 +188,6 @@ fn main() {
             .unwrap_or(DEFAULT_V6_LEVELS);
         let cfg = Config::ipv6_dpcpe(&r, levels);
         eprintln!("levels {:?}", cfg.levels);
-        probe(cfg, fpr, &r, &addresses(&r, stream, n), reps);
+        probe(cfg, fpr, &r, &pooled(addresses(&r, stream, n), pool), reps);
     }
 }

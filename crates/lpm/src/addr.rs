@@ -105,17 +105,14 @@ impl Address for u128 {
     fn hi64(self) -> u64 {
         (self >> 64) as u64
     }
-    /// Lengths up to 64 (the direct slot, sub-slots and most groups) shift
-    /// only the high word: one 64-bit shift instead of a 128-bit one and a
-    /// test for `len == 0`.
+    /// One 128-bit shift (`len == 0` gives 0), without a branch: a test
+    /// for `len <= 64` (to shift only the high word) depends on the group
+    /// a lookup probes, so it mispredicts (`lpm_probe v6 inside 20 0.01
+    /// 200000`, three alternating rounds: 32.8-33.1 ns per batched lookup
+    /// against 33.7-34.3 with the test).
     #[inline(always)]
     fn top(self, len: u8) -> Self {
-        if len <= 64 {
-            let hi = (self >> 64) as u64;
-            hi.checked_shr(64 - len as u32).unwrap_or(0) as u128
-        } else {
-            self >> (128 - len)
-        }
+        self.checked_shr(128 - len as u32).unwrap_or(0)
     }
     fn display(self) -> String {
         Ipv6Addr::from(self).to_string()
