@@ -1125,7 +1125,12 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     }
     let traffic_secs = traffic_start.elapsed().as_secs_f64();
     if o.alternate > 0.0 {
-        phases.push(close_phase(&phase_start, phases.len(), applied));
+        // The last phase, cut by the end of the traffic: printed like the
+        // others (the summary leaves it out when it is short).
+        let k = phases.len();
+        let p = close_phase(&phase_start, k, applied);
+        println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
+        phases.push(p);
     }
     let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&pids));
     sh.stop_source.store(true, Ordering::Release);

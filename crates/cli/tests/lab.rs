@@ -252,9 +252,23 @@ fn namespace_lab_alternates_phases_without_and_with_changes() {
         }
     }
     assert!(with_changes >= 1, "{stdout}");
+    // Every phase is printed, the last one (cut by the end of the traffic)
+    // too; the summary counts the full ones: 4 of 0.5 s in 2 s, or 3 when
+    // a loaded machine starts the traffic late and the last phase is cut
+    // short.
+    let counted = (phases.len().saturating_sub(1).max(3)..=phases.len())
+        .rev()
+        .find(|&n| {
+            let with = n / 2;
+            stdout.contains(&format!(
+                "phases        {n} phases of 0.5 s ({} without changes, {with} with): forwarded ",
+                n - with
+            ))
+        });
     assert!(
-        stdout.contains("phases        4 phases of 0.5 s (2 without changes, 2 with): forwarded "),
-        "{stdout}"
+        counted.is_some(),
+        "no summary of the {} phases printed (or all but the last):\n{stdout}",
+        phases.len()
     );
     assert!(stdout.contains("per worker CPU-second "), "{stdout}");
 }
