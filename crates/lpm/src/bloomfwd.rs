@@ -312,7 +312,13 @@ impl BloomBits {
 
     #[inline(always)]
     fn prefetch(&self, h1: u32) {
-        prefetch(self.blocks.as_ptr().wrapping_add(self.block(h1) as usize));
+        prefetch(self.block_addr(h1) as *const u8);
+    }
+
+    /// The address of the block of a key.
+    #[inline(always)]
+    fn block_addr(&self, h1: u32) -> usize {
+        self.blocks.as_ptr().wrapping_add(self.block(h1) as usize) as usize
     }
 
     fn set(&mut self, b: u32, v: bool) {
@@ -480,14 +486,33 @@ impl Line for Line6 {
     fn set_hop(&mut self, j: usize, hop: NextHop) {
         self.hops[j] = hop;
     }
+    /// Every slot compared, without a branch: whether a lookup finds its
+    /// key here, and in which slot, depends on its data.
+    #[inline(always)]
+    fn find(&self, key: u128) -> (NextHop, bool) {
+        let mut hop = NO_ROUTE;
+        let mut room = false;
+        for j in 0..3 {
+            let empty = self.hops[j] == NO_ROUTE;
+            room |= empty;
+            hop = select(!empty & (self.keys[j] == key), self.hops[j], hop);
+        }
+        (hop, room)
+    }
 }
 
-/// `if c { a } else { b }` by masks, so the compiler cannot make it a
-/// branch.
+/// `if c { a } else { b }` without a branch: `c` depends on the data a
+/// lookup reads, so a branch on it would mispredict (a plain `if`, or even
+/// an and/or of masks, LLVM may turn into one).
 #[inline(always)]
 fn select(c: bool, a: u32, b: u32) -> u32 {
-    let m = 0u32.wrapping_sub(c as u32);
-    (a & m) | (b & !m)
+    std::hint::select_unpredictable(c, a, b)
+}
+
+/// [`select`] on addresses.
+#[inline(always)]
+fn select_addr(c: bool, a: usize, b: usize) -> usize {
+    std::hint::select_unpredictable(c, a, b)
 }
 
 /// Open addressing over cache-line buckets ([`Line`]): a key lives in its
@@ -561,7 +586,13 @@ impl<K: GroupKey> HashTable<K> {
     /// The address of hash `h`'s home line.
     #[inline(always)]
     fn line_addr(&self, h: u32) -> usize {
-        self.lines.as_ptr().wrapping_add(self.home(h)) as usize
+        self.line_ptr(self.home(h))
+    }
+
+    /// The address of line `b` (not read).
+    #[inline(always)]
+    fn line_ptr(&self, b: usize) -> usize {
+        self.lines.as_ptr().wrapping_add(b) as usize
     }
 
     #[inline(always)]
@@ -1009,35 +1040,6 @@ impl ProbeCost {
 /// Lanes per batch step of [`Bloomfwd::lookup_batch`].
 const CHUNK: usize = 32;
 
-/// Steps between the stages of [`Bloomfwd::staged`].
-const STAGE_DISTANCE: usize = 8;
-
-/// Addresses per segment of [`Bloomfwd::staged`].
-const STAGE_SEGMENT: usize = 1024;
-
-/// [`Bloomfwd::staged`] pipelines a segment only if at least 1 in this
-/// many addresses of the segment before had a group to probe.
-const STAGE_MIN_MASKED: usize = 8;
-
-/// Lanes in flight in [`Bloomfwd::staged`] (a power of two above
-/// `3 * STAGE_DISTANCE`).
-const STAGE_RING: usize = (3 * STAGE_DISTANCE + 1).next_power_of_two();
-
-/// One address in flight in [`Bloomfwd::staged`].
-#[derive(Clone, Copy, Default)]
-struct StagedLane<A> {
-    /// The direct slot's next hop.
-    next_hop: NextHop,
-    /// The slot's group word, then the mask of groups to probe.
-    mask: u32,
-    /// The sub-mask index of a refined slot.
-    fine: u32,
-    /// The first (longest) group's key and hashes.
-    key: A,
-    h1: u32,
-    h2: u32,
-}
-
 /// What [`Bloomfwd::batch_summary`]'s look-ahead computes for one chunk.
 /// Lanes past a short chunk keep earlier (valid) values, so the lane loop
 /// prefetches without a bound check: at worst a line again.
@@ -1087,6 +1089,75 @@ impl<A: Default + Copy> Scratch<A> {
             by_bit: [0; 32],
         }
     }
+}
+
+/// Lanes per chunk of [`Bloomfwd::rounds`].
+const ROUND_CHUNK: usize = 64;
+
+/// Addresses per segment of [`Bloomfwd::rounds`].
+const ROUND_SEGMENT: usize = 1024;
+
+/// [`Bloomfwd::rounds`] takes a segment in rounds only if at least 1 in
+/// this many addresses of the segment before had a group to probe.
+const ROUND_MIN_MASKED: usize = 8;
+
+/// Entries of each per-lane array of [`RoundLanes`]: one per `u8` lane
+/// index, so an index read from a lane list needs no bounds check (only
+/// the first [`ROUND_CHUNK`] are used).
+const LANES: usize = 256;
+
+/// Per-chunk state of [`Bloomfwd::rounds`]: per lane, and lane lists.
+struct RoundLanes<A> {
+    /// The chunk's addresses, and their next hops so far.
+    addrs: [A; LANES],
+    res: [NextHop; LANES],
+    /// The key, hashes and group of the lane's current probe.
+    keys: [A; LANES],
+    h1: [u32; LANES],
+    h2: [u32; LANES],
+    group: [u8; LANES],
+    /// The (sub-)mask word, then the groups left to probe.
+    masks: [u32; LANES],
+    /// The sub-sub-mask index, then the table line index.
+    idx: [u32; LANES],
+    /// Lane lists: lanes of this round, of the next round, lanes whose
+    /// filter is tested, lanes whose bucket is read, lanes going on to the
+    /// next line.
+    act: [u8; LANES],
+    next: [u8; LANES],
+    filter: [u8; LANES],
+    bucket: [u8; LANES],
+    more: [u8; LANES],
+}
+
+impl<A: Default + Copy> RoundLanes<A> {
+    fn new() -> Box<Self> {
+        Box::new(RoundLanes {
+            addrs: [A::default(); LANES],
+            res: [NO_ROUTE; LANES],
+            keys: [A::default(); LANES],
+            h1: [0; LANES],
+            h2: [0; LANES],
+            group: [0; LANES],
+            masks: [0; LANES],
+            idx: [0; LANES],
+            act: [0; LANES],
+            next: [0; LANES],
+            filter: [0; LANES],
+            bucket: [0; LANES],
+            more: [0; LANES],
+        })
+    }
+}
+
+/// Append lane `i` to `list` (length `*n`) when `c`, without a branch:
+/// the lane is written either way and the length moves only when `c`.
+/// A list never holds more lanes than were offered (at most
+/// [`ROUND_CHUNK`]), so the write stays inside it.
+#[inline(always)]
+fn push_if(list: &mut [u8; LANES], n: &mut usize, i: u8, c: bool) {
+    list[*n & (LANES - 1)] = i;
+    *n += c as usize;
 }
 
 /// What a direct slot's summary (2 bits per slot in
@@ -1263,20 +1334,20 @@ impl<A: GroupKey> Bloomfwd<A> {
         if n > 31 {
             return self.probe_shared_bits::<K>(a, mask);
         }
-        self.probe_rest::<K, false>(a, mask & !(u32::MAX << n))
+        self.probe_rest::<K>(a, mask & !(u32::MAX << n))
     }
 
     /// [`Self::probe_groups`] over a mask that names only existing groups
     /// (at most 31).
     #[inline(always)]
-    fn probe_rest<const K: u8, const V: bool>(&self, a: A, mut m: u32) -> Option<NextHop> {
+    fn probe_rest<const K: u8>(&self, a: A, mut m: u32) -> Option<NextHop> {
         while m != 0 {
             let j = 31 - m.leading_zeros();
             m ^= 1 << j;
             let g = self.groups.get(j as usize)?;
             let key = a.top(g.level);
             let (h1, h2) = key.pair(kind_of(K));
-            if let Some(r) = self.probe_one::<V>(g, key, h1, h2, m == 0) {
+            if let Some(r) = self.probe_one(g, key, h1, h2, m == 0) {
                 return r;
             }
         }
@@ -1288,7 +1359,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// the last group probed without its filter), `None` goes on to the
     /// next group.
     #[inline(always)]
-    fn probe_one<const V: bool>(
+    fn probe_one(
         &self,
         g: &Group<A>,
         key: A,
@@ -1299,14 +1370,7 @@ impl<A: GroupKey> Bloomfwd<A> {
         if self.reuse && last {
             return Some(g.table.get(key, h1));
         }
-        let pass = if V {
-            // SAFETY: (1) `V` is true only inside `staged_avx512`, which
-            // runs only where avx512f was detected.
-            unsafe { g.filter.contains_avx512(h1, h2) }
-        } else {
-            g.filter.contains(h1, h2)
-        };
-        if pass {
+        if g.filter.contains(h1, h2) {
             if let Some(nh) = g.table.get(key, self.table_hash_of(key, h1)) {
                 return Some(Some(nh));
             }
@@ -1327,7 +1391,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             let (h1, h2) = key.pair(kind_of(K));
             // Several groups can count as last here (they share a bit), so
             // a miss in one goes on to the next.
-            if let Some(Some(nh)) = self.probe_one::<false>(g, key, h1, h2, last_named(mask, j)) {
+            if let Some(Some(nh)) = self.probe_one(g, key, h1, h2, last_named(mask, j)) {
                 return Some(nh);
             }
         }
@@ -1371,11 +1435,11 @@ impl<A: GroupKey> Bloomfwd<A> {
                     // SAFETY: (1) avx512f was detected just above, the only
                     // precondition of the target_feature function.
                     unsafe {
-                        with_kind!(self.filter_hash, K => self.staged_avx512::<K>(addrs, out))
+                        with_kind!(self.filter_hash, K => self.rounds_avx512::<K>(addrs, out))
                     };
                     return out.iter().filter(|&&v| v != NO_ROUTE).count();
                 }
-                with_kind!(self.filter_hash, K => self.staged::<K, false>(addrs, out));
+                with_kind!(self.filter_hash, K => self.rounds::<K, false>(addrs, out));
                 return out.iter().filter(|&&v| v != NO_ROUTE).count();
             }
             return self.lookup_each(addrs, out);
@@ -1843,42 +1907,6 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
     }
 
-    /// Per-address lookups in a software pipeline, for tables whose lines
-    /// sit in L2/L3 (IPv6): a lookup reads its direct slot, its sub-mask,
-    /// then a filter block and a bucket per group, each read depending on
-    /// the one before, and at ~300 instructions a lookup the out-of-order
-    /// window holds about one lookup, so those reads barely overlap
-    /// between addresses. So address `i` has its direct slot prefetched
-    /// at step `i`, read (and its sub-mask line prefetched) at `i + D`,
-    /// its mask resolved and its first (longest) group hashed, with that
-    /// group's filter block and bucket prefetched, at `i + 2D`, and its
-    /// probe finished at `i + 3D`, reusing that hash. At most 31 groups
-    /// (each a mask bit of its own).
-    ///
-    /// A uniform stream, where most addresses read only their direct
-    /// slot, pays for the steps without gaining (70 against 38
-    /// instructions a lookup), so the batch goes in segments of
-    /// `STAGE_SEGMENT` addresses and a segment after one in which fewer
-    /// than 1 in `STAGE_MIN_MASKED` addresses had a group to probe is
-    /// looked up one address at a time (counting again, to switch back:
-    /// the pipeline counts non-empty masks, the plain loop non-empty
-    /// direct-slot words).
-    #[inline(always)]
-    fn staged<const K: u8, const V: bool>(&self, addrs: &[A], out: &mut [NextHop]) {
-        let mut pipelined = true;
-        for (ca, co) in addrs
-            .chunks(STAGE_SEGMENT)
-            .zip(out.chunks_mut(STAGE_SEGMENT))
-        {
-            let masked = if pipelined {
-                self.staged_run::<K, V>(ca, co)
-            } else {
-                self.each_masked::<K>(ca, co)
-            };
-            pipelined = masked * STAGE_MIN_MASKED >= ca.len();
-        }
-    }
-
     /// One address at a time; returns how many direct slots named a group.
     #[inline(always)]
     fn each_masked<const K: u8>(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
@@ -1891,134 +1919,214 @@ impl<A: GroupKey> Bloomfwd<A> {
         masked
     }
 
-    /// [`Self::staged`] on one segment; returns how many addresses had a
-    /// non-empty mask.
+    /// Batched lookups for keys without batched hashing (IPv6), in chunks
+    /// of [`ROUND_CHUNK`] lanes, each step a pass over a list of lanes in
+    /// which no branch depends on a lane's data: lanes join the next list
+    /// by [`push_if`], and picks are [`select`]s. The branch predictor thus
+    /// sees loop counts instead of each lookup's path (inside-prefix IPv6
+    /// lookups differ in all of: refined slot or not, one to several
+    /// groups, filter pass, hit). Each pass prefetches what the next one
+    /// reads:
+    /// 1. every lane: its direct slot (prefetched one chunk ahead), the
+    ///    next hop so far, a refined slot's sub-mask (256 words per refined
+    ///    slot: cached), a refined sub-slot's sub-sub-mask prefetched;
+    /// 2. every lane: its mask; lanes with groups to probe form the first
+    ///    round;
+    /// 3. rounds while lanes have groups left: hash each lane's longest
+    ///    group left and prefetch its filter block, or its bucket when the
+    ///    group is the last its mask names (probed without its filter, see
+    ///    `last_named`); test the filters, prefetch the buckets of those
+    ///    that pass; compare the buckets (a full line without the key:
+    ///    the next line, in a pass of its own). A hit ends the lane.
+    ///
+    /// A uniform stream, where most addresses read only their direct slot,
+    /// pays for the passes without gaining, so the batch goes in segments
+    /// of `ROUND_SEGMENT` addresses, and a segment after one in which
+    /// fewer than 1 in `ROUND_MIN_MASKED` addresses had a group to probe
+    /// is looked up one address at a time (counting again, to switch
+    /// back). At most 31 groups (each a mask bit of its own).
     #[inline(always)]
-    fn staged_run<const K: u8, const V: bool>(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
-        const D: usize = STAGE_DISTANCE;
+    fn rounds<const K: u8, const V: bool>(&self, addrs: &[A], out: &mut [NextHop]) {
         let n = addrs.len().min(out.len());
         let (addrs, out) = (&addrs[..n], &mut out[..n]);
-        let all = !(u32::MAX << self.groups.len());
-        let mut ring = [StagedLane::<A>::default(); STAGE_RING];
-        let mut masked = 0;
-        if n < 3 * D {
-            for i in 0..n {
-                self.stage1(addrs[i], &mut ring[0]);
-                masked += self.stage2::<K>(addrs[i], &mut ring[0], all) as usize;
-                out[i] = self.stage3::<K, V>(addrs[i], &ring[0]);
-            }
-            return masked;
+        let all = !(u32::MAX << self.groups.len().min(31));
+        let mut s = RoundLanes::<A>::new();
+        let mut rounds = true;
+        for (sa, so) in addrs
+            .chunks(ROUND_SEGMENT)
+            .zip(out.chunks_mut(ROUND_SEGMENT))
+        {
+            let masked = if rounds {
+                for &a in &sa[..sa.len().min(ROUND_CHUNK)] {
+                    prefetch(self.direct.as_ptr().wrapping_add(self.slot(a)));
+                }
+                let mut masked = 0;
+                for (c, (ca, co)) in sa
+                    .chunks(ROUND_CHUNK)
+                    .zip(so.chunks_mut(ROUND_CHUNK))
+                    .enumerate()
+                {
+                    let from = ((c + 1) * ROUND_CHUNK).min(sa.len());
+                    let next = &sa[from..(from + ROUND_CHUNK).min(sa.len())];
+                    masked += self.round_chunk::<K, V>(ca, co, next, &mut s, all);
+                }
+                masked
+            } else {
+                self.each_masked::<K>(sa, so)
+            };
+            rounds = masked * ROUND_MIN_MASKED >= sa.len();
         }
-        for i in 0..3 * D {
-            self.stage0(addrs[i]);
-            if i >= D {
-                self.stage1(addrs[i - D], &mut ring[(i - D) % STAGE_RING]);
+    }
+
+    /// [`Self::rounds`] on one chunk (`next`: the next chunk's addresses,
+    /// whose direct slots are prefetched); returns how many lanes had a
+    /// group to probe.
+    #[inline(always)]
+    fn round_chunk<const K: u8, const V: bool>(
+        &self,
+        ca: &[A],
+        co: &mut [NextHop],
+        next: &[A],
+        s: &mut RoundLanes<A>,
+        all: u32,
+    ) -> usize {
+        let len = ca.len().min(co.len()).min(ROUND_CHUNK);
+        let fine_last = self.fine.len().saturating_sub(1);
+        let fine2_last = self.fine2.len().saturating_sub(1);
+        let reuse = self.reuse;
+        // 1. Direct slots (prefetched a chunk ahead) and sub-masks (a small
+        // array, 256 per refined slot: cached).
+        for (i, &a) in ca[..len].iter().enumerate() {
+            if let Some(&b) = next.get(i) {
+                prefetch(self.direct.as_ptr().wrapping_add(self.slot(b)));
             }
-            if i >= 2 * D {
-                let l = &mut ring[(i - 2 * D) % STAGE_RING];
-                masked += self.stage2::<K>(addrs[i - 2 * D], l, all) as usize;
-            }
+            let i = i as u8 as usize;
+            s.addrs[i] = a;
+            let d = self.direct[self.slot(a)];
+            s.res[i] = d.next_hop;
+            let refined = d.groups & FINE != 0;
+            let f = select_addr(refined, self.fine_index(a, d.groups).min(fine_last), 0);
+            // Present for every refined slot (built together); every group
+            // is a safe answer.
+            let m1 = self.fine.get(f).copied().unwrap_or(!FINE);
+            let w = select(refined, m1, d.groups);
+            s.masks[i] = w;
+            let f2 = select_addr(w & FINE != 0, self.fine2_index(a, w).min(fine2_last), 0);
+            s.idx[i] = f2 as u32;
+            prefetch(self.fine2.as_ptr().wrapping_add(f2));
         }
-        for i in 3 * D..n {
-            self.stage0(addrs[i]);
-            self.stage1(addrs[i - D], &mut ring[(i - D) % STAGE_RING]);
-            let l = &mut ring[(i - 2 * D) % STAGE_RING];
-            masked += self.stage2::<K>(addrs[i - 2 * D], l, all) as usize;
-            let j = i - 3 * D;
-            out[j] = self.stage3::<K, V>(addrs[j], &ring[j % STAGE_RING]);
+        // 2. Sub-sub-masks: the mask of every lane.
+        let mut na = 0;
+        for i in 0..len as u8 {
+            let w = s.masks[i as usize];
+            let m2 = self
+                .fine2
+                .get(s.idx[i as usize] as usize)
+                .copied()
+                .unwrap_or(!FINE);
+            let m = select(w & FINE != 0, m2, w) & all;
+            s.masks[i as usize] = m;
+            push_if(&mut s.act, &mut na, i, m != 0);
         }
-        for i in n..n + 3 * D {
-            if i - D < n {
-                self.stage1(addrs[i - D], &mut ring[(i - D) % STAGE_RING]);
+        let masked = na;
+        // 3. Rounds.
+        while na > 0 {
+            let (mut nf, mut nb, mut nn) = (0, 0, 0);
+            for &i in &s.act[..na] {
+                let u = i as usize;
+                let m = s.masks[u];
+                let j = 31 - m.leading_zeros();
+                let Some(g) = self.groups.get(j as usize) else {
+                    continue;
+                };
+                let key = s.addrs[u].top(g.level);
+                let (h1, h2) = key.pair(kind_of(K));
+                let rest = m ^ (1 << j);
+                let last = reuse & (rest == 0);
+                (s.keys[u], s.h1[u], s.h2[u]) = (key, h1, h2);
+                s.group[u] = j as u8;
+                s.masks[u] = rest;
+                s.idx[u] = g.table.home(h1) as u32;
+                let at = select_addr(last, g.table.line_addr(h1), g.filter.block_addr(h1));
+                prefetch(at as *const u8);
+                push_if(&mut s.bucket, &mut nb, i, last);
+                push_if(&mut s.filter, &mut nf, i, !last);
             }
-            if i - 2 * D < n {
-                let l = &mut ring[(i - 2 * D) % STAGE_RING];
-                masked += self.stage2::<K>(addrs[i - 2 * D], l, all) as usize;
+            for &i in &s.filter[..nf] {
+                let u = i as usize;
+                let Some(g) = self.groups.get(s.group[u] as usize) else {
+                    continue;
+                };
+                let (h1, h2) = (s.h1[u], s.h2[u]);
+                let pass = if V {
+                    // SAFETY: (1) `V` is true only inside `rounds_avx512`,
+                    // which runs only where avx512f was detected.
+                    unsafe { g.filter.contains_avx512(h1, h2) }
+                } else {
+                    g.filter.contains(h1, h2)
+                };
+                let th = self.table_hash_of(s.keys[u], h1);
+                s.idx[u] = g.table.home(th) as u32;
+                let at = select_addr(pass, g.table.line_addr(th), g.filter.block_addr(h1));
+                prefetch(at as *const u8);
+                push_if(&mut s.bucket, &mut nb, i, pass);
+                push_if(&mut s.next, &mut nn, i, !pass & (s.masks[u] != 0));
             }
-            let j = i - 3 * D;
-            out[j] = self.stage3::<K, V>(addrs[j], &ring[j % STAGE_RING]);
+            let mut nm = 0;
+            for &i in &s.bucket[..nb] {
+                let u = i as usize;
+                let Some(g) = self.groups.get(s.group[u] as usize) else {
+                    continue;
+                };
+                let b = s.idx[u] as usize & g.table.line_mask as usize;
+                let (hop, room) = g.table.line(b).find(s.keys[u]);
+                let hit = hop != NO_ROUTE;
+                s.res[u] = select(hit, hop, s.res[u]);
+                let on = !hit & !room;
+                let b2 = (b + 1) & g.table.line_mask as usize;
+                s.idx[u] = b2 as u32;
+                // Never an unmapped address: a prefetch of one can cost a
+                // page walk.
+                prefetch(select_addr(on, g.table.line_ptr(b2), g.table.line_ptr(b)) as *const u8);
+                push_if(&mut s.more, &mut nm, i, on);
+                push_if(&mut s.next, &mut nn, i, !hit & room & (s.masks[u] != 0));
+            }
+            // Full lines without the key (rare): the lines after them.
+            while nm > 0 {
+                let mut k = 0;
+                for t in 0..nm {
+                    let i = s.more[t & (LANES - 1)];
+                    let u = i as usize;
+                    let Some(g) = self.groups.get(s.group[u] as usize) else {
+                        continue;
+                    };
+                    let b = s.idx[u] as usize & g.table.line_mask as usize;
+                    let (hop, room) = g.table.line(b).find(s.keys[u]);
+                    let hit = hop != NO_ROUTE;
+                    s.res[u] = select(hit, hop, s.res[u]);
+                    s.idx[u] = ((b + 1) & g.table.line_mask as usize) as u32;
+                    // In place: `k <= t`.
+                    push_if(&mut s.more, &mut k, i, !hit & !room);
+                    push_if(&mut s.next, &mut nn, i, !hit & room & (s.masks[u] != 0));
+                }
+                nm = k;
+            }
+            std::mem::swap(&mut s.act, &mut s.next);
+            na = nn;
         }
+        co[..len].copy_from_slice(&s.res[..len]);
         masked
     }
 
-    /// [`Self::staged`] compiled for AVX-512, with the filters tested by
+    /// [`Self::rounds`] compiled for AVX-512, with the filters tested by
     /// [`BloomBits::contains_avx512`] (every filter has `k <= 8`).
     ///
     /// # Safety
     /// The CPU must support avx512f.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn staged_avx512<const K: u8>(&self, addrs: &[A], out: &mut [NextHop]) {
-        self.staged::<K, true>(addrs, out)
-    }
-
-    /// [`Self::staged`], step 0: prefetch the direct slot.
-    #[inline(always)]
-    fn stage0(&self, a: A) {
-        prefetch(self.direct.as_ptr().wrapping_add(self.slot(a)));
-    }
-
-    /// Step 1: read the direct slot; prefetch a refined slot's sub-mask.
-    #[inline(always)]
-    fn stage1(&self, a: A, l: &mut StagedLane<A>) {
-        let d = self.direct[self.slot(a)];
-        l.next_hop = d.next_hop;
-        l.mask = d.groups;
-        if d.groups & FINE != 0 {
-            let f = self.fine_index(a, d.groups);
-            prefetch(self.fine.as_ptr().wrapping_add(f));
-            l.fine = f as u32;
-        }
-    }
-
-    /// Step 2: the mask (`all`: the existing groups); hash the longest
-    /// group it names and prefetch that group's filter block and bucket.
-    #[inline(always)]
-    fn stage2<const K: u8>(&self, a: A, l: &mut StagedLane<A>, all: u32) -> bool {
-        let mut m = l.mask;
-        if m & FINE != 0 {
-            m = self.refined_mask(a, l.fine as usize);
-        }
-        m &= all;
-        l.mask = m;
-        if m != 0 {
-            if let Some(g) = self.groups.get(31 - m.leading_zeros() as usize) {
-                let key = a.top(g.level);
-                let (h1, h2) = key.pair(kind_of(K));
-                g.filter.prefetch(h1);
-                g.table.prefetch(self.table_hash_of(key, h1));
-                (l.key, l.h1, l.h2) = (key, h1, h2);
-            }
-        }
-        m != 0
-    }
-
-    /// Step 3: the first group with the hashes of step 2, then the rest
-    /// of the mask; else the direct slot's next hop.
-    #[inline(always)]
-    fn stage3<const K: u8, const V: bool>(&self, a: A, l: &StagedLane<A>) -> NextHop {
-        self.finish_staged::<K, V>(a, l).unwrap_or(l.next_hop)
-    }
-
-    /// The last step of [`Self::staged`]: the first group with the hashes
-    /// of step 2, then the rest of the mask.
-    #[inline(always)]
-    fn finish_staged<const K: u8, const V: bool>(
-        &self,
-        a: A,
-        l: &StagedLane<A>,
-    ) -> Option<NextHop> {
-        let m = l.mask;
-        if m == 0 {
-            return None;
-        }
-        let j = 31 - m.leading_zeros();
-        let rest = m ^ (1 << j);
-        let g = self.groups.get(j as usize)?;
-        if let Some(r) = self.probe_one::<V>(g, l.key, l.h1, l.h2, rest == 0) {
-            return r;
-        }
-        self.probe_rest::<K, V>(a, rest)
+    unsafe fn rounds_avx512<const K: u8>(&self, addrs: &[A], out: &mut [NextHop]) {
+        self.rounds::<K, true>(addrs, out)
     }
 
     /// [`Probe::FiltersFirst`] on one chunk of at most [`CHUNK`] lanes (at

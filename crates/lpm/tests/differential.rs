@@ -142,6 +142,49 @@ fn ipv4_batches_of_every_length_match_single_lookups() {
     }
 }
 
+/// IPv6 batches (`rounds`): every length from 0 to 140 at a few offsets
+/// (chunks of 64 lanes, short last chunks), and a long batch whose
+/// random-address segments are looked up one at a time and whose
+/// inside-prefix segments go back to rounds, give the single-lookup
+/// answer on every SIMD path, on the real table (full home lines, refined
+/// slots and sub-slots) and on a random one.
+#[test]
+fn ipv6_batches_of_every_length_match_single_lookups() {
+    let real = real_routes().v6;
+    let lens: &[u8] = &[0, 16, 19, 29, 32, 40, 44, 48, 56, 64, 65, 96, 128];
+    for routes in [real, random_routes::<u128>(13, 2000, lens)] {
+        let t = BloomfwdControl::build(Config::ipv6_dpcpe(&routes, 12), &routes).unwrap();
+        let mut r = rng(14);
+        // Random addresses first (3 segments), then inside prefixes.
+        let mut addrs: Vec<u128> = (0..3000).map(|_| random_addr(&mut r)).collect();
+        for _ in 0..5000 {
+            let i = r.gen_range(0..routes.len());
+            addrs.push(inside(&mut r, routes[i].0));
+        }
+        let want: Vec<NextHop> = addrs
+            .iter()
+            .map(|&a| t.lookup(a).unwrap_or(NO_ROUTE))
+            .collect();
+        for simd in Simd::available() {
+            let mut t2 = t.table().clone();
+            t2.set_simd(simd);
+            let mut out = vec![7; addrs.len()];
+            let hits = t2.lookup_batch(&addrs, &mut out);
+            assert_eq!(out, want, "{simd:?}, the whole stream");
+            assert_eq!(hits, want.iter().filter(|&&v| v != NO_ROUTE).count());
+            for start in [3000, 3001, 3063] {
+                for len in 0..=140 {
+                    let mut out = vec![7; len];
+                    let hits = t2.lookup_batch(&addrs[start..start + len], &mut out);
+                    let w = &want[start..start + len];
+                    assert_eq!(out, w, "{simd:?}, batch of {len} from {start}");
+                    assert_eq!(hits, w.iter().filter(|&&v| v != NO_ROUTE).count());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn ipv6_random_table_matches_trie() {
     let lens: &[u8] = &[
