@@ -1094,6 +1094,17 @@ impl<A: Default + Copy> Scratch<A> {
 /// Lanes per chunk of [`Bloomfwd::rounds`].
 const ROUND_CHUNK: usize = 64;
 
+/// [`Bloomfwd::rounds`] tests a group's filter only when its table has
+/// more lines than this (4 MiB): a smaller table stays cached with the
+/// rest of the IPv6 structure, a round's prefetch hides its bucket's
+/// latency, and comparing a bucket costs fewer instructions than testing
+/// the filter and then comparing the bucket when it passes. On the 2015
+/// IPv6 table (every group's table at most 1 MiB), `lpm_probe v6 inside 10
+/// 0.01 200000`, seven alternating rounds: 34.7 ns per batched lookup
+/// (median) against 39.2 with the filters of every group but the last
+/// one named.
+const ROUND_FILTER_MIN_LINES: u32 = (4 << 20) / 64;
+
 /// Addresses per segment of [`Bloomfwd::rounds`].
 const ROUND_SEGMENT: usize = 1024;
 
@@ -2042,7 +2053,9 @@ impl<A: GroupKey> Bloomfwd<A> {
                 let key = s.addrs[u].top(g.level);
                 let (h1, h2) = key.pair(kind_of(K));
                 let rest = m ^ (1 << j);
-                let last = reuse & (rest == 0);
+                // Straight to the bucket: the last group the mask names
+                // (see `last_named`), or a small table.
+                let last = reuse & ((rest == 0) | (g.table.line_mask < ROUND_FILTER_MIN_LINES));
                 (s.keys[u], s.h1[u], s.h2[u]) = (key, h1, h2);
                 s.group[u] = j as u8;
                 s.masks[u] = rest;
