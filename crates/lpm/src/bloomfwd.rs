@@ -2005,6 +2005,13 @@ impl<A: GroupKey> Bloomfwd<A> {
         let fine_last = self.fine.len().saturating_sub(1);
         let fine2_last = self.fine2.len().saturating_sub(1);
         let reuse = self.reuse;
+        // Never prefetch at an empty array's dangling pointer (unmapped: a
+        // page walk).
+        let fine2_base = if self.fine2.is_empty() {
+            self.direct.as_ptr() as usize
+        } else {
+            self.fine2.as_ptr() as usize
+        };
         // 1. Direct slots (prefetched a chunk ahead) and sub-masks (a small
         // array, 256 per refined slot: cached).
         for (i, &a) in ca[..len].iter().enumerate() {
@@ -2024,7 +2031,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             s.masks[i] = w;
             let f2 = select_addr(w & FINE != 0, self.fine2_index(a, w).min(fine2_last), 0);
             s.idx[i] = f2 as u32;
-            prefetch(self.fine2.as_ptr().wrapping_add(f2));
+            prefetch((fine2_base as *const u32).wrapping_add(f2));
         }
         // 2. Sub-sub-masks: the mask of every lane.
         let mut na = 0;
