@@ -971,6 +971,9 @@ pub struct Bloomfwd<A: GroupKey> {
     reuse: bool,
     simd: Simd,
     probe: Probe,
+    /// [`Self::rounds`] tests the filters of groups whose tables have more
+    /// lines than this (see [`Self::set_round_filter_min_bytes`]).
+    round_filter_min_lines: u32,
 }
 
 /// The order in which [`Bloomfwd::lookup_batch`] reads a lane's memory.
@@ -1095,14 +1098,15 @@ impl<A: Default + Copy> Scratch<A> {
 const ROUND_CHUNK: usize = 64;
 
 /// [`Bloomfwd::rounds`] tests a group's filter only when its table has
-/// more lines than this (4 MiB): a smaller table stays cached with the
+/// more lines than this (4 MiB; [`Bloomfwd::set_round_filter_min_bytes`]
+/// changes it): a smaller table stays cached with the
 /// rest of the IPv6 structure, a round's prefetch hides its bucket's
 /// latency, and comparing a bucket costs fewer instructions than testing
 /// the filter and then comparing the bucket when it passes. On the 2015
-/// IPv6 table (every group's table at most 1 MiB), `lpm_probe v6 inside 10
-/// 0.01 200000`, seven alternating rounds: 34.7 ns per batched lookup
-/// (median) against 39.2 with the filters of every group but the last
-/// one named.
+/// IPv6 table (no group's table above 4 MiB), `lpm_probe v6 inside|zipf
+/// 10 0.01 200000`, five alternating rounds each: 36.1 ns per batched
+/// lookup (median) against 38.7 with the filters of every group but the
+/// last one named (inside), 41.7 against 43.5 (Zipf), session 16.
 const ROUND_FILTER_MIN_LINES: u32 = (4 << 20) / 64;
 
 /// Addresses per segment of [`Bloomfwd::rounds`].
@@ -1425,8 +1429,9 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// the lanes that pass, probe; a lane for which the group is the last
     /// its mask names skips the filter. A hit resolves its lane, so shorter
     /// groups are not probed for it. Keys without batched hashing (IPv6) go
-    /// through a per-address software pipeline instead (`staged`; tables of
-    /// more than 31 groups: one address at a time, `lookup_each`).
+    /// in rounds of lane lists without data-dependent branches instead
+    /// ([`Self::rounds`]; tables of more than 31 groups: one address at a
+    /// time, `lookup_each`).
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         let n = addrs.len().min(out.len());
         let (addrs, out) = (&addrs[..n], &mut out[..n]);
@@ -1905,8 +1910,8 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// so the group-by-group passes, whose point is to overlap misses, cost
     /// more instructions than the latency they hide: 593 against 354 per
     /// inside-prefix lookup and 55 against 34 per uniform one (callgrind,
-    /// `examples/lpm_probe.rs`); `staged` overlaps them per address
-    /// instead.
+    /// `examples/lpm_probe.rs`); [`Self::rounds`] goes by lane lists
+    /// instead, without a branch on a lane's data.
     fn lookup_each(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         with_kind!(self.filter_hash, K => self.each::<K>(addrs, out));
         out.iter().filter(|&&v| v != NO_ROUTE).count()
@@ -2062,7 +2067,8 @@ impl<A: GroupKey> Bloomfwd<A> {
                 let rest = m ^ (1 << j);
                 // Straight to the bucket: the last group the mask names
                 // (see `last_named`), or a small table.
-                let last = reuse & ((rest == 0) | (g.table.line_mask < ROUND_FILTER_MIN_LINES));
+                let last =
+                    reuse & ((rest == 0) | (g.table.line_mask < self.round_filter_min_lines));
                 (s.keys[u], s.h1[u], s.h2[u]) = (key, h1, h2);
                 s.group[u] = j as u8;
                 s.masks[u] = rest;
@@ -2364,6 +2370,16 @@ impl<A: GroupKey> Bloomfwd<A> {
         self.probe = probe;
     }
 
+    /// Batched IPv6 lookups ([`Self::lookup_batch`] for keys without
+    /// batched hashing) test a group's filter before its bucket only when
+    /// the group's table is larger than `bytes` (default 4 MiB: a smaller
+    /// table stays cached, and its bucket compare costs less than the
+    /// filter test; 0: every group's filter, as single lookups do, but the
+    /// last one its mask names). Answers are the same either way.
+    pub fn set_round_filter_min_bytes(&mut self, bytes: usize) {
+        self.round_filter_min_lines = (bytes / 64).min(u32::MAX as usize) as u32;
+    }
+
     /// Bytes read by lookups: direct array, filters and tables.
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.direct)
@@ -2615,6 +2631,7 @@ impl<A: GroupKey> BloomfwdControl<A> {
             reuse,
             simd: Simd::detect(),
             probe: Probe::default(),
+            round_filter_min_lines: ROUND_FILTER_MIN_LINES,
         };
         BloomfwdControl {
             cfg,
@@ -2687,11 +2704,15 @@ impl<A: GroupKey> BloomfwdControl<A> {
             _ => {
                 // A new level: rebuild from the RIB (rare; keeps every
                 // group's length range contiguous).
-                let simd = self.fwd.simd;
+                // The lookup settings carry over.
+                let (simd, probe) = (self.fwd.simd, self.fwd.probe);
+                let filter_min = self.fwd.round_filter_min_lines;
                 let cfg = self.cfg.clone();
                 let rib = std::mem::take(&mut self.rib);
                 *self = Self::from_rib(cfg, rib);
                 self.fwd.simd = simd;
+                self.fwd.probe = probe;
+                self.fwd.round_filter_min_lines = filter_min;
                 return true;
             }
         };
