@@ -128,22 +128,38 @@ fn ipv4_batches_of_every_length_match_single_lookups() {
         (cfg.filter_hash, cfg.table_hash) = (hash, hash);
         let t = BloomfwdControl::build(cfg, &routes).unwrap();
         let addrs = probe_addrs(&mut rng(12), &routes, 300, 300);
-        let want: Vec<NextHop> = addrs
-            .iter()
-            .map(|&a| t.lookup(a).unwrap_or(NO_ROUTE))
-            .collect();
-        for simd in Simd::available() {
-            let mut t2 = t.table().clone();
-            t2.set_simd(simd);
-            for start in 0..16 {
-                for len in 0..=100 {
-                    let mut out = vec![7; len];
-                    let a = &addrs[start..start + len];
-                    let hits = t2.lookup_batch(a, &mut out);
-                    let w = &want[start..start + len];
-                    assert_eq!(out, w, "{simd:?} {hash:?}, batch of {len} from {start}");
-                    assert_eq!(hits, w.iter().filter(|&&v| v != NO_ROUTE).count());
-                }
+        check_batches(&t, &addrs, 0..16, 100);
+    }
+}
+
+/// Batches of `addrs` from each of `starts`, of every length up to
+/// `max_len`, and the whole of `addrs`, give the single-lookup answers and
+/// hit counts on every SIMD path.
+fn check_batches<A: nexthop_lpm::bloomfwd::GroupKey>(
+    t: &BloomfwdControl<A>,
+    addrs: &[A],
+    starts: impl Iterator<Item = usize> + Clone,
+    max_len: usize,
+) {
+    let want: Vec<NextHop> = addrs
+        .iter()
+        .map(|&a| t.lookup(a).unwrap_or(NO_ROUTE))
+        .collect();
+    let hits_of = |w: &[NextHop]| w.iter().filter(|&&v| v != NO_ROUTE).count();
+    for simd in Simd::available() {
+        let mut t2 = t.table().clone();
+        t2.set_simd(simd);
+        let mut out = vec![7; addrs.len()];
+        let hits = t2.lookup_batch(addrs, &mut out);
+        assert_eq!(out, want, "{simd:?}, the whole stream");
+        assert_eq!(hits, hits_of(&want));
+        for start in starts.clone() {
+            for len in 0..=max_len {
+                let mut out = vec![7; len];
+                let hits = t2.lookup_batch(&addrs[start..start + len], &mut out);
+                let w = &want[start..start + len];
+                assert_eq!(out, w, "{simd:?}, batch of {len} from {start}");
+                assert_eq!(hits, hits_of(w));
             }
         }
     }
@@ -168,27 +184,7 @@ fn ipv6_batches_of_every_length_match_single_lookups() {
             let i = r.gen_range(0..routes.len());
             addrs.push(inside(&mut r, routes[i].0));
         }
-        let want: Vec<NextHop> = addrs
-            .iter()
-            .map(|&a| t.lookup(a).unwrap_or(NO_ROUTE))
-            .collect();
-        for simd in Simd::available() {
-            let mut t2 = t.table().clone();
-            t2.set_simd(simd);
-            let mut out = vec![7; addrs.len()];
-            let hits = t2.lookup_batch(&addrs, &mut out);
-            assert_eq!(out, want, "{simd:?}, the whole stream");
-            assert_eq!(hits, want.iter().filter(|&&v| v != NO_ROUTE).count());
-            for start in [3000, 3001, 3063] {
-                for len in 0..=140 {
-                    let mut out = vec![7; len];
-                    let hits = t2.lookup_batch(&addrs[start..start + len], &mut out);
-                    let w = &want[start..start + len];
-                    assert_eq!(out, w, "{simd:?}, batch of {len} from {start}");
-                    assert_eq!(hits, w.iter().filter(|&&v| v != NO_ROUTE).count());
-                }
-            }
-        }
+        check_batches(&t, &addrs, [3000, 3001, 3063].into_iter(), 140);
     }
 }
 
