@@ -1116,10 +1116,12 @@ const ROUND_SEGMENT: usize = 1024;
 /// this many addresses of the segment before had a group to probe.
 const ROUND_MIN_MASKED: usize = 8;
 
-/// Entries of each per-lane array of [`RoundLanes`]: one per `u8` lane
-/// index, so an index read from a lane list needs no bounds check (only
-/// the first [`ROUND_CHUNK`] are used).
-const LANES: usize = 256;
+/// Entries of each per-lane array of [`RoundLanes`]: one per lane of a
+/// chunk. Lane indices are taken `& (LANES - 1)` where they are read from
+/// a list, so the compiler knows them in bounds (no bounds checks).
+const LANES: usize = ROUND_CHUNK;
+
+const _: () = assert!(LANES.is_power_of_two() && LANES <= 256);
 
 /// Per-chunk state of [`Bloomfwd::rounds`]: per lane, and lane lists.
 struct RoundLanes<A> {
@@ -1146,8 +1148,8 @@ struct RoundLanes<A> {
 }
 
 impl<A: Default + Copy> RoundLanes<A> {
-    fn new() -> Box<Self> {
-        Box::new(RoundLanes {
+    fn new() -> Self {
+        RoundLanes {
             addrs: [A::default(); LANES],
             res: [NO_ROUTE; LANES],
             keys: [A::default(); LANES],
@@ -1161,7 +1163,7 @@ impl<A: Default + Copy> RoundLanes<A> {
             filter: [0; LANES],
             bucket: [0; LANES],
             more: [0; LANES],
-        })
+        }
     }
 }
 
@@ -1233,6 +1235,18 @@ impl<A: GroupKey> Bloomfwd<A> {
         } else {
             key.pair(self.table_hash).0
         }
+    }
+
+    /// Whether [`Self::lookup_batch`] reads group `g`'s bucket without
+    /// testing its filter (`last`: no shorter group is named): the last
+    /// group a mask names (see `last_named`), and, for keys without batched
+    /// hashing (IPv6, [`Self::rounds`]), a group whose table is at most
+    /// `round_filter_min_lines` lines. Only where the table hash reuses
+    /// the filter's `h1`. No branch (the rounds call it for every probe).
+    #[inline(always)]
+    fn skips_filter(&self, g: &Group<A>, last: bool) -> bool {
+        let small = !A::BATCH_HASH & (g.table.line_mask < self.round_filter_min_lines);
+        self.reuse & (last | small)
     }
 
     /// The direct slot of an address: its first `direct_bits` (<= 24)
@@ -1870,7 +1884,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             while p != 0 {
                 let i = p.trailing_zeros() as usize;
                 p &= p - 1;
-                if self.reuse && last_named(s.masks[i], j) {
+                if self.skips_filter(g, last_named(s.masks[i], j)) {
                     g.table.prefetch(s.h1[i]);
                     s.th[i] = s.h1[i];
                     last |= 1 << i;
@@ -1950,8 +1964,9 @@ impl<A: GroupKey> Bloomfwd<A> {
     ///    round;
     /// 3. rounds while lanes have groups left: hash each lane's longest
     ///    group left and prefetch its filter block, or its bucket when the
-    ///    group is the last its mask names (probed without its filter, see
-    ///    `last_named`); test the filters, prefetch the buckets of those
+    ///    filter is skipped (the last group the mask names, or a table of
+    ///    at most 4 MiB: `skips_filter`); test the filters, prefetch the
+    ///    buckets of those
     ///    that pass; compare the buckets (a full line without the key:
     ///    the next line, in a pass of its own). A hit ends the lane.
     ///
@@ -2009,7 +2024,6 @@ impl<A: GroupKey> Bloomfwd<A> {
         let len = ca.len().min(co.len()).min(ROUND_CHUNK);
         let fine_last = self.fine.len().saturating_sub(1);
         let fine2_last = self.fine2.len().saturating_sub(1);
-        let reuse = self.reuse;
         // Never prefetch at an empty array's dangling pointer (unmapped: a
         // page walk).
         let fine2_base = if self.fine2.is_empty() {
@@ -2023,7 +2037,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             if let Some(&b) = next.get(i) {
                 prefetch(self.direct.as_ptr().wrapping_add(self.slot(b)));
             }
-            let i = i as u8 as usize;
+            let i = i & (LANES - 1);
             s.addrs[i] = a;
             let d = self.direct[self.slot(a)];
             s.res[i] = d.next_hop;
@@ -2040,23 +2054,20 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
         // 2. Sub-sub-masks: the mask of every lane.
         let mut na = 0;
-        for i in 0..len as u8 {
-            let w = s.masks[i as usize];
-            let m2 = self
-                .fine2
-                .get(s.idx[i as usize] as usize)
-                .copied()
-                .unwrap_or(!FINE);
+        for i in 0..len {
+            let i = i & (LANES - 1);
+            let w = s.masks[i];
+            let m2 = self.fine2.get(s.idx[i] as usize).copied().unwrap_or(!FINE);
             let m = select(w & FINE != 0, m2, w) & all;
-            s.masks[i as usize] = m;
-            push_if(&mut s.act, &mut na, i, m != 0);
+            s.masks[i] = m;
+            push_if(&mut s.act, &mut na, i as u8, m != 0);
         }
         let masked = na;
         // 3. Rounds.
         while na > 0 {
             let (mut nf, mut nb, mut nn) = (0, 0, 0);
             for &i in &s.act[..na] {
-                let u = i as usize;
+                let u = i as usize & (LANES - 1);
                 let m = s.masks[u];
                 let j = 31 - m.leading_zeros();
                 let Some(g) = self.groups.get(j as usize) else {
@@ -2065,21 +2076,18 @@ impl<A: GroupKey> Bloomfwd<A> {
                 let key = s.addrs[u].top(g.level);
                 let (h1, h2) = key.pair(kind_of(K));
                 let rest = m ^ (1 << j);
-                // Straight to the bucket: the last group the mask names
-                // (see `last_named`), or a small table.
-                let last =
-                    reuse & ((rest == 0) | (g.table.line_mask < self.round_filter_min_lines));
+                let direct = self.skips_filter(g, rest == 0);
                 (s.keys[u], s.h1[u], s.h2[u]) = (key, h1, h2);
                 s.group[u] = j as u8;
                 s.masks[u] = rest;
                 s.idx[u] = g.table.home(h1) as u32;
-                let at = select_addr(last, g.table.line_addr(h1), g.filter.block_addr(h1));
+                let at = select_addr(direct, g.table.line_addr(h1), g.filter.block_addr(h1));
                 prefetch(at as *const u8);
-                push_if(&mut s.bucket, &mut nb, i, last);
-                push_if(&mut s.filter, &mut nf, i, !last);
+                push_if(&mut s.bucket, &mut nb, i, direct);
+                push_if(&mut s.filter, &mut nf, i, !direct);
             }
             for &i in &s.filter[..nf] {
-                let u = i as usize;
+                let u = i as usize & (LANES - 1);
                 let Some(g) = self.groups.get(s.group[u] as usize) else {
                     continue;
                 };
@@ -2100,7 +2108,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             }
             let mut nm = 0;
             for &i in &s.bucket[..nb] {
-                let u = i as usize;
+                let u = i as usize & (LANES - 1);
                 let Some(g) = self.groups.get(s.group[u] as usize) else {
                     continue;
                 };
@@ -2122,7 +2130,7 @@ impl<A: GroupKey> Bloomfwd<A> {
                 let mut k = 0;
                 for t in 0..nm {
                     let i = s.more[t & (LANES - 1)];
-                    let u = i as usize;
+                    let u = i as usize & (LANES - 1);
                     let Some(g) = self.groups.get(s.group[u] as usize) else {
                         continue;
                     };
@@ -2305,7 +2313,7 @@ impl<A: GroupKey> Bloomfwd<A> {
             c.groups += 1;
             let key = a.top(g.level);
             let (h1, h2) = key.pair(self.filter_hash);
-            if !(self.reuse && last_named(mask, j)) {
+            if !self.skips_filter(g, last_named(mask, j)) {
                 c.filters += 1;
                 if !g.filter.contains(h1, h2) {
                     continue;
@@ -3449,6 +3457,25 @@ mod tests {
         assert_eq!((c.direct, c.filters), (0, 2));
         assert!(c.table_lines >= 1);
         assert_eq!(f.probe_cost(0x0B00_0000).direct, 1);
+    }
+
+    /// IPv6 batches skip the filters of small tables (`skips_filter`), and
+    /// `probe_cost` says so.
+    #[test]
+    fn probe_cost_follows_the_ipv6_filter_rule() {
+        let base = 0x2001_0db8u128 << 96;
+        let routes = [(p6(base, 32), 1), (p6(base | 7u128 << 80, 48), 2)];
+        let t = BloomfwdControl::<u128>::build(Config::ipv6(vec![32, 48]), &routes).unwrap();
+        let mut f = t.table().clone();
+        // Inside the /48: its group first, a hit (the /32 group is also
+        // named, so the /48 group is not the last one).
+        let a = base | 7u128 << 80 | 1;
+        assert_eq!(f.lookup(a), Some(2));
+        let c = f.probe_cost(a);
+        assert_eq!((c.groups, c.filters, c.table_lines), (1, 0, 1));
+        f.set_round_filter_min_bytes(0);
+        let c = f.probe_cost(a);
+        assert_eq!((c.groups, c.filters, c.table_lines), (1, 1, 1));
     }
 
     #[test]
