@@ -50,6 +50,9 @@ use crate::hash::{pair32, pair32_batch, HashKind, KeyHash, Simd};
 use crate::rib::Rib;
 use nexthop_mem::HugeBox;
 
+#[cfg(target_arch = "x86_64")]
+mod wide;
+
 /// Call `$e` with the const `$k` set to the code of the hash kind `$kind`
 /// (one match per call instead of one per hashed key).
 macro_rules! with_kind {
@@ -1213,6 +1216,28 @@ fn as_u32<A: 'static>(x: &[A]) -> Option<&[u32]> {
     })
 }
 
+/// The table, addresses and next hops as IPv6 ones when `A` is `u128`,
+/// else `None` (folds away once `A` is known).
+#[allow(clippy::type_complexity)]
+fn as_v6<'a, A: GroupKey>(
+    t: &'a Bloomfwd<A>,
+    addrs: &'a [A],
+    out: &'a mut [NextHop],
+) -> Option<(&'a Bloomfwd<u128>, &'a [u128], &'a mut [NextHop])> {
+    (TypeId::of::<A>() == TypeId::of::<u128>()).then(|| {
+        // SAFETY: (1) `A` is `u128` (same `TypeId`), so `Bloomfwd<A>` is
+        // `Bloomfwd<u128>` and the slice is a `u128` slice: the same
+        // pointers, length and lifetimes.
+        unsafe {
+            (
+                &*(t as *const Bloomfwd<A>).cast::<Bloomfwd<u128>>(),
+                std::slice::from_raw_parts(addrs.as_ptr().cast::<u128>(), addrs.len()),
+                out,
+            )
+        }
+    })
+}
+
 /// [`as_u32`] for a chunk array.
 fn as_u32_mut<A: 'static>(x: &mut [A; CHUNK]) -> Option<&mut [u32; CHUNK]> {
     (TypeId::of::<A>() == TypeId::of::<u32>()).then(|| {
@@ -1457,6 +1482,17 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
         if !A::BATCH_HASH {
             if self.groups.len() <= 31 {
+                #[cfg(target_arch = "x86_64")]
+                if self.simd == Simd::Avx512 {
+                    if let Some((me, a, o)) =
+                        as_v6(self, addrs, out).filter(|(me, ..)| me.wide_ok())
+                    {
+                        // SAFETY: (1) `wide_ok` checked the CPU features
+                        // `rounds_wide` is compiled for.
+                        unsafe { me.rounds_wide(a, o) };
+                        return out.iter().filter(|&&v| v != NO_ROUTE).count();
+                    }
+                }
                 #[cfg(target_arch = "x86_64")]
                 if self.simd == Simd::Avx512
                     && self.groups.iter().all(|g| g.filter.k <= 8)
@@ -2009,19 +2045,12 @@ impl<A: GroupKey> Bloomfwd<A> {
         }
     }
 
-    /// [`Self::rounds`] on one chunk (`next`: the next chunk's addresses,
-    /// whose direct slots are prefetched); returns how many lanes had a
-    /// group to probe.
+    /// Step 1 of [`Self::rounds`] on one chunk (`ca`, at most
+    /// [`ROUND_CHUNK`] lanes): every lane's address, direct slot next hop,
+    /// and (sub-)mask word into `s` (`s.idx`: the sub-sub-mask index,
+    /// prefetched); the direct slots of `next` are prefetched.
     #[inline(always)]
-    fn round_chunk<const K: u8, const V: bool>(
-        &self,
-        ca: &[A],
-        co: &mut [NextHop],
-        next: &[A],
-        s: &mut RoundLanes<A>,
-        all: u32,
-    ) -> usize {
-        let len = ca.len().min(co.len()).min(ROUND_CHUNK);
+    fn round_slots(&self, ca: &[A], next: &[A], s: &mut RoundLanes<A>) {
         let fine_last = self.fine.len().saturating_sub(1);
         let fine2_last = self.fine2.len().saturating_sub(1);
         // Never prefetch at an empty array's dangling pointer (unmapped: a
@@ -2033,7 +2062,7 @@ impl<A: GroupKey> Bloomfwd<A> {
         };
         // 1. Direct slots (prefetched a chunk ahead) and sub-masks (a small
         // array, 256 per refined slot: cached).
-        for (i, &a) in ca[..len].iter().enumerate() {
+        for (i, &a) in ca.iter().take(ROUND_CHUNK).enumerate() {
             if let Some(&b) = next.get(i) {
                 prefetch(self.direct.as_ptr().wrapping_add(self.slot(b)));
             }
@@ -2052,6 +2081,22 @@ impl<A: GroupKey> Bloomfwd<A> {
             s.idx[i] = f2 as u32;
             prefetch((fine2_base as *const u32).wrapping_add(f2));
         }
+    }
+
+    /// [`Self::rounds`] on one chunk (`next`: the next chunk's addresses,
+    /// whose direct slots are prefetched); returns how many lanes had a
+    /// group to probe.
+    #[inline(always)]
+    fn round_chunk<const K: u8, const V: bool>(
+        &self,
+        ca: &[A],
+        co: &mut [NextHop],
+        next: &[A],
+        s: &mut RoundLanes<A>,
+        all: u32,
+    ) -> usize {
+        let len = ca.len().min(co.len()).min(ROUND_CHUNK);
+        self.round_slots(&ca[..len], next, s);
         // 2. Sub-sub-masks: the mask of every lane.
         let mut na = 0;
         for i in 0..len {
