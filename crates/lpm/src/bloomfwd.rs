@@ -1469,8 +1469,9 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// its mask names skips the filter. A hit resolves its lane, so shorter
     /// groups are not probed for it. Keys without batched hashing (IPv6) go
     /// in rounds of lane lists without data-dependent branches instead
-    /// ([`Self::rounds`]; tables of more than 31 groups: one address at a
-    /// time, `lookup_each`).
+    /// ([`Self::rounds`]; with AVX-512, a Mix64 table of at most 16
+    /// groups hashes eight probes per instruction, `rounds_wide`; tables
+    /// of more than 31 groups: one address at a time, `lookup_each`).
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
         let n = addrs.len().min(out.len());
         let (addrs, out) = (&addrs[..n], &mut out[..n]);

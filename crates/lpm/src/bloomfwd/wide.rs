@@ -473,3 +473,128 @@ unsafe fn put(
         c64(&mut list.khi, khi);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Prefix;
+    use crate::bloomfwd::{BloomfwdControl, Config};
+    use crate::hash::{pair128, Simd};
+
+    fn have_features() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512cd")
+    }
+
+    /// A table of the default IPv6 kind takes the wide rounds wherever the
+    /// CPU can (so the differential tests, which run every SIMD path,
+    /// cover them), and only with `Simd::Avx512`.
+    #[test]
+    fn default_ipv6_tables_take_the_wide_rounds_on_avx512() {
+        let base = 0x2001_0db8u128 << 96;
+        let routes: Vec<(Prefix<u128>, NextHop)> = (0..64u128)
+            .map(|i| (Prefix::new(base | i << 80, 48).unwrap(), i as NextHop))
+            .collect();
+        let t = BloomfwdControl::<u128>::build(Config::ipv6(vec![32, 48, 64]), &routes).unwrap();
+        let mut f = t.table().clone();
+        f.set_simd(Simd::Avx512);
+        assert_eq!(f.wide_ok(), have_features());
+        let mut murmur = Config::ipv6(vec![32, 48, 64]);
+        murmur.filter_hash = HashKind::Murmur3;
+        murmur.table_hash = HashKind::Murmur3;
+        let m = BloomfwdControl::<u128>::build(murmur, &routes).unwrap();
+        assert!(!m.table().wide_ok(), "only Mix64 is vectorised");
+        let mut addrs: Vec<u128> = (0..200u128).map(|i| base | (i % 70) << 80 | i).collect();
+        addrs.push(0);
+        let mut out = vec![0; addrs.len()];
+        for simd in Simd::available() {
+            f.set_simd(simd);
+            f.lookup_batch(&addrs, &mut out);
+            for (a, o) in addrs.iter().zip(&out) {
+                assert_eq!(f.lookup(*a).unwrap_or(NO_ROUTE), *o, "{a:x} {simd:?}");
+            }
+        }
+    }
+
+    /// The hash step's keys and hashes equal the scalar ones at every
+    /// level, for addresses with every bit pattern in both halves.
+    #[test]
+    fn hash_probes_match_the_scalar_keys_and_hashes() {
+        if !have_features() {
+            eprintln!("no avx512f/dq/cd on this CPU: the wide rounds are not reachable here");
+            return;
+        }
+        let levels: Vec<u8> = vec![17, 24, 31, 32, 33, 48, 63, 64, 65, 96, 112, 120, 127, 128];
+        let route = |l: u8| (Prefix::new(u128::MAX, l).unwrap(), 1);
+        let routes: Vec<_> = levels.iter().map(|&l| route(l)).collect();
+        let t = BloomfwdControl::<u128>::build(Config::ipv6(levels.clone()), &routes).unwrap();
+        // Every filter tested (but the last named group's): both lists.
+        let mut f = t.table().clone();
+        f.set_round_filter_min_bytes(0);
+        let p = f.params();
+        let mut filtered = 0;
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        let mut act = Probes::new();
+        let (mut bucket, mut filter) = (Hashed::new(), Hashed::new());
+        for round in 0..64 {
+            let mut want = Vec::new();
+            let mut n = 0;
+            for lane in 0..LANES as u32 {
+                x = crate::hash::mix64(x);
+                let a = (x as u128) << 64 | crate::hash::mix64(x ^ round) as u128;
+                let j = (x >> 7) as usize % levels.len();
+                // The group, and maybe shorter ones left after it.
+                let mask = 1u32 << j | (x >> 40) as u32 & ((1 << j) - 1);
+                act.push_if(&mut n, lane, mask, a, true);
+                let key = a >> (128 - levels[j] as u32);
+                want.push((lane, key, pair128(HashKind::Mix64, key), mask ^ 1 << j, j));
+            }
+            // SAFETY: the features were checked above.
+            let (nb, nf) = unsafe { hash_probes(&act, n, &p, &mut bucket, &mut filter) };
+            assert_eq!(nb + nf, n);
+            filtered += nf;
+            let mut got = Vec::new();
+            for t in 0..nb {
+                assert_eq!(
+                    bucket.rest[t], 0,
+                    "only the last group named skips its filter"
+                );
+                let g = &f.groups[bucket.group[t] as usize];
+                let h1 = want[bucket.lane[t] as usize].2 .0;
+                assert_eq!(bucket.a[t] as usize, g.table.home(h1));
+                assert_eq!(bucket.addr[t] as usize, g.table.line_addr(h1));
+                got.push((
+                    bucket.lane[t],
+                    bucket.klo[t],
+                    bucket.khi[t],
+                    h1,
+                    bucket.rest[t],
+                    bucket.group[t],
+                ));
+            }
+            for t in 0..nf {
+                assert_ne!(filter.rest[t], 0, "the last group named skips its filter");
+                let h = (filter.a[t], filter.addr[t] as u32);
+                assert_eq!(h, want[filter.lane[t] as usize].2);
+                got.push((
+                    filter.lane[t],
+                    filter.klo[t],
+                    filter.khi[t],
+                    h.0,
+                    filter.rest[t],
+                    filter.group[t],
+                ));
+            }
+            got.sort_unstable();
+            let want: Vec<_> = want
+                .iter()
+                .map(|&(lane, key, h, rest, j)| {
+                    (lane, key as u64, (key >> 64) as u64, h.0, rest, j as u32)
+                })
+                .collect();
+            assert_eq!(got, want);
+        }
+        assert!(filtered > 0);
+    }
+}
