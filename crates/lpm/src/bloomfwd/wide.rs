@@ -264,9 +264,9 @@ impl Bloomfwd<u128> {
                 // SAFETY: `addr` is the address of a line of group `g`'s
                 // table: `hash_probes` makes it from the table's first line
                 // plus `home & line_mask` lines (the parameters of a group
-                // of this table, `params`), the filter step and the pass
-                // for full lines below from `HashTable::line_ptr` of a
-                // masked index; the tables live as long as `&self`.
+                // of this table, `params`), the filter step from
+                // `HashTable::line_ptr` of a masked index; the tables live
+                // as long as `&self`.
                 let line = unsafe { &*(bucket.addr[t] as *const Line6) };
                 let (hop, room) = line.find(key);
                 let hit = hop != NO_ROUTE;
