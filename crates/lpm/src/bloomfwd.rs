@@ -2015,10 +2015,28 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// back). At most 31 groups (each a mask bit of its own).
     #[inline(always)]
     fn rounds<const K: u8, const V: bool>(&self, addrs: &[A], out: &mut [NextHop]) {
-        let n = addrs.len().min(out.len());
-        let (addrs, out) = (&addrs[..n], &mut out[..n]);
         let all = !(u32::MAX << self.groups.len().min(31));
         let mut s = RoundLanes::<A>::new();
+        self.round_segments::<K>(addrs, out, |ca, co, next| {
+            self.round_chunk::<K, V>(ca, co, next, &mut s, all)
+        });
+    }
+
+    /// The segments and chunks of [`Self::rounds`] (and of `rounds_wide`):
+    /// `chunk(ca, co, next)` looks up the chunk `ca` into `co` (at most
+    /// [`ROUND_CHUNK`] lanes; `next`: the next chunk's addresses, whose
+    /// direct slots it prefetches) and returns how many of its lanes had a
+    /// group to probe; a segment after one in which fewer than 1 in
+    /// `ROUND_MIN_MASKED` did is looked up one address at a time.
+    #[inline(always)]
+    fn round_segments<const K: u8>(
+        &self,
+        addrs: &[A],
+        out: &mut [NextHop],
+        mut chunk: impl FnMut(&[A], &mut [NextHop], &[A]) -> usize,
+    ) {
+        let n = addrs.len().min(out.len());
+        let (addrs, out) = (&addrs[..n], &mut out[..n]);
         let mut rounds = true;
         for (sa, so) in addrs
             .chunks(ROUND_SEGMENT)
@@ -2036,7 +2054,7 @@ impl<A: GroupKey> Bloomfwd<A> {
                 {
                     let from = ((c + 1) * ROUND_CHUNK).min(sa.len());
                     let next = &sa[from..(from + ROUND_CHUNK).min(sa.len())];
-                    masked += self.round_chunk::<K, V>(ca, co, next, &mut s, all);
+                    masked += chunk(ca, co, next);
                 }
                 masked
             } else {
@@ -2044,6 +2062,18 @@ impl<A: GroupKey> Bloomfwd<A> {
             };
             rounds = masked * ROUND_MIN_MASKED >= sa.len();
         }
+    }
+
+    /// Step 2 of [`Self::rounds`] for lane `i`: its mask (the sub-sub-mask
+    /// of a refined sub-slot, else the word step 1 left), groups in `all`.
+    #[inline(always)]
+    fn round_mask(&self, s: &RoundLanes<A>, i: usize, all: u32) -> u32 {
+        let i = i & (LANES - 1);
+        let w = s.masks[i];
+        // Present for every refined sub-slot (built together); every group
+        // is a safe answer.
+        let m2 = self.fine2.get(s.idx[i] as usize).copied().unwrap_or(!FINE);
+        select(w & FINE != 0, m2, w) & all
     }
 
     /// Step 1 of [`Self::rounds`] on one chunk (`ca`, at most
@@ -2102,9 +2132,7 @@ impl<A: GroupKey> Bloomfwd<A> {
         let mut na = 0;
         for i in 0..len {
             let i = i & (LANES - 1);
-            let w = s.masks[i];
-            let m2 = self.fine2.get(s.idx[i] as usize).copied().unwrap_or(!FINE);
-            let m = select(w & FINE != 0, m2, w) & all;
+            let m = self.round_mask(s, i, all);
             s.masks[i] = m;
             push_if(&mut s.act, &mut na, i as u8, m != 0);
         }

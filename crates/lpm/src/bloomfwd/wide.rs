@@ -16,9 +16,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{
-    prefetch, push_if, select, select_addr, Bloomfwd, Line, Line6, RoundLanes, FINE, LANES,
-};
+use super::{prefetch, push_if, select, select_addr, Bloomfwd, Line, Line6, RoundLanes, LANES};
 use crate::addr::{NextHop, NO_ROUTE};
 use crate::hash::HashKind;
 
@@ -173,40 +171,20 @@ impl Bloomfwd<u128> {
     /// compiled for).
     #[target_feature(enable = "avx512f,avx512dq,avx512cd")]
     pub(super) unsafe fn rounds_wide(&self, addrs: &[u128], out: &mut [NextHop]) {
-        let n = addrs.len().min(out.len());
-        let (addrs, out) = (&addrs[..n], &mut out[..n]);
         let all = !(u32::MAX << self.groups.len().min(31));
         let p = self.params();
         let mut s = RoundLanes::<u128>::new();
         let mut lists = [Probes::new(), Probes::new()];
         let mut hashed = [Hashed::new(), Hashed::new()];
-        let mut rounds = true;
-        for (sa, so) in addrs
-            .chunks(super::ROUND_SEGMENT)
-            .zip(out.chunks_mut(super::ROUND_SEGMENT))
-        {
-            let masked = if rounds {
-                for &a in &sa[..sa.len().min(LANES)] {
-                    prefetch(self.direct.as_ptr().wrapping_add(self.slot(a)));
-                }
-                let mut masked = 0;
-                for (c, (ca, co)) in sa.chunks(LANES).zip(so.chunks_mut(LANES)).enumerate() {
-                    let from = ((c + 1) * LANES).min(sa.len());
-                    let next = &sa[from..(from + LANES).min(sa.len())];
-                    let len = ca.len().min(co.len()).min(LANES);
-                    self.round_slots(&ca[..len], next, &mut s);
-                    // SAFETY: (1) this function's features, which the
-                    // caller's contract guarantees.
-                    masked +=
-                        unsafe { self.wide_chunk(len, &mut s, &p, &mut lists, &mut hashed, all) };
-                    co[..len].copy_from_slice(&s.res[..len]);
-                }
-                masked
-            } else {
-                self.each_masked::<{ HashKind::Mix64 as u8 }>(sa, so)
-            };
-            rounds = masked * super::ROUND_MIN_MASKED >= sa.len();
-        }
+        self.round_segments::<{ HashKind::Mix64 as u8 }>(addrs, out, |ca, co, next| {
+            let len = ca.len().min(co.len()).min(LANES);
+            self.round_slots(&ca[..len], next, &mut s);
+            // SAFETY: (1) this function's features, which the caller's
+            // contract guarantees.
+            let masked = unsafe { self.wide_chunk(len, &mut s, &p, &mut lists, &mut hashed, all) };
+            co[..len].copy_from_slice(&s.res[..len]);
+            masked
+        });
     }
 
     /// The masks and rounds of one chunk of `len` lanes whose direct slots
@@ -228,9 +206,7 @@ impl Bloomfwd<u128> {
         // form the first round.
         let mut na = 0;
         for i in 0..len.min(LANES) {
-            let w = s.masks[i];
-            let m2 = self.fine2.get(s.idx[i] as usize).copied().unwrap_or(!FINE);
-            let m = select(w & FINE != 0, m2, w) & all;
+            let m = self.round_mask(s, i, all);
             act.push_if(&mut na, i as u32, m, s.addrs[i], m != 0);
         }
         let masked = na;
@@ -259,7 +235,6 @@ impl Bloomfwd<u128> {
             // Buckets.
             let mut nm = 0;
             for t in 0..nb.min(CAP) {
-                let lane = (bucket.lane[t] & (LANES as u32 - 1)) as usize;
                 let key = bucket.klo[t] as u128 | (bucket.khi[t] as u128) << 64;
                 // SAFETY: `addr` is the address of a line of group `g`'s
                 // table: `hash_probes` makes it from the table's first line
@@ -268,18 +243,8 @@ impl Bloomfwd<u128> {
                 // `HashTable::line_ptr` of a masked index; the tables live
                 // as long as `&self`.
                 let line = unsafe { &*(bucket.addr[t] as *const Line6) };
-                let (hop, room) = line.find(key);
-                let hit = hop != NO_ROUTE;
-                s.res[lane] = select(hit, hop, s.res[lane]);
-                let rest = bucket.rest[t];
-                push_if(&mut more, &mut nm, t as u8, !hit & !room);
-                next.push_if(
-                    &mut nn,
-                    lane as u32,
-                    rest,
-                    s.addrs[lane],
-                    !hit & room & (rest != 0),
-                );
+                let full = settle(s, next, &mut nn, bucket, t, line.find(key));
+                push_if(&mut more, &mut nm, t as u8, full);
             }
             // Full lines without the key (rare): the lines after them.
             while nm > 0 {
@@ -292,20 +257,9 @@ impl Bloomfwd<u128> {
                     let b = (bucket.a[t] as usize + 1) & g.table.line_mask as usize;
                     bucket.a[t] = b as u32;
                     let key = bucket.klo[t] as u128 | (bucket.khi[t] as u128) << 64;
-                    let (hop, room) = g.table.line(b).find(key);
-                    let hit = hop != NO_ROUTE;
-                    let lane = (bucket.lane[t] & (LANES as u32 - 1)) as usize;
-                    s.res[lane] = select(hit, hop, s.res[lane]);
-                    let rest = bucket.rest[t];
+                    let full = settle(s, next, &mut nn, bucket, t, g.table.line(b).find(key));
                     // In place: `k <= u`.
-                    push_if(&mut more, &mut k, t as u8, !hit & !room);
-                    next.push_if(
-                        &mut nn,
-                        lane as u32,
-                        rest,
-                        s.addrs[lane],
-                        !hit & room & (rest != 0),
-                    );
+                    push_if(&mut more, &mut k, t as u8, full);
                 }
                 nm = k;
             }
@@ -314,6 +268,35 @@ impl Bloomfwd<u128> {
         }
         masked
     }
+}
+
+/// The answer `(hop, room)` of bucket-list entry `t`'s line: a hit sets
+/// its lane's next hop; a miss in a line with room ends the probe, and the
+/// lane goes on to `next` (`*nn` entries) when it has groups left. Returns
+/// whether the line was full without the key (the probe goes on to the
+/// next line).
+#[inline(always)]
+fn settle(
+    s: &mut RoundLanes<u128>,
+    next: &mut Probes,
+    nn: &mut usize,
+    bucket: &Hashed,
+    t: usize,
+    (hop, room): (NextHop, bool),
+) -> bool {
+    let t = t & (CAP - 1);
+    let lane = (bucket.lane[t] & (LANES as u32 - 1)) as usize;
+    let hit = hop != NO_ROUTE;
+    s.res[lane] = select(hit, hop, s.res[lane]);
+    let rest = bucket.rest[t];
+    next.push_if(
+        nn,
+        lane as u32,
+        rest,
+        s.addrs[lane],
+        !hit & room & (rest != 0),
+    );
+    !hit & !room
 }
 
 /// Hash the probes `act[..n]` eight at a time: each probe's group is its
