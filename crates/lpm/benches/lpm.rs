@@ -604,6 +604,11 @@ fn main() {
     report.insert("ipv4".into(), sec4);
     drop(runners);
     drop(pool);
+    // Memory of the DPDK tables, printed with the others below.
+    #[allow(unused_mut)]
+    let mut dpdk_mem: Vec<(&str, usize, usize)> = Vec::new();
+    #[cfg(feature = "dpdk")]
+    dpdk_mem.push(("dpdk rte_lpm (DPDK heap)", dpdk4.memory_bytes(), r4.len()));
     #[cfg(feature = "dpdk")]
     drop(dpdk4);
 
@@ -707,6 +712,8 @@ fn main() {
     drop(runners);
     drop(pool);
     #[cfg(feature = "dpdk")]
+    dpdk_mem.push(("dpdk rte_lpm6 (DPDK heap)", dpdk6.memory_bytes(), r6.len()));
+    #[cfg(feature = "dpdk")]
     drop(dpdk6);
     if lookups_only {
         write_report(report);
@@ -717,7 +724,7 @@ fn main() {
     println!("\n### Memory per prefix and measured false-positive rate\n");
     println!("| structure | bytes | bytes/prefix |");
     println!("| --- | ---: | ---: |");
-    let mem = [
+    let mut mem = vec![
         (
             "bloomfwd v4 (lookup part)",
             bf4.table().memory_bytes(),
@@ -734,7 +741,8 @@ fn main() {
         ("miht v6", m6.memory_bytes(), r6.len()),
         ("binary trie v6", trie6.memory_bytes(), r6.len()),
     ];
-    for (name, b, p) in mem {
+    mem.extend(dpdk_mem);
+    for &(name, b, p) in &mem {
         println!("| {name} | {b} | {:.1} |", b as f64 / p as f64);
     }
     report.insert(

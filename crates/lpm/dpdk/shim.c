@@ -23,6 +23,7 @@
 #include <rte_errno.h>
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
+#include <rte_malloc.h>
 #include <rte_memory.h>
 
 #define NH_NO_ROUTE UINT32_MAX
@@ -49,6 +50,26 @@ int nh_dpdk_eal_init(int argc, char **argv)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(saved),
 					     &saved);
 	return 0;
+}
+
+/*
+ * Bytes allocated from DPDK's malloc heaps, all sockets (the
+ * heap_allocsz_bytes of rte_malloc_get_socket_stats, element headers
+ * included). rte_lpm_create and rte_lpm6_create allocate all of a table
+ * there (memzones come from the same heaps), so the difference across a
+ * create is the table's memory.
+ */
+uint64_t nh_dpdk_heap_bytes(void)
+{
+	uint64_t total = 0;
+	unsigned int n = rte_socket_count();
+	for (unsigned int i = 0; i < n; i++) {
+		struct rte_malloc_socket_stats st;
+		int socket = rte_socket_id_by_idx(i);
+		if (socket >= 0 && rte_malloc_get_socket_stats(socket, &st) == 0)
+			total += st.heap_allocsz_bytes;
+	}
+	return total;
 }
 
 const char *nh_dpdk_strerror(int err)

@@ -31,7 +31,7 @@ use std::collections::HashSet;
 use std::ffi::{c_char, c_int, c_uint, CStr, CString};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::addr::{NextHop, Prefix4, Prefix6, NO_ROUTE};
 
@@ -146,6 +146,7 @@ struct RteLpm6 {
 extern "C" {
     fn nh_dpdk_eal_init(argc: c_int, argv: *mut *mut c_char) -> c_int;
     fn nh_dpdk_strerror(err: c_int) -> *const c_char;
+    fn nh_dpdk_heap_bytes() -> u64;
 
     fn nh_lpm_create(
         name: *const c_char,
@@ -190,6 +191,26 @@ fn strerror(err: c_int) -> String {
     // out at once, before any other DPDK call on this thread could reuse
     // the buffer.
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// Held across every table's creation and release, so the heap bytes
+/// counted across a creation ([`measured`]) are that table's alone.
+static HEAP: Mutex<()> = Mutex::new(());
+
+/// `create()` and the DPDK heap bytes it allocated (see
+/// `nh_dpdk_heap_bytes` in the shim).
+fn measured<T>(create: impl FnOnce() -> T) -> (T, usize) {
+    let _g = HEAP.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: 1. EAL is initialised (callers run `init_eal` first); the
+    // function only reads DPDK's heap statistics, under their own locks.
+    let before = unsafe { nh_dpdk_heap_bytes() };
+    let t = create();
+    // SAFETY: as above (1.).
+    let after = unsafe { nh_dpdk_heap_bytes() };
+    (
+        t,
+        usize::try_from(after.saturating_sub(before)).unwrap_or(usize::MAX),
+    )
 }
 
 static EAL: OnceLock<Result<(), DpdkError>> = OnceLock::new();
@@ -266,6 +287,8 @@ fn update_error(op: &'static str, prefix: impl std::fmt::Display, rc: c_int) -> 
 #[derive(Debug)]
 pub struct DpdkLpm4 {
     lpm: NonNull<RteLpm>,
+    /// DPDK heap bytes of the table ([`Self::memory_bytes`]).
+    bytes: usize,
 }
 
 // SAFETY: 1. the table is owned by this value alone (not shared by name:
@@ -287,12 +310,14 @@ impl DpdkLpm4 {
         init_eal()?;
         let name = unique_name("lpm4");
         let mut err: c_int = 0;
-        // SAFETY: 1. EAL is initialised (above); 2. `name` is a valid
-        // NUL-terminated string that DPDK copies; 3. `err` is a valid
-        // `int` to write to.
-        let p = unsafe { nh_lpm_create(name.as_ptr(), max_rules, number_tbl8s, &mut err) };
+        let (p, bytes) = measured(|| {
+            // SAFETY: 1. EAL is initialised (above); 2. `name` is a valid
+            // NUL-terminated string that DPDK copies; 3. `err` is a valid
+            // `int` to write to.
+            unsafe { nh_lpm_create(name.as_ptr(), max_rules, number_tbl8s, &mut err) }
+        });
         match NonNull::new(p) {
-            Some(lpm) => Ok(DpdkLpm4 { lpm }),
+            Some(lpm) => Ok(DpdkLpm4 { lpm, bytes }),
             None => Err(DpdkError::Create {
                 family: Self::FAMILY,
                 max_rules,
@@ -369,6 +394,15 @@ impl DpdkLpm4 {
         (rc == 0).then_some(nh)
     }
 
+    /// Bytes of DPDK heap the table took when created (measured: the
+    /// heaps' allocated bytes before and after `rte_lpm_create`). That is
+    /// all of it: the 2^24-entry `tbl24` (64 MiB), `number_tbl8s` groups
+    /// of 256 entries and `max_rules` rules, sized at creation, so adds and
+    /// deletes do not change it.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// `rte_lpm_lookup_bulk` over `addrs` in chunks of 32, writing next
     /// hops ([`NO_ROUTE`] on a miss) to `out`; handles the first
     /// `min(addrs.len(), out.len())` addresses and returns the hit count.
@@ -384,6 +418,7 @@ impl DpdkLpm4 {
 
 impl Drop for DpdkLpm4 {
     fn drop(&mut self) {
+        let _g = HEAP.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: 1. `self.lpm` came from `rte_lpm_create` and is freed
         // exactly once, here; nothing can use it afterwards.
         unsafe { nh_lpm_free(self.lpm.as_ptr()) }
@@ -394,6 +429,8 @@ impl Drop for DpdkLpm4 {
 #[derive(Debug)]
 pub struct DpdkLpm6 {
     lpm: NonNull<RteLpm6>,
+    /// DPDK heap bytes of the table ([`Self::memory_bytes`]).
+    bytes: usize,
 }
 
 // SAFETY: 1. as for `DpdkLpm4`: sole owner of a thread-independent table.
@@ -415,10 +452,12 @@ impl DpdkLpm6 {
         init_eal()?;
         let name = unique_name("lpm6");
         let mut err: c_int = 0;
-        // SAFETY: as in `DpdkLpm4::new` (1., 2., 3.).
-        let p = unsafe { nh_lpm6_create(name.as_ptr(), max_rules, number_tbl8s, &mut err) };
+        let (p, bytes) = measured(|| {
+            // SAFETY: as in `DpdkLpm4::new` (1., 2., 3.).
+            unsafe { nh_lpm6_create(name.as_ptr(), max_rules, number_tbl8s, &mut err) }
+        });
         match NonNull::new(p) {
-            Some(lpm) => Ok(DpdkLpm6 { lpm }),
+            Some(lpm) => Ok(DpdkLpm6 { lpm, bytes }),
             None => Err(DpdkError::Create {
                 family: Self::FAMILY,
                 max_rules,
@@ -503,6 +542,13 @@ impl DpdkLpm6 {
         (rc == 0).then_some(nh)
     }
 
+    /// Bytes of DPDK heap the table took when created (measured as for
+    /// [`DpdkLpm4::memory_bytes`]): `tbl24`, the `number_tbl8s` groups and
+    /// the rules' hash table, all sized at creation.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// `rte_lpm6_lookup_bulk_func` over `addrs` in chunks of 32 (each
     /// chunk converted to network-order bytes first), writing next hops
     /// ([`NO_ROUTE`] on a miss) to `out`; handles the first
@@ -540,6 +586,7 @@ impl DpdkLpm6 {
 
 impl Drop for DpdkLpm6 {
     fn drop(&mut self) {
+        let _g = HEAP.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: 1. `self.lpm` came from `rte_lpm6_create` and is freed
         // exactly once, here.
         unsafe { nh_lpm6_free(self.lpm.as_ptr()) }

@@ -175,3 +175,30 @@ fn real_ipv4_table_and_linx_updates_match_trie() {
     }
     assert!(applied > 20_000, "only {applied} IPv4 updates applied");
 }
+
+/// The measured heap bytes cover what DPDK's layouts must hold: for
+/// `rte_lpm` the 2^24 4-byte `tbl24` entries plus 256 per tbl8 group, for
+/// `rte_lpm6` the same plus the rule table. A wrapper that measured
+/// nothing (0) or another table's creation would fail; so would one off by
+/// a whole table (twice the layout).
+#[test]
+fn memory_bytes_cover_the_tables() {
+    const TBL24: usize = (1 << 24) * 4;
+    const TBL8: usize = 256 * 4;
+    for (rules, tbl8s) in [(1_000, 100), (50_000, 2_000)] {
+        let t4 = DpdkLpm4::new(rules, tbl8s).unwrap();
+        let want4 = TBL24 + tbl8s as usize * TBL8 + rules as usize * 8;
+        let m4 = t4.memory_bytes();
+        assert!(
+            (want4..2 * want4).contains(&m4),
+            "rte_lpm {rules} rules, {tbl8s} tbl8s: {m4} bytes, layout {want4}"
+        );
+        let t6 = DpdkLpm6::new(rules, tbl8s).unwrap();
+        let want6 = TBL24 + tbl8s as usize * TBL8;
+        let m6 = t6.memory_bytes();
+        assert!(
+            (want6..2 * want6).contains(&m6),
+            "rte_lpm6 {rules} rules, {tbl8s} tbl8s: {m6} bytes, layout {want6}"
+        );
+    }
+}
