@@ -391,22 +391,28 @@ fn spin<A: GroupKey>(
 }
 
 /// [`report_two_threads`] alone, on a pool of its own.
-fn pairs_only<A: GroupKey>(
+fn two_threads_only<A: GroupKey>(
     t: &BloomfwdControl<A>,
     streams: &[(&'static str, Vec<A>)],
     rounds: usize,
 ) {
     let pool = Pool::new(2);
     let mut runners = bloom_runners(t);
-    runners.push((
+    runners.push(bloom_on_pool(&pool, t));
+    report_two_threads(&pool, streams, &runners, rounds);
+}
+
+/// The `bloomfwd-batch-2t` runner: batched lookups of `t` on every worker
+/// of `pool` ([`on_pool`]).
+fn bloom_on_pool<'a, A: GroupKey>(pool: &'a Pool, t: &'a BloomfwdControl<A>) -> Runner<'a, A> {
+    (
         "bloomfwd-batch-2t",
-        Box::new(|a: &[A], o: &mut [NextHop]| {
-            on_pool(&pool, a, o, |x, y| {
+        Box::new(move |a: &[A], o: &mut [NextHop]| {
+            on_pool(pool, a, o, |x, y| {
                 t.table().lookup_batch(x, y);
             })
         }),
-    ));
-    report_two_threads(&pool, streams, &runners, rounds);
+    )
 }
 
 fn checksum(out: &[NextHop]) -> u64 {
@@ -448,19 +454,19 @@ fn main() {
     // of one stream in a loop, nothing else (for `perf record` and quick
     // A/B runs).
     let args: Vec<String> = std::env::args().collect();
-    // `--pair v4|v6 ROUNDS`: only the two-thread pairs of the lookup
-    // section (bloomfwd-batch against bloomfwd-batch-2t, every stream),
-    // for quick A/B runs of the scaling.
+    // `--pair v4|v6 [ROUNDS]`: only the two-thread rounds of the lookup
+    // section (bloomfwd-batch alone on each worker against
+    // bloomfwd-batch-2t, every stream), for quick A/B runs of the scaling.
     if let Some(i) = args.iter().position(|a| a == "--pair") {
         let fam = args.get(i + 1).map_or("v4", String::as_str);
         let rounds: usize = args.get(i + 2).and_then(|x| x.parse().ok()).unwrap_or(15);
         if fam == "v6" {
             let c = Config::ipv6_dpcpe(&r6, DEFAULT_V6_LEVELS);
             let t = BloomfwdControl::build(c, &r6).expect("valid");
-            pairs_only(&t, &streams(2, &r6, n), rounds);
+            two_threads_only(&t, &streams(2, &r6, n), rounds);
         } else {
             let t = BloomfwdControl::build(Config::ipv4(), &r4).expect("valid");
-            pairs_only(&t, &streams(1, &r4, n), rounds);
+            two_threads_only(&t, &streams(1, &r4, n), rounds);
         }
         return;
     }
@@ -526,14 +532,7 @@ fn main() {
     bf4_ff.set_probe(Probe::FiltersFirst);
     let pool = Pool::new(2);
     let mut runners = bloom_runners(&bf4);
-    runners.push((
-        "bloomfwd-batch-2t",
-        Box::new(|a: &[u32], o: &mut [NextHop]| {
-            on_pool(&pool, a, o, |x, y| {
-                bf4.table().lookup_batch(x, y);
-            })
-        }),
-    ));
+    runners.push(bloom_on_pool(&pool, &bf4));
     runners.push((
         "bloomfwd-batch mix64",
         Box::new(|a: &[u32], o: &mut [NextHop]| {
@@ -639,14 +638,7 @@ fn main() {
     let (bf6m, bf6u) = (bf6_with(HashKind::Mix64), bf6_with(HashKind::Murmur3));
     let pool = Pool::new(2);
     let mut runners = bloom_runners(&bf6);
-    runners.push((
-        "bloomfwd-batch-2t",
-        Box::new(|a: &[u128], o: &mut [NextHop]| {
-            on_pool(&pool, a, o, |x, y| {
-                bf6.table().lookup_batch(x, y);
-            })
-        }),
-    ));
+    runners.push(bloom_on_pool(&pool, &bf6));
     runners.push((
         "bloomfwd-batch mix64",
         Box::new(|a: &[u128], o: &mut [NextHop]| {
