@@ -2327,6 +2327,12 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// addresses from a shared counter until none is left, so a thread on
     /// a slower or busier core takes fewer shares instead of holding up
     /// the call with a fixed part. Returns how many addresses had a route.
+    ///
+    /// The threads are spawned for the call and joined before it returns
+    /// (one spawn and join per extra thread), so this suits large batches.
+    /// A forwarder keeps long-lived, pinned workers instead, each calling
+    /// [`Self::lookup_batch`] on its own bursts: the table is `Sync` and
+    /// lookups take `&self` (the dataplane's `IpPipeline` does that).
     pub fn lookup_parallel(&self, addrs: &[A], out: &mut [NextHop], threads: usize) -> usize {
         let n = addrs.len().min(out.len());
         let shares: Vec<Mutex<(&[A], &mut [NextHop])>> = addrs[..n]
