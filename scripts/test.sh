@@ -15,6 +15,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 # nexthop-lpm's optional DPDK baseline (libdpdk-dev, installed by setup.sh).
 cargo clippy -p nexthop-lpm --all-targets --release --features dpdk -- -D warnings
+echo "== cargo doc (broken intra-doc links and doc-comment HTML fail)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== cargo test"
 cargo test --workspace --release
 echo "== cargo test (nexthop-lpm with DPDK rte_lpm/rte_lpm6 against the trie oracle)"

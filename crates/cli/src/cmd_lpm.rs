@@ -40,7 +40,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// The second field is an origin AS number: next hop = asn % 250 + 1
-    /// (the RouteViews prefix/len<TAB>asn tables).
+    /// (the RouteViews tables: prefix/len, a tab, the AS number).
     #[arg(long)]
     asn: bool,
     /// Number of IPv6 expansion levels chosen by DPCPE.

@@ -1467,8 +1467,8 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// the table hash reuses the filter hash (the default) a 2-bit summary
     /// per direct slot says, before any line is read, whether a lane needs
     /// its direct slot, only its shortest-group (/24) line, or more
-    /// ([`Self::batch_summary`]); otherwise every lane reads its direct slot
-    /// first ([`Self::batch_direct`]). Lanes whose mask names longer groups
+    /// (`batch_summary`); otherwise every lane reads its direct slot
+    /// first (`batch_direct`). Lanes whose mask names longer groups
     /// go group by group, longest first, only while unresolved and only
     /// where their mask names the group: hash (SIMD for IPv4 keys),
     /// prefetch the filter blocks, test them, prefetch the table lines of
@@ -1476,7 +1476,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// its mask names skips the filter. A hit resolves its lane, so shorter
     /// groups are not probed for it. Keys without batched hashing (IPv6) go
     /// in rounds of lane lists without data-dependent branches instead
-    /// ([`Self::rounds`]; with AVX-512, a Mix64 table of at most 16
+    /// (`rounds`; with AVX-512, a Mix64 table of at most 16
     /// groups hashes eight probes per instruction, `rounds_wide`; tables
     /// of more than 31 groups: one address at a time, `lookup_each`).
     pub fn lookup_batch(&self, addrs: &[A], out: &mut [NextHop]) -> usize {
