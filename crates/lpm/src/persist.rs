@@ -24,6 +24,7 @@ use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
 use crate::bloomfwd::{BloomfwdControl, Config, ConfigError, GroupKey};
 use crate::hash::HashKind;
 use crate::parse::{AnyAddr, AnyPrefix, RouteList, Update, UpdateKind};
+use nexthop_wire::cursor::{self, CursorError};
 
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"NHLPM\0\r\n";
@@ -68,6 +69,20 @@ pub enum DecodeError {
     /// The stored configuration is invalid.
     #[error("bad configuration: {0}")]
     Config(#[from] ConfigError),
+}
+
+impl From<CursorError> for DecodeError {
+    fn from(e: CursorError) -> Self {
+        match e {
+            CursorError::Truncated { needed, got } => DecodeError::Truncated {
+                needed: needed as u64,
+                got: got as u64,
+            },
+            CursorError::TrailingData(n) => DecodeError::TrailingData(n as u64),
+            CursorError::Malformed(what) => DecodeError::Malformed(what),
+            _ => DecodeError::Malformed("unreadable field"),
+        }
+    }
 }
 
 /// Statistics of one family's table.
@@ -174,11 +189,7 @@ impl LpmTable {
 
     /// Parse and rebuild; rejects truncated, corrupt and foreign files.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader {
-            b: bytes,
-            pos: 0,
-            version: VERSION,
-        };
+        let mut r = cursor::Reader::new(bytes);
         if r.take(8)? != MAGIC {
             return Err(DecodeError::BadMagic);
         }
@@ -186,14 +197,13 @@ impl LpmTable {
         if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(DecodeError::UnsupportedVersion(version));
         }
-        r.version = version;
         let flags = r.u32()?;
         if flags != 0 {
             return Err(DecodeError::UnsupportedFlags(flags));
         }
         let len = r.u64()?;
         let sum = r.u64()?;
-        let have = (bytes.len() - HEADER) as u64;
+        let have = r.remaining() as u64;
         if len > have {
             return Err(DecodeError::Truncated {
                 needed: (HEADER as u64).saturating_add(len),
@@ -208,8 +218,7 @@ impl LpmTable {
             return Err(DecodeError::ChecksumMismatch);
         }
         let mut r = Reader {
-            b: body,
-            pos: 0,
+            r: cursor::Reader::new(body),
             version,
         };
         let c4 = r.config()?;
@@ -218,9 +227,7 @@ impl LpmTable {
         c6.validate(128)?;
         let v4 = r.routes::<u32>(4)?;
         let v6 = r.routes::<u128>(16)?;
-        if r.pos != body.len() {
-            return Err(DecodeError::TrailingData((body.len() - r.pos) as u64));
-        }
+        r.r.finish()?;
         Ok(LpmTable {
             v4: BloomfwdControl::build(c4, &v4)?,
             v6: BloomfwdControl::build(c6, &v6)?,
@@ -261,42 +268,16 @@ fn put_routes<A: Address>(out: &mut Vec<u8>, routes: &[(Prefix<A>, NextHop)], wi
     }
 }
 
+/// A table-file reader: the shared cursor and the file's format version.
 struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
+    r: cursor::Reader<'a>,
     /// The file's format version.
     version: u32,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or(DecodeError::Truncated {
-                needed: (self.pos as u64).saturating_add(n as u64),
-                got: self.b.len() as u64,
-            })?;
-        let s = &self.b[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, DecodeError> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(a))
-    }
-    fn u64(&mut self) -> Result<u64, DecodeError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(a))
-    }
     fn hash(&mut self) -> Result<HashKind, DecodeError> {
-        match HashKind::from_code(self.u8()?) {
+        match HashKind::from_code(self.r.u8()?) {
             Some(HashKind::Mix64) if self.version < 2 => Err(DecodeError::Malformed(
                 "hash code 3 (mix64) in a version 1 file",
             )),
@@ -305,13 +286,13 @@ impl<'a> Reader<'a> {
         }
     }
     fn config(&mut self) -> Result<Config, DecodeError> {
-        let direct_bits = self.u8()?;
-        let fpr = f64::from_bits(self.u64()?);
+        let direct_bits = self.r.u8()?;
+        let fpr = self.r.f64()?;
         let filter_hash = self.hash()?;
         let table_hash = self.hash()?;
-        let max_expansion_bits = self.u8()?;
-        let n = self.u8()? as usize;
-        let levels = self.take(n)?.to_vec();
+        let max_expansion_bits = self.r.u8()?;
+        let n = self.r.u8()? as usize;
+        let levels = self.r.take(n)?.to_vec();
         Ok(Config {
             direct_bits,
             levels,
@@ -325,25 +306,15 @@ impl<'a> Reader<'a> {
         &mut self,
         width: usize,
     ) -> Result<Vec<(Prefix<A>, NextHop)>, DecodeError> {
-        let n = self.u64()?;
-        let rec = (width + 5) as u64;
-        let needed = n
-            .checked_mul(rec)
-            .ok_or(DecodeError::Malformed("route count overflows"))?;
-        let left = (self.b.len() - self.pos) as u64;
-        if needed > left {
-            return Err(DecodeError::Truncated {
-                needed: self.pos as u64 + needed,
-                got: self.b.len() as u64,
-            });
-        }
-        let mut out = Vec::with_capacity(n as usize);
+        let n = self.r.u64()?;
+        let n = self.r.count(n, width + 5)?;
+        let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             let mut a = [0u8; 16];
-            a[..width].copy_from_slice(self.take(width)?);
+            a[..width].copy_from_slice(self.r.take(width)?);
             let addr = A::from_u128(u128::from_le_bytes(a));
-            let len = self.u8()?;
-            let nh = self.u32()?;
+            let len = self.r.u8()?;
+            let nh = self.r.u32()?;
             if len > A::BITS {
                 return Err(DecodeError::Malformed(
                     "prefix length exceeds the address width",

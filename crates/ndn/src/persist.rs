@@ -20,6 +20,7 @@
 //! file is refused with [`FormatError::Version`]: rebuild it from its
 //! routes file.
 
+use nexthop_wire::cursor::{CursorError, Reader};
 use thiserror::Error;
 
 use crate::fib::{entry, role_index_table, Config, Fib, SearchTree, MAX_LEVELS, NO_ROLE};
@@ -119,58 +120,13 @@ pub fn encode(fib: &Fib, rules: u64) -> Vec<u8> {
     o
 }
 
-struct Cur<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cur<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or(FormatError::Truncated {
-                needed: self.at.saturating_add(n),
-                got: self.b.len(),
-            })?;
-        let s = &self.b[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, FormatError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16, FormatError> {
-        Ok(u16::from_le_bytes(
-            self.take(2)?
-                .try_into()
-                .map_err(|_| FormatError::Malformed("u16"))?,
-        ))
-    }
-    fn u32(&mut self) -> Result<u32, FormatError> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?
-                .try_into()
-                .map_err(|_| FormatError::Malformed("u32"))?,
-        ))
-    }
-    fn u64(&mut self) -> Result<u64, FormatError> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?
-                .try_into()
-                .map_err(|_| FormatError::Malformed("u64"))?,
-        ))
-    }
-    /// A count of `each`-byte items that must fit in what is left.
-    fn count(&mut self, n: u64, each: usize) -> Result<usize, FormatError> {
-        let left = (self.b.len() - self.at) as u64;
-        match n.checked_mul(each as u64) {
-            Some(b) if b <= left => Ok(n as usize),
-            _ => Err(FormatError::Truncated {
-                needed: usize::MAX,
-                got: self.b.len(),
-            }),
+impl From<CursorError> for FormatError {
+    fn from(e: CursorError) -> Self {
+        match e {
+            CursorError::Truncated { needed, got } => FormatError::Truncated { needed, got },
+            CursorError::TrailingData(_) => FormatError::TrailingData,
+            CursorError::Malformed(what) => FormatError::Malformed(what),
+            _ => FormatError::Malformed("unreadable field"),
         }
     }
 }
@@ -203,7 +159,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
     if nexthop_hash::hash64(body, 0) != u64::from_le_bytes(sb) {
         return Err(FormatError::Checksum);
     }
-    let mut c = Cur { b: body, at: 12 };
+    let mut c = Reader::new(body);
+    c.skip(MAGIC.len() + 4)?;
     let strategy =
         Strategy::from_code(c.u8()?).ok_or(FormatError::Malformed("unknown strategy"))?;
     let bucket_fill = c.u8()? as u32;
@@ -315,9 +272,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         }
         tables.push(Table::from_parts(buckets, home, len as usize));
     }
-    if c.at != body.len() {
-        return Err(FormatError::TrailingData);
-    }
+    c.finish()?;
     let fib = Fib {
         cfg,
         hasher: PrefixHasher::new(strategy, key.0, key.1),

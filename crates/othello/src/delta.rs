@@ -24,8 +24,8 @@
 //! checksum; [`Query::apply`](crate::Query::apply) then checks every index
 //! against the arrays and the generation before writing anything.
 
-use crate::codec::{put_varint, Reader};
 use crate::error::FormatError;
+use nexthop_wire::cursor::{put_varint, Reader};
 
 /// One slot write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -192,19 +192,12 @@ impl Delta {
             }
             KIND_SNAPSHOT => {
                 let len = r.varint()?;
-                if len > r.remaining() as u64 {
-                    return Err(FormatError::Truncated {
-                        needed: len as usize,
-                        got: r.remaining(),
-                    });
-                }
-                Delta::Snapshot(r.take(len as usize)?.to_vec())
+                let len = r.count(len, 1)?;
+                Delta::Snapshot(r.take(len)?.to_vec())
             }
             _ => return Err(FormatError::Malformed("unknown delta kind")),
         };
-        if r.remaining() != 0 {
-            return Err(FormatError::TrailingData(r.remaining()));
-        }
+        r.finish()?;
         Ok(delta)
     }
 }
@@ -290,10 +283,16 @@ mod tests {
     }
 
     #[test]
-    fn overlong_varint_is_rejected() {
-        let mut r = Reader::new(&[0x80, 0x00]);
-        assert!(r.varint().is_err());
-        let mut r = Reader::new(&[0xff; 11]);
-        assert!(r.varint().is_err());
+    fn overlong_varint_in_a_delta_is_malformed() {
+        let mut body = Vec::from(&MAGIC[..]);
+        body.push(VERSION);
+        body.push(KIND_SNAPSHOT);
+        body.extend_from_slice(&[0x80, 0x00]);
+        let sum = nexthop_hash::hash64(&body, 0) as u32;
+        body.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(
+            Delta::decode(&body),
+            Err(FormatError::Malformed("overlong varint"))
+        );
     }
 }

@@ -123,3 +123,15 @@ pub enum FormatError {
     #[error("i/o error: {0}")]
     Io(String),
 }
+
+impl From<nexthop_wire::cursor::CursorError> for FormatError {
+    fn from(e: nexthop_wire::cursor::CursorError) -> Self {
+        use nexthop_wire::cursor::CursorError;
+        match e {
+            CursorError::Truncated { needed, got } => FormatError::Truncated { needed, got },
+            CursorError::TrailingData(n) => FormatError::TrailingData(n),
+            CursorError::Malformed(what) => FormatError::Malformed(what),
+            _ => FormatError::Malformed("unreadable field"),
+        }
+    }
+}

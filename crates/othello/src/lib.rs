@@ -5,7 +5,6 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod codec;
 pub mod config;
 pub mod control;
 pub mod delta;

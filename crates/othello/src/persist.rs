@@ -21,9 +21,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use nexthop_hash::KeyBytes;
 
-use crate::codec::{put_varint, Reader};
 use crate::config::{Config, Sizing};
 use crate::error::FormatError;
+use nexthop_wire::cursor::{put_varint, Reader};
 
 /// A key that can be written to and read back from a control-state file.
 pub trait StoredKey: KeyBytes + Sized {
@@ -196,13 +196,8 @@ pub(crate) fn read<K: StoredKey>(bytes: &[u8]) -> Result<Saved<K>, FormatError> 
     let mut keys = Vec::with_capacity(len);
     for _ in 0..len {
         let kl = r.varint()?;
-        if kl > r.remaining() as u64 {
-            return Err(FormatError::Truncated {
-                needed: kl as usize,
-                got: r.remaining(),
-            });
-        }
-        let k = K::from_stored(r.take(kl as usize)?).ok_or(FormatError::Malformed(
+        let kl = r.count(kl, 1)?;
+        let k = K::from_stored(r.take(kl)?).ok_or(FormatError::Malformed(
             "key bytes of the wrong form for the key type",
         ))?;
         let stashed = match r.u8()? {

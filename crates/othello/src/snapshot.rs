@@ -34,6 +34,7 @@
 use crate::config::{slot_bytes_for, Sizing};
 use crate::error::FormatError;
 use crate::query::QueryMeta;
+use nexthop_wire::cursor::Reader;
 
 pub(crate) const MAGIC: &[u8; 8] = b"NHOTHELO";
 pub(crate) const VERSION: u32 = 1;
@@ -73,18 +74,6 @@ impl Layout {
             total,
         }
     }
-}
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(a)
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
 }
 
 /// Write a snapshot. `a(i)`, `b(j)` give slot words; `stash` the entries.
@@ -138,42 +127,49 @@ pub(crate) fn write(
 /// Validate a snapshot and return its layout. Checks everything that the
 /// loaders rely on, so they can then index without further checks.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Layout, FormatError> {
-    if bytes.len() < HEADER_LEN {
-        if bytes.len() >= 8 && &bytes[..8] != MAGIC {
-            return Err(FormatError::BadMagic("Othello snapshot"));
-        }
-        return Err(FormatError::Truncated {
-            needed: HEADER_LEN,
-            got: bytes.len(),
-        });
-    }
-    if &bytes[..8] != MAGIC {
+    if bytes.len() >= 8 && &bytes[..8] != MAGIC {
         return Err(FormatError::BadMagic("Othello snapshot"));
     }
-    let version = le_u32(bytes, 8);
+    let header = bytes.get(..HEADER_LEN).ok_or(FormatError::Truncated {
+        needed: HEADER_LEN,
+        got: bytes.len(),
+    })?;
+    let mut h = Reader::new(header);
+    h.skip(MAGIC.len())?;
+    let version = h.u32()?;
     if version != VERSION {
         return Err(FormatError::Version {
             got: version,
             supported: VERSION,
         });
     }
-    if nexthop_hash::hash64(&bytes[..120], 0) != le_u64(bytes, 120) {
+    let header_len = h.u32()?;
+    let generation = h.u64()?;
+    let seed = h.u64()?;
+    let ma = h.u32()?;
+    let mb = h.u32()?;
+    let [value_bits, check_bits, slot_bytes, sizing_code] = h.array()?;
+    let stash_len = h.u32()? as usize;
+    let offsets = [h.u64()?, h.u64()?, h.u64()?, h.u64()?];
+    let payload_sum = h.u64()?;
+    let reserved = h.take(32)?;
+    let header_sum = h.u64()?;
+    h.finish()?;
+    if nexthop_hash::hash64(&header[..120], 0) != header_sum {
         return Err(FormatError::Checksum("snapshot header"));
     }
-    if le_u32(bytes, 12) as usize != HEADER_LEN {
+    if header_len as usize != HEADER_LEN {
         return Err(FormatError::Malformed("header length"));
     }
-    let value_bits = bytes[40];
-    let check_bits = bytes[41];
     if !(1..=64).contains(&value_bits) || value_bits as u32 + check_bits as u32 > 64 {
         return Err(FormatError::Malformed("value/check bit widths"));
     }
-    let sizing = Sizing::from_code(bytes[43]).ok_or(FormatError::Malformed("sizing code"))?;
+    let sizing = Sizing::from_code(sizing_code).ok_or(FormatError::Malformed("sizing code"))?;
     let meta = QueryMeta {
-        generation: le_u64(bytes, 16),
-        seed: le_u64(bytes, 24),
-        ma: le_u32(bytes, 32),
-        mb: le_u32(bytes, 36),
+        generation,
+        seed,
+        ma,
+        mb,
         value_bits,
         check_bits,
         sizing,
@@ -181,19 +177,14 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Layout, FormatError> {
     if meta.ma == 0 || meta.mb == 0 {
         return Err(FormatError::Malformed("empty array"));
     }
-    let stash_len = le_u32(bytes, 44) as usize;
     if stash_len > crate::config::MAX_STASH {
         return Err(FormatError::Malformed("stash larger than the maximum"));
     }
     let lay = Layout::new(meta, stash_len);
-    if bytes[42] as usize != lay.slot_bytes {
+    if slot_bytes as usize != lay.slot_bytes {
         return Err(FormatError::Malformed("slot bytes"));
     }
-    if le_u64(bytes, 48) != lay.a_off as u64
-        || le_u64(bytes, 56) != lay.b_off as u64
-        || le_u64(bytes, 64) != lay.stash_off as u64
-        || le_u64(bytes, 72) != lay.total as u64
-    {
+    if offsets != [lay.a_off, lay.b_off, lay.stash_off, lay.total].map(|o| o as u64) {
         return Err(FormatError::Malformed("section offsets"));
     }
     if bytes.len() < lay.total {
@@ -205,7 +196,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Layout, FormatError> {
     if bytes.len() > lay.total {
         return Err(FormatError::TrailingData(bytes.len() - lay.total));
     }
-    if nexthop_hash::hash64(&bytes[HEADER_LEN..], 0) != le_u64(bytes, 80) {
+    if nexthop_hash::hash64(&bytes[HEADER_LEN..], 0) != payload_sum {
         return Err(FormatError::Checksum("snapshot payload"));
     }
     let pad_a = lay.a_off + meta.ma as usize * lay.slot_bytes..lay.b_off;
@@ -213,7 +204,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Layout, FormatError> {
     if bytes[pad_a].iter().chain(&bytes[pad_b]).any(|&b| b != 0) {
         return Err(FormatError::Malformed("nonzero padding"));
     }
-    if bytes[88..120].iter().any(|&b| b != 0) {
+    if reserved.iter().any(|&b| b != 0) {
         return Err(FormatError::Malformed("reserved header bytes"));
     }
     let word_bits = value_bits as u32 + check_bits as u32;
@@ -251,12 +242,14 @@ pub(crate) fn stash_entries<'a>(
     bytes: &'a [u8],
     lay: &Layout,
 ) -> impl Iterator<Item = (u128, u64)> + 'a {
-    let off = lay.stash_off;
-    (0..lay.stash_len).map(move |k| {
-        let at = off + k * STASH_ENTRY;
-        let mut fp = [0u8; 16];
-        fp.copy_from_slice(&bytes[at..at + 16]);
-        (u128::from_le_bytes(fp), le_u64(bytes, at + 16))
+    let stash = &bytes[lay.stash_off..lay.stash_off + lay.stash_len * STASH_ENTRY];
+    stash.chunks_exact(STASH_ENTRY).map(|e| {
+        let (fp, word) = e.split_at(16);
+        let mut f = [0u8; 16];
+        f.copy_from_slice(fp);
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        (u128::from_le_bytes(f), u64::from_le_bytes(w))
     })
 }
 
