@@ -7,9 +7,10 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use nexthop_dataplane::{ipv4_header_checksum, IpConfig, IpDecision, IpPipeline, Neighbors};
+use nexthop_dataplane::{IpConfig, IpDecision, IpPipeline, Neighbors};
 use nexthop_lpm::parse::{parse_routes, NextHopMode};
 use nexthop_lpm::persist::LpmTable;
+use nexthop_wire::checksum::ipv4_header_checksum;
 
 const ROUTES: &str = "198.51.100.0/24 1\n198.51.100.128/25 2\n203.0.113.0/24 3\n\
                       2001:db8::/32 1\n2001:db8:1::/48 2\n";

@@ -148,7 +148,7 @@ fn v4_frame(frame: &mut Vec<u8>, len: usize, dst: u32, ttl: u8, i: u64) {
     h[9] = 17;
     h[12..16].copy_from_slice(&SRC4);
     h[16..20].copy_from_slice(&dst.to_be_bytes());
-    let c = nexthop_dataplane::ipv4_header_checksum(h);
+    let c = nexthop_wire::checksum::ipv4_header_checksum(h);
     h[10..12].copy_from_slice(&c.to_be_bytes());
     udp(&mut frame[34..], ip_len - 20, i);
 }

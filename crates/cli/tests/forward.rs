@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use fixture::{nexthop, Fixture};
+use nexthop_wire::MacAddr;
 
 // ---------------------------------------------------------------------------
 // pcap files, by hand
@@ -131,11 +132,7 @@ impl Pcap {
 // frames
 
 fn mac(s: &str) -> [u8; 6] {
-    let mut m = [0u8; 6];
-    for (o, p) in m.iter_mut().zip(s.split(':')) {
-        *o = u8::from_str_radix(p, 16).unwrap();
-    }
-    m
+    s.parse::<MacAddr>().expect("test MAC").octets()
 }
 
 /// A 64-byte frame to `dst` whose payload carries `seq` (frames differ).

@@ -14,6 +14,8 @@ use std::path::Path;
 use fixture::{nexthop, stdout, Fixture};
 use nexthop_lpm::parse::{parse_routes, NextHopMode};
 use nexthop_lpm::BinaryTrie;
+use nexthop_wire::checksum::ipv4_header_checksum;
+use nexthop_wire::MacAddr;
 
 /// A classic little-endian microsecond pcap file of `frames` (record i at
 /// second i, original length 4 more than captured).
@@ -67,20 +69,6 @@ fn eth(vlan: bool, ethertype: u16) -> Vec<u8> {
     f
 }
 
-/// The IPv4 header checksum recomputed from scratch (field as zero).
-fn v4_checksum(h: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, p) in h.chunks_exact(2).enumerate() {
-        if i != 5 {
-            sum += u32::from(u16::from_be_bytes([p[0], p[1]]));
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// IPv4/UDP to `dst` with TTL `ttl`, frame id `id` in the payload, a 4-byte
 /// option when `options` (IHL 6).
 fn v4(id: u32, dst: [u8; 4], ttl: u8, vlan: bool, options: bool) -> Vec<u8> {
@@ -97,7 +85,7 @@ fn v4(id: u32, dst: [u8; 4], ttl: u8, vlan: bool, options: bool) -> Vec<u8> {
     if options {
         h[20..24].copy_from_slice(&[1, 1, 1, 0]); // NOPs, end of options
     }
-    let c = v4_checksum(&h);
+    let c = ipv4_header_checksum(&h);
     h[10..12].copy_from_slice(&c.to_be_bytes());
     f.extend_from_slice(&h);
     f.extend_from_slice(&[0xc0, 0x00, 0x00, 0x09, 0x00, 0x0c, 0, 0]);
@@ -137,10 +125,7 @@ fn neighbor(nh: u32) -> (u16, [u8; 6], [u8; 6]) {
 }
 
 fn mac(m: [u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    MacAddr(m).to_string()
 }
 
 fn neighbors_file(next_hops: impl IntoIterator<Item = u32>) -> String {
@@ -376,7 +361,7 @@ fn ip_pipeline_routes_like_the_trie_rewrites_and_counts_every_frame() {
                 let h = &f[l3..l3 + ihl];
                 assert_eq!(
                     u16::from_be_bytes([h[10], h[11]]),
-                    v4_checksum(h),
+                    ipv4_header_checksum(h),
                     "frame {id}"
                 );
                 changed.extend([l3 + 10, l3 + 11]);

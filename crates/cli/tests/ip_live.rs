@@ -16,6 +16,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::*;
+use nexthop_wire::checksum::ipv4_header_checksum;
 
 /// Not a test of its own: the send and capture helper (see
 /// `tests/live.rs`).
@@ -43,19 +44,6 @@ fn neighbor(nh: u32) -> (u16, [u8; 6]) {
 
 fn mac(m: [u8; 6]) -> String {
     mac_text(&m)
-}
-
-fn v4_checksum(h: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, p) in h.chunks_exact(2).enumerate() {
-        if i != 5 {
-            sum += u32::from(u16::from_be_bytes([p[0], p[1]]));
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// What the forwarder should do with a frame.
@@ -100,7 +88,7 @@ fn frame(seq: u32) -> (Vec<u8>, Want) {
         h[9] = 17;
         h[12..16].copy_from_slice(&[192, 0, 2, 1]);
         h[16..20].copy_from_slice(&dst);
-        let c = v4_checksum(&h);
+        let c = ipv4_header_checksum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
         if (r >> 12).is_multiple_of(40) {
             h[11] ^= 0x10;
@@ -151,7 +139,7 @@ fn rewritten(f: &[u8], nh: u32) -> Vec<u8> {
     if g[12..14] == [0x08, 0x00] {
         g[14 + 8] -= 1;
         g[24..26].copy_from_slice(&[0, 0]);
-        let c = v4_checksum(&g[14..34]);
+        let c = ipv4_header_checksum(&g[14..34]);
         g[24..26].copy_from_slice(&c.to_be_bytes());
     } else {
         g[14 + 7] -= 1;

@@ -23,7 +23,8 @@
 //!    [`Neighbor`] gives the port and the MACs: destination MAC = the
 //!    neighbour's, source MAC = the port's, TTL (hop limit) − 1 and, for
 //!    IPv4, the header checksum updated incrementally (RFC 1624 eqn. 3,
-//!    [`checksum_update`]). VLAN tags, IPv4 options and the payload are
+//!    [`Ipv4HeaderMut::decrement_ttl`]), all through `nexthop_wire`'s
+//!    writable views. VLAN tags, IPv4 options and the payload are
 //!    left as they are.
 //!
 //! # Threading
@@ -35,7 +36,10 @@ use std::fmt;
 
 use nexthop_lpm::persist::LpmTable;
 use nexthop_lpm::{Bloomfwd, NextHop, NO_ROUTE};
-use nexthop_wire::{EtherType, EthernetFrame, Ipv4Packet, Ipv6Packet};
+use nexthop_wire::{
+    EtherType, EthernetFrame, EthernetMut, Ipv4HeaderMut, Ipv4Packet, Ipv6HeaderMut, Ipv6Packet,
+    MacAddr,
+};
 use thiserror::Error;
 
 use crate::counters::Counters;
@@ -43,48 +47,9 @@ use crate::error::FrameError;
 use crate::neighbors::{Neighbor, Neighbors};
 use crate::pipeline::{Egress, BATCH, DEFAULT_MAX_FRAME_LEN};
 
-/// Offset of the TTL in an IPv4 header (the high byte of the 16-bit word
-/// TTL | protocol at offset 8).
-const V4_TTL: usize = 8;
-/// Offset of the IPv4 header checksum.
-const V4_CHECKSUM: usize = 10;
-/// Offset of the hop limit in an IPv6 header.
-const V6_HOP_LIMIT: usize = 7;
-
 /// Next hops below this are resolved through a dense index (at most 4 MiB);
 /// larger ones by binary search.
 const DENSE_LIMIT: NextHop = 1 << 20;
-
-/// Fold a sum of 16-bit words into 16 bits with end-around carries.
-#[inline(always)]
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
-
-/// The IPv4 header checksum of `header` (options included) computed from
-/// scratch, the checksum field counted as zero.
-pub fn ipv4_header_checksum(header: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, p) in header.chunks_exact(2).enumerate() {
-        if i != V4_CHECKSUM / 2 {
-            sum += u32::from(u16::from_be_bytes([p[0], p[1]]));
-        }
-    }
-    !fold(sum)
-}
-
-/// RFC 1624 eqn. 3: the checksum `hc` of a header after one of its 16-bit
-/// words changed from `old` to `new`, `HC' = ~(~HC + ~m + m')` in
-/// one's-complement arithmetic. Gives the same value as recomputing the
-/// checksum over the changed header (eqn. 3 never turns a checksum into
-/// `0xFFFF`, the case RFC 1141's form got wrong).
-#[inline(always)]
-pub fn checksum_update(hc: u16, old: u16, new: u16) -> u16 {
-    !fold(u32::from(!hc) + u32::from(!old) + u32::from(new))
-}
 
 /// What the IP pipeline decided for one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,24 +166,19 @@ fn classify(frame: &[u8], max: usize) -> Result<Dest, IpDecision> {
 /// end.
 #[inline]
 fn rewrite(frame: &mut [u8], dest: Dest, n: &Neighbor) {
-    if let Some(macs) = frame.get_mut(0..12) {
-        macs[..6].copy_from_slice(&n.dst_mac);
-        macs[6..].copy_from_slice(&n.src_mac);
+    if let Ok(mut eth) = EthernetMut::new(frame) {
+        eth.set_dst(MacAddr(n.dst_mac));
+        eth.set_src(MacAddr(n.src_mac));
     }
     match dest {
         Dest::V4 { l3, .. } => {
-            if let Some(h) = frame.get_mut(l3..l3 + 20) {
-                let old = u16::from_be_bytes([h[V4_TTL], h[V4_TTL + 1]]);
-                let new = old.wrapping_sub(0x100);
-                let hc = u16::from_be_bytes([h[V4_CHECKSUM], h[V4_CHECKSUM + 1]]);
-                h[V4_TTL] = (new >> 8) as u8;
-                h[V4_CHECKSUM..V4_CHECKSUM + 2]
-                    .copy_from_slice(&checksum_update(hc, old, new).to_be_bytes());
+            if let Some(Ok(mut h)) = frame.get_mut(l3..).map(Ipv4HeaderMut::new) {
+                h.decrement_ttl();
             }
         }
         Dest::V6 { l3, .. } => {
-            if let Some(hl) = frame.get_mut(l3 + V6_HOP_LIMIT) {
-                *hl = hl.wrapping_sub(1);
+            if let Some(Ok(mut h)) = frame.get_mut(l3..).map(Ipv6HeaderMut::new) {
+                h.set_hop_limit(h.hop_limit().wrapping_sub(1));
             }
         }
     }

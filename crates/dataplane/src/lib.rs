@@ -78,9 +78,7 @@ mod pipeline;
 pub use counters::{Counters, HitCounts, MalformedCounts, PortCounter};
 pub use error::{ConfigError, FrameError, MalformedKind};
 pub use framebuf::{FrameBuf, FrameLists};
-pub use ipfwd::{
-    checksum_update, ipv4_header_checksum, IpConfig, IpConfigError, IpDecision, IpPipeline,
-};
+pub use ipfwd::{IpConfig, IpConfigError, IpDecision, IpPipeline};
 pub use name::{key_len, NameSource, ParseNameSourceError};
 pub use neighbors::{Neighbor, NeighborLineError, Neighbors, NeighborsError};
 pub use pipeline::{

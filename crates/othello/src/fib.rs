@@ -47,6 +47,7 @@ use std::hash::Hash;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
+use nexthop_wire::{MacAddr, ParseMacError};
 use thiserror::Error;
 
 use crate::config::Config;
@@ -411,31 +412,14 @@ pub trait NameKey: StoredKey + Eq + Hash + Clone + Debug {
     fn fmt_name(&self) -> String;
 }
 
-fn parse_mac(s: &str) -> Result<[u8; 6], String> {
-    const FORM: &str = "expected a MAC address like aa:bb:cc:dd:ee:ff or aa-bb-cc-dd-ee-ff";
-    let sep = if s.contains(':') { ':' } else { '-' };
-    let mut out = [0u8; 6];
-    let mut n = 0;
-    for part in s.split(sep) {
-        if n == 6 || part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(FORM.to_string());
-        }
-        out[n] = u8::from_str_radix(part, 16).map_err(|_| FORM.to_string())?;
-        n += 1;
-    }
-    if n != 6 {
-        return Err(FORM.to_string());
-    }
-    Ok(out)
-}
-
 impl NameKey for [u8; 6] {
     fn parse_name(s: &str) -> Result<Self, String> {
-        parse_mac(s)
+        s.parse::<MacAddr>()
+            .map(<[u8; 6]>::from)
+            .map_err(|_| ParseMacError::EXPECTED.to_string())
     }
     fn fmt_name(&self) -> String {
-        let [a, b, c, d, e, f] = *self;
-        format!("{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{f:02x}")
+        MacAddr(*self).to_string()
     }
 }
 

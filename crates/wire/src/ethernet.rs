@@ -328,6 +328,59 @@ impl EthernetRepr {
     }
 }
 
+/// A writable view of the two addresses of an Ethernet header, for
+/// rewriting a frame in place.
+///
+/// [`EthernetMut::new`] checks only that the 14-byte header is there, so
+/// that every setter is a plain indexed write that cannot panic; parse the
+/// frame first with [`EthernetFrame::new_checked`].
+#[derive(Debug)]
+pub struct EthernetMut<'a> {
+    h: &'a mut [u8; field::HEADER_LEN],
+}
+
+impl<'a> EthernetMut<'a> {
+    /// View the first 14 bytes of `buf`.
+    ///
+    /// # Errors
+    /// [`WireError::Truncated`] when `buf` is shorter than 14 bytes.
+    #[inline(always)]
+    pub fn new(buf: &'a mut [u8]) -> Result<EthernetMut<'a>, WireError> {
+        let got = buf.len();
+        buf.get_mut(..field::HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .map(|h| EthernetMut { h })
+            .ok_or(WireError::Truncated {
+                needed: field::HEADER_LEN,
+                got,
+            })
+    }
+
+    /// Destination address.
+    #[inline(always)]
+    pub fn dst(&self) -> MacAddr {
+        MacAddr::from_slice(&self.h[field::DST]).unwrap_or_default()
+    }
+
+    /// Source address.
+    #[inline(always)]
+    pub fn src(&self) -> MacAddr {
+        MacAddr::from_slice(&self.h[field::SRC]).unwrap_or_default()
+    }
+
+    /// Set the destination address.
+    #[inline(always)]
+    pub fn set_dst(&mut self, mac: MacAddr) {
+        self.h[field::DST].copy_from_slice(&mac.0);
+    }
+
+    /// Set the source address.
+    #[inline(always)]
+    pub fn set_src(&mut self, mac: MacAddr) {
+        self.h[field::SRC].copy_from_slice(&mac.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,5 +539,33 @@ mod tests {
             bad.emit(&mut [0u8; 64]),
             Err(WireError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn address_setters_write_only_the_addresses() {
+        let mut f = [0u8; 18];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14..].copy_from_slice(&[1, 2, 3, 4]);
+        let dst = MacAddr([0x02, 0, 0, 0, 0, 0x0b]);
+        let src = MacAddr([0x02, 0, 0, 0, 0, 0x0a]);
+        let mut e = EthernetMut::new(&mut f).unwrap();
+        e.set_dst(dst);
+        e.set_src(src);
+        assert_eq!((e.dst(), e.src()), (dst, src));
+        let v = EthernetFrame::new_checked(&f[..]).unwrap();
+        assert_eq!((v.dst(), v.src()), (dst, src));
+        assert_eq!(v.ethertype(), EtherType::IPV4);
+        assert_eq!(v.payload(), &[1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn address_view_refuses_a_runt() {
+        assert_eq!(
+            EthernetMut::new(&mut [0u8; 13]).unwrap_err(),
+            WireError::Truncated {
+                needed: 14,
+                got: 13
+            }
+        );
     }
 }

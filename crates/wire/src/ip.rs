@@ -164,14 +164,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Whether the header checksum is correct.
     pub fn checksum_ok(&self) -> bool {
-        let mut sum = 0u32;
-        for pair in self.b()[..self.header_len()].chunks_exact(2) {
-            sum += u16::from_be_bytes([pair[0], pair[1]]) as u32;
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        sum == 0xffff
+        crate::checksum::ones_complement_sum(&self.b()[..self.header_len()]) == 0xffff
     }
 
     /// Source address bytes.
@@ -385,6 +378,113 @@ impl<T: AsRef<[u8]>> fmt::Debug for Ipv6Packet<T> {
     }
 }
 
+/// A writable view of the fixed 20 bytes of an IPv4 header, for rewriting
+/// a packet in place (TTL, checksum).
+///
+/// [`Ipv4HeaderMut::new`] checks only that the 20 bytes are there, so that
+/// every setter is a plain indexed write that cannot panic; validate the
+/// packet first with [`Ipv4Packet::new_checked`].
+#[derive(Debug)]
+pub struct Ipv4HeaderMut<'a> {
+    h: &'a mut [u8; v4::MIN_HEADER_LEN],
+}
+
+impl<'a> Ipv4HeaderMut<'a> {
+    /// View the first 20 bytes of `buf`.
+    ///
+    /// # Errors
+    /// [`WireError::Truncated`] when `buf` is shorter than 20 bytes.
+    #[inline(always)]
+    pub fn new(buf: &'a mut [u8]) -> Result<Ipv4HeaderMut<'a>, WireError> {
+        let got = buf.len();
+        buf.get_mut(..v4::MIN_HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .map(|h| Ipv4HeaderMut { h })
+            .ok_or(WireError::Truncated {
+                needed: v4::MIN_HEADER_LEN,
+                got,
+            })
+    }
+
+    /// Time to live.
+    #[inline(always)]
+    pub fn ttl(&self) -> u8 {
+        self.h[v4::TTL]
+    }
+
+    /// Set the time to live (the checksum is left as it is).
+    #[inline(always)]
+    pub fn set_ttl(&mut self, ttl: u8) {
+        self.h[v4::TTL] = ttl;
+    }
+
+    /// Header checksum field.
+    #[inline(always)]
+    pub fn checksum(&self) -> u16 {
+        u16::from_be_bytes([self.h[v4::CHECKSUM.start], self.h[v4::CHECKSUM.start + 1]])
+    }
+
+    /// Set the header checksum field.
+    #[inline(always)]
+    pub fn set_checksum(&mut self, checksum: u16) {
+        self.h[v4::CHECKSUM].copy_from_slice(&checksum.to_be_bytes());
+    }
+
+    /// Decrement the TTL by one (wrapping) and update the checksum
+    /// incrementally ([`checksum_update`](crate::checksum::checksum_update)),
+    /// as a router does; returns the new TTL.
+    #[inline(always)]
+    pub fn decrement_ttl(&mut self) -> u8 {
+        let old = u16::from_be_bytes([self.h[v4::TTL], self.h[v4::PROTOCOL]]);
+        let new = old.wrapping_sub(0x100);
+        let hc = self.checksum();
+        self.h[v4::TTL] = (new >> 8) as u8;
+        self.set_checksum(crate::checksum::checksum_update(hc, old, new));
+        self.h[v4::TTL]
+    }
+}
+
+/// A writable view of the fixed 40-byte IPv6 header, for rewriting a
+/// packet in place (hop limit).
+///
+/// [`Ipv6HeaderMut::new`] checks only that the 40 bytes are there, so that
+/// every setter is a plain indexed write that cannot panic; validate the
+/// packet first with [`Ipv6Packet::new_checked`].
+#[derive(Debug)]
+pub struct Ipv6HeaderMut<'a> {
+    h: &'a mut [u8; v6::HEADER_LEN],
+}
+
+impl<'a> Ipv6HeaderMut<'a> {
+    /// View the first 40 bytes of `buf`.
+    ///
+    /// # Errors
+    /// [`WireError::Truncated`] when `buf` is shorter than 40 bytes.
+    #[inline(always)]
+    pub fn new(buf: &'a mut [u8]) -> Result<Ipv6HeaderMut<'a>, WireError> {
+        let got = buf.len();
+        buf.get_mut(..v6::HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .map(|h| Ipv6HeaderMut { h })
+            .ok_or(WireError::Truncated {
+                needed: v6::HEADER_LEN,
+                got,
+            })
+    }
+
+    /// Hop limit.
+    #[inline(always)]
+    pub fn hop_limit(&self) -> u8 {
+        self.h[v6::HOP_LIMIT]
+    }
+
+    /// Set the hop limit.
+    #[inline(always)]
+    pub fn set_hop_limit(&mut self, hop_limit: u8) {
+        self.h[v6::HOP_LIMIT] = hop_limit;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,14 +502,8 @@ mod tests {
     ];
 
     fn with_checksum(mut b: [u8; 30]) -> [u8; 30] {
-        let mut sum = 0u32;
-        for i in (0..20).step_by(2) {
-            sum += u16::from_be_bytes([b[i], b[i + 1]]) as u32;
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        b[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        let c = crate::checksum::ipv4_header_checksum(&b[..20]);
+        b[10..12].copy_from_slice(&c.to_be_bytes());
         b
     }
 
@@ -577,5 +671,77 @@ mod tests {
         }
         let p = Ipv6Packet::new_checked(&b[..]).unwrap();
         assert!(matches!(p.upper_layer(), Err(WireError::Malformed(_))));
+    }
+
+    #[test]
+    fn ipv4_setters_write_the_fields_and_decrement_keeps_the_checksum_valid() {
+        let mut b = with_checksum(V4_UDP);
+        {
+            let mut h = Ipv4HeaderMut::new(&mut b[..]).unwrap();
+            assert_eq!(h.ttl(), 64);
+            assert_eq!(h.decrement_ttl(), 63);
+            assert_eq!(h.ttl(), 63);
+        }
+        let p = Ipv4Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.ttl(), 63);
+        assert!(p.checksum_ok());
+        let want = crate::checksum::ipv4_header_checksum(&b[..20]);
+        assert_eq!(u16::from_be_bytes([b[10], b[11]]), want);
+
+        let mut h = Ipv4HeaderMut::new(&mut b[..]).unwrap();
+        h.set_ttl(9);
+        h.set_checksum(0xbeef);
+        assert_eq!((h.ttl(), h.checksum()), (9, 0xbeef));
+        assert_eq!(b[8], 9);
+        assert_eq!(b[10..12], [0xbe, 0xef]);
+        // Nothing but the TTL and the checksum changed.
+        let orig = with_checksum(V4_UDP);
+        for i in (0..30).filter(|i| ![8, 10, 11].contains(i)) {
+            assert_eq!(b[i], orig[i], "byte {i}");
+        }
+    }
+
+    #[test]
+    fn ipv4_ttl_zero_wraps_like_the_checksum_arithmetic() {
+        let mut b = V4_UDP;
+        b[8] = 0;
+        let mut b = with_checksum(b);
+        let mut h = Ipv4HeaderMut::new(&mut b[..20]).unwrap();
+        assert_eq!(h.decrement_ttl(), 255);
+        assert!(Ipv4Packet::new_checked(&b[..28]).unwrap().checksum_ok());
+    }
+
+    #[test]
+    fn mutable_views_refuse_short_buffers() {
+        let mut b = [0u8; 39];
+        assert_eq!(
+            Ipv4HeaderMut::new(&mut b[..19]).unwrap_err(),
+            WireError::Truncated {
+                needed: 20,
+                got: 19
+            }
+        );
+        assert_eq!(
+            Ipv6HeaderMut::new(&mut b).unwrap_err(),
+            WireError::Truncated {
+                needed: 40,
+                got: 39
+            }
+        );
+    }
+
+    #[test]
+    fn ipv6_hop_limit_setter_writes_byte_seven_only() {
+        let mut b = v6_with_hop_by_hop();
+        let before = b.clone();
+        let mut h = Ipv6HeaderMut::new(&mut b).unwrap();
+        let hl = h.hop_limit();
+        h.set_hop_limit(hl - 1);
+        assert_eq!(h.hop_limit(), hl - 1);
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.hop_limit(), hl - 1);
+        for i in (0..b.len()).filter(|&i| i != 7) {
+            assert_eq!(b[i], before[i], "byte {i}");
+        }
     }
 }

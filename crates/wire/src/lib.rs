@@ -8,7 +8,10 @@
 //!   ...) validates every length the accessors rely on once, so that no
 //!   accessor can panic or read past the buffer afterwards;
 //! * where building headers is useful, a **`Repr`** with `parse`, `emit` and
-//!   `buffer_len` ([`EthernetRepr`]).
+//!   `buffer_len` ([`EthernetRepr`]);
+//! * where forwarders rewrite headers in place, a **writable view**
+//!   ([`EthernetMut`], [`Ipv4HeaderMut`], [`Ipv6HeaderMut`]) whose setters
+//!   are plain indexed writes into a length-checked buffer.
 //!
 //! Field offsets live in a private `mod field` of each module as
 //! `Range<usize>` constants. Errors are the typed [`WireError`]: how many
@@ -17,7 +20,7 @@
 //! | format | view | notes |
 //! | --- | --- | --- |
 //! | Ethernet II | [`EthernetFrame`] | up to two VLAN tags (802.1Q `0x8100`, 802.1ad `0x88a8`, legacy `0x9100`) |
-//! | IPv4 | [`Ipv4Packet`] | options skipped via IHL, payload trimmed to the total length |
+//! | IPv4 | [`Ipv4Packet`] | options skipped via IHL, payload trimmed to the total length; [`checksum`]: RFC 1071 sum, RFC 1624 update |
 //! | IPv6 | [`Ipv6Packet`] | extension headers walked by [`Ipv6Packet::upper_layer`] |
 //! | TCP | [`TcpSegment`] | data offset checked |
 //! | UDP | [`UdpDatagram`] | length field checked |
@@ -29,6 +32,7 @@
 //! nothing here uses `unsafe`.
 #![forbid(unsafe_code)]
 
+pub mod checksum;
 pub mod cursor;
 mod error;
 pub mod ethernet;
@@ -39,9 +43,9 @@ mod mac;
 pub mod ndn;
 
 pub use error::WireError;
-pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, VlanTag, MAX_VLAN_TAGS};
+pub use ethernet::{EtherType, EthernetFrame, EthernetMut, EthernetRepr, VlanTag, MAX_VLAN_TAGS};
 pub use flow::{five_tuple, five_tuple_v6, FIVE_TUPLE_LEN, FIVE_TUPLE_V6_LEN};
-pub use ip::{IpProtocol, Ipv4Packet, Ipv6Packet, UpperLayer};
+pub use ip::{IpProtocol, Ipv4HeaderMut, Ipv4Packet, Ipv6HeaderMut, Ipv6Packet, UpperLayer};
 pub use l4::{TcpSegment, UdpDatagram};
 pub use mac::{MacAddr, ParseMacError};
 pub use ndn::{Name, NameComponent, NameRef, NdnError};

@@ -73,10 +73,17 @@ impl fmt::Debug for MacAddr {
 
 /// A MAC address string that is not six two-digit hex groups.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("invalid MAC address '{input}': expected six hex pairs like aa:bb:cc:dd:ee:ff or aa-bb-cc-dd-ee-ff")]
+#[error("invalid MAC address '{input}': {}", ParseMacError::EXPECTED)]
 pub struct ParseMacError {
     /// The rejected text.
     pub input: String,
+}
+
+impl ParseMacError {
+    /// What a MAC address must look like, for messages that already quote
+    /// the rejected text.
+    pub const EXPECTED: &'static str =
+        "expected six hex pairs like aa:bb:cc:dd:ee:ff or aa-bb-cc-dd-ee-ff";
 }
 
 impl FromStr for MacAddr {
