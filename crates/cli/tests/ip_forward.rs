@@ -12,46 +12,44 @@ use std::fs;
 use std::path::Path;
 
 use fixture::{nexthop, stdout, Fixture};
+use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapOut};
 use nexthop_lpm::parse::{parse_routes, NextHopMode};
 use nexthop_lpm::BinaryTrie;
 use nexthop_wire::checksum::ipv4_header_checksum;
 use nexthop_wire::MacAddr;
 
-/// A classic little-endian microsecond pcap file of `frames` (record i at
-/// second i, original length 4 more than captured).
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut v = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    for x in [0u32, 0, 65535, 1] {
-        v.extend_from_slice(&x.to_le_bytes());
-    }
+/// Write a classic little-endian microsecond pcap file of `frames` to
+/// `path` (record i at second i, original length 4 more than captured)
+/// with the dataplane's pcap writer.
+fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let mut w = PcapOut::create(path, PcapOut::ethernet_header())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     for (i, f) in frames.iter().enumerate() {
-        for x in [i as u32, 7, f.len() as u32, f.len() as u32 + 4] {
-            v.extend_from_slice(&x.to_le_bytes());
-        }
-        v.extend_from_slice(f);
+        w.write_frame(&PcapFrame {
+            ts_sec: i as u32,
+            ts_frac: 7,
+            orig_len: f.len() as u32 + 4,
+            data: f.clone(),
+        })
+        .unwrap();
     }
-    v
+    w.finish().unwrap();
 }
 
-/// The records of a pcap file written by the forwarder:
-/// `(ts_sec, ts_usec, orig_len, data)`.
+/// The records of a pcap file written by the forwarder, read with the
+/// dataplane's pcap reader: `(ts_sec, ts_usec, orig_len, data)`.
 fn records(path: &Path) -> Vec<(u32, u32, u32, Vec<u8>)> {
     let b = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // The output keeps the input's byte order (little-endian, microseconds).
     assert_eq!(&b[0..4], &0xa1b2_c3d4u32.to_le_bytes());
-    let u = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let mut r = PcapIn::new(&b[..]).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut f = PcapFrame::default();
     let mut out = Vec::new();
-    let mut at = 24;
-    while at < b.len() {
-        let len = u(at + 8) as usize;
-        out.push((
-            u(at),
-            u(at + 4),
-            u(at + 12),
-            b[at + 16..at + 16 + len].to_vec(),
-        ));
-        at += 16 + len;
+    while r
+        .read_frame(&mut f)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    {
+        out.push((f.ts_sec, f.ts_frac, f.orig_len, f.data.clone()));
     }
     out
 }
@@ -274,7 +272,8 @@ fn ip_pipeline_routes_like_the_trie_rewrites_and_counts_every_frame() {
         };
         frames.push(f);
     }
-    let input = fx.file("in.pcap", pcap(&frames));
+    let input = fx.path("in.pcap");
+    write_pcap(&input, &frames);
     let out = fx.path("out");
     let a = nexthop()
         .args(["forward", "--json", "--lpm"])
@@ -436,10 +435,8 @@ fn neighbour_files_that_do_not_fit_are_refused_with_file_line_reason() {
         .arg(&table)
         .assert()
         .success();
-    let input = fx.file(
-        "in.pcap",
-        pcap(&[v4(0, [198, 51, 100, 1], 64, false, false)]),
-    );
+    let input = fx.path("in.pcap");
+    write_pcap(&input, &[v4(0, [198, 51, 100, 1], 64, false, false)]);
     let run = |nb: &Path| {
         let a = nexthop()
             .args(["forward", "--lpm"])
