@@ -28,6 +28,7 @@ use nexthop_lpm::miht::{Miht4, Miht6};
 use nexthop_lpm::parse::{load_routes, load_updates, AnyPrefix, NextHopMode, UpdateKind};
 use nexthop_lpm::persist::DEFAULT_V6_LEVELS;
 use nexthop_lpm::{Address, BinaryTrie, BloomfwdControl, Config, HashKind, NextHop, Prefix};
+use nexthop_testutil::bench::median;
 use nexthop_testutil::Pool;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -39,11 +40,6 @@ fn data(name: &str) -> PathBuf {
         .join(name);
     assert!(p.exists(), "data file {name} not found at {}", p.display());
     p
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// Million lookups per second of `f` over `n` addresses.
@@ -806,7 +802,7 @@ fn main() {
                 median(
                     (0..reps)
                         .map(|_| rate(st.len(), || t.table().lookup_batch(st, buf) as u64).0)
-                        .collect(),
+                        .collect::<Vec<_>>(),
                 )
             };
             let (m, mi) = (mlps(uni, &mut buf), mlps(ins, &mut buf));
@@ -852,12 +848,12 @@ fn main() {
         let mu = median(
             (0..reps)
                 .map(|_| rate(n, || t.table().lookup_batch(&st6[0].1, &mut buf) as u64).0)
-                .collect(),
+                .collect::<Vec<_>>(),
         );
         let mi = median(
             (0..reps)
                 .map(|_| rate(n, || t.table().lookup_batch(&st6[1].1, &mut buf) as u64).0)
-                .collect(),
+                .collect::<Vec<_>>(),
         );
         let label = if nl == distinct {
             format!("{nl} (no CPE)")

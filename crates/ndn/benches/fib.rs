@@ -113,15 +113,11 @@ fn opts() -> Opts {
 
 /// CPU seconds this thread has run: the machine is shared, so time spent
 /// descheduled is not counted.
+use nexthop_testutil::bench::median;
 use nexthop_testutil::thread_cpu_secs as cpu_now;
 
 fn cpu_since(t: f64) -> f64 {
     (cpu_now() - t).max(1e-9)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 /// Lookups per second of `f` over `names` (returns Mops).

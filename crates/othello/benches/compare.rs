@@ -35,7 +35,7 @@
 //! --benches`) it runs the smoke configuration. Recorded results:
 //! `docs/benchmarks.md`.
 
-use std::fmt::{Debug, Write as _};
+use std::fmt::Debug;
 use std::hash::Hash;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +48,7 @@ use nexthop_mem::two_stage;
 use nexthop_othello::{
     BatchOp, Config, Delta, Op, Othello, Query, Sizing, BATCH_GROUP, MAX_STASH, STRIPES,
 };
+use nexthop_testutil::bench::{cores, cpu_model, loadavg, median, ratio_median, JsonObj};
 use nexthop_testutil::keys::rng;
 use nexthop_testutil::{distinct_u64, five_tuples, CuckooTable};
 use ptr_hash::{bucket_fn::Linear, hash::KeyHasher, PtrHash, PtrHashParams};
@@ -284,22 +285,6 @@ fn ptrhash_batch<K: BenchKey>(f: &Mphf<K>, vals: &[u8], stream: &[K], reps: usiz
     sum
 }
 
-/// The 1, 5 and 15 minute load averages (the machine is shared).
-fn loadavg() -> String {
-    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        l if l % 2 == 1 => v[l / 2],
-        l => (v[l / 2 - 1] + v[l / 2]) / 2.0,
-    }
-}
-
 fn secs_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
@@ -307,37 +292,6 @@ fn secs_since(t: Instant) -> f64 {
 /// CPU seconds this thread has run: every timing below uses it, so time
 /// spent descheduled on a shared machine is not counted.
 use nexthop_testutil::thread_cpu_secs as cpu_secs;
-
-/// Median over rounds of `num[r] / den[r]` (both from the same round).
-fn ratio_median(num: &[f64], den: &[f64]) -> f64 {
-    let r: Vec<f64> = num.iter().zip(den).map(|(a, b)| a / b).collect();
-    median(&r)
-}
-
-/// A tiny JSON object writer (numbers, strings, raw JSON values).
-#[derive(Default)]
-struct Obj(String);
-
-impl Obj {
-    fn field(mut self, k: &str, raw: impl std::fmt::Display) -> Obj {
-        let sep = if self.0.is_empty() { "" } else { "," };
-        let _ = write!(self.0, "{sep}\"{k}\":{raw}");
-        self
-    }
-    fn num(self, k: &str, x: f64) -> Obj {
-        if x.is_finite() {
-            self.field(k, format!("{x:.4}"))
-        } else {
-            self.field(k, "null")
-        }
-    }
-    fn str(self, k: &str, s: &str) -> Obj {
-        self.field(k, format!("{s:?}"))
-    }
-    fn done(self) -> String {
-        format!("{{{}}}", self.0)
-    }
-}
 
 /// One lookup structure's per-round timings.
 struct Row {
@@ -494,7 +448,7 @@ fn bench_n<K: BenchKey>(keys: Vec<K>, a: &Args) -> String {
             m - floor_ns
         );
         jrows.push(
-            Obj::default()
+            JsonObj::new()
                 .str("name", r.name)
                 .num("ns_median", m)
                 .num("of_floor", of_floor(r))
@@ -527,7 +481,7 @@ fn bench_n<K: BenchKey>(keys: Vec<K>, a: &Args) -> String {
     );
     drop((hb, ck, ph, ph_vals, floor));
     if a.lookups_only {
-        return Obj::default()
+        return JsonObj::new()
             .field("n", n)
             .str("loadavg_start", &load0)
             .str("keys", &a.keys)
@@ -554,7 +508,7 @@ fn bench_n<K: BenchKey>(keys: Vec<K>, a: &Args) -> String {
     let ctl = control_rounds(cfg, &keys, &vals, &stream, &svals, a);
     let load1 = loadavg();
     println!("load average at the end: {load1}");
-    Obj::default()
+    JsonObj::new()
         .field("n", n)
         .str("loadavg_start", &load0)
         .str("loadavg_end", &load1)
@@ -750,7 +704,7 @@ fn readers_under_updates<K: BenchKey>(
         ratio_median(&alone, &with_c),
         mrc / 1e6
     );
-    Obj::default()
+    JsonObj::new()
         .num("reader_alone_ns", ma)
         .num("reader_with_writer_ns", mw)
         .num("throughput_ratio", ratio_median(&alone, &with))
@@ -886,7 +840,7 @@ fn control_rounds<K: BenchKey>(
         mbh,
         ratio_median(&bo, &bh)
     );
-    Obj::default()
+    JsonObj::new()
         .num("insert_per_s", mi)
         .num("alter_per_s", ma)
         .num("delete_per_s", md)
@@ -907,15 +861,8 @@ fn control_rounds<K: BenchKey>(
 
 fn main() {
     let a = parse_args();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l[l.find(':').map_or(0, |i| i + 1)..].trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let cores = std::thread::available_parallelism().map_or(0, |c| c.get());
+    let cpu = cpu_model();
+    let cores = cores();
     println!(
         "compare: {cpu}, {cores} cores{}",
         if a.smoke { " (smoke)" } else { "" }
@@ -946,7 +893,7 @@ fn main() {
         }
     }
     if let Some(path) = &a.json {
-        let doc = Obj::default()
+        let doc = JsonObj::new()
             .str("cpu", &cpu)
             .field("cores", cores)
             .field("smoke", a.smoke)

@@ -7,6 +7,8 @@
 //! * [`cuckoo`]: a bucketed (2,4) cuckoo hash table after CuckooSwitch, the
 //!   baseline that benchmarks run beside nexthop's structures.
 //! * [`clock`]: this thread's CPU time, which benchmarks time with.
+//! * [`bench`]: the comparison benches' scaffold: medians, per-round ratios,
+//!   the machine, a JSON object writer.
 //! * [`args`]: positional arguments of the probe examples (counts such as
 //!   `1e7`, words from a list), refusing bad input.
 //! * [`pool`]: long-lived worker threads pinned to their own CPUs, the
@@ -17,6 +19,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod args;
+pub mod bench;
 pub mod clock;
 pub mod cuckoo;
 pub mod keys;
