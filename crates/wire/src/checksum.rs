@@ -1,10 +1,10 @@
 //! The Internet checksum (RFC 1071) and its incremental update (RFC 1624).
 //!
-//! One home for the one's-complement arithmetic: [`Ipv4Packet::checksum_ok`]
-//! (crate::Ipv4Packet::checksum_ok) verifies with it, the IP forwarding
-//! pipeline updates the checksum after a TTL decrement with
-//! [`checksum_update`], and frame generators fill headers with
-//! [`ipv4_header_checksum`].
+//! One home for the one's-complement arithmetic:
+//! [`Ipv4Packet::checksum_ok`](crate::Ipv4Packet::checksum_ok) verifies
+//! with it, [`Ipv4HeaderMut::decrement_ttl`](crate::Ipv4HeaderMut::decrement_ttl)
+//! updates the checksum after a TTL decrement with [`checksum_update`], and
+//! frame generators fill headers with [`ipv4_header_checksum`].
 
 /// Offset of the checksum field in an IPv4 header.
 const IPV4_CHECKSUM: usize = 10;
