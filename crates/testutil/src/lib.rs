@@ -7,7 +7,7 @@
 //! * [`cuckoo`]: a bucketed (2,4) cuckoo hash table after CuckooSwitch, the
 //!   baseline that benchmarks run beside nexthop's structures.
 //! * [`clock`]: this thread's CPU time, which benchmarks time with.
-//! * [`bench`]: the comparison benches' scaffold: medians, per-round ratios,
+//! * [`bench`](mod@bench): the comparison benches' scaffold: medians, per-round ratios,
 //!   the machine, a JSON object writer.
 //! * [`args`]: positional arguments of the probe examples (counts such as
 //!   `1e7`, words from a list), refusing bad input.
