@@ -11,7 +11,9 @@ use nexthop_othello::fib::{
 };
 use nexthop_othello::{Config, MappedQuery, QueryView, Sizing, MISS};
 
-use crate::fibdir::{self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT};
+use nexthop_othello::fibdir::{
+    self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT,
+};
 
 /// Run `$body` with `$K` bound to the Rust type of key type `$kt`.
 macro_rules! with_key_type {
@@ -165,7 +167,7 @@ fn commit_fib<K: NameKey>(dir: &Path, key_type: KeyType, fib: &ConciseFib<K>) ->
         },
         files: Vec::new(),
     };
-    fibdir::commit(
+    let done = fibdir::commit(
         dir,
         &mut manifest,
         &[
@@ -173,7 +175,11 @@ fn commit_fib<K: NameKey>(dir: &Path, key_type: KeyType, fib: &ConciseFib<K>) ->
             (SNAPSHOT, &snapshot),
             (ACTIONS, actions.as_bytes()),
         ],
-    )
+    )?;
+    for (path, err) in &done.not_removed {
+        eprintln!("warning: {}: could not remove: {err}", path.display());
+    }
+    Ok(done.generation)
 }
 
 fn build_typed<K: NameKey>(

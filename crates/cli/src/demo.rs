@@ -11,7 +11,7 @@ use nexthop_othello::fib::{Action, KeyType, NameKey};
 use nexthop_othello::{Sizing, MISS};
 
 use crate::cmd_fib::{self, BuildOpts, LookupFib};
-use crate::fibdir;
+use nexthop_othello::fibdir;
 
 /// Options of `nexthop demo`.
 #[derive(Clone, Debug)]

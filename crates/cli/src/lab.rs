@@ -45,8 +45,8 @@ use nexthop_othello::Sizing;
 
 use crate::cmd_fib::{self, BuildOpts};
 use crate::demo::{actions, pick_action, Mix};
-use crate::fibdir;
 use crate::lab_phases::{self, has_changes, on_time, Phase};
+use nexthop_othello::fibdir;
 
 /// Options of `nexthop lab`.
 #[derive(Clone, Debug)]

@@ -1,7 +1,7 @@
 //! `nexthop`: build, query and update Concise FIBs on disk, and a demo.
 //!
 //! Glue only: the algorithms live in `nexthop-othello`; this crate parses
-//! arguments, reads and writes files (see [`fibdir`] for the directory
+//! arguments, reads and writes files (see `nexthop_othello::fibdir` for the directory
 //! layout and its atomic replacement) and reports errors as
 //! `error: ...` with a non-zero exit.
 #![forbid(unsafe_code)]
@@ -15,7 +15,6 @@ mod cmd_ndn;
 mod cmd_run;
 mod cmd_stats;
 mod demo;
-mod fibdir;
 mod lab;
 mod lab_pcap;
 mod lab_phases;
@@ -31,7 +30,7 @@ use nexthop_othello::Sizing;
 
 /// nexthop: a software forwarding plane built on Othello hashing.
 #[derive(Debug, Parser)]
-#[command(name = "nexthop", version, propagate_version = true)]
+#[command(name = "nexthop", version = env!("NEXTHOP_LONG_VERSION"), propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

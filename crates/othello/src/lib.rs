@@ -11,6 +11,7 @@ pub mod control;
 pub mod delta;
 pub mod error;
 pub mod fib;
+pub mod fibdir;
 pub mod persist;
 pub mod query;
 mod snapshot;
