@@ -16,8 +16,6 @@ mod cmd_run;
 mod cmd_stats;
 mod demo;
 mod lab;
-mod lab_pcap;
-mod lab_phases;
 mod textio;
 mod threadcpu;
 

@@ -304,10 +304,10 @@ pub fn current_generation(dir: &Path) -> Result<u64, DirError> {
         dir: dir.to_path_buf(),
         source,
     })?;
-    target
-        .to_str()
-        .and_then(parse_gen)
-        .ok_or_else(|| DirError::BadCurrent { link, target })
+    match target.to_str().and_then(parse_gen) {
+        Some(gen) => Ok(gen),
+        None => Err(DirError::BadCurrent { link, target }),
+    }
 }
 
 /// Refuse to build into `dir` unless it is absent, already a FIB, or holds

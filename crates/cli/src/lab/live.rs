@@ -1,32 +1,9 @@
-//! `nexthop lab`: the main job. A controller with a generated FIB, a
-//! forwarder (`nexthop run`) following it, a traffic source and four sinks,
-//! each in its own network namespace joined by veth pairs; traffic at the
-//! highest rate the machine gives, live route changes while it flows,
-//! every received frame checked against the FIB's history, and a summary.
-//! Without root (or with `--pcap`) the same plan runs offline through pcap
-//! files (see [`crate::lab_pcap`]).
-//!
-//! Glue only: namespaces are `nexthop_dataplane::netns`, ports
-//! `nexthop_dataplane::afpacket`, the controller `nexthop_control`, the
-//! forwarder is this binary's `run` subcommand.
-//!
-//! Every frame carries the index of its name and a phase in its payload, so
-//! a sink checks it without a table lookup: a frame may leave on port `p`
-//! only if some action the name held during the run sends to `p` (names
-//! whose action is changed live may be seen on the old or the new ports
-//! while the change propagates; every other name on exactly its ports).
-//! After the traffic and the changes stop, a final wave sends one frame
-//! per sampled name and checks that it arrives on exactly the ports of
-//! the name's final action.
+//! The live lab: namespaces joined by veth pairs, the controller, the
+//! forwarder (`nexthop run`) as a child process, a source and four sinks.
 
-use crate::threadcpu;
-use nexthop_dataplane::affinity;
-use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::fs;
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,478 +11,26 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use nexthop_control::{AuthKey, Controller, ControllerConfig};
+use nexthop_control::{Controller, ControllerConfig};
+use nexthop_dataplane::affinity;
 use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::metrics::{fetch_snapshot, MetricsSnapshot};
 use nexthop_dataplane::netns::{self, Namespaces};
 use nexthop_dataplane::FrameBuf;
-use nexthop_othello::fib::{Action, ConciseFib, KeyType, NameKey, RouteChange};
-use nexthop_othello::Sizing;
+use nexthop_othello::fib::NameKey;
 
-use crate::cmd_fib::{self, BuildOpts};
-use crate::demo::{actions, pick_action, Mix};
-use crate::lab_phases::{self, has_changes, on_time, Phase};
-use nexthop_othello::fibdir;
-
-/// Options of `nexthop lab`.
-#[derive(Clone, Debug)]
-pub struct LabOpts {
-    /// Names in the FIB that traffic is sent to.
-    pub names: usize,
-    /// Seconds of traffic.
-    pub duration: f64,
-    /// Route changes per second during the traffic.
-    pub update_rate: f64,
-    /// Frames per second offered by the source (0: as fast as it can).
-    pub rate: f64,
-    /// Names checked one by one in the final wave (0: none).
-    pub final_names: usize,
-    /// Output directory (FIB, key, forwarder logs, pcaps).
-    pub out: PathBuf,
-    /// Seed of the names, actions and changes.
-    pub seed: u64,
-    /// Run the offline pcap variant even where namespaces could be made.
-    pub pcap: bool,
-    /// Frames of the pcap variant.
-    pub pcap_frames: usize,
-    /// Forwarder worker threads (`nexthop run --workers`).
-    pub workers: usize,
-    /// Put the forwarder's frames to port 1 whatever the name (a trivial
-    /// pipeline, the baseline of the forwarding-rate benchmark).
-    pub trivial: bool,
-    /// Route changes merged into one delta by the controller.
-    pub changes_per_delta: usize,
-    /// The forwarder's port I/O (`nexthop run --io`): afpacket, auto or
-    /// afxdp.
-    pub io: LabIo,
-    /// Pin the workers to CPUs of their own and the rest elsewhere, when
-    /// there are more CPUs than workers (see [`cpu_plan`]).
-    pub pin: bool,
-    /// Phases of this many seconds alternately without and with live
-    /// changes (0: changes all the time); see [`crate::lab_phases`].
-    pub alternate: f64,
-}
-
-/// Where the live lab puts its threads: `Ok((worker CPUs, other CPUs))`
-/// (the workers on the last `workers` allowed CPUs, one each; everything
-/// else on the rest), or `Err(why not)`.
-pub(crate) fn cpu_plan(
-    allowed: &[usize],
-    workers: usize,
-    pin: bool,
-) -> Result<(Vec<usize>, Vec<usize>), String> {
-    if !pin {
-        return Err("--no-pin".into());
-    }
-    if allowed.len() <= workers {
-        return Err(format!(
-            "{workers} worker{} and the rest need {} CPUs, {} allowed",
-            if workers == 1 { "" } else { "s" },
-            workers + 1,
-            allowed.len()
-        ));
-    }
-    let split = allowed.len() - workers;
-    Ok((allowed[split..].to_vec(), allowed[..split].to_vec()))
-}
-
-/// Port I/O of the lab's forwarder.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LabIo {
-    /// AF_PACKET (the forwarder's default).
-    #[default]
-    Afpacket,
-    /// AF_XDP where a socket binds, else AF_PACKET.
-    Auto,
-    /// AF_XDP on every port, or the forwarder refuses to start.
-    Afxdp,
-}
-
-impl LabIo {
-    fn arg(self) -> &'static str {
-        match self {
-            LabIo::Afpacket => "afpacket",
-            LabIo::Auto => "auto",
-            LabIo::Afxdp => "afxdp",
-        }
-    }
-}
-
-/// Output ports of the lab (the sinks); port 0 is the forwarder's input.
-pub(crate) const PORTS: [u16; 4] = [1, 2, 3, 4];
-/// Bytes of a lab frame (the minimum Ethernet frame less its FCS).
-pub(crate) const FRAME_LEN: usize = 60;
-/// Source MAC of every lab frame.
-pub(crate) const LAB_SRC: [u8; 6] = [0x02, 0x6e, 0x68, 0x00, 0x1a, 0xb0];
-/// IEEE local experimental ethertype.
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
-const MAGIC: &[u8; 4] = b"NHLB";
-/// Phase byte of traffic frames.
-pub(crate) const PHASE_TRAFFIC: u8 = 1;
-/// Phase byte of final-wave frames.
-pub(crate) const PHASE_FINAL: u8 = 2;
-
-/// Write a lab frame: `dst`, the lab source, the lab ethertype, magic,
-/// phase, the name's index and a tag (a sequence or chunk number).
-pub(crate) fn write_frame(buf: &mut [u8; FRAME_LEN], dst: &[u8; 6], phase: u8, idx: u32, tag: u32) {
-    buf[0..6].copy_from_slice(dst);
-    buf[6..12].copy_from_slice(&LAB_SRC);
-    buf[12..14].copy_from_slice(&ETHERTYPE);
-    buf[14..18].copy_from_slice(MAGIC);
-    buf[18] = phase;
-    buf[19..23].copy_from_slice(&idx.to_le_bytes());
-    buf[23..27].copy_from_slice(&tag.to_le_bytes());
-}
-
-/// A parsed lab frame: destination, phase, name index, tag.
-pub(crate) struct LabFrame {
-    pub dst: [u8; 6],
-    pub phase: u8,
-    pub idx: u32,
-    pub tag: u32,
-}
-
-/// Parse a lab frame; `None` for anything else (other traffic on a link).
-pub(crate) fn parse_frame(f: &[u8]) -> Option<LabFrame> {
-    if f.len() < 27 || f[6..12] != LAB_SRC || f[12..14] != ETHERTYPE || &f[14..18] != MAGIC {
-        return None;
-    }
-    let u32_at = |i: usize| u32::from_le_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
-    let mut dst = [0u8; 6];
-    dst.copy_from_slice(&f[0..6]);
-    Some(LabFrame {
-        dst,
-        phase: f[18],
-        idx: u32_at(19),
-        tag: u32_at(23),
-    })
-}
-
-/// Bit of [`mask_of`] for punts to the controller.
-pub(crate) const PUNT: u8 = 0x80;
-
-/// Where an action sends a frame, as a bit mask: bit `p` for port `p`
-/// (ports 0..=6 are representable, which the lab's actions respect) and
-/// [`PUNT`] for the controller; 0 for drop.
-pub(crate) fn mask_of(a: &Action) -> u8 {
-    let bit = |p: u16| if p < 7 { 1u8 << p } else { 0 };
-    match a {
-        Action::Port(p) => bit(*p),
-        Action::PortSet(ps) => ps.iter().fold(0, |m, p| m | bit(*p)),
-        Action::Drop => 0,
-        Action::Controller => PUNT,
-    }
-}
-
-/// The names, their actions, and the live changes, with what a checker
-/// needs to know about them.
-pub(crate) struct Plan {
-    /// Names traffic is sent to (in the FIB for the whole run).
-    pub names: Vec<[u8; 6]>,
-    /// Their actions at the start.
-    pub initial: Vec<Action>,
-    /// The live changes, in order: action changes of traffic names, adds
-    /// and deletes of other names (no traffic goes to those, so a removed
-    /// name cannot be mistaken for a misforward).
-    pub changes: Vec<RouteChange<[u8; 6]>>,
-    /// For each change, the traffic name it changes (`u32::MAX`: none)
-    /// and that name's port mask after it.
-    pub touches: Vec<(u32, u8)>,
-    /// Per traffic name: the ports any of its actions sent to.
-    pub allowed: Vec<u8>,
-    /// Per traffic name: the ports of its final action.
-    pub final_mask: Vec<u8>,
-    /// Adds, deletes and action changes among `changes`.
-    pub counts: [usize; 3],
-}
-
-impl Plan {
-    /// A seeded plan of `n` names and `n_changes` changes.
-    pub fn new(n: usize, n_changes: usize, seed: u64) -> Plan {
-        let table = actions();
-        let names = nexthop_testutil::macs(seed, n);
-        let mut r = Mix(seed);
-        let initial: Vec<Action> = names.iter().map(|_| pick_action(&mut r, &table)).collect();
-        let known: HashSet<[u8; 6]> = names.iter().copied().collect();
-        let mut fresh: Vec<[u8; 6]> =
-            nexthop_testutil::macs(seed ^ 0xDA4C_0FFE, n_changes / 2 + 16)
-                .into_iter()
-                .filter(|m| !known.contains(m))
-                .collect();
-        fresh.reverse();
-        let mut current: Vec<Action> = initial.clone();
-        let mut allowed: Vec<u8> = initial.iter().map(mask_of).collect();
-        let mut present_dark: Vec<[u8; 6]> = Vec::new();
-        let mut changes = Vec::with_capacity(n_changes);
-        let mut touches = Vec::with_capacity(n_changes);
-        let mut counts = [0usize; 3];
-        let mut r = Mix(seed ^ 0x11FE_C4A6);
-        for _ in 0..n_changes {
-            let k = r.below(10);
-            if (6..8).contains(&k) || (k >= 8 && present_dark.is_empty()) {
-                if let Some(m) = fresh.pop() {
-                    changes.push(RouteChange::Add(m, pick_action(&mut r, &table)));
-                    touches.push((u32::MAX, 0));
-                    present_dark.push(m);
-                    counts[0] += 1;
-                    continue;
-                }
-            } else if k >= 8 {
-                let m = present_dark.swap_remove(r.below(present_dark.len()));
-                changes.push(RouteChange::Delete(m));
-                touches.push((u32::MAX, 0));
-                counts[1] += 1;
-                continue;
-            }
-            if names.is_empty() {
-                break;
-            }
-            let i = r.below(names.len());
-            let mut a = pick_action(&mut r, &table);
-            if a == current[i] {
-                let j = table.iter().position(|x| *x == a).unwrap_or(0);
-                a = table[(j + 1 + r.below(table.len() - 1)) % table.len()].clone();
-            }
-            let m = mask_of(&a);
-            allowed[i] |= m;
-            touches.push((i as u32, m));
-            changes.push(RouteChange::Set(names[i], a.clone()));
-            current[i] = a;
-            counts[2] += 1;
-        }
-        let final_mask = current.iter().map(mask_of).collect();
-        Plan {
-            names,
-            initial,
-            changes,
-            touches,
-            allowed,
-            final_mask,
-            counts,
-        }
-    }
-
-    /// Apply changes `range` to `state` (per traffic name, its port mask):
-    /// the state of the plan after those changes, given the state before.
-    pub fn apply_touches(&self, state: &mut [u8], range: std::ops::Range<usize>) {
-        for &(i, m) in &self.touches[range] {
-            if i != u32::MAX {
-                state[i as usize] = m;
-            }
-        }
-    }
-
-    /// The port mask of every traffic name at the start.
-    pub fn initial_masks(&self) -> Vec<u8> {
-        self.initial.iter().map(mask_of).collect()
-    }
-
-    /// The routes file text of the initial FIB.
-    pub fn routes_text(&self) -> String {
-        let mut s = String::with_capacity(self.names.len() * 24);
-        s.push_str("# nexthop lab routes: MAC ACTION\n");
-        for (m, a) in self.names.iter().zip(&self.initial) {
-            let _ = writeln!(s, "{} {a}", m.fmt_name());
-        }
-        s
-    }
-}
-
-/// Index walk over `0..n` that visits every index once per `n` steps in a
-/// scattered order (a stride coprime to `n`).
-pub(crate) struct Walk {
-    n: u64,
-    stride: u64,
-    at: u64,
-}
-
-impl Walk {
-    pub fn new(n: usize, seed: u64) -> Walk {
-        let n = n.max(1) as u64;
-        let mut stride = (n / 2 + 1 + seed % n.max(2)) % n;
-        while gcd(stride.max(1), n) != 1 {
-            stride = (stride + 1) % n;
-        }
-        Walk {
-            n,
-            stride: stride.max(1),
-            at: seed % n,
-        }
-    }
-
-    pub fn next_index(&mut self) -> u32 {
-        let i = self.at;
-        self.at = (self.at + self.stride) % self.n;
-        i as u32
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// Build the lab FIB directory `dir` from `plan` exactly as
-/// `nexthop fib build` would; returns the build report line.
-fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
-    let routes = dir.join("routes.txt");
-    fs::write(&routes, plan.routes_text())
-        .with_context(|| format!("{}: cannot write", routes.display()))?;
-    let fib_dir = dir.join("fib");
-    let opts = BuildOpts {
-        key_type: KeyType::Mac,
-        value_bits: 8,
-        check_bits: 0,
-        sizing: Sizing::PowerOfTwo,
-        // Room for the adds, so no change needs a rebuild.
-        capacity: Some(plan.names.len() + plan.counts[0] + 1024),
-        seed: None,
-        stash_capacity: 16,
-    };
-    let b = cmd_fib::build_dir(&opts, &routes, &fib_dir)?;
-    Ok(format!(
-        "{} names -> {} (generation {}; parse {:.2} s, Othello build {:.2} s, write {:.2} s)",
-        plan.names.len(),
-        fib_dir.display(),
-        b.generation,
-        b.parse_secs,
-        b.build_secs,
-        b.write_secs
-    ))
-}
-
-/// Load the lab FIB's control state (for the controller).
-fn load_fib(dir: &Path) -> Result<ConciseFib<[u8; 6]>> {
-    let cur = fibdir::open(&dir.join("fib"))?;
-    crate::cmd_controller::load::<[u8; 6]>(&cur)
-}
-
-/// Bytes of the FIB's data-plane arrays and bits per name.
-fn fib_bytes(fib: &ConciseFib<[u8; 6]>) -> (u64, f64) {
-    let q = fib.othello().export(0);
-    let bytes = q.memory_bytes() as u64;
-    (bytes, bytes as f64 * 8.0 / fib.len().max(1) as f64)
-}
-
-/// A fresh random key file (64 hex digits, mode 0600).
-fn write_key(path: &Path) -> Result<AuthKey> {
-    use rand::RngCore;
-    let mut secret = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut secret);
-    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-    let mut f =
-        fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-    }
-    writeln!(f, "{hex}")?;
-    AuthKey::new(hex.as_bytes()).map_err(|e| anyhow!("{e}"))
-}
-
-pub(crate) fn step(what: &str, t: Instant, detail: impl std::fmt::Display) {
-    println!("[{:6.1}s] {what:<10} {detail}", t.elapsed().as_secs_f64());
-}
-
-/// What both lab variants start from: the plan, the FIB built from it
-/// (as `nexthop fib build` would, under `o.out/fib`), its size, and a
-/// fresh controller key (`o.out/controller.key`).
-pub(crate) struct Prepared {
-    pub plan: Plan,
-    pub fib: ConciseFib<[u8; 6]>,
-    pub fib_bytes: u64,
-    pub bits: f64,
-    pub key: AuthKey,
-    pub key_path: PathBuf,
-}
-
-/// Make the plan, build and load the FIB, write the key; prints a step
-/// line for the plan and the build.
-pub(crate) fn prepare(o: &LabOpts, n_changes: usize, t: Instant) -> Result<Prepared> {
-    let plan = Plan::new(o.names, n_changes, o.seed);
-    step(
-        "plan",
-        t,
-        format_args!(
-            "{} names, {} changes ({} adds, {} deletes, {} action changes)",
-            plan.names.len(),
-            plan.changes.len(),
-            plan.counts[0],
-            plan.counts[1],
-            plan.counts[2]
-        ),
-    );
-    let built = build_fib(&plan, &o.out)?;
-    step("build", t, built);
-    let fib = load_fib(&o.out)?;
-    let (fib_bytes, bits) = fib_bytes(&fib);
-    let key_path = o.out.join("controller.key");
-    let key = write_key(&key_path)?;
-    Ok(Prepared {
-        plan,
-        fib,
-        fib_bytes,
-        bits,
-        key,
-        key_path,
-    })
-}
-
-/// `nexthop lab`.
-pub fn run(o: &LabOpts) -> Result<()> {
-    if o.names == 0 || o.names > u32::MAX as usize / 2 {
-        bail!("--names must be between 1 and {}", u32::MAX / 2);
-    }
-    for (what, v, min) in [
-        ("--duration", o.duration, 0.1),
-        ("--update-rate", o.update_rate, 0.0),
-        ("--rate", o.rate, 0.0),
-    ] {
-        if !v.is_finite() || v < min || v > 1e9 {
-            bail!("{what} {v}: expected a number of at least {min}");
-        }
-    }
-    if !o.alternate.is_finite()
-        || o.alternate < 0.0
-        || (o.alternate > 0.0 && (o.alternate < 0.2 || 2.0 * o.alternate > o.duration))
-    {
-        bail!(
-            "--alternate {}: expected 0 (no phases) or phases of at least 0.2 s, two of which fit in --duration {}",
-            o.alternate,
-            o.duration
-        );
-    }
-    let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
-    fs::create_dir_all(&o.out).with_context(|| format!("{}: create directory", o.out.display()))?;
-    let why_offline = if o.pcap {
-        Some("--pcap given".to_string())
-    } else if !netns::is_root() {
-        Some("network namespaces need root, and this runs as another user".to_string())
-    } else {
-        None
-    };
-    if let Some(why) = why_offline {
-        println!("nexthop lab: {why}: running the offline pcap variant instead");
-        return crate::lab_pcap::run(o, &stop);
-    }
-    match Topology::create() {
-        Ok(topo) => run_live(o, topo, &stop),
-        Err(e) => {
-            println!(
-                "nexthop lab: cannot create network namespaces ({e}): running the offline pcap variant instead"
-            );
-            crate::lab_pcap::run(o, &stop)
-        }
-    }
-}
+use super::cpu::{cpu_line, cpu_plan, update_path_cores};
+use super::frame::{
+    parse_frame, ports_of, write_frame, FRAME_LEN, PHASE_FINAL, PHASE_TRAFFIC, PORTS, PUNT,
+};
+use super::phases::{self, has_changes, on_time, Phase};
+use super::plan::{prepare, Plan, Prepared, Walk};
+use super::{step, LabOpts};
+use crate::threadcpu;
 
 /// The namespaces and links of the lab: `src` -- `fwd` -- four sinks.
-struct Topology {
+pub(crate) struct Topology {
     /// Removes the namespaces (and so the links) on drop.
     _ns: Namespaces,
     src: String,
@@ -514,7 +39,7 @@ struct Topology {
 }
 
 impl Topology {
-    fn create() -> Result<Topology> {
+    pub(crate) fn create() -> Result<Topology> {
         let tag = format!("nhlab{}", std::process::id());
         let mut ns = Namespaces::new();
         let src = format!("{tag}-src");
@@ -699,46 +224,6 @@ fn sink_loop(sh: &Shared, ns: &str, port: u16) -> Result<()> {
     Ok(())
 }
 
-/// The summary's `cpu` line: cores each part of the lab used during the
-/// traffic (`pids`: the lab, the forwarder). The update path is the lab's
-/// main thread (it calls the controller's `apply_changes`), the
-/// controller's connection threads and the forwarder's follower.
-pub(crate) fn cpu_line(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> String {
-    use threadcpu::sum_prefix;
-    let [lab, fwd] = pids;
-    let workers: Vec<String> = cpu
-        .iter()
-        .filter(|t| t.pid == fwd && t.name.starts_with("worker-"))
-        .map(|t| format!("{} {:.2}", t.name, t.cores))
-        .collect();
-    let fwd_all: f64 = cpu.iter().filter(|t| t.pid == fwd).map(|t| t.cores).sum();
-    let worker = sum_prefix(cpu, fwd, "worker-");
-    let follower = sum_prefix(cpu, fwd, "fib-follower");
-    let apply = threadcpu::main_thread(cpu, lab);
-    let ctl = sum_prefix(cpu, lab, "ctl-");
-    format!(
-        "cores during the traffic: forwarder {:.2} (workers {worker:.2}: {}; fib-follower {follower:.2}; other {:.2}), \
-         lab source {:.2}, sinks {:.2}; update path {:.2} (controller apply on the lab's main thread {apply:.2}, \
-         controller connections {ctl:.2}, fib-follower {follower:.2})",
-        fwd_all,
-        if workers.is_empty() { "none seen".to_string() } else { workers.join(", ") },
-        (fwd_all - worker - follower).max(0.0),
-        sum_prefix(cpu, lab, "lab-source"),
-        sum_prefix(cpu, lab, "lab-sink-"),
-        update_path_cores(cpu, pids),
-    )
-}
-
-/// Cores of the update path: the lab's main thread (the controller's
-/// `apply_changes`), the controller's connection threads and the
-/// forwarder's follower.
-pub(crate) fn update_path_cores(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> f64 {
-    let [lab, fwd] = pids;
-    threadcpu::main_thread(cpu, lab)
-        + threadcpu::sum_prefix(cpu, lab, "ctl-")
-        + threadcpu::sum_prefix(cpu, fwd, "fib-follower")
-}
-
 /// The progress line of a finished phase `k`.
 fn phase_line(k: usize, p: &Phase) -> String {
     format!(
@@ -752,21 +237,6 @@ fn phase_line(k: usize, p: &Phase) -> String {
         p.source_cores,
         p.update_cores
     )
-}
-
-pub(crate) fn ports_of(mask: u8) -> String {
-    let mut v: Vec<String> = (0..7u16)
-        .filter(|p| mask & (1 << p) != 0)
-        .map(|p| p.to_string())
-        .collect();
-    if mask & PUNT != 0 {
-        v.push("controller".into());
-    }
-    if v.is_empty() {
-        "no port (drop)".into()
-    } else {
-        v.join("+")
-    }
 }
 
 /// Send frames to the plan's names until told to stop (`count` None) or
@@ -847,7 +317,7 @@ struct PhaseStart {
     applied: usize,
 }
 
-fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
+pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
     let n_changes = (o.update_rate * on_time(o.duration, o.alternate)).ceil() as usize;
     println!(
@@ -1371,7 +841,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     }
     println!("  cpu           {}", cpu_line(&cpu, pids));
     if o.alternate > 0.0 {
-        for l in lab_phases::summary(&phases, o.alternate) {
+        for l in phases::summary(&phases, o.alternate) {
             println!("  phases        {l}");
         }
     }
@@ -1442,114 +912,5 @@ mod tests {
         let sinks: Vec<SinkStats> = (0..4).map(|_| SinkStats::default()).collect();
         let line = |i: usize| &sinks[i] as *const SinkStats as usize / 64;
         assert!((1..4).all(|i| line(i) != line(i - 1)));
-    }
-
-    #[test]
-    fn frames_round_trip_and_foreign_frames_are_not_lab_frames() {
-        let mut b = [0u8; FRAME_LEN];
-        let dst = [2, 0, 0, 0, 0, 7];
-        write_frame(&mut b, &dst, PHASE_FINAL, 123_456, 77);
-        let f = parse_frame(&b).unwrap();
-        assert_eq!(
-            (f.dst, f.phase, f.idx, f.tag),
-            (dst, PHASE_FINAL, 123_456, 77)
-        );
-        assert!(parse_frame(&b[..26]).is_none());
-        let mut other = b;
-        other[6] ^= 1;
-        assert!(parse_frame(&other).is_none());
-        let mut other = b;
-        other[14] = b'X';
-        assert!(parse_frame(&other).is_none());
-    }
-
-    #[test]
-    fn walks_visit_every_index_once_per_round() {
-        for n in [1usize, 2, 3, 10, 97, 1000, 4096] {
-            for seed in 0..4 {
-                let mut w = Walk::new(n, seed);
-                let mut seen = vec![false; n];
-                for _ in 0..n {
-                    let i = w.next_index() as usize;
-                    assert!(!seen[i], "n {n} seed {seed}: {i} twice");
-                    seen[i] = true;
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn cpu_plans_give_workers_the_last_cpus_and_the_rest_the_others() {
-        assert_eq!(cpu_plan(&[0, 1], 1, true), Ok((vec![1], vec![0])));
-        assert_eq!(
-            cpu_plan(&[0, 1, 2, 3], 2, true),
-            Ok((vec![2, 3], vec![0, 1]))
-        );
-        assert_eq!(cpu_plan(&[2, 5, 7], 1, true), Ok((vec![7], vec![2, 5])));
-        let e = cpu_plan(&[0, 1], 2, true).unwrap_err();
-        assert!(e.contains("need 3 CPUs, 2 allowed"), "{e}");
-        assert_eq!(cpu_plan(&[0, 1, 2], 1, false), Err("--no-pin".to_string()));
-    }
-
-    #[test]
-    fn masks_name_ports_and_punts() {
-        assert_eq!(mask_of(&Action::Port(3)), 1 << 3);
-        assert_eq!(mask_of(&Action::PortSet(vec![1, 4])), 0b1_0010);
-        assert_eq!(mask_of(&Action::Drop), 0);
-        assert_eq!(mask_of(&Action::Controller), PUNT);
-        assert_eq!(ports_of(0b1_0010), "1+4");
-        assert_eq!(ports_of(PUNT), "controller");
-        assert_eq!(ports_of(0), "no port (drop)");
-    }
-
-    /// The plan's bookkeeping agrees with replaying its changes on a map.
-    #[test]
-    fn plans_agree_with_a_replay_of_their_changes() {
-        let p = Plan::new(2_000, 5_000, 9);
-        assert_eq!(p.changes.len(), 5_000);
-        assert_eq!(p.counts.iter().sum::<usize>(), 5_000);
-        let mut fib: std::collections::HashMap<[u8; 6], Action> = p
-            .names
-            .iter()
-            .copied()
-            .zip(p.initial.iter().cloned())
-            .collect();
-        let mut allowed: Vec<u8> = p.initial.iter().map(mask_of).collect();
-        let index: std::collections::HashMap<[u8; 6], usize> =
-            p.names.iter().enumerate().map(|(i, m)| (*m, i)).collect();
-        for (c, &(t, m)) in p.changes.iter().zip(&p.touches) {
-            match c {
-                RouteChange::Add(k, a) => {
-                    assert!(!index.contains_key(k), "an add of a traffic name");
-                    assert!(fib.insert(*k, a.clone()).is_none(), "add of a present name");
-                    assert_eq!(t, u32::MAX);
-                }
-                RouteChange::Delete(k) => {
-                    assert!(!index.contains_key(k), "a delete of a traffic name");
-                    assert!(fib.remove(k).is_some(), "delete of an absent name");
-                    assert_eq!(t, u32::MAX);
-                }
-                RouteChange::Set(k, a) => {
-                    let i = index[k];
-                    assert_eq!(t as usize, i);
-                    assert_eq!(m, mask_of(a));
-                    assert_ne!(
-                        fib.insert(*k, a.clone()).as_ref(),
-                        Some(a),
-                        "a no-op change"
-                    );
-                    allowed[i] |= m;
-                }
-            }
-        }
-        let mut state = p.initial_masks();
-        p.apply_touches(&mut state, 0..p.changes.len() / 2);
-        p.apply_touches(&mut state, p.changes.len() / 2..p.changes.len());
-        assert_eq!(state, p.final_mask);
-        for (i, n) in p.names.iter().enumerate() {
-            assert_eq!(p.final_mask[i], mask_of(&fib[n]));
-            assert_eq!(p.allowed[i], allowed[i]);
-            assert_eq!(p.allowed[i] & p.final_mask[i], p.final_mask[i]);
-        }
     }
 }

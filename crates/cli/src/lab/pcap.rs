@@ -21,11 +21,10 @@ use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapOut, PcapPorts};
 use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
 use nexthop_othello::fib::{KeyType, NameKey};
 
+use super::frame::{parse_frame, ports_of, write_frame, FRAME_LEN, PHASE_TRAFFIC, PORTS, PUNT};
+use super::plan::{prepare, Prepared, Walk};
+use super::{step, LabOpts};
 use crate::cmd_run::{swap_in, Current};
-use crate::lab::{
-    parse_frame, ports_of, prepare, step, write_frame, LabOpts, Prepared, Walk, FRAME_LEN,
-    PHASE_TRAFFIC, PORTS, PUNT,
-};
 
 /// Number of chunks the input is cut into (changes are applied between).
 const CHUNKS: usize = 100;
