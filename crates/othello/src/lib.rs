@@ -12,6 +12,8 @@ pub mod delta;
 pub mod error;
 pub mod fib;
 pub mod fibdir;
+#[cfg(feature = "keys")]
+pub mod keys;
 pub mod persist;
 pub mod query;
 mod snapshot;

@@ -45,12 +45,12 @@ impl Plan {
     /// A seeded plan of `n` names and `n_changes` changes.
     pub fn new(n: usize, n_changes: usize, seed: u64) -> Plan {
         let table = actions();
-        let names = nexthop_testutil::macs(seed, n);
+        let names = nexthop_othello::keys::macs(seed, n);
         let mut r = Mix(seed);
         let initial: Vec<Action> = names.iter().map(|_| pick_action(&mut r, &table)).collect();
         let known: HashSet<[u8; 6]> = names.iter().copied().collect();
         let mut fresh: Vec<[u8; 6]> =
-            nexthop_testutil::macs(seed ^ 0xDA4C_0FFE, n_changes / 2 + 16)
+            nexthop_othello::keys::macs(seed ^ 0xDA4C_0FFE, n_changes / 2 + 16)
                 .into_iter()
                 .filter(|m| !known.contains(m))
                 .collect();
