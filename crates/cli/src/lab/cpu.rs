@@ -25,34 +25,84 @@ pub(crate) fn cpu_plan(
     Ok((allowed[split..].to_vec(), allowed[..split].to_vec()))
 }
 
-/// The summary's `cpu` line: cores each part of the lab used during the
-/// traffic (`pids`: the lab, the forwarder). The update path is the lab's
+/// Cores each part of the lab used during the traffic: the summary's
+/// `cpu` line and `summary.json`'s `cpu`. The update path is the lab's
 /// main thread (it calls the controller's `apply_changes`), the
 /// controller's connection threads and the forwarder's follower.
-pub(crate) fn cpu_line(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> String {
-    use threadcpu::sum_prefix;
-    let [lab, fwd] = pids;
-    let workers: Vec<String> = cpu
-        .iter()
-        .filter(|t| t.pid == fwd && t.name.starts_with("worker-"))
-        .map(|t| format!("{} {:.2}", t.name, t.cores))
-        .collect();
-    let fwd_all: f64 = cpu.iter().filter(|t| t.pid == fwd).map(|t| t.cores).sum();
-    let worker = sum_prefix(cpu, fwd, "worker-");
-    let follower = sum_prefix(cpu, fwd, "fib-follower");
-    let apply = threadcpu::main_thread(cpu, lab);
-    let ctl = sum_prefix(cpu, lab, "ctl-");
-    format!(
-        "cores during the traffic: forwarder {:.2} (workers {worker:.2}: {}; fib-follower {follower:.2}; other {:.2}), \
-         lab source {:.2}, sinks {:.2}; update path {:.2} (controller apply on the lab's main thread {apply:.2}, \
-         controller connections {ctl:.2}, fib-follower {follower:.2})",
-        fwd_all,
-        if workers.is_empty() { "none seen".to_string() } else { workers.join(", ") },
-        (fwd_all - worker - follower).max(0.0),
-        sum_prefix(cpu, lab, "lab-source"),
-        sum_prefix(cpu, lab, "lab-sink-"),
-        update_path_cores(cpu, pids),
-    )
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub(crate) struct CpuSplit {
+    /// Every thread of the forwarder.
+    pub forwarder: f64,
+    /// The forwarder's workers together.
+    pub workers: f64,
+    /// Each worker thread by name (`worker-0`, ...).
+    pub worker_threads: Vec<(String, f64)>,
+    /// The forwarder's FIB follower.
+    pub fib_follower: f64,
+    /// The forwarder's other threads.
+    pub forwarder_other: f64,
+    /// The lab's source thread.
+    pub source: f64,
+    /// The lab's sink threads together.
+    pub sinks: f64,
+    /// The update path (the three parts below).
+    pub update_path: f64,
+    /// The controller's `apply_changes` on the lab's main thread.
+    pub controller_apply: f64,
+    /// The controller's connection threads.
+    pub controller_connections: f64,
+}
+
+impl CpuSplit {
+    /// Split `cpu` of the lab and the forwarder (`pids`) by part.
+    pub fn new(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> CpuSplit {
+        use threadcpu::sum_prefix;
+        let [lab, fwd] = pids;
+        let forwarder: f64 = cpu.iter().filter(|t| t.pid == fwd).map(|t| t.cores).sum();
+        let workers = sum_prefix(cpu, fwd, "worker-");
+        let fib_follower = sum_prefix(cpu, fwd, "fib-follower");
+        CpuSplit {
+            forwarder,
+            workers,
+            worker_threads: cpu
+                .iter()
+                .filter(|t| t.pid == fwd && t.name.starts_with("worker-"))
+                .map(|t| (t.name.clone(), t.cores))
+                .collect(),
+            fib_follower,
+            forwarder_other: (forwarder - workers - fib_follower).max(0.0),
+            source: sum_prefix(cpu, lab, "lab-source"),
+            sinks: sum_prefix(cpu, lab, "lab-sink-"),
+            update_path: update_path_cores(cpu, pids),
+            controller_apply: threadcpu::main_thread(cpu, lab),
+            controller_connections: sum_prefix(cpu, lab, "ctl-"),
+        }
+    }
+
+    /// The summary's `cpu` line.
+    pub fn line(&self) -> String {
+        let workers: Vec<String> = self
+            .worker_threads
+            .iter()
+            .map(|(name, cores)| format!("{name} {cores:.2}"))
+            .collect();
+        format!(
+            "cores during the traffic: forwarder {:.2} (workers {:.2}: {}; fib-follower {:.2}; other {:.2}), \
+             lab source {:.2}, sinks {:.2}; update path {:.2} (controller apply on the lab's main thread {:.2}, \
+             controller connections {:.2}, fib-follower {:.2})",
+            self.forwarder,
+            self.workers,
+            if workers.is_empty() { "none seen".to_string() } else { workers.join(", ") },
+            self.fib_follower,
+            self.forwarder_other,
+            self.source,
+            self.sinks,
+            self.update_path,
+            self.controller_apply,
+            self.controller_connections,
+            self.fib_follower,
+        )
+    }
 }
 
 /// Cores of the update path: the lab's main thread (the controller's
@@ -80,5 +130,42 @@ mod tests {
         let e = cpu_plan(&[0, 1], 2, true).unwrap_err();
         assert!(e.contains("need 3 CPUs, 2 allowed"), "{e}");
         assert_eq!(cpu_plan(&[0, 1, 2], 1, false), Err("--no-pin".to_string()));
+    }
+
+    #[test]
+    fn cpu_split_sums_threads_by_part_and_keeps_the_line() {
+        let t = |pid: i32, tid: i32, name: &str, cores: f64| threadcpu::ThreadCores {
+            pid,
+            tid,
+            name: name.to_string(),
+            cores,
+        };
+        let cpu = [
+            t(10, 10, "nexthop", 0.25),
+            t(10, 11, "lab-source", 1.0),
+            t(10, 12, "lab-sink-1", 0.5),
+            t(10, 13, "lab-sink-2", 0.25),
+            t(10, 14, "ctl-conn", 0.125),
+            t(20, 21, "worker-0", 1.0),
+            t(20, 22, "worker-1", 0.75),
+            t(20, 23, "fib-follower", 0.5),
+            t(20, 20, "nexthop", 0.25),
+        ];
+        let s = CpuSplit::new(&cpu, [10, 20]);
+        assert_eq!(s.forwarder, 2.5);
+        assert_eq!(s.workers, 1.75);
+        assert_eq!(s.fib_follower, 0.5);
+        assert_eq!(s.forwarder_other, 0.25);
+        assert_eq!((s.source, s.sinks), (1.0, 0.75));
+        assert_eq!(s.controller_apply, 0.25);
+        assert_eq!(s.controller_connections, 0.125);
+        assert_eq!(s.update_path, 0.875);
+        assert_eq!(s.worker_threads.len(), 2);
+        let l = s.line();
+        assert!(
+            l.contains("forwarder 2.50 (workers 1.75: worker-0 1.00, worker-1 0.75"),
+            "{l}"
+        );
+        assert!(l.contains("update path 0.88"), "{l}");
     }
 }

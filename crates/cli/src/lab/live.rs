@@ -20,12 +20,15 @@ use nexthop_dataplane::netns::{self, Namespaces};
 use nexthop_dataplane::FrameBuf;
 use nexthop_othello::fib::NameKey;
 
-use super::cpu::{cpu_line, cpu_plan, update_path_cores};
+use super::cpu::{cpu_plan, update_path_cores, CpuSplit};
 use super::frame::{
     parse_frame, ports_of, write_frame, FRAME_LEN, PHASE_FINAL, PHASE_TRAFFIC, PORTS, PUNT,
 };
 use super::phases::{self, has_changes, on_time, Phase};
-use super::plan::{prepare, Plan, Prepared, Walk};
+use super::plan::{prepare, save_final_fib, Plan, Prepared, Walk};
+use super::summary::{
+    FibPart, FinalWavePart, ForwarderPart, PropagationPart, SourcePart, Summary, UpdatesPart,
+};
 use super::{step, LabOpts};
 use crate::threadcpu;
 
@@ -291,6 +294,58 @@ fn source_loop(
     Ok(())
 }
 
+/// Seconds of the forwarder's uptime between the first snapshot read after
+/// its input went quiet and a snapshot trusted to count every frame: it
+/// publishes once a second what its workers last reported, and they report
+/// once a second, so a count can lag by up to two seconds.
+const SETTLE_SECS: f64 = 2.0;
+
+/// Decides when the forwarder's published counters have caught up with
+/// frames that arrived before the first snapshot fed in.
+#[derive(Debug, Default)]
+struct Settle {
+    first_uptime: Option<f64>,
+    prev: Option<MetricsSnapshot>,
+}
+
+impl Settle {
+    /// Feed the next fetched snapshot; returns it once it is a publication
+    /// at least [`SETTLE_SECS`] after the first one fed and its frame and
+    /// ring-drop counts equal the previous publication's.
+    fn feed(&mut self, m: MetricsSnapshot) -> Option<MetricsSnapshot> {
+        let first = *self.first_uptime.get_or_insert(m.uptime_seconds);
+        let Some(prev) = self.prev.as_ref() else {
+            self.prev = Some(m);
+            return None;
+        };
+        if m.uptime_seconds <= prev.uptime_seconds {
+            return None; // the same publication again
+        }
+        let drops = |s: &MetricsSnapshot| s.ring_drops.iter().map(|p| p.count).sum::<u64>();
+        let quiet = m.frames_in == prev.frames_in && drops(&m) == drops(prev);
+        if quiet && m.uptime_seconds >= first + SETTLE_SECS {
+            return Some(m);
+        }
+        self.prev = Some(m);
+        None
+    }
+}
+
+/// The forwarder's metrics once they count every frame that arrived
+/// before this call (see [`Settle`]); `None` when the endpoint does not
+/// answer or the counts keep moving for 10 s.
+fn settled_metrics(ns: &str, addr: &str) -> Option<MetricsSnapshot> {
+    let mut settle = Settle::default();
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if let Some(m) = settle.feed(fwd_metrics(ns, addr).ok()?) {
+            return Some(m);
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
 /// Fetch the forwarder's metrics from inside its namespace.
 fn fwd_metrics(ns: &str, addr: &str) -> Result<MetricsSnapshot> {
     let (ns, addr) = (ns.to_string(), addr.to_string());
@@ -346,6 +401,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         bits,
         key,
         key_path,
+        generation: initial_generation,
     } = prepare(o, n_changes, t)?;
 
     // Threads to CPUs: this thread first, so the controller, source and
@@ -618,8 +674,8 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     sh.stop_source.store(false, Ordering::Release);
     let sent_traffic = sh.sent.load(Ordering::Relaxed);
     let failed_traffic = sh.send_failed.load(Ordering::Relaxed);
-    thread::sleep(Duration::from_millis(300));
-    let m1 = fwd_metrics(&topo.fwd, metrics_addr).ok();
+    // Counters that include every traffic frame (the wave starts from them).
+    let m1 = settled_metrics(&topo.fwd, metrics_addr);
     if stop.is_raised() {
         bail!("interrupted; namespaces and processes removed");
     }
@@ -665,19 +721,18 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     } else {
         200e3
     };
-    // The forwarder publishes its metrics once a second.
+    // The forwarder's counters before and after the wave, each settled
+    // (see `Settle`), so the difference is exactly the wave's frames.
     let mut wave_fwd: Option<(u64, u64)> = None;
     if wave > 0 {
-        thread::sleep(Duration::from_millis(1100));
-        let w0 = fwd_metrics(&topo.fwd, metrics_addr).ok();
+        let w0 = m1.clone();
         let (sh2, ns, seed) = (sh.clone(), topo.src.clone(), o.seed ^ 0xF1);
         thread::spawn(move || {
             source_loop(&sh2, &ns, PHASE_FINAL, Some(wave as u64), wave_rate, seed)
         })
         .join()
         .map_err(|_| anyhow!("source thread panicked"))??;
-        thread::sleep(Duration::from_millis(1100));
-        let w1 = fwd_metrics(&topo.fwd, metrics_addr).ok();
+        let w1 = settled_metrics(&topo.fwd, metrics_addr);
         if let (Some(a), Some(b)) = (w0, w1) {
             let drops = |m: &MetricsSnapshot| m.ring_drops.iter().map(|p| p.count).sum::<u64>();
             wave_fwd = Some((
@@ -745,15 +800,18 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         summary = fs::read_to_string(&fwd_out).unwrap_or_default();
     }
     controller.shutdown();
+    // The FIB directory ends holding the controller's final FIB.
+    let final_generation = save_final_fib(&o.out, &sh.plan, applied)?;
 
-    // Summary.
+    // Summary: the text below and summary.json carry the same figures.
     let mis = misforwarded(&sh);
     let recv_traffic = sink_total(&sh);
-    let per_port: Vec<String> = PORTS
+    let ports: std::collections::BTreeMap<u16, u64> = PORTS
         .iter()
         .zip(&sh.sinks)
-        .map(|(p, s)| format!("{p}:{}", s.traffic.load(Ordering::Relaxed)))
+        .map(|(p, s)| (*p, s.traffic.load(Ordering::Relaxed)))
         .collect();
+    let per_port: Vec<String> = ports.iter().map(|(p, n)| format!("{p}:{n}")).collect();
     let sink_drops: u64 = sh
         .sinks
         .iter()
@@ -767,47 +825,123 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         _ => None,
     };
     let line = summary.lines().last().unwrap_or("").to_string();
+    let num = |key: &str| field(&line, key).and_then(|v| v.parse::<u64>().ok());
+    let split = CpuSplit::new(&cpu, pids);
+    // The workers' own rate: frames per second of worker CPU time (the
+    // `cpu` line's workers), which stays the worker cores' rate when the
+    // source, not the workers, limits the run.
+    let per_worker_cpu = fwd_rate
+        .filter(|_| split.workers > 0.05)
+        .map(|(_, mpps)| mpps / split.workers);
+    let change_secs = on_time(traffic_secs, o.alternate);
+    let ok = mis == 0 && wrong == 0 && converged;
+    let report = Summary {
+        variant: "live",
+        ok,
+        seconds: t.elapsed().as_secs_f64(),
+        seed: o.seed,
+        fib: FibPart {
+            names: sh.plan.names.len(),
+            added: sh.plan.counts[0],
+            deleted: sh.plan.counts[1],
+            data_plane_bytes: fib_bytes,
+            bits_per_name: bits,
+            dir: o.out.join("fib").display().to_string(),
+            initial_generation,
+            final_generation: Some(final_generation),
+        },
+        source: Some(SourcePart {
+            frames: sent_traffic,
+            frame_bytes: FRAME_LEN,
+            seconds: traffic_secs,
+            offered_mpps: sent_traffic as f64 / traffic_secs / 1e6,
+            refused: failed_traffic,
+        }),
+        forwarder: ForwarderPart {
+            workers: o.workers,
+            traffic_frames_in: fwd_rate.map(|(f, _)| f),
+            traffic_mpps: fwd_rate.map(|(_, m)| m),
+            traffic_mpps_per_worker_cpu: per_worker_cpu,
+            frames_in: num("frames_in"),
+            run_seconds: field(&line, "seconds").and_then(|v| v.parse().ok()),
+            run_mpps: field(&line, "mpps").and_then(|v| v.parse().ok()),
+            forwarded: num("forwarded"),
+            dropped: num("dropped"),
+            punted: num("punted"),
+            ring_drops: num("ring_drops"),
+            fib_deltas: num("fib_deltas"),
+            fib_rejects: num("fib_rejects"),
+            pipeline_mpps: None,
+        },
+        ports,
+        delivered: recv_traffic,
+        sink_ring_drops: Some(sink_drops),
+        misforwarded: (!o.trivial).then_some(mis),
+        updates: UpdatesPart {
+            changes: applied,
+            seconds: change_secs,
+            per_second: applied as f64 / change_secs.max(1e-9),
+            apply_us_each: Some(apply_secs * 1e6 / applied.max(1) as f64),
+            deltas: Some(cs.deltas_sent),
+        },
+        propagation: (prop.samples > 0).then(|| PropagationPart {
+            median_us: prop.median.as_secs_f64() * 1e6,
+            p99_us: prop.p99.as_secs_f64() * 1e6,
+            max_us: prop.max.as_secs_f64() * 1e6,
+            samples: prop.samples,
+        }),
+        converged: Some(converged),
+        cpu: Some(split.clone()),
+        phases: (o.alternate > 0.0).then(|| phases::summary_numbers(&phases, o.alternate)),
+        final_wave: (wave > 0).then(|| FinalWavePart {
+            names: wave,
+            rate: wave_rate,
+            exact,
+            wrong,
+            lost: missing,
+            forwarder_received: wave_fwd.map(|(f, _)| f),
+            forwarder_ring_drops: wave_fwd.map(|(_, d)| d),
+        }),
+    };
+    report.write(&o.out)?;
     println!();
     println!(
-        "summary ({:.1} s in all; files in {})",
+        "summary ({:.1} s in all; files in {}, figures also in summary.json)",
         t.elapsed().as_secs_f64(),
         o.out.display()
     );
     println!(
-        "  fib           {} names (+{} added, -{} deleted live), {} B of data-plane arrays, {bits:.2} bits/name",
+        "  fib           {} names (+{} added, -{} deleted live), {} B of data-plane arrays, {bits:.2} bits/name; \
+         {} holds the final FIB (generation {final_generation}; generation {initial_generation} before the live changes)",
         sh.plan.names.len(),
         sh.plan.counts[0],
         sh.plan.counts[1],
-        fib_bytes
+        fib_bytes,
+        o.out.join("fib").display()
     );
     println!(
         "  source        {sent_traffic} frames of {FRAME_LEN} B in {traffic_secs:.2} s: {:.3} Mpps offered ({failed_traffic} refused by the kernel)",
         sent_traffic as f64 / traffic_secs / 1e6
     );
-    // The workers' own rate: frames per second of worker CPU time (the
-    // `cpu` line's workers), which stays the worker cores' rate when the
-    // source, not the workers, limits the run.
-    let worker_cores = threadcpu::sum_prefix(&cpu, pids[1], "worker-");
     match fwd_rate {
         Some((frames, mpps)) => println!(
             "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps ({} worker{}; {} per worker CPU-second); ring drops {}",
             o.workers,
             if o.workers == 1 { "" } else { "s" },
-            if worker_cores > 0.05 {
-                format!("{:.3} Mpps", mpps / worker_cores)
-            } else {
-                "? Mpps".to_string()
-            },
+            per_worker_cpu.map_or("? Mpps".to_string(), |m| format!("{m:.3} Mpps")),
             field(&line, "ring_drops").unwrap_or("?")
         ),
         None => println!("  forwarder     (metrics endpoint not reachable)"),
     }
     println!(
-        "  forwarder     in={} out={} drops={} punted={}",
+        "  forwarder     in={} out={} drops={} punted={}; over its whole run of {} s (idle time included) {} Mpps, the mpps of {}",
         field(&line, "in").unwrap_or("?"),
         field(&line, "out").unwrap_or("?"),
         field(&line, "drops").unwrap_or("?"),
-        field(&line, "punted").unwrap_or("?")
+        field(&line, "punted").unwrap_or("?"),
+        field(&line, "seconds").unwrap_or("?"),
+        field(&line, "mpps").unwrap_or("?"),
+        fwd_out.display()
     );
     println!(
         "  sinks         {recv_traffic} frames ({}); sink ring drops {sink_drops}",
@@ -820,13 +954,14 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     } else {
         println!("  misforwarded  {mis}");
     }
-    let change_secs = on_time(traffic_secs, o.alternate);
     println!(
-        "  updates       {applied} changes in {change_secs:.2} s{}: {:.0} updates/s applied by the controller ({:.0} us each), {} deltas pushed; forwarder fib_deltas={} fib_rejects={}",
+        "  updates       {applied} change{} in {change_secs:.2} s{}: {:.0} updates/s applied by the controller ({:.0} us each), {} delta{} pushed; forwarder fib_deltas={} fib_rejects={}",
+        if applied == 1 { "" } else { "s" },
         if o.alternate > 0.0 { " of phases with changes" } else { "" },
         applied as f64 / change_secs.max(1e-9),
         apply_secs * 1e6 / applied.max(1) as f64,
         cs.deltas_sent,
+        if cs.deltas_sent == 1 { "" } else { "s" },
         field(&line, "fib_deltas").unwrap_or("?"),
         field(&line, "fib_rejects").unwrap_or("?")
     );
@@ -839,7 +974,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             prop.samples
         );
     }
-    println!("  cpu           {}", cpu_line(&cpu, pids));
+    println!("  cpu           {}", split.line());
     if o.alternate > 0.0 {
         for l in phases::summary(&phases, o.alternate) {
             println!("  phases        {l}");
@@ -850,8 +985,13 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             "  final wave    {wave} names, one frame each at {:.0} k frames/s: {exact} exactly on their final ports, {wrong} on a wrong port, {missing} lost",
             wave_rate / 1e3
         );
-        if let Some((frames, drops)) = wave_fwd {
-            println!("  final wave    the forwarder received {frames} of its frames; its ring dropped {drops}");
+        match wave_fwd {
+            Some((frames, drops)) => println!(
+                "  final wave    the forwarder received {frames} frames during the wave (settled counters); its ring dropped {drops}"
+            ),
+            None => println!(
+                "  final wave    the forwarder's counters did not settle (metrics endpoint not reachable or still moving)"
+            ),
         }
     }
     let ex = sh
@@ -874,7 +1014,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     if mis > 0 || wrong > 0 {
         bail!("{mis} misforwarded frames, {wrong} wrong final-wave names");
     }
-    if !converged {
+    if !ok {
         bail!("the forwarder did not acknowledge every delta within 10 s");
     }
     Ok(())
@@ -912,5 +1052,42 @@ mod tests {
         let sinks: Vec<SinkStats> = (0..4).map(|_| SinkStats::default()).collect();
         let line = |i: usize| &sinks[i] as *const SinkStats as usize / 64;
         assert!((1..4).all(|i| line(i) != line(i - 1)));
+    }
+
+    fn snap(uptime: f64, frames_in: u64) -> MetricsSnapshot {
+        MetricsSnapshot {
+            uptime_seconds: uptime,
+            frames_in,
+            ..MetricsSnapshot::default()
+        }
+    }
+
+    /// The final wave's count is exact: a snapshot still catching up with
+    /// the traffic (its count moving, or published too soon) is not taken.
+    #[test]
+    fn settle_waits_for_a_later_publication_with_unchanged_counts() {
+        let mut s = Settle::default();
+        // Read right after the wave: the workers' last reports still lag.
+        assert!(s.feed(snap(10.0, 100)).is_none());
+        assert!(s.feed(snap(10.0, 100)).is_none(), "the same publication");
+        assert!(s.feed(snap(11.0, 300)).is_none(), "still counting");
+        assert!(s.feed(snap(12.0, 400)).is_none(), "still counting");
+        let m = s.feed(snap(13.0, 400)).expect("settled");
+        assert_eq!(m.frames_in, 400);
+        // Unchanged but too soon after the first read: not trusted yet.
+        let mut s = Settle::default();
+        assert!(s.feed(snap(5.0, 7)).is_none());
+        assert!(s.feed(snap(6.0, 7)).is_none());
+        assert_eq!(s.feed(snap(7.0, 7)).map(|m| m.frames_in), Some(7));
+        // A ring drop moving is not settled either.
+        let mut s = Settle::default();
+        assert!(s.feed(snap(1.0, 9)).is_none());
+        let mut d = snap(3.0, 9);
+        d.ring_drops = vec![nexthop_dataplane::metrics::PortCount { port: 0, count: 2 }];
+        assert!(s.feed(d).is_none());
+        assert!(
+            s.feed(snap(4.0, 9)).is_none(),
+            "drops went back: still moving"
+        );
     }
 }

@@ -122,6 +122,21 @@ impl Plan {
         self.initial.iter().map(mask_of).collect()
     }
 
+    /// The first `n` changes as a changes file (`+ NAME ACTION`, `- NAME`,
+    /// `= NAME ACTION` per line).
+    pub fn changes_text(&self, n: usize) -> String {
+        let mut s = String::with_capacity(n * 26 + 64);
+        s.push_str("# nexthop lab live changes: + NAME ACTION, - NAME, = NAME ACTION\n");
+        for c in &self.changes[..n.min(self.changes.len())] {
+            let _ = match c {
+                RouteChange::Add(m, a) => writeln!(s, "+ {} {a}", m.fmt_name()),
+                RouteChange::Delete(m) => writeln!(s, "- {}", m.fmt_name()),
+                RouteChange::Set(m, a) => writeln!(s, "= {} {a}", m.fmt_name()),
+            };
+        }
+        s
+    }
+
     /// The routes file text of the initial FIB.
     pub fn routes_text(&self) -> String {
         let mut s = String::with_capacity(self.names.len() * 24);
@@ -172,7 +187,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// Build the lab FIB directory `dir` from `plan` exactly as
 /// `nexthop fib build` would; returns the build report line.
-fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
+fn build_fib(plan: &Plan, dir: &Path) -> Result<(String, u64)> {
     let routes = dir.join("routes.txt");
     fs::write(&routes, plan.routes_text())
         .with_context(|| format!("{}: cannot write", routes.display()))?;
@@ -188,7 +203,7 @@ fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
         stash_capacity: 16,
     };
     let b = cmd_fib::build_dir(&opts, &routes, &fib_dir)?;
-    Ok(format!(
+    let line = format!(
         "{} names -> {} (generation {}; parse {:.2} s, Othello build {:.2} s, write {:.2} s)",
         plan.names.len(),
         fib_dir.display(),
@@ -196,7 +211,8 @@ fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
         b.parse_secs,
         b.build_secs,
         b.write_secs
-    ))
+    );
+    Ok((line, b.generation))
 }
 
 /// Load the lab FIB's control state (for the controller).
@@ -239,6 +255,8 @@ pub(crate) struct Prepared {
     pub bits: f64,
     pub key: AuthKey,
     pub key_path: PathBuf,
+    /// The generation of `o.out/fib` the controller starts from.
+    pub generation: u64,
 }
 
 /// Make the plan, build and load the FIB, write the key; prints a step
@@ -257,7 +275,7 @@ pub(crate) fn prepare(o: &LabOpts, n_changes: usize, t: Instant) -> Result<Prepa
             plan.counts[2]
         ),
     );
-    let built = build_fib(&plan, &o.out)?;
+    let (built, generation) = build_fib(&plan, &o.out)?;
     step("build", t, built);
     let fib = load_fib(&o.out)?;
     let (fib_bytes, bits) = fib_bytes(&fib);
@@ -270,7 +288,24 @@ pub(crate) fn prepare(o: &LabOpts, n_changes: usize, t: Instant) -> Result<Prepa
         bits,
         key,
         key_path,
+        generation,
     })
+}
+
+/// Write the first `applied` changes of `plan` to `out/changes.txt` (the
+/// format of `nexthop fib update`) and apply them to `out/fib` as that
+/// command would, so the directory ends holding the controller's final
+/// FIB (and `nexthop fib lookup --fib out/fib` shows the final actions).
+/// Returns the generation it ends at (unchanged when nothing was applied).
+pub(crate) fn save_final_fib(out: &Path, plan: &Plan, applied: usize) -> Result<u64> {
+    let fib_dir = out.join("fib");
+    if applied == 0 {
+        return Ok(fibdir::current_generation(&fib_dir)?);
+    }
+    let path = out.join("changes.txt");
+    fs::write(&path, plan.changes_text(applied))
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(cmd_fib::update_dir(&fib_dir, &path)?.generation)
 }
 
 #[cfg(test)]
@@ -341,5 +376,32 @@ mod tests {
             assert_eq!(p.allowed[i], allowed[i]);
             assert_eq!(p.allowed[i] & p.final_mask[i], p.final_mask[i]);
         }
+    }
+
+    /// `OUT/fib` ends holding the plan's final state, not the one the
+    /// controller started from.
+    #[test]
+    fn the_saved_final_fib_holds_every_applied_change() {
+        let t = tempfile::tempdir().unwrap();
+        let p = Plan::new(300, 400, 5);
+        let (_, first) = build_fib(&p, t.path()).unwrap();
+        let last = save_final_fib(t.path(), &p, p.changes.len()).unwrap();
+        assert!(last > first, "{first} -> {last}");
+        assert_eq!(
+            fibdir::current_generation(&t.path().join("fib")).unwrap(),
+            last
+        );
+        let fib = load_fib(t.path()).unwrap();
+        assert_eq!(fib.len(), p.names.len() + p.counts[0] - p.counts[1]);
+        for (i, n) in p.names.iter().enumerate() {
+            let a = fib.get(n).expect("traffic names stay in the FIB");
+            assert_eq!(mask_of(a), p.final_mask[i], "name #{i}");
+        }
+        let text = fs::read_to_string(t.path().join("changes.txt")).unwrap();
+        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 400);
+        // Nothing applied: the FIB stays at its generation.
+        let t2 = tempfile::tempdir().unwrap();
+        let (_, g) = build_fib(&p, t2.path()).unwrap();
+        assert_eq!(save_final_fib(t2.path(), &p, 0).unwrap(), g);
     }
 }
