@@ -120,6 +120,10 @@ struct LookupArgs {
     /// line (blank lines and # comment lines are skipped).
     #[arg(value_name = "NAME")]
     names: Vec<String>,
+    /// Print one JSON object per name ({"name", "action"}; action null
+    /// for a miss) instead of the action alone.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -236,7 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             cmd_fib::build(&opts, &a.routes, &a.out)
         }
-        Cmd::Fib(FibCmd::Lookup(a)) => cmd_fib::lookup(&a.fib, &a.names),
+        Cmd::Fib(FibCmd::Lookup(a)) => cmd_fib::lookup(&a.fib, &a.names, a.json),
         Cmd::Fib(FibCmd::Update(a)) => cmd_fib::update(&a.fib, &a.changes),
         Cmd::Fib(FibCmd::Stats(a)) => cmd_fib::stats(&a.fib, a.json),
         Cmd::Demo(a) => demo::run(&demo::DemoOpts {

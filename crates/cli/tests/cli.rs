@@ -343,8 +343,62 @@ fn invalid_lookup_name_answers_earlier_names_then_fails() {
         .failure()
         .stdout("2\n")
         .stderr(predicate::str::contains(
-            "error: invalid name '10.0.0.300': expected an IPv4 address",
+            "error: stdin:2: invalid name '10.0.0.300': expected an IPv4 address",
+        ))
+        .stderr(predicate::str::contains(
+            "the names after it were not looked up",
         ));
+    // Blank and comment lines count: the line number is the input's.
+    nexthop()
+        .args(["fib", "lookup", "--fib"])
+        .arg(f.fib())
+        .write_stdin("# names\n\n10.0.0.1\nnot-an-address\n")
+        .assert()
+        .failure()
+        .stdout("1\n")
+        .stderr(predicate::str::contains(
+            "error: stdin:4: invalid name 'not-an-address'",
+        ));
+    // Arguments are numbered too.
+    nexthop()
+        .args(["fib", "lookup", "--fib"])
+        .arg(f.fib())
+        .args(["10.0.0.1", "10.0.0.2", "x"])
+        .assert()
+        .failure()
+        .stdout("1\n2\n")
+        .stderr(predicate::str::contains(
+            "error: argument 3: invalid name 'x'",
+        ));
+}
+
+#[test]
+fn json_lookup_prints_one_object_per_name_with_null_for_a_miss() {
+    let f = Fixture::new();
+    f.build(
+        "ipv4",
+        "10.0.0.1 1+3\n10.0.0.2 drop\n",
+        &["--check-bits", "16"],
+    )
+    .success();
+    let out = nexthop()
+        .args(["fib", "lookup", "--json", "--fib"])
+        .arg(f.fib())
+        .write_stdin("10.0.0.1\n10.0.0.2\n192.0.2.9\n")
+        .assert()
+        .success();
+    let v: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        v,
+        [
+            serde_json::json!({"name": "10.0.0.1", "action": "1+3"}),
+            serde_json::json!({"name": "10.0.0.2", "action": "drop"}),
+            serde_json::json!({"name": "192.0.2.9", "action": null}),
+        ]
+    );
 }
 
 #[test]

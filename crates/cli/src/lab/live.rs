@@ -884,7 +884,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             apply_us_each: Some(apply_secs * 1e6 / applied.max(1) as f64),
             deltas: Some(cs.deltas_sent),
         },
-        propagation: (prop.samples > 0).then(|| PropagationPart {
+        propagation: (prop.samples > 0).then_some(PropagationPart {
             median_us: prop.median.as_secs_f64() * 1e6,
             p99_us: prop.p99.as_secs_f64() * 1e6,
             max_us: prop.max.as_secs_f64() * 1e6,
