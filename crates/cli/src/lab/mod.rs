@@ -78,7 +78,7 @@ pub struct LabOpts {
     /// there are more CPUs than workers (see [`cpu_plan`]).
     pub pin: bool,
     /// Phases of this many seconds alternately without and with live
-    /// changes (0: changes all the time); see [`crate::lab_phases`].
+    /// changes (0: changes all the time); see [`phases`].
     pub alternate: f64,
 }
 
