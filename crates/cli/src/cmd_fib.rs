@@ -74,8 +74,8 @@ impl BuildOpts {
     }
 }
 
-/// What a build did, with timings.
-#[derive(Clone, Debug)]
+/// What a build did, with timings (`fib build --json` prints it).
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct BuildReport {
     pub names: usize,
     pub actions: usize,
@@ -85,8 +85,8 @@ pub struct BuildReport {
     pub write_secs: f64,
 }
 
-/// What an update did, with timings.
-#[derive(Clone, Debug, Default)]
+/// What an update did, with timings (`fib update --json` prints it).
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct UpdateReport {
     pub changes: usize,
     pub adds: usize,
@@ -222,10 +222,17 @@ pub fn build_dir(opts: &BuildOpts, routes: &Path, out: &Path) -> Result<BuildRep
 }
 
 /// `nexthop fib build`.
-pub fn build(opts: &BuildOpts, routes: &Path, out: &Path) -> Result<()> {
+pub fn build(opts: &BuildOpts, routes: &Path, out: &Path, json: bool) -> Result<()> {
     opts.config()?;
     fibdir::check_build_target(out, &[])?;
     let r = build_dir(opts, routes, out)?;
+    if json {
+        let mut v = serde_json::to_value(&r)?;
+        v["fib"] = out.display().to_string().into();
+        v["key_type"] = opts.key_type.name().into();
+        println!("{v}");
+        return Ok(());
+    }
     println!(
         "built {}: {} (key type {}), {}, generation {} (parse {:.2} s, build {:.2} s, write {:.2} s)",
         out.display(),
@@ -458,8 +465,14 @@ pub fn update_dir(dir: &Path, changes: &Path) -> Result<UpdateReport> {
 }
 
 /// `nexthop fib update`.
-pub fn update(dir: &Path, changes: &Path) -> Result<()> {
+pub fn update(dir: &Path, changes: &Path, json: bool) -> Result<()> {
     let r = update_dir(dir, changes)?;
+    if json {
+        let mut v = serde_json::to_value(&r)?;
+        v["fib"] = dir.display().to_string().into();
+        println!("{v}");
+        return Ok(());
+    }
     println!("{}", r.summary(dir));
     Ok(())
 }

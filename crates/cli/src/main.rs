@@ -109,6 +109,9 @@ struct BuildArgs {
     /// Names whose edge would close a cycle go to a stash of at most this many.
     #[arg(long, value_name = "N", default_value_t = 16)]
     stash_capacity: usize,
+    /// Print the build report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +137,9 @@ struct UpdateArgs {
     /// Changes file: + NAME ACTION, - NAME, = NAME ACTION per line.
     #[arg(long, value_name = "FILE")]
     changes: PathBuf,
+    /// Print the update report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -238,10 +244,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 seed: a.seed,
                 stash_capacity: a.stash_capacity,
             };
-            cmd_fib::build(&opts, &a.routes, &a.out)
+            cmd_fib::build(&opts, &a.routes, &a.out, a.json)
         }
         Cmd::Fib(FibCmd::Lookup(a)) => cmd_fib::lookup(&a.fib, &a.names, a.json),
-        Cmd::Fib(FibCmd::Update(a)) => cmd_fib::update(&a.fib, &a.changes),
+        Cmd::Fib(FibCmd::Update(a)) => cmd_fib::update(&a.fib, &a.changes, a.json),
         Cmd::Fib(FibCmd::Stats(a)) => cmd_fib::stats(&a.fib, a.json),
         Cmd::Demo(a) => demo::run(&demo::DemoOpts {
             names: a.names,

@@ -504,3 +504,46 @@ fn demo_builds_verifies_and_updates_with_zero_mismatches() {
         .assert()
         .success();
 }
+
+#[test]
+fn json_build_and_update_report_what_they_did() {
+    let f = Fixture::new();
+    let out = f
+        .build(
+            "mac",
+            "02:00:00:00:00:01 1\n02:00:00:00:00:02 2+4\n",
+            &["--json"],
+        )
+        .success();
+    let b: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(b["names"], 2);
+    assert_eq!(b["actions"], 2);
+    assert_eq!(b["generation"], 1);
+    assert_eq!(b["key_type"], "mac");
+    let c = f.file(
+        "changes.txt",
+        "+ 02:00:00:00:00:03 drop\n= 02:00:00:00:00:01 3\n",
+    );
+    let out = nexthop()
+        .args(["fib", "update", "--json", "--fib"])
+        .arg(f.fib())
+        .arg("--changes")
+        .arg(&c)
+        .assert()
+        .success();
+    let u: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(u["changes"], 2);
+    assert_eq!((u["adds"].clone(), u["sets"].clone()), (1.into(), 1.into()));
+    assert_eq!(
+        (u["from_generation"].clone(), u["generation"].clone()),
+        (1.into(), 2.into())
+    );
+    assert_eq!(u["names"], 3);
+    // The text form says "1 add", not "1 adds".
+    f.update("- 02:00:00:00:00:03\n")
+        .success()
+        .stdout(predicate::str::contains(
+            "applied 1 change (0 adds, 1 delete, 0 action changes)",
+        ))
+        .stdout(predicate::str::contains(", 2 names"));
+}
