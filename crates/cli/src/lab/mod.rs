@@ -75,7 +75,7 @@ pub struct LabOpts {
     /// afxdp.
     pub io: LabIo,
     /// Pin the workers to CPUs of their own and the rest elsewhere, when
-    /// there are more CPUs than workers (see [`cpu_plan`]).
+    /// there are more CPUs than workers (see [`cpu::cpu_plan`]).
     pub pin: bool,
     /// Phases of this many seconds alternately without and with live
     /// changes (0: changes all the time); see [`phases`].
