@@ -230,6 +230,10 @@ struct LabArgs {
     /// (same-run ratios; 0: changes all the time).
     #[arg(long, value_name = "SECS", default_value_t = 0.0)]
     alternate: f64,
+    /// Print the summary as JSON on stdout (the figures of OUT/summary.json,
+    /// which every run writes) and the progress and text summary on stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -278,6 +282,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             io: a.io,
             pin: !a.no_pin,
             alternate: a.alternate,
+            json: a.json,
         }),
     }
 }

@@ -461,3 +461,29 @@ fn an_interrupted_lab_removes_its_namespaces_and_forwarder() {
         .unwrap_or_default();
     assert!(ps.trim().is_empty(), "forwarder still running: {ps}");
 }
+
+/// `--json`: stdout is the summary object (the figures of summary.json),
+/// the progress and the text summary go to stderr.
+#[test]
+fn json_lab_prints_the_summary_object_on_stdout_and_the_text_on_stderr() {
+    let (ok, stdout, stderr, dir) = lab_in_tempdir(&[
+        "--pcap",
+        "--json",
+        "--names",
+        "2000",
+        "--duration",
+        "1",
+        "--update-rate",
+        "1000",
+        "--pcap-frames",
+        "20000",
+    ]);
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let j: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is one JSON object");
+    assert_eq!(j["variant"], "pcap");
+    assert_eq!(j["misforwarded"], 0);
+    assert_eq!(j["updates"]["changes"], 1000);
+    assert_eq!(j, summary_json(&dir.path().join("lab")));
+    assert!(stderr.contains("misforwarded  0"), "{stderr}");
+    assert!(stderr.contains("[   "), "{stderr}");
+}

@@ -375,7 +375,7 @@ struct PhaseStart {
 pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
     let n_changes = (o.update_rate * on_time(o.duration, o.alternate)).ceil() as usize;
-    println!(
+    say!(
         "nexthop lab: {} MAC names over ports 1-4, {:.0} s of traffic at {}, {} live changes ({:.0}/s{}), seed {}",
         o.names,
         o.duration,
@@ -389,9 +389,12 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         },
         o.seed
     );
-    println!(
+    say!(
         "nexthop lab: topology {} --src0/in0-- {} (nexthop run) --out1..4/sink1..4-- {} .. {}",
-        topo.src, topo.fwd, topo.sinks[0], topo.sinks[3]
+        topo.src,
+        topo.fwd,
+        topo.sinks[0],
+        topo.sinks[3]
     );
 
     let Prepared {
@@ -621,7 +624,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         if now >= next_report {
             let (sent, recv) = (sh.sent.load(Ordering::Relaxed), sink_total(&sh));
             let dt = (now - last.0).as_secs_f64();
-            println!(
+            say!(
                 "[{:6.1}s] traffic    sent {:.3} Mpps, sinks {:.3} Mpps, misforwarded {}, changes applied {} ({:.0}/s)",
                 t.elapsed().as_secs_f64(),
                 (sent - last.1) as f64 / dt / 1e6,
@@ -637,7 +640,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             let k = phases.len();
             if elapsed >= (k + 1) as f64 * o.alternate {
                 let p = close_phase(&phase_start, k, applied);
-                println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
+                say!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
                 phases.push(p);
                 phase_start = PhaseStart {
                     at: Instant::now(),
@@ -655,7 +658,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         // others (the summary leaves it out when it is short).
         let k = phases.len();
         let p = close_phase(&phase_start, k, applied);
-        println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
+        say!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
         phases.push(p);
     }
     let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&pids));
@@ -903,14 +906,14 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             forwarder_ring_drops: wave_fwd.map(|(_, d)| d),
         }),
     };
-    report.write(&o.out)?;
-    println!();
-    println!(
+    report.write(&o.out, o.json)?;
+    say!();
+    say!(
         "summary ({:.1} s in all; files in {}, figures also in summary.json)",
         t.elapsed().as_secs_f64(),
         o.out.display()
     );
-    println!(
+    say!(
         "  fib           {} names (+{} added, -{} deleted live), {} B of data-plane arrays, {bits:.2} bits/name; \
          {} holds the final FIB (generation {final_generation}; generation {initial_generation} before the live changes)",
         sh.plan.names.len(),
@@ -919,21 +922,21 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         fib_bytes,
         o.out.join("fib").display()
     );
-    println!(
+    say!(
         "  source        {sent_traffic} frames of {FRAME_LEN} B in {traffic_secs:.2} s: {:.3} Mpps offered ({failed_traffic} refused by the kernel)",
         sent_traffic as f64 / traffic_secs / 1e6
     );
     match fwd_rate {
-        Some((frames, mpps)) => println!(
+        Some((frames, mpps)) => say!(
             "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps ({} worker{}; {} per worker CPU-second); ring drops {}",
             o.workers,
             if o.workers == 1 { "" } else { "s" },
             per_worker_cpu.map_or("? Mpps".to_string(), |m| format!("{m:.3} Mpps")),
             field(&line, "ring_drops").unwrap_or("?")
         ),
-        None => println!("  forwarder     (metrics endpoint not reachable)"),
+        None => say!("  forwarder     (metrics endpoint not reachable)"),
     }
-    println!(
+    say!(
         "  forwarder     in={} out={} drops={} punted={}; over its whole run of {} s (idle time included) {} Mpps, the mpps of {}",
         field(&line, "in").unwrap_or("?"),
         field(&line, "out").unwrap_or("?"),
@@ -943,18 +946,16 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         field(&line, "mpps").unwrap_or("?"),
         fwd_out.display()
     );
-    println!(
+    say!(
         "  sinks         {recv_traffic} frames ({}); sink ring drops {sink_drops}",
         per_port.join(" ")
     );
     if o.trivial {
-        println!(
-            "  misforwarded  not checked: --trivial sends every frame to port 1 without a lookup"
-        );
+        say!("  misforwarded  not checked: --trivial sends every frame to port 1 without a lookup");
     } else {
-        println!("  misforwarded  {mis}");
+        say!("  misforwarded  {mis}");
     }
-    println!(
+    say!(
         "  updates       {applied} change{} in {change_secs:.2} s{}: {:.0} updates/s applied by the controller ({:.0} us each), {} delta{} pushed; forwarder fib_deltas={} fib_rejects={}",
         if applied == 1 { "" } else { "s" },
         if o.alternate > 0.0 { " of phases with changes" } else { "" },
@@ -966,7 +967,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         field(&line, "fib_rejects").unwrap_or("?")
     );
     if prop.samples > 0 {
-        println!(
+        say!(
             "  propagation   controller change -> forwarder Ack (applied): median {:.0} us, p99 {:.0} us, max {:.0} us over {} changes",
             prop.median.as_secs_f64() * 1e6,
             prop.p99.as_secs_f64() * 1e6,
@@ -974,22 +975,22 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             prop.samples
         );
     }
-    println!("  cpu           {}", split.line());
+    say!("  cpu           {}", split.line());
     if o.alternate > 0.0 {
         for l in phases::summary(&phases, o.alternate) {
-            println!("  phases        {l}");
+            say!("  phases        {l}");
         }
     }
     if wave > 0 {
-        println!(
+        say!(
             "  final wave    {wave} names, one frame each at {:.0} k frames/s: {exact} exactly on their final ports, {wrong} on a wrong port, {missing} lost",
             wave_rate / 1e3
         );
         match wave_fwd {
-            Some((frames, drops)) => println!(
+            Some((frames, drops)) => say!(
                 "  final wave    the forwarder received {frames} frames during the wave (settled counters); its ring dropped {drops}"
             ),
-            None => println!(
+            None => say!(
                 "  final wave    the forwarder's counters did not settle (metrics endpoint not reachable or still moving)"
             ),
         }
@@ -1000,16 +1001,16 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     for e in &ex {
-        println!("  example       {e}");
+        say!("  example       {e}");
     }
-    println!();
-    println!("try:");
-    println!(
+    say!();
+    say!("try:");
+    say!(
         "  nexthop fib lookup --fib {} {}",
         o.out.join("fib").display(),
         sh.plan.names[0].fmt_name()
     );
-    println!("  less {}", fwd_err.display());
+    say!("  less {}", fwd_err.display());
     drop(topo);
     if mis > 0 || wrong > 0 {
         bail!("{mis} misforwarded frames, {wrong} wrong final-wave names");

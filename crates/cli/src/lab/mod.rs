@@ -27,6 +27,21 @@
 //! `frame`, `phases`, `cpu` and `summary` use no other file of the lab;
 //! `plan` uses `frame`; `live` and `pcap` use the others, never each other.
 
+/// Whether the lab's text (progress and summary) goes to stderr:
+/// `--json`, which keeps stdout for the summary object.
+static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `println!` for the lab's text: to stdout, or to stderr with `--json`.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if $crate::lab::TEXT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
 mod cpu;
 mod frame;
 mod live;
@@ -80,6 +95,8 @@ pub struct LabOpts {
     /// Phases of this many seconds alternately without and with live
     /// changes (0: changes all the time); see [`phases`].
     pub alternate: f64,
+    /// Print `summary.json`'s object on stdout, the text on stderr.
+    pub json: bool,
 }
 
 /// Port I/O of the lab's forwarder.
@@ -105,11 +122,12 @@ impl LabIo {
 }
 
 pub(crate) fn step(what: &str, t: Instant, detail: impl std::fmt::Display) {
-    println!("[{:6.1}s] {what:<10} {detail}", t.elapsed().as_secs_f64());
+    say!("[{:6.1}s] {what:<10} {detail}", t.elapsed().as_secs_f64());
 }
 
 /// `nexthop lab`.
 pub fn run(o: &LabOpts) -> Result<()> {
+    TEXT_TO_STDERR.store(o.json, std::sync::atomic::Ordering::Relaxed);
     if o.names == 0 || o.names > u32::MAX as usize / 2 {
         bail!("--names must be between 1 and {}", u32::MAX / 2);
     }
@@ -142,13 +160,13 @@ pub fn run(o: &LabOpts) -> Result<()> {
         None
     };
     if let Some(why) = why_offline {
-        println!("nexthop lab: {why}: running the offline pcap variant instead");
+        say!("nexthop lab: {why}: running the offline pcap variant instead");
         return pcap::run(o, &stop);
     }
     match live::Topology::create() {
         Ok(topo) => live::run(o, topo, &stop),
         Err(e) => {
-            println!(
+            say!(
                 "nexthop lab: cannot create network namespaces ({e}): running the offline pcap variant instead"
             );
             pcap::run(o, &stop)

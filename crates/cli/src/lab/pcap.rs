@@ -46,7 +46,7 @@ fn wait_until(mut f: impl FnMut() -> bool, what: &str) -> Result<()> {
 pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
     if o.alternate > 0.0 {
-        println!(
+        say!(
             "nexthop lab (pcap): --alternate times phases of live traffic; the pcap variant has none and ignores it"
         );
     }
@@ -54,7 +54,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let frames = o.pcap_frames.max(1);
     let chunks = CHUNKS.min(frames);
     let chunk_len = frames.div_ceil(chunks);
-    println!(
+    say!(
         "nexthop lab (pcap): {} MAC names over ports 1-4, {frames} frames in {chunks} chunks, {n_changes} changes through the embedded controller between chunks, seed {}",
         o.names, o.seed
     );
@@ -312,15 +312,15 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         },
         ..Summary::default()
     };
-    report.write(&o.out)?;
+    report.write(&o.out, o.json)?;
 
-    println!();
-    println!(
+    say!();
+    say!(
         "summary ({:.1} s in all; files in {}, figures also in summary.json)",
         t.elapsed().as_secs_f64(),
         o.out.display()
     );
-    println!(
+    say!(
         "  fib           {} names (+{} added, -{} deleted live), {fib_bytes} B of data-plane arrays, {bits:.2} bits/name; \
          {} holds the final FIB (generation {final_generation}; generation {initial_generation} before the live changes)",
         plan.names.len(),
@@ -328,24 +328,24 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         plan.counts[1],
         o.out.join("fib").display()
     );
-    println!(
+    say!(
         "  forwarder     in={frames_done} forwarded={} dropped={} punted={} ({punts} in controller.pcap, {expected_punts} expected)",
         c.forwarded, c.dropped, c.punted
     );
-    println!(
+    say!(
         "  rate          {pipeline_mpps:.2} Mpps through the pipeline (pcap in, pcap out; no kernel I/O)"
     );
-    println!("  ports         {}", per_port.join(" "));
-    println!("  misforwarded  {mis}");
-    println!(
+    say!("  ports         {}", per_port.join(" "));
+    say!("  misforwarded  {mis}");
+    say!(
         "  updates       {applied} changes through controller -> follower, {:.0} updates/s including propagation",
         applied as f64 / apply_secs.max(1e-9)
     );
     for e in &examples {
-        println!("  example       {e}");
+        say!("  example       {e}");
     }
     for e in &count_mismatch {
-        println!("  count         {e}");
+        say!("  count         {e}");
     }
     fs::remove_file(&in_path).ok();
     if !ok {

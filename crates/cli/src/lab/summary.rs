@@ -180,12 +180,17 @@ pub(crate) struct FinalWavePart {
 }
 
 impl Summary {
-    /// Write `dir/summary.json` (pretty, one trailing newline).
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    /// Write `dir/summary.json` (pretty, one trailing newline), and with
+    /// `stdout` also print it there (`nexthop lab --json`).
+    pub fn write(&self, dir: &Path, stdout: bool) -> Result<()> {
         let path = dir.join("summary.json");
         let mut json = serde_json::to_string_pretty(self).context("encoding summary.json")?;
         json.push('\n');
-        fs::write(&path, json).with_context(|| format!("{}: cannot write", path.display()))
+        fs::write(&path, &json).with_context(|| format!("{}: cannot write", path.display()))?;
+        if stdout {
+            print!("{json}");
+        }
+        Ok(())
     }
 }
 
@@ -204,7 +209,7 @@ mod tests {
         s.ports.insert(3, 42);
         s.fib.final_generation = Some(2);
         let t = tempfile::tempdir().unwrap();
-        s.write(t.path()).unwrap();
+        s.write(t.path(), false).unwrap();
         let text = fs::read_to_string(t.path().join("summary.json")).unwrap();
         assert!(text.ends_with("}\n"), "{text}");
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
