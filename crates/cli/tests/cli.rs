@@ -547,3 +547,32 @@ fn json_build_and_update_report_what_they_did() {
         ))
         .stdout(predicate::str::contains(", 2 names"));
 }
+
+#[test]
+fn version_names_the_commit_and_the_enabled_features() {
+    let out = nexthop().arg("--version").assert().success();
+    let v = stdout(&out);
+    let want = format!("nexthop {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(v.starts_with(&want), "{v}");
+    let commit = v[want.len()..].split(';').next().unwrap();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{v}"
+    );
+    let features = v
+        .split("features: ")
+        .nth(1)
+        .unwrap()
+        .trim_end()
+        .trim_end_matches(')');
+    assert_eq!(features == "none", cfg!(not(feature = "afxdp")), "{v}");
+    assert_eq!(
+        features.split(", ").any(|f| f == "afxdp"),
+        cfg!(feature = "afxdp"),
+        "{v}"
+    );
+    // Subcommands answer the same.
+    let sub = nexthop().args(["lab", "--version"]).assert().success();
+    assert!(stdout(&sub).contains("(commit "), "{}", stdout(&sub));
+}
