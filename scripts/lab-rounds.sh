@@ -9,9 +9,12 @@
 # order given, 5 s of traffic each, and prints one line per run: forwarder
 # Mpps during the traffic, Mpps per worker CPU-second, cores of the update
 # path, propagation median and p99, misforwarded frames, final-wave names
-# on their final ports. NEXTHOP names the binary
-# (default ./target/release/nexthop); logs go to /tmp/lab-rounds-CONFIG.log.
+# on their final ports, read from the run's summary.json with jq (the
+# a100k line: the phases' same-run ratios, median (min-max)). NEXTHOP names
+# the binary (default ./target/release/nexthop); logs go to
+# /tmp/lab-rounds-CONFIG.log.
 set -euo pipefail
+command -v jq >/dev/null || { echo "lab-rounds: needs jq (scripts/setup.sh installs it)" >&2; exit 2; }
 bin=${NEXTHOP:-./target/release/nexthop}
 names=$1
 rounds=$2
@@ -29,24 +32,27 @@ for r in $(seq 1 "$rounds"); do
     log=/tmp/lab-rounds-$cfg.log
     secs=5
     [ "$cfg" = a100k ] && secs=12
+    rm -f /tmp/lab-rounds/summary.json
     "$bin" lab --names "$names" --duration "$secs" --workers 1 "${args[@]}" \
       --final-names 5000 --out /tmp/lab-rounds >"$log" 2>&1
+    # The figures come from the run's summary.json (see crates/cli/src/lab/summary.rs).
+    j=/tmp/lab-rounds/summary.json
     if [ "$cfg" = a100k ]; then
-      rate=$(grep -E '^  phases .* with / without' "$log" | sed 's/.*with \/ without \([0-9.]* ([0-9.-]*)\).*/\1/' || true)
-      cpu=$(grep -E '^  phases +per worker CPU-second' "$log" | sed 's/.* with: \([0-9.]* ([0-9.-]*)\).*/\1/' || true)
-      upd=$(grep -E '^  phases +per worker CPU-second' "$log" | sed 's/.*update path \([0-9.]*\) \/ \([0-9.]*\).*/\2/' || true)
-      mis=$(grep -E '^  misforwarded' "$log" | awk '{print $2}' || true)
-      echo "names=$names round=$r $cfg rate_ratio=[$rate] per_cpu_ratio=[$cpu] update_path=$upd misforwarded=$mis"
+      jq -r --arg names "$names" --arg r "$r" --arg cfg "$cfg" '
+        def f: if . == null then "?" else (. * 1000 | round / 1000 | tostring) end;
+        "names=\($names) round=\($r) \($cfg)"
+        + " rate_ratio=[\(.phases.rate_ratio.median | f) (\(.phases.rate_ratio.min | f)-\(.phases.rate_ratio.max | f))]"
+        + " per_cpu_ratio=[\(.phases.per_worker_cpu_ratio.median | f) (\(.phases.per_worker_cpu_ratio.min | f)-\(.phases.per_worker_cpu_ratio.max | f))]"
+        + " update_path=\(.cpu.update_path | f) misforwarded=\(.misforwarded)"' "$j"
       continue
     fi
-    fwd=$(grep -E 'forwarder +[0-9]+ frames in' "$log" || true)
-    mpps=$(sed 's/.*during the traffic: \([0-9.]*\) Mpps.*/\1/' <<<"$fwd")
-    percpu=$(sed 's/.*; \([0-9.]*\) Mpps per worker CPU-second.*/\1/' <<<"$fwd")
-    upd=$(grep -E '^  cpu' "$log" | sed 's/.*update path \([0-9.-]*\).*/\1/' || true)
-    prop=$(grep -E 'propagation' "$log" \
-      | sed 's/.*applied): median \([0-9]* [mu]*s\), p99 \([0-9]* [mu]*s\).*/\1 \2/' || true)
-    mis=$(grep -E '^  misforwarded' "$log" | awk '{print $2}' || true)
-    final=$(grep -E 'final wave +[0-9]+ names' "$log" | sed 's/.*: \([0-9]*\) exactly.*/\1/' || true)
-    echo "names=$names round=$r $cfg mpps=$mpps percpu=$percpu update_path=$upd prop=[$prop] misforwarded=$mis final=$final"
+    jq -r --arg names "$names" --arg r "$r" --arg cfg "$cfg" '
+      def f: if . == null then "?" else (. * 1000 | round / 1000 | tostring) end;
+      def us: if . == null then "?" else "\(. | round) us" end;
+      "names=\($names) round=\($r) \($cfg)"
+      + " mpps=\(.forwarder.traffic_mpps | f) percpu=\(.forwarder.traffic_mpps_per_worker_cpu | f)"
+      + " update_path=\(.cpu.update_path | f)"
+      + " prop=[\(.propagation.median_us | us) \(.propagation.p99_us | us)]"
+      + " misforwarded=\(.misforwarded) final=\(.final_wave.exact)"' "$j"
   done
 done

@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Install what nexthop needs to build and test on a Debian machine.
 # Idempotent: skips what is already there. Run as root or with sudo available.
+# `--no-dpdk` leaves out libdpdk-dev (about 220 packages), which only the lpm
+# crate's DPDK baseline (`--features dpdk`: its bench and tests) needs;
+# scripts/run.sh passes it, scripts/test.sh and CI do not.
 set -euo pipefail
+
+dpdk=1
+for a in "$@"; do
+    case $a in
+        --no-dpdk) dpdk=0 ;;
+        *) echo "setup: unknown option $a (known: --no-dpdk)" >&2; exit 2 ;;
+    esac
+done
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -11,8 +22,9 @@ need_pkgs=()
 # libdpdk-dev (DPDK 22.11): rte_lpm/rte_lpm6 for nexthop-lpm's `dpdk` feature.
 # libxdp-dev, libbpf-dev (libxdp 1.3, libbpf 1.1): AF_XDP ports, nexthop-cli's
 # default `afxdp` feature.
-for p in build-essential pkg-config ca-certificates curl iproute2 procps libdpdk-dev \
-    libxdp-dev libbpf-dev; do
+pkgs=(build-essential pkg-config ca-certificates curl iproute2 procps jq libxdp-dev libbpf-dev)
+if [ "$dpdk" = 1 ]; then pkgs+=(libdpdk-dev); fi
+for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then

@@ -16,7 +16,7 @@ use nexthop_control::{AuthKey, Controller, ControllerConfig};
 use nexthop_othello::fib::{parse_changes, ConciseFib, KeyType, NameKey};
 
 use crate::cmd_fib::read_text;
-use crate::fibdir::{self, ACTIONS, CONTROL};
+use nexthop_othello::fibdir::{self, ACTIONS, CONTROL};
 
 /// `nexthop controller` arguments.
 #[derive(Debug, Args)]

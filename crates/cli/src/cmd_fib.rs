@@ -11,7 +11,10 @@ use nexthop_othello::fib::{
 };
 use nexthop_othello::{Config, MappedQuery, QueryView, Sizing, MISS};
 
-use crate::fibdir::{self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT};
+use crate::textio::count;
+use nexthop_othello::fibdir::{
+    self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT,
+};
 
 /// Run `$body` with `$K` bound to the Rust type of key type `$kt`.
 macro_rules! with_key_type {
@@ -71,8 +74,8 @@ impl BuildOpts {
     }
 }
 
-/// What a build did, with timings.
-#[derive(Clone, Debug)]
+/// What a build did, with timings (`fib build --json` prints it).
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct BuildReport {
     pub names: usize,
     pub actions: usize,
@@ -82,8 +85,8 @@ pub struct BuildReport {
     pub write_secs: f64,
 }
 
-/// What an update did, with timings.
-#[derive(Clone, Debug, Default)]
+/// What an update did, with timings (`fib update --json` prints it).
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct UpdateReport {
     pub changes: usize,
     pub adds: usize,
@@ -102,21 +105,23 @@ pub struct UpdateReport {
 impl UpdateReport {
     pub fn summary(&self, dir: &Path) -> String {
         format!(
-            "applied {} changes ({} adds, {} deletes, {} action changes) to {}: {} slot writes, {}; \
-             generation {} -> {}, {} names",
-            self.changes,
-            self.adds,
-            self.deletes,
-            self.sets,
+            "applied {} ({}, {}, {}) to {}: {}, {}; generation {} -> {}, {}",
+            count(self.changes as u64, "change", "changes"),
+            count(self.adds as u64, "add", "adds"),
+            count(self.deletes as u64, "delete", "deletes"),
+            count(self.sets as u64, "action change", "action changes"),
             dir.display(),
-            self.slot_writes,
+            count(self.slot_writes as u64, "slot write", "slot writes"),
             match self.rebuilds {
                 0 => "no rebuild".to_string(),
-                n => format!("rebuilt ({n} rebuilds: new seed or larger arrays)"),
+                n => format!(
+                    "rebuilt ({}: new seed or larger arrays)",
+                    count(n as u64, "rebuild", "rebuilds")
+                ),
             },
             self.from_generation,
             self.generation,
-            self.names
+            count(self.names as u64, "name", "names")
         )
     }
 }
@@ -165,7 +170,7 @@ fn commit_fib<K: NameKey>(dir: &Path, key_type: KeyType, fib: &ConciseFib<K>) ->
         },
         files: Vec::new(),
     };
-    fibdir::commit(
+    let done = fibdir::commit(
         dir,
         &mut manifest,
         &[
@@ -173,7 +178,11 @@ fn commit_fib<K: NameKey>(dir: &Path, key_type: KeyType, fib: &ConciseFib<K>) ->
             (SNAPSHOT, &snapshot),
             (ACTIONS, actions.as_bytes()),
         ],
-    )
+    )?;
+    for (path, err) in &done.not_removed {
+        eprintln!("warning: {}: could not remove: {err}", path.display());
+    }
+    Ok(done.generation)
 }
 
 fn build_typed<K: NameKey>(
@@ -213,16 +222,23 @@ pub fn build_dir(opts: &BuildOpts, routes: &Path, out: &Path) -> Result<BuildRep
 }
 
 /// `nexthop fib build`.
-pub fn build(opts: &BuildOpts, routes: &Path, out: &Path) -> Result<()> {
+pub fn build(opts: &BuildOpts, routes: &Path, out: &Path, json: bool) -> Result<()> {
     opts.config()?;
     fibdir::check_build_target(out, &[])?;
     let r = build_dir(opts, routes, out)?;
+    if json {
+        let mut v = serde_json::to_value(&r)?;
+        v["fib"] = out.display().to_string().into();
+        v["key_type"] = opts.key_type.name().into();
+        println!("{v}");
+        return Ok(());
+    }
     println!(
-        "built {}: {} names (key type {}), {} actions, generation {} (parse {:.2} s, build {:.2} s, write {:.2} s)",
+        "built {}: {} (key type {}), {}, generation {} (parse {:.2} s, build {:.2} s, write {:.2} s)",
         out.display(),
-        r.names,
+        count(r.names as u64, "name", "names"),
         opts.key_type,
-        r.actions,
+        count(r.actions as u64, "action", "actions"),
         r.generation,
         r.parse_secs,
         r.build_secs,
@@ -268,22 +284,31 @@ pub fn open_lookup(dir: &Path) -> Result<LookupFib> {
     })
 }
 
-/// Batched lookups of parsed names, answers written one per line.
+/// Batched lookups of parsed names, answers written one per line: the
+/// action as text, or with `json` an object `{"name", "action"}` (`action`
+/// null for a miss).
 struct Looker<'a, K, W: Write> {
     view: QueryView<'a>,
     actions: &'a ActionTable,
     batch: Vec<K>,
+    /// The batch's names as given (`json` only).
+    names: Vec<String>,
     ids: Vec<u64>,
+    json: bool,
     w: W,
 }
 
 impl<K: NameKey, W: Write> Looker<'_, K, W> {
     /// Queue one name; a malformed name answers the names before it and
-    /// stops with an error.
-    fn push(&mut self, name: &str) -> Result<()> {
+    /// stops with an error naming `at()` (`argument N`, `stdin:N`): the
+    /// names after it are not looked up.
+    fn push(&mut self, name: &str, at: impl FnOnce() -> String) -> Result<()> {
         match K::parse_name(name) {
             Ok(k) => self.batch.push(k),
-            Err(why) => return self.invalid(name, &why),
+            Err(why) => return self.invalid(name, &why, at()),
+        }
+        if self.json {
+            self.names.push(name.to_string());
         }
         if self.batch.len() == CHUNK {
             self.flush_batch()?;
@@ -291,22 +316,34 @@ impl<K: NameKey, W: Write> Looker<'_, K, W> {
         Ok(())
     }
 
-    fn invalid(&mut self, name: &str, why: &str) -> Result<()> {
+    fn invalid(&mut self, name: &str, why: &str, at: String) -> Result<()> {
         self.finish()?;
-        Err(anyhow!("invalid name '{name}': {why}"))
+        Err(anyhow!(
+            "{at}: invalid name '{name}': {why} (the names before it were answered, the names after it were not looked up)"
+        ))
     }
 
-    /// Look up the queued names, writing one action (or `miss`) per line.
+    /// Look up the queued names, writing one answer per line.
     fn flush_batch(&mut self) -> io::Result<()> {
         let n = self.batch.len();
         self.view.lookup_batch(&self.batch, &mut self.ids[..n]);
-        for &id in &self.ids[..n] {
-            match (id != MISS).then(|| self.actions.get(id)).flatten() {
+        for (i, &id) in self.ids[..n].iter().enumerate() {
+            let action = (id != MISS).then(|| self.actions.get(id)).flatten();
+            if self.json {
+                let v = serde_json::json!({
+                    "name": self.names[i],
+                    "action": action.map(|a| a.to_string()),
+                });
+                writeln!(self.w, "{v}")?;
+                continue;
+            }
+            match action {
                 Some(a) => writeln!(self.w, "{a}")?,
                 None => self.w.write_all(b"miss\n")?,
             }
         }
         self.batch.clear();
+        self.names.clear();
         Ok(())
     }
 
@@ -316,21 +353,24 @@ impl<K: NameKey, W: Write> Looker<'_, K, W> {
     }
 }
 
-fn lookup_typed<K: NameKey>(fib: &LookupFib, names: &[String]) -> Result<()> {
+fn lookup_typed<K: NameKey>(fib: &LookupFib, names: &[String], json: bool) -> Result<()> {
     let mut l = Looker::<K, _> {
         view: fib.mapped.view(),
         actions: &fib.actions,
         batch: Vec::with_capacity(CHUNK),
+        names: Vec::new(),
         ids: vec![0u64; CHUNK],
+        json,
         w: BufWriter::with_capacity(1 << 16, io::stdout().lock()),
     };
     if !names.is_empty() {
-        for n in names {
-            l.push(n)?;
+        for (i, n) in names.iter().enumerate() {
+            l.push(n, || format!("argument {}", i + 1))?;
         }
     } else {
         let mut stdin = io::stdin().lock();
         let mut line = Vec::new();
+        let mut number = 0usize;
         loop {
             line.clear();
             if stdin
@@ -340,12 +380,13 @@ fn lookup_typed<K: NameKey>(fib: &LookupFib, names: &[String]) -> Result<()> {
             {
                 break;
             }
+            number += 1;
             match std::str::from_utf8(&line) {
                 Ok(text) if text.trim().is_empty() || text.trim_start().starts_with('#') => {}
-                Ok(text) => l.push(text.trim())?,
+                Ok(text) => l.push(text.trim(), || format!("stdin:{number}"))?,
                 Err(_) => {
                     let lossy = String::from_utf8_lossy(&line).trim().to_string();
-                    return l.invalid(&lossy, "not valid UTF-8");
+                    return l.invalid(&lossy, "not valid UTF-8", format!("stdin:{number}"));
                 }
             }
         }
@@ -355,10 +396,11 @@ fn lookup_typed<K: NameKey>(fib: &LookupFib, names: &[String]) -> Result<()> {
 }
 
 /// `nexthop fib lookup`: names from `names`, or from stdin (one per line;
-/// blank lines and `#` comment lines skipped) when `names` is empty.
-pub fn lookup(dir: &Path, names: &[String]) -> Result<()> {
+/// blank lines and `#` comment lines skipped) when `names` is empty; JSON
+/// lines with `json`.
+pub fn lookup(dir: &Path, names: &[String], json: bool) -> Result<()> {
     let fib = open_lookup(dir)?;
-    with_key_type!(fib.current.key_type, K => lookup_typed::<K>(&fib, names))
+    with_key_type!(fib.current.key_type, K => lookup_typed::<K>(&fib, names, json))
 }
 
 /// Load the control side of the current generation (verified).
@@ -423,8 +465,14 @@ pub fn update_dir(dir: &Path, changes: &Path) -> Result<UpdateReport> {
 }
 
 /// `nexthop fib update`.
-pub fn update(dir: &Path, changes: &Path) -> Result<()> {
+pub fn update(dir: &Path, changes: &Path, json: bool) -> Result<()> {
     let r = update_dir(dir, changes)?;
+    if json {
+        let mut v = serde_json::to_value(&r)?;
+        v["fib"] = dir.display().to_string().into();
+        println!("{v}");
+        return Ok(());
+    }
     println!("{}", r.summary(dir));
     Ok(())
 }

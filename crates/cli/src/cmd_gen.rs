@@ -80,7 +80,7 @@ pub fn run(a: &GenArgs) -> Result<()> {
     let known: std::collections::HashSet<[u8; 6]> = names.iter().copied().collect();
     // Record i is stamped i microseconds.
     let mut w = PcapOut::create(&a.out, PcapOut::ethernet_header())?;
-    let mut rng = nexthop_testutil::keys::rng(a.seed);
+    let mut rng = nexthop_othello::keys::rng(a.seed);
     let mut frame = vec![0u8; a.size];
     frame[6..12].copy_from_slice(&SRC);
     frame[12..14].copy_from_slice(&ETHERTYPE);
@@ -197,7 +197,7 @@ fn gen_ip(a: &GenArgs, path: &std::path::Path) -> Result<()> {
     }
     let (n4, n6) = (routes.v4.len(), routes.v6.len());
     let mut w = PcapOut::create(&a.out, PcapOut::ethernet_header())?;
-    let mut rng = nexthop_testutil::keys::rng(a.seed);
+    let mut rng = nexthop_othello::keys::rng(a.seed);
     let mut frame = Vec::with_capacity(a.size.max(62));
     let (mut v4, mut v6, mut to_unknown) = (0u64, 0u64, 0u64);
     for i in 0..a.frames {

@@ -8,8 +8,11 @@
 //!   it and renamed into place.
 //! * `lookup --fib FILE [NAME ...]` (stdin, one name per line, when no
 //!   name is given): one line per name, `PREFIX HOPS` (the matched prefix
-//!   in canonical URI form, next hops joined by commas) or `-`.
-//! * `stats --fib FILE`: `key: value` lines.
+//!   in canonical URI form, next hops joined by commas) or `-`. With
+//!   `--json`, one object per line instead: `{"name", "prefix", "hops":
+//!   [{"face", "cost"}]}` (`prefix` and `hops` null for no match; `probes`,
+//!   `verifies`, `fallback` with `--trace`).
+//! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ use nexthop_ndn::routes::{format_hops, parse_routes};
 use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
 use nexthop_wire::ndn::Name;
 
-use crate::textio::{for_each_input, write_atomic};
+use crate::textio::{count, for_each_input, write_atomic};
 
 /// `nexthop ndn ...`
 #[derive(Debug, Subcommand)]
@@ -86,6 +89,9 @@ pub struct LookupArgs {
     /// Also print the hash probes each lookup took.
     #[arg(long)]
     trace: bool,
+    /// Print one JSON object per name instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `stats` arguments.
@@ -94,6 +100,9 @@ pub struct StatsArgs {
     /// FIB file.
     #[arg(long, value_name = "FILE")]
     fib: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Run an `ndn` command.
@@ -101,7 +110,7 @@ pub fn run(cmd: NdnCmd) -> Result<()> {
     match cmd {
         NdnCmd::Fib(NdnFibCmd::Build(a)) => build(&a),
         NdnCmd::Fib(NdnFibCmd::Lookup(a)) => lookup(&a),
-        NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib),
+        NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib, a.json),
     }
 }
 
@@ -152,11 +161,11 @@ fn build(a: &BuildArgs) -> Result<()> {
     let file = persist::encode(ctl.fib(), ctl.len() as u64);
     write_atomic(&a.out, &file)?;
     println!(
-        "built {}: {} rules, {} keys ({} markers), {} bytes ({:.1} B/rule)",
+        "built {}: {}, {} ({}), {} bytes ({:.1} B/rule)",
         a.out.display(),
-        st.rules,
-        st.keys,
-        st.markers,
+        count(st.rules as u64, "rule", "rules"),
+        count(st.keys as u64, "key", "keys"),
+        count(st.markers as u64, "marker", "markers"),
         st.bytes,
         st.bytes as f64 / st.rules.max(1) as f64
     );
@@ -175,7 +184,27 @@ fn lookup(a: &LookupArgs) -> Result<()> {
     let one = |uri: &str, out: &mut BufWriter<std::io::StdoutLock>| -> Result<()> {
         let name = Name::from_uri(uri).map_err(|e| anyhow!("invalid name '{uri}': {e}"))?;
         let mut tr = Trace::default();
-        match fib.lookup_name(&name, &mut tr) {
+        let found = fib.lookup_name(&name, &mut tr);
+        if a.json {
+            let mut v = serde_json::json!({
+                "name": uri,
+                "prefix": found.as_ref().map(|m| name.prefix(m.len).to_string()),
+                "hops": found.as_ref().map(|m| {
+                    fib.next_hops(m.nh)
+                        .iter()
+                        .map(|h| serde_json::json!({"face": h.face, "cost": h.cost}))
+                        .collect::<Vec<_>>()
+                }),
+            });
+            if a.trace {
+                v["probes"] = tr.probes.into();
+                v["verifies"] = tr.verifies.into();
+                v["fallback"] = tr.fallback.into();
+            }
+            writeln!(out, "{v}")?;
+            return Ok(());
+        }
+        match found {
             Some(m) => write!(
                 out,
                 "{} {}",
@@ -199,12 +228,33 @@ fn lookup(a: &LookupArgs) -> Result<()> {
     Ok(())
 }
 
-fn stats(path: &Path) -> Result<()> {
+fn stats(path: &Path, json: bool) -> Result<()> {
     let (fib, rules) = load(path)?;
     let c = fib.config();
     let keys: Vec<usize> = fib.tables().iter().map(|t| t.len()).collect();
     let total: usize = keys.iter().sum();
     let bytes = fib.bytes();
+    let strategy = match c.strategy {
+        Strategy::VerifyEach => "verify-each",
+        Strategy::VerifyAtEnd => "verify-at-end",
+    };
+    let bytes_per_rule = bytes as f64 / rules.max(1) as f64;
+    if json {
+        let v = serde_json::json!({
+            "file": path.display().to_string(),
+            "rules": rules,
+            "keys": total,
+            "keys_per_level": keys,
+            "max_components": c.max_components,
+            "max_probes": fib.search_tree().depth(),
+            "strategy": strategy,
+            "bucket_bytes": fib.bucket_bytes(),
+            "bytes": bytes,
+            "bytes_per_rule": bytes_per_rule,
+        });
+        println!("{v}");
+        return Ok(());
+    }
     println!("file: {}", path.display());
     println!("rules: {rules}");
     println!("keys: {total}");
@@ -217,15 +267,9 @@ fn stats(path: &Path) -> Result<()> {
     );
     println!("max_components: {}", c.max_components);
     println!("max_probes: {}", fib.search_tree().depth());
-    println!(
-        "strategy: {}",
-        match c.strategy {
-            Strategy::VerifyEach => "verify-each",
-            Strategy::VerifyAtEnd => "verify-at-end",
-        }
-    );
+    println!("strategy: {strategy}");
     println!("bucket_bytes: {}", fib.bucket_bytes());
     println!("bytes: {bytes}");
-    println!("bytes_per_rule: {:.1}", bytes as f64 / rules.max(1) as f64);
+    println!("bytes_per_rule: {bytes_per_rule:.1}");
     Ok(())
 }

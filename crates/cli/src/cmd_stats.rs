@@ -135,12 +135,53 @@ fn fmt_rate(r: Option<f64>) -> String {
     r.map_or_else(|| "-".to_string(), |r| format!("{r:.0}"))
 }
 
+/// The value of extra metric `name` (with or without the `nexthop_`
+/// prefix), if the forwarder exports it.
+fn extra(s: &MetricsSnapshot, name: &str) -> Option<f64> {
+    s.extra
+        .iter()
+        .find(|m| {
+            m.name == name || m.name.strip_prefix(nexthop_dataplane::metrics::PREFIX) == Some(name)
+        })
+        .map(|m| m.value)
+}
+
+/// The header's FIB part: the generation the forwarder reports and, for a
+/// forwarder following a controller, the snapshots and deltas it applied
+/// (`fib_snapshots_total`, `fib_deltas_total`). A following forwarder that
+/// reports generation 0 while it applied updates does not export its
+/// generation: the header says so instead of showing 0.
+fn fib_header(s: &MetricsSnapshot) -> String {
+    let snapshots = extra(s, "fib_snapshots_total");
+    let deltas = extra(s, "fib_deltas_total");
+    let applied = snapshots.unwrap_or(0.0) + deltas.unwrap_or(0.0);
+    let generation = if s.fib_generation == 0 && applied > 1.0 {
+        "fib generation not reported".to_string()
+    } else {
+        format!("fib generation {}", s.fib_generation)
+    };
+    match (snapshots, deltas) {
+        (None, None) => generation,
+        (sn, de) => {
+            let n = |v: Option<f64>, one: &str, many: &str| {
+                crate::textio::count(v.unwrap_or(0.0).max(0.0) as u64, one, many)
+            };
+            format!(
+                "{generation} ({} and {} applied from the controller)",
+                n(sn, "snapshot", "snapshots"),
+                n(de, "delta", "deltas")
+            )
+        }
+    }
+}
+
 /// The readable form of a snapshot (and rates since the previous one).
 fn table(addr: &str, s: &MetricsSnapshot, rates: Option<&Rates>) -> String {
     let mut o = String::new();
     o.push_str(&format!(
-        "forwarder {addr}  uptime {:.1}s  fib generation {}\n",
-        s.uptime_seconds, s.fib_generation
+        "forwarder {addr}  uptime {:.1}s  {}\n",
+        s.uptime_seconds,
+        fib_header(s)
     ));
     if let Some(r) = rates {
         o.push_str(&format!(
@@ -330,5 +371,50 @@ mod tests {
         assert!(seconds("watch", 0.0).is_err());
         assert!(seconds("watch", f64::NAN).is_err());
         assert!(seconds("watch", 0.5).is_ok());
+    }
+
+    fn counter(name: &str, value: f64) -> nexthop_dataplane::metrics::NamedMetric {
+        nexthop_dataplane::metrics::NamedMetric {
+            name: name.to_string(),
+            help: String::new(),
+            kind: nexthop_dataplane::metrics::MetricKind::Counter,
+            labels: Vec::new(),
+            value,
+        }
+    }
+
+    /// A forwarder following a controller shows the updates it applied,
+    /// not a bare "fib generation 0".
+    #[test]
+    fn header_shows_applied_deltas_and_never_a_stale_generation_0() {
+        let mut s = snap(3.0, 10);
+        assert!(
+            table("h:1", &s, None).starts_with("forwarder h:1  uptime 3.0s  fib generation 0\n")
+        );
+        s.extra = vec![
+            counter("fib_snapshots_total", 1.0),
+            counter("fib_deltas_total", 4711.0),
+        ];
+        let t = table("h:1", &s, None);
+        assert!(
+            t.contains("fib generation not reported (1 snapshot and 4711 deltas applied from the controller)"),
+            "{t}"
+        );
+        s.fib_generation = 4712;
+        let t = table("h:1", &s, None);
+        assert!(
+            t.contains(
+                "fib generation 4712 (1 snapshot and 4711 deltas applied from the controller)"
+            ),
+            "{t}"
+        );
+        // Only the snapshot so far: generation 0 is then real.
+        s.fib_generation = 0;
+        s.extra = vec![counter("nexthop_fib_snapshots_total", 1.0)];
+        let t = table("h:1", &s, None);
+        assert!(
+            t.contains("fib generation 0 (1 snapshot and 0 deltas applied from the controller)"),
+            "{t}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use nexthop_othello::fib::{Action, KeyType, NameKey};
 use nexthop_othello::{Sizing, MISS};
 
 use crate::cmd_fib::{self, BuildOpts, LookupFib};
-use crate::fibdir;
+use nexthop_othello::fibdir;
 
 /// Options of `nexthop demo`.
 #[derive(Clone, Debug)]
@@ -141,7 +141,7 @@ fn make_changes(
     let mut round = 0;
     while fresh.len() < count {
         round += 1;
-        let cand = nexthop_testutil::macs(seed.wrapping_add(0x5EED * round), count + 1024);
+        let cand = nexthop_othello::keys::macs(seed.wrapping_add(0x5EED * round), count + 1024);
         fresh.extend(cand.into_iter().filter(|m| !oracle.contains_key(m)));
         fresh.sort_unstable();
         fresh.dedup();
@@ -207,7 +207,7 @@ pub fn run(o: &DemoOpts) -> Result<()> {
     // 1. Dataset.
     let t = Instant::now();
     let table = actions();
-    let names = nexthop_testutil::macs(o.seed, o.names);
+    let names = nexthop_othello::keys::macs(o.seed, o.names);
     let mut r = Mix(o.seed);
     let assigned: Vec<Action> = names.iter().map(|_| pick_action(&mut r, &table)).collect();
     let mut routes = String::with_capacity(o.names * 24);

@@ -1,7 +1,7 @@
 //! `nexthop`: build, query and update Concise FIBs on disk, and a demo.
 //!
 //! Glue only: the algorithms live in `nexthop-othello`; this crate parses
-//! arguments, reads and writes files (see [`fibdir`] for the directory
+//! arguments, reads and writes files (see `nexthop_othello::fibdir` for the directory
 //! layout and its atomic replacement) and reports errors as
 //! `error: ...` with a non-zero exit.
 #![forbid(unsafe_code)]
@@ -15,10 +15,7 @@ mod cmd_ndn;
 mod cmd_run;
 mod cmd_stats;
 mod demo;
-mod fibdir;
 mod lab;
-mod lab_pcap;
-mod lab_phases;
 mod textio;
 mod threadcpu;
 
@@ -31,7 +28,7 @@ use nexthop_othello::Sizing;
 
 /// nexthop: a software forwarding plane built on Othello hashing.
 #[derive(Debug, Parser)]
-#[command(name = "nexthop", version, propagate_version = true)]
+#[command(name = "nexthop", version = env!("NEXTHOP_LONG_VERSION"), propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -112,6 +109,9 @@ struct BuildArgs {
     /// Names whose edge would close a cycle go to a stash of at most this many.
     #[arg(long, value_name = "N", default_value_t = 16)]
     stash_capacity: usize,
+    /// Print the build report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +123,10 @@ struct LookupArgs {
     /// line (blank lines and # comment lines are skipped).
     #[arg(value_name = "NAME")]
     names: Vec<String>,
+    /// Print one JSON object per name ({"name", "action"}; action null
+    /// for a miss) instead of the action alone.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +137,9 @@ struct UpdateArgs {
     /// Changes file: + NAME ACTION, - NAME, = NAME ACTION per line.
     #[arg(long, value_name = "FILE")]
     changes: PathBuf,
+    /// Print the update report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -223,6 +230,10 @@ struct LabArgs {
     /// (same-run ratios; 0: changes all the time).
     #[arg(long, value_name = "SECS", default_value_t = 0.0)]
     alternate: f64,
+    /// Print the summary as JSON on stdout (the figures of OUT/summary.json,
+    /// which every run writes) and the progress and text summary on stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -237,10 +248,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 seed: a.seed,
                 stash_capacity: a.stash_capacity,
             };
-            cmd_fib::build(&opts, &a.routes, &a.out)
+            cmd_fib::build(&opts, &a.routes, &a.out, a.json)
         }
-        Cmd::Fib(FibCmd::Lookup(a)) => cmd_fib::lookup(&a.fib, &a.names),
-        Cmd::Fib(FibCmd::Update(a)) => cmd_fib::update(&a.fib, &a.changes),
+        Cmd::Fib(FibCmd::Lookup(a)) => cmd_fib::lookup(&a.fib, &a.names, a.json),
+        Cmd::Fib(FibCmd::Update(a)) => cmd_fib::update(&a.fib, &a.changes, a.json),
         Cmd::Fib(FibCmd::Stats(a)) => cmd_fib::stats(&a.fib, a.json),
         Cmd::Demo(a) => demo::run(&demo::DemoOpts {
             names: a.names,
@@ -271,6 +282,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             io: a.io,
             pin: !a.no_pin,
             alternate: a.alternate,
+            json: a.json,
         }),
     }
 }

@@ -37,6 +37,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// `n` and the noun for it: `1 name`, `2 names` (`one` for one, `many`
+/// otherwise).
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Call `f` on each of `args`, or, when there are none, on each line of
 /// stdin (trimmed; blank lines and `#` comment lines skipped). An error of
 /// `f` is prefixed with where the input came from: `argument N` or
@@ -90,5 +97,15 @@ mod tests {
         .unwrap_err();
         assert_eq!(seen, ["a", "bad"]);
         assert_eq!(format!("{e:#}"), "argument 2: not good");
+    }
+
+    #[test]
+    fn counts_use_the_singular_for_one() {
+        assert_eq!(count(1u32, "name", "names"), "1 name");
+        assert_eq!(count(0u32, "name", "names"), "0 names");
+        assert_eq!(
+            count(2u64, "action change", "action changes"),
+            "2 action changes"
+        );
     }
 }

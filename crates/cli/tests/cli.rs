@@ -343,8 +343,62 @@ fn invalid_lookup_name_answers_earlier_names_then_fails() {
         .failure()
         .stdout("2\n")
         .stderr(predicate::str::contains(
-            "error: invalid name '10.0.0.300': expected an IPv4 address",
+            "error: stdin:2: invalid name '10.0.0.300': expected an IPv4 address",
+        ))
+        .stderr(predicate::str::contains(
+            "the names after it were not looked up",
         ));
+    // Blank and comment lines count: the line number is the input's.
+    nexthop()
+        .args(["fib", "lookup", "--fib"])
+        .arg(f.fib())
+        .write_stdin("# names\n\n10.0.0.1\nnot-an-address\n")
+        .assert()
+        .failure()
+        .stdout("1\n")
+        .stderr(predicate::str::contains(
+            "error: stdin:4: invalid name 'not-an-address'",
+        ));
+    // Arguments are numbered too.
+    nexthop()
+        .args(["fib", "lookup", "--fib"])
+        .arg(f.fib())
+        .args(["10.0.0.1", "10.0.0.2", "x"])
+        .assert()
+        .failure()
+        .stdout("1\n2\n")
+        .stderr(predicate::str::contains(
+            "error: argument 3: invalid name 'x'",
+        ));
+}
+
+#[test]
+fn json_lookup_prints_one_object_per_name_with_null_for_a_miss() {
+    let f = Fixture::new();
+    f.build(
+        "ipv4",
+        "10.0.0.1 1+3\n10.0.0.2 drop\n",
+        &["--check-bits", "16"],
+    )
+    .success();
+    let out = nexthop()
+        .args(["fib", "lookup", "--json", "--fib"])
+        .arg(f.fib())
+        .write_stdin("10.0.0.1\n10.0.0.2\n192.0.2.9\n")
+        .assert()
+        .success();
+    let v: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        v,
+        [
+            serde_json::json!({"name": "10.0.0.1", "action": "1+3"}),
+            serde_json::json!({"name": "10.0.0.2", "action": "drop"}),
+            serde_json::json!({"name": "192.0.2.9", "action": null}),
+        ]
+    );
 }
 
 #[test]
@@ -449,4 +503,76 @@ fn demo_builds_verifies_and_updates_with_zero_mismatches() {
         .arg(t.path())
         .assert()
         .success();
+}
+
+#[test]
+fn json_build_and_update_report_what_they_did() {
+    let f = Fixture::new();
+    let out = f
+        .build(
+            "mac",
+            "02:00:00:00:00:01 1\n02:00:00:00:00:02 2+4\n",
+            &["--json"],
+        )
+        .success();
+    let b: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(b["names"], 2);
+    assert_eq!(b["actions"], 2);
+    assert_eq!(b["generation"], 1);
+    assert_eq!(b["key_type"], "mac");
+    let c = f.file(
+        "changes.txt",
+        "+ 02:00:00:00:00:03 drop\n= 02:00:00:00:00:01 3\n",
+    );
+    let out = nexthop()
+        .args(["fib", "update", "--json", "--fib"])
+        .arg(f.fib())
+        .arg("--changes")
+        .arg(&c)
+        .assert()
+        .success();
+    let u: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(u["changes"], 2);
+    assert_eq!((u["adds"].clone(), u["sets"].clone()), (1.into(), 1.into()));
+    assert_eq!(
+        (u["from_generation"].clone(), u["generation"].clone()),
+        (1.into(), 2.into())
+    );
+    assert_eq!(u["names"], 3);
+    // The text form says "1 add", not "1 adds".
+    f.update("- 02:00:00:00:00:03\n")
+        .success()
+        .stdout(predicate::str::contains(
+            "applied 1 change (0 adds, 1 delete, 0 action changes)",
+        ))
+        .stdout(predicate::str::contains(", 2 names"));
+}
+
+#[test]
+fn version_names_the_commit_and_the_enabled_features() {
+    let out = nexthop().arg("--version").assert().success();
+    let v = stdout(&out);
+    let want = format!("nexthop {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(v.starts_with(&want), "{v}");
+    let commit = v[want.len()..].split(';').next().unwrap();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{v}"
+    );
+    let features = v
+        .split("features: ")
+        .nth(1)
+        .unwrap()
+        .trim_end()
+        .trim_end_matches(')');
+    assert_eq!(features == "none", cfg!(not(feature = "afxdp")), "{v}");
+    assert_eq!(
+        features.split(", ").any(|f| f == "afxdp"),
+        cfg!(feature = "afxdp"),
+        "{v}"
+    );
+    // Subcommands answer the same.
+    let sub = nexthop().args(["lab", "--version"]).assert().success();
+    assert!(stdout(&sub).contains("(commit "), "{}", stdout(&sub));
 }

@@ -86,6 +86,49 @@ fn pcap_variant_checks_every_frame_under_live_changes() {
         assert!(out.join(format!("pcap-out/port-{p}.pcap")).exists());
     }
     assert!(!out.join("in.pcap").exists());
+    // summary.json carries the same figures.
+    let j = summary_json(&out);
+    assert_eq!(j["variant"], "pcap");
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["misforwarded"], 0);
+    assert_eq!(j["updates"]["changes"], 20000);
+    assert!(
+        j["forwarder"]["pipeline_mpps"].as_f64().unwrap() > 0.0,
+        "{j}"
+    );
+    assert_eq!(j["forwarder"]["frames_in"], 200000);
+    let ports: u64 = (1..=4)
+        .map(|p| j["ports"][p.to_string()].as_u64().unwrap())
+        .sum();
+    assert_eq!(j["delivered"].as_u64(), Some(ports));
+    assert!(j["source"].is_null() && j["final_wave"].is_null(), "{j}");
+    assert_final_fib_saved(&out, &j);
+}
+
+/// `OUT/summary.json`, parsed.
+fn summary_json(out: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json written");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+/// `OUT/fib` is at the summary's final generation, past the initial one,
+/// and `OUT/changes.txt` holds the changes it got.
+fn assert_final_fib_saved(out: &std::path::Path, j: &serde_json::Value) {
+    let first = j["fib"]["initial_generation"].as_u64().unwrap();
+    let last = j["fib"]["final_generation"].as_u64().unwrap();
+    assert!(last > first, "{j}");
+    let stats = Command::new(NEXTHOP)
+        .args(["fib", "stats", "--json", "--fib"])
+        .arg(out.join("fib"))
+        .output()
+        .unwrap();
+    assert!(stats.status.success());
+    let st: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(st["generation"].as_u64(), Some(last), "{st}");
+    let names = j["fib"]["names"].as_u64().unwrap() + j["fib"]["added"].as_u64().unwrap()
+        - j["fib"]["deleted"].as_u64().unwrap();
+    assert_eq!(st["names"].as_u64(), Some(names), "{st}");
+    assert!(out.join("changes.txt").exists());
 }
 
 #[test]
@@ -113,7 +156,7 @@ fn bad_arguments_are_refused() {
 
 #[test]
 fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
-    let (ok, stdout, stderr, _dir) = lab_in_tempdir(&[
+    let (ok, stdout, stderr, dir) = lab_in_tempdir(&[
         "--names",
         "20000",
         "--duration",
@@ -208,6 +251,42 @@ fn namespace_lab_forwards_every_frame_to_its_ports_and_cleans_up() {
             .unwrap_or(0);
         assert!(n > 0, "sink {p} got nothing: {sinks}");
     }
+    // summary.json carries the same figures.
+    let out = dir.path().join("lab");
+    let j = summary_json(&out);
+    assert_eq!(j["variant"], "live");
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["misforwarded"], 0);
+    assert_eq!(j["converged"], true);
+    assert_eq!(j["updates"]["changes"], 10000);
+    assert_eq!(j["propagation"]["samples"], 10000);
+    assert!(j["source"]["frames"].as_u64().unwrap() > 0, "{j}");
+    assert!(
+        j["forwarder"]["traffic_mpps"].as_f64().unwrap() > 0.0,
+        "{j}"
+    );
+    assert!(j["forwarder"]["run_mpps"].as_f64().is_some(), "{j}");
+    assert_eq!(j["forwarder"]["fib_rejects"], 0);
+    assert!(j["cpu"]["workers"].as_f64().is_some(), "{j}");
+    let ports: u64 = (1..=4)
+        .map(|p| j["ports"][p.to_string()].as_u64().unwrap())
+        .sum();
+    assert_eq!(j["delivered"].as_u64(), Some(ports));
+    // The final wave's frames, counted exactly once the forwarder's
+    // counters settled (not stale once-a-second samples): every frame of
+    // the wave, plus at most a few of the links' own (IPv6 neighbour
+    // discovery).
+    let w = &j["final_wave"];
+    assert_eq!(w["names"], 20000, "{w}");
+    assert_eq!(w["wrong"], 0, "{w}");
+    let got =
+        w["forwarder_received"].as_u64().unwrap() + w["forwarder_ring_drops"].as_u64().unwrap();
+    assert!((20000..=20016).contains(&got), "{w}");
+    assert!(
+        stdout.contains("during the wave (settled counters)"),
+        "{stdout}"
+    );
+    assert_final_fib_saved(&out, &j);
 }
 
 /// `--alternate`: phases without and with changes, each phase's changes
@@ -381,4 +460,30 @@ fn an_interrupted_lab_removes_its_namespaces_and_forwarder() {
         .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
         .unwrap_or_default();
     assert!(ps.trim().is_empty(), "forwarder still running: {ps}");
+}
+
+/// `--json`: stdout is the summary object (the figures of summary.json),
+/// the progress and the text summary go to stderr.
+#[test]
+fn json_lab_prints_the_summary_object_on_stdout_and_the_text_on_stderr() {
+    let (ok, stdout, stderr, dir) = lab_in_tempdir(&[
+        "--pcap",
+        "--json",
+        "--names",
+        "2000",
+        "--duration",
+        "1",
+        "--update-rate",
+        "1000",
+        "--pcap-frames",
+        "20000",
+    ]);
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let j: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is one JSON object");
+    assert_eq!(j["variant"], "pcap");
+    assert_eq!(j["misforwarded"], 0);
+    assert_eq!(j["updates"]["changes"], 1000);
+    assert_eq!(j, summary_json(&dir.path().join("lab")));
+    assert!(stderr.contains("misforwarded  0"), "{stderr}");
+    assert!(stderr.contains("[   "), "{stderr}");
 }

@@ -175,3 +175,45 @@ fn a_bad_lookup_name_fails_naming_it() {
         .failure()
         .stderr(predicate::str::contains("invalid name '/a/%zz'"));
 }
+
+#[test]
+fn json_lookup_and_stats_give_the_same_answers_as_text() {
+    let fx = Fixture::new();
+    fx.build(ROUTES, &[]).success();
+    let out = nexthop()
+        .args(["ndn", "fib", "lookup", "--json", "--trace", "--fib"])
+        .arg(fx.path("fib.bin"))
+        .args(["/a/b/c/x", "/b", "/a/b/c/d/e/f"])
+        .assert()
+        .success();
+    let v: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[0]["name"], "/a/b/c/x");
+    assert_eq!(v[0]["prefix"], "/a/b/c");
+    assert_eq!(
+        v[0]["hops"],
+        serde_json::json!([{"face": 3, "cost": 0}, {"face": 4, "cost": 0}])
+    );
+    assert!(v[0]["probes"].as_u64().unwrap() >= 1, "{}", v[0]);
+    assert!(
+        v[1]["prefix"].is_null() && v[1]["hops"].is_null(),
+        "{}",
+        v[1]
+    );
+    assert_eq!(v[2]["prefix"], "/a/b/c/d/e");
+    assert_eq!(v[2]["hops"][0], serde_json::json!({"face": 6, "cost": 2}));
+
+    let out = nexthop()
+        .args(["ndn", "fib", "stats", "--json", "--fib"])
+        .arg(fx.path("fib.bin"))
+        .assert()
+        .success();
+    let s: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(s["rules"], 4);
+    assert_eq!(s["strategy"], "verify-each");
+    assert!(s["bytes"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["keys_per_level"].is_array(), "{s}");
+}

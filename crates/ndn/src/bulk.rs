@@ -19,7 +19,7 @@
 //!   string is `R`'s prefix of `m` components with `m` on `path(l)` (all of
 //!   its keys are then on `R`'s path) into `R`'s entry, freeing it — the
 //!   string sharing of `FibControl`. Rules given longest first (as
-//!   [`crate::names::WorstCase`] does) never allocate an entry that is
+//!   `names::WorstCase` (feature `test-support`) does) never allocate an entry that is
 //!   later freed; in any other order the arena is compacted in place when
 //!   a quarter of it is free.
 //! * Rule keys get their value `(l, hops)` at once; markers a placeholder;

@@ -1,6 +1,9 @@
 //! NDN name FIB: longest-name-prefix match by binary search of hash tables
-//! (Yuan's dissertation, chapter 3), the fingerprint-only hash table for
-//! speculative core forwarding (§4.3.4), and seeded name-set generators.
+//! (Yuan's dissertation, chapter 3) and the fingerprint-only hash table for
+//! speculative core forwarding (§4.3.4). With the non-default
+//! `test-support` feature, also seeded and real-derived name-set
+//! generators (`names`) and the name-trie oracle (`oracle`) that tests,
+//! benchmarks and harnesses use.
 //!
 //! No I/O except the name-set loaders and the FIB file codec, which take
 //! bytes or paths and return typed errors. See the crate README for the
@@ -14,8 +17,10 @@ pub mod fht;
 pub mod fib;
 pub mod hasher;
 pub mod name;
+#[cfg(feature = "test-support")]
 pub mod names;
 pub mod nexthop;
+#[cfg(any(test, feature = "test-support"))]
 pub mod oracle;
 pub mod persist;
 pub mod routes;

@@ -10,6 +10,9 @@ pub mod control;
 pub mod delta;
 pub mod error;
 pub mod fib;
+pub mod fibdir;
+#[cfg(feature = "keys")]
+pub mod keys;
 pub mod persist;
 pub mod query;
 mod snapshot;

@@ -1,6 +1,6 @@
 //! Test and benchmark support for nexthop (not published).
 //!
-//! * [`keys`]: seeded key generators: the Othello/Concise LFSR query stream,
+//! * [`keys`]: seeded key generators (`nexthop_othello::keys`, re-exported): the Othello/Concise LFSR query stream,
 //!   uniform and distinct integers, Zipf popularity, and realistic MACs,
 //!   IPv4/IPv6 hosts, 5-tuples and names, plus [`keys::gen_bytes`] to get any
 //!   of them as canonical bytes by [`keys::KeyKind`] name.
@@ -22,8 +22,11 @@ pub mod args;
 pub mod bench;
 pub mod clock;
 pub mod cuckoo;
-pub mod keys;
 pub mod pool;
+
+/// The seeded key generators (`nexthop_othello::keys`, re-exported so
+/// tests and benchmarks keep their paths).
+pub use nexthop_othello::keys;
 
 pub use clock::thread_cpu_secs;
 pub use cuckoo::{CuckooError, CuckooTable};

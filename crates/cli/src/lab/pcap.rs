@@ -21,11 +21,11 @@ use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapOut, PcapPorts};
 use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
 use nexthop_othello::fib::{KeyType, NameKey};
 
+use super::frame::{parse_frame, ports_of, write_frame, FRAME_LEN, PHASE_TRAFFIC, PORTS, PUNT};
+use super::plan::{prepare, save_final_fib, Prepared, Walk};
+use super::summary::{FibPart, ForwarderPart, Summary, UpdatesPart};
+use super::{step, LabOpts};
 use crate::cmd_run::{swap_in, Current};
-use crate::lab::{
-    parse_frame, ports_of, prepare, step, write_frame, LabOpts, Prepared, Walk, FRAME_LEN,
-    PHASE_TRAFFIC, PORTS, PUNT,
-};
 
 /// Number of chunks the input is cut into (changes are applied between).
 const CHUNKS: usize = 100;
@@ -46,7 +46,7 @@ fn wait_until(mut f: impl FnMut() -> bool, what: &str) -> Result<()> {
 pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
     if o.alternate > 0.0 {
-        println!(
+        say!(
             "nexthop lab (pcap): --alternate times phases of live traffic; the pcap variant has none and ignores it"
         );
     }
@@ -54,7 +54,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let frames = o.pcap_frames.max(1);
     let chunks = CHUNKS.min(frames);
     let chunk_len = frames.div_ceil(chunks);
-    println!(
+    say!(
         "nexthop lab (pcap): {} MAC names over ports 1-4, {frames} frames in {chunks} chunks, {n_changes} changes through the embedded controller between chunks, seed {}",
         o.names, o.seed
     );
@@ -64,6 +64,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         fib_bytes,
         bits,
         key,
+        generation: initial_generation,
         ..
     } = prepare(o, n_changes, t)?;
     let cfg = ControllerConfig {
@@ -209,7 +210,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     // Check every output frame against the plan's state at its chunk.
     let mut mis = 0u64;
     let mut examples: Vec<String> = Vec::new();
-    let mut per_port: Vec<String> = Vec::new();
+    let mut ports = std::collections::BTreeMap::new();
     let mut count_mismatch = Vec::new();
     for f in &files {
         let Some(port) = f.port else { continue };
@@ -250,7 +251,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         if n != want {
             count_mismatch.push(format!("port {port}: {n} frames, expected {want}"));
         }
-        per_port.push(format!("{port}:{n}"));
+        ports.insert(port, n);
     }
     for p in PORTS {
         let have = files.iter().any(|f| f.port == Some(p));
@@ -268,41 +269,86 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let c = pipeline.counters();
     follower.stop();
     controller.shutdown();
+    // The FIB directory ends holding the controller's final FIB.
+    let final_generation = save_final_fib(&o.out, &plan, applied)?;
+    let per_port: Vec<String> = ports.iter().map(|(p, n)| format!("{p}:{n}")).collect();
+    let pipeline_mpps = frames_done as f64 / pipeline_secs.max(1e-9) / 1e6;
+    let ok = mis == 0 && count_mismatch.is_empty() && punts == expected_punts;
+    let report = Summary {
+        variant: "pcap",
+        ok,
+        seconds: t.elapsed().as_secs_f64(),
+        seed: o.seed,
+        fib: FibPart {
+            names: plan.names.len(),
+            added: plan.counts[0],
+            deleted: plan.counts[1],
+            data_plane_bytes: fib_bytes,
+            bits_per_name: bits,
+            dir: o.out.join("fib").display().to_string(),
+            initial_generation,
+            final_generation: Some(final_generation),
+        },
+        source: None,
+        forwarder: ForwarderPart {
+            workers: 1,
+            frames_in: Some(frames_done as u64),
+            forwarded: Some(c.forwarded),
+            dropped: Some(c.dropped),
+            punted: Some(c.punted),
+            pipeline_mpps: Some(pipeline_mpps),
+            ..ForwarderPart::default()
+        },
+        delivered: ports.values().sum(),
+        ports,
+        sink_ring_drops: None,
+        misforwarded: Some(mis),
+        updates: UpdatesPart {
+            changes: applied,
+            seconds: apply_secs,
+            per_second: applied as f64 / apply_secs.max(1e-9),
+            apply_us_each: None,
+            deltas: None,
+        },
+        ..Summary::default()
+    };
+    report.write(&o.out, o.json)?;
 
-    println!();
-    println!(
-        "summary ({:.1} s in all; files in {})",
+    say!();
+    say!(
+        "summary ({:.1} s in all; files in {}, figures also in summary.json)",
         t.elapsed().as_secs_f64(),
         o.out.display()
     );
-    println!(
-        "  fib           {} names (+{} added, -{} deleted live), {fib_bytes} B of data-plane arrays, {bits:.2} bits/name",
+    say!(
+        "  fib           {} names (+{} added, -{} deleted live), {fib_bytes} B of data-plane arrays, {bits:.2} bits/name; \
+         {} holds the final FIB (generation {final_generation}; generation {initial_generation} before the live changes)",
         plan.names.len(),
         plan.counts[0],
-        plan.counts[1]
+        plan.counts[1],
+        o.out.join("fib").display()
     );
-    println!(
+    say!(
         "  forwarder     in={frames_done} forwarded={} dropped={} punted={} ({punts} in controller.pcap, {expected_punts} expected)",
         c.forwarded, c.dropped, c.punted
     );
-    println!(
-        "  rate          {:.2} Mpps through the pipeline (pcap in, pcap out; no kernel I/O)",
-        frames_done as f64 / pipeline_secs.max(1e-9) / 1e6
+    say!(
+        "  rate          {pipeline_mpps:.2} Mpps through the pipeline (pcap in, pcap out; no kernel I/O)"
     );
-    println!("  ports         {}", per_port.join(" "));
-    println!("  misforwarded  {mis}");
-    println!(
+    say!("  ports         {}", per_port.join(" "));
+    say!("  misforwarded  {mis}");
+    say!(
         "  updates       {applied} changes through controller -> follower, {:.0} updates/s including propagation",
         applied as f64 / apply_secs.max(1e-9)
     );
     for e in &examples {
-        println!("  example       {e}");
+        say!("  example       {e}");
     }
     for e in &count_mismatch {
-        println!("  count         {e}");
+        say!("  count         {e}");
     }
     fs::remove_file(&in_path).ok();
-    if mis > 0 || !count_mismatch.is_empty() || punts != expected_punts {
+    if !ok {
         bail!(
             "{mis} misforwarded frames, {} ports with wrong counts, {punts} punts ({expected_punts} expected)",
             count_mismatch.len()

@@ -29,7 +29,7 @@ pub(crate) fn has_changes(k: usize) -> bool {
 }
 
 /// What one phase measured.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub(crate) struct Phase {
     /// Whether the controller applied changes during the phase.
     pub changes: bool,
@@ -164,6 +164,75 @@ pub(crate) fn summary(phases: &[Phase], alt: f64) -> Vec<String> {
     ]
 }
 
+/// A list of ratios as `summary.json` gives it.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub(crate) struct Ratios {
+    /// Median (`null` for none).
+    pub median: Option<f64>,
+    /// Smallest.
+    pub min: Option<f64>,
+    /// Largest.
+    pub max: Option<f64>,
+    /// Each phase with changes against its neighbours without.
+    pub each: Vec<f64>,
+}
+
+impl Ratios {
+    fn of(v: Vec<f64>) -> Ratios {
+        Ratios {
+            median: median(&v),
+            min: v.iter().copied().reduce(f64::min),
+            max: v.iter().copied().reduce(f64::max),
+            each: v,
+        }
+    }
+}
+
+/// `summary.json`'s `phases`: what the `phases` lines say, as numbers.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub(crate) struct PhasesSummary {
+    /// Seconds of a phase (`--alternate`).
+    pub phase_seconds: f64,
+    /// Every phase, the last (cut short) one included.
+    pub phases: Vec<Phase>,
+    /// Full phases counted below (those of at least 90% of `phase_seconds`).
+    pub full: usize,
+    /// Median forwarded Mpps of full phases without changes.
+    pub mpps_without: Option<f64>,
+    /// The same with changes.
+    pub mpps_with: Option<f64>,
+    /// Forwarded rate, with / without (neighbour ratios).
+    pub rate_ratio: Ratios,
+    /// Mpps per worker CPU-second, with / without (neighbour ratios).
+    pub per_worker_cpu_ratio: Ratios,
+}
+
+/// The numbers of [`summary`].
+pub(crate) fn summary_numbers(phases: &[Phase], alt: f64) -> PhasesSummary {
+    let full: Vec<Phase> = phases
+        .iter()
+        .filter(|p| p.secs >= 0.9 * alt)
+        .cloned()
+        .collect();
+    let med = |changes: bool| {
+        let v: Vec<f64> = full
+            .iter()
+            .filter(|p| p.changes == changes)
+            .filter_map(Phase::mpps)
+            .collect();
+        median(&v)
+    };
+    PhasesSummary {
+        phase_seconds: alt,
+        phases: phases.to_vec(),
+        full: full.len(),
+        mpps_without: med(false),
+        mpps_with: med(true),
+        rate_ratio: Ratios::of(neighbour_ratios(&full, Phase::mpps)),
+        per_worker_cpu_ratio: Ratios::of(neighbour_ratios(&full, Phase::per_worker_cpu)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +332,40 @@ mod tests {
         ] {
             assert!(s[line].contains(want), "{}", s[line]);
         }
+    }
+
+    #[test]
+    fn summary_numbers_agree_with_the_summary_lines() {
+        let p = |changes: bool, delivered: u64| Phase {
+            changes,
+            secs: 1.0,
+            delivered,
+            worker_cores: 1.0,
+            ..Phase::default()
+        };
+        let phases = [
+            p(false, 2_000_000),
+            p(true, 1_800_000),
+            p(false, 2_000_000),
+            p(true, 1_900_000),
+            Phase {
+                secs: 0.2,
+                ..p(false, 10)
+            },
+        ];
+        let n = summary_numbers(&phases, 1.0);
+        assert_eq!(n.phases.len(), 5);
+        assert_eq!(n.full, 4);
+        assert_eq!(n.mpps_without, Some(2.0));
+        assert_eq!(n.mpps_with, Some(1.85));
+        assert_eq!(n.rate_ratio.each.len(), 2);
+        assert_eq!(n.rate_ratio.min, Some(0.9));
+        assert_eq!(n.rate_ratio.max, Some(0.95));
+        let lines = summary(&phases, 1.0);
+        assert!(
+            lines[0].contains("with / without 0.925 (0.900-0.950)"),
+            "{lines:?}"
+        );
+        assert!((n.rate_ratio.median.unwrap() - 0.925).abs() < 1e-12);
     }
 }

@@ -1,32 +1,9 @@
-//! `nexthop lab`: the main job. A controller with a generated FIB, a
-//! forwarder (`nexthop run`) following it, a traffic source and four sinks,
-//! each in its own network namespace joined by veth pairs; traffic at the
-//! highest rate the machine gives, live route changes while it flows,
-//! every received frame checked against the FIB's history, and a summary.
-//! Without root (or with `--pcap`) the same plan runs offline through pcap
-//! files (see [`crate::lab_pcap`]).
-//!
-//! Glue only: namespaces are `nexthop_dataplane::netns`, ports
-//! `nexthop_dataplane::afpacket`, the controller `nexthop_control`, the
-//! forwarder is this binary's `run` subcommand.
-//!
-//! Every frame carries the index of its name and a phase in its payload, so
-//! a sink checks it without a table lookup: a frame may leave on port `p`
-//! only if some action the name held during the run sends to `p` (names
-//! whose action is changed live may be seen on the old or the new ports
-//! while the change propagates; every other name on exactly its ports).
-//! After the traffic and the changes stop, a final wave sends one frame
-//! per sampled name and checks that it arrives on exactly the ports of
-//! the name's final action.
+//! The live lab: namespaces joined by veth pairs, the controller, the
+//! forwarder (`nexthop run`) as a child process, a source and four sinks.
 
-use crate::threadcpu;
-use nexthop_dataplane::affinity;
-use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::fs;
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,478 +11,29 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use nexthop_control::{AuthKey, Controller, ControllerConfig};
+use nexthop_control::{Controller, ControllerConfig};
+use nexthop_dataplane::affinity;
 use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::metrics::{fetch_snapshot, MetricsSnapshot};
 use nexthop_dataplane::netns::{self, Namespaces};
 use nexthop_dataplane::FrameBuf;
-use nexthop_othello::fib::{Action, ConciseFib, KeyType, NameKey, RouteChange};
-use nexthop_othello::Sizing;
+use nexthop_othello::fib::NameKey;
 
-use crate::cmd_fib::{self, BuildOpts};
-use crate::demo::{actions, pick_action, Mix};
-use crate::fibdir;
-use crate::lab_phases::{self, has_changes, on_time, Phase};
-
-/// Options of `nexthop lab`.
-#[derive(Clone, Debug)]
-pub struct LabOpts {
-    /// Names in the FIB that traffic is sent to.
-    pub names: usize,
-    /// Seconds of traffic.
-    pub duration: f64,
-    /// Route changes per second during the traffic.
-    pub update_rate: f64,
-    /// Frames per second offered by the source (0: as fast as it can).
-    pub rate: f64,
-    /// Names checked one by one in the final wave (0: none).
-    pub final_names: usize,
-    /// Output directory (FIB, key, forwarder logs, pcaps).
-    pub out: PathBuf,
-    /// Seed of the names, actions and changes.
-    pub seed: u64,
-    /// Run the offline pcap variant even where namespaces could be made.
-    pub pcap: bool,
-    /// Frames of the pcap variant.
-    pub pcap_frames: usize,
-    /// Forwarder worker threads (`nexthop run --workers`).
-    pub workers: usize,
-    /// Put the forwarder's frames to port 1 whatever the name (a trivial
-    /// pipeline, the baseline of the forwarding-rate benchmark).
-    pub trivial: bool,
-    /// Route changes merged into one delta by the controller.
-    pub changes_per_delta: usize,
-    /// The forwarder's port I/O (`nexthop run --io`): afpacket, auto or
-    /// afxdp.
-    pub io: LabIo,
-    /// Pin the workers to CPUs of their own and the rest elsewhere, when
-    /// there are more CPUs than workers (see [`cpu_plan`]).
-    pub pin: bool,
-    /// Phases of this many seconds alternately without and with live
-    /// changes (0: changes all the time); see [`crate::lab_phases`].
-    pub alternate: f64,
-}
-
-/// Where the live lab puts its threads: `Ok((worker CPUs, other CPUs))`
-/// (the workers on the last `workers` allowed CPUs, one each; everything
-/// else on the rest), or `Err(why not)`.
-pub(crate) fn cpu_plan(
-    allowed: &[usize],
-    workers: usize,
-    pin: bool,
-) -> Result<(Vec<usize>, Vec<usize>), String> {
-    if !pin {
-        return Err("--no-pin".into());
-    }
-    if allowed.len() <= workers {
-        return Err(format!(
-            "{workers} worker{} and the rest need {} CPUs, {} allowed",
-            if workers == 1 { "" } else { "s" },
-            workers + 1,
-            allowed.len()
-        ));
-    }
-    let split = allowed.len() - workers;
-    Ok((allowed[split..].to_vec(), allowed[..split].to_vec()))
-}
-
-/// Port I/O of the lab's forwarder.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LabIo {
-    /// AF_PACKET (the forwarder's default).
-    #[default]
-    Afpacket,
-    /// AF_XDP where a socket binds, else AF_PACKET.
-    Auto,
-    /// AF_XDP on every port, or the forwarder refuses to start.
-    Afxdp,
-}
-
-impl LabIo {
-    fn arg(self) -> &'static str {
-        match self {
-            LabIo::Afpacket => "afpacket",
-            LabIo::Auto => "auto",
-            LabIo::Afxdp => "afxdp",
-        }
-    }
-}
-
-/// Output ports of the lab (the sinks); port 0 is the forwarder's input.
-pub(crate) const PORTS: [u16; 4] = [1, 2, 3, 4];
-/// Bytes of a lab frame (the minimum Ethernet frame less its FCS).
-pub(crate) const FRAME_LEN: usize = 60;
-/// Source MAC of every lab frame.
-pub(crate) const LAB_SRC: [u8; 6] = [0x02, 0x6e, 0x68, 0x00, 0x1a, 0xb0];
-/// IEEE local experimental ethertype.
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
-const MAGIC: &[u8; 4] = b"NHLB";
-/// Phase byte of traffic frames.
-pub(crate) const PHASE_TRAFFIC: u8 = 1;
-/// Phase byte of final-wave frames.
-pub(crate) const PHASE_FINAL: u8 = 2;
-
-/// Write a lab frame: `dst`, the lab source, the lab ethertype, magic,
-/// phase, the name's index and a tag (a sequence or chunk number).
-pub(crate) fn write_frame(buf: &mut [u8; FRAME_LEN], dst: &[u8; 6], phase: u8, idx: u32, tag: u32) {
-    buf[0..6].copy_from_slice(dst);
-    buf[6..12].copy_from_slice(&LAB_SRC);
-    buf[12..14].copy_from_slice(&ETHERTYPE);
-    buf[14..18].copy_from_slice(MAGIC);
-    buf[18] = phase;
-    buf[19..23].copy_from_slice(&idx.to_le_bytes());
-    buf[23..27].copy_from_slice(&tag.to_le_bytes());
-}
-
-/// A parsed lab frame: destination, phase, name index, tag.
-pub(crate) struct LabFrame {
-    pub dst: [u8; 6],
-    pub phase: u8,
-    pub idx: u32,
-    pub tag: u32,
-}
-
-/// Parse a lab frame; `None` for anything else (other traffic on a link).
-pub(crate) fn parse_frame(f: &[u8]) -> Option<LabFrame> {
-    if f.len() < 27 || f[6..12] != LAB_SRC || f[12..14] != ETHERTYPE || &f[14..18] != MAGIC {
-        return None;
-    }
-    let u32_at = |i: usize| u32::from_le_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
-    let mut dst = [0u8; 6];
-    dst.copy_from_slice(&f[0..6]);
-    Some(LabFrame {
-        dst,
-        phase: f[18],
-        idx: u32_at(19),
-        tag: u32_at(23),
-    })
-}
-
-/// Bit of [`mask_of`] for punts to the controller.
-pub(crate) const PUNT: u8 = 0x80;
-
-/// Where an action sends a frame, as a bit mask: bit `p` for port `p`
-/// (ports 0..=6 are representable, which the lab's actions respect) and
-/// [`PUNT`] for the controller; 0 for drop.
-pub(crate) fn mask_of(a: &Action) -> u8 {
-    let bit = |p: u16| if p < 7 { 1u8 << p } else { 0 };
-    match a {
-        Action::Port(p) => bit(*p),
-        Action::PortSet(ps) => ps.iter().fold(0, |m, p| m | bit(*p)),
-        Action::Drop => 0,
-        Action::Controller => PUNT,
-    }
-}
-
-/// The names, their actions, and the live changes, with what a checker
-/// needs to know about them.
-pub(crate) struct Plan {
-    /// Names traffic is sent to (in the FIB for the whole run).
-    pub names: Vec<[u8; 6]>,
-    /// Their actions at the start.
-    pub initial: Vec<Action>,
-    /// The live changes, in order: action changes of traffic names, adds
-    /// and deletes of other names (no traffic goes to those, so a removed
-    /// name cannot be mistaken for a misforward).
-    pub changes: Vec<RouteChange<[u8; 6]>>,
-    /// For each change, the traffic name it changes (`u32::MAX`: none)
-    /// and that name's port mask after it.
-    pub touches: Vec<(u32, u8)>,
-    /// Per traffic name: the ports any of its actions sent to.
-    pub allowed: Vec<u8>,
-    /// Per traffic name: the ports of its final action.
-    pub final_mask: Vec<u8>,
-    /// Adds, deletes and action changes among `changes`.
-    pub counts: [usize; 3],
-}
-
-impl Plan {
-    /// A seeded plan of `n` names and `n_changes` changes.
-    pub fn new(n: usize, n_changes: usize, seed: u64) -> Plan {
-        let table = actions();
-        let names = nexthop_testutil::macs(seed, n);
-        let mut r = Mix(seed);
-        let initial: Vec<Action> = names.iter().map(|_| pick_action(&mut r, &table)).collect();
-        let known: HashSet<[u8; 6]> = names.iter().copied().collect();
-        let mut fresh: Vec<[u8; 6]> =
-            nexthop_testutil::macs(seed ^ 0xDA4C_0FFE, n_changes / 2 + 16)
-                .into_iter()
-                .filter(|m| !known.contains(m))
-                .collect();
-        fresh.reverse();
-        let mut current: Vec<Action> = initial.clone();
-        let mut allowed: Vec<u8> = initial.iter().map(mask_of).collect();
-        let mut present_dark: Vec<[u8; 6]> = Vec::new();
-        let mut changes = Vec::with_capacity(n_changes);
-        let mut touches = Vec::with_capacity(n_changes);
-        let mut counts = [0usize; 3];
-        let mut r = Mix(seed ^ 0x11FE_C4A6);
-        for _ in 0..n_changes {
-            let k = r.below(10);
-            if (6..8).contains(&k) || (k >= 8 && present_dark.is_empty()) {
-                if let Some(m) = fresh.pop() {
-                    changes.push(RouteChange::Add(m, pick_action(&mut r, &table)));
-                    touches.push((u32::MAX, 0));
-                    present_dark.push(m);
-                    counts[0] += 1;
-                    continue;
-                }
-            } else if k >= 8 {
-                let m = present_dark.swap_remove(r.below(present_dark.len()));
-                changes.push(RouteChange::Delete(m));
-                touches.push((u32::MAX, 0));
-                counts[1] += 1;
-                continue;
-            }
-            if names.is_empty() {
-                break;
-            }
-            let i = r.below(names.len());
-            let mut a = pick_action(&mut r, &table);
-            if a == current[i] {
-                let j = table.iter().position(|x| *x == a).unwrap_or(0);
-                a = table[(j + 1 + r.below(table.len() - 1)) % table.len()].clone();
-            }
-            let m = mask_of(&a);
-            allowed[i] |= m;
-            touches.push((i as u32, m));
-            changes.push(RouteChange::Set(names[i], a.clone()));
-            current[i] = a;
-            counts[2] += 1;
-        }
-        let final_mask = current.iter().map(mask_of).collect();
-        Plan {
-            names,
-            initial,
-            changes,
-            touches,
-            allowed,
-            final_mask,
-            counts,
-        }
-    }
-
-    /// Apply changes `range` to `state` (per traffic name, its port mask):
-    /// the state of the plan after those changes, given the state before.
-    pub fn apply_touches(&self, state: &mut [u8], range: std::ops::Range<usize>) {
-        for &(i, m) in &self.touches[range] {
-            if i != u32::MAX {
-                state[i as usize] = m;
-            }
-        }
-    }
-
-    /// The port mask of every traffic name at the start.
-    pub fn initial_masks(&self) -> Vec<u8> {
-        self.initial.iter().map(mask_of).collect()
-    }
-
-    /// The routes file text of the initial FIB.
-    pub fn routes_text(&self) -> String {
-        let mut s = String::with_capacity(self.names.len() * 24);
-        s.push_str("# nexthop lab routes: MAC ACTION\n");
-        for (m, a) in self.names.iter().zip(&self.initial) {
-            let _ = writeln!(s, "{} {a}", m.fmt_name());
-        }
-        s
-    }
-}
-
-/// Index walk over `0..n` that visits every index once per `n` steps in a
-/// scattered order (a stride coprime to `n`).
-pub(crate) struct Walk {
-    n: u64,
-    stride: u64,
-    at: u64,
-}
-
-impl Walk {
-    pub fn new(n: usize, seed: u64) -> Walk {
-        let n = n.max(1) as u64;
-        let mut stride = (n / 2 + 1 + seed % n.max(2)) % n;
-        while gcd(stride.max(1), n) != 1 {
-            stride = (stride + 1) % n;
-        }
-        Walk {
-            n,
-            stride: stride.max(1),
-            at: seed % n,
-        }
-    }
-
-    pub fn next_index(&mut self) -> u32 {
-        let i = self.at;
-        self.at = (self.at + self.stride) % self.n;
-        i as u32
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// Build the lab FIB directory `dir` from `plan` exactly as
-/// `nexthop fib build` would; returns the build report line.
-fn build_fib(plan: &Plan, dir: &Path) -> Result<String> {
-    let routes = dir.join("routes.txt");
-    fs::write(&routes, plan.routes_text())
-        .with_context(|| format!("{}: cannot write", routes.display()))?;
-    let fib_dir = dir.join("fib");
-    let opts = BuildOpts {
-        key_type: KeyType::Mac,
-        value_bits: 8,
-        check_bits: 0,
-        sizing: Sizing::PowerOfTwo,
-        // Room for the adds, so no change needs a rebuild.
-        capacity: Some(plan.names.len() + plan.counts[0] + 1024),
-        seed: None,
-        stash_capacity: 16,
-    };
-    let b = cmd_fib::build_dir(&opts, &routes, &fib_dir)?;
-    Ok(format!(
-        "{} names -> {} (generation {}; parse {:.2} s, Othello build {:.2} s, write {:.2} s)",
-        plan.names.len(),
-        fib_dir.display(),
-        b.generation,
-        b.parse_secs,
-        b.build_secs,
-        b.write_secs
-    ))
-}
-
-/// Load the lab FIB's control state (for the controller).
-fn load_fib(dir: &Path) -> Result<ConciseFib<[u8; 6]>> {
-    let cur = fibdir::open(&dir.join("fib"))?;
-    crate::cmd_controller::load::<[u8; 6]>(&cur)
-}
-
-/// Bytes of the FIB's data-plane arrays and bits per name.
-fn fib_bytes(fib: &ConciseFib<[u8; 6]>) -> (u64, f64) {
-    let q = fib.othello().export(0);
-    let bytes = q.memory_bytes() as u64;
-    (bytes, bytes as f64 * 8.0 / fib.len().max(1) as f64)
-}
-
-/// A fresh random key file (64 hex digits, mode 0600).
-fn write_key(path: &Path) -> Result<AuthKey> {
-    use rand::RngCore;
-    let mut secret = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut secret);
-    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-    let mut f =
-        fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-    }
-    writeln!(f, "{hex}")?;
-    AuthKey::new(hex.as_bytes()).map_err(|e| anyhow!("{e}"))
-}
-
-pub(crate) fn step(what: &str, t: Instant, detail: impl std::fmt::Display) {
-    println!("[{:6.1}s] {what:<10} {detail}", t.elapsed().as_secs_f64());
-}
-
-/// What both lab variants start from: the plan, the FIB built from it
-/// (as `nexthop fib build` would, under `o.out/fib`), its size, and a
-/// fresh controller key (`o.out/controller.key`).
-pub(crate) struct Prepared {
-    pub plan: Plan,
-    pub fib: ConciseFib<[u8; 6]>,
-    pub fib_bytes: u64,
-    pub bits: f64,
-    pub key: AuthKey,
-    pub key_path: PathBuf,
-}
-
-/// Make the plan, build and load the FIB, write the key; prints a step
-/// line for the plan and the build.
-pub(crate) fn prepare(o: &LabOpts, n_changes: usize, t: Instant) -> Result<Prepared> {
-    let plan = Plan::new(o.names, n_changes, o.seed);
-    step(
-        "plan",
-        t,
-        format_args!(
-            "{} names, {} changes ({} adds, {} deletes, {} action changes)",
-            plan.names.len(),
-            plan.changes.len(),
-            plan.counts[0],
-            plan.counts[1],
-            plan.counts[2]
-        ),
-    );
-    let built = build_fib(&plan, &o.out)?;
-    step("build", t, built);
-    let fib = load_fib(&o.out)?;
-    let (fib_bytes, bits) = fib_bytes(&fib);
-    let key_path = o.out.join("controller.key");
-    let key = write_key(&key_path)?;
-    Ok(Prepared {
-        plan,
-        fib,
-        fib_bytes,
-        bits,
-        key,
-        key_path,
-    })
-}
-
-/// `nexthop lab`.
-pub fn run(o: &LabOpts) -> Result<()> {
-    if o.names == 0 || o.names > u32::MAX as usize / 2 {
-        bail!("--names must be between 1 and {}", u32::MAX / 2);
-    }
-    for (what, v, min) in [
-        ("--duration", o.duration, 0.1),
-        ("--update-rate", o.update_rate, 0.0),
-        ("--rate", o.rate, 0.0),
-    ] {
-        if !v.is_finite() || v < min || v > 1e9 {
-            bail!("{what} {v}: expected a number of at least {min}");
-        }
-    }
-    if !o.alternate.is_finite()
-        || o.alternate < 0.0
-        || (o.alternate > 0.0 && (o.alternate < 0.2 || 2.0 * o.alternate > o.duration))
-    {
-        bail!(
-            "--alternate {}: expected 0 (no phases) or phases of at least 0.2 s, two of which fit in --duration {}",
-            o.alternate,
-            o.duration
-        );
-    }
-    let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
-    fs::create_dir_all(&o.out).with_context(|| format!("{}: create directory", o.out.display()))?;
-    let why_offline = if o.pcap {
-        Some("--pcap given".to_string())
-    } else if !netns::is_root() {
-        Some("network namespaces need root, and this runs as another user".to_string())
-    } else {
-        None
-    };
-    if let Some(why) = why_offline {
-        println!("nexthop lab: {why}: running the offline pcap variant instead");
-        return crate::lab_pcap::run(o, &stop);
-    }
-    match Topology::create() {
-        Ok(topo) => run_live(o, topo, &stop),
-        Err(e) => {
-            println!(
-                "nexthop lab: cannot create network namespaces ({e}): running the offline pcap variant instead"
-            );
-            crate::lab_pcap::run(o, &stop)
-        }
-    }
-}
+use super::cpu::{cpu_plan, update_path_cores, CpuSplit};
+use super::frame::{
+    parse_frame, ports_of, write_frame, FRAME_LEN, PHASE_FINAL, PHASE_TRAFFIC, PORTS, PUNT,
+};
+use super::phases::{self, has_changes, on_time, Phase};
+use super::plan::{prepare, save_final_fib, Plan, Prepared, Walk};
+use super::summary::{
+    FibPart, FinalWavePart, ForwarderPart, PropagationPart, SourcePart, Summary, UpdatesPart,
+};
+use super::{step, LabOpts};
+use crate::threadcpu;
 
 /// The namespaces and links of the lab: `src` -- `fwd` -- four sinks.
-struct Topology {
+pub(crate) struct Topology {
     /// Removes the namespaces (and so the links) on drop.
     _ns: Namespaces,
     src: String,
@@ -514,7 +42,7 @@ struct Topology {
 }
 
 impl Topology {
-    fn create() -> Result<Topology> {
+    pub(crate) fn create() -> Result<Topology> {
         let tag = format!("nhlab{}", std::process::id());
         let mut ns = Namespaces::new();
         let src = format!("{tag}-src");
@@ -699,46 +227,6 @@ fn sink_loop(sh: &Shared, ns: &str, port: u16) -> Result<()> {
     Ok(())
 }
 
-/// The summary's `cpu` line: cores each part of the lab used during the
-/// traffic (`pids`: the lab, the forwarder). The update path is the lab's
-/// main thread (it calls the controller's `apply_changes`), the
-/// controller's connection threads and the forwarder's follower.
-pub(crate) fn cpu_line(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> String {
-    use threadcpu::sum_prefix;
-    let [lab, fwd] = pids;
-    let workers: Vec<String> = cpu
-        .iter()
-        .filter(|t| t.pid == fwd && t.name.starts_with("worker-"))
-        .map(|t| format!("{} {:.2}", t.name, t.cores))
-        .collect();
-    let fwd_all: f64 = cpu.iter().filter(|t| t.pid == fwd).map(|t| t.cores).sum();
-    let worker = sum_prefix(cpu, fwd, "worker-");
-    let follower = sum_prefix(cpu, fwd, "fib-follower");
-    let apply = threadcpu::main_thread(cpu, lab);
-    let ctl = sum_prefix(cpu, lab, "ctl-");
-    format!(
-        "cores during the traffic: forwarder {:.2} (workers {worker:.2}: {}; fib-follower {follower:.2}; other {:.2}), \
-         lab source {:.2}, sinks {:.2}; update path {:.2} (controller apply on the lab's main thread {apply:.2}, \
-         controller connections {ctl:.2}, fib-follower {follower:.2})",
-        fwd_all,
-        if workers.is_empty() { "none seen".to_string() } else { workers.join(", ") },
-        (fwd_all - worker - follower).max(0.0),
-        sum_prefix(cpu, lab, "lab-source"),
-        sum_prefix(cpu, lab, "lab-sink-"),
-        update_path_cores(cpu, pids),
-    )
-}
-
-/// Cores of the update path: the lab's main thread (the controller's
-/// `apply_changes`), the controller's connection threads and the
-/// forwarder's follower.
-pub(crate) fn update_path_cores(cpu: &[threadcpu::ThreadCores], pids: [i32; 2]) -> f64 {
-    let [lab, fwd] = pids;
-    threadcpu::main_thread(cpu, lab)
-        + threadcpu::sum_prefix(cpu, lab, "ctl-")
-        + threadcpu::sum_prefix(cpu, fwd, "fib-follower")
-}
-
 /// The progress line of a finished phase `k`.
 fn phase_line(k: usize, p: &Phase) -> String {
     format!(
@@ -752,21 +240,6 @@ fn phase_line(k: usize, p: &Phase) -> String {
         p.source_cores,
         p.update_cores
     )
-}
-
-pub(crate) fn ports_of(mask: u8) -> String {
-    let mut v: Vec<String> = (0..7u16)
-        .filter(|p| mask & (1 << p) != 0)
-        .map(|p| p.to_string())
-        .collect();
-    if mask & PUNT != 0 {
-        v.push("controller".into());
-    }
-    if v.is_empty() {
-        "no port (drop)".into()
-    } else {
-        v.join("+")
-    }
 }
 
 /// Send frames to the plan's names until told to stop (`count` None) or
@@ -821,6 +294,58 @@ fn source_loop(
     Ok(())
 }
 
+/// Seconds of the forwarder's uptime between the first snapshot read after
+/// its input went quiet and a snapshot trusted to count every frame: it
+/// publishes once a second what its workers last reported, and they report
+/// once a second, so a count can lag by up to two seconds.
+const SETTLE_SECS: f64 = 2.0;
+
+/// Decides when the forwarder's published counters have caught up with
+/// frames that arrived before the first snapshot fed in.
+#[derive(Debug, Default)]
+struct Settle {
+    first_uptime: Option<f64>,
+    prev: Option<MetricsSnapshot>,
+}
+
+impl Settle {
+    /// Feed the next fetched snapshot; returns it once it is a publication
+    /// at least [`SETTLE_SECS`] after the first one fed and its frame and
+    /// ring-drop counts equal the previous publication's.
+    fn feed(&mut self, m: MetricsSnapshot) -> Option<MetricsSnapshot> {
+        let first = *self.first_uptime.get_or_insert(m.uptime_seconds);
+        let Some(prev) = self.prev.as_ref() else {
+            self.prev = Some(m);
+            return None;
+        };
+        if m.uptime_seconds <= prev.uptime_seconds {
+            return None; // the same publication again
+        }
+        let drops = |s: &MetricsSnapshot| s.ring_drops.iter().map(|p| p.count).sum::<u64>();
+        let quiet = m.frames_in == prev.frames_in && drops(&m) == drops(prev);
+        if quiet && m.uptime_seconds >= first + SETTLE_SECS {
+            return Some(m);
+        }
+        self.prev = Some(m);
+        None
+    }
+}
+
+/// The forwarder's metrics once they count every frame that arrived
+/// before this call (see [`Settle`]); `None` when the endpoint does not
+/// answer or the counts keep moving for 10 s.
+fn settled_metrics(ns: &str, addr: &str) -> Option<MetricsSnapshot> {
+    let mut settle = Settle::default();
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if let Some(m) = settle.feed(fwd_metrics(ns, addr).ok()?) {
+            return Some(m);
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
 /// Fetch the forwarder's metrics from inside its namespace.
 fn fwd_metrics(ns: &str, addr: &str) -> Result<MetricsSnapshot> {
     let (ns, addr) = (ns.to_string(), addr.to_string());
@@ -847,10 +372,10 @@ struct PhaseStart {
     applied: usize,
 }
 
-fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
+pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     let t = Instant::now();
     let n_changes = (o.update_rate * on_time(o.duration, o.alternate)).ceil() as usize;
-    println!(
+    say!(
         "nexthop lab: {} MAC names over ports 1-4, {:.0} s of traffic at {}, {} live changes ({:.0}/s{}), seed {}",
         o.names,
         o.duration,
@@ -864,9 +389,12 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         },
         o.seed
     );
-    println!(
+    say!(
         "nexthop lab: topology {} --src0/in0-- {} (nexthop run) --out1..4/sink1..4-- {} .. {}",
-        topo.src, topo.fwd, topo.sinks[0], topo.sinks[3]
+        topo.src,
+        topo.fwd,
+        topo.sinks[0],
+        topo.sinks[3]
     );
 
     let Prepared {
@@ -876,6 +404,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         bits,
         key,
         key_path,
+        generation: initial_generation,
     } = prepare(o, n_changes, t)?;
 
     // Threads to CPUs: this thread first, so the controller, source and
@@ -1095,7 +624,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         if now >= next_report {
             let (sent, recv) = (sh.sent.load(Ordering::Relaxed), sink_total(&sh));
             let dt = (now - last.0).as_secs_f64();
-            println!(
+            say!(
                 "[{:6.1}s] traffic    sent {:.3} Mpps, sinks {:.3} Mpps, misforwarded {}, changes applied {} ({:.0}/s)",
                 t.elapsed().as_secs_f64(),
                 (sent - last.1) as f64 / dt / 1e6,
@@ -1111,7 +640,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             let k = phases.len();
             if elapsed >= (k + 1) as f64 * o.alternate {
                 let p = close_phase(&phase_start, k, applied);
-                println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
+                say!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
                 phases.push(p);
                 phase_start = PhaseStart {
                     at: Instant::now(),
@@ -1129,7 +658,7 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         // others (the summary leaves it out when it is short).
         let k = phases.len();
         let p = close_phase(&phase_start, k, applied);
-        println!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
+        say!("[{:6.1}s] {}", t.elapsed().as_secs_f64(), phase_line(k, &p));
         phases.push(p);
     }
     let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&pids));
@@ -1148,8 +677,8 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     sh.stop_source.store(false, Ordering::Release);
     let sent_traffic = sh.sent.load(Ordering::Relaxed);
     let failed_traffic = sh.send_failed.load(Ordering::Relaxed);
-    thread::sleep(Duration::from_millis(300));
-    let m1 = fwd_metrics(&topo.fwd, metrics_addr).ok();
+    // Counters that include every traffic frame (the wave starts from them).
+    let m1 = settled_metrics(&topo.fwd, metrics_addr);
     if stop.is_raised() {
         bail!("interrupted; namespaces and processes removed");
     }
@@ -1195,19 +724,18 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
     } else {
         200e3
     };
-    // The forwarder publishes its metrics once a second.
+    // The forwarder's counters before and after the wave, each settled
+    // (see `Settle`), so the difference is exactly the wave's frames.
     let mut wave_fwd: Option<(u64, u64)> = None;
     if wave > 0 {
-        thread::sleep(Duration::from_millis(1100));
-        let w0 = fwd_metrics(&topo.fwd, metrics_addr).ok();
+        let w0 = m1.clone();
         let (sh2, ns, seed) = (sh.clone(), topo.src.clone(), o.seed ^ 0xF1);
         thread::spawn(move || {
             source_loop(&sh2, &ns, PHASE_FINAL, Some(wave as u64), wave_rate, seed)
         })
         .join()
         .map_err(|_| anyhow!("source thread panicked"))??;
-        thread::sleep(Duration::from_millis(1100));
-        let w1 = fwd_metrics(&topo.fwd, metrics_addr).ok();
+        let w1 = settled_metrics(&topo.fwd, metrics_addr);
         if let (Some(a), Some(b)) = (w0, w1) {
             let drops = |m: &MetricsSnapshot| m.ring_drops.iter().map(|p| p.count).sum::<u64>();
             wave_fwd = Some((
@@ -1275,15 +803,18 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         summary = fs::read_to_string(&fwd_out).unwrap_or_default();
     }
     controller.shutdown();
+    // The FIB directory ends holding the controller's final FIB.
+    let final_generation = save_final_fib(&o.out, &sh.plan, applied)?;
 
-    // Summary.
+    // Summary: the text below and summary.json carry the same figures.
     let mis = misforwarded(&sh);
     let recv_traffic = sink_total(&sh);
-    let per_port: Vec<String> = PORTS
+    let ports: std::collections::BTreeMap<u16, u64> = PORTS
         .iter()
         .zip(&sh.sinks)
-        .map(|(p, s)| format!("{p}:{}", s.traffic.load(Ordering::Relaxed)))
+        .map(|(p, s)| (*p, s.traffic.load(Ordering::Relaxed)))
         .collect();
+    let per_port: Vec<String> = ports.iter().map(|(p, n)| format!("{p}:{n}")).collect();
     let sink_drops: u64 = sh
         .sinks
         .iter()
@@ -1297,71 +828,146 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         _ => None,
     };
     let line = summary.lines().last().unwrap_or("").to_string();
-    println!();
-    println!(
-        "summary ({:.1} s in all; files in {})",
-        t.elapsed().as_secs_f64(),
-        o.out.display()
-    );
-    println!(
-        "  fib           {} names (+{} added, -{} deleted live), {} B of data-plane arrays, {bits:.2} bits/name",
-        sh.plan.names.len(),
-        sh.plan.counts[0],
-        sh.plan.counts[1],
-        fib_bytes
-    );
-    println!(
-        "  source        {sent_traffic} frames of {FRAME_LEN} B in {traffic_secs:.2} s: {:.3} Mpps offered ({failed_traffic} refused by the kernel)",
-        sent_traffic as f64 / traffic_secs / 1e6
-    );
+    let num = |key: &str| field(&line, key).and_then(|v| v.parse::<u64>().ok());
+    let split = CpuSplit::new(&cpu, pids);
     // The workers' own rate: frames per second of worker CPU time (the
     // `cpu` line's workers), which stays the worker cores' rate when the
     // source, not the workers, limits the run.
-    let worker_cores = threadcpu::sum_prefix(&cpu, pids[1], "worker-");
+    let per_worker_cpu = fwd_rate
+        .filter(|_| split.workers > 0.05)
+        .map(|(_, mpps)| mpps / split.workers);
+    let change_secs = on_time(traffic_secs, o.alternate);
+    let ok = mis == 0 && wrong == 0 && converged;
+    let report = Summary {
+        variant: "live",
+        ok,
+        seconds: t.elapsed().as_secs_f64(),
+        seed: o.seed,
+        fib: FibPart {
+            names: sh.plan.names.len(),
+            added: sh.plan.counts[0],
+            deleted: sh.plan.counts[1],
+            data_plane_bytes: fib_bytes,
+            bits_per_name: bits,
+            dir: o.out.join("fib").display().to_string(),
+            initial_generation,
+            final_generation: Some(final_generation),
+        },
+        source: Some(SourcePart {
+            frames: sent_traffic,
+            frame_bytes: FRAME_LEN,
+            seconds: traffic_secs,
+            offered_mpps: sent_traffic as f64 / traffic_secs / 1e6,
+            refused: failed_traffic,
+        }),
+        forwarder: ForwarderPart {
+            workers: o.workers,
+            traffic_frames_in: fwd_rate.map(|(f, _)| f),
+            traffic_mpps: fwd_rate.map(|(_, m)| m),
+            traffic_mpps_per_worker_cpu: per_worker_cpu,
+            frames_in: num("frames_in"),
+            run_seconds: field(&line, "seconds").and_then(|v| v.parse().ok()),
+            run_mpps: field(&line, "mpps").and_then(|v| v.parse().ok()),
+            forwarded: num("forwarded"),
+            dropped: num("dropped"),
+            punted: num("punted"),
+            ring_drops: num("ring_drops"),
+            fib_deltas: num("fib_deltas"),
+            fib_rejects: num("fib_rejects"),
+            pipeline_mpps: None,
+        },
+        ports,
+        delivered: recv_traffic,
+        sink_ring_drops: Some(sink_drops),
+        misforwarded: (!o.trivial).then_some(mis),
+        updates: UpdatesPart {
+            changes: applied,
+            seconds: change_secs,
+            per_second: applied as f64 / change_secs.max(1e-9),
+            apply_us_each: Some(apply_secs * 1e6 / applied.max(1) as f64),
+            deltas: Some(cs.deltas_sent),
+        },
+        propagation: (prop.samples > 0).then_some(PropagationPart {
+            median_us: prop.median.as_secs_f64() * 1e6,
+            p99_us: prop.p99.as_secs_f64() * 1e6,
+            max_us: prop.max.as_secs_f64() * 1e6,
+            samples: prop.samples,
+        }),
+        converged: Some(converged),
+        cpu: Some(split.clone()),
+        phases: (o.alternate > 0.0).then(|| phases::summary_numbers(&phases, o.alternate)),
+        final_wave: (wave > 0).then(|| FinalWavePart {
+            names: wave,
+            rate: wave_rate,
+            exact,
+            wrong,
+            lost: missing,
+            forwarder_received: wave_fwd.map(|(f, _)| f),
+            forwarder_ring_drops: wave_fwd.map(|(_, d)| d),
+        }),
+    };
+    report.write(&o.out, o.json)?;
+    say!();
+    say!(
+        "summary ({:.1} s in all; files in {}, figures also in summary.json)",
+        t.elapsed().as_secs_f64(),
+        o.out.display()
+    );
+    say!(
+        "  fib           {} names (+{} added, -{} deleted live), {} B of data-plane arrays, {bits:.2} bits/name; \
+         {} holds the final FIB (generation {final_generation}; generation {initial_generation} before the live changes)",
+        sh.plan.names.len(),
+        sh.plan.counts[0],
+        sh.plan.counts[1],
+        fib_bytes,
+        o.out.join("fib").display()
+    );
+    say!(
+        "  source        {sent_traffic} frames of {FRAME_LEN} B in {traffic_secs:.2} s: {:.3} Mpps offered ({failed_traffic} refused by the kernel)",
+        sent_traffic as f64 / traffic_secs / 1e6
+    );
     match fwd_rate {
-        Some((frames, mpps)) => println!(
+        Some((frames, mpps)) => say!(
             "  forwarder     {frames} frames in during the traffic: {mpps:.3} Mpps ({} worker{}; {} per worker CPU-second); ring drops {}",
             o.workers,
             if o.workers == 1 { "" } else { "s" },
-            if worker_cores > 0.05 {
-                format!("{:.3} Mpps", mpps / worker_cores)
-            } else {
-                "? Mpps".to_string()
-            },
+            per_worker_cpu.map_or("? Mpps".to_string(), |m| format!("{m:.3} Mpps")),
             field(&line, "ring_drops").unwrap_or("?")
         ),
-        None => println!("  forwarder     (metrics endpoint not reachable)"),
+        None => say!("  forwarder     (metrics endpoint not reachable)"),
     }
-    println!(
-        "  forwarder     in={} out={} drops={} punted={}",
+    say!(
+        "  forwarder     in={} out={} drops={} punted={}; over its whole run of {} s (idle time included) {} Mpps, the mpps of {}",
         field(&line, "in").unwrap_or("?"),
         field(&line, "out").unwrap_or("?"),
         field(&line, "drops").unwrap_or("?"),
-        field(&line, "punted").unwrap_or("?")
+        field(&line, "punted").unwrap_or("?"),
+        field(&line, "seconds").unwrap_or("?"),
+        field(&line, "mpps").unwrap_or("?"),
+        fwd_out.display()
     );
-    println!(
+    say!(
         "  sinks         {recv_traffic} frames ({}); sink ring drops {sink_drops}",
         per_port.join(" ")
     );
     if o.trivial {
-        println!(
-            "  misforwarded  not checked: --trivial sends every frame to port 1 without a lookup"
-        );
+        say!("  misforwarded  not checked: --trivial sends every frame to port 1 without a lookup");
     } else {
-        println!("  misforwarded  {mis}");
+        say!("  misforwarded  {mis}");
     }
-    let change_secs = on_time(traffic_secs, o.alternate);
-    println!(
-        "  updates       {applied} changes in {change_secs:.2} s{}: {:.0} updates/s applied by the controller ({:.0} us each), {} deltas pushed; forwarder fib_deltas={} fib_rejects={}",
+    say!(
+        "  updates       {applied} change{} in {change_secs:.2} s{}: {:.0} updates/s applied by the controller ({:.0} us each), {} delta{} pushed; forwarder fib_deltas={} fib_rejects={}",
+        if applied == 1 { "" } else { "s" },
         if o.alternate > 0.0 { " of phases with changes" } else { "" },
         applied as f64 / change_secs.max(1e-9),
         apply_secs * 1e6 / applied.max(1) as f64,
         cs.deltas_sent,
+        if cs.deltas_sent == 1 { "" } else { "s" },
         field(&line, "fib_deltas").unwrap_or("?"),
         field(&line, "fib_rejects").unwrap_or("?")
     );
     if prop.samples > 0 {
-        println!(
+        say!(
             "  propagation   controller change -> forwarder Ack (applied): median {:.0} us, p99 {:.0} us, max {:.0} us over {} changes",
             prop.median.as_secs_f64() * 1e6,
             prop.p99.as_secs_f64() * 1e6,
@@ -1369,19 +975,24 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
             prop.samples
         );
     }
-    println!("  cpu           {}", cpu_line(&cpu, pids));
+    say!("  cpu           {}", split.line());
     if o.alternate > 0.0 {
-        for l in lab_phases::summary(&phases, o.alternate) {
-            println!("  phases        {l}");
+        for l in phases::summary(&phases, o.alternate) {
+            say!("  phases        {l}");
         }
     }
     if wave > 0 {
-        println!(
+        say!(
             "  final wave    {wave} names, one frame each at {:.0} k frames/s: {exact} exactly on their final ports, {wrong} on a wrong port, {missing} lost",
             wave_rate / 1e3
         );
-        if let Some((frames, drops)) = wave_fwd {
-            println!("  final wave    the forwarder received {frames} of its frames; its ring dropped {drops}");
+        match wave_fwd {
+            Some((frames, drops)) => say!(
+                "  final wave    the forwarder received {frames} frames during the wave (settled counters); its ring dropped {drops}"
+            ),
+            None => say!(
+                "  final wave    the forwarder's counters did not settle (metrics endpoint not reachable or still moving)"
+            ),
         }
     }
     let ex = sh
@@ -1390,21 +1001,21 @@ fn run_live(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     for e in &ex {
-        println!("  example       {e}");
+        say!("  example       {e}");
     }
-    println!();
-    println!("try:");
-    println!(
+    say!();
+    say!("try:");
+    say!(
         "  nexthop fib lookup --fib {} {}",
         o.out.join("fib").display(),
         sh.plan.names[0].fmt_name()
     );
-    println!("  less {}", fwd_err.display());
+    say!("  less {}", fwd_err.display());
     drop(topo);
     if mis > 0 || wrong > 0 {
         bail!("{mis} misforwarded frames, {wrong} wrong final-wave names");
     }
-    if !converged {
+    if !ok {
         bail!("the forwarder did not acknowledge every delta within 10 s");
     }
     Ok(())
@@ -1444,112 +1055,40 @@ mod tests {
         assert!((1..4).all(|i| line(i) != line(i - 1)));
     }
 
+    fn snap(uptime: f64, frames_in: u64) -> MetricsSnapshot {
+        MetricsSnapshot {
+            uptime_seconds: uptime,
+            frames_in,
+            ..MetricsSnapshot::default()
+        }
+    }
+
+    /// The final wave's count is exact: a snapshot still catching up with
+    /// the traffic (its count moving, or published too soon) is not taken.
     #[test]
-    fn frames_round_trip_and_foreign_frames_are_not_lab_frames() {
-        let mut b = [0u8; FRAME_LEN];
-        let dst = [2, 0, 0, 0, 0, 7];
-        write_frame(&mut b, &dst, PHASE_FINAL, 123_456, 77);
-        let f = parse_frame(&b).unwrap();
-        assert_eq!(
-            (f.dst, f.phase, f.idx, f.tag),
-            (dst, PHASE_FINAL, 123_456, 77)
+    fn settle_waits_for_a_later_publication_with_unchanged_counts() {
+        let mut s = Settle::default();
+        // Read right after the wave: the workers' last reports still lag.
+        assert!(s.feed(snap(10.0, 100)).is_none());
+        assert!(s.feed(snap(10.0, 100)).is_none(), "the same publication");
+        assert!(s.feed(snap(11.0, 300)).is_none(), "still counting");
+        assert!(s.feed(snap(12.0, 400)).is_none(), "still counting");
+        let m = s.feed(snap(13.0, 400)).expect("settled");
+        assert_eq!(m.frames_in, 400);
+        // Unchanged but too soon after the first read: not trusted yet.
+        let mut s = Settle::default();
+        assert!(s.feed(snap(5.0, 7)).is_none());
+        assert!(s.feed(snap(6.0, 7)).is_none());
+        assert_eq!(s.feed(snap(7.0, 7)).map(|m| m.frames_in), Some(7));
+        // A ring drop moving is not settled either.
+        let mut s = Settle::default();
+        assert!(s.feed(snap(1.0, 9)).is_none());
+        let mut d = snap(3.0, 9);
+        d.ring_drops = vec![nexthop_dataplane::metrics::PortCount { port: 0, count: 2 }];
+        assert!(s.feed(d).is_none());
+        assert!(
+            s.feed(snap(4.0, 9)).is_none(),
+            "drops went back: still moving"
         );
-        assert!(parse_frame(&b[..26]).is_none());
-        let mut other = b;
-        other[6] ^= 1;
-        assert!(parse_frame(&other).is_none());
-        let mut other = b;
-        other[14] = b'X';
-        assert!(parse_frame(&other).is_none());
-    }
-
-    #[test]
-    fn walks_visit_every_index_once_per_round() {
-        for n in [1usize, 2, 3, 10, 97, 1000, 4096] {
-            for seed in 0..4 {
-                let mut w = Walk::new(n, seed);
-                let mut seen = vec![false; n];
-                for _ in 0..n {
-                    let i = w.next_index() as usize;
-                    assert!(!seen[i], "n {n} seed {seed}: {i} twice");
-                    seen[i] = true;
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn cpu_plans_give_workers_the_last_cpus_and_the_rest_the_others() {
-        assert_eq!(cpu_plan(&[0, 1], 1, true), Ok((vec![1], vec![0])));
-        assert_eq!(
-            cpu_plan(&[0, 1, 2, 3], 2, true),
-            Ok((vec![2, 3], vec![0, 1]))
-        );
-        assert_eq!(cpu_plan(&[2, 5, 7], 1, true), Ok((vec![7], vec![2, 5])));
-        let e = cpu_plan(&[0, 1], 2, true).unwrap_err();
-        assert!(e.contains("need 3 CPUs, 2 allowed"), "{e}");
-        assert_eq!(cpu_plan(&[0, 1, 2], 1, false), Err("--no-pin".to_string()));
-    }
-
-    #[test]
-    fn masks_name_ports_and_punts() {
-        assert_eq!(mask_of(&Action::Port(3)), 1 << 3);
-        assert_eq!(mask_of(&Action::PortSet(vec![1, 4])), 0b1_0010);
-        assert_eq!(mask_of(&Action::Drop), 0);
-        assert_eq!(mask_of(&Action::Controller), PUNT);
-        assert_eq!(ports_of(0b1_0010), "1+4");
-        assert_eq!(ports_of(PUNT), "controller");
-        assert_eq!(ports_of(0), "no port (drop)");
-    }
-
-    /// The plan's bookkeeping agrees with replaying its changes on a map.
-    #[test]
-    fn plans_agree_with_a_replay_of_their_changes() {
-        let p = Plan::new(2_000, 5_000, 9);
-        assert_eq!(p.changes.len(), 5_000);
-        assert_eq!(p.counts.iter().sum::<usize>(), 5_000);
-        let mut fib: std::collections::HashMap<[u8; 6], Action> = p
-            .names
-            .iter()
-            .copied()
-            .zip(p.initial.iter().cloned())
-            .collect();
-        let mut allowed: Vec<u8> = p.initial.iter().map(mask_of).collect();
-        let index: std::collections::HashMap<[u8; 6], usize> =
-            p.names.iter().enumerate().map(|(i, m)| (*m, i)).collect();
-        for (c, &(t, m)) in p.changes.iter().zip(&p.touches) {
-            match c {
-                RouteChange::Add(k, a) => {
-                    assert!(!index.contains_key(k), "an add of a traffic name");
-                    assert!(fib.insert(*k, a.clone()).is_none(), "add of a present name");
-                    assert_eq!(t, u32::MAX);
-                }
-                RouteChange::Delete(k) => {
-                    assert!(!index.contains_key(k), "a delete of a traffic name");
-                    assert!(fib.remove(k).is_some(), "delete of an absent name");
-                    assert_eq!(t, u32::MAX);
-                }
-                RouteChange::Set(k, a) => {
-                    let i = index[k];
-                    assert_eq!(t as usize, i);
-                    assert_eq!(m, mask_of(a));
-                    assert_ne!(
-                        fib.insert(*k, a.clone()).as_ref(),
-                        Some(a),
-                        "a no-op change"
-                    );
-                    allowed[i] |= m;
-                }
-            }
-        }
-        let mut state = p.initial_masks();
-        p.apply_touches(&mut state, 0..p.changes.len() / 2);
-        p.apply_touches(&mut state, p.changes.len() / 2..p.changes.len());
-        assert_eq!(state, p.final_mask);
-        for (i, n) in p.names.iter().enumerate() {
-            assert_eq!(p.final_mask[i], mask_of(&fib[n]));
-            assert_eq!(p.allowed[i], allowed[i]);
-            assert_eq!(p.allowed[i] & p.final_mask[i], p.final_mask[i]);
-        }
     }
 }

@@ -1,4 +1,6 @@
-//! Seeded key-stream generators for tests and benchmarks.
+//! Seeded key-stream generators of the FIB's key types (feature `keys`):
+//! the datasets of `nexthop gen`, `nexthop demo` and `nexthop lab`, and
+//! (re-exported by `nexthop-testutil`) of the tests and benchmarks.
 //!
 //! Every generator here is a pure function of a `u64` seed (through
 //! [`Xoshiro256PlusPlus::seed_from_u64`] or a fixed LFSR), so a failing test or a
