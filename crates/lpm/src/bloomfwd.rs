@@ -47,7 +47,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
 use crate::hash::{pair32, pair32_batch, HashKind, KeyHash, Simd};
-use nexthop_mem::HugeBox;
+use nexthop_mem::{prefetch, HugeBox};
 
 /// Call `$e` with the const `$k` set to the code of the hash kind `$kind`
 /// (one match per call instead of one per hashed key).
@@ -111,20 +111,6 @@ const fn kind_of(code: u8) -> HashKind {
 #[inline(always)]
 fn top_of_hi64(hi: u64, len: u8) -> u64 {
     (hi >> 1) >> (63 - len as u32)
-}
-
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: (1) prefetch is a hint: it never faults, whatever the
-        // address, and reads no memory architecturally.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Key types of groups: addresses that can be hashed, also in batches.

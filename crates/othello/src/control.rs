@@ -600,18 +600,18 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         let st = self.stride();
         let vertex = |xa: u32| self.verts.as_ptr().wrapping_add(xa as usize * st);
         for &(_, xa) in &at[..at.len().min(VERTEX_AHEAD)] {
-            crate::query::prefetch(vertex(xa));
+            nexthop_mem::prefetch(vertex(xa));
         }
         let mut out = Vec::with_capacity(keys.len());
         for (i, (k, &(h, _))) in keys.iter().zip(&at).enumerate() {
             if let Some(&(_, xa)) = at.get(i + VERTEX_AHEAD) {
-                crate::query::prefetch(vertex(xa));
+                nexthop_mem::prefetch(vertex(xa));
             }
             if let Some(&(_, xa)) = at.get(i + EDGE_AHEAD) {
                 // `NIL` (an empty list) is out of range: nothing to fetch.
                 let e = self.head(xa);
                 if (e as usize) < self.edges.len() {
-                    crate::query::prefetch(self.edges.as_ptr().wrapping_add(e as usize));
+                    nexthop_mem::prefetch(self.edges.as_ptr().wrapping_add(e as usize));
                 }
             }
             out.push(self.find_hashed(k, h).is_some());
@@ -737,9 +737,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             for (i, &e) in live.iter().enumerate() {
                 if let Some(&f) = live.get(i + AHEAD) {
                     let Edge { a, b, .. } = self.edges[f as usize];
-                    crate::query::prefetch(self.verts.as_ptr().wrapping_add(a as usize * st));
+                    nexthop_mem::prefetch(self.verts.as_ptr().wrapping_add(a as usize * st));
                     let xb = (self.meta.ma + b) as usize;
-                    crate::query::prefetch(self.verts.as_ptr().wrapping_add(xb * st));
+                    nexthop_mem::prefetch(self.verts.as_ptr().wrapping_add(xb * st));
                 }
                 if check_dups {
                     self.check_duplicate(e, &cycles)?;

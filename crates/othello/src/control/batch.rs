@@ -100,8 +100,8 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     #[inline(always)]
     fn prefetch_vertices(&self, xa: u32, xb: u32) {
         let st = self.stride();
-        crate::query::prefetch(self.verts.as_ptr().wrapping_add(xa as usize * st));
-        crate::query::prefetch(self.verts.as_ptr().wrapping_add(xb as usize * st));
+        nexthop_mem::prefetch(self.verts.as_ptr().wrapping_add(xa as usize * st));
+        nexthop_mem::prefetch(self.verts.as_ptr().wrapping_add(xb as usize * st));
     }
 
     /// The second stage of a batch operation's prefetch, reading the lines
@@ -119,9 +119,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             return;
         };
         if ra.b != b && ra.next_a != NIL {
-            crate::query::prefetch(self.edges.as_ptr().wrapping_add(ra.next_a as usize));
+            nexthop_mem::prefetch(self.edges.as_ptr().wrapping_add(ra.next_a as usize));
             if search {
-                crate::query::prefetch(
+                nexthop_mem::prefetch(
                     self.words
                         .as_ptr()
                         .wrapping_add(ra.next_a as usize * self.cols()),
@@ -129,7 +129,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             }
         }
         if rb.a != xa && rb.next_b != NIL {
-            crate::query::prefetch(self.edges.as_ptr().wrapping_add(rb.next_b as usize));
+            nexthop_mem::prefetch(self.edges.as_ptr().wrapping_add(rb.next_b as usize));
         }
         // An edge that is the only one of either end (a leaf) needs no search.
         let leaf = (ra.b == b && ra.next_a == NIL) || (rb.a == xa && rb.next_b == NIL);
@@ -148,7 +148,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             let mut budget = 2;
             while e != NIL && budget > 0 {
                 let (y, next) = self.adj_next(e, x);
-                crate::query::prefetch(self.verts.as_ptr().wrapping_add(y as usize * st));
+                nexthop_mem::prefetch(self.verts.as_ptr().wrapping_add(y as usize * st));
                 e = next;
                 budget -= 1;
             }
@@ -163,14 +163,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     fn prefetch_first_edges(&self, xa: u32, xb: u32, words: bool) -> (u32, u32) {
         let ea = self.head(xa);
         if ea != NIL {
-            crate::query::prefetch(self.edges.as_ptr().wrapping_add(ea as usize));
+            nexthop_mem::prefetch(self.edges.as_ptr().wrapping_add(ea as usize));
             if words {
-                crate::query::prefetch(self.words.as_ptr().wrapping_add(ea as usize * self.cols()));
+                nexthop_mem::prefetch(self.words.as_ptr().wrapping_add(ea as usize * self.cols()));
             }
         }
         let eb = self.head(xb);
         if eb != NIL {
-            crate::query::prefetch(self.edges.as_ptr().wrapping_add(eb as usize));
+            nexthop_mem::prefetch(self.edges.as_ptr().wrapping_add(eb as usize));
         }
         (ea, eb)
     }

@@ -183,7 +183,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
                     let want = if first == e { y_next } else { first };
                     if want != NIL {
                         w.frontier.push(y);
-                        crate::query::prefetch(self.edges.as_ptr().wrapping_add(want as usize));
+                        nexthop_mem::prefetch(self.edges.as_ptr().wrapping_add(want as usize));
                     }
                 }
             }
