@@ -1,13 +1,16 @@
 //! `nexthop lpm build | lookup | update | stats`: Bloomfwd IP tables in a
 //! single file (format in `nexthop_lpm::persist`), replaced atomically
-//! (temporary file + rename) by `update`.
+//! (temporary file + rename) by `update`. Every command prints JSON with
+//! `--json`; next hops print the way the route file wrote them (dotted
+//! quads stay dotted quads).
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use nexthop_lpm::parse::{load_routes, load_updates, parse_addr, NextHopMode, UpdateKind};
+use nexthop_lpm::parse::NextHopForm;
+use nexthop_lpm::parse::{load_route_file, load_updates, parse_addr, NextHopMode, UpdateKind};
 use nexthop_lpm::persist::{FamilyStats, LpmTable, DEFAULT_V6_LEVELS};
 use nexthop_lpm::{Config, HashKind};
 
@@ -17,7 +20,7 @@ use crate::textio::{for_each_input, write_atomic};
 #[derive(Debug, Subcommand)]
 pub enum LpmCmd {
     /// Build a table file from a route file (prefix/len next-hop per line,
-    /// IPv4 and IPv6 mixed, # comments; plain or gzip).
+    /// IPv4 and IPv6 mixed, # comments; plain or gzip; each prefix once).
     Build(BuildArgs),
     /// Look addresses up (arguments, or stdin one per line): one next hop
     /// per line, `-` when no route matches.
@@ -52,6 +55,9 @@ pub struct BuildArgs {
     /// Hash of the IPv4 filters and tables (h2, murmur3, knuth).
     #[arg(long, value_name = "HASH", default_value = "h2")]
     hash: HashKind,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `nexthop lpm lookup`.
@@ -64,6 +70,10 @@ pub struct LookupArgs {
     /// (blank lines and # comment lines are skipped).
     #[arg(value_name = "ADDR")]
     addrs: Vec<String>,
+    /// Print one JSON array of {"address", "next_hop"} (null when no route
+    /// matches) instead of one next hop per line.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `nexthop lpm update`.
@@ -75,6 +85,9 @@ pub struct UpdateArgs {
     /// Update stream (plain or gzip).
     #[arg(long, value_name = "FILE")]
     updates: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `nexthop lpm stats`.
@@ -106,39 +119,89 @@ fn load_table(path: &Path) -> Result<LpmTable> {
     LpmTable::decode(&bytes).with_context(|| format!("{}", path.display()))
 }
 
+/// `n` and `word`, with an `s` unless `n` is 1 ("1 prefix", "2 prefixes").
+fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else if word.ends_with('x') {
+        format!("{n} {word}es")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn print_json(v: &serde_json::Value) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
 fn build(a: &BuildArgs) -> Result<()> {
     let mode = if a.asn {
         NextHopMode::Asn
     } else {
         NextHopMode::Raw
     };
-    let routes = load_routes(&a.routes, mode)?;
+    let file = load_route_file(&a.routes, mode)?;
+    let routes = &file.routes;
     let mut v4 = Config::ipv4();
     v4.fpr = a.fpr;
     v4.filter_hash = a.hash;
     v4.table_hash = a.hash;
     let mut v6 = Config::ipv6_dpcpe(&routes.v6, a.v6_levels);
     v6.fpr = a.fpr;
-    let t = LpmTable::build_with(&routes, v4, v6)?;
+    let mut t = LpmTable::build_with(routes, v4, v6)?;
+    t.next_hops = file.next_hops;
     write_atomic(&a.out, &t.encode())?;
+    let (n4, n6) = (t.v4.rib().len(), t.v6.rib().len());
+    if a.json {
+        return print_json(&serde_json::json!({
+            "table": a.out.display().to_string(),
+            "ipv4_prefixes": n4,
+            "ipv6_prefixes": n6,
+            "ipv6_levels": t.v6.config().levels,
+            "next_hops": next_hop_form_name(t.next_hops),
+        }));
+    }
     println!(
-        "built {}: {} IPv4 and {} IPv6 prefixes (IPv6 levels {:?})",
+        "built {}: {} and {} (IPv6 levels {:?})",
         a.out.display(),
-        t.v4.rib().len(),
-        t.v6.rib().len(),
+        count(n4, "IPv4 prefix"),
+        count(n6, "IPv6 prefix"),
         t.v6.config().levels
     );
     Ok(())
 }
 
+fn next_hop_form_name(f: NextHopForm) -> &'static str {
+    match f {
+        NextHopForm::Integer => "integer",
+        NextHopForm::Ipv4 => "ipv4",
+    }
+}
+
 fn lookup(a: &LookupArgs) -> Result<()> {
     let t = load_table(&a.table)?;
+    let form = t.next_hops;
+    if a.json {
+        let mut rows = Vec::new();
+        for_each_input(&a.addrs, |s| {
+            let nh = t.lookup(parse_addr(s)?);
+            let nh = match (nh, form) {
+                (None, _) => serde_json::Value::Null,
+                (Some(nh), NextHopForm::Integer) => nh.into(),
+                (Some(nh), NextHopForm::Ipv4) => form.show(nh).to_string().into(),
+            };
+            rows.push(serde_json::json!({ "address": s, "next_hop": nh }));
+            Ok(())
+        })?;
+        return print_json(&serde_json::Value::Array(rows));
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     for_each_input(&a.addrs, |s| {
         let addr = parse_addr(s)?;
         match t.lookup(addr) {
-            Some(nh) => writeln!(out, "{nh}")?,
+            Some(nh) => writeln!(out, "{}", form.show(nh))?,
             None => writeln!(out, "-")?,
         }
         Ok(())
@@ -161,11 +224,26 @@ fn update(a: &UpdateArgs) -> Result<()> {
         }
     }
     write_atomic(&a.table, &t.encode())?;
+    let (n4, n6) = (t.v4.rib().len(), t.v6.rib().len());
+    if a.json {
+        return print_json(&serde_json::json!({
+            "table": a.table.display().to_string(),
+            "updates": updates.len(),
+            "announces": ann,
+            "withdraws": wd,
+            "absent_withdraws": absent,
+            "ipv4_prefixes": n4,
+            "ipv6_prefixes": n6,
+        }));
+    }
     println!(
-        "applied {} updates: {ann} announces, {wd} withdraws, {absent} withdraws of absent prefixes; {} IPv4 and {} IPv6 prefixes",
-        updates.len(),
-        t.v4.rib().len(),
-        t.v6.rib().len()
+        "applied {}: {}, {}, {} of absent prefixes; {} and {}",
+        count(updates.len(), "update"),
+        count(ann, "announce"),
+        count(wd, "withdraw"),
+        count(absent, "withdraw"),
+        count(n4, "IPv4 prefix"),
+        count(n6, "IPv6 prefix"),
     );
     Ok(())
 }
@@ -192,27 +270,39 @@ fn family_text(name: &str, s: &FamilyStats) -> String {
     let mut o = String::new();
     let expanded: usize = s.groups.iter().map(|g| g.expanded).sum();
     o += &format!(
-        "{name}: {} prefixes, {} after expansion; lookup structure {} bytes ({:.1} bytes/prefix); fpr target {}, hash {}/{}\n",
-        s.prefixes,
+        "{name}: {}, {} after expansion; lookup structure {} ({:.1} bytes/prefix); fpr target {}, hash {}/{}\n",
+        count(s.prefixes, "prefix"),
         s.direct_prefixes + expanded,
-        s.lookup_bytes,
+        count(s.lookup_bytes, "byte"),
         if s.prefixes == 0 { 0.0 } else { s.lookup_bytes as f64 / s.prefixes as f64 },
         s.config.fpr,
         s.config.filter_hash.name(),
         s.config.table_hash.name(),
     );
     o += &format!(
-        "  direct array /0../{}: {} prefixes, {} bytes\n",
-        s.config.direct_bits, s.direct_prefixes, s.direct_bytes
+        "  direct array /0../{}: {}, {}\n",
+        s.config.direct_bits,
+        count(s.direct_prefixes, "prefix"),
+        count(s.direct_bytes, "byte")
     );
     o += &format!(
-        "  sub-masks: {} refined slots, {} refined sub-slots, {} bytes\n",
-        s.refined.0, s.refined.1, s.sub_mask_bytes
+        "  sub-masks: {}, {}, {}\n",
+        count(s.refined.0, "refined slot"),
+        count(s.refined.1, "refined sub-slot"),
+        count(s.sub_mask_bytes, "byte")
     );
     for (g, f) in s.groups.iter().zip(&s.measured_fpr) {
         o += &format!(
-            "  group /{}../{}: {} prefixes -> {} expanded; filter {} bits k={} ({} bytes), table {} bytes; measured fpr {:.4}\n",
-            g.lo, g.level, g.prefixes, g.expanded, g.filter_bits, g.hashes, g.filter_bytes, g.table_bytes, f
+            "  group /{}../{}: {} -> {} expanded; filter {} k={} ({}), table {}; measured fpr {:.4}\n",
+            g.lo,
+            g.level,
+            count(g.prefixes, "prefix"),
+            g.expanded,
+            count(g.filter_bits as usize, "bit"),
+            g.hashes,
+            count(g.filter_bytes, "byte"),
+            count(g.table_bytes, "byte"),
+            f
         );
     }
     o
@@ -222,8 +312,7 @@ fn stats(a: &StatsArgs) -> Result<()> {
     let t = load_table(&a.table)?;
     let (v4, v6) = t.stats(a.samples);
     if a.json {
-        let j = serde_json::json!({ "ipv4": family_json(&v4), "ipv6": family_json(&v6) });
-        println!("{}", serde_json::to_string_pretty(&j)?);
+        print_json(&serde_json::json!({ "ipv4": family_json(&v4), "ipv6": family_json(&v6) }))?;
     } else {
         print!("{}{}", family_text("ipv4", &v4), family_text("ipv6", &v6));
     }

@@ -155,27 +155,32 @@ impl Lcg {
 /// matters.
 fn routes_text(r: &mut Lcg) -> String {
     let mut s = String::from("198.51.100.0/24 1\n203.0.113.0/24 2\n2001:db8::/32 3\n");
+    // `lpm build` refuses a prefix given twice: keep the first of each.
+    let mut seen = std::collections::HashSet::new();
     for _ in 0..120 {
         let base = [[192, 0, 2], [198, 51, 100], [203, 0, 113]][r.below(3) as usize];
         let len = 25 + r.below(8);
-        s.push_str(&format!(
-            "{}.{}.{}.{}/{len} {}\n",
+        let p = format!(
+            "{}.{}.{}.{}/{len}",
             base[0],
             base[1],
             base[2],
-            r.below(256) & !((1u64 << (32 - len)) - 1),
-            1 + r.below(20)
-        ));
+            r.below(256) & !((1u64 << (32 - len)) - 1)
+        );
+        let nh = 1 + r.below(20);
+        if seen.insert(p.clone()) {
+            s.push_str(&format!("{p} {nh}\n"));
+        }
     }
     for _ in 0..80 {
         let len = 33 + r.below(32);
         let a = (0x2001_0db8_u128 << 96) | (u128::from(r.next() as u32) << 64);
         let masked = a & !(u128::MAX >> len);
-        s.push_str(&format!(
-            "{}/{len} {}\n",
-            std::net::Ipv6Addr::from(masked),
-            1 + r.below(20)
-        ));
+        let p = format!("{}/{len}", std::net::Ipv6Addr::from(masked));
+        let nh = 1 + r.below(20);
+        if seen.insert(p.clone()) {
+            s.push_str(&format!("{p} {nh}\n"));
+        }
     }
     s
 }

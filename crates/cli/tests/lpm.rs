@@ -107,6 +107,179 @@ fn malformed_route_file_reports_file_line_and_reason() {
 }
 
 #[test]
+fn route_file_errors_give_one_location_and_one_reason() {
+    let fx = Fixture::new();
+    let r = fx.file("e1.txt", "10.0.0.0/8 1\n10.0.0.1/8 2\n");
+    let out = nexthop()
+        .args(["lpm", "build", "--routes"])
+        .arg(&r)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(
+        err,
+        format!(
+            "error: {}:2: prefix \"10.0.0.1/8\" has bits set after its length\n",
+            r.display()
+        )
+    );
+}
+
+#[test]
+fn build_refuses_a_duplicate_prefix_naming_both_lines() {
+    let fx = Fixture::new();
+    let r = fx.file(
+        "routes.txt",
+        "10.0.0.0/8 1\n2001:db8::/32 6\n10.1.0.0/16 2\n# again\n10.0.0.0/8 3\n",
+    );
+    let out = nexthop()
+        .args(["lpm", "build", "--routes"])
+        .arg(&r)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(
+        err,
+        format!(
+            "error: {0}:5: duplicate prefix 10.0.0.0/8 (first defined at {0}:1)\n",
+            r.display()
+        )
+    );
+    assert!(!fx.table().exists());
+    // IPv6 too; the same address under another length is another prefix.
+    let r = fx.file(
+        "v6.txt",
+        "2001:db8::/32 6\n2001:db8::/33 7\n2001:db8::/32 6\n",
+    );
+    nexthop()
+        .args(["lpm", "build", "--routes"])
+        .arg(&r)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{0}:3: duplicate prefix 2001:db8::/32 (first defined at {0}:1)",
+            r.display()
+        )));
+}
+
+#[test]
+fn next_hops_given_as_addresses_print_back_as_addresses() {
+    let fx = Fixture::new();
+    fx.build("10.0.0.0/8 192.0.2.1\n10.1.0.0/16 0.0.0.9\n2001:db8::/32 198.51.100.7\n");
+    assert_eq!(
+        fx.lookup(&["10.9.9.9", "10.1.0.1", "2001:db8::1", "11.0.0.1"]),
+        "192.0.2.1\n0.0.0.9\n198.51.100.7\n-\n"
+    );
+    // The form stays with the table across an update.
+    let u = fx.file("updates.txt", "1 a 10.2.0.0/16 203.0.113.5\n");
+    nexthop()
+        .args(["lpm", "update", "--table"])
+        .arg(fx.table())
+        .arg("--updates")
+        .arg(&u)
+        .assert()
+        .success();
+    assert_eq!(
+        fx.lookup(&["10.2.0.1", "10.9.9.9"]),
+        "203.0.113.5\n192.0.2.1\n"
+    );
+    // Integer next hops stay integers, also in a file that mixes both.
+    fx.build("10.0.0.0/8 192.0.2.1\n11.0.0.0/8 7\n");
+    assert_eq!(fx.lookup(&["10.0.0.1", "11.0.0.1"]), "3221225985\n7\n");
+}
+
+#[test]
+fn lookup_json_gives_each_address_its_next_hop_or_null() {
+    let fx = Fixture::new();
+    fx.build(ROUTES);
+    let out = nexthop()
+        .args(["lpm", "lookup", "--json", "--table"])
+        .arg(fx.table())
+        .args(["10.1.2.129", "2001:db8::1", "2002::1"])
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        j,
+        serde_json::json!([
+            { "address": "10.1.2.129", "next_hop": 4 },
+            { "address": "2001:db8::1", "next_hop": 7 },
+            { "address": "2002::1", "next_hop": null },
+        ])
+    );
+    fx.build("0.0.0.0/0 192.0.2.1\n");
+    let out = nexthop()
+        .args(["lpm", "lookup", "--json", "--table"])
+        .arg(fx.table())
+        .write_stdin("10.0.0.1\n")
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        j,
+        serde_json::json!([{ "address": "10.0.0.1", "next_hop": "192.0.2.1" }])
+    );
+}
+
+#[test]
+fn build_and_update_report_counts_in_json_and_in_singular_text() {
+    let fx = Fixture::new();
+    let r = fx.file("routes.txt", "10.0.0.0/8 1\n");
+    nexthop()
+        .args(["lpm", "build", "--routes"])
+        .arg(&r)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            ": 1 IPv4 prefix and 0 IPv6 prefixes (IPv6 levels",
+        ));
+    let out = nexthop()
+        .args(["lpm", "build", "--json", "--routes"])
+        .arg(&r)
+        .arg("--out")
+        .arg(fx.table())
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(j["ipv4_prefixes"], 1);
+    assert_eq!(j["ipv6_prefixes"], 0);
+    assert_eq!(j["next_hops"], "integer");
+    let u = fx.file("updates.txt", "1 a 2001:db8::/32 5\n2 w 11.0.0.0/8\n");
+    nexthop()
+        .args(["lpm", "update", "--table"])
+        .arg(fx.table())
+        .arg("--updates")
+        .arg(&u)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "applied 2 updates: 1 announce, 0 withdraws, 1 withdraw of absent prefixes; 1 IPv4 prefix and 1 IPv6 prefix",
+        ));
+    let u = fx.file("updates.txt", "3 w 2001:db8::/32\n");
+    let out = nexthop()
+        .args(["lpm", "update", "--json", "--table"])
+        .arg(fx.table())
+        .arg("--updates")
+        .arg(&u)
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(j["updates"], 1);
+    assert_eq!(j["announces"], 0);
+    assert_eq!(j["withdraws"], 1);
+    assert_eq!(j["absent_withdraws"], 0);
+    assert_eq!(j["ipv6_prefixes"], 0);
+}
+
+#[test]
 fn update_applies_announces_and_withdraws_in_place() {
     let fx = Fixture::new();
     fx.build(ROUTES);
@@ -121,7 +294,7 @@ fn update_applies_announces_and_withdraws_in_place() {
         .arg(&u)
         .assert()
         .success()
-        .stdout(predicate::str::contains("1 withdraws of absent prefixes"));
+        .stdout(predicate::str::contains("1 withdraw of absent prefixes"));
     // The /22 is gone (10.1.1.1 falls back to the /8), the /24 is new and
     // the withdrawn /25 no longer captures its half.
     assert_eq!(
@@ -241,7 +414,7 @@ fn stats_reports_refined_slots_of_a_dense_ipv6_table() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "sub-masks: 1 refined slots, 1 refined sub-slots, 2048 bytes",
+            "sub-masks: 1 refined slot, 1 refined sub-slot, 2048 bytes",
         ));
     let out = fx.lookup(&[
         "2001:db8:1:2::5",

@@ -8,19 +8,7 @@
 //! the ceiling behind the lookup benchmark's two-thread ratios.
 use std::time::Instant;
 
-use nexthop_mem::HugeBox;
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it never faults and reads nothing the
-    // program can observe; SSE is in the x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+use nexthop_mem::{prefetch, HugeBox};
 
 /// Read `n` random lines of `a` (a power-of-two length), 32 prefetched
 /// ahead; returns the sum (so the reads happen) and M lines/s.

@@ -5,7 +5,11 @@
 //! whitespace (spaces or tabs); IPv4 and IPv6 lines may be mixed; blank
 //! lines and everything after `#` are ignored. A next hop is a decimal
 //! `u32` or a dotted-quad IPv4 address (read as its 32-bit value); the value
-//! `4294967295` (`255.255.255.255`) is reserved ([`NO_ROUTE`]).
+//! `4294967295` (`255.255.255.255`) is reserved ([`NO_ROUTE`]). When every
+//! next hop of a file is a dotted quad, [`RouteFile::next_hops`] says so,
+//! and the table keeps it to print them back the same way. A prefix may
+//! appear on one line only: a second line for it is an error naming both
+//! lines ([`LineError::DuplicatePrefix`]).
 //! With [`NextHopMode::Asn`] the second field is an origin AS number and the
 //! next hop is `asn % 250 + 1` (the convention of `DATA.md` for the
 //! RouteViews `prefix/len<TAB>asn` tables).
@@ -16,6 +20,7 @@
 //! A prefix must have no bits set after its length (`10.0.0.1/8` is an
 //! error, not silently masked).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -88,6 +93,14 @@ pub enum LineError {
     /// The line is not UTF-8.
     #[error("line is not UTF-8")]
     NotUtf8,
+    /// A route file names the prefix a second time.
+    #[error("duplicate prefix {prefix} (first defined on line {first_line})")]
+    DuplicatePrefix {
+        /// The prefix (canonical form: `2001:DB8::/32` reads `2001:db8::/32`).
+        prefix: String,
+        /// 1-based line of its first definition.
+        first_line: usize,
+    },
 }
 
 /// A line error with its 1-based line number.
@@ -112,14 +125,48 @@ pub enum LoadError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// A line is malformed.
-    #[error("{path}:{line}: {error}", line = .source.line, error = .source.error)]
+    /// A line is malformed (one location, one reason: the line error is
+    /// not repeated as a cause).
+    #[error("{path}:{line}: {error}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// Line and reason.
-        source: ParseError,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        error: LineError,
     },
+    /// A route file names a prefix twice (both locations).
+    #[error("{path}:{line}: duplicate prefix {prefix} (first defined at {path}:{first_line})")]
+    DuplicatePrefix {
+        /// The file.
+        path: PathBuf,
+        /// The prefix.
+        prefix: String,
+        /// 1-based line of the first definition.
+        first_line: usize,
+        /// 1-based line of the second.
+        line: usize,
+    },
+}
+
+impl LoadError {
+    fn parse(path: &Path, e: ParseError) -> LoadError {
+        let path = path.to_path_buf();
+        match e.error {
+            LineError::DuplicatePrefix { prefix, first_line } => LoadError::DuplicatePrefix {
+                path,
+                prefix,
+                first_line,
+                line: e.line,
+            },
+            error => LoadError::Parse {
+                path,
+                line: e.line,
+                error,
+            },
+        }
+    }
 }
 
 /// Parse a prefix `addr/len` (IPv4 or IPv6).
@@ -149,17 +196,50 @@ pub fn parse_prefix(s: &str) -> Result<AnyPrefix, LineError> {
 
 /// Parse a next hop: decimal `u32` or dotted quad, never [`NO_ROUTE`].
 pub fn parse_next_hop(s: &str) -> Result<NextHop, LineError> {
-    let v = if let Ok(n) = s.parse::<u32>() {
-        n
+    parse_next_hop_form(s).map(|(v, _)| v)
+}
+
+/// [`parse_next_hop`], and how it was written.
+fn parse_next_hop_form(s: &str) -> Result<(NextHop, NextHopForm), LineError> {
+    let (v, form) = if let Ok(n) = s.parse::<u32>() {
+        (n, NextHopForm::Integer)
     } else if let Ok(a) = s.parse::<Ipv4Addr>() {
-        u32::from(a)
+        (u32::from(a), NextHopForm::Ipv4)
     } else {
         return Err(LineError::BadNextHop(s.to_string()));
     };
     if v == NO_ROUTE {
         return Err(LineError::BadNextHop(s.to_string()));
     }
-    Ok(v)
+    Ok((v, form))
+}
+
+/// How a route file wrote its next hops, so that lookups print them back
+/// the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NextHopForm {
+    /// Decimal integers (also AS-derived next hops, and files that mix
+    /// integers and dotted quads).
+    #[default]
+    Integer,
+    /// Every next hop was a dotted-quad IPv4 address.
+    Ipv4,
+}
+
+impl NextHopForm {
+    /// `nh` written in this form (`192.0.2.1` or `3221225985`).
+    pub fn show(self, nh: NextHop) -> impl fmt::Display {
+        struct Show(NextHopForm, NextHop);
+        impl fmt::Display for Show {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.0 {
+                    NextHopForm::Integer => self.1.fmt(f),
+                    NextHopForm::Ipv4 => Ipv4Addr::from(self.1).fmt(f),
+                }
+            }
+        }
+        Show(self, nh)
+    }
 }
 
 /// The next hop the RouteViews tables get from an origin AS: `asn % 250 + 1`.
@@ -190,8 +270,8 @@ pub enum AnyAddr {
 /// Routes of a route file, split by family, in file order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RouteList {
-    /// IPv4 routes (a later line for the same prefix replaces an earlier one
-    /// when the list is loaded into a table).
+    /// IPv4 routes (a parsed file names each prefix once; where a list
+    /// built otherwise repeats one, a table built from it keeps the later).
     pub v4: Vec<(Prefix4, NextHop)>,
     /// IPv6 routes.
     pub v6: Vec<(Prefix6, NextHop)>,
@@ -228,39 +308,82 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, ParseError>)
     })
 }
 
+/// A route file's routes and how it wrote their next hops.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteFile {
+    /// The routes, each prefix once.
+    pub routes: RouteList,
+    /// [`NextHopForm::Ipv4`] when the file has routes and every next hop is
+    /// a dotted quad, else [`NextHopForm::Integer`].
+    pub next_hops: NextHopForm,
+}
+
 fn parse_route_line(
     line: &str,
     mode: NextHopMode,
-) -> Result<Option<(AnyPrefix, NextHop)>, LineError> {
+) -> Result<Option<(AnyPrefix, NextHop, NextHopForm)>, LineError> {
     let mut f = line.split_whitespace();
     let Some(p) = f.next() else {
         return Ok(None);
     };
     let prefix = parse_prefix(p)?;
     let nh = f.next().ok_or(LineError::MissingField("next hop"))?;
-    let nh = match mode {
-        NextHopMode::Raw => parse_next_hop(nh)?,
-        NextHopMode::Asn => {
-            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(nh.to_string()))?)
-        }
+    let (nh, form) = match mode {
+        NextHopMode::Raw => parse_next_hop_form(nh)?,
+        NextHopMode::Asn => (
+            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(nh.to_string()))?),
+            NextHopForm::Integer,
+        ),
     };
     if let Some(extra) = f.next() {
         return Err(LineError::TrailingField(extra.to_string()));
     }
-    Ok(Some((prefix, nh)))
+    Ok(Some((prefix, nh, form)))
 }
 
-/// Parse a route file's bytes.
-pub fn parse_routes(bytes: &[u8], mode: NextHopMode) -> Result<RouteList, ParseError> {
+/// Parse a route file's bytes; a prefix on two lines is an error
+/// ([`LineError::DuplicatePrefix`] at the second).
+pub fn parse_route_file(bytes: &[u8], mode: NextHopMode) -> Result<RouteFile, ParseError> {
     let mut out = RouteList::default();
+    let mut first_line: HashMap<AnyPrefix, usize> = HashMap::new();
+    let mut all_ipv4 = true;
     for (line, text) in lines(bytes) {
-        match parse_route_line(text?, mode).map_err(|error| ParseError { line, error })? {
-            None => {}
-            Some((AnyPrefix::V4(p), nh)) => out.v4.push((p, nh)),
-            Some((AnyPrefix::V6(p), nh)) => out.v6.push((p, nh)),
+        let Some((prefix, nh, form)) =
+            parse_route_line(text?, mode).map_err(|error| ParseError { line, error })?
+        else {
+            continue;
+        };
+        if let Some(&first_line) = first_line.get(&prefix) {
+            return Err(ParseError {
+                line,
+                error: LineError::DuplicatePrefix {
+                    prefix: prefix.to_string(),
+                    first_line,
+                },
+            });
+        }
+        first_line.insert(prefix, line);
+        all_ipv4 &= form == NextHopForm::Ipv4;
+        match prefix {
+            AnyPrefix::V4(p) => out.v4.push((p, nh)),
+            AnyPrefix::V6(p) => out.v6.push((p, nh)),
         }
     }
-    Ok(out)
+    let next_hops = if all_ipv4 && !out.is_empty() {
+        NextHopForm::Ipv4
+    } else {
+        NextHopForm::Integer
+    };
+    Ok(RouteFile {
+        routes: out,
+        next_hops,
+    })
+}
+
+/// Parse a route file's bytes ([`parse_route_file`] without the next-hop
+/// form).
+pub fn parse_routes(bytes: &[u8], mode: NextHopMode) -> Result<RouteList, ParseError> {
+    parse_route_file(bytes, mode).map(|f| f.routes)
 }
 
 /// One BGP update.
@@ -343,22 +466,21 @@ pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
     }
 }
 
+/// Load a route file (plain or gzip) with the form of its next hops.
+pub fn load_route_file(path: &Path, mode: NextHopMode) -> Result<RouteFile, LoadError> {
+    let bytes = read_maybe_gz(path)?;
+    parse_route_file(&bytes, mode).map_err(|e| LoadError::parse(path, e))
+}
+
 /// Load a route file (plain or gzip).
 pub fn load_routes(path: &Path, mode: NextHopMode) -> Result<RouteList, LoadError> {
-    let bytes = read_maybe_gz(path)?;
-    parse_routes(&bytes, mode).map_err(|source| LoadError::Parse {
-        path: path.to_path_buf(),
-        source,
-    })
+    load_route_file(path, mode).map(|f| f.routes)
 }
 
 /// Load an update stream (plain or gzip).
 pub fn load_updates(path: &Path) -> Result<Vec<Update>, LoadError> {
     let bytes = read_maybe_gz(path)?;
-    parse_updates(&bytes).map_err(|source| LoadError::Parse {
-        path: path.to_path_buf(),
-        source,
-    })
+    parse_updates(&bytes).map_err(|e| LoadError::parse(path, e))
 }
 
 #[cfg(test)]
@@ -444,6 +566,87 @@ mod tests {
             assert_eq!(e.line, 1);
             assert!(ok(&e.error), "{:?}: {:?}", String::from_utf8_lossy(text), e);
         }
+    }
+
+    #[test]
+    fn duplicate_prefix_is_refused_naming_both_lines() {
+        let text = b"10.0.0.0/8 1\n2001:db8::/32 2\n# x\n10.0.0.0/8 1\n";
+        let e = parse_routes(text, NextHopMode::Raw).unwrap_err();
+        assert_eq!(e.line, 4);
+        assert_eq!(
+            e.error,
+            LineError::DuplicatePrefix {
+                prefix: "10.0.0.0/8".into(),
+                first_line: 1
+            }
+        );
+        let e = parse_routes(b"2001:db8::/32 1\n2001:db8::/32 2\n", NextHopMode::Asn).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(matches!(
+            e.error,
+            LineError::DuplicatePrefix { first_line: 1, .. }
+        ));
+        // The same address with another length is another prefix.
+        assert!(parse_routes(b"10.0.0.0/8 1\n10.0.0.0/9 1\n", NextHopMode::Raw).is_ok());
+    }
+
+    #[test]
+    fn load_errors_name_one_location_and_one_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e1.txt");
+        std::fs::write(&p, "10.0.0.0/8 1\n10.0.0.1/8 2\n").unwrap();
+        let e = load_routes(&p, NextHopMode::Raw).unwrap_err();
+        let msg = e.to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{}:2: prefix \"10.0.0.1/8\" has bits set after its length",
+                p.display()
+            )
+        );
+        assert!(std::error::Error::source(&e).is_none());
+        std::fs::write(&p, "10.0.0.0/8 1\n\n10.0.0.0/8 2\n").unwrap();
+        let e = load_routes(&p, NextHopMode::Raw).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{0}:3: duplicate prefix 10.0.0.0/8 (first defined at {0}:1)",
+                p.display()
+            )
+        );
+        std::fs::write(&p, "1 a 10.0.0.0/8\n").unwrap();
+        let e = load_updates(&p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{}:1: missing next hop", p.display())
+        );
+    }
+
+    #[test]
+    fn next_hop_form_is_ipv4_only_when_every_next_hop_is_a_dotted_quad() {
+        let form = |t: &[u8], m| parse_route_file(t, m).unwrap().next_hops;
+        assert_eq!(
+            form(b"10.0.0.0/8 192.0.2.1\n::/0 0.0.0.7\n", NextHopMode::Raw),
+            NextHopForm::Ipv4
+        );
+        assert_eq!(
+            form(b"10.0.0.0/8 192.0.2.1\n::/0 7\n", NextHopMode::Raw),
+            NextHopForm::Integer
+        );
+        assert_eq!(
+            form(b"10.0.0.0/8 7\n", NextHopMode::Raw),
+            NextHopForm::Integer
+        );
+        assert_eq!(form(b"# none\n", NextHopMode::Raw), NextHopForm::Integer);
+        assert_eq!(
+            form(b"10.0.0.0/8 65000\n", NextHopMode::Asn),
+            NextHopForm::Integer
+        );
+        assert_eq!(NextHopForm::Ipv4.show(0xC000_0201).to_string(), "192.0.2.1");
+        assert_eq!(
+            NextHopForm::Integer.show(0xC000_0201).to_string(),
+            "3221225985"
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! ```text
 //! 0   8  magic "NHLPM\0\r\n"
 //! 8   4  version (2; version 1 files, identical but without hash code 3, still load)
-//! 12  4  flags (0)
+//! 12  4  flags (bit 0: next hops print as IPv4 addresses, [`NextHopForm::Ipv4`];
+//!        other bits 0)
 //! 16  8  body length in bytes
 //! 24  8  XXH3-64 of the body (seed 0)
 //! 32  .. body:
@@ -23,7 +24,7 @@
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
 use crate::bloomfwd::{BloomfwdControl, Config, ConfigError, GroupKey};
 use crate::hash::HashKind;
-use crate::parse::{AnyAddr, AnyPrefix, RouteList, Update, UpdateKind};
+use crate::parse::{AnyAddr, AnyPrefix, NextHopForm, RouteList, Update, UpdateKind};
 use nexthop_wire::cursor::{self, CursorError};
 
 /// File magic.
@@ -35,6 +36,10 @@ pub const VERSION: u32 = 2;
 /// Oldest version read.
 pub const MIN_VERSION: u32 = 1;
 const HEADER: usize = 32;
+/// Header flag: next hops print as IPv4 addresses ([`NextHopForm::Ipv4`]).
+pub const FLAG_IPV4_NEXT_HOPS: u32 = 1;
+/// Every flag this build knows.
+const KNOWN_FLAGS: u32 = FLAG_IPV4_NEXT_HOPS;
 
 /// Why a table file was rejected.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -116,6 +121,9 @@ pub struct LpmTable {
     pub v4: BloomfwdControl<u32>,
     /// IPv6.
     pub v6: BloomfwdControl<u128>,
+    /// How the route file wrote the next hops (how to print them back);
+    /// [`NextHopForm::Integer`] unless set.
+    pub next_hops: NextHopForm,
 }
 
 /// Default number of DPCPE levels for IPv6. The paper's best was 5
@@ -140,6 +148,7 @@ impl LpmTable {
         Ok(LpmTable {
             v4: BloomfwdControl::build(v4, &routes.v4)?,
             v6: BloomfwdControl::build(v6, &routes.v6)?,
+            next_hops: NextHopForm::Integer,
         })
     }
 
@@ -180,7 +189,11 @@ impl LpmTable {
         let mut out = Vec::with_capacity(HEADER + body.len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        let flags = match self.next_hops {
+            NextHopForm::Integer => 0,
+            NextHopForm::Ipv4 => FLAG_IPV4_NEXT_HOPS,
+        };
+        out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
         out.extend_from_slice(&body);
@@ -198,7 +211,7 @@ impl LpmTable {
             return Err(DecodeError::UnsupportedVersion(version));
         }
         let flags = r.u32()?;
-        if flags != 0 {
+        if flags & !KNOWN_FLAGS != 0 {
             return Err(DecodeError::UnsupportedFlags(flags));
         }
         let len = r.u64()?;
@@ -231,6 +244,11 @@ impl LpmTable {
         Ok(LpmTable {
             v4: BloomfwdControl::build(c4, &v4)?,
             v6: BloomfwdControl::build(c6, &v6)?,
+            next_hops: if flags & FLAG_IPV4_NEXT_HOPS != 0 {
+                NextHopForm::Ipv4
+            } else {
+                NextHopForm::Integer
+            },
         })
     }
 }
@@ -387,6 +405,30 @@ mod tests {
         )
         .unwrap();
         LpmTable::build(&routes, 4).unwrap()
+    }
+
+    #[test]
+    fn next_hop_form_survives_the_file_and_unknown_flags_are_refused() {
+        let mut t = sample();
+        assert_eq!(t.next_hops, NextHopForm::Integer);
+        let plain = t.encode();
+        assert_eq!(&plain[12..16], &0u32.to_le_bytes());
+        assert_eq!(
+            LpmTable::decode(&plain).unwrap().next_hops,
+            NextHopForm::Integer
+        );
+        t.next_hops = NextHopForm::Ipv4;
+        let ip = t.encode();
+        assert_eq!(&ip[12..16], &FLAG_IPV4_NEXT_HOPS.to_le_bytes());
+        let u = LpmTable::decode(&ip).unwrap();
+        assert_eq!(u.next_hops, NextHopForm::Ipv4);
+        assert_eq!(u.encode(), ip);
+        let mut b = ip.clone();
+        b[12..16].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(
+            LpmTable::decode(&b).unwrap_err(),
+            DecodeError::UnsupportedFlags(3)
+        );
     }
 
     #[test]

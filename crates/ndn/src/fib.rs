@@ -13,7 +13,7 @@ use crate::error::FibError;
 use crate::hasher::{PrefixHasher, Strategy};
 use crate::name::{NameSlice, NameView};
 use crate::nexthop::{NextHop, NhTable, NH_NONE};
-use crate::table::{fingerprint, Bucket, Table, SLOTS};
+use crate::table::{fingerprint, Table, SLOTS};
 
 /// Most component counts (hash tables) a FIB may have.
 pub const MAX_LEVELS: usize = 64;
@@ -340,19 +340,6 @@ enum Probe {
         leaf: bool,
         verified: bool,
     },
-}
-
-#[inline(always)]
-fn prefetch_bucket(b: &Bucket) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: prefetch is a hint with no memory effect; the pointer is
-        // derived from a live reference.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(b as *const Bucket as *const i8) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = b;
 }
 
 impl Fib {
@@ -963,13 +950,13 @@ impl Fib {
                     }
                     if node != 0 {
                         let t = &self.tables[node - 1];
-                        prefetch_bucket(&t.buckets[t.home_of(hashes[i][node - 1])]);
+                        nexthop_mem::prefetch(&t.buckets[t.home_of(hashes[i][node - 1])]);
                     }
                 }
                 Prefetch::All => {
                     for l in 1..=e {
                         let t = &self.tables[l - 1];
-                        prefetch_bucket(&t.buckets[t.home_of(hashes[i][l - 1])]);
+                        nexthop_mem::prefetch(&t.buckets[t.home_of(hashes[i][l - 1])]);
                     }
                 }
             }

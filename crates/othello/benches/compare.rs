@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use nexthop_hash::{reduce, Hash128, KeyBytes};
-use nexthop_mem::two_stage;
+use nexthop_mem::{prefetch, two_stage};
 use nexthop_othello::{
     BatchOp, Config, Delta, Op, Othello, Query, Sizing, BATCH_GROUP, MAX_STASH, STRIPES,
 };
@@ -156,20 +156,6 @@ fn parse_args() -> Args {
         a.secs = 0.05;
     }
     a
-}
-
-#[inline(always)]
-fn prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: 1. a prefetch is a hint: it never faults and reads nothing the
-    // program can observe. 2. SSE is in the x86_64 baseline.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            (p as *const T).cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Two random byte arrays of Othello's sizes, addressed like Othello.

@@ -11,17 +11,9 @@
 //! equal. Recorded in docs/benchmarks.md (session 11); it chose
 //! `nexthop_othello::BATCH_GROUP`.
 use nexthop_hash::{reduce, KeyBytes};
+use nexthop_mem::prefetch;
 use std::hint::black_box;
 use std::time::Instant;
-
-#[inline(always)]
-fn pf<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch never faults.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
-    }
-}
 
 fn bursty<const G: usize>(a: &[u8], b: &[u8], keys: &[u64], seed: u64) -> u64 {
     let (ma, mb) = (a.len() as u32, b.len() as u32);
@@ -31,8 +23,8 @@ fn bursty<const G: usize>(a: &[u8], b: &[u8], keys: &[u64], seed: u64) -> u64 {
         for (n, k) in kc.iter().enumerate() {
             let h = k.hash128(seed);
             let (i, j) = (reduce(h.w0(), ma) as usize, reduce(h.w1(), mb) as usize);
-            pf(&a[i]);
-            pf(&b[j]);
+            prefetch(&a[i]);
+            prefetch(&b[j]);
             ij[n] = (i, j);
         }
         for &(i, j) in &ij[..kc.len()] {
@@ -61,8 +53,8 @@ fn piped<const G: usize>(a: &[u8], b: &[u8], keys: &[u64], seed: u64) -> u64 {
             for (n, k) in kc.iter().enumerate() {
                 let h = k.hash128(seed);
                 let (i, j) = (reduce(h.w0(), ma) as usize, reduce(h.w1(), mb) as usize);
-                pf(&a[i]);
-                pf(&b[j]);
+                prefetch(&a[i]);
+                prefetch(&b[j]);
                 ij.0[n] = (i, j);
             }
         },

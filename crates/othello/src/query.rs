@@ -36,7 +36,7 @@ use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Orderi
 use std::sync::Mutex;
 
 use nexthop_hash::{reduce, Hash128, KeyBytes, PreparedSeed};
-use nexthop_mem::{two_stage, HugeBox};
+use nexthop_mem::{prefetch, two_stage, HugeBox};
 
 use crate::config::{mask, slot_bytes_for, Sizing, MAX_STASH};
 use crate::delta::{Delta, Op};
@@ -207,19 +207,6 @@ macro_rules! with_slots {
             Storage::W64($s) => $body,
         }
     };
-}
-
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: 1. _mm_prefetch is a hint: it never faults and never reads into
-    // the program's view of memory, whatever address it is given.
-    // 2. SSE is part of the x86_64 baseline, so the intrinsic is available.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 struct StashEntry {

@@ -132,8 +132,8 @@ impl<'a> QueryView<'a> {
                 for (n, k) in kc.iter().enumerate() {
                     let h = k.hash128(self.meta.seed);
                     let (i, j) = self.meta.slots(h);
-                    crate::query::prefetch(&a[i]);
-                    crate::query::prefetch(&b[j]);
+                    nexthop_mem::prefetch(&a[i]);
+                    nexthop_mem::prefetch(&b[j]);
                     hs[n] = h;
                     ij[n] = (i, j);
                 }

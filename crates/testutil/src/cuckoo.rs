@@ -398,8 +398,8 @@ impl<K: Copy + Eq + KeyBytes, V: Copy> CuckooTable<K, V> {
             |kc, probes| {
                 for (p, k) in probes.iter_mut().zip(kc) {
                     *p = self.probe(k);
-                    prefetch(&self.buckets[p.b1]);
-                    prefetch(&self.buckets[p.b2]);
+                    nexthop_mem::prefetch_lines(&self.buckets[p.b1]);
+                    nexthop_mem::prefetch_lines(&self.buckets[p.b2]);
                 }
             },
             |start, kc, probes| {
@@ -412,25 +412,6 @@ impl<K: Copy + Eq + KeyBytes, V: Copy> CuckooTable<K, V> {
         );
         hits
     }
-}
-
-/// Prefetch every cache line of `*t` into all cache levels.
-#[inline(always)]
-fn prefetch<T>(t: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let base = (t as *const T).cast::<i8>();
-        for line in (0..size_of::<T>()).step_by(64) {
-            // SAFETY: (1) `prefetcht0` is part of SSE, which every x86-64 CPU
-            // has; (2) a prefetch never faults and reads nothing the program
-            // can observe; (3) `wrapping_add` keeps the address computation
-            // free of UB, and `line < size_of::<T>()` keeps it inside `*t`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(line)) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = t;
 }
 
 #[cfg(test)]

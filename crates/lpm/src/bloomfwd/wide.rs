@@ -16,7 +16,8 @@
 
 use std::arch::x86_64::*;
 
-use super::{prefetch, push_if, select, select_addr, Bloomfwd, Line, Line6, RoundLanes, LANES};
+use super::rounds::{push_if, RoundLanes, LANES};
+use super::{prefetch, select, select_addr, Bloomfwd, Line, Line6};
 use crate::addr::{NextHop, NO_ROUTE};
 use crate::hash::HashKind;
 
