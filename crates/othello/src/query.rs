@@ -47,7 +47,7 @@ use crate::snapshot;
 /// prefetched while the group before is read. 32 against the bursty order
 /// (hash and prefetch a group of 16, then read it) made the memory floor
 /// of a batch 3 times faster at 1e7 keys and changed nothing at 1e6
-/// (docs/benchmarks.md, session 11).
+/// (docs/benchmarks.md, "Othello lookups").
 pub const BATCH_GROUP: usize = 32;
 
 /// One batch group between its two stages: slot indexes, hashes (kept
@@ -552,8 +552,7 @@ impl Query {
         let (i, j) = self.meta.slots(h);
         // The same read section as `lookup_hash`'s, written out: a shared
         // `#[inline(always)]` helper for both compiled to 3 more
-        // instructions a lookup (callgrind, `lookup_probe 100000 pow2 1`,
-        // session 8).
+        // instructions a lookup (callgrind, `lookup_probe 100000 pow2 1`).
         let fast = with_slots!(&self.storage, s => {
             let e1 = self.epoch.load(Ordering::Acquire);
             // SAFETY: as in `lookup_hash`: `slots` reduces into `0..ma` and
