@@ -950,7 +950,8 @@ mod tests {
                 let fa = |i: usize| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) & wmask;
                 let fb = |j: usize| (j as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) & wmask;
                 let q = Query::from_parts(m, fa, fb, &[]);
-                let keys: Vec<u64> = (0..500).collect();
+                // Under Miri 40 keys: a full batch group and a partial one.
+                let keys: Vec<u64> = (0..if cfg!(miri) { 40 } else { 500 }).collect();
                 let mut out = vec![0; keys.len()];
                 q.lookup_batch(&keys, &mut out);
                 for (k, &o) in keys.iter().zip(&out) {
