@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Forwarder lab rounds for issue 3's ratios (as root; see docs/benchmarks.md,
-# "Forwarder on veth"): `scripts/lab-rounds.sh NAMES ROUNDS CONFIG...`, each
+# "Forwarder lab" and "Live updates in the lab"): `scripts/lab-rounds.sh NAMES ROUNDS CONFIG...`, each
 # CONFIG one of none (no updates), trivial (every frame to port 1), u100k,
 # u10k (live changes per second), a100k (--alternate 1: phases of 1 s
 # without and with 100k changes/s in one run, 12 s of traffic; prints the

@@ -19,6 +19,26 @@ echo "== cargo doc (broken intra-doc links and doc-comment HTML fail)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== cargo test"
 cargo test --workspace --release
+# The release tests above compile every debug_assert! out, including those
+# that guard unchecked indexing, and wrap on overflow. So the tests of the
+# crates with unsafe code run once more, optimised but with debug
+# assertions and overflow checks on (a profile of their own, "checked",
+# in target/checked): the unit tests, Othello's integration tests and the
+# lpm differential tests against the trie on random tables, where the
+# unchecked batch paths run (the real-table ones, a few minutes, stay
+# release-only).
+echo "== cargo test, debug assertions and overflow checks on (crates with unsafe code)"
+checked() {
+    CARGO_PROFILE_CHECKED_INHERITS=release \
+        CARGO_PROFILE_CHECKED_DEBUG_ASSERTIONS=true \
+        CARGO_PROFILE_CHECKED_OVERFLOW_CHECKS=true \
+        cargo test --profile checked "$@"
+}
+checked -p nexthop-mem -p nexthop-hash -p nexthop-othello -p nexthop-lpm -p nexthop-ndn \
+    -p nexthop-dataplane -p nexthop-testutil --lib
+checked -p nexthop-othello --test '*'
+checked -p nexthop-lpm --test differential -- --skip real_ --skip linx_ --skip ipv6_random_ \
+    --skip ipv6_dense_slot_ --skip agree_across_hash --skip prop_ipv6
 echo "== cargo test (nexthop-lpm with DPDK rte_lpm/rte_lpm6 against the trie oracle)"
 cargo test -p nexthop-lpm --release --features dpdk --lib dpdk::
 cargo test -p nexthop-lpm --release --features dpdk --test dpdk

@@ -6,7 +6,7 @@
 //! ```sh
 //! ip netns exec SRC target/release/examples/veth_blast src0 5
 //! ```
-//! Used for the AF_XDP vs AF_PACKET figures of `docs/benchmarks.md`.
+//! Used for the figures of `docs/benchmarks.md`, "AF_XDP and AF_PACKET on veth".
 
 #[cfg(target_os = "linux")]
 fn main() {

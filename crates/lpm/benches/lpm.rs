@@ -60,7 +60,7 @@ fn rate(n: usize, f: impl FnOnce() -> u64) -> (f64, u64) {
 /// contiguous half per worker: on this VM one vCPU ran the same half of
 /// the IPv6 uniform stream in 4.3–5.2 ms where the other took 2.4–2.6
 /// (which vCPU changed between processes), and halves made the two-thread
-/// time that of the slower core (docs/benchmarks.md, "Session 18").
+/// time that of the slower core (docs/benchmarks.md, "LPM on two cores").
 fn on_pool<A: Sync>(
     pool: &Pool,
     a: &[A],

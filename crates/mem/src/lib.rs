@@ -32,6 +32,7 @@ pub mod affinity;
 
 /// Arrays smaller than this stay on ordinary pages.
 pub const HUGE_MIN_BYTES: usize = 2 << 20;
+#[cfg_attr(any(not(target_os = "linux"), miri), allow(dead_code))]
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Grow `v`'s capacity to at least `n`, moving it to a fresh allocation
@@ -207,8 +208,10 @@ impl<T> Drop for HugeBox<T> {
 /// A fresh anonymous mapping for `bytes` (>= [`HUGE_MIN_BYTES`]) whose
 /// start is 2 MiB-aligned and whose length (returned) is `bytes` rounded
 /// up to 2 MiB, advised `MADV_HUGEPAGE`; `None` for small sizes, off
-/// Linux, or when the kernel refuses.
-#[cfg(target_os = "linux")]
+/// Linux, or when the kernel refuses. Under Miri, which cannot unmap part
+/// of a mapping or advise one, every array takes the heap path, so Miri
+/// checks the unsafe code that reads and drops the elements.
+#[cfg(all(target_os = "linux", not(miri)))]
 fn map_huge(bytes: usize) -> Option<(usize, usize)> {
     if bytes < HUGE_MIN_BYTES {
         return None;
@@ -249,7 +252,7 @@ fn map_huge(bytes: usize) -> Option<(usize, usize)> {
     Some((start, len))
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 fn map_huge(_bytes: usize) -> Option<(usize, usize)> {
     None
 }
@@ -259,7 +262,7 @@ fn map_huge(_bytes: usize) -> Option<(usize, usize)> {
 /// # Safety
 /// `ptr`/`len` is such a mapping, unmapped once, with nothing referring to
 /// it afterwards.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(miri)))]
 unsafe fn unmap(ptr: *mut u8, len: usize) {
     // SAFETY: the caller's contract.
     unsafe {
@@ -267,14 +270,14 @@ unsafe fn unmap(ptr: *mut u8, len: usize) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
 
 /// Advise the whole 2 MiB pages inside `[addr, addr + len)` to be huge
 /// pages, if `len` is at least [`HUGE_MIN_BYTES`]. Call it on a fresh
 /// allocation before writing it (the pages are then faulted in as huge
 /// pages). Never changes the memory's contents; errors are ignored.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(miri)))]
 pub fn advise_huge(addr: usize, len: usize) {
     if len < HUGE_MIN_BYTES {
         return;
@@ -296,8 +299,8 @@ pub fn advise_huge(addr: usize, len: usize) {
 }
 
 /// Advise the whole 2 MiB pages inside `[addr, addr + len)` (a no-op off
-/// Linux).
-#[cfg(not(target_os = "linux"))]
+/// Linux and under Miri).
+#[cfg(any(not(target_os = "linux"), miri))]
 pub fn advise_huge(_addr: usize, _len: usize) {}
 
 /// Bytes per cache line (x86-64; the stride of [`prefetch_lines`]).
@@ -336,7 +339,7 @@ pub fn prefetch_lines<T>(t: &T) {
 /// reads come a whole group's work after its prefetches. At 1e7 Othello
 /// keys, groups of 32 in this order read the memory floor 3 times faster
 /// than prefetching a group of 16 and reading it straight away
-/// (docs/benchmarks.md, session 11). `S` carries one group from `first` to
+/// (docs/benchmarks.md, "Othello lookups"). `S` carries one group from `first` to
 /// `second` (two are in flight); `second` also gets the group's offset in
 /// `keys`.
 #[inline(always)]
@@ -423,6 +426,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "3e6 elements take minutes in Miri")]
     fn huge_boxes_hold_their_values_and_clone() {
         let mut v = HugeBox::new(3_000_000, 7u32);
         assert_eq!(v.len(), 3_000_000);
@@ -437,6 +441,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "a mapping Miri cannot make")]
     fn large_boxes_get_an_aligned_mapping_and_small_ones_the_heap() {
         let big = HugeBox::from_fn(HUGE_MIN_BYTES / 4 + 3, |i| i as u32);
         assert_eq!(big.is_mapped(), cfg!(target_os = "linux"));
@@ -467,7 +472,7 @@ mod tests {
         }
         let n = 1000; // 4 MB: a mapping
         let b = HugeBox::from_fn(n, |_| D(drops.clone(), [0; 4096]));
-        assert_eq!(b.is_mapped(), cfg!(target_os = "linux"));
+        assert_eq!(b.is_mapped(), cfg!(all(target_os = "linux", not(miri))));
         drop(b);
         assert_eq!(drops.load(Ordering::Relaxed), n);
         drops.store(0, Ordering::Relaxed);
@@ -499,6 +504,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "a no-op in Miri; 5 MiB take minutes")]
     fn advice_on_odd_ranges_is_harmless() {
         let v = vec![1u8; 5 << 20];
         advise_huge(v.as_ptr() as usize + 1, v.len() - 1);

@@ -33,7 +33,7 @@
 //!
 //! Without `--bench` on the command line (that is, under `cargo test
 //! --benches`) it runs the smoke configuration. Recorded results:
-//! `docs/benchmarks.md`.
+//! `docs/benchmarks.md`, "Othello lookups" and the sections after it.
 
 use std::fmt::Debug;
 use std::hash::Hash;

@@ -8,7 +8,7 @@
 //!   (`nexthop_mem::two_stage`, the driver of `Query::lookup_batch`).
 //!
 //! The sums of all orders are printed (to stderr) so they can be checked
-//! equal. Recorded in docs/benchmarks.md (session 11); it chose
+//! equal. Recorded in docs/benchmarks.md ("Othello lookups"); it chose
 //! `nexthop_othello::BATCH_GROUP`.
 use nexthop_hash::{reduce, KeyBytes};
 use nexthop_mem::prefetch;

@@ -6,7 +6,7 @@
 //! measures their start as well: in the lookup benchmark on the 2-vCPU VM,
 //! two scoped threads spawned per 2,000,000-address call read 1.06–1.58×
 //! one thread, where the same lookups on [`Pool`]'s polling workers read
-//! 1.96–2.06× (docs/benchmarks.md, lpm "Session 13"). So the lookup
+//! 1.96–2.06× (docs/benchmarks.md, "LPM on two cores"). So the lookup
 //! benchmark runs its multi-thread rows on a `Pool`.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

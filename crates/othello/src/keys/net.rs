@@ -308,7 +308,7 @@ impl FiveTuple {
 /// older instruction had, including the previous lookup's memory reads.
 /// One key at a time, lookups then did not overlap at all: 190 ns at 1e7
 /// keys, against 74 ns with the single store (docs/benchmarks.md,
-/// session 11). A 16-byte store holds both loads, so both are forwarded.
+/// "Othello lookups"). A 16-byte store holds both loads, so both are forwarded.
 impl nexthop_hash::KeyBytes for FiveTuple {
     #[inline(always)]
     fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
