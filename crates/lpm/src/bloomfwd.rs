@@ -397,7 +397,7 @@ const CHUNK: usize = 32;
 /// IPv6 table (no group's table above 4 MiB), `lpm_probe v6 inside|zipf
 /// 10 0.01 200000`, five alternating rounds each: 36.1 ns per batched
 /// lookup (median) against 38.7 with the filters of every group but the
-/// last one named (inside), 41.7 against 43.5 (Zipf), session 16.
+/// last one named (inside), 41.7 against 43.5 (Zipf), commit `1d62df4`.
 const ROUND_FILTER_MIN_LINES: u32 = (4 << 20) / 64;
 
 /// Addresses per share of [`Bloomfwd::lookup_parallel`]: 16,384 (256 KiB
@@ -525,7 +525,7 @@ impl<A: GroupKey> Bloomfwd<A> {
     /// often (valgrind's branch simulation put 0.4 mispredictions per
     /// lookup on it), and the read is one more line of a small array
     /// (`lpm_probe v6 inside 20 0.01 200000`, three alternating rounds:
-    /// 34.8-35.1 ns per batched lookup against 36.3-37.9, session 15).
+    /// 34.8-35.1 ns per batched lookup against 36.3-37.9, commit `2d05b84`).
     #[inline(always)]
     fn sub_mask(&self, a: A, m: u32) -> u32 {
         let f2 = self

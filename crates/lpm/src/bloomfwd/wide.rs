@@ -5,7 +5,7 @@
 //! walks lists of lane indices: every probe of a round then costs ~75
 //! scalar instructions to pick its group, shift its key out of the
 //! address, hash it (`Mix64`), find its filter block and table line and
-//! sort it into a list (`perf annotate`, session 16). Here the lists carry
+//! sort it into a list (`perf annotate` of commit `8f23879`'s rounds; docs/benchmarks.md, "Bloomfwd IPv6"). Here the lists carry
 //! the probes' state themselves, packed (structure of arrays), so eight
 //! consecutive probes load as vectors: the group is the mask's leading
 //! bit (`vplzcntq`), the group's parameters come from 16-entry tables
