@@ -3,16 +3,21 @@
 //! live), run to completion on one thread, until a signal, a duration or a
 //! frame count.
 //!
-//! Glue only: the ports and the loop are `nexthop_dataplane::afpacket`,
-//! `nexthop_dataplane::afxdp` and `nexthop_dataplane::live`; this module
-//! maps FIB port numbers to interfaces, checks the mapping, picks each
-//! port's I/O (`--io`: AF_PACKET by default; `auto`: AF_XDP where it binds,
-//! else AF_PACKET, saying why),
-//! and prints progress (stderr) and the summary (stdout). With `--controller`, a `nexthop_control::FibFollower`
-//! keeps the table; before each group of frames the loop takes its current
-//! table once and swaps it into the pipeline when it changed (rebuilding
-//! the action resolution when the action table changed). The contract is
-//! in `docs/dataplane.md` ("Live ports", "Live updates").
+//! Glue only: the ports are `nexthop_dataplane::afpacket` and
+//! `nexthop_dataplane::afxdp`, the workers and their loop
+//! `nexthop_dataplane::engine`; this module parses the flags and the
+//! configuration file, maps FIB port numbers to interfaces, checks the
+//! mapping, opens each worker's ports (`--io`: AF_PACKET by default;
+//! `auto`: AF_XDP where it binds, else AF_PACKET, saying why in a log
+//! warning), makes one pipeline per worker, makes one call to
+//! `Engine::run`, and prints progress (stderr) and the summary (stdout).
+//! With `--controller`, a `nexthop_control::FibFollower` keeps the table:
+//! it is adapted to the engine's refresh (`engine::Follow` over
+//! [`Followed`]), so before each group of frames a worker takes its
+//! current table once and swaps it into the pipeline when it changed
+//! (rebuilding the action resolution when the action table changed). The
+//! contract is in `docs/dataplane.md` ("Live ports", "Live updates", "The
+//! engine").
 //!
 //! With `--lpm TABLE --neighbors FILE` the workers run the IP pipeline
 //! (`nexthop_dataplane::IpPipeline`) instead: IPv4/IPv6 routing by
@@ -24,9 +29,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -36,17 +39,16 @@ use nexthop_dataplane::affinity;
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
 #[cfg(feature = "afxdp")]
 use nexthop_dataplane::afxdp::{XdpMode, XskConfig, XskPort, XskRx, XskTx};
-use nexthop_dataplane::live::{
-    forward_live, forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter,
-    StopFlag,
+use nexthop_dataplane::engine::{
+    Engine, EngineConfig, FibSnapshot, Follow, LiveTable, NoRefresh, Report, Worker,
 };
+use nexthop_dataplane::live::{LivePorts, LiveRun, PortStats, Progress, StopAfter, StopFlag};
 use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
-    Counters, IpConfig, IpPipeline, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline,
-    PipelineConfig,
+    Counters, IpConfig, IpPipeline, MalformedKind, MissPolicy, NameSource, Pipeline, PipelineConfig,
 };
 use nexthop_othello::fib::{Action, ActionTable, KeyType};
-use nexthop_othello::QueryView;
+use nexthop_othello::Query;
 use serde::Deserialize;
 
 use crate::cmd_fib::open_lookup;
@@ -570,9 +572,6 @@ impl Settings {
     }
 }
 
-/// What each worker last reported, for the merged progress and metrics.
-type Slots = Mutex<Vec<Option<(Counters, PortStats)>>>;
-
 /// `nexthop run`.
 pub fn run(a: RunArgs) -> Result<()> {
     let st = Settings::resolve(a)?;
@@ -655,30 +654,40 @@ pub fn run(a: RunArgs) -> Result<()> {
     let new_pipeline = || -> Result<Pipeline<Current<'_>>> {
         let p = match (&fib, &first) {
             (Some(fib), _) => Pipeline::new(
-                Current::Dir(fib.mapped.view()),
+                LiveTable::Mapped(fib.mapped.view()),
                 &fib.actions,
                 fib.current.key_type,
                 cfg,
             ),
-            (None, Some(t)) => {
-                Pipeline::new(Current::Followed(t.clone()), t.actions(), st.key_type, cfg)
-            }
-            (None, None) => Pipeline::new(Current::Fixed(0), &trivial_actions, st.key_type, cfg),
+            (None, Some(t)) => Pipeline::new(
+                LiveTable::Followed(Followed(t.clone())),
+                t.actions(),
+                st.key_type,
+                cfg,
+            ),
+            (None, None) => Pipeline::new(LiveTable::Fixed(0), &trivial_actions, st.key_type, cfg),
         };
         p.map_err(|e| anyhow!("{origin}: {e}"))
     };
-    let mut pipelines = Vec::with_capacity(st.workers);
+    // One pipeline per worker: the IP pipeline over the LPM table, or the
+    // flat-name pipeline over the FIB (fixed, followed or trivial).
+    let mut ip_pipelines = Vec::new();
+    let mut flat_pipelines = Vec::new();
     for _ in 0..st.workers {
-        pipelines.push(match &ip {
-            Some((table, nb)) => Worker::Ip(
+        match &ip {
+            Some((table, nb)) => ip_pipelines.push(
                 IpPipeline::new(table, nb, IpConfig::default())
                     .map_err(|e| anyhow!("{origin}: {e}"))?,
             ),
-            None => Worker::Flat(new_pipeline()?),
-        });
+            None => flat_pipelines.push(new_pipeline()?),
+        }
     }
-    let missing: Vec<String> = pipelines[0]
-        .ports()
+    let out_ports: Vec<u16> = match (ip_pipelines.first(), flat_pipelines.first()) {
+        (Some(p), _) => p.ports().to_vec(),
+        (None, Some(p)) => p.ports().to_vec(),
+        (None, None) => bail!("no worker to run"),
+    };
+    let missing: Vec<String> = out_ports
         .iter()
         .filter(|p| !by_port.contains_key(p))
         .map(|p| p.to_string())
@@ -705,9 +714,8 @@ pub fn run(a: RunArgs) -> Result<()> {
                 Ok(socks) => {
                     xdp.insert(port, socks);
                 }
-                Err(why) if st.io == IoMode::Auto => eprintln!(
-                    "nexthop run: port {port} ({iface}): AF_XDP unavailable ({why}); using \
-                     AF_PACKET {}",
+                Err(why) if st.io == IoMode::Auto => tracing::warn!(
+                    "port {port} ({iface}): AF_XDP unavailable ({why}); using AF_PACKET {}",
                     if is_input { "TPACKET_V3" } else { "sendmmsg" }
                 ),
                 Err(why) => bail!(
@@ -766,10 +774,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             affinity::format_cpu_list(&st.control_cpus)
         );
     }
+    // The readiness line (output, not a log event: scripts wait for it).
     eprintln!(
         "nexthop run: forwarding in={} out={} io={io_names} ring={}x{}B{workers_note} (Ctrl-C stops)",
         show(&|p| inputs.contains(&p)),
-        show(&|p| pipelines[0].ports().contains(&p)),
+        show(&|p| out_ports.contains(&p)),
         st.ring.block_count,
         st.ring.block_size
     );
@@ -784,7 +793,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             };
             let server = MetricsServer::start_with(&config, shared.provider())
                 .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
-            eprintln!("nexthop run: metrics on http://{addr}/metrics and /stats.json");
+            tracing::info!("metrics on http://{addr}/metrics and /stats.json");
             Some(server)
         }
         None => None,
@@ -806,120 +815,52 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         m
     };
-    let swaps = AtomicU64::new(0);
-    let warned: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    let slots: Slots = Mutex::new(vec![None; st.workers]);
-    let report = (!st.quiet || st.metrics.is_some()).then_some(Duration::from_secs(1));
-    let start = Instant::now();
-
-    let runs: Vec<LiveRun> = std::thread::scope(|scope| -> Result<Vec<LiveRun>> {
-        let mut handles = Vec::with_capacity(st.workers);
-        for (w, (mut pipeline, mut ports)) in pipelines.into_iter().zip(worker_ports).enumerate() {
-            let (follower, by_port, warned, slots, swaps, stop) =
-                (&follower, &by_port, &warned, &slots, &swaps, &stop);
-            let after = st.after;
-            let cpu =
-                (!st.worker_cpus.is_empty()).then(|| st.worker_cpus[w % st.worker_cpus.len()]);
-            let h = std::thread::Builder::new()
-                .name(format!("worker-{w}"))
-                .spawn_scoped(scope, move || {
-                    if let Some(c) = cpu {
-                        affinity::pin_current_thread(&[c]).map_err(|e| {
-                            io::Error::new(e.kind(), format!("pinning worker-{w} to CPU {c}: {e}"))
-                        })?;
-                    }
-                    let refresh = |p: &mut Pipeline<Current<'_>>| {
-                        let Some(t) = follower.as_ref().and_then(FibFollower::table) else {
-                            return;
-                        };
-                        if swap_in(p, t) {
-                            swaps.fetch_add(1, Ordering::Relaxed);
-                            let mut warned = warned.lock().unwrap_or_else(|e| e.into_inner());
-                            for &port in p.ports() {
-                                if !by_port.contains_key(&port) && warned.insert(port) {
-                                    eprintln!(
-                                        "nexthop run: the FIB now sends to port {port}, which has no \
-                                         interface; its frames are counted as tx_failed"
-                                    );
-                                }
-                            }
-                        }
-                    };
-                    let progress = |p: &Progress<'_>| {
-                        let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
-                        s[w] = Some((p.counters.clone(), p.ports.clone()));
-                    };
-                    match &mut pipeline {
-                        Worker::Flat(p) => forward_live_refreshing(
-                            p, &mut ports, after, stop, report, progress, refresh,
-                        ),
-                        // The LPM table is fixed for the run.
-                        Worker::Ip(p) => forward_live(p, &mut ports, after, stop, report, progress),
-                    }
-                })?;
-            handles.push(h);
+    // The merged reports, once a second: the metrics endpoint and the
+    // progress lines (output on stderr, not log events).
+    let mut on_report = |r: &Report<'_>| {
+        let p = &r.merged;
+        if st.metrics.is_some() {
+            shared.publish(snapshot_of(p.counters, p.ports, p.elapsed));
         }
-        // Merge the workers' reports once a second: progress lines and the
-        // metrics endpoint.
-        let mut last = (start, 0u64);
-        let mut next = start + Duration::from_secs(1);
-        while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(20));
-            if report.is_none() || Instant::now() < next {
-                continue;
+        if !st.quiet {
+            let mut line = progress_line(p);
+            if let Some(f) = &follower {
+                line.push_str(&follower_fields(&f.stats(), r.swaps, false));
             }
-            next += Duration::from_secs(1);
-            let (mut c, mut ps) = (Counters::default(), PortStats::default());
-            for (wc, wp) in slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .flatten()
-            {
-                c.merge(wc);
-                ps.merge(wp);
-            }
-            let now = Instant::now();
-            if st.metrics.is_some() {
-                shared.publish(snapshot_of(&c, &ps, now - start));
-            }
-            if !st.quiet {
-                let p = Progress {
-                    elapsed: now - start,
-                    counters: &c,
-                    ports: &ps,
-                    interval_frames: c.frames_in.saturating_sub(last.1),
-                    interval: now - last.0,
-                };
-                let mut line = progress_line(&p);
-                if let Some(f) = &follower {
-                    line.push_str(&follower_fields(
-                        &f.stats(),
-                        swaps.load(Ordering::Relaxed),
-                        false,
-                    ));
-                }
-                eprintln!("{line}");
-            }
-            last = (now, c.frames_in);
+            eprintln!("{line}");
         }
-        let mut runs = Vec::with_capacity(handles.len());
-        for h in handles {
-            match h.join() {
-                Ok(r) => runs.push(r?),
-                Err(_) => bail!("a worker thread panicked"),
-            }
-        }
-        Ok(runs)
-    })?;
-    let run = LiveRun::merge(&runs).context("no worker ran")?;
+    };
+    let engine = Engine::new(EngineConfig {
+        after: st.after,
+        report_every: (!st.quiet || st.metrics.is_some()).then_some(Duration::from_secs(1)),
+    });
+    let done = if ip.is_some() {
+        // The LPM table is fixed for the run.
+        engine.run(
+            workers(ip_pipelines, worker_ports, &st.worker_cpus),
+            &NoRefresh,
+            &stop,
+            &mut on_report,
+        )
+    } else {
+        // Before each group, the follower's current table (if any).
+        let follow = Follow(|| follower.as_ref().and_then(FibFollower::table).map(Followed));
+        engine.run(
+            workers(flat_pipelines, worker_ports, &st.worker_cpus),
+            &follow,
+            &stop,
+            &mut on_report,
+        )
+    }?;
+    let run = &done.merged;
     if st.metrics.is_some() {
         shared.publish(snapshot_of(&run.counters, &run.ports, run.elapsed));
     }
-    let mut line = summary_line(&run);
+    let mut line = summary_line(run);
     line.push_str(&format!(" io={io_names}"));
     if st.workers > 1 {
-        let per: Vec<String> = runs
+        let per: Vec<String> = done
+            .workers
             .iter()
             .map(|r| r.counters.frames_in.to_string())
             .collect();
@@ -930,11 +871,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         ));
     }
     if let Some(f) = follower {
-        line.push_str(&follower_fields(
-            &f.stats(),
-            swaps.load(Ordering::Relaxed),
-            true,
-        ));
+        line.push_str(&follower_fields(&f.stats(), done.swaps, true));
         f.stop();
     }
     let mut stdout = io::stdout().lock();
@@ -943,22 +880,19 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// One worker's pipeline.
-enum Worker<'a> {
-    /// The flat-name pipeline over a FIB (fixed, followed or trivial).
-    Flat(Pipeline<Current<'a>>),
-    /// The IP pipeline over an LPM table.
-    Ip(IpPipeline<'a>),
-}
-
-impl Worker<'_> {
-    /// The ports frames may be sent on, sorted.
-    fn ports(&self) -> &[u16] {
-        match self {
-            Worker::Flat(p) => p.ports(),
-            Worker::Ip(p) => p.ports(),
-        }
-    }
+/// Worker W: pipeline W over ports W, pinned to the W-th CPU of `cpus`
+/// (cycling; not pinned when `cpus` is empty).
+fn workers<P>(pipelines: Vec<P>, ports: Vec<LivePorts>, cpus: &[usize]) -> Vec<Worker<P>> {
+    pipelines
+        .into_iter()
+        .zip(ports)
+        .enumerate()
+        .map(|(w, (pipeline, ports))| Worker {
+            pipeline,
+            ports,
+            cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
+        })
+        .collect()
 }
 
 /// One worker's AF_XDP socket on a port, taken by [`add_xdp`].
@@ -1038,49 +972,35 @@ fn io_list(ports: &LivePorts, all: impl Iterator<Item = u16>) -> String {
     .join(",")
 }
 
-/// The table a pipeline reads: the FIB directory's mapped snapshot, or the
-/// follower's current table (kept alive by the `Arc` for as long as the
-/// pipeline holds it).
-pub(crate) enum Current<'a> {
-    Dir(QueryView<'a>),
-    Followed(Arc<Table>),
-    /// Every name gets action id `.0` (the trivial pipeline: no lookup).
-    Fixed(u64),
-}
+/// The control crate's followed table as the engine's snapshot handle
+/// (`nexthop-dataplane` does not depend on `nexthop-control`).
+#[derive(Clone)]
+pub(crate) struct Followed(pub(crate) Arc<Table>);
 
-impl NameTable for Current<'_> {
-    #[inline]
-    fn lookup_batch(&self, names: &[&[u8]], out: &mut [u64]) -> usize {
-        match self {
-            Current::Dir(v) => v.lookup_batch(names, out),
-            Current::Followed(t) => t.query().lookup_batch(names, out),
-            Current::Fixed(id) => {
-                out[..names.len()].fill(*id);
-                names.len()
-            }
-        }
+impl FibSnapshot for Followed {
+    type Names = Query;
+
+    fn names(&self) -> &Query {
+        self.0.query()
+    }
+
+    fn actions(&self) -> &ActionTable {
+        self.0.actions()
+    }
+
+    fn same_snapshot(&self, other: &Followed) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-/// Put `t` into the pipeline unless it is the table already there;
-/// rebuild the action resolution when `t`'s action table is another one
-/// (a snapshot, or a delta that added actions). Whether it swapped.
-pub(crate) fn swap_in(p: &mut Pipeline<Current<'_>>, t: Arc<Table>) -> bool {
-    let same_actions = match p.table() {
-        Current::Followed(cur) if Arc::ptr_eq(cur, &t) => return false,
-        Current::Followed(cur) => std::ptr::eq(cur.actions(), t.actions()),
-        Current::Dir(_) | Current::Fixed(_) => false,
-    };
-    if !same_actions {
-        p.set_actions(t.actions());
-    }
-    p.replace_table(Current::Followed(t));
-    true
-}
+/// The table a flat-name pipeline reads: the FIB directory's mapped
+/// snapshot, the follower's current table, or the trivial pipeline's one
+/// action.
+pub(crate) type Current<'a> = LiveTable<'a, Followed>;
 
 /// Wait for the follower's first table, at most `wait` (or until a signal).
 fn first_table(f: &FibFollower, addr: &str, wait: Duration, stop: &StopFlag) -> Result<Arc<Table>> {
-    eprintln!("nexthop run: waiting for the first snapshot from {addr}");
+    tracing::info!("waiting for the first snapshot from {addr}");
     let end = Instant::now() + wait;
     loop {
         if let Some(t) = f.table() {

@@ -16,12 +16,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use nexthop_control::{Controller, ControllerConfig, FibFollower, FollowerConfig};
+use nexthop_dataplane::engine::swap_in;
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapOut, PcapPorts};
 use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
 use nexthop_othello::fib::{KeyType, NameKey};
 
-use crate::cmd_run::{swap_in, Current};
+use crate::cmd_run::{Current, Followed};
 use crate::lab::{
     parse_frame, ports_of, prepare, step, write_frame, LabOpts, Prepared, Walk, FRAME_LEN,
     PHASE_TRAFFIC, PORTS, PUNT,
@@ -118,7 +119,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let mut outs = PcapPorts::create(&out_dir, input.header())?;
     let first = follower.table().context("follower lost its table")?;
     let mut pipeline = Pipeline::new(
-        Current::Followed(first.clone()),
+        Current::Followed(Followed(first.clone())),
         first.actions(),
         KeyType::Mac,
         PipelineConfig::default(),
@@ -157,7 +158,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             applied = upto;
         }
         if let Some(tbl) = follower.table() {
-            swap_in(&mut pipeline, tbl);
+            swap_in(&mut pipeline, Followed(tbl));
         }
         chunk.clear();
         while chunk.len() < chunk_len {

@@ -546,7 +546,6 @@ impl LiveRun {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -283,7 +283,17 @@ impl Engine {
                 let h = std::thread::Builder::new()
                     .name(format!("worker-{w}"))
                     .spawn_scoped(scope, move || {
-                        run_one(w, worker, refresh, stop, after, report_every, swaps, warned, slots)
+                        run_one(
+                            w,
+                            worker,
+                            refresh,
+                            stop,
+                            after,
+                            report_every,
+                            swaps,
+                            warned,
+                            slots,
+                        )
                     })
                     .map_err(|source| EngineError::Spawn { worker: w, source })?;
                 handles.push(h);

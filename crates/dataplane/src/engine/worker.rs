@@ -47,7 +47,11 @@ pub fn run_worker<P: Stage>(
     let nout = ports.outputs.len();
     let mut stats = PortStats::default();
     let mut tx_failed = vec![0u64; nout];
-    let fds: Vec<_> = ports.inputs.iter().filter_map(|(_, r)| r.raw_fd()).collect();
+    let fds: Vec<_> = ports
+        .inputs
+        .iter()
+        .filter_map(|(_, r)| r.raw_fd())
+        .collect();
     let idle_ms = if fds.len() < ports.inputs.len() {
         1
     } else {
