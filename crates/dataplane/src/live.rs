@@ -551,6 +551,58 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_flag_of_its_own_is_raised_only_by_its_clones() {
+        let a = StopFlag::new();
+        let b = StopFlag::new();
+        let a2 = a.clone();
+        assert!(!a.is_raised() && !b.is_raised());
+        a2.raise();
+        assert!(a.is_raised(), "clones share the flag");
+        assert!(!b.is_raised(), "another flag is not raised");
+        assert!(
+            !STOP.load(Ordering::Relaxed),
+            "the signal flag is not raised"
+        );
+    }
+
+    #[test]
+    fn memory_ports_hand_over_queued_frames_in_batches_and_keep_what_they_send() {
+        let q = MemoryQueue::new();
+        for i in 0..(MEMORY_BATCH + 3) {
+            q.push(vec![(i % 256) as u8; 1 + i % 7]);
+        }
+        let mut rx = RxPort::from(MemoryRx::new(q.clone()));
+        assert_eq!((rx.raw_fd(), rx.io_name()), (None, "memory"));
+        let mut seen = Vec::new();
+        while let Some(mut batch) = rx.next() {
+            let hint = batch.len_hint();
+            assert!(hint <= MEMORY_BATCH);
+            let mut frames = Vec::new();
+            batch.frames_into(&mut frames);
+            assert_eq!(frames.len(), hint);
+            seen.push(frames.iter().map(|f| f.to_vec()).collect::<Vec<_>>());
+        }
+        assert_eq!(
+            seen.iter().map(Vec::len).collect::<Vec<_>>(),
+            [MEMORY_BATCH, 3]
+        );
+        assert_eq!(
+            seen[1][2],
+            vec![((MEMORY_BATCH + 2) % 256) as u8; 1 + (MEMORY_BATCH + 2) % 7]
+        );
+        assert!(q.is_empty());
+        assert_eq!((rx.drops(), rx.truncated()), (0, 0));
+
+        let out = MemoryQueue::new();
+        let mut tx = TxSocket::from(MemoryTx::new(out.clone()));
+        assert_eq!(tx.io_name(), "memory");
+        let r = tx.send_batch(&[&[1u8, 2][..], &[3u8][..]]);
+        assert_eq!((r.sent, r.failed, r.last_error), (2, 0, None));
+        assert_eq!(out.drain(), [vec![1, 2], vec![3]]);
+        assert!(out.is_empty());
+    }
+
+    #[test]
     fn stop_reasons_have_summary_names() {
         assert_eq!(StopReason::Signal.name(), "signal");
         assert_eq!(StopReason::Duration.name(), "duration");
