@@ -36,16 +36,15 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
 use nexthop_dataplane::affinity;
-use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
-#[cfg(feature = "afxdp")]
-use nexthop_dataplane::afxdp::{XdpMode, XskConfig, XskPort, XskRx, XskTx};
+use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
 use nexthop_dataplane::engine::{
-    Engine, EngineConfig, FibSnapshot, Follow, LiveTable, NoRefresh, Report, Worker,
+    io_list, open_ports, progress_line, summary_line, Engine, EngineConfig, FibSnapshot, Follow,
+    IoMode, LiveTable, NoRefresh, PortsConfig, PortsError, Report, Worker, XdpAttach,
 };
-use nexthop_dataplane::live::{LivePorts, LiveRun, PortStats, Progress, StopAfter, StopFlag};
+use nexthop_dataplane::live::{LivePorts, PortStats, StopAfter, StopFlag};
 use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
-    Counters, IpConfig, IpPipeline, MalformedKind, MissPolicy, NameSource, Pipeline, PipelineConfig,
+    Counters, IpConfig, IpPipeline, MissPolicy, NameSource, Pipeline, PipelineConfig,
 };
 use nexthop_othello::fib::{Action, ActionTable, KeyType};
 use nexthop_othello::Query;
@@ -77,57 +76,6 @@ impl FromStr for PortMap {
             port,
             iface: iface.to_string(),
         })
-    }
-}
-
-/// Which kernel interface the ports use (`--io`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IoMode {
-    /// AF_XDP on every port where a socket binds; AF_PACKET (with a
-    /// one-line message saying why) where not.
-    Auto,
-    /// AF_XDP on every port, or an error.
-    Afxdp,
-    /// AF_PACKET: `TPACKET_V3` receive rings, `sendmmsg` transmit. The
-    /// default: on veth (copy mode) it costs less CPU per frame than AF_XDP
-    /// (docs/benchmarks.md); `auto` is for NICs with zero-copy AF_XDP.
-    #[default]
-    Afpacket,
-}
-
-impl FromStr for IoMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(IoMode::Auto),
-            "afxdp" => Ok(IoMode::Afxdp),
-            "afpacket" => Ok(IoMode::Afpacket),
-            _ => Err(format!("unknown I/O '{s}' (auto, afxdp or afpacket)")),
-        }
-    }
-}
-
-/// How AF_XDP receive sockets attach their XDP program (`--xdp-mode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum XdpAttach {
-    /// Native (driver) mode where the driver has it, else generic.
-    #[default]
-    Auto,
-    /// Generic (SKB) mode.
-    Skb,
-    /// Native (driver) mode only.
-    Native,
-}
-
-impl FromStr for XdpAttach {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(XdpAttach::Auto),
-            "skb" => Ok(XdpAttach::Skb),
-            "native" => Ok(XdpAttach::Native),
-            _ => Err(format!("unknown XDP mode '{s}' (auto, skb or native)")),
-        }
     }
 }
 
@@ -314,10 +262,8 @@ struct Settings {
     fanout: FanoutMode,
     io: IoMode,
     // Checked and kept without the `afxdp` feature too, so that a
-    // configuration means the same in both builds; only AF_XDP reads them.
-    #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
+    // configuration means the same in both builds; only AF_XDP uses them.
     xdp_mode: XdpAttach,
-    #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
     xdp_queue: u32,
     /// CPUs for the workers (worker W: entry W mod len) and for the other
     /// threads; empty: not pinned.
@@ -704,50 +650,23 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
 
-    // Each port's I/O: AF_XDP sockets (one per worker, on queue
-    // --xdp-queue + worker) where asked and they bind, else AF_PACKET.
-    let mut xdp: BTreeMap<u16, Vec<XdpHalves>> = BTreeMap::new();
-    if st.io != IoMode::Afpacket {
-        for (&port, &iface) in &by_port {
-            let is_input = inputs.contains(&port);
-            match open_xdp(iface, is_input, &st) {
-                Ok(socks) => {
-                    xdp.insert(port, socks);
-                }
-                Err(why) if st.io == IoMode::Auto => tracing::warn!(
-                    "port {port} ({iface}): AF_XDP unavailable ({why}); using AF_PACKET {}",
-                    if is_input { "TPACKET_V3" } else { "sendmmsg" }
-                ),
-                Err(why) => bail!(
-                    "port {port} ({iface}): AF_XDP unavailable: {why} (--io auto falls back \
-                     to AF_PACKET)"
-                ),
-            }
-        }
-    }
-    // Ports per worker: every worker has a ring on every AF_PACKET input
-    // (one fanout group per input when there are several workers), its
-    // own socket on every AF_XDP port, and its own transmit sockets.
-    let group_base = (std::process::id() & 0x7fff) as u16;
-    let mut worker_ports = Vec::with_capacity(st.workers);
-    for w in 0..st.workers {
-        let mut ports = LivePorts::new();
-        for (&port, &iface) in &by_port {
-            if let Some(socks) = xdp.get_mut(&port) {
-                add_xdp(&mut ports, port, &mut socks[w]);
-                continue;
-            }
-            ports.add_output(port, TxPort::open(iface)?);
-            if inputs.contains(&port) {
-                let ring = RxRing::open(iface, &st.ring)?;
-                if st.workers > 1 {
-                    ring.join_fanout(group_base.wrapping_add(port), st.fanout)?;
-                }
-                ports.add_input(port, ring);
-            }
-        }
-        worker_ports.push(ports);
-    }
+    // Each worker's ports: AF_XDP sockets where asked and they bind (one
+    // per worker and port, worker W on queue --xdp-queue + W), else
+    // AF_PACKET (a ring per worker on every input, joined in a fanout
+    // group, and a transmit socket per worker on every port).
+    let ports_cfg = PortsConfig {
+        workers: st.workers,
+        io: st.io,
+        xdp_attach: st.xdp_mode,
+        xdp_queue: st.xdp_queue,
+        ring: st.ring,
+        fanout: st.fanout,
+        fanout_group_base: (std::process::id() & 0x7fff) as u16,
+    };
+    let worker_ports = open_ports(&by_port, &inputs, &ports_cfg).map_err(|e| match e {
+        PortsError::Xdp { .. } => anyhow!("{e} (--io auto falls back to AF_PACKET)"),
+        e => e.into(),
+    })?;
     let io_names = io_list(&worker_ports[0], by_port.keys().copied());
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
@@ -895,83 +814,6 @@ fn workers<P>(pipelines: Vec<P>, ports: Vec<LivePorts>, cpus: &[usize]) -> Vec<W
         .collect()
 }
 
-/// One worker's AF_XDP socket on a port, taken by [`add_xdp`].
-#[cfg(feature = "afxdp")]
-type XdpHalves = Option<(Option<XskRx>, XskTx)>;
-/// Without the `afxdp` feature no port has AF_XDP sockets.
-#[cfg(not(feature = "afxdp"))]
-type XdpHalves = std::convert::Infallible;
-
-/// Open one AF_XDP socket per worker on `iface` (worker W on queue
-/// `--xdp-queue + W`), receiving when it is an input; why not, as one
-/// line, when any fails (the sockets already opened are closed).
-#[cfg(feature = "afxdp")]
-fn open_xdp(iface: &str, is_input: bool, st: &Settings) -> Result<Vec<XdpHalves>, String> {
-    let d = XskConfig::default();
-    let mut socks = Vec::with_capacity(st.workers);
-    for w in 0..st.workers as u32 {
-        let cfg = XskConfig {
-            queue: st.xdp_queue + w,
-            rx_frames: if is_input { d.rx_frames } else { 0 },
-            mode: match st.xdp_mode {
-                XdpAttach::Auto => XdpMode::Auto,
-                XdpAttach::Skb => XdpMode::Skb,
-                XdpAttach::Native => XdpMode::Native,
-            },
-            ..d
-        };
-        match XskPort::open(iface, &cfg) {
-            Ok(p) => socks.push(Some(p.split())),
-            Err(e) if w > 0 => {
-                return Err(format!(
-                    "{e}; --workers {} needs queues {}..={} (one AF_XDP socket per worker and \
-                     queue)",
-                    st.workers,
-                    st.xdp_queue,
-                    st.xdp_queue + st.workers as u32 - 1
-                ))
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(socks)
-}
-
-#[cfg(not(feature = "afxdp"))]
-fn open_xdp(_iface: &str, _is_input: bool, _st: &Settings) -> Result<Vec<XdpHalves>, String> {
-    Err("this nexthop was built without the afxdp feature".to_string())
-}
-
-/// Give worker's socket `halves` to `ports` as port `port`.
-#[cfg(feature = "afxdp")]
-fn add_xdp(ports: &mut LivePorts, port: u16, halves: &mut XdpHalves) {
-    if let Some((rx, tx)) = halves.take() {
-        if let Some(rx) = rx {
-            ports.add_input(port, rx);
-        }
-        ports.add_output(port, tx);
-    }
-}
-
-#[cfg(not(feature = "afxdp"))]
-fn add_xdp(_ports: &mut LivePorts, _port: u16, halves: &mut XdpHalves) {
-    match *halves {}
-}
-
-/// `PORT:IO,...`: each port's I/O as the loop has it (its receive side
-/// for an input, else its transmit side).
-fn io_list(ports: &LivePorts, all: impl Iterator<Item = u16>) -> String {
-    all.map(|p| {
-        let io = ports
-            .input_io(p)
-            .or_else(|| ports.output_io(p))
-            .unwrap_or("-");
-        format!("{p}:{io}")
-    })
-    .collect::<Vec<_>>()
-    .join(",")
-}
-
 /// The control crate's followed table as the engine's snapshot handle
 /// (`nexthop-dataplane` does not depend on `nexthop-control`).
 #[derive(Clone)]
@@ -1034,90 +876,6 @@ fn follower_fields(s: &FollowerStats, swaps: u64, all: bool) -> String {
         ));
     }
     line
-}
-
-fn progress_line(p: &Progress<'_>) -> String {
-    let c = p.counters;
-    let secs = p.interval.as_secs_f64();
-    let rate = if secs > 0.0 {
-        p.interval_frames as f64 / secs / 1e6
-    } else {
-        0.0
-    };
-    format!(
-        "[{:7.1}s] frames_in={} forwarded={} dropped={} punted={} tx_failed={} ring_drops={} mpps={rate:.3}",
-        p.elapsed.as_secs_f64(),
-        c.frames_in,
-        c.forwarded,
-        c.dropped,
-        c.punted,
-        p.ports.tx_failed_total(),
-        p.ports.ring_drops_total(),
-    )
-}
-
-/// `PORT:N,...` or `-`.
-fn port_list(it: impl Iterator<Item = (u16, u64)>) -> String {
-    let v: Vec<String> = it.map(|(p, n)| format!("{p}:{n}")).collect();
-    if v.is_empty() {
-        "-".to_string()
-    } else {
-        v.join(",")
-    }
-}
-
-/// Drops by reason: `action` (drop actions), `miss` (unknown names
-/// dropped by the miss policy) and each malformed reason; `-` when none.
-fn drop_reasons(c: &Counters) -> String {
-    let miss = c
-        .dropped
-        .saturating_sub(c.hits.drop)
-        .saturating_sub(c.ttl_expired)
-        .saturating_sub(c.malformed.total());
-    let mut v: Vec<String> = Vec::new();
-    for (name, n) in [
-        ("action", c.hits.drop),
-        ("miss", miss),
-        ("ttl_expired", c.ttl_expired),
-    ] {
-        if n > 0 {
-            v.push(format!("{name}:{n}"));
-        }
-    }
-    for k in MalformedKind::ALL {
-        let n = c.malformed.get(k);
-        if n > 0 {
-            v.push(format!("{}:{n}", k.name()));
-        }
-    }
-    if v.is_empty() {
-        "-".to_string()
-    } else {
-        v.join(",")
-    }
-}
-
-/// The one-line summary.
-fn summary_line(run: &LiveRun) -> String {
-    let c = &run.counters;
-    format!(
-        "frames_in={} in={} out={} forwarded={} dropped={} drops={} punted={} misses={} \
-         tx_failed={} ring_drops={} rx_truncated={} stopped_by={} seconds={:.3} mpps={:.3}",
-        c.frames_in,
-        port_list(c.rx_ports().map(|(p, pc)| (p, pc.frames))),
-        port_list(c.tx_ports().map(|(p, pc)| (p, pc.frames))),
-        c.forwarded,
-        c.dropped,
-        drop_reasons(c),
-        c.punted,
-        c.misses,
-        run.ports.tx_failed_total(),
-        run.ports.ring_drops_total(),
-        run.ports.rx_truncated_total(),
-        run.stopped_by.name(),
-        run.elapsed.as_secs_f64(),
-        run.mpps()
-    )
 }
 
 #[cfg(test)]
@@ -1423,19 +1181,5 @@ mod tests {
             let e = settings(args, *file).unwrap_err().to_string();
             assert!(e.contains(needle), "{args:?} {file:?}: {e}");
         }
-    }
-
-    #[test]
-    fn drop_reasons_split_actions_misses_and_malformed() {
-        assert_eq!(drop_reasons(&Counters::default()), "-");
-        let mut c = Counters::default();
-        c.dropped = 10;
-        c.hits.drop = 3;
-        c.misses = 7;
-        assert_eq!(drop_reasons(&c), "action:3,miss:7");
-        // The IP pipeline's TTL drops are a reason of their own.
-        c.dropped = 12;
-        c.ttl_expired = 2;
-        assert_eq!(drop_reasons(&c), "action:3,miss:7,ttl_expired:2");
     }
 }

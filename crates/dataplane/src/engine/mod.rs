@@ -19,6 +19,11 @@
 //!   when it has one), merges their reports every
 //!   [`EngineConfig::report_every`] for the caller's `on_report`, and
 //!   returns every worker's [`LiveRun`] and their merge once all stopped.
+//! * [`open_ports`] opens every worker's live ports on kernel interfaces
+//!   (AF_PACKET rings in a fanout group and transmit sockets, or AF_XDP
+//!   sockets per worker and queue, [`IoMode`]).
+//! * [`progress_line`] and [`summary_line`] format a merged report and a
+//!   run as the forwarder's output lines.
 //! * [`run_worker`] is one worker's loop on the calling thread, for a
 //!   caller that manages its own threads.
 //!
@@ -70,6 +75,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod ports;
+mod report;
 mod stage;
 mod table;
 mod worker;
@@ -80,6 +87,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+pub use ports::{io_list, open_ports, IoMode, PortsConfig, PortsError, XdpAttach};
+pub use report::{drop_reasons, port_list, progress_line, summary_line};
 pub use stage::{IpScratch, Outputs, Stage};
 pub use table::{swap_in, FibSnapshot, Follow, LiveTable};
 pub use worker::run_worker;
