@@ -1,16 +1,16 @@
 //! `nexthop run`: forward frames between live Linux interfaces through a
 //! FIB directory, or the FIB a controller serves (`--controller`, followed
-//! live), run to completion on one thread, until a signal, a duration or a
+//! live), run to completion on each of `--workers` threads, until a signal, a duration or a
 //! frame count.
 //!
-//! Glue only: the ports are `nexthop_dataplane::afpacket` and
-//! `nexthop_dataplane::afxdp`, the workers and their loop
-//! `nexthop_dataplane::engine`; this module parses the flags and the
-//! configuration file, maps FIB port numbers to interfaces, checks the
-//! mapping, opens each worker's ports (`--io`: AF_PACKET by default;
-//! `auto`: AF_XDP where it binds, else AF_PACKET, saying why in a log
-//! warning), makes one pipeline per worker, makes one call to
-//! `Engine::run`, and prints progress (stderr) and the summary (stdout).
+//! Glue only: the ports, the workers and their loop, and the output lines
+//! are `nexthop_dataplane::engine` (over `afpacket` and `afxdp`); this
+//! module parses the flags and the configuration file, maps FIB port
+//! numbers to interfaces and checks the mapping, makes one pipeline per
+//! worker, has `engine::open_ports` open each worker's ports (`--io`:
+//! AF_PACKET by default; `auto`: AF_XDP where it binds, else AF_PACKET,
+//! saying why in a log warning), makes one call to `Engine::run`, and
+//! prints progress (stderr) and the summary (stdout).
 //! With `--controller`, a `nexthop_control::FibFollower` keeps the table:
 //! it is adapted to the engine's refresh (`engine::Follow` over
 //! [`Followed`]), so before each group of frames a worker takes its
