@@ -1,7 +1,7 @@
 //! `nexthop run`: forward frames between live Linux interfaces through a
 //! FIB directory, or the FIB a controller serves (`--controller`, followed
-//! live), run to completion on each of `--workers` threads, until a signal, a duration or a
-//! frame count.
+//! live), run to completion on each of `--workers` threads, until a
+//! signal, a duration or a frame count.
 //!
 //! Glue only: the ports, the workers and their loop, and the output lines
 //! are `nexthop_dataplane::engine` (over `afpacket` and `afxdp`); this
