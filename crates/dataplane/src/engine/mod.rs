@@ -46,6 +46,9 @@
 //! * [`StopFlag`] ends every worker (within one `poll()` wait, at most
 //!   [`POLL_MS`]); [`StopAfter`] ends each worker on its own (its own time
 //!   or frame count). [`Engine::run`] returns once every worker stopped.
+//!   A worker that fails (cannot start or be pinned, `poll()` fails, it
+//!   panics) raises the stop flag, so the others end and the error
+//!   returns at once.
 //!
 //! ```
 //! use std::time::Duration;
@@ -260,6 +263,11 @@ impl Engine {
     /// transmit socket is warned about once (its frames are counted as
     /// refused).
     ///
+    /// A worker that cannot start, cannot be pinned, fails (`poll()`) or
+    /// panics raises `stop`, so the others end too and the error comes
+    /// back at once (for the process-wide flag this is what a signal
+    /// does).
+    ///
     /// # Errors
     /// No worker; a thread could not start or be pinned; a worker's loop
     /// failed or panicked (the first such worker, once all stopped).
@@ -292,7 +300,9 @@ impl Engine {
                 let h = std::thread::Builder::new()
                     .name(format!("worker-{w}"))
                     .spawn_scoped(scope, move || {
-                        run_one(
+                        // A worker that fails or panics stops the others.
+                        let _guard = RaiseOnPanic(stop);
+                        let r = run_one(
                             w,
                             worker,
                             refresh,
@@ -302,9 +312,18 @@ impl Engine {
                             swaps,
                             warned,
                             slots,
-                        )
+                        );
+                        if r.is_err() {
+                            stop.raise();
+                        }
+                        r
                     })
-                    .map_err(|source| EngineError::Spawn { worker: w, source })?;
+                    .map_err(|source| {
+                        // The workers already started end before the
+                        // scope returns.
+                        stop.raise();
+                        EngineError::Spawn { worker: w, source }
+                    })?;
                 handles.push(h);
             }
             // Merge the workers' reports every interval.
@@ -350,6 +369,17 @@ impl Engine {
             workers,
             swaps: swaps.into_inner(),
         })
+    }
+}
+
+/// Raises the stop flag when dropped during a panic.
+struct RaiseOnPanic<'a>(&'a StopFlag);
+
+impl Drop for RaiseOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.raise();
+        }
     }
 }
 

@@ -254,6 +254,36 @@ fn the_stop_flag_ends_every_worker() {
 }
 
 #[test]
+fn a_worker_that_fails_stops_the_others_and_its_error_returns() {
+    let s = snap(&[(A, Action::Port(1))]);
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let mut ports = LivePorts::new();
+            ports.add_input(0, MemoryRx::new(MemoryQueue::new()));
+            let mut worker = Worker::new(pipeline(&s), ports);
+            // Beyond any CPU set: pinning worker 1 fails.
+            worker.cpu = (w == 1).then_some(1 << 20);
+            worker
+        })
+        .collect();
+    let stop = StopFlag::new();
+    let t = Instant::now();
+    let e = engine(None).run(workers, &NoRefresh, &stop, |_| {});
+    assert!(t.elapsed() < LONGEST / 2, "{:?}", t.elapsed());
+    match e {
+        Err(err @ EngineError::Pin { worker: 1, .. }) => {
+            assert!(
+                err.to_string()
+                    .starts_with("pinning worker-1 to CPU 1048576: "),
+                "{err}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(stop.is_raised());
+}
+
+#[test]
 fn a_run_without_workers_is_refused() {
     let e = Engine::default().run::<Pipeline<LiveTable<'static, Snap>>, _>(
         Vec::new(),
