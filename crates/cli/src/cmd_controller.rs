@@ -4,7 +4,8 @@
 //!
 //! Glue only: the protocol and the controller are `nexthop_control`; this
 //! module loads the FIB directory (verified against its manifest), reads
-//! the key file and the changes files, and logs on stderr.
+//! the key file and the changes files, and logs what it serves and applies
+//! as `tracing` events on stderr (`--log-level`, `--log-format`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -98,12 +99,13 @@ fn serve<K: NameKey + Send + 'static>(
         files.push((p.as_path(), ch));
     }
     let fib = load::<K>(cur)?;
-    eprintln!(
-        "controller: serving {} ({} names, key type {}, generation {})",
-        a.fib.display(),
-        fib.len(),
-        cur.key_type,
-        cur.manifest.generation
+    tracing::info!(
+        fib = %a.fib.display(),
+        names = fib.len(),
+        key_type = %cur.key_type,
+        generation = cur.manifest.generation,
+        listen = %a.listen,
+        "controller serving"
     );
     let cfg = ControllerConfig {
         listen: a.listen,
@@ -126,9 +128,14 @@ fn serve<K: NameKey + Send + 'static>(
     }
     let s = c.stats();
     c.shutdown();
-    eprintln!(
-        "controller: stopped: {} connections, {} snapshots and {} deltas ({} changes) sent, {} acks, {} rejects",
-        s.accepted, s.snapshots_sent, s.deltas_sent, s.changes_sent, s.acks, s.rejects
+    tracing::info!(
+        connections = s.accepted,
+        snapshots_sent = s.snapshots_sent,
+        deltas_sent = s.deltas_sent,
+        changes_sent = s.changes_sent,
+        acks = s.acks,
+        rejects = s.rejects,
+        "controller stopped"
     );
     Ok(())
 }
@@ -142,18 +149,17 @@ fn apply_file<K: NameKey + Send + 'static>(
     let r = c
         .apply_numbered(changes)
         .with_context(|| format!("{}", path.display()))?;
-    eprintln!(
-        "controller: applied {}: {} changes in {} deltas, {} slot writes, {} rebuilds, \
-         {} new actions, version {}, pushed to {} forwarders ({:.3} s)",
-        path.display(),
-        r.changes,
-        r.deltas,
-        r.slot_writes,
-        r.rebuilds,
-        r.new_actions,
-        r.version,
-        r.followers,
-        t.elapsed().as_secs_f64()
+    tracing::info!(
+        file = %path.display(),
+        changes = r.changes,
+        deltas = r.deltas,
+        slot_writes = r.slot_writes,
+        rebuilds = r.rebuilds,
+        new_actions = r.new_actions,
+        version = r.version,
+        followers = r.followers,
+        seconds = t.elapsed().as_secs_f64(),
+        "controller applied a changes file"
     );
     Ok(())
 }

@@ -1,18 +1,23 @@
 //! `nexthop run`: forward frames between live Linux interfaces through a
 //! FIB directory, or the FIB a controller serves (`--controller`, followed
-//! live), run to completion on one thread, until a signal, a duration or a
-//! frame count.
+//! live), run to completion on each of `--workers` threads, until a
+//! signal, a duration or a frame count.
 //!
-//! Glue only: the ports and the loop are `nexthop_dataplane::afpacket`,
-//! `nexthop_dataplane::afxdp` and `nexthop_dataplane::live`; this module
-//! maps FIB port numbers to interfaces, checks the mapping, picks each
-//! port's I/O (`--io`: AF_PACKET by default; `auto`: AF_XDP where it binds,
-//! else AF_PACKET, saying why),
-//! and prints progress (stderr) and the summary (stdout). With `--controller`, a `nexthop_control::FibFollower`
-//! keeps the table; before each group of frames the loop takes its current
-//! table once and swaps it into the pipeline when it changed (rebuilding
-//! the action resolution when the action table changed). The contract is
-//! in `docs/dataplane.md` ("Live ports", "Live updates").
+//! Glue only: the ports, the workers and their loop, and the output lines
+//! are `nexthop_dataplane::engine` (over `afpacket` and `afxdp`); this
+//! module parses the flags and the configuration file, maps FIB port
+//! numbers to interfaces and checks the mapping, makes one pipeline per
+//! worker, has `engine::open_ports` open each worker's ports (`--io`:
+//! AF_PACKET by default; `auto`: AF_XDP where it binds, else AF_PACKET,
+//! saying why in a log warning), makes one call to `Engine::run`, and
+//! prints progress (stderr) and the summary (stdout).
+//! With `--controller`, a `nexthop_control::FibFollower` keeps the table:
+//! it is adapted to the engine's refresh (`engine::Follow` over
+//! [`Followed`]), so before each group of frames a worker takes its
+//! current table once and swaps it into the pipeline when it changed
+//! (rebuilding the action resolution when the action table changed). The
+//! contract is in `docs/dataplane.md` ("Live ports", "Live updates", "The
+//! engine").
 //!
 //! With `--lpm TABLE --neighbors FILE` the workers run the IP pipeline
 //! (`nexthop_dataplane::IpPipeline`) instead: IPv4/IPv6 routing by
@@ -24,29 +29,25 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
 use nexthop_dataplane::affinity;
-use nexthop_dataplane::afpacket::{FanoutMode, RingConfig, RxRing, TxPort};
-#[cfg(feature = "afxdp")]
-use nexthop_dataplane::afxdp::{XdpMode, XskConfig, XskPort, XskRx, XskTx};
-use nexthop_dataplane::live::{
-    forward_live, forward_live_refreshing, LivePorts, LiveRun, PortStats, Progress, StopAfter,
-    StopFlag,
+use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
+use nexthop_dataplane::engine::{
+    io_list, open_ports, progress_line, summary_line, Engine, EngineConfig, FibSnapshot, Follow,
+    IoMode, LiveTable, NoRefresh, PortsConfig, PortsError, Report, Worker, XdpAttach,
 };
+use nexthop_dataplane::live::{LivePorts, PortStats, StopAfter, StopFlag};
 use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
-    Counters, IpConfig, IpPipeline, MalformedKind, MissPolicy, NameSource, NameTable, Pipeline,
-    PipelineConfig,
+    Counters, IpConfig, IpPipeline, MissPolicy, NameSource, Pipeline, PipelineConfig,
 };
 use nexthop_othello::fib::{Action, ActionTable, KeyType};
-use nexthop_othello::QueryView;
+use nexthop_othello::Query;
 use serde::Deserialize;
 
 use crate::cmd_fib::open_lookup;
@@ -75,57 +76,6 @@ impl FromStr for PortMap {
             port,
             iface: iface.to_string(),
         })
-    }
-}
-
-/// Which kernel interface the ports use (`--io`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IoMode {
-    /// AF_XDP on every port where a socket binds; AF_PACKET (with a
-    /// one-line message saying why) where not.
-    Auto,
-    /// AF_XDP on every port, or an error.
-    Afxdp,
-    /// AF_PACKET: `TPACKET_V3` receive rings, `sendmmsg` transmit. The
-    /// default: on veth (copy mode) it costs less CPU per frame than AF_XDP
-    /// (docs/benchmarks.md); `auto` is for NICs with zero-copy AF_XDP.
-    #[default]
-    Afpacket,
-}
-
-impl FromStr for IoMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(IoMode::Auto),
-            "afxdp" => Ok(IoMode::Afxdp),
-            "afpacket" => Ok(IoMode::Afpacket),
-            _ => Err(format!("unknown I/O '{s}' (auto, afxdp or afpacket)")),
-        }
-    }
-}
-
-/// How AF_XDP receive sockets attach their XDP program (`--xdp-mode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum XdpAttach {
-    /// Native (driver) mode where the driver has it, else generic.
-    #[default]
-    Auto,
-    /// Generic (SKB) mode.
-    Skb,
-    /// Native (driver) mode only.
-    Native,
-}
-
-impl FromStr for XdpAttach {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(XdpAttach::Auto),
-            "skb" => Ok(XdpAttach::Skb),
-            "native" => Ok(XdpAttach::Native),
-            _ => Err(format!("unknown XDP mode '{s}' (auto, skb or native)")),
-        }
     }
 }
 
@@ -312,10 +262,8 @@ struct Settings {
     fanout: FanoutMode,
     io: IoMode,
     // Checked and kept without the `afxdp` feature too, so that a
-    // configuration means the same in both builds; only AF_XDP reads them.
-    #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
+    // configuration means the same in both builds; only AF_XDP uses them.
     xdp_mode: XdpAttach,
-    #[cfg_attr(not(feature = "afxdp"), allow(dead_code))]
     xdp_queue: u32,
     /// CPUs for the workers (worker W: entry W mod len) and for the other
     /// threads; empty: not pinned.
@@ -570,9 +518,6 @@ impl Settings {
     }
 }
 
-/// What each worker last reported, for the merged progress and metrics.
-type Slots = Mutex<Vec<Option<(Counters, PortStats)>>>;
-
 /// `nexthop run`.
 pub fn run(a: RunArgs) -> Result<()> {
     let st = Settings::resolve(a)?;
@@ -655,30 +600,40 @@ pub fn run(a: RunArgs) -> Result<()> {
     let new_pipeline = || -> Result<Pipeline<Current<'_>>> {
         let p = match (&fib, &first) {
             (Some(fib), _) => Pipeline::new(
-                Current::Dir(fib.mapped.view()),
+                LiveTable::Mapped(fib.mapped.view()),
                 &fib.actions,
                 fib.current.key_type,
                 cfg,
             ),
-            (None, Some(t)) => {
-                Pipeline::new(Current::Followed(t.clone()), t.actions(), st.key_type, cfg)
-            }
-            (None, None) => Pipeline::new(Current::Fixed(0), &trivial_actions, st.key_type, cfg),
+            (None, Some(t)) => Pipeline::new(
+                LiveTable::Followed(Followed(t.clone())),
+                t.actions(),
+                st.key_type,
+                cfg,
+            ),
+            (None, None) => Pipeline::new(LiveTable::Fixed(0), &trivial_actions, st.key_type, cfg),
         };
         p.map_err(|e| anyhow!("{origin}: {e}"))
     };
-    let mut pipelines = Vec::with_capacity(st.workers);
+    // One pipeline per worker: the IP pipeline over the LPM table, or the
+    // flat-name pipeline over the FIB (fixed, followed or trivial).
+    let mut ip_pipelines = Vec::new();
+    let mut flat_pipelines = Vec::new();
     for _ in 0..st.workers {
-        pipelines.push(match &ip {
-            Some((table, nb)) => Worker::Ip(
+        match &ip {
+            Some((table, nb)) => ip_pipelines.push(
                 IpPipeline::new(table, nb, IpConfig::default())
                     .map_err(|e| anyhow!("{origin}: {e}"))?,
             ),
-            None => Worker::Flat(new_pipeline()?),
-        });
+            None => flat_pipelines.push(new_pipeline()?),
+        }
     }
-    let missing: Vec<String> = pipelines[0]
-        .ports()
+    let out_ports: Vec<u16> = match (ip_pipelines.first(), flat_pipelines.first()) {
+        (Some(p), _) => p.ports().to_vec(),
+        (None, Some(p)) => p.ports().to_vec(),
+        (None, None) => bail!("no worker to run"),
+    };
+    let missing: Vec<String> = out_ports
         .iter()
         .filter(|p| !by_port.contains_key(p))
         .map(|p| p.to_string())
@@ -695,51 +650,23 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
 
-    // Each port's I/O: AF_XDP sockets (one per worker, on queue
-    // --xdp-queue + worker) where asked and they bind, else AF_PACKET.
-    let mut xdp: BTreeMap<u16, Vec<XdpHalves>> = BTreeMap::new();
-    if st.io != IoMode::Afpacket {
-        for (&port, &iface) in &by_port {
-            let is_input = inputs.contains(&port);
-            match open_xdp(iface, is_input, &st) {
-                Ok(socks) => {
-                    xdp.insert(port, socks);
-                }
-                Err(why) if st.io == IoMode::Auto => eprintln!(
-                    "nexthop run: port {port} ({iface}): AF_XDP unavailable ({why}); using \
-                     AF_PACKET {}",
-                    if is_input { "TPACKET_V3" } else { "sendmmsg" }
-                ),
-                Err(why) => bail!(
-                    "port {port} ({iface}): AF_XDP unavailable: {why} (--io auto falls back \
-                     to AF_PACKET)"
-                ),
-            }
-        }
-    }
-    // Ports per worker: every worker has a ring on every AF_PACKET input
-    // (one fanout group per input when there are several workers), its
-    // own socket on every AF_XDP port, and its own transmit sockets.
-    let group_base = (std::process::id() & 0x7fff) as u16;
-    let mut worker_ports = Vec::with_capacity(st.workers);
-    for w in 0..st.workers {
-        let mut ports = LivePorts::new();
-        for (&port, &iface) in &by_port {
-            if let Some(socks) = xdp.get_mut(&port) {
-                add_xdp(&mut ports, port, &mut socks[w]);
-                continue;
-            }
-            ports.add_output(port, TxPort::open(iface)?);
-            if inputs.contains(&port) {
-                let ring = RxRing::open(iface, &st.ring)?;
-                if st.workers > 1 {
-                    ring.join_fanout(group_base.wrapping_add(port), st.fanout)?;
-                }
-                ports.add_input(port, ring);
-            }
-        }
-        worker_ports.push(ports);
-    }
+    // Each worker's ports: AF_XDP sockets where asked and they bind (one
+    // per worker and port, worker W on queue --xdp-queue + W), else
+    // AF_PACKET (a ring per worker on every input, joined in a fanout
+    // group, and a transmit socket per worker on every port).
+    let ports_cfg = PortsConfig {
+        workers: st.workers,
+        io: st.io,
+        xdp_attach: st.xdp_mode,
+        xdp_queue: st.xdp_queue,
+        ring: st.ring,
+        fanout: st.fanout,
+        fanout_group_base: (std::process::id() & 0x7fff) as u16,
+    };
+    let worker_ports = open_ports(&by_port, &inputs, &ports_cfg).map_err(|e| match e {
+        PortsError::Xdp { .. } => anyhow!("{e} (--io auto falls back to AF_PACKET)"),
+        e => e.into(),
+    })?;
     let io_names = io_list(&worker_ports[0], by_port.keys().copied());
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
@@ -766,10 +693,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             affinity::format_cpu_list(&st.control_cpus)
         );
     }
+    // The readiness line (output, not a log event: scripts wait for it).
     eprintln!(
         "nexthop run: forwarding in={} out={} io={io_names} ring={}x{}B{workers_note} (Ctrl-C stops)",
         show(&|p| inputs.contains(&p)),
-        show(&|p| pipelines[0].ports().contains(&p)),
+        show(&|p| out_ports.contains(&p)),
         st.ring.block_count,
         st.ring.block_size
     );
@@ -784,7 +712,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             };
             let server = MetricsServer::start_with(&config, shared.provider())
                 .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
-            eprintln!("nexthop run: metrics on http://{addr}/metrics and /stats.json");
+            tracing::info!("metrics on http://{addr}/metrics and /stats.json");
             Some(server)
         }
         None => None,
@@ -806,120 +734,52 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         m
     };
-    let swaps = AtomicU64::new(0);
-    let warned: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    let slots: Slots = Mutex::new(vec![None; st.workers]);
-    let report = (!st.quiet || st.metrics.is_some()).then_some(Duration::from_secs(1));
-    let start = Instant::now();
-
-    let runs: Vec<LiveRun> = std::thread::scope(|scope| -> Result<Vec<LiveRun>> {
-        let mut handles = Vec::with_capacity(st.workers);
-        for (w, (mut pipeline, mut ports)) in pipelines.into_iter().zip(worker_ports).enumerate() {
-            let (follower, by_port, warned, slots, swaps, stop) =
-                (&follower, &by_port, &warned, &slots, &swaps, &stop);
-            let after = st.after;
-            let cpu =
-                (!st.worker_cpus.is_empty()).then(|| st.worker_cpus[w % st.worker_cpus.len()]);
-            let h = std::thread::Builder::new()
-                .name(format!("worker-{w}"))
-                .spawn_scoped(scope, move || {
-                    if let Some(c) = cpu {
-                        affinity::pin_current_thread(&[c]).map_err(|e| {
-                            io::Error::new(e.kind(), format!("pinning worker-{w} to CPU {c}: {e}"))
-                        })?;
-                    }
-                    let refresh = |p: &mut Pipeline<Current<'_>>| {
-                        let Some(t) = follower.as_ref().and_then(FibFollower::table) else {
-                            return;
-                        };
-                        if swap_in(p, t) {
-                            swaps.fetch_add(1, Ordering::Relaxed);
-                            let mut warned = warned.lock().unwrap_or_else(|e| e.into_inner());
-                            for &port in p.ports() {
-                                if !by_port.contains_key(&port) && warned.insert(port) {
-                                    eprintln!(
-                                        "nexthop run: the FIB now sends to port {port}, which has no \
-                                         interface; its frames are counted as tx_failed"
-                                    );
-                                }
-                            }
-                        }
-                    };
-                    let progress = |p: &Progress<'_>| {
-                        let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
-                        s[w] = Some((p.counters.clone(), p.ports.clone()));
-                    };
-                    match &mut pipeline {
-                        Worker::Flat(p) => forward_live_refreshing(
-                            p, &mut ports, after, stop, report, progress, refresh,
-                        ),
-                        // The LPM table is fixed for the run.
-                        Worker::Ip(p) => forward_live(p, &mut ports, after, stop, report, progress),
-                    }
-                })?;
-            handles.push(h);
+    // The merged reports, once a second: the metrics endpoint and the
+    // progress lines (output on stderr, not log events).
+    let mut on_report = |r: &Report<'_>| {
+        let p = &r.merged;
+        if st.metrics.is_some() {
+            shared.publish(snapshot_of(p.counters, p.ports, p.elapsed));
         }
-        // Merge the workers' reports once a second: progress lines and the
-        // metrics endpoint.
-        let mut last = (start, 0u64);
-        let mut next = start + Duration::from_secs(1);
-        while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(20));
-            if report.is_none() || Instant::now() < next {
-                continue;
+        if !st.quiet {
+            let mut line = progress_line(p);
+            if let Some(f) = &follower {
+                line.push_str(&follower_fields(&f.stats(), r.swaps, false));
             }
-            next += Duration::from_secs(1);
-            let (mut c, mut ps) = (Counters::default(), PortStats::default());
-            for (wc, wp) in slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .flatten()
-            {
-                c.merge(wc);
-                ps.merge(wp);
-            }
-            let now = Instant::now();
-            if st.metrics.is_some() {
-                shared.publish(snapshot_of(&c, &ps, now - start));
-            }
-            if !st.quiet {
-                let p = Progress {
-                    elapsed: now - start,
-                    counters: &c,
-                    ports: &ps,
-                    interval_frames: c.frames_in.saturating_sub(last.1),
-                    interval: now - last.0,
-                };
-                let mut line = progress_line(&p);
-                if let Some(f) = &follower {
-                    line.push_str(&follower_fields(
-                        &f.stats(),
-                        swaps.load(Ordering::Relaxed),
-                        false,
-                    ));
-                }
-                eprintln!("{line}");
-            }
-            last = (now, c.frames_in);
+            eprintln!("{line}");
         }
-        let mut runs = Vec::with_capacity(handles.len());
-        for h in handles {
-            match h.join() {
-                Ok(r) => runs.push(r?),
-                Err(_) => bail!("a worker thread panicked"),
-            }
-        }
-        Ok(runs)
-    })?;
-    let run = LiveRun::merge(&runs).context("no worker ran")?;
+    };
+    let engine = Engine::new(EngineConfig {
+        after: st.after,
+        report_every: (!st.quiet || st.metrics.is_some()).then_some(Duration::from_secs(1)),
+    });
+    let done = if ip.is_some() {
+        // The LPM table is fixed for the run.
+        engine.run(
+            workers(ip_pipelines, worker_ports, &st.worker_cpus),
+            &NoRefresh,
+            &stop,
+            &mut on_report,
+        )
+    } else {
+        // Before each group, the follower's current table (if any).
+        let follow = Follow(|| follower.as_ref().and_then(FibFollower::table).map(Followed));
+        engine.run(
+            workers(flat_pipelines, worker_ports, &st.worker_cpus),
+            &follow,
+            &stop,
+            &mut on_report,
+        )
+    }?;
+    let run = &done.merged;
     if st.metrics.is_some() {
         shared.publish(snapshot_of(&run.counters, &run.ports, run.elapsed));
     }
-    let mut line = summary_line(&run);
+    let mut line = summary_line(run);
     line.push_str(&format!(" io={io_names}"));
     if st.workers > 1 {
-        let per: Vec<String> = runs
+        let per: Vec<String> = done
+            .workers
             .iter()
             .map(|r| r.counters.frames_in.to_string())
             .collect();
@@ -930,11 +790,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         ));
     }
     if let Some(f) = follower {
-        line.push_str(&follower_fields(
-            &f.stats(),
-            swaps.load(Ordering::Relaxed),
-            true,
-        ));
+        line.push_str(&follower_fields(&f.stats(), done.swaps, true));
         f.stop();
     }
     let mut stdout = io::stdout().lock();
@@ -943,144 +799,50 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// One worker's pipeline.
-enum Worker<'a> {
-    /// The flat-name pipeline over a FIB (fixed, followed or trivial).
-    Flat(Pipeline<Current<'a>>),
-    /// The IP pipeline over an LPM table.
-    Ip(IpPipeline<'a>),
+/// Worker W: pipeline W over ports W, pinned to the W-th CPU of `cpus`
+/// (cycling; not pinned when `cpus` is empty).
+fn workers<P>(pipelines: Vec<P>, ports: Vec<LivePorts>, cpus: &[usize]) -> Vec<Worker<P>> {
+    pipelines
+        .into_iter()
+        .zip(ports)
+        .enumerate()
+        .map(|(w, (pipeline, ports))| Worker {
+            pipeline,
+            ports,
+            cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
+        })
+        .collect()
 }
 
-impl Worker<'_> {
-    /// The ports frames may be sent on, sorted.
-    fn ports(&self) -> &[u16] {
-        match self {
-            Worker::Flat(p) => p.ports(),
-            Worker::Ip(p) => p.ports(),
-        }
+/// The control crate's followed table as the engine's snapshot handle
+/// (`nexthop-dataplane` does not depend on `nexthop-control`).
+#[derive(Clone)]
+pub(crate) struct Followed(pub(crate) Arc<Table>);
+
+impl FibSnapshot for Followed {
+    type Names = Query;
+
+    fn names(&self) -> &Query {
+        self.0.query()
+    }
+
+    fn actions(&self) -> &ActionTable {
+        self.0.actions()
+    }
+
+    fn same_snapshot(&self, other: &Followed) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-/// One worker's AF_XDP socket on a port, taken by [`add_xdp`].
-#[cfg(feature = "afxdp")]
-type XdpHalves = Option<(Option<XskRx>, XskTx)>;
-/// Without the `afxdp` feature no port has AF_XDP sockets.
-#[cfg(not(feature = "afxdp"))]
-type XdpHalves = std::convert::Infallible;
-
-/// Open one AF_XDP socket per worker on `iface` (worker W on queue
-/// `--xdp-queue + W`), receiving when it is an input; why not, as one
-/// line, when any fails (the sockets already opened are closed).
-#[cfg(feature = "afxdp")]
-fn open_xdp(iface: &str, is_input: bool, st: &Settings) -> Result<Vec<XdpHalves>, String> {
-    let d = XskConfig::default();
-    let mut socks = Vec::with_capacity(st.workers);
-    for w in 0..st.workers as u32 {
-        let cfg = XskConfig {
-            queue: st.xdp_queue + w,
-            rx_frames: if is_input { d.rx_frames } else { 0 },
-            mode: match st.xdp_mode {
-                XdpAttach::Auto => XdpMode::Auto,
-                XdpAttach::Skb => XdpMode::Skb,
-                XdpAttach::Native => XdpMode::Native,
-            },
-            ..d
-        };
-        match XskPort::open(iface, &cfg) {
-            Ok(p) => socks.push(Some(p.split())),
-            Err(e) if w > 0 => {
-                return Err(format!(
-                    "{e}; --workers {} needs queues {}..={} (one AF_XDP socket per worker and \
-                     queue)",
-                    st.workers,
-                    st.xdp_queue,
-                    st.xdp_queue + st.workers as u32 - 1
-                ))
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(socks)
-}
-
-#[cfg(not(feature = "afxdp"))]
-fn open_xdp(_iface: &str, _is_input: bool, _st: &Settings) -> Result<Vec<XdpHalves>, String> {
-    Err("this nexthop was built without the afxdp feature".to_string())
-}
-
-/// Give worker's socket `halves` to `ports` as port `port`.
-#[cfg(feature = "afxdp")]
-fn add_xdp(ports: &mut LivePorts, port: u16, halves: &mut XdpHalves) {
-    if let Some((rx, tx)) = halves.take() {
-        if let Some(rx) = rx {
-            ports.add_input(port, rx);
-        }
-        ports.add_output(port, tx);
-    }
-}
-
-#[cfg(not(feature = "afxdp"))]
-fn add_xdp(_ports: &mut LivePorts, _port: u16, halves: &mut XdpHalves) {
-    match *halves {}
-}
-
-/// `PORT:IO,...`: each port's I/O as the loop has it (its receive side
-/// for an input, else its transmit side).
-fn io_list(ports: &LivePorts, all: impl Iterator<Item = u16>) -> String {
-    all.map(|p| {
-        let io = ports
-            .input_io(p)
-            .or_else(|| ports.output_io(p))
-            .unwrap_or("-");
-        format!("{p}:{io}")
-    })
-    .collect::<Vec<_>>()
-    .join(",")
-}
-
-/// The table a pipeline reads: the FIB directory's mapped snapshot, or the
-/// follower's current table (kept alive by the `Arc` for as long as the
-/// pipeline holds it).
-pub(crate) enum Current<'a> {
-    Dir(QueryView<'a>),
-    Followed(Arc<Table>),
-    /// Every name gets action id `.0` (the trivial pipeline: no lookup).
-    Fixed(u64),
-}
-
-impl NameTable for Current<'_> {
-    #[inline]
-    fn lookup_batch(&self, names: &[&[u8]], out: &mut [u64]) -> usize {
-        match self {
-            Current::Dir(v) => v.lookup_batch(names, out),
-            Current::Followed(t) => t.query().lookup_batch(names, out),
-            Current::Fixed(id) => {
-                out[..names.len()].fill(*id);
-                names.len()
-            }
-        }
-    }
-}
-
-/// Put `t` into the pipeline unless it is the table already there;
-/// rebuild the action resolution when `t`'s action table is another one
-/// (a snapshot, or a delta that added actions). Whether it swapped.
-pub(crate) fn swap_in(p: &mut Pipeline<Current<'_>>, t: Arc<Table>) -> bool {
-    let same_actions = match p.table() {
-        Current::Followed(cur) if Arc::ptr_eq(cur, &t) => return false,
-        Current::Followed(cur) => std::ptr::eq(cur.actions(), t.actions()),
-        Current::Dir(_) | Current::Fixed(_) => false,
-    };
-    if !same_actions {
-        p.set_actions(t.actions());
-    }
-    p.replace_table(Current::Followed(t));
-    true
-}
+/// The table a flat-name pipeline reads: the FIB directory's mapped
+/// snapshot, the follower's current table, or the trivial pipeline's one
+/// action.
+pub(crate) type Current<'a> = LiveTable<'a, Followed>;
 
 /// Wait for the follower's first table, at most `wait` (or until a signal).
 fn first_table(f: &FibFollower, addr: &str, wait: Duration, stop: &StopFlag) -> Result<Arc<Table>> {
-    eprintln!("nexthop run: waiting for the first snapshot from {addr}");
+    tracing::info!("waiting for the first snapshot from {addr}");
     let end = Instant::now() + wait;
     loop {
         if let Some(t) = f.table() {
@@ -1114,90 +876,6 @@ fn follower_fields(s: &FollowerStats, swaps: u64, all: bool) -> String {
         ));
     }
     line
-}
-
-fn progress_line(p: &Progress<'_>) -> String {
-    let c = p.counters;
-    let secs = p.interval.as_secs_f64();
-    let rate = if secs > 0.0 {
-        p.interval_frames as f64 / secs / 1e6
-    } else {
-        0.0
-    };
-    format!(
-        "[{:7.1}s] frames_in={} forwarded={} dropped={} punted={} tx_failed={} ring_drops={} mpps={rate:.3}",
-        p.elapsed.as_secs_f64(),
-        c.frames_in,
-        c.forwarded,
-        c.dropped,
-        c.punted,
-        p.ports.tx_failed_total(),
-        p.ports.ring_drops_total(),
-    )
-}
-
-/// `PORT:N,...` or `-`.
-fn port_list(it: impl Iterator<Item = (u16, u64)>) -> String {
-    let v: Vec<String> = it.map(|(p, n)| format!("{p}:{n}")).collect();
-    if v.is_empty() {
-        "-".to_string()
-    } else {
-        v.join(",")
-    }
-}
-
-/// Drops by reason: `action` (drop actions), `miss` (unknown names
-/// dropped by the miss policy) and each malformed reason; `-` when none.
-fn drop_reasons(c: &Counters) -> String {
-    let miss = c
-        .dropped
-        .saturating_sub(c.hits.drop)
-        .saturating_sub(c.ttl_expired)
-        .saturating_sub(c.malformed.total());
-    let mut v: Vec<String> = Vec::new();
-    for (name, n) in [
-        ("action", c.hits.drop),
-        ("miss", miss),
-        ("ttl_expired", c.ttl_expired),
-    ] {
-        if n > 0 {
-            v.push(format!("{name}:{n}"));
-        }
-    }
-    for k in MalformedKind::ALL {
-        let n = c.malformed.get(k);
-        if n > 0 {
-            v.push(format!("{}:{n}", k.name()));
-        }
-    }
-    if v.is_empty() {
-        "-".to_string()
-    } else {
-        v.join(",")
-    }
-}
-
-/// The one-line summary.
-fn summary_line(run: &LiveRun) -> String {
-    let c = &run.counters;
-    format!(
-        "frames_in={} in={} out={} forwarded={} dropped={} drops={} punted={} misses={} \
-         tx_failed={} ring_drops={} rx_truncated={} stopped_by={} seconds={:.3} mpps={:.3}",
-        c.frames_in,
-        port_list(c.rx_ports().map(|(p, pc)| (p, pc.frames))),
-        port_list(c.tx_ports().map(|(p, pc)| (p, pc.frames))),
-        c.forwarded,
-        c.dropped,
-        drop_reasons(c),
-        c.punted,
-        c.misses,
-        run.ports.tx_failed_total(),
-        run.ports.ring_drops_total(),
-        run.ports.rx_truncated_total(),
-        run.stopped_by.name(),
-        run.elapsed.as_secs_f64(),
-        run.mpps()
-    )
 }
 
 #[cfg(test)]
@@ -1503,19 +1181,5 @@ mod tests {
             let e = settings(args, *file).unwrap_err().to_string();
             assert!(e.contains(needle), "{args:?} {file:?}: {e}");
         }
-    }
-
-    #[test]
-    fn drop_reasons_split_actions_misses_and_malformed() {
-        assert_eq!(drop_reasons(&Counters::default()), "-");
-        let mut c = Counters::default();
-        c.dropped = 10;
-        c.hits.drop = 3;
-        c.misses = 7;
-        assert_eq!(drop_reasons(&c), "action:3,miss:7");
-        // The IP pipeline's TTL drops are a reason of their own.
-        c.dropped = 12;
-        c.ttl_expired = 2;
-        assert_eq!(drop_reasons(&c), "action:3,miss:7,ttl_expired:2");
     }
 }

@@ -30,8 +30,25 @@ use nexthop_othello::Sizing;
 #[derive(Debug, Parser)]
 #[command(name = "nexthop", version = env!("NEXTHOP_LONG_VERSION"), propagate_version = true)]
 struct Cli {
+    /// Log events on stderr at this level and above: error, warn, info,
+    /// debug, trace or off (or a RUST_LOG-style filter such as
+    /// `nexthop_control=debug`). Default: RUST_LOG, else info.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Log event format on stderr: text (one line per event) or json (one
+    /// JSON object per line). Progress lines and summaries are output, not
+    /// log events: they keep their format.
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormat,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 // Parsed once per process: the size of the largest variant does not matter.
@@ -297,6 +314,11 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.log_format == LogFormat::Json;
+    if let Err(e) = nexthop_dataplane::metrics::init_logging_at(json, cli.log_level.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -16,8 +16,14 @@
 //! * [`pcap`]: pcap file ports (one input file, one output file per port)
 //!   and [`pcap::forward_pcap`], which drives a pipeline between them.
 //! * `afpacket` (Linux): live ports, a `TPACKET_V3` receive ring and
-//!   batched `sendmmsg` transmit; `live`: the run-to-completion loop
-//!   that drives a pipeline between them.
+//!   batched `sendmmsg` transmit; `live`: the ports of a live run (also
+//!   in-memory ones), its stop conditions and what it reports.
+//! * `engine` (Linux): the forwarder engine. Worker threads run any
+//!   pipeline implementing `engine::Stage` (the flat-name and IP
+//!   pipelines today) to completion over their own live ports; the table
+//!   refresh is passed in (`engine::Refresh`), so this crate never
+//!   depends on the control plane; the workers' reports are merged port
+//!   by port.
 //! * `affinity` (Linux, re-exported from `nexthop-mem`): CPU lists and
 //!   thread pinning for workers and control threads.
 //! * `afxdp` (Linux, the `afxdp` feature): AF_XDP live ports through
@@ -62,6 +68,8 @@ pub mod afpacket;
 #[cfg(all(target_os = "linux", feature = "afxdp"))]
 pub mod afxdp;
 mod counters;
+#[cfg(target_os = "linux")]
+pub mod engine;
 mod error;
 pub mod framebuf;
 mod ipfwd;

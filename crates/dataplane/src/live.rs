@@ -1,48 +1,30 @@
-//! The run-to-completion forwarding loop over live ports: AF_PACKET
-//! (`TPACKET_V3` receive rings, `sendmmsg` transmit) or, with the `afxdp`
-//! feature, AF_XDP sockets ([`RxPort`], [`TxSocket`]; a run may mix them
-//! port by port).
+//! Live ports and what a live run reports: AF_PACKET (`TPACKET_V3`
+//! receive rings, `sendmmsg` transmit), with the `afxdp` feature AF_XDP
+//! sockets, and in-memory ports ([`MemoryRx`], [`MemoryTx`] over a
+//! [`MemoryQueue`]) for tests and embedders; a run may mix them port by
+//! port ([`RxPort`], [`TxSocket`], [`LivePorts`]).
 //!
-//! One thread does everything for a frame before it takes the next block:
-//! take a ready block from an input ring ([`RxRing::next_block`], or up to
-//! `afxdp::RX_BATCH` frames from an AF_XDP rx ring), run its frames
-//! through [`Pipeline::process`] in groups of [`GROUP`], gather the frames
-//! per output port and send each port's list with one batched send
-//! ([`TxPort::send_batch`] straight from the ring; an AF_XDP port copies
-//! each frame into a transmit chunk of its UMEM), then give the block (or
-//! the AF_XDP chunks) back. When no input has frames ready the loop
-//! `poll()`s all inputs (at most [`POLL_MS`] at a time, so stop conditions
-//! and progress reports stay on time).
-//!
-//! [`forward_live_refreshing`] lets the caller swap the pipeline's table
-//! between groups (a forwarder following a controller's FIB).
-//!
-//! The loop drives either pipeline ([`LiveStage`]): the flat-name
-//! [`Pipeline`] sends frames straight from the receive buffers; the
-//! [`IpPipeline`] rewrites frames, so each group is first copied into
-//! per-worker buffers (kept from group to group) and sent from there.
-//!
-//! The pipeline counts frames in per input port, decisions, drops by
-//! reason and frames out per port; the loop adds what only the ports know:
-//! frames the kernel refused to send, and ring drops.
+//! The loop that drives a pipeline between them, and the multi-worker
+//! engine around it, are in [`crate::engine`]. This module holds what
+//! they share with their callers: when a run stops ([`StopAfter`],
+//! [`StopFlag`], [`StopReason`]), what it counted at the ports
+//! ([`PortStats`]), the progress reports ([`Progress`]) and the outcome
+//! ([`LiveRun`]).
 
+use std::collections::VecDeque;
 use std::io;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use crate::afpacket::{poll_fds, Block, RxRing, SendOutcome, TxPort};
+use crate::afpacket::{Block, RxRing, SendOutcome, TxPort};
 #[cfg(feature = "afxdp")]
 use crate::afxdp::{XskBatch, XskRx, XskTx};
 use crate::counters::Counters;
-use crate::framebuf::{FrameBuf, FrameLists};
-use crate::ipfwd::{IpDecision, IpPipeline};
-use crate::pipeline::{Decision, Egress, NameTable, Pipeline};
 
-/// Frames per `Pipeline::process` call (and per gather-and-send round).
-pub const GROUP: usize = 256;
-
-/// Longest single `poll()` wait, in milliseconds.
-pub const POLL_MS: i32 = 50;
+/// The most frames a [`MemoryRx`] hands over at once (one "block").
+pub const MEMORY_BATCH: usize = 512;
 
 /// A receiving port of a live run.
 #[derive(Debug)]
@@ -53,6 +35,14 @@ pub enum RxPort {
     /// The receive half of an AF_XDP socket.
     #[cfg(feature = "afxdp")]
     Xdp(XskRx),
+    /// Frames queued in memory ([`MemoryRx`]).
+    Memory(MemoryRx),
+}
+
+impl From<MemoryRx> for RxPort {
+    fn from(r: MemoryRx) -> RxPort {
+        RxPort::Memory(r)
+    }
 }
 
 impl From<RxRing> for RxPort {
@@ -69,36 +59,40 @@ impl From<XskRx> for RxPort {
 }
 
 impl RxPort {
-    /// The descriptor to `poll()` for `POLLIN`.
-    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+    /// The descriptor to `poll()` for `POLLIN`; `None` for an in-memory
+    /// input, which the loop checks again after a short wait instead.
+    pub fn raw_fd(&self) -> Option<RawFd> {
         match self {
-            RxPort::Packet(r) => r.raw_fd(),
+            RxPort::Packet(r) => Some(r.raw_fd()),
             #[cfg(feature = "afxdp")]
-            RxPort::Xdp(x) => x.raw_fd(),
+            RxPort::Xdp(x) => Some(x.raw_fd()),
+            RxPort::Memory(_) => None,
         }
     }
 
-    /// `afpacket`, `afxdp-native` or `afxdp-skb`.
+    /// `afpacket`, `afxdp-native`, `afxdp-skb` or `memory`.
     pub fn io_name(&self) -> &'static str {
         match self {
             RxPort::Packet(_) => "afpacket",
             #[cfg(feature = "afxdp")]
             RxPort::Xdp(x) => x.attached().name(),
+            RxPort::Memory(_) => "memory",
         }
     }
 
     /// The next frames ready, if any.
-    fn next(&mut self) -> Option<RxBatch<'_>> {
+    pub(crate) fn next(&mut self) -> Option<RxBatch<'_>> {
         match self {
             RxPort::Packet(r) => r.next_block().map(RxBatch::Packet),
             #[cfg(feature = "afxdp")]
             RxPort::Xdp(x) => x.next_batch().map(RxBatch::Xdp),
+            RxPort::Memory(m) => m.next_batch().map(RxBatch::Memory),
         }
     }
 
     /// Frames lost on the way in (ring full, no buffer), so far; a failed
     /// statistics read keeps the last figure.
-    fn drops(&mut self) -> u64 {
+    pub(crate) fn drops(&mut self) -> u64 {
         match self {
             RxPort::Packet(r) => {
                 let prev = r.drops_so_far();
@@ -106,40 +100,136 @@ impl RxPort {
             }
             #[cfg(feature = "afxdp")]
             RxPort::Xdp(x) => x.drops_so_far(),
+            RxPort::Memory(_) => 0,
         }
     }
 
     /// Frames skipped because they were captured in part.
-    fn truncated(&self) -> u64 {
+    pub(crate) fn truncated(&self) -> u64 {
         match self {
             RxPort::Packet(r) => r.truncated(),
             #[cfg(feature = "afxdp")]
             RxPort::Xdp(_) => 0,
+            RxPort::Memory(_) => 0,
         }
     }
 }
 
 /// Frames lent by an input until dropped.
-enum RxBatch<'a> {
+pub(crate) enum RxBatch<'a> {
     Packet(Block<'a>),
     #[cfg(feature = "afxdp")]
     Xdp(XskBatch<'a>),
+    Memory(&'a [Vec<u8>]),
 }
 
 impl RxBatch<'_> {
-    fn len_hint(&self) -> usize {
+    pub(crate) fn len_hint(&self) -> usize {
         match self {
             RxBatch::Packet(b) => b.packets() as usize,
             #[cfg(feature = "afxdp")]
             RxBatch::Xdp(b) => b.len(),
+            RxBatch::Memory(frames) => frames.len(),
         }
     }
 
-    fn frames_into<'b>(&'b mut self, out: &mut Vec<&'b [u8]>) {
+    pub(crate) fn frames_into<'b>(&'b mut self, out: &mut Vec<&'b [u8]>) {
         match self {
             RxBatch::Packet(b) => b.frames_into(out),
             #[cfg(feature = "afxdp")]
             RxBatch::Xdp(b) => b.frames_into(out),
+            RxBatch::Memory(frames) => out.extend(frames.iter().map(Vec::as_slice)),
+        }
+    }
+}
+
+/// A queue of frames shared between threads: what an in-memory input
+/// receives ([`MemoryRx`]) or what an in-memory output has sent
+/// ([`MemoryTx`]). Clones share the queue.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryQueue(Arc<Mutex<VecDeque<Vec<u8>>>>);
+
+impl MemoryQueue {
+    /// An empty queue.
+    pub fn new() -> MemoryQueue {
+        MemoryQueue::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Vec<u8>>> {
+        // A panic while holding the lock leaves whole frames only.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue `frame` at the back.
+    pub fn push(&self, frame: Vec<u8>) {
+        self.lock().push_back(frame);
+    }
+
+    /// Frames queued now.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no frame is queued.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Take every queued frame, oldest first.
+    pub fn drain(&self) -> Vec<Vec<u8>> {
+        self.lock().drain(..).collect()
+    }
+}
+
+/// An in-memory input: each batch takes up to [`MEMORY_BATCH`] frames
+/// from the front of its [`MemoryQueue`] (what another thread pushed).
+#[derive(Debug)]
+pub struct MemoryRx {
+    queue: MemoryQueue,
+    /// The frames of the batch in hand.
+    held: Vec<Vec<u8>>,
+}
+
+impl MemoryRx {
+    /// An input receiving what is pushed to `queue`.
+    pub fn new(queue: MemoryQueue) -> MemoryRx {
+        MemoryRx {
+            queue,
+            held: Vec::new(),
+        }
+    }
+
+    fn next_batch(&mut self) -> Option<&[Vec<u8>]> {
+        self.held.clear();
+        {
+            let mut q = self.queue.lock();
+            let n = q.len().min(MEMORY_BATCH);
+            self.held.extend(q.drain(..n));
+        }
+        (!self.held.is_empty()).then_some(&self.held[..])
+    }
+}
+
+/// An in-memory output: every frame sent is pushed to its
+/// [`MemoryQueue`]; it never refuses one.
+#[derive(Debug)]
+pub struct MemoryTx {
+    queue: MemoryQueue,
+}
+
+impl MemoryTx {
+    /// An output pushing what it sends to `queue`.
+    pub fn new(queue: MemoryQueue) -> MemoryTx {
+        MemoryTx { queue }
+    }
+
+    fn send_batch<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> SendOutcome {
+        let mut q = self.queue.lock();
+        q.extend(frames.iter().map(|f| f.as_ref().to_vec()));
+        SendOutcome {
+            sent: frames.len(),
+            failed: 0,
+            last_error: None,
         }
     }
 }
@@ -153,6 +243,14 @@ pub enum TxSocket {
     /// The transmit half of an AF_XDP socket.
     #[cfg(feature = "afxdp")]
     Xdp(XskTx),
+    /// Frames pushed to a queue in memory ([`MemoryTx`]).
+    Memory(MemoryTx),
+}
+
+impl From<MemoryTx> for TxSocket {
+    fn from(t: MemoryTx) -> TxSocket {
+        TxSocket::Memory(t)
+    }
 }
 
 impl From<TxPort> for TxSocket {
@@ -176,15 +274,17 @@ impl TxSocket {
             TxSocket::Packet(t) => t.send_batch(frames),
             #[cfg(feature = "afxdp")]
             TxSocket::Xdp(t) => t.send_batch(frames),
+            TxSocket::Memory(t) => t.send_batch(frames),
         }
     }
 
-    /// `afpacket`, or how the AF_XDP socket was set up.
+    /// `afpacket`, how the AF_XDP socket was set up, or `memory`.
     pub fn io_name(&self) -> &'static str {
         match self {
             TxSocket::Packet(_) => "afpacket",
             #[cfg(feature = "afxdp")]
             TxSocket::Xdp(t) => t.attached().name(),
+            TxSocket::Memory(_) => "memory",
         }
     }
 }
@@ -192,8 +292,9 @@ impl TxSocket {
 /// The ports of a live run.
 #[derive(Debug, Default)]
 pub struct LivePorts {
-    inputs: Vec<(u16, RxPort)>,
-    outputs: Vec<Option<TxSocket>>,
+    pub(crate) inputs: Vec<(u16, RxPort)>,
+    /// Indexed by port number.
+    pub(crate) outputs: Vec<Option<TxSocket>>,
 }
 
 impl LivePorts {
@@ -202,14 +303,14 @@ impl LivePorts {
         LivePorts::default()
     }
 
-    /// Receive on `rx` (an [`RxRing`], or an AF_XDP receive half) as
-    /// input port `port`.
+    /// Receive on `rx` (an [`RxRing`], an AF_XDP receive half or a
+    /// [`MemoryRx`]) as input port `port`.
     pub fn add_input(&mut self, port: u16, rx: impl Into<RxPort>) {
         self.inputs.push((port, rx.into()));
     }
 
-    /// Send frames for output port `port` on `tx` (a [`TxPort`] or an
-    /// AF_XDP transmit half), replacing any earlier one.
+    /// Send frames for output port `port` on `tx` (a [`TxPort`], an
+    /// AF_XDP transmit half or a [`MemoryTx`]), replacing any earlier one.
     pub fn add_output(&mut self, port: u16, tx: impl Into<TxSocket>) {
         let i = usize::from(port);
         if self.outputs.len() <= i {
@@ -281,10 +382,19 @@ extern "C" fn on_stop_signal(_sig: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// The process-wide stop request, set by SIGINT/SIGTERM once
-/// [`StopFlag::install`] has run.
-#[derive(Clone, Copy, Debug)]
-pub struct StopFlag(());
+/// A stop request: the process-wide one, set by SIGINT/SIGTERM once
+/// [`StopFlag::install`] has run, or a flag of its own
+/// ([`StopFlag::new`]: only [`StopFlag::raise`] sets it), for tests and
+/// for embedders that stop an engine without a signal. Clones share the
+/// flag; any thread may raise it or read it.
+#[derive(Clone, Debug)]
+pub struct StopFlag(Option<Arc<AtomicBool>>);
+
+impl Default for StopFlag {
+    fn default() -> StopFlag {
+        StopFlag::new()
+    }
+}
 
 impl StopFlag {
     /// Install handlers for SIGINT and SIGTERM that set the flag (without
@@ -309,17 +419,26 @@ impl StopFlag {
                 return Err(io::Error::last_os_error());
             }
         }
-        Ok(StopFlag(()))
+        Ok(StopFlag(None))
+    }
+
+    /// A flag of its own, not raised, that no signal sets.
+    pub fn new() -> StopFlag {
+        StopFlag(Some(Arc::new(AtomicBool::new(false))))
+    }
+
+    fn flag(&self) -> &AtomicBool {
+        self.0.as_deref().unwrap_or(&STOP)
     }
 
     /// Whether a stop was requested.
     pub fn is_raised(&self) -> bool {
-        STOP.load(Ordering::Relaxed)
+        self.flag().load(Ordering::Relaxed)
     }
 
     /// Request a stop (as a signal would).
     pub fn raise(&self) {
-        STOP.store(true, Ordering::Relaxed);
+        self.flag().store(true, Ordering::Relaxed);
     }
 }
 
@@ -384,7 +503,8 @@ pub struct Progress<'a> {
     pub interval: Duration,
 }
 
-/// The outcome of [`forward_live`].
+/// The outcome of one worker's run ([`crate::engine::run_worker`]), or of
+/// several merged ([`LiveRun::merge`]).
 #[derive(Clone, Debug)]
 pub struct LiveRun {
     /// The pipeline's counters for this run.
@@ -426,365 +546,61 @@ impl LiveRun {
     }
 }
 
-/// The output side of a live run as a pipeline sees it for one group:
-/// the transmit sockets by port and the per-port refusal counts.
-pub struct Outputs<'p> {
-    outputs: &'p mut [Option<TxSocket>],
-    tx_failed: &'p mut Vec<u64>,
-}
-
-impl std::fmt::Debug for Outputs<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Outputs")
-            .field("ports", &self.outputs.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Outputs<'_> {
-    /// Count `n` frames for `port` as refused (it has no socket).
-    fn refuse(&mut self, port: u16, n: u64) {
-        add_failed(self.tx_failed, port, n);
-    }
-
-    /// Send `lists[p]` on port `p` for every port with frames (one batched
-    /// send each), counting what a port refused or could not send, and
-    /// empty the lists.
-    fn send_lists(&mut self, lists: &mut [Vec<&[u8]>]) {
-        for (p, list) in lists.iter_mut().enumerate() {
-            if list.is_empty() {
-                continue;
-            }
-            let n = list.len() as u64;
-            let failed = match self.outputs.get_mut(p) {
-                Some(Some(tx)) => tx.send_batch(list).failed as u64,
-                _ => n,
-            };
-            if failed > 0 {
-                if let Ok(port) = u16::try_from(p) {
-                    add_failed(self.tx_failed, port, failed);
-                }
-            }
-            list.clear();
-        }
-    }
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl<T: crate::pipeline::NameTable> Sealed for crate::pipeline::Pipeline<T> {}
-    impl Sealed for crate::ipfwd::IpPipeline<'_> {}
-}
-
-/// A pipeline the live loop drives: the flat-name [`Pipeline`] (frames
-/// sent straight from the receive buffers) or the [`IpPipeline`] (frames
-/// copied into per-worker buffers, rewritten there, and sent from them).
-pub trait LiveStage: sealed::Sealed {
-    /// Buffers kept from one group to the next.
-    #[doc(hidden)]
-    type Scratch: Default;
-    /// The counters so far.
-    fn counters(&self) -> &Counters;
-    /// Take the counters, leaving zeroed ones.
-    fn take_counters(&mut self) -> Counters;
-    /// Continue from `counters`.
-    fn set_counters(&mut self, counters: Counters);
-    /// Decide for one group of frames received on `in_port` and send them;
-    /// `lists` has one empty list per output port and is left empty.
-    #[doc(hidden)]
-    fn forward_group<'b>(
-        &mut self,
-        scratch: &mut Self::Scratch,
-        in_port: u16,
-        group: &[&'b [u8]],
-        lists: &mut [Vec<&'b [u8]>],
-        out: &mut Outputs<'_>,
-    );
-}
-
-impl<T: NameTable> LiveStage for Pipeline<T> {
-    type Scratch = Vec<Decision>;
-
-    fn counters(&self) -> &Counters {
-        Pipeline::counters(self)
-    }
-
-    fn take_counters(&mut self) -> Counters {
-        Pipeline::take_counters(self)
-    }
-
-    fn set_counters(&mut self, counters: Counters) {
-        Pipeline::set_counters(self, counters)
-    }
-
-    fn forward_group<'b>(
-        &mut self,
-        decisions: &mut Vec<Decision>,
-        in_port: u16,
-        group: &[&'b [u8]],
-        lists: &mut [Vec<&'b [u8]>],
-        out: &mut Outputs<'_>,
-    ) {
-        self.process(in_port, group, decisions);
-        for (f, d) in group.iter().zip(decisions.iter()) {
-            if let Egress::Ports(ps) = self.egress(d) {
-                for &p in ps {
-                    match lists.get_mut(usize::from(p)) {
-                        Some(list) => list.push(f),
-                        None => out.refuse(p, 1),
-                    }
-                }
-            }
-        }
-        out.send_lists(lists);
-    }
-}
-
-/// The IP pipeline's buffers: a copy of each frame of the group (rewritten
-/// in place), the decisions, and per-port lists over the copies.
-#[derive(Default)]
-#[doc(hidden)]
-pub struct IpScratch {
-    copies: Vec<Vec<u8>>,
-    decisions: Vec<IpDecision>,
-    lists: FrameLists,
-}
-
-impl std::fmt::Debug for IpScratch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IpScratch")
-            .field("copies", &self.copies.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl LiveStage for IpPipeline<'_> {
-    type Scratch = IpScratch;
-
-    fn counters(&self) -> &Counters {
-        IpPipeline::counters(self)
-    }
-
-    fn take_counters(&mut self) -> Counters {
-        IpPipeline::take_counters(self)
-    }
-
-    fn set_counters(&mut self, counters: Counters) {
-        IpPipeline::set_counters(self, counters)
-    }
-
-    fn forward_group<'b>(
-        &mut self,
-        scratch: &mut IpScratch,
-        in_port: u16,
-        group: &[&'b [u8]],
-        lists: &mut [Vec<&'b [u8]>],
-        out: &mut Outputs<'_>,
-    ) {
-        let IpScratch {
-            copies,
-            decisions,
-            lists: own,
-        } = scratch;
-        // Receive buffers are read-only (and a frame may be sent on no
-        // port), so each frame is copied and rewritten in the copy. The
-        // copies keep their allocations: no allocation once every slot
-        // has held a frame as long as this one.
-        if copies.len() < group.len() {
-            copies.resize_with(group.len(), Vec::new);
-        }
-        for (c, f) in copies.iter_mut().zip(group) {
-            c.clear();
-            c.extend_from_slice(f);
-        }
-        let n = group.len();
-        self.process(in_port, &mut copies[..n], decisions);
-        let mut per_port = own.take(lists.len());
-        for (c, d) in copies[..n].iter().zip(decisions.iter()) {
-            if let IpDecision::Forward(p) = *d {
-                match per_port.get_mut(usize::from(p)) {
-                    Some(list) => list.push(c),
-                    None => out.refuse(p, 1),
-                }
-            }
-        }
-        out.send_lists(&mut per_port);
-        own.put(per_port);
-    }
-}
-
-/// Forward frames from the input rings of `ports` to their output ports
-/// through `pipeline` until `stop` is raised or `after` is met; call
-/// `progress` every `report_every` (if given).
-///
-/// Frames for an output port that has no [`TxPort`] are counted as refused
-/// on that port. Punted frames (controller actions, misses under the
-/// controller policy) are counted by the pipeline and not sent.
-///
-/// # Errors
-/// `poll()` failed.
-pub fn forward_live<P: LiveStage>(
-    pipeline: &mut P,
-    ports: &mut LivePorts,
-    after: StopAfter,
-    stop: &StopFlag,
-    report_every: Option<Duration>,
-    progress: impl FnMut(&Progress<'_>),
-) -> io::Result<LiveRun> {
-    forward_live_refreshing(pipeline, ports, after, stop, report_every, progress, |_| {})
-}
-
-/// [`forward_live`] with a hook that may change the pipeline between groups
-/// (swap a [`Pipeline`]'s table: [`Pipeline::replace_table`],
-/// [`Pipeline::set_actions`]):
-/// `refresh` runs before every group of up to [`GROUP`] frames and once
-/// per idle `poll()` round. Every frame of a group is decided with the
-/// table the group started with. The hook is on the forwarding thread, so
-/// it must be cheap when nothing changed (one atomic load and a pointer
-/// compare, say).
-///
-/// # Errors
-/// `poll()` failed.
-pub fn forward_live_refreshing<P: LiveStage>(
-    pipeline: &mut P,
-    ports: &mut LivePorts,
-    after: StopAfter,
-    stop: &StopFlag,
-    report_every: Option<Duration>,
-    mut progress: impl FnMut(&Progress<'_>),
-    mut refresh: impl FnMut(&mut P),
-) -> io::Result<LiveRun> {
-    let before = pipeline.take_counters();
-    let nout = ports.outputs.len();
-    let mut stats = PortStats::default();
-    let mut tx_failed = vec![0u64; nout];
-    let fds: Vec<_> = ports.inputs.iter().map(|(_, r)| r.raw_fd()).collect();
-    let mut scratch = P::Scratch::default();
-    // The frame lists of a block borrow the block, so they cannot live
-    // across blocks; their allocations do (no allocation per block once
-    // the largest block has been seen).
-    let mut all_buf = FrameBuf::with_capacity(GROUP);
-    let mut lists_buf = FrameLists::default();
-    let start = Instant::now();
-    let mut first_frame: Option<Instant> = None;
-    let mut last_frame = start;
-    let mut next_report = report_every.map(|d| start + d);
-    let mut last_report = (start, 0u64);
-
-    let stopped_by = loop {
-        if stop.is_raised() {
-            break StopReason::Signal;
-        }
-        if after
-            .frames
-            .is_some_and(|n| pipeline.counters().frames_in >= n)
-        {
-            break StopReason::Frames;
-        }
-        let now = Instant::now();
-        if after.duration.is_some_and(|d| now - start >= d) {
-            break StopReason::Duration;
-        }
-        if let (Some(at), Some(every)) = (next_report, report_every) {
-            if now >= at {
-                port_stats(ports, &tx_failed, &mut stats);
-                let c = pipeline.counters();
-                progress(&Progress {
-                    elapsed: now - start,
-                    counters: c,
-                    ports: &stats,
-                    interval_frames: c.frames_in - last_report.1,
-                    interval: now - last_report.0,
-                });
-                last_report = (now, c.frames_in);
-                next_report = Some(at + every);
-            }
-        }
-
-        let mut any = false;
-        for (in_port, rx) in ports.inputs.iter_mut() {
-            let Some(mut block) = rx.next() else {
-                continue;
-            };
-            any = true;
-            let mut all = all_buf.take();
-            all.reserve(block.len_hint());
-            block.frames_into(&mut all);
-            if !all.is_empty() && first_frame.is_none() {
-                first_frame = Some(Instant::now());
-            }
-            let mut per_port = lists_buf.take(nout);
-            for group in all.chunks(GROUP) {
-                refresh(pipeline);
-                let mut out = Outputs {
-                    outputs: &mut ports.outputs,
-                    tx_failed: &mut tx_failed,
-                };
-                pipeline.forward_group(&mut scratch, *in_port, group, &mut per_port, &mut out);
-            }
-            // Emptied and kept: nothing borrows the block after this.
-            lists_buf.put(per_port);
-            all_buf.put(all);
-            drop(block);
-            last_frame = Instant::now();
-        }
-        if !any {
-            refresh(pipeline);
-            let mut wait = POLL_MS;
-            if let Some(d) = after.duration {
-                let left = d.saturating_sub(start.elapsed()).as_millis();
-                wait = wait.min(i32::try_from(left).unwrap_or(POLL_MS)).max(1);
-            }
-            poll_fds(&fds, wait)?;
-        }
-    };
-
-    let elapsed = start.elapsed();
-    port_stats(ports, &tx_failed, &mut stats);
-    let counters = pipeline.take_counters();
-    let mut carried = before;
-    carried.merge(&counters);
-    pipeline.set_counters(carried);
-    Ok(LiveRun {
-        counters,
-        ports: stats,
-        stopped_by,
-        elapsed,
-        active: first_frame.map_or(Duration::ZERO, |t| last_frame.saturating_duration_since(t)),
-    })
-}
-
-fn add_failed(tx_failed: &mut Vec<u64>, port: u16, n: u64) {
-    let i = usize::from(port);
-    if tx_failed.len() <= i {
-        tx_failed.resize(i + 1, 0);
-    }
-    tx_failed[i] += n;
-}
-
-fn port_stats(ports: &mut LivePorts, tx_failed: &[u64], stats: &mut PortStats) {
-    stats.tx_failed = tx_failed
-        .iter()
-        .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(p, &n)| (p as u16, n))
-        .collect();
-    stats.ring_drops.clear();
-    stats.rx_truncated.clear();
-    for (port, rx) in ports.inputs.iter_mut() {
-        let drops = rx.drops();
-        if drops > 0 {
-            stats.ring_drops.push((*port, drops));
-        }
-        if rx.truncated() > 0 {
-            stats.rx_truncated.push((*port, rx.truncated()));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flag_of_its_own_is_raised_only_by_its_clones() {
+        let a = StopFlag::new();
+        let b = StopFlag::new();
+        let a2 = a.clone();
+        assert!(!a.is_raised() && !b.is_raised());
+        a2.raise();
+        assert!(a.is_raised(), "clones share the flag");
+        assert!(!b.is_raised(), "another flag is not raised");
+        assert!(
+            !STOP.load(Ordering::Relaxed),
+            "the signal flag is not raised"
+        );
+    }
+
+    #[test]
+    fn memory_ports_hand_over_queued_frames_in_batches_and_keep_what_they_send() {
+        let q = MemoryQueue::new();
+        for i in 0..(MEMORY_BATCH + 3) {
+            q.push(vec![(i % 256) as u8; 1 + i % 7]);
+        }
+        let mut rx = RxPort::from(MemoryRx::new(q.clone()));
+        assert_eq!((rx.raw_fd(), rx.io_name()), (None, "memory"));
+        let mut seen = Vec::new();
+        while let Some(mut batch) = rx.next() {
+            let hint = batch.len_hint();
+            assert!(hint <= MEMORY_BATCH);
+            let mut frames = Vec::new();
+            batch.frames_into(&mut frames);
+            assert_eq!(frames.len(), hint);
+            seen.push(frames.iter().map(|f| f.to_vec()).collect::<Vec<_>>());
+        }
+        assert_eq!(
+            seen.iter().map(Vec::len).collect::<Vec<_>>(),
+            [MEMORY_BATCH, 3]
+        );
+        assert_eq!(
+            seen[1][2],
+            vec![((MEMORY_BATCH + 2) % 256) as u8; 1 + (MEMORY_BATCH + 2) % 7]
+        );
+        assert!(q.is_empty());
+        assert_eq!((rx.drops(), rx.truncated()), (0, 0));
+
+        let out = MemoryQueue::new();
+        let mut tx = TxSocket::from(MemoryTx::new(out.clone()));
+        assert_eq!(tx.io_name(), "memory");
+        let r = tx.send_batch(&[&[1u8, 2][..], &[3u8][..]]);
+        assert_eq!((r.sent, r.failed, r.last_error), (2, 0, None));
+        assert_eq!(out.drain(), [vec![1, 2], vec![3]]);
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn stop_reasons_have_summary_names() {

@@ -1205,6 +1205,15 @@ pub enum LoggingError {
         /// The parser's message.
         message: String,
     },
+    /// A log level given by the caller (`--log-level`) is not a valid
+    /// filter.
+    #[error("log level {value:?} is not a valid log filter: {message}")]
+    BadLevel {
+        /// The level as given.
+        value: String,
+        /// The parser's message.
+        message: String,
+    },
     /// A global subscriber was already installed.
     #[error("a log subscriber is already installed")]
     AlreadySet,
@@ -1222,6 +1231,21 @@ fn log_filter(var: Option<String>) -> Result<tracing_subscriber::EnvFilter, Logg
                 message: e.to_string(),
             })
         }
+    }
+}
+
+/// The filter: `level` when given, else `RUST_LOG` (`var`), else the
+/// default.
+fn level_filter(
+    level: Option<&str>,
+    var: Option<String>,
+) -> Result<tracing_subscriber::EnvFilter, LoggingError> {
+    match level {
+        Some(l) => tracing_subscriber::EnvFilter::try_new(l).map_err(|e| LoggingError::BadLevel {
+            value: l.to_string(),
+            message: e.to_string(),
+        }),
+        None => log_filter(var),
     }
 }
 
@@ -1253,7 +1277,17 @@ where
 /// # Errors
 /// `RUST_LOG` does not parse, or a subscriber was already installed.
 pub fn init_logging(json: bool) -> Result<(), LoggingError> {
-    let filter = log_filter(std::env::var("RUST_LOG").ok())?;
+    init_logging_at(json, None)
+}
+
+/// [`init_logging`], with `level` (a level such as `debug`, or any
+/// `RUST_LOG`-style filter) in place of `RUST_LOG` when given.
+///
+/// # Errors
+/// `level` or `RUST_LOG` does not parse, or a subscriber was already
+/// installed.
+pub fn init_logging_at(json: bool, level: Option<&str>) -> Result<(), LoggingError> {
+    let filter = level_filter(level, std::env::var("RUST_LOG").ok())?;
     tracing::subscriber::set_global_default(subscriber(json, filter, io::stderr))
         .map_err(|_| LoggingError::AlreadySet)
 }
@@ -1927,6 +1961,26 @@ nexthop_follower_deltas_total{controller="10.0.0.1:7000"} 4
         assert!(out.contains("DEBUG"), "{out}");
         assert!(out.contains("tick frames=5"), "{out}");
         assert!(!out.contains('\u{1b}'), "no colour codes: {out:?}");
+    }
+
+    #[test]
+    fn a_given_level_wins_over_rust_log() {
+        let buf = Buf::default();
+        let filter = level_filter(Some("warn"), Some("trace".to_string())).unwrap();
+        let sub = subscriber(false, filter, buf.clone());
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!("hidden below warn");
+            tracing::warn!("shown");
+        });
+        let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(out.contains("shown") && !out.contains("hidden"), "{out}");
+        let err = level_filter(Some("=["), None).unwrap_err();
+        assert!(err.to_string().contains("log level \"=[\""), "{err}");
+        // Without a level, RUST_LOG decides.
+        assert!(matches!(
+            level_filter(None, Some("=[".to_string())),
+            Err(LoggingError::BadFilter { .. })
+        ));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use nexthop_control::{Controller, ControllerConfig, FibFollower, FollowerConfig};
+use nexthop_dataplane::engine::swap_in;
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapOut, PcapPorts};
 use nexthop_dataplane::{Decision, Egress, Pipeline, PipelineConfig, BATCH};
@@ -25,7 +26,7 @@ use super::frame::{parse_frame, ports_of, write_frame, FRAME_LEN, PHASE_TRAFFIC,
 use super::plan::{prepare, save_final_fib, Prepared, Walk};
 use super::summary::{FibPart, ForwarderPart, Summary, UpdatesPart};
 use super::{step, LabOpts};
-use crate::cmd_run::{swap_in, Current};
+use crate::cmd_run::{Current, Followed};
 
 /// Number of chunks the input is cut into (changes are applied between).
 const CHUNKS: usize = 100;
@@ -119,7 +120,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let mut outs = PcapPorts::create(&out_dir, input.header())?;
     let first = follower.table().context("follower lost its table")?;
     let mut pipeline = Pipeline::new(
-        Current::Followed(first.clone()),
+        Current::Followed(Followed(first.clone())),
         first.actions(),
         KeyType::Mac,
         PipelineConfig::default(),
@@ -158,7 +159,7 @@ pub fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             applied = upto;
         }
         if let Some(tbl) = follower.table() {
-            swap_in(&mut pipeline, tbl);
+            swap_in(&mut pipeline, Followed(tbl));
         }
         chunk.clear();
         while chunk.len() < chunk_len {
