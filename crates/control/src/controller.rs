@@ -676,7 +676,14 @@ struct Tx {
 impl Tx {
     fn send(&mut self, ty: MsgType, gen: u64, payload: &[u8]) -> io::Result<()> {
         self.seq += 1;
-        let bytes = encode_parts(&self.keys.send, ty, self.keys.session, self.seq, gen, payload);
+        let bytes = encode_parts(
+            &self.keys.send,
+            ty,
+            self.keys.session,
+            self.seq,
+            gen,
+            payload,
+        );
         write_all(&mut self.stream, &bytes)
     }
 }
@@ -746,7 +753,9 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
         Err(e) => {
             match &e {
                 HandshakeError::Io(io) if io.kind() == io::ErrorKind::TimedOut => {
-                    sh.counters.handshake_timeouts.fetch_add(1, Ordering::Relaxed);
+                    sh.counters
+                        .handshake_timeouts
+                        .fetch_add(1, Ordering::Relaxed);
                     sh.warn(format_args!(
                         "{peer}: handshake not done within {:?}; closing",
                         sh.cfg.handshake_timeout
@@ -981,9 +990,15 @@ impl<K: NameKey> Writer<'_, K> {
                 let last = &part[part.len() - 1];
                 let (key, session) = (&tx.keys.send, tx.keys.session);
                 if let [d] = part {
-                    encode_with(buf, key, MsgType::Delta, session, tx.seq, d.generation, |o| {
-                        o.extend_from_slice(&d.payload)
-                    });
+                    encode_with(
+                        buf,
+                        key,
+                        MsgType::Delta,
+                        session,
+                        tx.seq,
+                        d.generation,
+                        |o| o.extend_from_slice(&d.payload),
+                    );
                 } else {
                     encode_with(
                         buf,

@@ -51,7 +51,9 @@ use nexthop_hash::KeyBytes;
 use nexthop_othello::fib::{Action, ActionTable};
 use nexthop_othello::{Delta, Query};
 
-use crate::frame::{encode_parts, read_frame, write_all, AuthKey, FrameError, ReadError, MAX_PAYLOAD};
+use crate::frame::{
+    encode_parts, read_frame, write_all, AuthKey, FrameError, ReadError, MAX_PAYLOAD,
+};
 use crate::handshake::{self, fresh_nonce, HandshakeError, SessionKeys};
 use crate::message::{parse_snapshot_body, BatchDelta, Hello, Message, FEATURE_DELTA_BATCH};
 
@@ -552,7 +554,10 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
                 f
             }
             Err(ReadError::Io(e))
-                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
             {
                 sh.counters.timeouts.fetch_add(1, Ordering::Relaxed);
                 break format!(
@@ -701,7 +706,10 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
 fn handshake_failed(sh: &Shared, e: &HandshakeError) {
     let reason = match e {
         HandshakeError::Io(io)
-            if matches!(io.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+            if matches!(
+                io.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
         {
             sh.counters.timeouts.fetch_add(1, Ordering::Relaxed);
             None

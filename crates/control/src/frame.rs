@@ -598,8 +598,13 @@ mod tests {
     #[test]
     fn frames_written_from_parts_equal_encoded_frames() {
         let mut out = Vec::new();
-        write_frame_parts(&mut out, &key(), (MsgType::Snapshot, 5, 6, 7), &[b"ab", b"", b"cde"])
-            .expect("write");
+        write_frame_parts(
+            &mut out,
+            &key(),
+            (MsgType::Snapshot, 5, 6, 7),
+            &[b"ab", b"", b"cde"],
+        )
+        .expect("write");
         let f = Frame::new(MsgType::Snapshot, 5, 6, 7, b"abcde".to_vec());
         assert_eq!(out, f.encode(&key()));
     }

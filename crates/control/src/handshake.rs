@@ -155,7 +155,11 @@ fn nonce_frame(secret: &AuthKey, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Read the peer's Nonce frame (session 0, sequence 0) and return its payload.
-fn read_nonce<R: Read>(r: &mut R, secret: &AuthKey, want_len: usize) -> Result<Vec<u8>, HandshakeError> {
+fn read_nonce<R: Read>(
+    r: &mut R,
+    secret: &AuthKey,
+    want_len: usize,
+) -> Result<Vec<u8>, HandshakeError> {
     let f = read_frame(r, secret, MAX_HANDSHAKE_PAYLOAD)?;
     if f.ty == MsgType::Error {
         return match Message::decode(f.ty, &f.payload) {

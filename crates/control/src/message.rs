@@ -435,7 +435,8 @@ pub fn parse_snapshot_body(body: &[u8]) -> Result<(&[u8], &str), MessageError> {
         msg: "Snapshot",
     };
     let n = c.u64()?;
-    let n = usize::try_from(n).map_err(|_| MessageError::Malformed("snapshot length over usize"))?;
+    let n =
+        usize::try_from(n).map_err(|_| MessageError::Malformed("snapshot length over usize"))?;
     let snapshot = c.take(n)?;
     let actions = std::str::from_utf8(c.b)
         .map_err(|_| MessageError::Malformed("action table is not UTF-8"))?;
@@ -593,10 +594,16 @@ mod tests {
     #[test]
     fn snapshot_parts_are_bounded_by_their_total() {
         let part = |total: u64, offset: u64, n: usize| {
-            Message::decode(MsgType::Snapshot, &snapshot_part(total, offset, &vec![0xff; n]))
+            Message::decode(
+                MsgType::Snapshot,
+                &snapshot_part(total, offset, &vec![0xff; n]),
+            )
         };
         assert!(matches!(part(10, 8, 3), Err(MessageError::Malformed(_))));
-        assert!(matches!(part(10, u64::MAX, 1), Err(MessageError::Malformed(_))));
+        assert!(matches!(
+            part(10, u64::MAX, 1),
+            Err(MessageError::Malformed(_))
+        ));
         assert!(matches!(part(10, 0, 0), Err(MessageError::Malformed(_))));
         assert!(matches!(part(10, 2, 8), Ok(Message::SnapshotPart { .. })));
         // A whole body that does not parse is refused.

@@ -373,7 +373,10 @@ fn key_files_open_to_group_or_others_or_too_large_are_refused() {
     for mode in [0o644, 0o640, 0o604, 0o660, 0o602, 0o610] {
         key_file(&p, &text, mode);
         let e = AuthKey::from_file(&p).expect_err("open key file refused");
-        assert!(matches!(e, KeyError::Permissions { mode: m, .. } if m == mode), "{e}");
+        assert!(
+            matches!(e, KeyError::Permissions { mode: m, .. } if m == mode),
+            "{e}"
+        );
         assert!(e.to_string().contains("chmod 600"), "{e}");
     }
     for mode in [0o600, 0o400] {

@@ -137,8 +137,8 @@ impl RawFollower {
         stream.set_read_timeout(Some(WAIT)).expect("timeout");
         let mut reader = BufReader::new(stream.try_clone().expect("clone"));
         let mut w = &stream;
-        let keys = handshake::connect(&mut reader, &mut w, &key(), &fresh_nonce())
-            .expect("handshake");
+        let keys =
+            handshake::connect(&mut reader, &mut w, &key(), &fresh_nonce()).expect("handshake");
         let mut f = RawFollower {
             stream,
             reader,
@@ -193,7 +193,14 @@ impl RawFollower {
     /// The next numbered frame of this side, under its key.
     pub fn frame(&mut self, m: &Message) -> Vec<u8> {
         self.seq += 1;
-        encode_parts(&self.keys.send, m.ty(), self.keys.session, self.seq, 0, &m.encode())
+        encode_parts(
+            &self.keys.send,
+            m.ty(),
+            self.keys.session,
+            self.seq,
+            0,
+            &m.encode(),
+        )
     }
 
     pub fn send(&mut self, m: &Message) {
