@@ -415,3 +415,34 @@ fn fuzz_seeds_are_valid_frames_of_every_type() {
     types.sort_unstable();
     assert_eq!(types, [1, 2, 3, 4, 5, 6, 7, 8]);
 }
+
+#[test]
+fn handshake_fuzz_seeds_complete_a_handshake_on_both_ends() {
+    use nexthop_control::handshake::{accept, connect, NONCE_LEN};
+    let key = AuthKey::new(b"nexthop-fuzz-key-0123456789abcdef").expect("key");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/control_handshake");
+    let seed = |name: &str| std::fs::read(dir.join(name)).expect("seed");
+    let (nf, nc) = ([0x11; NONCE_LEN], [0x22; NONCE_LEN]);
+    let stream = seed("forwarder_stream");
+    let mut out = Vec::new();
+    let a = accept(&mut &stream[..], &mut out, &key, &nc).expect("the forwarder's stream");
+    assert_eq!(a.hello.forwarder_id, "fw1");
+    assert_eq!(a.hello.features, FEATURE_DELTA_BATCH);
+    let reply = seed("controller_reply");
+    let mut out = Vec::new();
+    let k = connect(&mut &reply[..], &mut out, &key, &nf).expect("the controller's reply");
+    assert_eq!(k.session, a.keys.session);
+    // The forwarder reads the controller's Keepalive under its derived key.
+    let rest = &reply[36 + 2 * NONCE_LEN + 32..];
+    let f = Frame::decode(rest, &k.recv, MAX_PAYLOAD).expect("keepalive");
+    assert_eq!((f.ty, f.session), (MsgType::Keepalive, k.session));
+    // The refusal and the version 1 Hello each fail, with their reasons.
+    let e = connect(&mut &seed("refusal")[..], &mut Vec::new(), &key, &nf).expect_err("refused");
+    assert!(e.to_string().contains("version 1 is not supported"), "{e}");
+    let mut out = Vec::new();
+    let e = accept(&mut &seed("version_1_hello")[..], &mut out, &key, &nc).expect_err("old");
+    assert!(e.to_string().contains("version 1"), "{e}");
+    let f = Frame::decode(&out, &key, MAX_PAYLOAD).expect("an Error back");
+    assert_eq!(f.ty, MsgType::Error);
+}
