@@ -37,6 +37,7 @@
 //! apply. A batch that does not parse is rejected whole before any apply.
 
 use nexthop_othello::{Delta, FormatError};
+use nexthop_wire::cursor::{CursorError, Reader};
 use thiserror::Error;
 
 use crate::frame::MsgType;
@@ -56,9 +57,10 @@ pub enum MessageError {
     Truncated {
         /// Message type.
         msg: &'static str,
-        /// Bytes needed.
+        /// Bytes the field needs, counted from the start of the payload
+        /// (of the entry, inside a DeltaBatch; saturating).
         needed: usize,
-        /// Bytes present.
+        /// Bytes in the payload (the entry).
         got: usize,
     },
     /// Bytes after the message's last field.
@@ -184,54 +186,73 @@ pub enum Message {
     },
 }
 
+/// A [`Reader`] whose errors name the message being parsed.
 struct Cursor<'a> {
-    b: &'a [u8],
+    r: Reader<'a>,
     msg: &'static str,
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], MessageError> {
-        if self.b.len() < n {
-            return Err(MessageError::Truncated {
-                msg: self.msg,
-                needed: n,
-                got: self.b.len(),
-            });
+    fn new(b: &'a [u8], msg: &'static str) -> Self {
+        Cursor {
+            r: Reader::new(b),
+            msg,
         }
-        let (h, t) = self.b.split_at(n);
-        self.b = t;
-        Ok(h)
+    }
+    fn err(&self, e: CursorError) -> MessageError {
+        match e {
+            CursorError::Truncated { needed, got } => MessageError::Truncated {
+                msg: self.msg,
+                needed,
+                got,
+            },
+            CursorError::TrailingData(n) => MessageError::TrailingData(n),
+            CursorError::Malformed(m) => MessageError::Malformed(m),
+            _ => MessageError::Malformed("unreadable field"),
+        }
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], MessageError> {
+        self.r.take(n).map_err(|e| self.err(e))
     }
     fn u8(&mut self) -> Result<u8, MessageError> {
-        Ok(self.take(1)?[0])
+        self.r.u8().map_err(|e| self.err(e))
     }
     fn u16(&mut self) -> Result<u16, MessageError> {
-        let s = self.take(2)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
+        self.r.u16().map_err(|e| self.err(e))
     }
     fn u32(&mut self) -> Result<u32, MessageError> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(a))
+        self.r.u32().map_err(|e| self.err(e))
     }
     fn u64(&mut self) -> Result<u64, MessageError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(a))
+        self.r.u64().map_err(|e| self.err(e))
+    }
+    fn rest(&mut self) -> &'a [u8] {
+        self.r.rest()
+    }
+    fn is_empty(&self) -> bool {
+        self.r.is_empty()
+    }
+    fn remaining(&self) -> usize {
+        self.r.remaining()
+    }
+    /// `n` items of at least `each` bytes can be present: `n` as a usize.
+    fn count(&self, n: u64, each: usize) -> Result<usize, MessageError> {
+        self.r.count(n, each).map_err(|e| self.err(e))
     }
     fn rest_utf8(&mut self) -> Result<String, MessageError> {
-        let s = std::str::from_utf8(self.b)
-            .map_err(|_| MessageError::Malformed("text is not UTF-8"))?
-            .to_string();
-        self.b = &[];
-        Ok(s)
+        std::str::from_utf8(self.r.rest())
+            .map(str::to_string)
+            .map_err(|_| MessageError::Malformed("text is not UTF-8"))
     }
-    fn finish(&self) -> Result<(), MessageError> {
-        if self.b.is_empty() {
-            Ok(())
-        } else {
-            Err(MessageError::TrailingData(self.b.len()))
-        }
+    fn finish(self) -> Result<(), MessageError> {
+        let msg = self.msg;
+        self.r.finish().map_err(|e| {
+            Cursor {
+                r: Reader::new(&[]),
+                msg,
+            }
+            .err(e)
+        })
     }
 }
 
@@ -308,7 +329,7 @@ impl Message {
             MsgType::Nonce => "Nonce",
             MsgType::Keepalive => "Keepalive",
         };
-        let mut c = Cursor { b: payload, msg };
+        let mut c = Cursor::new(payload, msg);
         let m = match ty {
             MsgType::Hello => {
                 let n = c.u8()? as usize;
@@ -317,7 +338,7 @@ impl Message {
                     .to_string();
                 let (column, last_seq, last_generation) = (c.u32()?, c.u64()?, c.u64()?);
                 // The optional trailing field: absent, or all four bytes.
-                let features = if c.b.is_empty() { 0 } else { c.u32()? };
+                let features = if c.is_empty() { 0 } else { c.u32()? };
                 Message::Hello(Hello {
                     forwarder_id: id,
                     column,
@@ -328,7 +349,7 @@ impl Message {
             }
             MsgType::Snapshot => {
                 let (total, offset) = (c.u64()?, c.u64()?);
-                let data = c.take(c.b.len())?;
+                let data = c.rest();
                 if data.is_empty() {
                     return Err(MessageError::Malformed("empty snapshot part"));
                 }
@@ -351,7 +372,7 @@ impl Message {
                 }
             }
             MsgType::Nonce => {
-                let n = c.take(c.b.len())?;
+                let n = c.rest();
                 if n.len() != 32 && n.len() != 64 {
                     return Err(MessageError::Malformed("a nonce is 32 or 64 bytes"));
                 }
@@ -366,24 +387,17 @@ impl Message {
                 }
             }
             MsgType::DeltaBatch => {
-                let count = c.u32()? as usize;
+                let count = c.u32()?;
                 if count == 0 {
                     return Err(MessageError::Malformed("empty delta batch"));
                 }
                 // Each entry takes at least 8 bytes (two lengths): bounds
                 // the allocation by the bytes present.
-                let needed = count.saturating_mul(8);
-                if c.b.len() < needed {
-                    return Err(MessageError::Truncated {
-                        msg,
-                        needed,
-                        got: c.b.len(),
-                    });
-                }
+                let count = c.count(u64::from(count), 8)?;
                 let mut deltas = Vec::with_capacity(count);
                 for _ in 0..count {
                     let n = c.u32()? as usize;
-                    let mut e = Cursor { b: c.take(n)?, msg };
+                    let mut e = Cursor::new(c.take(n)?, msg);
                     deltas.push(delta_entry(&mut e)?);
                 }
                 Message::DeltaBatch { deltas }
@@ -391,7 +405,7 @@ impl Message {
             MsgType::Ack => Message::Ack { seq: c.u64()? },
             MsgType::Error => {
                 let code = ErrorCode::from_u16(c.u16()?);
-                if c.b.len() > MAX_ERROR_TEXT {
+                if c.remaining() > MAX_ERROR_TEXT {
                     return Err(MessageError::Malformed("error text over 1024 bytes"));
                 }
                 Message::Error {
@@ -430,15 +444,12 @@ pub fn snapshot_part(total: u64, offset: u64, data: &[u8]) -> Vec<u8> {
 /// Split a snapshot body into the structure's bytes and the action table
 /// text (checked to be UTF-8; the structure is checked when installed).
 pub fn parse_snapshot_body(body: &[u8]) -> Result<(&[u8], &str), MessageError> {
-    let mut c = Cursor {
-        b: body,
-        msg: "Snapshot",
-    };
+    let mut c = Cursor::new(body, "Snapshot");
     let n = c.u64()?;
     let n =
         usize::try_from(n).map_err(|_| MessageError::Malformed("snapshot length over usize"))?;
     let snapshot = c.take(n)?;
-    let actions = std::str::from_utf8(c.b)
+    let actions = std::str::from_utf8(c.rest())
         .map_err(|_| MessageError::Malformed("action table is not UTF-8"))?;
     Ok((snapshot, actions))
 }
@@ -574,11 +585,7 @@ mod tests {
         long.push(0);
         assert!(matches!(
             Message::decode(MsgType::Hello, &long),
-            Err(MessageError::Truncated {
-                needed: 4,
-                got: 1,
-                ..
-            })
+            Err(MessageError::Truncated { needed, got, .. }) if needed == b.len() + 4 && got == b.len() + 1
         ));
         long.extend_from_slice(&[0, 0, 0, 0]);
         assert_eq!(

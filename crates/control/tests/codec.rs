@@ -174,8 +174,8 @@ fn hello_payload_matches_its_static_vector() {
         Message::decode(MsgType::Hello, &want[..22]),
         Err(MessageError::Truncated {
             msg: "Hello",
-            needed: 8,
-            got: 7
+            needed: 23,
+            got: 22
         })
     );
     let mut bad_id = want;
