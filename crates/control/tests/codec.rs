@@ -446,3 +446,50 @@ fn handshake_fuzz_seeds_complete_a_handshake_on_both_ends() {
     let f = Frame::decode(&out, &key, MAX_PAYLOAD).expect("an Error back");
     assert_eq!(f.ty, MsgType::Error);
 }
+
+#[test]
+fn handshake_survives_mutated_streams_on_both_ends() {
+    use nexthop_control::handshake::{accept, connect, NONCE_LEN};
+    use rand::{Rng, SeedableRng};
+    let key = AuthKey::new(b"nexthop-fuzz-key-0123456789abcdef").expect("key");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/control_handshake");
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(26);
+    let (nf, nc) = ([0x11; NONCE_LEN], [0x22; NONCE_LEN]);
+    for e in std::fs::read_dir(&dir).expect("seed dir") {
+        let seed = std::fs::read(e.expect("entry").path()).expect("seed");
+        for _ in 0..3_000 {
+            let mut b = seed.clone();
+            match rng.gen_range(0..4) {
+                0 => b.truncate(rng.gen_range(0..=b.len())),
+                1 => {
+                    let i = rng.gen_range(0..b.len());
+                    b[i] ^= 1 << rng.gen_range(0..8);
+                }
+                2 => {
+                    let i = rng.gen_range(0..=b.len());
+                    b.insert(i, rng.gen());
+                }
+                _ => {
+                    // A length field or a byte of the header set at random.
+                    let i = rng.gen_range(0..b.len().min(36));
+                    b[i] = rng.gen();
+                }
+            }
+            let mut out = Vec::new();
+            let accepted = accept(&mut &b[..], &mut out, &key, &nc);
+            if !out.is_empty() {
+                let f = Frame::decode(&out, &key, MAX_PAYLOAD).expect("one frame back");
+                assert!(matches!(f.ty, MsgType::Nonce | MsgType::Error));
+            }
+            if accepted.is_ok() {
+                // Only an intact forwarder stream passes (the MAC).
+                assert_eq!(b[36..36 + NONCE_LEN], nf);
+            }
+            let mut out = Vec::new();
+            if connect(&mut &b[..], &mut out, &key, &nf).is_ok() {
+                assert_eq!(b[36 + NONCE_LEN..36 + 2 * NONCE_LEN], nc);
+            }
+        }
+    }
+}
