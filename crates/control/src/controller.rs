@@ -69,7 +69,7 @@ pub struct ControllerConfig {
     /// Emit `tracing` events for connections, resyncs and rejects.
     pub log: bool,
     /// Largest DeltaBatch payload built for forwarders that accept
-    /// batches (default 1 MiB; capped at [`Self::frame_limit`]); 0 sends every
+    /// batches (default 1 MiB; capped at `frame_limit`); 0 sends every
     /// forwarder one Delta frame per change.
     pub batch_limit: u32,
     /// Route changes merged into one delta (default 256): an
@@ -77,7 +77,8 @@ pub struct ControllerConfig {
     /// Othello's batch path, and each chunk is shipped as one delta of all
     /// its slot writes. 1 gives one delta per change.
     pub changes_per_delta: usize,
-    /// Largest frame payload sent (default and at most [`MAX_PAYLOAD`]):
+    /// Largest frame payload sent (default and at most [`MAX_PAYLOAD`];
+    /// below 1 KiB counts as 1 KiB):
     /// snapshots are sent in parts of this size, a delta larger than it
     /// is replaced by a snapshot. Forwarders must accept payloads this
     /// large ([`crate::FollowerConfig::max_payload`]).
@@ -127,7 +128,7 @@ impl Default for ControllerConfig {
 
 impl ControllerConfig {
     /// Largest frame payload sent: `frame_limit`, within 1 KiB ..= [`MAX_PAYLOAD`].
-    fn frame_limit(&self) -> usize {
+    fn frame_cap(&self) -> usize {
         self.frame_limit.clamp(1024, MAX_PAYLOAD) as usize
     }
 }
@@ -712,7 +713,7 @@ fn send_snapshot<K>(
     inflight: &Inflight,
     snap: &SnapshotOut,
 ) -> io::Result<u64> {
-    let part = sh.cfg.frame_limit() - SNAPSHOT_PART_HEADER;
+    let part = sh.cfg.frame_cap() - SNAPSHOT_PART_HEADER;
     let total = snap.body.len() as u64;
     let frames = snap.body.len().div_ceil(part).max(1) as u64;
     // The Ack of the last part confirms the snapshot; noted before the
@@ -802,7 +803,7 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
         return;
     }
     let batch_limit = if hello.features & FEATURE_DELTA_BATCH != 0 {
-        (sh.cfg.batch_limit as usize).min(sh.cfg.frame_limit())
+        (sh.cfg.batch_limit as usize).min(sh.cfg.frame_cap())
     } else {
         0
     };
@@ -967,7 +968,7 @@ impl<K: NameKey> Writer<'_, K> {
         }
         // A delta too large for a frame (a rebuild of a huge structure):
         // a snapshot instead, taken now, so it holds this whole call.
-        let limit = sh.cfg.frame_limit();
+        let limit = sh.cfg.frame_cap();
         if fresh.iter().any(|d| d.payload.len() > limit) {
             let snap = take_snapshot(&lock(&sh.state));
             return send_snapshot(sh, tx, self.inflight, &snap);
