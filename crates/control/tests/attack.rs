@@ -300,7 +300,7 @@ fn connection_caps_hold_and_a_real_follower_still_connects() {
     let c = ctl(ControllerConfig {
         max_connections: 4,
         max_handshakes: 2,
-        handshake_timeout: Duration::from_millis(800),
+        handshake_timeout: Duration::from_millis(1_500),
         ..quiet()
     });
     // Two served forwarders.
