@@ -580,3 +580,52 @@ fn snapshot_parts_out_of_order_or_interleaved_are_refused() {
     );
     f.stop();
 }
+
+#[test]
+fn a_300_mib_snapshot_crosses_the_256_mib_frame_limit_in_parts() {
+    use nexthop_control::frame::write_frame_parts;
+    use nexthop_control::message::{snapshot_body, SNAPSHOT_PART_HEADER};
+    let fib = fib(300);
+    // A real structure and action table, the table text padded with a
+    // 300 MiB comment line (skipped by the parser) to pass the frame limit.
+    let mut actions = fib.action_table().to_text();
+    actions.push('#');
+    actions.push_str(&"x".repeat(300 << 20));
+    actions.push('\n');
+    let body = snapshot_body(&fib.othello().snapshot(0), &actions);
+    drop(actions);
+    assert!(body.len() > MAX_PAYLOAD as usize);
+    let mut fake = Fake::new();
+    let f = FibFollower::start(key(), follower_cfg(fake.addr(), "big")).expect("f");
+    let _ = fake.accept();
+    let keys = fake.keys.clone().expect("keys");
+    let gen = fib.othello().meta().generation;
+    let part = MAX_PAYLOAD as usize - SNAPSHOT_PART_HEADER;
+    let stream = fake.stream.as_mut().expect("connected");
+    let mut frames = 0;
+    for (i, chunk) in body.chunks(part).enumerate() {
+        let mut head = [0u8; SNAPSHOT_PART_HEADER];
+        head[..8].copy_from_slice(&(body.len() as u64).to_le_bytes());
+        head[8..].copy_from_slice(&((i * part) as u64).to_le_bytes());
+        frames += 1;
+        write_frame_parts(
+            stream,
+            &keys.send,
+            (MsgType::Snapshot, keys.session, frames, gen),
+            &[&head, chunk],
+        )
+        .expect("send part");
+    }
+    assert_eq!(frames, 2);
+    assert!(f.wait_for(WAIT, |s| s.snapshots == 1), "{:?}", f.stats());
+    let t = f.table().expect("table");
+    assert_eq!(t.query().to_snapshot(), fib.othello().snapshot(0));
+    assert_eq!(t.actions(), fib.action_table());
+    // Acknowledged as one message, at its last part.
+    let ack = fake.read();
+    assert_eq!(
+        Message::decode(ack.ty, &ack.payload),
+        Ok(Message::Ack { seq: 2 })
+    );
+    f.stop();
+}
