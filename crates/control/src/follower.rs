@@ -140,7 +140,9 @@ pub struct FollowerConfig {
     /// Longest wait for the next frame, in the handshake and after it
     /// (default 20 s; at least 1 ms): a controller silent for this long
     /// is presumed gone and the follower reconnects. Must be longer than
-    /// the controller's [`crate::ControllerConfig::keepalive`].
+    /// the controller's [`crate::ControllerConfig::keepalive`] and than
+    /// the time the controller takes to build a snapshot after a Hello
+    /// (it sends nothing meanwhile: seconds for 10^8 names).
     pub read_timeout: Duration,
     /// Emit `tracing` events for connects, installs and rejects.
     pub log: bool,
