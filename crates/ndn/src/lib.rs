@@ -9,6 +9,7 @@
 
 pub mod bulk;
 pub mod control;
+pub mod cs;
 pub mod error;
 pub mod fht;
 pub mod fib;
@@ -18,6 +19,7 @@ pub mod names;
 pub mod nexthop;
 pub mod oracle;
 pub mod persist;
+pub mod pit;
 pub mod routes;
 pub mod table;
 
