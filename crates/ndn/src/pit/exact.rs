@@ -295,6 +295,14 @@ pub struct ExactPit {
     stats: ExactPitStats,
 }
 
+/// Grow a record list by doubling from 1 (most entries hold one record;
+/// `Vec`'s default first step of 4 would quadruple their size).
+fn grow_exact<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len().max(1));
+    }
+}
+
 fn last_component_start<N: NameView + ?Sized>(n: &N) -> usize {
     let c = n.component_count();
     if c == 0 {
@@ -588,6 +596,7 @@ impl ExactPit {
                     self.stats.records_full += 1;
                     return InsertOutcome::RecordsFull;
                 }
+                grow_exact(&mut e.in_records);
                 e.in_records.push(rec);
                 if created {
                     InsertOutcome::New(PitId { slot: s, gen: 0 })
@@ -646,6 +655,7 @@ impl ExactPit {
         if let Some(r) = e.out_records.iter_mut().find(|r| r.face == face) {
             *r = rec;
         } else if e.out_records.len() < max {
+            grow_exact(&mut e.out_records);
             e.out_records.push(rec);
         } else {
             return false;

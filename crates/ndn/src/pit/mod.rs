@@ -27,7 +27,8 @@ pub use exact::{
     InterestIn, OutRecord, PitEntry, PitId,
 };
 pub use fingerprint::{
-    FingerprintPit, FingerprintPitConfig, FingerprintPitStats, FpInsert, FpKey, FpSatisfy,
+    FingerprintPit, FingerprintPitConfig, FingerprintPitStats, FpInsert, FpInterest, FpKey,
+    FpSatisfy,
 };
 
 /// Milliseconds on the caller's monotonic clock.
