@@ -12,9 +12,10 @@
 //! ```
 //!
 //! plus a bounded overflow table for Interests whose `d` candidate buckets
-//! are full. Bucket index and fingerprint come from one `log2(B) + w`-bit
-//! hash `x` of the name through an invertible permutation per subtable
-//! (§5.4.2 after Bonomi et al.), so two names share an entry in some
+//! are full. Bucket index and fingerprint come from one key
+//! `x = (bucket0, fp0)` in `[0, B) x [0, 2^w)` hashed from the name,
+//! through a bijection per subtable (two Feistel rounds; §5.4.2 asks for
+//! permutations after Bonomi et al.), so two names share an entry in some
 //! subtable exactly when they share `x`: a fingerprint collision is
 //! well-defined, at most one entry matches a name, and an insert that finds
 //! none may use any candidate bucket.
@@ -54,9 +55,9 @@ const FP_SHIFT: u32 = 2;
 /// Fingerprint PIT configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FingerprintPitConfig {
-    /// Entries the `d`-left table holds (all segments together); each
-    /// subtable gets a power-of-two number of buckets, so the actual
-    /// capacity is at least this (`8..=2^34`).
+    /// Entries the `d`-left table holds (all segments together), rounded
+    /// up to whole buckets (`8..=2^34`). Size it as pending Interests /
+    /// target load (the dissertation: 75%).
     pub capacity: usize,
     /// Subtables `d` (`1..=8`).
     pub subtables: usize,
@@ -100,7 +101,6 @@ impl Default for FingerprintPitConfig {
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
     buckets: usize,
-    k: u32,
     faces_per_seg: u32,
     exp_shift: u32,
     face_shift: u32,
@@ -152,8 +152,14 @@ impl FingerprintPitConfig {
             .capacity
             .div_ceil(self.segments as usize * self.subtables * E))
         .max(1);
-        let buckets = per_sub.next_power_of_two();
-        let log_b = buckets.trailing_zeros();
+        if per_sub > 1 << 31 {
+            return Err(ConfigError::TooLarge {
+                what: "buckets per subtable (capacity / segments / subtables / 8)",
+                needed: per_sub as u64,
+                limit: 1 << 31,
+            });
+        }
+        let buckets = per_sub;
         let half = 1u64 << (self.timer_bits - 1);
         let max_ticks = self.max_lifetime_ms.div_ceil(self.tick_ms) + 1;
         // A live entry expires at most `max_ticks` ahead; an expired one
@@ -170,7 +176,6 @@ impl FingerprintPitConfig {
         Ok(Geometry {
             buckets,
 
-            k: log_b + self.fp_bits,
             faces_per_seg,
             exp_shift: FP_SHIFT + self.fp_bits,
             face_shift: FP_SHIFT + self.fp_bits + self.timer_bits,
@@ -193,8 +198,8 @@ impl FingerprintPitConfig {
 pub struct FpKey(u64);
 
 impl FpKey {
-    /// The `log2(B) + w`-bit value two names share exactly when they
-    /// collide.
+    /// `bucket * 2^w + fingerprint` in subtable 0 (below `B * 2^w`): two
+    /// names share an entry exactly when they share this value.
     pub fn hash(self) -> u64 {
         self.0
     }
@@ -379,26 +384,29 @@ impl FingerprintPit {
     #[inline]
     pub fn key(&self, name: &[u8]) -> FpKey {
         let h = nexthop_hash::hash64(name, self.cfg.seed);
-        FpKey(if self.g.k >= 64 {
-            h
-        } else {
-            h >> (64 - self.g.k)
-        })
+        let b0 = nexthop_hash::reduce((h >> 32) as u32, self.g.buckets as u32) as u64;
+        FpKey(b0 << self.cfg.fp_bits | (h & self.fp_mask()))
     }
 
     /// `(bucket, fingerprint)` of `x` in subtable `j`.
     #[inline(always)]
     fn place(&self, j: usize, x: u64) -> (usize, u64) {
-        let k = self.g.k;
-        let mask = if k >= 64 { u64::MAX } else { (1u64 << k) - 1 };
-        let sh = k.div_ceil(2);
+        // Two Feistel rounds on (bucket, fingerprint): a bijection for
+        // any round functions, so distinct keys never share an entry.
+        let w = self.cfg.fp_bits;
+        let nb = self.g.buckets as u64;
         let (m1, m2) = self.mul[j];
-        let mut y = x.wrapping_mul(m1) & mask;
-        y ^= y >> sh;
-        y = y.wrapping_mul(m2) & mask;
-        let fp = y & ((1u64 << self.cfg.fp_bits) - 1);
-        let b = (y >> self.cfg.fp_bits) as usize;
-        (j * self.g.buckets + b, fp)
+        let (b0, f0) = (x >> w, x & self.fp_mask());
+        let f = (f0 + ((b0 ^ m2).wrapping_mul(m1) >> (64 - w))) & self.fp_mask();
+        let r = ((((f ^ m1).wrapping_mul(m2) >> 32) * nb) >> 32) as u64;
+        let b = b0 + r;
+        let b = if b >= nb { b - nb } else { b };
+        (j * self.g.buckets + b as usize, f)
+    }
+
+    #[inline(always)]
+    fn fp_mask(&self) -> u64 {
+        (1u64 << self.cfg.fp_bits) - 1
     }
 
     #[inline(always)]
