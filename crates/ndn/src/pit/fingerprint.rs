@@ -398,7 +398,7 @@ impl FingerprintPit {
         let (m1, m2) = self.mul[j];
         let (b0, f0) = (x >> w, x & self.fp_mask());
         let f = (f0 + ((b0 ^ m2).wrapping_mul(m1) >> (64 - w))) & self.fp_mask();
-        let r = ((((f ^ m1).wrapping_mul(m2) >> 32) * nb) >> 32) as u64;
+        let r = (((f ^ m1).wrapping_mul(m2) >> 32) * nb) >> 32;
         let b = b0 + r;
         let b = if b >= nb { b - nb } else { b };
         (j * self.g.buckets + b as usize, f)

@@ -164,6 +164,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tables_can_move_to_their_forwarding_thread() {
+        fn send<T: Send>() {}
+        send::<ExactPit>();
+        send::<FingerprintPit>();
+        send::<crate::cs::ContentStore>();
+    }
+
+    #[test]
     fn pit_token_holds_one_to_32_octets() {
         assert!(PitToken::new(&[]).is_none());
         assert!(PitToken::new(&[0; 33]).is_none());
