@@ -292,6 +292,8 @@ pub struct ExactPit {
     live: usize,
     cbp_live: usize,
     digest_live: usize,
+    /// Reused buffer for the name plus digest.
+    scratch: Vec<u8>,
     stats: ExactPitStats,
 }
 
@@ -330,6 +332,7 @@ impl ExactPit {
             live: 0,
             cbp_live: 0,
             digest_live: 0,
+            scratch: Vec::new(),
             stats: ExactPitStats::default(),
         })
     }
@@ -460,13 +463,20 @@ impl ExactPit {
             self.digest_live -= 1;
         }
         if dead_nonces {
-            let recs: Vec<u32> = if e.out_records.is_empty() {
-                e.in_records.iter().map(|r| r.nonce).collect()
+            let use_out = !e.out_records.is_empty();
+            let k = if use_out {
+                e.out_records.len()
             } else {
-                e.out_records.iter().map(|r| r.nonce).collect()
+                e.in_records.len()
             };
             let name = std::mem::take(&mut self.slots[s as usize].e.name);
-            for n in recs {
+            for r in 0..k {
+                let e = &self.slots[s as usize].e;
+                let n = if use_out {
+                    e.out_records[r].nonce
+                } else {
+                    e.in_records[r].nonce
+                };
                 self.dnl.add(&name, n, now);
             }
             self.slots[s as usize].e.name = name;
@@ -759,13 +769,15 @@ impl ExactPit {
         }
         if self.digest_live > 0 {
             if let Some(dg) = d.digest {
-                let mut full = Vec::with_capacity(tlv.len() + 34);
+                let mut full = std::mem::take(&mut self.scratch);
+                full.clear();
                 full.extend_from_slice(tlv);
                 full.extend_from_slice(&[super::TT_IMPLICIT_DIGEST, 32]);
                 full.extend_from_slice(dg);
                 for flags in [0, F_MBF, F_CBP, F_CBP | F_MBF] {
                     n += self.probe(&full, flags, ingress, now, out);
                 }
+                self.scratch = full;
             }
         }
         if n == 0 {
