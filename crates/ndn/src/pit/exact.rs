@@ -1130,6 +1130,28 @@ mod tests {
     }
 
     #[test]
+    fn stale_expiry_items_are_compacted_and_expiry_still_fires() {
+        let mut p = pit();
+        let a = nm(&["a"]);
+        for t in 0..5000u64 {
+            // Each retransmission moves the expiry and pushes a heap item.
+            let r = p.insert(&interest(&a, 1, t as u32), t);
+            assert!(matches!(
+                r,
+                InsertOutcome::New(_) | InsertOutcome::Retransmitted(_)
+            ));
+        }
+        assert!(
+            p.heap.len() <= 2 * p.len() + 1024 + 1,
+            "heap {}",
+            p.heap.len()
+        );
+        assert_eq!(p.expire(4999 + 999), 0);
+        assert_eq!(p.expire(4999 + 1000), 1);
+        assert!(p.is_empty());
+    }
+
+    #[test]
     fn slots_are_recycled_without_growth() {
         let mut p = pit();
         let names: Vec<NameBuf> = (0..100).map(|i| nm(&[&format!("n{i}")])).collect();

@@ -556,7 +556,7 @@ impl FingerprintPit {
         let lifetime = lifetime_ms
             .unwrap_or(super::DEFAULT_INTEREST_LIFETIME_MS)
             .min(self.cfg.max_lifetime_ms);
-        let exp = (now + lifetime).div_ceil(self.cfg.tick_ms) & self.g.tmask;
+        let exp = now.saturating_add(lifetime).div_ceil(self.cfg.tick_ms) & self.g.tmask;
         let x = key.0;
         let mut best: Option<(usize, usize, usize)> = None; // (bucket, slot, used)
         for j in 0..self.cfg.subtables {
