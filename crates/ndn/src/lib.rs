@@ -13,6 +13,7 @@ pub mod cs;
 pub mod error;
 pub mod fht;
 pub mod fib;
+pub mod fw;
 pub mod hasher;
 pub mod name;
 pub mod names;

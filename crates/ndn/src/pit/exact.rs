@@ -135,6 +135,8 @@ pub struct OutRecord {
     pub expiry: Millis,
     /// Whether the upstream answered with a Nack.
     pub nacked: bool,
+    /// The NackReason code of that Nack (0: none or unspecified).
+    pub nack_code: u64,
 }
 
 /// A pending Interest (read-only view).
@@ -373,6 +375,19 @@ impl ExactPit {
     /// The entry `id`, if it still exists.
     pub fn entry(&self, id: PitId) -> Option<&PitEntry> {
         self.slot_of(id).map(|s| &self.slots[s].e)
+    }
+
+    /// The live entry for an Interest name with these flags (NFD keys
+    /// entries by name, CanBePrefix and MustBeFresh), e.g. to match a Nack.
+    pub fn find_entry(
+        &self,
+        name: &[u8],
+        can_be_prefix: bool,
+        must_be_fresh: bool,
+    ) -> Option<PitId> {
+        let flags = (can_be_prefix as u8 * F_CBP) | (must_be_fresh as u8 * F_MBF);
+        let s = self.find(name, flags, self.key_hash(name, flags))?;
+        Some(self.id(s))
     }
 
     /// Live entries.
@@ -659,6 +674,7 @@ impl ExactPit {
             last_sent: now,
             expiry: now.saturating_add(lifetime),
             nacked: false,
+            nack_code: 0,
         };
         let max = self.cfg.max_records;
         let e = &mut self.slots[s].e;
@@ -678,6 +694,19 @@ impl ExactPit {
     /// out-record for `face` with that nonce (a stale Nack), else whether
     /// an upstream is still pending.
     pub fn nack(&mut self, id: PitId, face: FaceId, nonce: u32, now: Millis) -> Option<bool> {
+        self.nack_with_reason(id, face, nonce, 0, now)
+    }
+
+    /// [`Self::nack`], recording the Nack's reason code in the out-record
+    /// (a strategy returns the least severe reason downstream).
+    pub fn nack_with_reason(
+        &mut self,
+        id: PitId,
+        face: FaceId,
+        nonce: u32,
+        code: u64,
+        now: Millis,
+    ) -> Option<bool> {
         let s = self.slot_of(id)?;
         let e = &mut self.slots[s].e;
         let r = e
@@ -685,6 +714,7 @@ impl ExactPit {
             .iter_mut()
             .find(|r| r.face == face && r.nonce == nonce)?;
         r.nacked = true;
+        r.nack_code = code;
         Some(e.has_pending_upstream(now))
     }
 
