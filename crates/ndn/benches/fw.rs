@@ -19,6 +19,7 @@
 
 use std::hint::black_box;
 
+use nexthop_ndn::cs::CsConfig;
 use nexthop_ndn::fib::{Config, Fib};
 use nexthop_ndn::fw::{Actions, Forwarder, FwConfig, PitMode};
 use nexthop_ndn::nexthop::NextHop;
@@ -136,8 +137,13 @@ fn forwarder(core: bool, o: &Opts) -> Forwarder {
             ..ExactPitConfig::default()
         })
     };
+    let cs = CsConfig {
+        prefix_index: !core,
+        ..CsConfig::default()
+    };
     Forwarder::new(FwConfig {
         pit,
+        cs: Some(cs),
         ..FwConfig::default()
     })
     .expect("valid config")

@@ -271,8 +271,24 @@ fn hop_limit_is_decremented_and_exhaustion_drops() {
     i.hop_limit = Some(5);
     fw.process(f.fib(), 1, &i.to_wire(), 0, &mut out);
     assert_eq!(sent_interest(&out, &out.sends()[0]).hop_limit, Some(4));
+    // The received bytes go on with only the HopLimit byte changed.
+    i.hop_limit = Some(4);
+    assert_eq!(out.packet(&out.sends()[0]), i.to_wire().as_slice());
     assert_eq!(fw.counters().drops.get(DropReason::HopLimitZero), 1);
     assert_eq!(fw.counters().drops.get(DropReason::HopLimitExhausted), 1);
+}
+
+#[test]
+fn an_interest_without_nonce_is_forwarded_with_one() {
+    let f = fib(&[("/a", &[(2, 10)])]);
+    let mut fw = edge();
+    let mut out = Actions::new();
+    let mut i = interest("/a/nn", 0);
+    i.nonce = None;
+    fw.process(f.fib(), 1, &i.to_wire(), 0, &mut out);
+    assert_eq!(out.sends().len(), 1);
+    assert!(sent_interest(&out, &out.sends()[0]).nonce.is_some());
+    assert_eq!(fw.counters().nonces_assigned, 1);
 }
 
 #[test]

@@ -376,7 +376,7 @@ enum Pit {
 
 /// One decoded packet of a batch.
 enum Input<'a> {
-    Interest(Interest, Option<PitToken>),
+    Interest(Interest, Option<PitToken>, Option<Cow<'a, [u8]>>),
     Data(Data, Cow<'a, [u8]>),
     Nack(Interest, Option<NackReason>),
     Bad(DropReason),
@@ -504,7 +504,9 @@ impl Forwarder {
         let (frag, token, nack): (Cow<'a, [u8]>, Option<PitToken>, Option<Nack>) =
             match Packet::decode(wire) {
                 Err(e) => return Input::Bad(DropReason::of(&e)),
-                Ok(Packet::Interest(i)) => return Input::Interest(i, None),
+                Ok(Packet::Interest(i)) => {
+                    return Input::Interest(i, None, Some(Cow::Borrowed(wire)))
+                }
                 Ok(Packet::Data(d)) => return Input::Data(d, Cow::Borrowed(wire)),
                 Ok(Packet::Lp(lp)) => {
                     if !lp.is_whole() || lp.fragment.is_none() {
@@ -526,7 +528,7 @@ impl Forwarder {
             Err(e) => Input::Bad(DropReason::of(&e)),
             Ok(NetPacket::Interest(i)) => match nack {
                 Some(n) => Input::Nack(i, n.reason),
-                None => Input::Interest(i, token),
+                None => Input::Interest(i, token, Some(frag)),
             },
             Ok(NetPacket::Data(_)) if nack.is_some() => Input::Bad(DropReason::Malformed),
             Ok(NetPacket::Data(d)) => Input::Data(d, frag),
@@ -560,7 +562,7 @@ impl Forwarder {
         let names: Vec<&nexthop_wire::ndn::Name> = inputs
             .iter()
             .filter_map(|i| match i {
-                Input::Interest(i, _) => Some(&i.name),
+                Input::Interest(i, ..) => Some(&i.name),
                 _ => None,
             })
             .collect();
@@ -590,7 +592,7 @@ impl Forwarder {
         let input = if face >= self.cfg.max_faces {
             Input::Bad(DropReason::BadFace)
         } else {
-            Input::Interest(interest, token)
+            Input::Interest(interest, token, None)
         };
         self.dispatch(fib, face, input, None, now, out);
     }
@@ -643,9 +645,9 @@ impl Forwarder {
     ) {
         match input {
             Input::Bad(r) => self.drop_pkt(face, r, out),
-            Input::Interest(i, token) => {
+            Input::Interest(i, token, wire) => {
                 self.face_mut(face).in_interests += 1;
-                self.on_interest(fib, face, i, token, pre, now, out)
+                self.on_interest(fib, face, i, wire.as_deref(), token, pre, now, out)
             }
             Input::Data(d, wire) => {
                 self.face_mut(face).in_data += 1;
@@ -677,11 +679,15 @@ impl Forwarder {
         fib: &Fib,
         face: FaceId,
         mut i: Interest,
+        wire: Option<&[u8]>,
         token: Option<PitToken>,
         pre: Option<Option<Match>>,
         now: Millis,
         out: &mut Actions,
     ) {
+        // Forward the received bytes (HopLimit patched) unless the
+        // Interest had to change otherwise.
+        let mut wire = wire;
         if i.name.is_empty() {
             return self.drop_pkt(face, DropReason::ZeroComponentName, out);
         }
@@ -696,6 +702,7 @@ impl Forwarder {
             None => {
                 let n = self.rng.gen::<u32>();
                 i.nonce = Some(n);
+                wire = None;
                 self.counters.nonces_assigned += 1;
                 n
             }
@@ -760,7 +767,9 @@ impl Forwarder {
                     Strategy::Multicast => multicast(hops, face, outs, now, sup, &mut faces),
                 };
                 match d {
-                    Decision::Send => self.send_interest(Some(id), &i, &faces, face, now, out),
+                    Decision::Send => {
+                        self.send_interest(Some(id), &i, wire, &faces, face, now, out)
+                    }
                     Decision::Suppressed | Decision::Wait => self.counters.suppressed += 1,
                     Decision::NoRoute => {
                         self.drop_pkt(face, DropReason::NoRoute, out);
@@ -788,7 +797,7 @@ impl Forwarder {
                     };
                     match pit.insert(i.name.value(), face, i.lifetime_ms, now) {
                         FpInsert::Forward { .. } => {
-                            self.send_interest(None, &i, &faces, face, now, out)
+                            self.send_interest(None, &i, wire, &faces, face, now, out)
                         }
                         FpInsert::Full => self.drop_pkt(face, DropReason::PitFull, out),
                         FpInsert::BadFace => self.drop_pkt(face, DropReason::BadFace, out),
@@ -830,11 +839,15 @@ impl Forwarder {
         }
     }
 
-    /// Send `i` to `faces` (recording out-records in edge mode).
+    /// Send `i` to `faces` (recording out-records in edge mode): `wire`,
+    /// its received encoding, with the HopLimit byte set to `i`'s, or `i`
+    /// encoded afresh.
+    #[allow(clippy::too_many_arguments)]
     fn send_interest(
         &mut self,
         id: Option<PitId>,
         i: &Interest,
+        wire: Option<&[u8]>,
         faces: &[FaceId],
         in_face: FaceId,
         now: Millis,
@@ -843,7 +856,23 @@ impl Forwarder {
         if i.hop_limit == Some(0) {
             return self.drop_pkt(in_face, DropReason::HopLimitExhausted, out);
         }
-        let r = out.push_bytes(|b| i.encode(b));
+        let patched = wire.and_then(|w| {
+            let at = match i.hop_limit {
+                Some(_) => Some(hop_limit_at(w)?),
+                None => None,
+            };
+            Some((w, at))
+        });
+        let r = match patched {
+            Some((w, at)) => out.push_bytes(|b| {
+                let base = b.len();
+                b.extend_from_slice(w);
+                if let (Some(at), Some(h)) = (at, i.hop_limit) {
+                    b[base + at] = h;
+                }
+            }),
+            None => out.push_bytes(|b| i.encode(b)),
+        };
         let nonce = i.nonce.unwrap_or(0);
         for &f in faces {
             if let (Some(id), Pit::Exact(pit)) = (id, &mut self.pit) {
@@ -1000,7 +1029,7 @@ impl Forwarder {
                 faces.clear();
                 if after_nack(strategy, hops, &downs, e.out_records(), &mut faces) {
                     self.counters.nack_retries += 1;
-                    self.send_interest(Some(id), &i, &faces, face, now, out);
+                    self.send_interest(Some(id), &i, None, &faces, face, now, out);
                 } else if !pending {
                     // Every upstream answered with a Nack: the least severe
                     // reason (Congestion < Duplicate < NoRoute) goes down.
@@ -1017,6 +1046,20 @@ impl Forwarder {
             }
         }
     }
+}
+
+/// The offset of the HopLimit value byte in an encoded Interest.
+fn hop_limit_at(wire: &[u8]) -> Option<usize> {
+    use nexthop_wire::ndn::{tlv, tt};
+    let e = tlv::read_single(wire, tt::INTEREST).ok()?;
+    let mut r = e.reader();
+    while !r.is_empty() {
+        let c = r.read().ok()?;
+        if c.typ == tt::HOP_LIMIT && c.value.len() == 1 {
+            return Some(c.value_at);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
