@@ -2,13 +2,13 @@
 //!
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
-//!     [--exchanges 5e5] [--batch 32] [--rounds 3]
+//!     [--exchanges 5e5] [--batch 1,32] [--rounds 3] [--cs 65536]
 //! ```
 //!
 //! A FIB of `fib` two-component rules (`/s<k>/d<k mod 16>`, next hop face
 //! 2) and `pit` pending Interests (long lifetime, never answered) are set
-//! up first; the Content Store holds 65536 packets (LRU, full after the
-//! first 65536 exchanges). Then every exchange is an Interest from face 1
+//! up first; the Content Store holds `cs` packets (LRU, full after the
+//! first `cs` exchanges; 0: no Content Store, to measure its share). Then every exchange is an Interest from face 1
 //! (LpPacket with an 8-byte PitToken, a unique four-component name under a
 //! random rule, so it misses the CS, inserts in the PIT, looks up the FIB
 //! and is forwarded to face 2) and the Data for it from face 2 (PIT match,
@@ -36,6 +36,7 @@ struct Opts {
     exchanges: usize,
     batches: Vec<usize>,
     rounds: usize,
+    cs: usize,
 }
 
 fn parse_num(s: &str) -> usize {
@@ -52,6 +53,7 @@ fn opts() -> Opts {
         exchanges: 500_000,
         batches: vec![1, 32],
         rounds: 3,
+        cs: 65536,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -72,6 +74,7 @@ fn opts() -> Opts {
             "--exchanges" => o.exchanges = parse_num(&v()),
             "--batch" => o.batches = v().split(',').map(parse_num).collect(),
             "--rounds" => o.rounds = parse_num(&v()),
+            "--cs" => o.cs = parse_num(&v()),
             "--bench" => {
                 i += 1;
                 continue;
@@ -137,13 +140,16 @@ fn forwarder(core: bool, o: &Opts) -> Forwarder {
             ..ExactPitConfig::default()
         })
     };
-    let cs = CsConfig {
+    // Edge routers need CanBePrefix (the CS's ordered name index); core
+    // routers do not keep it.
+    let cs = (o.cs > 0).then(|| CsConfig {
+        capacity_packets: o.cs,
         prefix_index: !core,
         ..CsConfig::default()
-    };
+    });
     Forwarder::new(FwConfig {
         pit,
-        cs: Some(cs),
+        cs,
         ..FwConfig::default()
     })
     .expect("valid config")
@@ -204,8 +210,8 @@ fn main() {
     let (fib, _) = Fib::build(Config::default(), rules).expect("FIB builds");
     eprintln!("fib: {} rules in {:.1} s", o.fib, t.elapsed().as_secs_f64());
     println!(
-        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS 65536 packets (LRU), {} exchanges per run",
-        o.fib, o.pit, o.exchanges
+        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: with the CanBePrefix index), {} exchanges per run",
+        o.fib, o.pit, o.cs, o.exchanges
     );
     println!("mode   batch  Mpkt/s(median)  extra_sends  runs");
     for core in [false, true] {
