@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
-//!     [--exchanges 5e5] [--batch 1,32] [--rounds 3] [--cs 65536]
+//!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
 //! ```
 //!
 //! A FIB of `fib` two-component rules (`/s<k>/d<k mod 16>`, next hop face
@@ -13,14 +13,19 @@
 //! random rule, so it misses the CS, inserts in the PIT, looks up the FIB
 //! and is forwarded to face 2) and the Data for it from face 2 (PIT match,
 //! CS insert with eviction, sent to face 1 with its token). Decoding is
-//! included (the pipeline's input is bytes). Reported: packets per second
-//! on one core (Interests + Data; thread CPU time), per batch size, edge
-//! mode (exact PIT) and core mode (fingerprint PIT, 16-bit fingerprints).
+//! included (the pipeline's input is bytes). Exchanges go in groups of
+//! `group`: the group's Interests, then their Data (so a Data does not
+//! find its Interest's state still in cache, as it would right after it),
+//! either one `process` call per packet or one `process_batch` per half
+//! group (FIB lookups on the decoder's cached prefix hashes, or
+//! `Fib::lookup_batch` with first-bucket prefetch). Reported: packets per second on one core (Interests + Data;
+//! thread CPU time), edge mode (exact PIT) and core mode (fingerprint PIT,
+//! 16-bit fingerprints).
 
 use std::hint::black_box;
 
 use nexthop_ndn::cs::CsConfig;
-use nexthop_ndn::fib::{Config, Fib};
+use nexthop_ndn::fib::{Config, Fib, Prefetch};
 use nexthop_ndn::fw::{Actions, Forwarder, FwConfig, PitMode};
 use nexthop_ndn::nexthop::NextHop;
 use nexthop_ndn::pit::{ExactPitConfig, FingerprintPitConfig};
@@ -34,7 +39,7 @@ struct Opts {
     fib: usize,
     pit: usize,
     exchanges: usize,
-    batches: Vec<usize>,
+    group: usize,
     rounds: usize,
     cs: usize,
 }
@@ -51,7 +56,7 @@ fn opts() -> Opts {
         fib: 1_000_000,
         pit: 1_000_000,
         exchanges: 500_000,
-        batches: vec![1, 32],
+        group: 32,
         rounds: 3,
         cs: 65536,
     };
@@ -72,7 +77,7 @@ fn opts() -> Opts {
             "--fib" => o.fib = parse_num(&v()),
             "--pit" => o.pit = parse_num(&v()),
             "--exchanges" => o.exchanges = parse_num(&v()),
-            "--batch" => o.batches = v().split(',').map(parse_num).collect(),
+            "--group" => o.group = parse_num(&v()).max(1),
             "--rounds" => o.rounds = parse_num(&v()),
             "--cs" => o.cs = parse_num(&v()),
             "--bench" => {
@@ -127,7 +132,7 @@ fn exchanges(o: &Opts, tag: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<Exchange
         .collect()
 }
 
-fn forwarder(core: bool, o: &Opts) -> Forwarder {
+fn forwarder(core: bool, prefetch: Prefetch, o: &Opts) -> Forwarder {
     let pit = if core {
         PitMode::Fingerprint(FingerprintPitConfig {
             capacity: (o.pit * 4 / 3).max(1024),
@@ -150,6 +155,7 @@ fn forwarder(core: bool, o: &Opts) -> Forwarder {
     Forwarder::new(FwConfig {
         pit,
         cs,
+        batch_prefetch: prefetch,
         ..FwConfig::default()
     })
     .expect("valid config")
@@ -168,20 +174,32 @@ fn prefill(fw: &mut Forwarder, fib: &Fib, o: &Opts, rng: &mut Xoshiro256PlusPlus
     assert!(fw.pit_len() >= o.pit * 99 / 100, "PIT prefill fell short");
 }
 
-/// Run every exchange in groups of `batch` Interests then their Data;
+/// Run every exchange in groups of `group` Interests then their Data
+/// (`batched`: one `process_batch` call per half group);
 /// returns packets per second (thread CPU time) and the sends beyond one
 /// Interest and one Data per exchange (core mode: fingerprint false
 /// matches delivering a Data to a pending entry's faces too).
-fn run(fw: &mut Forwarder, fib: &Fib, ex: &[Exchange], batch: usize, now: u64) -> (f64, usize) {
+fn run(
+    fw: &mut Forwarder,
+    fib: &Fib,
+    ex: &[Exchange],
+    group: usize,
+    batched: bool,
+    now: u64,
+) -> (f64, usize) {
     let mut out = Actions::new();
-    let mut ib: Vec<(u32, &[u8])> = Vec::with_capacity(batch);
-    let mut db: Vec<(u32, &[u8])> = Vec::with_capacity(batch);
+    let mut ib: Vec<(u32, &[u8])> = Vec::with_capacity(group);
+    let mut db: Vec<(u32, &[u8])> = Vec::with_capacity(group);
     let mut sent = 0usize;
     let t = thread_cpu_secs();
-    for g in ex.chunks(batch) {
-        if batch == 1 {
-            fw.process(fib, 1, &g[0].interest, now, &mut out);
-            fw.process(fib, 2, &g[0].data, now, &mut out);
+    for g in ex.chunks(group) {
+        if !batched {
+            for e in g {
+                fw.process(fib, 1, &e.interest, now, &mut out);
+            }
+            for e in g {
+                fw.process(fib, 2, &e.data, now, &mut out);
+            }
         } else {
             ib.clear();
             db.clear();
@@ -213,16 +231,24 @@ fn main() {
         "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: with the CanBePrefix index), {} exchanges per run",
         o.fib, o.pit, o.cs, o.exchanges
     );
-    println!("mode   batch  Mpkt/s(median)  extra_sends  runs");
+    println!(
+        "mode   calls (groups of {})  Mpkt/s(median)  extra_sends  runs",
+        o.group
+    );
     for core in [false, true] {
-        for &batch in &o.batches {
+        let styles = [
+            ("process", false, Prefetch::None),
+            ("process_batch", true, Prefetch::None),
+            ("batch+prefetch", true, Prefetch::First),
+        ];
+        for (style, batched, prefetch) in styles {
             let mut rates = Vec::new();
             let mut extra = 0;
             for round in 0..o.rounds {
-                let mut fw = forwarder(core, &o);
+                let mut fw = forwarder(core, prefetch, &o);
                 prefill(&mut fw, &fib, &o, &mut rng);
                 let ex = exchanges(&o, round + 1, &mut rng);
-                let (r, x) = run(&mut fw, &fib, &ex, batch.max(1), 1);
+                let (r, x) = run(&mut fw, &fib, &ex, o.group, batched, 1);
                 rates.push(r / 1e6);
                 extra += x;
             }
@@ -230,9 +256,9 @@ fn main() {
             let med = rates[rates.len() / 2];
             let runs: Vec<String> = rates.iter().map(|r| format!("{r:.2}")).collect();
             println!(
-                "{:<6} {:>5}  {:>14.2}  {:>11}  {}",
+                "{:<6} {:<20}  {:>14.2}  {:>11}  {}",
                 if core { "core" } else { "edge" },
-                batch,
+                style,
                 med,
                 extra,
                 runs.join(",")

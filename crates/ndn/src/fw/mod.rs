@@ -97,6 +97,12 @@ pub struct FwConfig {
     pub upstream_token: Option<PitToken>,
     /// Seed of the generator of Nonces for Interests that carry none.
     pub nonce_seed: u64,
+    /// How [`Forwarder::process_batch`] looks up its Interests' names:
+    /// [`Prefetch::None`] runs one lookup per name on the prefix hashes the
+    /// decoder cached; `First`/`All` run [`Fib::lookup_batch`] (hash every
+    /// name again, prefetch candidate buckets, then search), which pays
+    /// off when the FIB is far beyond the cache.
+    pub batch_prefetch: Prefetch,
 }
 
 impl Default for FwConfig {
@@ -110,6 +116,7 @@ impl Default for FwConfig {
             cache_unsolicited: false,
             upstream_token: None,
             nonce_seed: 0x6677_5f6e_6f6e_6365,
+            batch_prefetch: Prefetch::None,
         }
     }
 }
@@ -567,7 +574,16 @@ impl Forwarder {
             })
             .collect();
         let mut matches = vec![None; names.len()];
-        fib.lookup_batch(&names, &mut matches, Prefetch::First);
+        match self.cfg.batch_prefetch {
+            Prefetch::None => {
+                for (n, m) in names.iter().zip(matches.iter_mut()) {
+                    *m = fib.lookup_name(n, &mut Trace::default());
+                }
+            }
+            p => {
+                fib.lookup_batch(&names, &mut matches, p);
+            }
+        }
         let mut m = matches.into_iter();
         for (input, &(face, _)) in inputs.into_iter().zip(batch) {
             let pre = match &input {
