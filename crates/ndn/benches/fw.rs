@@ -16,9 +16,9 @@
 //! included (the pipeline's input is bytes). Exchanges go in groups of
 //! `group`: the group's Interests, then their Data (so a Data does not
 //! find its Interest's state still in cache, as it would right after it),
-//! either one `process` call per packet or one `process_batch` per half
-//! group (FIB lookups on the decoder's cached prefix hashes, or
-//! `Fib::lookup_batch` with first-bucket prefetch). Reported: packets per second on one core (Interests + Data;
+//! either one `process` call per packet (FIB lookups on the decoder's
+//! cached prefix hashes) or one `process_batch` per half group with
+//! `Fib::lookup_batch` and first-bucket prefetch. Reported: packets per second on one core (Interests + Data;
 //! thread CPU time), edge mode (exact PIT) and core mode (fingerprint PIT,
 //! 16-bit fingerprints).
 
@@ -238,7 +238,6 @@ fn main() {
     for core in [false, true] {
         let styles = [
             ("process", false, Prefetch::None),
-            ("process_batch", true, Prefetch::None),
             ("batch+prefetch", true, Prefetch::First),
         ];
         for (style, batched, prefetch) in styles {

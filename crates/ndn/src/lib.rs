@@ -1,6 +1,8 @@
 //! NDN name FIB: longest-name-prefix match by binary search of hash tables
 //! (Yuan's dissertation, chapter 3), the fingerprint-only hash table for
-//! speculative core forwarding (§4.3.4), and seeded name-set generators.
+//! speculative core forwarding (§4.3.4), the exact and fingerprint-only
+//! PITs and the Content Store (chapter 5, §6.1), the forwarding pipeline
+//! with its strategies ([`fw`], no I/O), and seeded name-set generators.
 //!
 //! No I/O except the name-set loaders and the FIB file codec, which take
 //! bytes or paths and return typed errors. See the crate README for the
