@@ -12,7 +12,8 @@
 //! Data matching probes the exact name (both MustBeFresh values), each
 //! prefix of the Data name with CanBePrefix set (only while such entries
 //! exist) and the name plus its implicit digest (only while entries with a
-//! digest component exist and the caller passes the digest).
+//! digest component exist and the caller passes the digest); a flags
+//! value no live entry has is not probed.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -293,6 +294,9 @@ pub struct ExactPit {
     dnl: DeadNonceList,
     live: usize,
     cbp_live: usize,
+    /// Live entries per flags value (a Data skips the probes of flag
+    /// combinations no entry has).
+    flag_live: [usize; 4],
     digest_live: usize,
     /// Reused buffer for the name plus digest.
     scratch: Vec<u8>,
@@ -333,6 +337,7 @@ impl ExactPit {
             ),
             live: 0,
             cbp_live: 0,
+            flag_live: [0; 4],
             digest_live: 0,
             scratch: Vec::new(),
             stats: ExactPitStats::default(),
@@ -474,6 +479,7 @@ impl ExactPit {
         if e.flags & F_CBP != 0 {
             self.cbp_live -= 1;
         }
+        self.flag_live[e.flags as usize & 3] -= 1;
         if e.has_digest {
             self.digest_live -= 1;
         }
@@ -596,6 +602,7 @@ impl ExactPit {
                 sl.e.expiry = 0;
                 self.live += 1;
                 self.cbp_live += i.can_be_prefix as usize;
+                self.flag_live[flags as usize & 3] += 1;
                 self.digest_live += has_digest as usize;
                 self.stats.created += 1;
                 (s, true)
@@ -760,6 +767,9 @@ impl ExactPit {
         now: Millis,
         out: &mut Vec<Downstream>,
     ) -> usize {
+        if self.flag_live[flags as usize & 3] == 0 {
+            return 0;
+        }
         let h = self.key_hash(name, flags);
         match self.find(name, flags, h) {
             Some(s) => {
