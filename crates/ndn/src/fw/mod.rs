@@ -774,10 +774,10 @@ impl Forwarder {
                     InsertOutcome::Aggregated(id) | InsertOutcome::Retransmitted(id) => id,
                 };
                 let m = lookup(&i);
-                let Pit::Exact(pit) = &mut self.pit else {
-                    unreachable!("matched Exact above")
+                let outs = match &self.pit {
+                    Pit::Exact(pit) => pit.entry(id).map(|e| e.out_records()).unwrap_or(&[]),
+                    Pit::Fp(_) => &[],
                 };
-                let outs = pit.entry(id).map(|e| e.out_records()).unwrap_or(&[]);
                 let hops = m.map(|m| fib.next_hops(m.nh)).unwrap_or(&[]);
                 let sup = self.cfg.retx_suppression_ms;
                 let d = match strategy {
@@ -810,10 +810,11 @@ impl Forwarder {
                     self.drop_pkt(face, DropReason::NoRoute, out);
                     self.nack_back(face, &i, NackReason::NoRoute, token, out);
                 } else {
-                    let Pit::Fp(pit) = &mut self.pit else {
-                        unreachable!("matched Fp above")
+                    let ins = match &mut self.pit {
+                        Pit::Fp(pit) => pit.insert(i.name.value(), face, i.lifetime_ms, now),
+                        Pit::Exact(_) => FpInsert::BadFace,
                     };
-                    match pit.insert(i.name.value(), face, i.lifetime_ms, now) {
+                    match ins {
                         FpInsert::Forward { .. } => {
                             self.send_interest(None, &i, wire, &faces, face, now, out)
                         }
