@@ -713,6 +713,7 @@ impl DecisionCache {
 
     /// The subtable for `mask`, creating it if admission allows.
     fn admit(&mut self, mask: &Mask) -> Result<u16, NotCached> {
+        let mask = &mask.bits_only();
         if let Some(&sid) = self.mask_index.get(mask) {
             return Ok(sid);
         }
@@ -764,7 +765,7 @@ impl DecisionCache {
         let st = Subtable {
             mask: mask.clone(),
             words,
-            min_len: mask.min_len() as u8,
+            min_len: mask.bits_min_len() as u8,
             table: HashTable::new(),
             // A newcomer starts with its requests as hits, so the next new
             // mask cannot displace it before it had a chance to be hit.

@@ -153,6 +153,8 @@ pub enum MarkError {
 pub struct Mask {
     pub(crate) words: [u64; KEY_WORDS],
     pub(crate) ingress: bool,
+    /// Header bytes the decision needed present ([`Mask::require_len`]).
+    pub(crate) need: u8,
 }
 
 impl Mask {
@@ -184,6 +186,24 @@ impl Mask {
         self.mark(pos, n)
     }
 
+    /// The decision also depended on the frame having at least `len`
+    /// header bytes (say, an app that checked a header was complete before
+    /// reading it): the entry never matches shorter frames. Marked bits
+    /// imply this for the bytes they lie in; this covers a check of the
+    /// length itself. A decision that depended on a frame being *short*
+    /// cannot be expressed and must not be cached (send it with no marks
+    /// and no state).
+    pub fn require_len(&mut self, len: usize) -> Result<(), MarkError> {
+        if len > KEY_BYTES {
+            return Err(MarkError::BeyondKey {
+                bit_pos: 0,
+                len: len.saturating_mul(8),
+            });
+        }
+        self.need = self.need.max(len as u8);
+        Ok(())
+    }
+
     /// Mark the ingress port as used by the decision.
     pub fn mark_ingress(&mut self) {
         self.ingress = true;
@@ -194,9 +214,17 @@ impl Mask {
         *self = Mask::default();
     }
 
-    /// Whether nothing at all is marked (neither bits nor ingress port).
+    /// Whether nothing at all is marked (no bits, no ingress port, no
+    /// required length).
     pub fn is_empty(&self) -> bool {
-        !self.ingress && self.words.iter().all(|&w| w == 0)
+        !self.ingress && self.need == 0 && self.words.iter().all(|&w| w == 0)
+    }
+
+    /// Whether `self` and `other` mark the same bits and the same ingress
+    /// dependency (required lengths aside): decisions with such masks
+    /// share a wildcard subtable.
+    pub fn same_bits(&self, other: &Mask) -> bool {
+        self.ingress == other.ingress && self.words == other.words
     }
 
     /// Whether the ingress port is marked.
@@ -212,11 +240,25 @@ impl Mask {
         self.bytes()[bit_pos / 8] & (0x80 >> (bit_pos % 8)) != 0
     }
 
-    /// Number of bytes a frame needs for every marked bit to be present:
-    /// one past the last byte with a marked bit (0 when no bit is marked).
+    /// Number of header bytes a frame needs for the decision to apply:
+    /// one past the last byte with a marked bit, or the required length if
+    /// larger (0 when neither).
     pub fn min_len(&self) -> usize {
+        self.bits_min_len().max(usize::from(self.need))
+    }
+
+    /// One past the last byte with a marked bit (0 when none).
+    pub(crate) fn bits_min_len(&self) -> usize {
         let b = self.bytes();
         b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)
+    }
+
+    /// The mask with its required length dropped: a subtable's identity.
+    pub(crate) fn bits_only(&self) -> Mask {
+        Mask {
+            need: 0,
+            ..self.clone()
+        }
     }
 
     /// The mask as bytes (a marked bit is 1).
@@ -273,6 +315,7 @@ impl std::fmt::Debug for Mask {
             .collect();
         f.debug_struct("Mask")
             .field("ingress", &self.ingress)
+            .field("need", &self.need)
             .field("bytes", &marked)
             .finish()
     }
@@ -314,6 +357,22 @@ mod tests {
         m.mark_ingress();
         m.clear();
         assert!(m.is_empty());
+    }
+
+    #[test]
+    fn required_length_counts_as_a_mark_but_not_as_bits() {
+        let mut m = Mask::new();
+        m.mark_bytes(2, 1).unwrap();
+        m.require_len(24).unwrap();
+        assert_eq!(m.min_len(), 24);
+        assert_eq!(m.bits_min_len(), 3);
+        assert!(m.require_len(KEY_BYTES + 1).is_err());
+        let mut n = Mask::new();
+        n.mark_bytes(2, 1).unwrap();
+        assert!(m.same_bits(&n) && m != n);
+        let mut only = Mask::new();
+        only.require_len(1).unwrap();
+        assert!(!only.is_empty());
     }
 
     #[test]

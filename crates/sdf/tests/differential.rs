@@ -56,6 +56,9 @@ fn random_mask(r: &mut impl Rng) -> Mask {
     if r.gen_bool(0.3) {
         m.mark_ingress();
     }
+    if r.gen_bool(0.2) {
+        m.require_len(r.gen_range(0..=16)).unwrap();
+    }
     m
 }
 
@@ -90,7 +93,11 @@ fn run(seed: u64, steps: usize, capacity: usize, front_slots: usize) -> nexthop_
         match r.gen_range(0..100) {
             0..=34 => {
                 let key = random_key(&mut r);
-                let mask = masks[r.gen_range(0..masks.len())].clone();
+                let mut mask = masks[r.gen_range(0..masks.len())].clone();
+                if r.gen_bool(0.1) {
+                    // Same bits, another required length: same subtable.
+                    mask.require_len(r.gen_range(0..=12)).unwrap();
+                }
                 if mask.min_len() > key.len() {
                     let d = Decision {
                         mask,
@@ -118,7 +125,7 @@ fn run(seed: u64, steps: usize, capacity: usize, front_slots: usize) -> nexthop_
                 installs += 1;
                 // Same mask and masked key: replaced.
                 o.entries
-                    .retain(|e| !(e.mask == mask && mask.matches(&e.key, &key)));
+                    .retain(|e| !(e.mask.same_bits(&mask) && mask.matches(&e.key, &key)));
                 while o.entries.len() >= capacity {
                     let lru = (0..o.entries.len())
                         .min_by_key(|&i| o.entries[i].last_used)
