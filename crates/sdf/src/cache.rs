@@ -24,14 +24,44 @@ const NIL: u32 = u32::MAX;
 /// A piece of app state a decision depended on (a route, a MAC binding, a
 /// pending DHT lookup). Issued by [`DecisionCache::new_state_id`], never
 /// reused: a changed state gets a new id (paper §6.1).
+///
+/// The number is a slot of the cache's state table (low 32 bits) and that
+/// slot's generation (high 32 bits, from 1): the index is a direct array
+/// access, and a slot freed by `removed` comes back under a new
+/// generation, so an old id stays dead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StateId(u64);
 
 impl StateId {
-    /// The id's number (ids start at 1).
+    /// The id's number (never 0).
     pub fn get(self) -> u64 {
         self.0
     }
+
+    fn slot(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+
+    fn gen(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// One slot of the state table.
+#[derive(Clone, Debug, Default)]
+struct StateSlot {
+    /// Generation of the id issued last from this slot (0: never).
+    gen: u32,
+    live: bool,
+    /// The entries that registered the live id, and each one's position
+    /// in its own `deps`.
+    deps: Vec<(u32, u8)>,
+}
+
+enum StateStatus {
+    Live,
+    Removed,
+    Unknown,
 }
 
 /// A cached entry, as a lookup returns it. Stays valid until the entry is
@@ -330,8 +360,9 @@ pub struct DecisionCache {
     candidates: HashMap<Mask, u32>,
     front: Vec<FrontSlot>,
     front_buckets_mask: usize,
-    states: HashMap<StateId, Vec<(u32, u8)>>,
-    next_state: u64,
+    states: Vec<StateSlot>,
+    free_states: Vec<u32>,
+    live_states: usize,
     since_rerank: u64,
     counters: Counters,
 }
@@ -359,8 +390,9 @@ impl DecisionCache {
             candidates: HashMap::new(),
             front: vec![FrontSlot::default(); front_len],
             front_buckets_mask: (front_len / FRONT_WAYS).saturating_sub(1),
-            states: HashMap::new(),
-            next_state: 1,
+            states: Vec::new(),
+            free_states: Vec::new(),
+            live_states: 0,
             since_rerank: 0,
             counters: Counters::default(),
         })
@@ -393,28 +425,53 @@ impl DecisionCache {
 
     /// Live state ids.
     pub fn state_ids(&self) -> usize {
-        self.states.len()
+        self.live_states
     }
 
     /// Entries that registered `id` (0 for an id not live).
     pub fn dependents(&self, id: StateId) -> usize {
-        self.states.get(&id).map_or(0, Vec::len)
+        match self.status(id) {
+            StateStatus::Live => self.states[id.slot()].deps.len(),
+            _ => 0,
+        }
     }
 
     /// A new state id (the paper's `new_state_id`).
     pub fn new_state_id(&mut self) -> Result<StateId, StateError> {
-        if self.states.len() >= self.cfg.max_state_ids {
-            return Err(StateError::TooMany(self.states.len()));
+        if self.live_states >= self.cfg.max_state_ids {
+            return Err(StateError::TooMany(self.live_states));
         }
-        let id = StateId(self.next_state);
-        self.next_state += 1;
-        self.states.insert(id, Vec::new());
-        Ok(id)
+        let slot = match self.free_states.pop() {
+            Some(s) => s,
+            None => {
+                self.states.push(StateSlot::default());
+                (self.states.len() - 1) as u32
+            }
+        };
+        let st = &mut self.states[slot as usize];
+        st.gen += 1;
+        st.live = true;
+        st.deps.clear();
+        self.live_states += 1;
+        Ok(StateId(u64::from(st.gen) << 32 | u64::from(slot)))
     }
 
     /// Whether `id` was issued and not yet removed.
     pub fn is_live(&self, id: StateId) -> bool {
-        self.states.contains_key(&id)
+        matches!(self.status(id), StateStatus::Live)
+    }
+
+    fn status(&self, id: StateId) -> StateStatus {
+        match self.states.get(id.slot()) {
+            Some(st) if id.gen() != 0 && id.gen() <= st.gen => {
+                if id.gen() == st.gen && st.live {
+                    StateStatus::Live
+                } else {
+                    StateStatus::Removed
+                }
+            }
+            _ => StateStatus::Unknown,
+        }
     }
 
     /// The state behind `id` changed or went away (the paper's `removed`):
@@ -424,9 +481,17 @@ impl DecisionCache {
     /// number of entries revoked (0 for an id not live).
     pub fn removed(&mut self, id: StateId) -> usize {
         self.counters.removed_calls += 1;
-        let Some(deps) = self.states.remove(&id) else {
+        if !self.is_live(id) {
             return 0;
-        };
+        }
+        let st = &mut self.states[id.slot()];
+        st.live = false;
+        let deps = std::mem::take(&mut st.deps);
+        self.live_states -= 1;
+        // A slot whose generation is spent is retired, so ids stay unique.
+        if st.gen < u32::MAX {
+            self.free_states.push(id.slot() as u32);
+        }
         for &(idx, _) in &deps {
             self.free_entry(idx, None);
         }
@@ -606,12 +671,13 @@ impl DecisionCache {
             });
         }
         for &s in &states {
-            if s.0 == 0 || s.0 >= self.next_state {
-                return Err(InstallError::UnknownState(s.0));
-            }
-            if !self.states.contains_key(&s) {
-                self.counters.not_cached_stale += 1;
-                return Ok(Installed::NotCached(NotCached::StaleState(s)));
+            match self.status(s) {
+                StateStatus::Live => {}
+                StateStatus::Unknown => return Err(InstallError::UnknownState(s.0)),
+                StateStatus::Removed => {
+                    self.counters.not_cached_stale += 1;
+                    return Ok(Installed::NotCached(NotCached::StaleState(s)));
+                }
             }
         }
         let sid = match self.admit(mask) {
@@ -675,7 +741,7 @@ impl DecisionCache {
         self.live += 1;
         self.link_head(idx);
         for (slot, &s) in states.iter().enumerate() {
-            let list = self.states.get_mut(&s).expect("checked live above");
+            let list = &mut self.states[s.slot()].deps;
             list.push((idx, slot as u8));
             let pos = (list.len() - 1) as u32;
             self.entries[idx as usize].deps.push((s, pos));
@@ -831,9 +897,12 @@ impl DecisionCache {
         self.unlink(idx);
         let deps = std::mem::take(&mut self.entries[i].deps);
         for (s, pos) in deps {
-            let Some(list) = self.states.get_mut(&s) else {
+            // The id being removed (already dead) keeps its list as is.
+            let st = &mut self.states[s.slot()];
+            if !st.live || st.gen != s.gen() {
                 continue;
-            };
+            }
+            let list = &mut st.deps;
             let pos = pos as usize;
             list.swap_remove(pos);
             if let Some(&(moved, slot)) = list.get(pos) {

@@ -62,13 +62,9 @@ impl HeaderKey {
     /// allocation, for keys reused across batches.
     pub fn fill(&mut self, frame: &[u8]) {
         let n = frame.len().min(KEY_BYTES);
-        let mut bytes = [0u8; KEY_BYTES];
-        bytes[..n].copy_from_slice(&frame[..n]);
-        for (w, c) in self.words.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            *w = u64::from_ne_bytes(b);
-        }
+        let b: &mut [u8] = bytemuck::cast_slice_mut(&mut self.words);
+        b[..n].copy_from_slice(&frame[..n]);
+        b[n..].fill(0);
         self.len = n as u8;
     }
 
@@ -95,30 +91,28 @@ impl HeaderKey {
     /// The key's header bytes (zero past [`Self::len`]).
     pub fn bytes(&self) -> [u8; KEY_BYTES] {
         let mut out = [0u8; KEY_BYTES];
-        for (c, w) in out.chunks_exact_mut(8).zip(self.words.iter()) {
-            c.copy_from_slice(&w.to_ne_bytes());
-        }
+        out.copy_from_slice(self.as_bytes());
         out
     }
 
-    /// The present header bytes as a hash input: `len` bytes, then the
-    /// port and the length (so frames that differ only in trailing zeros
-    /// or ports hash apart).
+    /// The key's header bytes, borrowed.
+    pub fn as_bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.words)
+    }
+
+    /// Hash of the present header bytes, the port and the length (so
+    /// frames that differ only in trailing zeros or ports hash apart): the
+    /// port and length go into the seed, the bytes are hashed in place.
     pub(crate) fn hash_exact(&self, seed: u64) -> u64 {
-        let bytes = self.bytes();
-        let n = self.len();
-        let mut buf = [0u8; KEY_BYTES + 3];
-        buf[..n].copy_from_slice(&bytes[..n]);
-        buf[n..n + 2].copy_from_slice(&self.in_port.to_le_bytes());
-        buf[n + 2] = self.len;
-        nexthop_hash::hash64(&buf[..n + 3], seed)
+        let extra = (u64::from(self.in_port) << 8 | u64::from(self.len))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        nexthop_hash::hash64(&self.as_bytes()[..self.len()], seed ^ extra)
     }
 }
 
 impl std::fmt::Debug for HeaderKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let bytes = self.bytes();
-        let hex: String = bytes[..self.len()]
+        let hex: String = self.as_bytes()[..self.len()]
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
@@ -264,9 +258,7 @@ impl Mask {
     /// The mask as bytes (a marked bit is 1).
     pub fn bytes(&self) -> [u8; KEY_BYTES] {
         let mut out = [0u8; KEY_BYTES];
-        for (c, w) in out.chunks_exact_mut(8).zip(self.words.iter()) {
-            c.copy_from_slice(&w.to_ne_bytes());
-        }
+        out.copy_from_slice(bytemuck::cast_slice(&self.words));
         out
     }
 
@@ -286,7 +278,7 @@ impl Mask {
             .checked_add(len)
             .filter(|&e| e <= KEY_BITS)
             .ok_or(MarkError::BeyondKey { bit_pos, len })?;
-        let mut bytes = self.bytes();
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.words);
         for bit in bit_pos..end {
             let m = 0x80u8 >> (bit % 8);
             if on {
@@ -294,11 +286,6 @@ impl Mask {
             } else {
                 bytes[bit / 8] &= !m;
             }
-        }
-        for (w, c) in self.words.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            *w = u64::from_ne_bytes(b);
         }
         Ok(())
     }

@@ -95,20 +95,23 @@ fn decision_with_a_removed_state_is_not_cached_and_an_unissued_one_is_an_error()
         c.install(&key(1, 1), &d).unwrap(),
         Installed::NotCached(NotCached::StaleState(s))
     );
-    let forged = {
-        let t = c.new_state_id().unwrap();
-        // Ids are issued in order; one past the newest was never issued.
-        let d = decide(byte_mask(&[0]), vec![t], 1);
-        cached(c.install(&key(2, 2), &d).unwrap());
-        t.get() + 1
-    };
+    let t = c.new_state_id().unwrap();
+    let d = decide(byte_mask(&[0]), vec![t], 1);
+    cached(c.install(&key(2, 2), &d).unwrap());
+    // An id from another cache, whose slot this one never used.
     let mut c2 = DecisionCache::new(Config::default()).unwrap();
-    let ids: Vec<StateId> = (0..forged).map(|_| c2.new_state_id().unwrap()).collect();
-    let d = decide(byte_mask(&[0]), vec![*ids.last().unwrap()], 1);
+    let foreign = (0..3).map(|_| c2.new_state_id().unwrap()).last().unwrap();
+    let d = decide(byte_mask(&[0]), vec![foreign], 1);
     assert_eq!(
         c.install(&key(3, 3), &d),
-        Err(InstallError::UnknownState(forged))
+        Err(InstallError::UnknownState(foreign.get()))
     );
+    // The removed id's slot was reused under a new generation: the old id
+    // is still dead.
+    assert_ne!(s, t);
+    assert!(!c.is_live(s) && c.is_live(t));
+    assert_eq!(c.removed(s), 0);
+    assert!(c.is_live(t));
     assert_eq!(c.len(), 1);
     assert_eq!(c.counters().not_cached_stale, 1);
 }
