@@ -337,6 +337,11 @@ struct FrontSlot {
     gen: u32,
 }
 
+// A front bucket is one cache line; an entry (key, links, ids, actions)
+// stays small enough that `capacity` bounds memory tightly.
+const _: () = assert!(std::mem::size_of::<FrontSlot>() == 16);
+const _: () = assert!(std::mem::size_of::<Entry>() <= 320);
+
 /// The decision cache.
 ///
 /// # Threading
