@@ -53,10 +53,19 @@ struct StateSlot {
     /// Generation of the id issued last from this slot (0: never).
     gen: u32,
     live: bool,
-    /// The entries that registered the live id, and each one's position
-    /// in its own `deps`.
-    deps: Vec<(u32, u8)>,
+    /// The entries that registered the live id, with each entry's
+    /// generation then. An entry freed for another reason (eviction, a
+    /// different id) is not taken out (that would touch a random other
+    /// entry per id): it goes stale, and the list is compacted when stale
+    /// ones outnumber live ones, so it stays within twice its live length
+    /// (plus [`COMPACT_MIN`]).
+    deps: Vec<(u32, u32)>,
+    /// Stale pairs in `deps`.
+    stale: u32,
 }
+
+/// Dependents lists with fewer stale pairs are not compacted.
+const COMPACT_MIN: u32 = 16;
 
 enum StateStatus {
     Live,
@@ -314,7 +323,7 @@ struct Entry {
     prev: u32,
     next: u32,
     /// Each registered state and the entry's position in its dependents.
-    deps: SmallVec<[(StateId, u32); 2]>,
+    deps: SmallVec<[StateId; 2]>,
     actions: Actions,
 }
 
@@ -436,7 +445,10 @@ impl DecisionCache {
     /// Entries that registered `id` (0 for an id not live).
     pub fn dependents(&self, id: StateId) -> usize {
         match self.status(id) {
-            StateStatus::Live => self.states[id.slot()].deps.len(),
+            StateStatus::Live => {
+                let st = &self.states[id.slot()];
+                st.deps.len() - st.stale as usize
+            }
             _ => 0,
         }
     }
@@ -457,6 +469,7 @@ impl DecisionCache {
         st.gen += 1;
         st.live = true;
         st.deps.clear();
+        st.stale = 0;
         self.live_states += 1;
         Ok(StateId(u64::from(st.gen) << 32 | u64::from(slot)))
     }
@@ -497,11 +510,16 @@ impl DecisionCache {
         if st.gen < u32::MAX {
             self.free_states.push(id.slot() as u32);
         }
-        for &(idx, _) in &deps {
-            self.free_entry(idx, None);
+        let mut n = 0;
+        for &(idx, gen) in &deps {
+            let e = &self.entries[idx as usize];
+            if e.live && e.gen == gen {
+                self.free_entry(idx, None);
+                n += 1;
+            }
         }
-        self.counters.revocations += deps.len() as u64;
-        deps.len()
+        self.counters.revocations += n as u64;
+        n
     }
 
     /// The actions of a live entry.
@@ -519,7 +537,7 @@ impl DecisionCache {
 
     /// The state ids a live entry registered.
     pub fn entry_states(&self, id: EntryId) -> Option<Vec<StateId>> {
-        self.get(id).map(|e| e.deps.iter().map(|d| d.0).collect())
+        self.get(id).map(|e| e.deps.to_vec())
     }
 
     /// Whether `id` is a live entry.
@@ -745,11 +763,10 @@ impl DecisionCache {
         };
         self.live += 1;
         self.link_head(idx);
-        for (slot, &s) in states.iter().enumerate() {
-            let list = &mut self.states[s.slot()].deps;
-            list.push((idx, slot as u8));
-            let pos = (list.len() - 1) as u32;
-            self.entries[idx as usize].deps.push((s, pos));
+        let gen = self.entries[idx as usize].gen;
+        for &s in &states {
+            self.states[s.slot()].deps.push((idx, gen));
+            self.entries[idx as usize].deps.push(s);
         }
         {
             let entries = &self.entries;
@@ -900,26 +917,30 @@ impl DecisionCache {
             self.free_subtable(sid);
         }
         self.unlink(idx);
-        let deps = std::mem::take(&mut self.entries[i].deps);
-        for (s, pos) in deps {
-            // The id being removed (already dead) keeps its list as is.
-            let st = &mut self.states[s.slot()];
-            if !st.live || st.gen != s.gen() {
-                continue;
-            }
-            let list = &mut st.deps;
-            let pos = pos as usize;
-            list.swap_remove(pos);
-            if let Some(&(moved, slot)) = list.get(pos) {
-                self.entries[moved as usize].deps[usize::from(slot)].1 = pos as u32;
-            }
-        }
+        // Dead first, so the pairs naming it in its ids' lists are stale.
         let e = &mut self.entries[i];
         e.live = false;
         e.gen = e.gen.wrapping_add(1).max(1);
         e.actions = Actions::default();
+        let deps = std::mem::take(&mut e.deps);
         self.live -= 1;
         self.free.push(idx);
+        for s in deps {
+            // The id being removed (already dead) is skipped.
+            let st = &mut self.states[s.slot()];
+            if !st.live || st.gen != s.gen() {
+                continue;
+            }
+            st.stale += 1;
+            if st.stale >= COMPACT_MIN && st.stale as usize * 2 > st.deps.len() {
+                let entries = &self.entries;
+                st.deps.retain(|&(j, g)| {
+                    let e = &entries[j as usize];
+                    e.live && e.gen == g
+                });
+                st.stale = 0;
+            }
+        }
     }
 
     fn id_of(&self, idx: u32) -> EntryId {
@@ -1051,4 +1072,35 @@ fn entry_matches(e: &Entry, st: &Subtable, key: &HeaderKey) -> bool {
             let w = usize::from(w);
             e.key[w] == key.words[w] & st.mask.words[w]
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dependents_lists_of_long_lived_ids_stay_bounded_under_eviction() {
+        let mut c = DecisionCache::new(Config {
+            capacity: 4,
+            ..Config::default()
+        })
+        .unwrap();
+        let s = c.new_state_id().unwrap();
+        let mut mask = Mask::new();
+        mask.mark_bytes(0, 2).unwrap();
+        for v in 0..10_000u32 {
+            let key = HeaderKey::from_frame(&v.to_be_bytes()[2..], 0);
+            let d = Decision {
+                mask: mask.clone(),
+                states: vec![s],
+                actions: Actions::output(1),
+            };
+            assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));
+            let st = &c.states[s.slot()];
+            assert!(st.deps.len() <= 2 * c.dependents(s) + COMPACT_MIN as usize);
+        }
+        assert_eq!(c.dependents(s), 4);
+        assert_eq!(c.removed(s), 4);
+        assert!(c.is_empty());
+    }
 }
