@@ -50,8 +50,8 @@ impl Primitive {
     /// header that starts at byte `ip_at` of the frame. `None` when the
     /// fields would lie past the header key.
     pub fn ipv4_ttl(ip_at: usize) -> Option<Primitive> {
-        let ttl = u8::try_from(ip_at + 8).ok()?;
-        let ck = u8::try_from(ip_at + 11).ok()?;
+        let ttl = u8::try_from(ip_at.checked_add(8)?).ok()?;
+        let ck = u8::try_from(ip_at.checked_add(11)?).ok()?;
         (usize::from(ck) < KEY_BYTES).then_some(Primitive::DecrementTtl {
             ttl_at: ttl,
             checksum_at: Some(ck - 1),
@@ -61,7 +61,7 @@ impl Primitive {
     /// The IPv6 hop-limit decrement (no header checksum) for an IPv6
     /// header at byte `ip_at`.
     pub fn ipv6_hop_limit(ip_at: usize) -> Option<Primitive> {
-        let hl = u8::try_from(ip_at + 7).ok()?;
+        let hl = u8::try_from(ip_at.checked_add(7)?).ok()?;
         (usize::from(hl) < KEY_BYTES).then_some(Primitive::DecrementTtl {
             ttl_at: hl,
             checksum_at: None,
@@ -402,6 +402,8 @@ mod tests {
         );
         assert_eq!(p.end(), 26);
         assert!(Primitive::ipv4_ttl(KEY_BYTES).is_none());
+        assert!(Primitive::ipv4_ttl(usize::MAX).is_none());
+        assert!(Primitive::ipv6_hop_limit(usize::MAX - 3).is_none());
         assert_eq!(Primitive::ipv6_hop_limit(14).unwrap().end(), 22);
     }
 
