@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 use thiserror::Error;
 
 use crate::key::{PortId, KEY_BYTES};
+use nexthop_wire::checksum::checksum_update;
 
 /// The most output ports one decision may list.
 pub const MAX_PORTS: usize = 1024;
@@ -366,24 +367,6 @@ impl Actions {
         }
         Outcome::Forward
     }
-}
-
-/// Fold a sum of 16-bit words into 16 bits with end-around carries.
-#[inline(always)]
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
-
-/// RFC 1624 eqn. 3: the checksum `hc` of a header after one of its 16-bit
-/// words changed from `old` to `new`, `HC' = ~(~HC + ~m + m')` in
-/// one's-complement arithmetic. Equal to recomputing the checksum over the
-/// changed header (eqn. 3 never produces the `0xFFFF` RFC 1141's form did).
-#[inline(always)]
-pub fn checksum_update(hc: u16, old: u16, new: u16) -> u16 {
-    !fold(u32::from(!hc) + u32::from(!old) + u32::from(new))
 }
 
 #[cfg(test)]

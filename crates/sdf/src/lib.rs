@@ -55,7 +55,7 @@ pub mod action;
 pub mod cache;
 pub mod key;
 
-pub use action::{checksum_update, ActionError, Actions, Outcome, Primitive, SetBytes, MAX_PORTS};
+pub use action::{ActionError, Actions, Outcome, Primitive, SetBytes, MAX_PORTS};
 pub use cache::{
     Config, ConfigError, Counters, Decision, DecisionCache, EntryId, InstallError, Installed,
     NotCached, StateError, StateId, BATCH,

@@ -4,9 +4,9 @@
 //! move the offsets, and a cached router decision applies them.
 
 use nexthop_sdf::{
-    checksum_update, Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, Outcome,
-    Primitive,
+    Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, Outcome, Primitive,
 };
+use nexthop_wire::checksum::checksum_update;
 use nexthop_wire::Ipv4Packet;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
