@@ -717,10 +717,16 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         None => None,
     };
+    // A forwarder on a FIB directory serves that directory's generation; one
+    // following a controller reports the snapshots and deltas it applied.
+    let dir_generation = fib.as_ref().map(|f| f.current.manifest.generation);
     let snapshot_of = |counters: &Counters, ports: &PortStats, elapsed: Duration| {
         let mut m = MetricsSnapshot::from_counters(counters)
             .with_port_stats(ports)
             .with_uptime(elapsed);
+        if let Some(g) = dir_generation {
+            m = m.with_fib_generation(g);
+        }
         if let Some(f) = &follower {
             let st = f.stats();
             m = m

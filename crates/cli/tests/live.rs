@@ -523,6 +523,15 @@ fn run_stops_cleanly_on_sigterm() {
         String::from_utf8_lossy(&stats.stderr)
     );
     assert!(json.contains("\"uptime_seconds\""), "{json}");
+    // The forwarder serves the FIB directory's generation, not 0.
+    let current = fs::read_link(fib.join("current")).expect("current link");
+    let generation: u64 = current
+        .to_string_lossy()
+        .trim_start_matches("gen-")
+        .parse()
+        .expect("gen-N");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("stats JSON");
+    assert_eq!(v["fib_generation"], generation, "{json}");
     let prom = Command::new("ip")
         .args([
             "netns",

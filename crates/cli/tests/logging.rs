@@ -20,6 +20,9 @@ fn fib_and_key(f: &Fixture) -> (PathBuf, PathBuf) {
         .assert()
         .success();
     let key = f.file("key", "0123456789abcdef0123456789abcdef\n");
+    // The controller refuses key files others can read.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod 600 the key file");
     (fib, key)
 }
 
