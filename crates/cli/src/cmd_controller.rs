@@ -24,7 +24,8 @@ pub struct ControllerArgs {
     /// FIB directory to serve (made by `nexthop fib build`; not modified).
     #[arg(long, value_name = "DIR")]
     pub fib: PathBuf,
-    /// Shared secret file (at least 16 bytes; trailing whitespace ignored).
+    /// Shared secret file (16 to 4096 bytes, trailing whitespace ignored;
+    /// owner-only: `chmod 600`).
     #[arg(long, value_name = "FILE")]
     pub key_file: PathBuf,
     /// Address to listen on.
@@ -48,6 +49,19 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub changes_per_delta: u32,
+    /// Connections open at once, in their handshake or served; more are
+    /// closed at once (counted and logged).
+    #[arg(long, value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Connections in their handshake at once (each has
+    /// --handshake-timeout to finish); more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_handshakes: u32,
+    /// Deadline in seconds for a connection's whole handshake.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub handshake_timeout: f64,
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -108,9 +122,13 @@ fn serve<K: NameKey + Send + 'static>(
     let cfg = ControllerConfig {
         listen: a.listen,
         changes_per_delta: a.changes_per_delta as usize,
+        max_connections: a.max_connections as usize,
+        max_handshakes: a.max_handshakes as usize,
+        handshake_timeout: secs("--handshake-timeout", a.handshake_timeout)?,
         ..ControllerConfig::default()
     };
     let c = Controller::start(fib, key, cfg)?;
+    eprintln!("controller: listening on {}", c.local_addr());
     let start = Instant::now();
     if !files.is_empty() {
         std::thread::sleep(delay);
@@ -164,6 +182,12 @@ mod tests {
     use nexthop_control::{FibFollower, FollowerConfig};
     use nexthop_othello::fib::Action;
 
+    /// Key files must be owner-only (`chmod 600`).
+    fn owner_only(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+
     fn free_port() -> SocketAddr {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("addr")
@@ -197,6 +221,7 @@ mod tests {
         .expect("write");
         let key_file = dir.path().join("key");
         std::fs::write(&key_file, "cli-test-secret-0123456789\n").expect("write");
+        owner_only(&key_file);
         let listen = free_port();
         let args = ControllerArgs {
             fib,
@@ -206,6 +231,9 @@ mod tests {
             changes_delay: 1.0,
             duration: Some(3.0),
             changes_per_delta: 256,
+            max_connections: 1024,
+            max_handshakes: 64,
+            handshake_timeout: 10.0,
         };
         let server = std::thread::spawn(move || run(&args));
         let key = AuthKey::from_file(&key_file).expect("key");
@@ -227,10 +255,12 @@ mod tests {
     }
 
     #[test]
-    fn short_key_file_is_refused_before_serving() {
+    fn key_file_readable_by_others_is_refused_with_chmod_advice() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let key_file = dir.path().join("key");
-        std::fs::write(&key_file, "short\n").expect("write");
+        std::fs::write(&key_file, "cli-test-secret-0123456789\n").expect("write");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let args = ControllerArgs {
             fib: dir.path().join("nofib"),
             key_file,
@@ -239,6 +269,31 @@ mod tests {
             changes_delay: 0.0,
             duration: Some(0.0),
             changes_per_delta: 1,
+            max_connections: 1024,
+            max_handshakes: 64,
+            handshake_timeout: 10.0,
+        };
+        let e = run(&args).expect_err("open key file");
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+    }
+
+    #[test]
+    fn short_key_file_is_refused_before_serving() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key_file = dir.path().join("key");
+        std::fs::write(&key_file, "short\n").expect("write");
+        owner_only(&key_file);
+        let args = ControllerArgs {
+            fib: dir.path().join("nofib"),
+            key_file,
+            listen: free_port(),
+            changes: vec![],
+            changes_delay: 0.0,
+            duration: Some(0.0),
+            changes_per_delta: 1,
+            max_connections: 1024,
+            max_handshakes: 64,
+            handshake_timeout: 10.0,
         };
         let e = run(&args).expect_err("short key");
         assert!(e.to_string().contains("too short"), "{e}");

@@ -400,6 +400,11 @@ fn topology(test: &str) -> Option<(Lab, usize)> {
         lab.veth("fwd", &format!("fo{p}"), "snk", &format!("s{p}"));
     }
     fs::write(lab.file("key"), KEY).expect("write key");
+    {
+        // Key files must be owner-only (`chmod 600`).
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(lab.file("key"), fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
     let me = std::env::current_exe().expect("current exe");
     let env = helper_env(&lab, "capture", "s1,s2,s3");
     let capture = lab.spawn("snk", "capture", &me, &HELPER_ARGS, &env);

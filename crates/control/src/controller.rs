@@ -1,9 +1,17 @@
 //! The controller: owns a [`ConciseFib`], serves it to forwarders over TCP
 //! and pushes the delta of every route change to all of them, in order.
 //!
-//! Threads: one accept thread; per connection a writer thread (sends the
-//! snapshot, then every queued delta) and a reader thread (Acks, resync
-//! Hellos). [`Controller::apply_changes`] runs on the caller's thread: it
+//! Threads: one accept thread; per connection one thread for the
+//! handshake ([`crate::handshake`], under one deadline for the whole of
+//! it), which then writes (the snapshot, then every queued delta, a
+//! Keepalive when idle), and a reader thread (Acks, resync Hellos). The
+//! accept thread refuses connections past
+//! [`ControllerConfig::max_connections`] open or
+//! [`ControllerConfig::max_handshakes`] in their handshake, so threads and
+//! sockets are bounded by the configuration, not by what peers do; a
+//! connection's queue is bounded by [`ControllerConfig::max_queue_bytes`]
+//! (a forwarder that does not read is dropped and resyncs from a snapshot
+//! when it reconnects). [`Controller::apply_changes`] runs on the caller's thread: it
 //! updates the FIB and queues the encoded delta payloads of the whole call
 //! to every connection as one message under one lock (one wake-up of each
 //! writer, which sends the call's frames with one write), so each connection gets the changes in the
@@ -27,8 +35,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -38,11 +46,13 @@ use nexthop_othello::fib::{ConciseFib, FibError, LinedChange, NameKey, RouteChan
 use thiserror::Error;
 
 use crate::frame::{
-    encode_parts, encode_with, read_frame, write_all, AuthKey, MsgType, ReadError, MAX_PAYLOAD,
+    encode_parts, encode_with, write_all, write_frame_parts, AuthKey, DeadlineReader, MsgType,
+    ReadError, MAX_PAYLOAD,
 };
+use crate::handshake::{self, fresh_nonce, HandshakeError, SessionKeys};
 use crate::message::{
-    batch_entry_len, delta_payload, snapshot_payload, write_delta_batch, ErrorCode, Message,
-    FEATURE_DELTA_BATCH,
+    batch_entry_len, delta_payload, snapshot_body, write_delta_batch, ErrorCode, Message,
+    FEATURE_DELTA_BATCH, SNAPSHOT_PART_HEADER,
 };
 
 /// Controller settings.
@@ -50,14 +60,16 @@ use crate::message::{
 pub struct ControllerConfig {
     /// Address to listen on (default `127.0.0.1:0`, an ephemeral port).
     pub listen: SocketAddr,
-    /// How long a new connection may take to send its Hello.
-    pub hello_timeout: Duration,
+    /// Deadline for a new connection's whole handshake, from accept to its
+    /// Hello (default 10 s): all reads together, so a peer sending a byte
+    /// at a time is cut off at it.
+    pub handshake_timeout: Duration,
     /// Largest payload accepted from a forwarder.
     pub max_payload: u32,
-    /// Log connections, resyncs and rejects on stderr.
+    /// Emit `tracing` events for connections, resyncs and rejects.
     pub log: bool,
     /// Largest DeltaBatch payload built for forwarders that accept
-    /// batches (default 1 MiB; capped at [`MAX_PAYLOAD`]); 0 sends every
+    /// batches (default 1 MiB; capped at `frame_limit`); 0 sends every
     /// forwarder one Delta frame per change.
     pub batch_limit: u32,
     /// Route changes merged into one delta (default 256): an
@@ -65,18 +77,59 @@ pub struct ControllerConfig {
     /// Othello's batch path, and each chunk is shipped as one delta of all
     /// its slot writes. 1 gives one delta per change.
     pub changes_per_delta: usize,
+    /// Largest frame payload sent (default and at most [`MAX_PAYLOAD`];
+    /// below 1 KiB counts as 1 KiB):
+    /// snapshots are sent in parts of this size, a delta larger than it
+    /// is replaced by a snapshot. Forwarders must accept payloads this
+    /// large ([`crate::FollowerConfig::max_payload`]).
+    pub frame_limit: u32,
+    /// Connections open at once, in their handshake or served (default
+    /// 1024); more are accepted and closed at once, counted in
+    /// [`ControllerStats::refused`].
+    pub max_connections: usize,
+    /// Connections in their handshake at once (default 64; at most
+    /// `max_connections`); more are refused the same way, so peers
+    /// without the key cannot hold more than this many sockets and
+    /// threads, each for at most `handshake_timeout`.
+    pub max_handshakes: usize,
+    /// Bytes of deltas queued to one connection and not yet written
+    /// (default 64 MiB). A connection whose queue would pass it (a
+    /// forwarder that stopped reading) is closed; the forwarder
+    /// reconnects and gets a snapshot. A single call's deltas are always
+    /// queued to an empty queue.
+    pub max_queue_bytes: usize,
+    /// A Keepalive frame is sent to a forwarder after this long without
+    /// any other frame (default 5 s; at least 1 ms). Forwarders time out
+    /// after [`crate::FollowerConfig::read_timeout`], which must be longer.
+    pub keepalive: Duration,
+    /// Longest a write to a forwarder may block (default 30 s); then the
+    /// connection is closed.
+    pub write_timeout: Duration,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            hello_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
             max_payload: 1 << 16,
             log: true,
             batch_limit: 1 << 20,
             changes_per_delta: 256,
+            frame_limit: MAX_PAYLOAD,
+            max_connections: 1024,
+            max_handshakes: 64,
+            max_queue_bytes: 64 << 20,
+            keepalive: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(30),
         }
+    }
+}
+
+impl ControllerConfig {
+    /// Largest frame payload sent: `frame_limit`, within 1 KiB ..= [`MAX_PAYLOAD`].
+    fn frame_cap(&self) -> usize {
+        self.frame_limit.clamp(1024, MAX_PAYLOAD) as usize
     }
 }
 
@@ -121,12 +174,26 @@ pub struct ApplyReport {
 /// Controller counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ControllerStats {
-    /// Connections accepted.
+    /// Connections accepted (served or refused).
     pub accepted: u64,
     /// Connections now open (past their Hello).
     pub active: u64,
-    /// Snapshot messages sent (initial and resync).
+    /// Connections now in their handshake.
+    pub handshaking: u64,
+    /// Connections closed at once because `max_connections` or
+    /// `max_handshakes` was reached.
+    pub refused: u64,
+    /// Handshakes cut off at the `handshake_timeout` deadline.
+    pub handshake_timeouts: u64,
+    /// Connections closed because their queue passed `max_queue_bytes`.
+    pub slow_dropped: u64,
+    /// Keepalive frames sent.
+    pub keepalives: u64,
+    /// Snapshot messages sent (initial and resync; a snapshot sent in
+    /// several parts counts once).
     pub snapshots_sent: u64,
+    /// Snapshot frames sent (parts).
+    pub snapshot_frames: u64,
     /// Deltas sent (in Delta frames or inside DeltaBatch frames).
     pub deltas_sent: u64,
     /// Route changes in the deltas sent (a merged delta carries several).
@@ -135,7 +202,8 @@ pub struct ControllerStats {
     pub batches_sent: u64,
     /// Resync Hellos received on open connections.
     pub resyncs: u64,
-    /// Connections closed because of an invalid frame or message.
+    /// Connections closed because of an invalid frame or message (in the
+    /// handshake or after it).
     pub rejects: u64,
     /// Acks received.
     pub acks: u64,
@@ -149,7 +217,12 @@ pub struct ControllerStats {
 struct Counters {
     accepted: AtomicU64,
     active: AtomicU64,
+    refused: AtomicU64,
+    handshake_timeouts: AtomicU64,
+    slow_dropped: AtomicU64,
+    keepalives: AtomicU64,
     snapshots_sent: AtomicU64,
+    snapshot_frames: AtomicU64,
     deltas_sent: AtomicU64,
     changes_sent: AtomicU64,
     batches_sent: AtomicU64,
@@ -198,17 +271,33 @@ struct QueuedDelta {
     queued: Instant,
 }
 
+/// The deltas of one `apply_changes` call, in order.
+struct Call {
+    deltas: Vec<QueuedDelta>,
+    /// Sum of their payload lengths (what a connection's queue counts).
+    bytes: usize,
+}
+
 enum Out {
-    /// The deltas of one `apply_changes` call, in order.
-    Deltas(Arc<Vec<QueuedDelta>>),
+    Deltas(Arc<Call>),
     Resync,
     Close,
+}
+
+/// A served connection, as `apply_changes` sees it.
+struct Sub {
+    tx: Sender<Out>,
+    /// Payload bytes queued and not yet written.
+    queued: Arc<AtomicUsize>,
+    /// To close it when its queue overflows.
+    stream: TcpStream,
+    who: String,
 }
 
 struct State<K> {
     fib: ConciseFib<K>,
     version: u64,
-    subs: HashMap<u64, Sender<Out>>,
+    subs: HashMap<u64, Sub>,
 }
 
 struct Shared<K> {
@@ -218,6 +307,9 @@ struct Shared<K> {
     stop: AtomicBool,
     conns: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
     next_conn: AtomicU64,
+    /// Connections open (handshaking or served) and in their handshake.
+    open: AtomicUsize,
+    handshaking: AtomicUsize,
     counters: Counters,
     propagation: Mutex<Histogram<u64>>,
 }
@@ -227,10 +319,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<K> Shared<K> {
-    fn log(&self, msg: std::fmt::Arguments<'_>) {
+    fn info(&self, msg: std::fmt::Arguments<'_>) {
         if self.cfg.log {
-            eprintln!("controller: {msg}");
+            tracing::info!(target: "nexthop_control::controller", "{msg}");
         }
+    }
+
+    fn warn(&self, msg: std::fmt::Arguments<'_>) {
+        if self.cfg.log {
+            tracing::warn!(target: "nexthop_control::controller", "{msg}");
+        }
+    }
+}
+
+/// Decrements a counter when dropped (a connection's slot, on every path).
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -274,10 +381,17 @@ impl<K: NameKey + Send + 'static> Controller<K> {
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
             next_conn: AtomicU64::new(1),
+            open: AtomicUsize::new(0),
+            handshaking: AtomicUsize::new(0),
             counters: Counters::default(),
             propagation: Mutex::new(new_histogram()),
         });
-        shared.log(format_args!("listening on {addr}"));
+        shared.info(format_args!(
+            "listening on {addr} (protocol version {}, at most {} connections, {} in handshake)",
+            crate::frame::VERSION,
+            shared.cfg.max_connections,
+            shared.cfg.max_handshakes.min(shared.cfg.max_connections)
+        ));
         let s = shared.clone();
         let accept = std::thread::Builder::new()
             .name("ctl-accept".into())
@@ -379,9 +493,26 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         }
         // What was applied is sent, also when a later change failed.
         if !out.is_empty() {
-            let out = Arc::new(out);
-            st.subs
-                .retain(|_, tx| tx.send(Out::Deltas(out.clone())).is_ok());
+            let bytes = out.iter().map(|d| d.payload.len()).sum();
+            let call = Arc::new(Call { deltas: out, bytes });
+            let sh = &self.shared;
+            let max = sh.cfg.max_queue_bytes;
+            st.subs.retain(|_, sub| {
+                let q = sub.queued.load(Ordering::SeqCst);
+                if q > 0 && q.saturating_add(bytes) > max {
+                    sh.counters.slow_dropped.fetch_add(1, Ordering::Relaxed);
+                    sh.warn(format_args!(
+                        "{}: {q} bytes queued and not read, {bytes} more would pass the limit of \
+                         {max}; closing (it resyncs from a snapshot when it reconnects)",
+                        sub.who
+                    ));
+                    let _ = sub.tx.send(Out::Close);
+                    let _ = sub.stream.shutdown(Shutdown::Both);
+                    return false;
+                }
+                sub.queued.fetch_add(bytes, Ordering::SeqCst);
+                sub.tx.send(Out::Deltas(call.clone())).is_ok()
+            });
         }
         r.version = st.version;
         r.followers = st.subs.len();
@@ -408,7 +539,13 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         ControllerStats {
             accepted: l(&c.accepted),
             active: l(&c.active),
+            handshaking: self.shared.handshaking.load(Ordering::SeqCst) as u64,
+            refused: l(&c.refused),
+            handshake_timeouts: l(&c.handshake_timeouts),
+            slow_dropped: l(&c.slow_dropped),
+            keepalives: l(&c.keepalives),
             snapshots_sent: l(&c.snapshots_sent),
+            snapshot_frames: l(&c.snapshot_frames),
             deltas_sent: l(&c.deltas_sent),
             changes_sent: l(&c.changes_sent),
             batches_sent: l(&c.batches_sent),
@@ -450,8 +587,8 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
-        for tx in lock(&self.shared.state).subs.values() {
-            let _ = tx.send(Out::Close);
+        for sub in lock(&self.shared.state).subs.values() {
+            let _ = sub.tx.send(Out::Close);
         }
         let conns = std::mem::take(&mut *lock(&self.shared.conns));
         for (s, _) in &conns {
@@ -460,7 +597,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         for (_, h) in conns {
             let _ = h.join();
         }
-        self.shared.log(format_args!("stopped"));
+        self.shared.info(format_args!("stopped"));
     }
 }
 
@@ -473,10 +610,30 @@ impl<K: NameKey + Send + 'static> Drop for Controller<K> {
 }
 
 fn accept_loop<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, listener: TcpListener) {
+    let max_open = sh.cfg.max_connections.max(1);
+    let max_hs = sh.cfg.max_handshakes.clamp(1, max_open);
+    // Refusals are logged at most once a second, with the running count.
+    let mut last_refusal_log: Option<Instant> = None;
     while !sh.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((s, peer)) => {
                 sh.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                let open = sh.open.load(Ordering::SeqCst);
+                let hs = sh.handshaking.load(Ordering::SeqCst);
+                if open >= max_open || hs >= max_hs {
+                    let n = sh.counters.refused.fetch_add(1, Ordering::Relaxed) + 1;
+                    drop(s);
+                    if last_refusal_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                        last_refusal_log = Some(Instant::now());
+                        sh.warn(format_args!(
+                            "{peer}: refused: {open} connections open (max {max_open}), {hs} in \
+                             their handshake (max {max_hs}); {n} refused since start"
+                        ));
+                    }
+                    continue;
+                }
+                sh.open.fetch_add(1, Ordering::SeqCst);
+                sh.handshaking.fetch_add(1, Ordering::SeqCst);
                 let clone = s.try_clone();
                 let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
                 let s2 = sh.clone();
@@ -492,14 +649,18 @@ fn accept_loop<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, listener: TcpLis
                         conns.retain(|(_, h)| !h.is_finished());
                         conns.push(pair);
                     }
-                    Err(e) => sh.log(format_args!("{peer}: cannot serve: {e}")),
+                    Err(e) => {
+                        sh.open.fetch_sub(1, Ordering::SeqCst);
+                        sh.handshaking.fetch_sub(1, Ordering::SeqCst);
+                        sh.warn(format_args!("{peer}: cannot serve: {e}"));
+                    }
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => {
-                sh.log(format_args!("accept: {e}"));
+                sh.warn(format_args!("accept: {e}"));
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -509,89 +670,144 @@ fn accept_loop<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, listener: TcpLis
 /// A connection's sending side: numbers and authenticates frames.
 struct Tx {
     stream: TcpStream,
-    session: u64,
+    keys: SessionKeys,
     seq: u64,
 }
 
 impl Tx {
-    fn send(&mut self, key: &AuthKey, ty: MsgType, gen: u64, payload: &[u8]) -> io::Result<()> {
+    fn send(&mut self, ty: MsgType, gen: u64, payload: &[u8]) -> io::Result<()> {
         self.seq += 1;
-        let bytes = encode_parts(key, ty, self.session, self.seq, gen, payload);
+        let bytes = encode_parts(
+            &self.keys.send,
+            ty,
+            self.keys.session,
+            self.seq,
+            gen,
+            payload,
+        );
         write_all(&mut self.stream, &bytes)
     }
 }
 
-fn send_snapshot<K: NameKey>(sh: &Shared<K>, tx: &mut Tx, inflight: &Inflight) -> io::Result<u64> {
-    let (payload, gen, version) = {
-        let st = lock(&sh.state);
-        let o = st.fib.othello();
-        (
-            snapshot_payload(&o.snapshot(0), &st.fib.action_table().to_text()),
-            o.meta().generation,
-            st.version,
-        )
-    };
-    lock(inflight).push_back((tx.seq + 1, None));
-    tx.send(&sh.key, MsgType::Snapshot, gen, &payload)?;
+/// A snapshot body with the generation and FIB version it holds.
+struct SnapshotOut {
+    body: Vec<u8>,
+    generation: u64,
+    version: u64,
+}
+
+fn take_snapshot<K: NameKey>(st: &State<K>) -> SnapshotOut {
+    let o = st.fib.othello();
+    SnapshotOut {
+        body: snapshot_body(&o.snapshot(0), &st.fib.action_table().to_text()),
+        generation: o.meta().generation,
+        version: st.version,
+    }
+}
+
+/// Send a snapshot in as many Snapshot frames as the frame limit needs;
+/// returns the FIB version it holds.
+fn send_snapshot<K>(
+    sh: &Shared<K>,
+    tx: &mut Tx,
+    inflight: &Inflight,
+    snap: &SnapshotOut,
+) -> io::Result<u64> {
+    let part = sh.cfg.frame_cap() - SNAPSHOT_PART_HEADER;
+    let total = snap.body.len() as u64;
+    let frames = snap.body.len().div_ceil(part).max(1) as u64;
+    // The Ack of the last part confirms the snapshot; noted before the
+    // write so the Ack cannot overtake it.
+    lock(inflight).push_back((tx.seq + frames, None));
+    for (i, chunk) in snap.body.chunks(part).enumerate() {
+        let offset = (i * part) as u64;
+        let mut head = [0u8; SNAPSHOT_PART_HEADER];
+        head[..8].copy_from_slice(&total.to_le_bytes());
+        head[8..].copy_from_slice(&offset.to_le_bytes());
+        tx.seq += 1;
+        write_frame_parts(
+            &mut tx.stream,
+            &tx.keys.send,
+            (MsgType::Snapshot, tx.keys.session, tx.seq, snap.generation),
+            &[&head, chunk],
+        )?;
+        sh.counters.snapshot_frames.fetch_add(1, Ordering::Relaxed);
+    }
     sh.counters.snapshots_sent.fetch_add(1, Ordering::Relaxed);
-    Ok(version)
+    Ok(snap.version)
 }
 
 fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: SocketAddr, id: u64) {
+    let _open = Slot(&sh.open);
+    let handshaking = Slot(&sh.handshaking);
     let _ = s.set_nodelay(true);
-    let _ = s.set_read_timeout(Some(sh.cfg.hello_timeout));
-    let mut rd = match s.try_clone() {
-        Ok(r) => r,
-        Err(e) => return sh.log(format_args!("{peer}: {e}")),
+    let deadline = Instant::now() + sh.cfg.handshake_timeout;
+    let _ = s.set_write_timeout(Some(sh.cfg.handshake_timeout.max(Duration::from_millis(1))));
+    let accepted = {
+        let mut rd = DeadlineReader::new(&s, deadline);
+        let mut w = &s;
+        handshake::accept(&mut rd, &mut w, &sh.key, &fresh_nonce())
     };
-    let max = sh.cfg.max_payload.min(MAX_PAYLOAD);
-    let hello = read_frame(&mut rd, &sh.key, max)
-        .map_err(|e| e.to_string())
-        .and_then(|f| {
-            if f.ty != MsgType::Hello || f.seq != 1 {
-                return Err(format!(
-                    "first frame must be Hello with sequence 1, got {:?} {}",
-                    f.ty, f.seq
-                ));
-            }
-            match Message::decode(f.ty, &f.payload) {
-                Ok(Message::Hello(h)) => Ok((f.session, h)),
-                Ok(_) => Err("not a Hello".to_string()),
-                Err(e) => Err(e.to_string()),
-            }
-        });
-    let (session, hello) = match hello {
-        Ok(x) => x,
+    drop(handshaking);
+    let handshake::Accepted { keys, hello } = match accepted {
+        Ok(a) => a,
         Err(e) => {
-            sh.counters.rejects.fetch_add(1, Ordering::Relaxed);
-            sh.log(format_args!("{peer}: rejected before Hello: {e}"));
+            match &e {
+                HandshakeError::Io(io) if io.kind() == io::ErrorKind::TimedOut => {
+                    sh.counters
+                        .handshake_timeouts
+                        .fetch_add(1, Ordering::Relaxed);
+                    sh.warn(format_args!(
+                        "{peer}: handshake not done within {:?}; closing",
+                        sh.cfg.handshake_timeout
+                    ));
+                }
+                HandshakeError::Io(io) => {
+                    sh.info(format_args!("{peer}: closed during the handshake: {io}"));
+                }
+                e => {
+                    sh.counters.rejects.fetch_add(1, Ordering::Relaxed);
+                    sh.warn(format_args!("{peer}: rejected in the handshake: {e}"));
+                }
+            }
             let _ = s.shutdown(Shutdown::Both);
             return;
         }
     };
     let _ = s.set_read_timeout(None);
+    let _ = s.set_write_timeout(Some(sh.cfg.write_timeout.max(Duration::from_millis(1))));
+    let rd = match s.try_clone() {
+        Ok(r) => r,
+        Err(e) => return sh.warn(format_args!("{peer}: {e}")),
+    };
+    let closer = match s.try_clone() {
+        Ok(c) => c,
+        Err(e) => return sh.warn(format_args!("{peer}: {e}")),
+    };
+    let session = keys.session;
+    let recv_key = keys.recv.clone();
     let mut tx = Tx {
         stream: s,
-        session,
+        keys,
         seq: 0,
     };
     let who = format!("{peer} ({})", hello.forwarder_id);
     if hello.column != 0 {
-        sh.log(format_args!("{who}: unknown column {}", hello.column));
+        sh.warn(format_args!("{who}: unknown column {}", hello.column));
         let m = Message::Error {
             code: ErrorCode::UnknownColumn,
             text: format!("column {} is not served (only column 0)", hello.column),
         };
-        let _ = tx.send(&sh.key, MsgType::Error, 0, &m.encode());
+        let _ = tx.send(MsgType::Error, 0, &m.encode());
         let _ = tx.stream.shutdown(Shutdown::Both);
         return;
     }
     let batch_limit = if hello.features & FEATURE_DELTA_BATCH != 0 {
-        sh.cfg.batch_limit.min(MAX_PAYLOAD) as usize
+        (sh.cfg.batch_limit as usize).min(sh.cfg.frame_cap())
     } else {
         0
     };
-    sh.log(format_args!(
+    sh.info(format_args!(
         "{who}: hello, last applied sequence {} generation {}, features {:#x} ({})",
         hello.last_seq,
         hello.last_generation,
@@ -604,15 +820,19 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
     ));
     // Subscribe and snapshot under one lock: no delta missed or doubled.
     let (otx, orx) = channel();
+    let queued = Arc::new(AtomicUsize::new(0));
     let first = {
         let mut st = lock(&sh.state);
-        st.subs.insert(id, otx.clone());
-        let o = st.fib.othello();
-        (
-            snapshot_payload(&o.snapshot(0), &st.fib.action_table().to_text()),
-            o.meta().generation,
-            st.version,
-        )
+        st.subs.insert(
+            id,
+            Sub {
+                tx: otx.clone(),
+                queued: queued.clone(),
+                stream: closer,
+                who: who.clone(),
+            },
+        );
+        take_snapshot(&st)
     };
     sh.counters.active.fetch_add(1, Ordering::Relaxed);
     let inflight: Inflight = Arc::default();
@@ -622,21 +842,26 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
         let inflight = inflight.clone();
         std::thread::Builder::new()
             .name(format!("ctl-read-{id}"))
-            .spawn(move || read_loop(sh, rd, session, otx, who, inflight))
+            .spawn(move || read_loop(sh, rd, session, recv_key, otx, who, inflight))
     };
     let result = (|| -> io::Result<()> {
-        lock(&inflight).push_back((tx.seq + 1, None));
-        tx.send(&sh.key, MsgType::Snapshot, first.1, &first.0)?;
-        sh.counters.snapshots_sent.fetch_add(1, Ordering::Relaxed);
-        sh.log(format_args!(
-            "{who}: sent snapshot ({} bytes, version {})",
-            first.0.len(),
-            first.2
+        let have = send_snapshot(&sh, &mut tx, &inflight, &first)?;
+        sh.info(format_args!(
+            "{who}: sent snapshot ({} bytes, version {have})",
+            first.body.len(),
         ));
-        write_loop(&sh, &mut tx, &orx, first.2, &inflight, batch_limit)
+        drop(first);
+        let w = Writer {
+            sh: &sh,
+            rx: &orx,
+            inflight: &inflight,
+            queued: &queued,
+            batch_limit,
+        };
+        w.run(&mut tx, have)
     })();
     if let Err(e) = result {
-        sh.log(format_args!("{who}: connection closed: {e}"));
+        sh.info(format_args!("{who}: connection closed: {e}"));
     }
     lock(&sh.state).subs.remove(&id);
     sh.counters.active.fetch_sub(1, Ordering::Relaxed);
@@ -683,98 +908,131 @@ fn batch_end(ds: &[QueuedDelta], i: usize, limit: usize) -> usize {
     j
 }
 
-/// `batch_limit`: largest DeltaBatch payload, 0 for one Delta frame per change.
-fn write_loop<K: NameKey>(
-    sh: &Shared<K>,
-    tx: &mut Tx,
-    rx: &Receiver<Out>,
-    mut have: u64,
-    inflight: &Inflight,
+/// A connection's writer: its queue, in order.
+struct Writer<'a, K> {
+    sh: &'a Shared<K>,
+    rx: &'a Receiver<Out>,
+    inflight: &'a Inflight,
+    /// Payload bytes queued to this connection and not yet handled.
+    queued: &'a AtomicUsize,
+    /// Largest DeltaBatch payload, 0 for one Delta frame per change.
     batch_limit: usize,
-) -> io::Result<()> {
-    let mut buf = Vec::new();
-    while let Ok(out) = rx.recv() {
-        match out {
-            Out::Deltas(ds) => {
-                // Versions rise within a call: skip those the last
-                // snapshot holds.
-                let fresh = &ds[ds.partition_point(|d| d.version <= have)..];
-                if fresh.is_empty() {
+}
+
+impl<K: NameKey> Writer<'_, K> {
+    /// `have`: the FIB version the forwarder holds once what was sent is applied.
+    fn run(&self, tx: &mut Tx, mut have: u64) -> io::Result<()> {
+        let sh = self.sh;
+        let idle = sh.cfg.keepalive.max(Duration::from_millis(1));
+        let mut buf = Vec::new();
+        loop {
+            let out = match self.rx.recv_timeout(idle) {
+                Ok(out) => out,
+                Err(RecvTimeoutError::Timeout) => {
+                    tx.send(MsgType::Keepalive, 0, &[])?;
+                    sh.counters.keepalives.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                // All frames of the call in one write; each noted before
-                // the write so its Ack cannot overtake it.
-                buf.clear();
-                let mut batches = 0;
-                {
-                    let mut q = lock(inflight);
-                    let mut i = 0;
-                    while i < fresh.len() {
-                        let j = if batch_limit > 0 {
-                            batch_end(fresh, i, batch_limit)
-                        } else {
-                            i + 1
-                        };
-                        let part = &fresh[i..j];
-                        tx.seq += 1;
-                        q.extend(part.iter().map(|d| (tx.seq, Some((d.queued, d.changes)))));
-                        let last = &part[part.len() - 1];
-                        if let [d] = part {
-                            encode_with(
-                                &mut buf,
-                                &sh.key,
-                                MsgType::Delta,
-                                tx.session,
-                                tx.seq,
-                                d.generation,
-                                |o| o.extend_from_slice(&d.payload),
-                            );
-                        } else {
-                            encode_with(
-                                &mut buf,
-                                &sh.key,
-                                MsgType::DeltaBatch,
-                                tx.session,
-                                tx.seq,
-                                last.generation,
-                                |o| write_delta_batch(o, part.iter().map(|d| d.payload.as_slice())),
-                            );
-                            batches += 1;
-                        }
-                        i = j;
-                    }
-                    have = fresh[fresh.len() - 1].version;
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            };
+            match out {
+                Out::Deltas(call) => {
+                    self.queued.fetch_sub(call.bytes, Ordering::SeqCst);
+                    have = self.send_call(tx, &call, have, &mut buf)?;
                 }
-                write_all(&mut tx.stream, &buf)?;
-                let c = &sh.counters;
-                c.deltas_sent
-                    .fetch_add(fresh.len() as u64, Ordering::Relaxed);
-                c.changes_sent.fetch_add(
-                    fresh.iter().map(|d| d.changes).sum::<u64>(),
-                    Ordering::Relaxed,
-                );
-                c.batches_sent.fetch_add(batches, Ordering::Relaxed);
-            }
-            Out::Resync => {
-                have = send_snapshot(sh, tx, inflight)?;
-            }
-            Out::Close => {
-                let m = Message::Error {
-                    code: ErrorCode::Shutdown,
-                    text: "controller closes the connection".into(),
-                };
-                let _ = tx.send(&sh.key, MsgType::Error, 0, &m.encode());
-                return Ok(());
+                Out::Resync => {
+                    let snap = take_snapshot(&lock(&sh.state));
+                    have = send_snapshot(sh, tx, self.inflight, &snap)?;
+                }
+                Out::Close => {
+                    let m = Message::Error {
+                        code: ErrorCode::Shutdown,
+                        text: "controller closes the connection".into(),
+                    };
+                    let _ = tx.send(MsgType::Error, 0, &m.encode());
+                    return Ok(());
+                }
             }
         }
     }
-    Ok(())
+
+    /// Send the deltas of `call` the forwarder lacks (all frames in one
+    /// write); returns the version it then holds.
+    fn send_call(&self, tx: &mut Tx, call: &Call, have: u64, buf: &mut Vec<u8>) -> io::Result<u64> {
+        let sh = self.sh;
+        let ds = &call.deltas;
+        // Versions rise within a call: skip those the last snapshot holds.
+        let fresh = &ds[ds.partition_point(|d| d.version <= have)..];
+        if fresh.is_empty() {
+            return Ok(have);
+        }
+        // A delta too large for a frame (a rebuild of a huge structure):
+        // a snapshot instead, taken now, so it holds this whole call.
+        let limit = sh.cfg.frame_cap();
+        if fresh.iter().any(|d| d.payload.len() > limit) {
+            let snap = take_snapshot(&lock(&sh.state));
+            return send_snapshot(sh, tx, self.inflight, &snap);
+        }
+        // Each frame noted before the write so its Ack cannot overtake it.
+        buf.clear();
+        let mut batches = 0;
+        {
+            let mut q = lock(self.inflight);
+            let mut i = 0;
+            while i < fresh.len() {
+                let j = if self.batch_limit > 0 {
+                    batch_end(fresh, i, self.batch_limit)
+                } else {
+                    i + 1
+                };
+                let part = &fresh[i..j];
+                tx.seq += 1;
+                q.extend(part.iter().map(|d| (tx.seq, Some((d.queued, d.changes)))));
+                let last = &part[part.len() - 1];
+                let (key, session) = (&tx.keys.send, tx.keys.session);
+                if let [d] = part {
+                    encode_with(
+                        buf,
+                        key,
+                        MsgType::Delta,
+                        session,
+                        tx.seq,
+                        d.generation,
+                        |o| o.extend_from_slice(&d.payload),
+                    );
+                } else {
+                    encode_with(
+                        buf,
+                        key,
+                        MsgType::DeltaBatch,
+                        session,
+                        tx.seq,
+                        last.generation,
+                        |o| write_delta_batch(o, part.iter().map(|d| d.payload.as_slice())),
+                    );
+                    batches += 1;
+                }
+                i = j;
+            }
+        }
+        write_all(&mut tx.stream, buf)?;
+        let c = &sh.counters;
+        c.deltas_sent
+            .fetch_add(fresh.len() as u64, Ordering::Relaxed);
+        c.changes_sent.fetch_add(
+            fresh.iter().map(|d| d.changes).sum::<u64>(),
+            Ordering::Relaxed,
+        );
+        c.batches_sent.fetch_add(batches, Ordering::Relaxed);
+        Ok(fresh[fresh.len() - 1].version)
+    }
 }
 
 fn read_loop<K>(
     sh: Arc<Shared<K>>,
     mut rd: TcpStream,
     session: u64,
+    key: AuthKey,
     tx: Sender<Out>,
     who: String,
     inflight: Inflight,
@@ -782,7 +1040,7 @@ fn read_loop<K>(
     let max = sh.cfg.max_payload.min(MAX_PAYLOAD);
     let mut expect = 2u64;
     let why = loop {
-        let f = match read_frame(&mut rd, &sh.key, max) {
+        let f = match crate::frame::read_frame(&mut rd, &key, max) {
             Ok(f) => f,
             Err(ReadError::Io(_)) => break None,
             Err(ReadError::Frame(e)) => break Some(e.to_string()),
@@ -803,7 +1061,7 @@ fn read_loop<K>(
             }
             Ok(Message::Hello(h)) => {
                 sh.counters.resyncs.fetch_add(1, Ordering::Relaxed);
-                sh.log(format_args!(
+                sh.info(format_args!(
                     "{who}: resync requested (last applied sequence {} generation {})",
                     h.last_seq, h.last_generation
                 ));
@@ -812,7 +1070,7 @@ fn read_loop<K>(
                 }
             }
             Ok(Message::Error { code, text }) => {
-                sh.log(format_args!("{who}: forwarder error {code:?}: {text}"));
+                sh.info(format_args!("{who}: forwarder error {code:?}: {text}"));
                 break None;
             }
             Ok(m) => break Some(format!("unexpected {:?} from a forwarder", m.ty())),
@@ -821,7 +1079,7 @@ fn read_loop<K>(
     };
     if let Some(why) = why {
         sh.counters.rejects.fetch_add(1, Ordering::Relaxed);
-        sh.log(format_args!("{who}: rejected: {why}; closing"));
+        sh.warn(format_args!("{who}: rejected: {why}; closing"));
     }
     let _ = tx.send(Out::Close);
 }

@@ -1,6 +1,9 @@
 //! The forwarder side: follow a controller's FIB.
 //!
-//! One background thread connects, sends a Hello, installs the Snapshot as
+//! One background thread connects, runs the handshake
+//! ([`crate::handshake`]: nonces, then per-connection keys), sends a
+//! Hello, installs the Snapshot (reassembled from its parts when it spans
+//! several frames) as
 //! a new [`Table`] (an [`ArcSwapOption`] swap), applies each Delta (and
 //! each delta of a DeltaBatch, in order) to the
 //! current [`Query`] in place (readers keep running, lock-free), and Acks
@@ -27,12 +30,15 @@
 //! the one after a connection that did get frames offers the feature
 //! again.
 //!
+//! A controller silent for [`FollowerConfig::read_timeout`] (it sends
+//! Keepalives when it has nothing else to say) is presumed gone: the
+//! connection is closed and re-opened.
+//!
 //! Readers call [`FibFollower::table`] and keep the `Arc<Table>` for as
 //! long as they like (a batch, a burst); slot writes of later deltas reach
 //! the same `Query` in place, a later Snapshot swaps in a new `Table`.
 
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::io::{self, BufReader};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,8 +51,11 @@ use nexthop_hash::KeyBytes;
 use nexthop_othello::fib::{Action, ActionTable};
 use nexthop_othello::{Delta, Query};
 
-use crate::frame::{encode_parts, read_frame, write_all, AuthKey, ReadError, MAX_PAYLOAD};
-use crate::message::{BatchDelta, Hello, Message, FEATURE_DELTA_BATCH};
+use crate::frame::{
+    encode_parts, read_frame, write_all, AuthKey, FrameError, ReadError, MAX_PAYLOAD,
+};
+use crate::handshake::{self, fresh_nonce, HandshakeError, SessionKeys};
+use crate::message::{parse_snapshot_body, BatchDelta, Hello, Message, FEATURE_DELTA_BATCH};
 
 /// Why a message was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -121,9 +130,21 @@ pub struct FollowerConfig {
     pub backoff_max: Duration,
     /// TCP connect timeout.
     pub connect_timeout: Duration,
-    /// Largest payload accepted (a snapshot must fit).
+    /// Largest frame payload accepted (default [`MAX_PAYLOAD`]; at least
+    /// the controller's [`crate::ControllerConfig::frame_limit`]).
     pub max_payload: u32,
-    /// Log connects, installs and rejects on stderr.
+    /// Largest snapshot body reassembled from Snapshot parts (default
+    /// 64 GiB): a larger announced total is refused; memory grows with
+    /// the bytes received, not with the announced total.
+    pub max_snapshot: u64,
+    /// Longest wait for the next frame, in the handshake and after it
+    /// (default 20 s; at least 1 ms): a controller silent for this long
+    /// is presumed gone and the follower reconnects. Must be longer than
+    /// the controller's [`crate::ControllerConfig::keepalive`] and than
+    /// the time the controller takes to build a snapshot after a Hello
+    /// (it sends nothing meanwhile: seconds for 10^8 names).
+    pub read_timeout: Duration,
+    /// Emit `tracing` events for connects, installs and rejects.
     pub log: bool,
     /// Offer DeltaBatch frames in the Hello (default on; off: the
     /// original Hello, one Delta frame per change).
@@ -141,6 +162,8 @@ impl FollowerConfig {
             backoff_max: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(2),
             max_payload: MAX_PAYLOAD,
+            max_snapshot: 64 << 30,
+            read_timeout: Duration::from_secs(20),
             log: true,
             delta_batches: true,
         }
@@ -187,6 +210,11 @@ pub struct FollowerStats {
     pub resyncs: u64,
     /// Deltas skipped while waiting for a resync snapshot.
     pub skipped: u64,
+    /// Keepalive frames received.
+    pub keepalives: u64,
+    /// Connections closed because the controller sent nothing for
+    /// [`FollowerConfig::read_timeout`].
+    pub timeouts: u64,
     /// Rejects, indexed like [`RejectReason::ALL`].
     pub rejects: [u64; 8],
     /// Controller sequence number of the last applied message.
@@ -213,6 +241,8 @@ struct Counters {
     batches: AtomicU64,
     resyncs: AtomicU64,
     skipped: AtomicU64,
+    keepalives: AtomicU64,
+    timeouts: AtomicU64,
     rejects: [AtomicU64; 8],
     last_seq: AtomicU64,
 }
@@ -229,13 +259,27 @@ struct Shared {
 impl Shared {
     fn log(&self, msg: fmt::Arguments<'_>) {
         if self.cfg.log {
-            eprintln!("follower {}: {msg}", self.cfg.forwarder_id);
+            tracing::info!(
+                target: "nexthop_control::follower",
+                "follower {}: {msg}",
+                self.cfg.forwarder_id
+            );
+        }
+    }
+
+    fn warn(&self, msg: fmt::Arguments<'_>) {
+        if self.cfg.log {
+            tracing::warn!(
+                target: "nexthop_control::follower",
+                "follower {}: {msg}",
+                self.cfg.forwarder_id
+            );
         }
     }
 
     fn reject(&self, r: RejectReason, why: fmt::Arguments<'_>) {
         self.counters.rejects[r.index()].fetch_add(1, Ordering::Relaxed);
-        self.log(format_args!("rejected ({}): {why}", r.name()));
+        self.warn(format_args!("rejected ({}): {why}", r.name()));
     }
 
     fn stopped(&self) -> bool {
@@ -300,6 +344,8 @@ impl FibFollower {
             batches: l(&c.batches),
             resyncs: l(&c.resyncs),
             skipped: l(&c.skipped),
+            keepalives: l(&c.keepalives),
+            timeouts: l(&c.timeouts),
             rejects,
             last_seq: l(&c.last_seq),
         }
@@ -349,16 +395,6 @@ impl Drop for FibFollower {
     }
 }
 
-fn random_session() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish() | 1
-}
-
 fn sleep_unless_stopped(sh: &Shared, d: Duration) {
     let end = Instant::now() + d;
     while !sh.stopped() && Instant::now() < end {
@@ -382,7 +418,7 @@ fn run(sh: &Shared) {
                 // may be a controller that refuses the longer Hello.
                 offer = sh.cfg.delta_batches && (end.heard || features == 0);
             }
-            Err(e) => sh.log(format_args!("connect {}: {e}", sh.cfg.controller)),
+            Err(e) => sh.warn(format_args!("connect {}: {e}", sh.cfg.controller)),
         }
         if sh.stopped() {
             break;
@@ -395,7 +431,7 @@ fn run(sh: &Shared) {
 struct Conn<'a> {
     sh: &'a Shared,
     stream: TcpStream,
-    session: u64,
+    keys: SessionKeys,
     seq: u64,
     features: u32,
 }
@@ -404,9 +440,9 @@ impl Conn<'_> {
     fn send(&mut self, m: &Message, generation: u64) -> io::Result<()> {
         self.seq += 1;
         let b = encode_parts(
-            &self.sh.key,
+            &self.keys.send,
             m.ty(),
-            self.session,
+            self.keys.session,
             self.seq,
             generation,
             &m.encode(),
@@ -439,7 +475,9 @@ fn whole_frame_buffered(buf: &[u8]) -> bool {
     let Some(len) = buf.get(crate::frame::field::LEN) else {
         return false;
     };
-    let len = u32::from_le_bytes(len.try_into().expect("4-byte field")) as usize;
+    let mut l = [0u8; 4];
+    l.copy_from_slice(len);
+    let len = u32::from_le_bytes(l) as usize;
     buf.len() >= crate::frame::HEADER_LEN + len + crate::frame::TAG_LEN
 }
 
@@ -459,6 +497,7 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
         heard: false,
     };
     let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(sh.cfg.read_timeout.max(Duration::from_millis(1))));
     let mut rd = match s.try_clone() {
         Ok(r) => BufReader::with_capacity(1 << 16, r),
         Err(e) => {
@@ -472,17 +511,26 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
     if sh.stopped() {
         return fail;
     }
+    let mut w = &s;
+    let keys = match handshake::connect(&mut rd, &mut w, &sh.key, &fresh_nonce()) {
+        Ok(k) => k,
+        Err(e) => {
+            handshake_failed(sh, &e);
+            let _ = s.shutdown(Shutdown::Both);
+            return fail;
+        }
+    };
     let mut c = Conn {
         sh,
         stream: s,
-        session: random_session(),
+        keys,
         seq: 0,
         features,
     };
     sh.counters.last_seq.store(0, Ordering::Relaxed);
     let mut installed = false;
     if let Err(e) = c.hello() {
-        sh.log(format_args!("hello: {e}"));
+        sh.warn(format_args!("hello: {e}"));
         return fail;
     }
     sh.log(format_args!("connected to {}", sh.cfg.controller));
@@ -492,6 +540,8 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
     // number and generation.
     let mut unacked = 0u32;
     let mut ack = (0u64, 0u64);
+    // A snapshot arriving in parts.
+    let mut parts: Option<Assembly> = None;
     let end = loop {
         // Acknowledge before a read that may block (and every 256 frames).
         if unacked > 0 && (unacked >= 256 || !whole_frame_buffered(rd.buffer())) {
@@ -500,14 +550,26 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
                 break format!("ack: {e}");
             }
         }
-        let f = match read_frame(&mut rd, &sh.key, sh.cfg.max_payload) {
+        let f = match read_frame(&mut rd, &c.keys.recv, sh.cfg.max_payload) {
             Ok(f) => {
                 heard = true;
                 f
             }
+            Err(ReadError::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                sh.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+                break format!(
+                    "no frame from the controller for {:?}; reconnecting",
+                    sh.cfg.read_timeout
+                );
+            }
             Err(ReadError::Io(e)) => break format!("connection closed: {e}"),
             Err(ReadError::Frame(e)) => {
-                let r = if matches!(e, crate::frame::FrameError::BadMac) {
+                let r = if matches!(e, FrameError::BadMac) {
                     RejectReason::BadMac
                 } else {
                     RejectReason::Malformed
@@ -516,10 +578,10 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
                 break "reconnecting after an invalid frame".into();
             }
         };
-        if f.session != c.session {
+        if f.session != c.keys.session {
             sh.reject(
                 RejectReason::Session,
-                format_args!("session {:#x}, ours is {:#x}", f.session, c.session),
+                format_args!("session {:#x}, ours is {:#x}", f.session, c.keys.session),
             );
             break "reconnecting after a frame of another session".into();
         }
@@ -549,9 +611,38 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
                 break "reconnecting after a malformed message".into();
             }
         };
+        if parts.is_some() && !matches!(msg, Message::SnapshotPart { .. }) {
+            sh.reject(
+                RejectReason::Message,
+                format_args!("{:?} inside a snapshot sent in parts", msg.ty()),
+            );
+            break "reconnecting after a broken snapshot transfer".into();
+        }
         let applied = match msg {
             Message::Snapshot { snapshot, actions } => {
                 install(sh, &snapshot, ActionsFrom::Text(&actions))
+            }
+            Message::SnapshotPart {
+                total,
+                offset,
+                data,
+            } => match Assembly::add(&mut parts, total, offset, &data, sh.cfg.max_snapshot) {
+                Err(e) => {
+                    sh.reject(RejectReason::Message, format_args!("{e}"));
+                    break "reconnecting after a broken snapshot transfer".into();
+                }
+                Ok(None) => continue,
+                Ok(Some(body)) => match parse_snapshot_body(&body) {
+                    Ok((snapshot, actions)) => install(sh, snapshot, ActionsFrom::Text(actions)),
+                    Err(e) => {
+                        sh.reject(RejectReason::Message, format_args!("snapshot: {e}"));
+                        break "reconnecting after a malformed message".into();
+                    }
+                },
+            },
+            Message::Keepalive => {
+                sh.counters.keepalives.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
             Message::Delta { delta, new_actions } => {
                 if resyncing {
@@ -575,7 +666,7 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
                 );
                 break "controller closed the session".into();
             }
-            m @ (Message::Hello(_) | Message::Ack { .. }) => {
+            m @ (Message::Hello(_) | Message::Ack { .. } | Message::Nonce(_)) => {
                 sh.reject(
                     RejectReason::Message,
                     format_args!("a controller does not send {:?}", m.ty()),
@@ -607,10 +698,79 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
         }
     };
     if !sh.stopped() {
-        sh.log(format_args!("{end}"));
+        sh.warn(format_args!("{end}"));
     }
     let _ = c.stream.shutdown(Shutdown::Both);
     SessionEnd { installed, heard }
+}
+
+/// Log (and count) why a handshake failed.
+fn handshake_failed(sh: &Shared, e: &HandshakeError) {
+    let reason = match e {
+        HandshakeError::Io(io)
+            if matches!(
+                io.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            sh.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+        HandshakeError::Io(_) => None,
+        HandshakeError::Frame(FrameError::BadMac) => Some(RejectReason::BadMac),
+        HandshakeError::Frame(_) | HandshakeError::Version { .. } => Some(RejectReason::Malformed),
+        HandshakeError::Protocol(_) => Some(RejectReason::Message),
+        HandshakeError::Refused { .. } => Some(RejectReason::ControllerError),
+    };
+    match reason {
+        Some(r) => sh.reject(r, format_args!("handshake: {e}")),
+        None => sh.warn(format_args!(
+            "handshake: {e} (a controller that closes at once may speak an older protocol \
+             version than {})",
+            crate::frame::VERSION
+        )),
+    }
+}
+
+/// A snapshot body being reassembled from Snapshot parts.
+struct Assembly {
+    total: u64,
+    body: Vec<u8>,
+}
+
+impl Assembly {
+    /// Add a part; the whole body once its last part arrived. Parts must
+    /// come in order, each where the previous ended, all with one total.
+    fn add(
+        cur: &mut Option<Assembly>,
+        total: u64,
+        offset: u64,
+        data: &[u8],
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, String> {
+        if total > max {
+            return Err(format!(
+                "snapshot of {total} bytes is over the limit of {max} (FollowerConfig::max_snapshot)"
+            ));
+        }
+        let a = cur.get_or_insert_with(|| Assembly {
+            total,
+            body: Vec::new(),
+        });
+        if a.total != total || a.body.len() as u64 != offset {
+            return Err(format!(
+                "snapshot part at {offset} of {total} bytes where a part at {} of {} was next",
+                a.body.len(),
+                a.total
+            ));
+        }
+        // Grows with the bytes received, not with the announced total.
+        a.body.extend_from_slice(data);
+        if a.body.len() as u64 == a.total {
+            return Ok(cur.take().map(|a| a.body));
+        }
+        Ok(None)
+    }
 }
 
 fn resync(c: &mut Conn<'_>, resyncing: &mut bool) -> bool {

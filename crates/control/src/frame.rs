@@ -3,16 +3,22 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "NHCP"
-//!      4    1 version (1)
-//!      5    1 message type (1 Hello, 2 Snapshot, 3 Delta, 4 Ack, 5 Error, 6 DeltaBatch)
+//!      4    1 version (2)
+//!      5    1 message type (1 Hello, 2 Snapshot, 3 Delta, 4 Ack, 5 Error, 6 DeltaBatch,
+//!                          7 Nonce, 8 Keepalive)
 //!      6    2 reserved, 0
-//!      8    8 session id (u64 LE, chosen by the forwarder in its Hello)
+//!      8    8 session id (u64 LE, derived with the session keys; 0 in Nonce frames)
 //!     16    8 sequence number (u64 LE, 1, 2, 3, ... per direction and connection)
 //!     24    8 generation (u64 LE, the Othello generation the message is about)
 //!     32    4 payload length (u32 LE, at most the receiver's limit, 256 MiB by default)
 //!     36  len payload
 //! 36+len   32 HMAC-SHA256(key, bytes 0 .. 36+len)
 //! ```
+//!
+//! `key` is the shared secret only in the two Nonce frames of the
+//! handshake; every later frame is keyed by a per-connection,
+//! per-direction key derived from the secret and both sides' nonces
+//! (see [`crate::handshake`]).
 //!
 //! [`Frame::decode`] checks, in order: length of the header, magic,
 //! version, reserved bits, payload length against the limit, total length
@@ -30,8 +36,9 @@ use thiserror::Error;
 
 /// The four magic bytes that start every frame.
 pub const MAGIC: [u8; 4] = *b"NHCP";
-/// The protocol version this crate speaks.
-pub const VERSION: u8 = 1;
+/// The protocol version this crate speaks (2: the nonce handshake and
+/// per-session keys; version 1 peers are refused).
+pub const VERSION: u8 = 2;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 36;
 /// Bytes of the HMAC-SHA256 tag after the payload.
@@ -40,6 +47,8 @@ pub const TAG_LEN: usize = 32;
 pub const MAX_PAYLOAD: u32 = 256 << 20;
 /// Shortest accepted shared secret.
 pub const MIN_KEY_LEN: usize = 16;
+/// Largest accepted key file (a secret is a line of hex or base64).
+pub const MAX_KEY_FILE: u64 = 4096;
 
 pub(crate) mod field {
     use std::ops::Range;
@@ -73,6 +82,13 @@ pub enum MsgType {
     /// order, in one frame (only to forwarders whose Hello offers
     /// [`crate::message::FEATURE_DELTA_BATCH`]).
     DeltaBatch = 6,
+    /// Either way, first frame of a connection: the sender's random
+    /// nonce (the controller's echoes the forwarder's); keyed by the
+    /// shared secret (see [`crate::handshake`]).
+    Nonce = 7,
+    /// Controller → forwarder: nothing changed for a while, the
+    /// connection is alive (empty payload).
+    Keepalive = 8,
 }
 
 impl MsgType {
@@ -85,6 +101,8 @@ impl MsgType {
             4 => MsgType::Ack,
             5 => MsgType::Error,
             6 => MsgType::DeltaBatch,
+            7 => MsgType::Nonce,
+            8 => MsgType::Keepalive,
             _ => return None,
         })
     }
@@ -165,18 +183,43 @@ pub enum KeyError {
         /// The error.
         source: io::Error,
     },
+    /// The key file is not a regular file.
+    #[error("{path}: not a regular file")]
+    NotAFile {
+        /// The key file.
+        path: String,
+    },
+    /// The key file is accessible to its group or to others.
+    #[error(
+        "{path}: mode {mode:04o} gives its group or others access to the key; run `chmod 600 {path}`"
+    )]
+    Permissions {
+        /// The key file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The key file is larger than [`MAX_KEY_FILE`].
+    #[error("{path}: {len} bytes, a key file is at most {MAX_KEY_FILE} bytes")]
+    TooLarge {
+        /// The key file.
+        path: String,
+        /// Its length.
+        len: u64,
+    },
 }
 
-/// The shared secret that authenticates frames (HMAC-SHA256 key).
+/// An HMAC-SHA256 key: the shared secret, or a session key derived from
+/// it (see [`crate::handshake`]).
 #[derive(Clone)]
 pub struct AuthKey {
     mac: HmacSha256,
-    len: usize,
+    secret: std::sync::Arc<[u8]>,
 }
 
 impl fmt::Debug for AuthKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "AuthKey({} bytes, redacted)", self.len)
+        write!(f, "AuthKey({} bytes, redacted)", self.secret.len())
     }
 }
 
@@ -191,17 +234,56 @@ impl AuthKey {
             .map_err(|_| KeyError::TooShort { len: secret.len() })?;
         Ok(AuthKey {
             mac,
-            len: secret.len(),
+            secret: secret.into(),
         })
     }
 
+    /// The secret bytes (input of the session key derivation).
+    pub(crate) fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+
     /// Read a key file: its bytes, less trailing whitespace (so a
-    /// newline-terminated hex or base64 line works as is).
+    /// newline-terminated hex or base64 line works as is). The file must
+    /// be a regular file of at most [`MAX_KEY_FILE`] bytes and, on Unix,
+    /// accessible to its owner only (mode `0600` or `0400`): anything
+    /// else is refused before the key is read.
     pub fn from_file(path: &Path) -> Result<AuthKey, KeyError> {
-        let bytes = std::fs::read(path).map_err(|source| KeyError::Io {
-            path: path.display().to_string(),
+        let name = || path.display().to_string();
+        let io = |source| KeyError::Io {
+            path: name(),
             source,
-        })?;
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(KeyError::NotAFile { path: name() });
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o7777;
+            if mode & 0o077 != 0 {
+                return Err(KeyError::Permissions { path: name(), mode });
+            }
+        }
+        if meta.len() > MAX_KEY_FILE {
+            return Err(KeyError::TooLarge {
+                path: name(),
+                len: meta.len(),
+            });
+        }
+        // Bounded also if the file grows between the check and the read.
+        let mut bytes = Vec::new();
+        file.take(MAX_KEY_FILE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_KEY_FILE {
+            return Err(KeyError::TooLarge {
+                path: name(),
+                len: bytes.len() as u64,
+            });
+        }
         let end = bytes
             .iter()
             .rposition(|b| !b.is_ascii_whitespace())
@@ -394,6 +476,41 @@ pub fn encode_with(
     out.extend_from_slice(&tag);
 }
 
+/// A stream whose reads fail with [`io::ErrorKind::TimedOut`] once a
+/// deadline has passed: the deadline holds for all reads together (a peer
+/// sending one byte at a time cannot stretch it), unlike a socket's
+/// per-read timeout.
+#[derive(Debug)]
+pub struct DeadlineReader<'a> {
+    stream: &'a std::net::TcpStream,
+    deadline: std::time::Instant,
+}
+
+impl<'a> DeadlineReader<'a> {
+    /// Reads from `stream` until `deadline`.
+    pub fn new(stream: &'a std::net::TcpStream, deadline: std::time::Instant) -> Self {
+        DeadlineReader { stream, deadline }
+    }
+}
+
+impl Read for DeadlineReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        match (&mut &*self.stream).read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"))
+            }
+            r => r,
+        }
+    }
+}
+
 /// Read one frame from a stream. The payload buffer grows as bytes arrive,
 /// so a peer announcing a large length costs memory only once it sends it.
 pub fn read_frame<R: Read>(r: &mut R, key: &AuthKey, max_payload: u32) -> Result<Frame, ReadError> {
@@ -409,6 +526,51 @@ pub fn read_frame<R: Read>(r: &mut R, key: &AuthKey, max_payload: u32) -> Result
         )));
     }
     Ok(Frame::decode(&buf, key, max_payload)?)
+}
+
+/// Write one frame whose payload is the concatenation of `parts`, without
+/// copying them into one buffer (a snapshot part of hundreds of MiB is
+/// written from the snapshot's own bytes). A payload over [`MAX_PAYLOAD`]
+/// is refused with [`io::ErrorKind::InvalidInput`] before anything is
+/// written.
+pub fn write_frame_parts<W: Write>(
+    w: &mut W,
+    key: &AuthKey,
+    head: (MsgType, u64, u64, u64),
+    parts: &[&[u8]],
+) -> io::Result<()> {
+    let (ty, session, seq, generation) = head;
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let len = u32::try_from(len)
+        .ok()
+        .filter(|&l| l <= MAX_PAYLOAD)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("payload of {len} bytes is over the frame limit of {MAX_PAYLOAD}"),
+            )
+        })?;
+    let mut hdr = Vec::with_capacity(HEADER_LEN);
+    hdr.extend_from_slice(&MAGIC);
+    hdr.push(VERSION);
+    hdr.push(ty as u8);
+    hdr.extend_from_slice(&[0, 0]);
+    hdr.extend_from_slice(&session.to_le_bytes());
+    hdr.extend_from_slice(&seq.to_le_bytes());
+    hdr.extend_from_slice(&generation.to_le_bytes());
+    hdr.extend_from_slice(&len.to_le_bytes());
+    let mut m = key.mac.clone();
+    m.update(&hdr);
+    for p in parts {
+        m.update(p);
+    }
+    let tag: [u8; TAG_LEN] = m.finalize().into_bytes().into();
+    w.write_all(&hdr)?;
+    for p in parts {
+        w.write_all(p)?;
+    }
+    w.write_all(&tag)?;
+    w.flush()
 }
 
 /// Write an encoded frame.
@@ -431,6 +593,20 @@ mod tests {
         let b = f.encode(&key());
         assert_eq!(b.len(), f.encoded_len());
         assert_eq!(Frame::decode(&b, &key(), MAX_PAYLOAD), Ok(f));
+    }
+
+    #[test]
+    fn frames_written_from_parts_equal_encoded_frames() {
+        let mut out = Vec::new();
+        write_frame_parts(
+            &mut out,
+            &key(),
+            (MsgType::Snapshot, 5, 6, 7),
+            &[b"ab", b"", b"cde"],
+        )
+        .expect("write");
+        let f = Frame::new(MsgType::Snapshot, 5, 6, 7, b"abcde".to_vec());
+        assert_eq!(out, f.encode(&key()));
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //!
 //! Every message travels in a [`frame::Frame`]: magic, version, type,
 //! session id, sequence number, generation, payload length, payload and an
-//! HMAC-SHA256 tag keyed by a shared secret ([`AuthKey`]). Receivers accept
+//! HMAC-SHA256 tag. A connection starts with a [`handshake`]: both sides
+//! send a random nonce (in frames keyed by the shared secret, [`AuthKey`]),
+//! and every later frame is keyed by a per-connection, per-direction key
+//! derived from the secret and both nonces (HKDF-SHA256), so nothing
+//! recorded on one connection is accepted on another. Receivers accept
 //! only the exact next sequence number of their connection. The wire format,
 //! message flow, authentication, replay protection, resync and threading
 //! are documented in `docs/control.md`.
@@ -18,6 +22,7 @@
 pub mod controller;
 pub mod follower;
 pub mod frame;
+pub mod handshake;
 pub mod message;
 
 pub use controller::{
@@ -25,4 +30,5 @@ pub use controller::{
 };
 pub use follower::{FibFollower, FollowerConfig, FollowerStats, RejectReason, Table};
 pub use frame::{AuthKey, Frame, FrameError, KeyError, MsgType, ReadError};
+pub use handshake::{HandshakeError, SessionKeys};
 pub use message::{BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH};

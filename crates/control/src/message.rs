@@ -3,12 +3,22 @@
 //! ```text
 //! Hello      = id_len:u8 id:utf8[id_len] column:u32 last_seq:u64 last_generation:u64
 //!              [features:u32]                                           ; optional, absent = 0
-//! Snapshot   = snap_len:u64 snapshot:[snap_len] actions:utf8(rest)     ; Othello::snapshot + ActionTable::to_text
+//! Snapshot   = total:u64 offset:u64 part:[rest]                          ; bytes offset.. of the snapshot body
+//! body       = snap_len:u64 snapshot:[snap_len] actions:utf8(rest)     ; Othello::snapshot + ActionTable::to_text
 //! Delta      = delta_len:u32 delta:[delta_len] new_actions:utf8(rest)  ; Delta::encode + "ID ACTION" lines
 //! Ack        = seq:u64                                                  ; highest sequence number applied
 //! Error      = code:u16 text:utf8(rest, at most 1024 bytes)
 //! DeltaBatch = count:u32 (entry_len:u32 entry:[entry_len]){count}      ; count >= 1, each entry a Delta payload
+//! Nonce      = nonce:[32] | forwarder_nonce:[32] controller_nonce:[32] ; see crate::handshake
+//! Keepalive  = (empty)
 //! ```
+//!
+//! A snapshot body larger than one frame travels in consecutive Snapshot
+//! frames, each a part: the first at offset 0, each next one at the end
+//! of the previous, the last ending at `total`. A frame whose part is the
+//! whole body (offset 0, `total` bytes) decodes to [`Message::Snapshot`],
+//! any other to [`Message::SnapshotPart`]; the follower reassembles parts
+//! ([`parse_snapshot_body`] then checks the body).
 //!
 //! All integers are little-endian. Parsing checks every length against the
 //! bytes present and rejects trailing data (also inside each DeltaBatch
@@ -27,6 +37,7 @@
 //! apply. A batch that does not parse is rejected whole before any apply.
 
 use nexthop_othello::{Delta, FormatError};
+use nexthop_wire::cursor::{CursorError, Reader};
 use thiserror::Error;
 
 use crate::frame::MsgType;
@@ -46,9 +57,10 @@ pub enum MessageError {
     Truncated {
         /// Message type.
         msg: &'static str,
-        /// Bytes needed.
+        /// Bytes the field needs, counted from the start of the payload
+        /// (of the entry, inside a DeltaBatch; saturating).
         needed: usize,
-        /// Bytes present.
+        /// Bytes in the payload (the entry).
         got: usize,
     },
     /// Bytes after the message's last field.
@@ -126,13 +138,28 @@ pub struct BatchDelta {
 pub enum Message {
     /// See [`Hello`].
     Hello(Hello),
-    /// A whole data-plane structure and its action table.
+    /// A whole data-plane structure and its action table (a Snapshot
+    /// frame that carries the whole body).
     Snapshot {
         /// [`Othello::snapshot`](nexthop_othello::Othello::snapshot) bytes.
         snapshot: Vec<u8>,
         /// [`ActionTable::to_text`](nexthop_othello::fib::ActionTable::to_text).
         actions: String,
     },
+    /// One part of a snapshot body too large for one frame.
+    SnapshotPart {
+        /// Bytes of the whole body.
+        total: u64,
+        /// Where this part starts in it.
+        offset: u64,
+        /// The part (at least one byte).
+        data: Vec<u8>,
+    },
+    /// A handshake nonce (32 bytes from the forwarder, 64 from the
+    /// controller: the forwarder's, then its own).
+    Nonce(Vec<u8>),
+    /// The connection is alive.
+    Keepalive,
     /// One route change.
     Delta {
         /// The slot writes (or, after a rebuild, a whole snapshot).
@@ -159,54 +186,73 @@ pub enum Message {
     },
 }
 
+/// A [`Reader`] whose errors name the message being parsed.
 struct Cursor<'a> {
-    b: &'a [u8],
+    r: Reader<'a>,
     msg: &'static str,
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], MessageError> {
-        if self.b.len() < n {
-            return Err(MessageError::Truncated {
-                msg: self.msg,
-                needed: n,
-                got: self.b.len(),
-            });
+    fn new(b: &'a [u8], msg: &'static str) -> Self {
+        Cursor {
+            r: Reader::new(b),
+            msg,
         }
-        let (h, t) = self.b.split_at(n);
-        self.b = t;
-        Ok(h)
+    }
+    fn err(&self, e: CursorError) -> MessageError {
+        match e {
+            CursorError::Truncated { needed, got } => MessageError::Truncated {
+                msg: self.msg,
+                needed,
+                got,
+            },
+            CursorError::TrailingData(n) => MessageError::TrailingData(n),
+            CursorError::Malformed(m) => MessageError::Malformed(m),
+            _ => MessageError::Malformed("unreadable field"),
+        }
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], MessageError> {
+        self.r.take(n).map_err(|e| self.err(e))
     }
     fn u8(&mut self) -> Result<u8, MessageError> {
-        Ok(self.take(1)?[0])
+        self.r.u8().map_err(|e| self.err(e))
     }
     fn u16(&mut self) -> Result<u16, MessageError> {
-        let s = self.take(2)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
+        self.r.u16().map_err(|e| self.err(e))
     }
     fn u32(&mut self) -> Result<u32, MessageError> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(a))
+        self.r.u32().map_err(|e| self.err(e))
     }
     fn u64(&mut self) -> Result<u64, MessageError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(a))
+        self.r.u64().map_err(|e| self.err(e))
+    }
+    fn rest(&mut self) -> &'a [u8] {
+        self.r.rest()
+    }
+    fn is_empty(&self) -> bool {
+        self.r.is_empty()
+    }
+    fn remaining(&self) -> usize {
+        self.r.remaining()
+    }
+    /// `n` items of at least `each` bytes can be present: `n` as a usize.
+    fn count(&self, n: u64, each: usize) -> Result<usize, MessageError> {
+        self.r.count(n, each).map_err(|e| self.err(e))
     }
     fn rest_utf8(&mut self) -> Result<String, MessageError> {
-        let s = std::str::from_utf8(self.b)
-            .map_err(|_| MessageError::Malformed("text is not UTF-8"))?
-            .to_string();
-        self.b = &[];
-        Ok(s)
+        std::str::from_utf8(self.r.rest())
+            .map(str::to_string)
+            .map_err(|_| MessageError::Malformed("text is not UTF-8"))
     }
-    fn finish(&self) -> Result<(), MessageError> {
-        if self.b.is_empty() {
-            Ok(())
-        } else {
-            Err(MessageError::TrailingData(self.b.len()))
-        }
+    fn finish(self) -> Result<(), MessageError> {
+        let msg = self.msg;
+        self.r.finish().map_err(|e| {
+            Cursor {
+                r: Reader::new(&[]),
+                msg,
+            }
+            .err(e)
+        })
     }
 }
 
@@ -215,7 +261,9 @@ impl Message {
     pub fn ty(&self) -> MsgType {
         match self {
             Message::Hello(_) => MsgType::Hello,
-            Message::Snapshot { .. } => MsgType::Snapshot,
+            Message::Snapshot { .. } | Message::SnapshotPart { .. } => MsgType::Snapshot,
+            Message::Nonce(_) => MsgType::Nonce,
+            Message::Keepalive => MsgType::Keepalive,
             Message::Delta { .. } => MsgType::Delta,
             Message::DeltaBatch { .. } => MsgType::DeltaBatch,
             Message::Ack { .. } => MsgType::Ack,
@@ -240,8 +288,16 @@ impl Message {
                 }
             }
             Message::Snapshot { snapshot, actions } => {
-                out = snapshot_payload(snapshot, actions);
+                let body = snapshot_body(snapshot, actions);
+                out = snapshot_part(body.len() as u64, 0, &body);
             }
+            Message::SnapshotPart {
+                total,
+                offset,
+                data,
+            } => out = snapshot_part(*total, *offset, data),
+            Message::Nonce(n) => out.extend_from_slice(n),
+            Message::Keepalive => {}
             Message::Delta { delta, new_actions } => {
                 out = delta_payload(&delta.encode(), new_actions);
             }
@@ -270,8 +326,10 @@ impl Message {
             MsgType::Ack => "Ack",
             MsgType::Error => "Error",
             MsgType::DeltaBatch => "DeltaBatch",
+            MsgType::Nonce => "Nonce",
+            MsgType::Keepalive => "Keepalive",
         };
-        let mut c = Cursor { b: payload, msg };
+        let mut c = Cursor::new(payload, msg);
         let m = match ty {
             MsgType::Hello => {
                 let n = c.u8()? as usize;
@@ -280,7 +338,7 @@ impl Message {
                     .to_string();
                 let (column, last_seq, last_generation) = (c.u32()?, c.u64()?, c.u64()?);
                 // The optional trailing field: absent, or all four bytes.
-                let features = if c.b.is_empty() { 0 } else { c.u32()? };
+                let features = if c.is_empty() { 0 } else { c.u32()? };
                 Message::Hello(Hello {
                     forwarder_id: id,
                     column,
@@ -290,15 +348,37 @@ impl Message {
                 })
             }
             MsgType::Snapshot => {
-                let n = c.u64()?;
-                let n = usize::try_from(n)
-                    .map_err(|_| MessageError::Malformed("snapshot length over usize"))?;
-                let snapshot = c.take(n)?.to_vec();
-                Message::Snapshot {
-                    snapshot,
-                    actions: c.rest_utf8()?,
+                let (total, offset) = (c.u64()?, c.u64()?);
+                let data = c.rest();
+                if data.is_empty() {
+                    return Err(MessageError::Malformed("empty snapshot part"));
+                }
+                let end = offset
+                    .checked_add(data.len() as u64)
+                    .filter(|&e| e <= total)
+                    .ok_or(MessageError::Malformed("snapshot part ends past its total"))?;
+                if offset == 0 && end == total {
+                    let (snapshot, actions) = parse_snapshot_body(data)?;
+                    Message::Snapshot {
+                        snapshot: snapshot.to_vec(),
+                        actions: actions.to_string(),
+                    }
+                } else {
+                    Message::SnapshotPart {
+                        total,
+                        offset,
+                        data: data.to_vec(),
+                    }
                 }
             }
+            MsgType::Nonce => {
+                let n = c.rest();
+                if n.len() != 32 && n.len() != 64 {
+                    return Err(MessageError::Malformed("a nonce is 32 or 64 bytes"));
+                }
+                Message::Nonce(n.to_vec())
+            }
+            MsgType::Keepalive => Message::Keepalive,
             MsgType::Delta => {
                 let d = delta_entry(&mut c)?;
                 Message::Delta {
@@ -307,24 +387,17 @@ impl Message {
                 }
             }
             MsgType::DeltaBatch => {
-                let count = c.u32()? as usize;
+                let count = c.u32()?;
                 if count == 0 {
                     return Err(MessageError::Malformed("empty delta batch"));
                 }
                 // Each entry takes at least 8 bytes (two lengths): bounds
                 // the allocation by the bytes present.
-                let needed = count.saturating_mul(8);
-                if c.b.len() < needed {
-                    return Err(MessageError::Truncated {
-                        msg,
-                        needed,
-                        got: c.b.len(),
-                    });
-                }
+                let count = c.count(u64::from(count), 8)?;
                 let mut deltas = Vec::with_capacity(count);
                 for _ in 0..count {
                     let n = c.u32()? as usize;
-                    let mut e = Cursor { b: c.take(n)?, msg };
+                    let mut e = Cursor::new(c.take(n)?, msg);
                     deltas.push(delta_entry(&mut e)?);
                 }
                 Message::DeltaBatch { deltas }
@@ -332,7 +405,7 @@ impl Message {
             MsgType::Ack => Message::Ack { seq: c.u64()? },
             MsgType::Error => {
                 let code = ErrorCode::from_u16(c.u16()?);
-                if c.b.len() > MAX_ERROR_TEXT {
+                if c.remaining() > MAX_ERROR_TEXT {
                     return Err(MessageError::Malformed("error text over 1024 bytes"));
                 }
                 Message::Error {
@@ -346,13 +419,39 @@ impl Message {
     }
 }
 
-/// The payload of a Snapshot message, from its parts.
-pub fn snapshot_payload(snapshot: &[u8], actions: &str) -> Vec<u8> {
+/// A snapshot body: the structure's bytes and the action table.
+pub fn snapshot_body(snapshot: &[u8], actions: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + snapshot.len() + actions.len());
     out.extend_from_slice(&(snapshot.len() as u64).to_le_bytes());
     out.extend_from_slice(snapshot);
     out.extend_from_slice(actions.as_bytes());
     out
+}
+
+/// Bytes a Snapshot payload adds before its part.
+pub const SNAPSHOT_PART_HEADER: usize = 16;
+
+/// The payload of a Snapshot frame carrying `data` at `offset` of a body
+/// of `total` bytes.
+pub fn snapshot_part(total: u64, offset: u64, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SNAPSHOT_PART_HEADER + data.len());
+    out.extend_from_slice(&total.to_le_bytes());
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// Split a snapshot body into the structure's bytes and the action table
+/// text (checked to be UTF-8; the structure is checked when installed).
+pub fn parse_snapshot_body(body: &[u8]) -> Result<(&[u8], &str), MessageError> {
+    let mut c = Cursor::new(body, "Snapshot");
+    let n = c.u64()?;
+    let n =
+        usize::try_from(n).map_err(|_| MessageError::Malformed("snapshot length over usize"))?;
+    let snapshot = c.take(n)?;
+    let actions = std::str::from_utf8(c.rest())
+        .map_err(|_| MessageError::Malformed("action table is not UTF-8"))?;
+    Ok((snapshot, actions))
 }
 
 /// Parse a Delta payload (all of `c`).
@@ -449,6 +548,13 @@ mod tests {
                     },
                 ],
             },
+            Message::SnapshotPart {
+                total: 10,
+                offset: 4,
+                data: vec![5, 6],
+            },
+            Message::Nonce(vec![7; 64]),
+            Message::Keepalive,
             Message::Ack { seq: 99 },
             Message::Error {
                 code: ErrorCode::UnknownColumn,
@@ -479,11 +585,7 @@ mod tests {
         long.push(0);
         assert!(matches!(
             Message::decode(MsgType::Hello, &long),
-            Err(MessageError::Truncated {
-                needed: 4,
-                got: 1,
-                ..
-            })
+            Err(MessageError::Truncated { needed, got, .. }) if needed == b.len() + 4 && got == b.len() + 1
         ));
         long.extend_from_slice(&[0, 0, 0, 0]);
         assert_eq!(
@@ -494,5 +596,29 @@ mod tests {
             Message::decode(MsgType::Snapshot, &u64::MAX.to_le_bytes()),
             Err(MessageError::Malformed(_) | MessageError::Truncated { .. })
         ));
+    }
+
+    #[test]
+    fn snapshot_parts_are_bounded_by_their_total() {
+        let part = |total: u64, offset: u64, n: usize| {
+            Message::decode(
+                MsgType::Snapshot,
+                &snapshot_part(total, offset, &vec![0xff; n]),
+            )
+        };
+        assert!(matches!(part(10, 8, 3), Err(MessageError::Malformed(_))));
+        assert!(matches!(
+            part(10, u64::MAX, 1),
+            Err(MessageError::Malformed(_))
+        ));
+        assert!(matches!(part(10, 0, 0), Err(MessageError::Malformed(_))));
+        assert!(matches!(part(10, 2, 8), Ok(Message::SnapshotPart { .. })));
+        // A whole body that does not parse is refused.
+        assert!(part(10, 0, 10).is_err());
+        assert_eq!(
+            Message::decode(MsgType::Keepalive, &[0]),
+            Err(MessageError::TrailingData(1))
+        );
+        assert!(Message::decode(MsgType::Nonce, &[0; 33]).is_err());
     }
 }

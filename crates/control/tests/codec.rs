@@ -1,8 +1,12 @@
 //! Frame and message codec against static byte vectors.
 
 use hmac::{Hmac, Mac};
-use nexthop_control::frame::{Frame, FrameError, MsgType, HEADER_LEN, MAX_PAYLOAD, TAG_LEN};
-use nexthop_control::{AuthKey, BatchDelta, Hello, Message, MessageError, FEATURE_DELTA_BATCH};
+use nexthop_control::frame::{
+    Frame, FrameError, MsgType, HEADER_LEN, MAX_KEY_FILE, MAX_PAYLOAD, TAG_LEN,
+};
+use nexthop_control::{
+    AuthKey, BatchDelta, Hello, KeyError, Message, MessageError, FEATURE_DELTA_BATCH,
+};
 use nexthop_othello::{Delta, Op};
 use sha2::Sha256;
 
@@ -15,7 +19,7 @@ fn key() -> AuthKey {
 /// An Ack of sequence 1 on session 0x1122334455667788, sequence 2, generation 3.
 const ACK_HEADER_AND_PAYLOAD: [u8; 44] = [
     b'N', b'H', b'C', b'P', // magic
-    1,    // version
+    2,    // version
     4,    // type: Ack
     0, 0, // reserved
     0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // session
@@ -27,8 +31,8 @@ const ACK_HEADER_AND_PAYLOAD: [u8; 44] = [
 
 /// HMAC-SHA256(SECRET, ACK_HEADER_AND_PAYLOAD).
 const ACK_TAG: [u8; 32] = [
-    0xdf, 0x18, 0xaa, 0x34, 0xdc, 0x72, 0x74, 0x8d, 0x37, 0x57, 0x9b, 0x14, 0xd8, 0xc4, 0xc5, 0x01,
-    0xf0, 0x1e, 0x63, 0x43, 0x67, 0x43, 0x1e, 0xf7, 0xff, 0x99, 0xd7, 0xe9, 0x3e, 0x0a, 0xc4, 0x84,
+    0x03, 0x93, 0xf3, 0x5c, 0xb5, 0x49, 0xef, 0xbd, 0xe4, 0x77, 0x14, 0x76, 0x31, 0x43, 0xa7, 0x7e,
+    0x3b, 0x0c, 0x49, 0x12, 0x73, 0xac, 0xbc, 0xca, 0x16, 0x3b, 0xb3, 0x4d, 0x75, 0xa1, 0x1e, 0x08,
 ];
 
 fn ack_frame() -> Vec<u8> {
@@ -94,15 +98,18 @@ fn header_errors_are_typed() {
     let mut b = good.clone();
     b[0] = b'X';
     assert_eq!(d(&b), Err(FrameError::BadMagic(*b"XHCP")));
-    let mut b = good.clone();
-    b[4] = 2;
-    assert_eq!(
-        d(&b),
-        Err(FrameError::Version {
-            got: 2,
-            supported: 1
-        })
-    );
+    // Version 1 (before the nonce handshake) and any later version.
+    for v in [1, 3] {
+        let mut b = good.clone();
+        b[4] = v;
+        assert_eq!(
+            d(&b),
+            Err(FrameError::Version {
+                got: v,
+                supported: 2
+            })
+        );
+    }
     let mut b = good.clone();
     b[6] = 1;
     assert_eq!(d(&b), Err(FrameError::Reserved(1)));
@@ -167,8 +174,8 @@ fn hello_payload_matches_its_static_vector() {
         Message::decode(MsgType::Hello, &want[..22]),
         Err(MessageError::Truncated {
             msg: "Hello",
-            needed: 8,
-            got: 7
+            needed: 23,
+            got: 22
         })
     );
     let mut bad_id = want;
@@ -327,22 +334,69 @@ fn delta_payload_with_a_corrupt_delta_is_rejected() {
     ));
 }
 
+/// Write a key file with permission bits `mode`.
+fn key_file(path: &std::path::Path, bytes: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, bytes).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
 #[test]
 fn short_key_files_are_refused_and_whitespace_is_trimmed() {
     let dir = std::env::temp_dir().join(format!("nexthop-control-key-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let short = dir.join("short");
-    std::fs::write(&short, b"0123456789\n").expect("write");
-    assert!(AuthKey::from_file(&short).is_err());
+    key_file(&short, b"0123456789\n", 0o600);
+    assert!(matches!(
+        AuthKey::from_file(&short),
+        Err(KeyError::TooShort { len: 10 })
+    ));
     let good = dir.join("good");
     let mut text = SECRET.to_vec();
     text.extend_from_slice(b"\n");
-    std::fs::write(&good, &text).expect("write");
+    key_file(&good, &text, 0o600);
     let k = AuthKey::from_file(&good).expect("key");
     assert_eq!(
         Frame::decode(&ack_frame(), &k, MAX_PAYLOAD).map(|f| f.seq),
         Ok(2)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn key_files_open_to_group_or_others_or_too_large_are_refused() {
+    let dir = std::env::temp_dir().join(format!("nexthop-control-perm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let p = dir.join("key");
+    let mut text = SECRET.to_vec();
+    text.push(b'\n');
+    for mode in [0o644, 0o640, 0o604, 0o660, 0o602, 0o610] {
+        key_file(&p, &text, mode);
+        let e = AuthKey::from_file(&p).expect_err("open key file refused");
+        assert!(
+            matches!(e, KeyError::Permissions { mode: m, .. } if m == mode),
+            "{e}"
+        );
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+    }
+    for mode in [0o600, 0o400] {
+        key_file(&p, &text, mode);
+        AuthKey::from_file(&p).expect("owner-only key file");
+    }
+    // Bounded: one byte over the limit is refused before it is read.
+    let big = vec![b'a'; MAX_KEY_FILE as usize + 1];
+    key_file(&p, &big, 0o600);
+    assert!(matches!(
+        AuthKey::from_file(&p),
+        Err(KeyError::TooLarge { len, .. }) if len == MAX_KEY_FILE + 1
+    ));
+    key_file(&p, &big[..MAX_KEY_FILE as usize], 0o600);
+    AuthKey::from_file(&p).expect("a key file of exactly the limit");
+    // A directory is not a key file.
+    assert!(matches!(
+        AuthKey::from_file(&dir),
+        Err(KeyError::NotAFile { .. })
+    ));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -359,5 +413,83 @@ fn fuzz_seeds_are_valid_frames_of_every_type() {
         types.push(f.ty as u8);
     }
     types.sort_unstable();
-    assert_eq!(types, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(types, [1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+#[test]
+fn handshake_fuzz_seeds_complete_a_handshake_on_both_ends() {
+    use nexthop_control::handshake::{accept, connect, NONCE_LEN};
+    let key = AuthKey::new(b"nexthop-fuzz-key-0123456789abcdef").expect("key");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/control_handshake");
+    let seed = |name: &str| std::fs::read(dir.join(name)).expect("seed");
+    let (nf, nc) = ([0x11; NONCE_LEN], [0x22; NONCE_LEN]);
+    let stream = seed("forwarder_stream");
+    let mut out = Vec::new();
+    let a = accept(&mut &stream[..], &mut out, &key, &nc).expect("the forwarder's stream");
+    assert_eq!(a.hello.forwarder_id, "fw1");
+    assert_eq!(a.hello.features, FEATURE_DELTA_BATCH);
+    let reply = seed("controller_reply");
+    let mut out = Vec::new();
+    let k = connect(&mut &reply[..], &mut out, &key, &nf).expect("the controller's reply");
+    assert_eq!(k.session, a.keys.session);
+    // The forwarder reads the controller's Keepalive under its derived key.
+    let rest = &reply[36 + 2 * NONCE_LEN + 32..];
+    let f = Frame::decode(rest, &k.recv, MAX_PAYLOAD).expect("keepalive");
+    assert_eq!((f.ty, f.session), (MsgType::Keepalive, k.session));
+    // The refusal and the version 1 Hello each fail, with their reasons.
+    let e = connect(&mut &seed("refusal")[..], &mut Vec::new(), &key, &nf).expect_err("refused");
+    assert!(e.to_string().contains("version 1 is not supported"), "{e}");
+    let mut out = Vec::new();
+    let e = accept(&mut &seed("version_1_hello")[..], &mut out, &key, &nc).expect_err("old");
+    assert!(e.to_string().contains("version 1"), "{e}");
+    let f = Frame::decode(&out, &key, MAX_PAYLOAD).expect("an Error back");
+    assert_eq!(f.ty, MsgType::Error);
+}
+
+#[test]
+fn handshake_survives_mutated_streams_on_both_ends() {
+    use nexthop_control::handshake::{accept, connect, NONCE_LEN};
+    use rand::{Rng, SeedableRng};
+    let key = AuthKey::new(b"nexthop-fuzz-key-0123456789abcdef").expect("key");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/control_handshake");
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(26);
+    let (nf, nc) = ([0x11; NONCE_LEN], [0x22; NONCE_LEN]);
+    for e in std::fs::read_dir(&dir).expect("seed dir") {
+        let seed = std::fs::read(e.expect("entry").path()).expect("seed");
+        for _ in 0..3_000 {
+            let mut b = seed.clone();
+            match rng.gen_range(0..4) {
+                0 => b.truncate(rng.gen_range(0..=b.len())),
+                1 => {
+                    let i = rng.gen_range(0..b.len());
+                    b[i] ^= 1 << rng.gen_range(0..8);
+                }
+                2 => {
+                    let i = rng.gen_range(0..=b.len());
+                    b.insert(i, rng.gen());
+                }
+                _ => {
+                    // A length field or a byte of the header set at random.
+                    let i = rng.gen_range(0..b.len().min(36));
+                    b[i] = rng.gen();
+                }
+            }
+            let mut out = Vec::new();
+            let accepted = accept(&mut &b[..], &mut out, &key, &nc);
+            if !out.is_empty() {
+                let f = Frame::decode(&out, &key, MAX_PAYLOAD).expect("one frame back");
+                assert!(matches!(f.ty, MsgType::Nonce | MsgType::Error));
+            }
+            if accepted.is_ok() {
+                // Only an intact forwarder stream passes (the MAC).
+                assert_eq!(b[36..36 + NONCE_LEN], nf);
+            }
+            let mut out = Vec::new();
+            if connect(&mut &b[..], &mut out, &key, &nf).is_ok() {
+                assert_eq!(b[36 + NONCE_LEN..36 + 2 * NONCE_LEN], nc);
+            }
+        }
+    }
 }

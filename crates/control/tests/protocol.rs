@@ -2,46 +2,22 @@
 //! controller restarts, and rejection of corrupted, foreign, replayed and
 //! out-of-order frames (with a scripted fake controller).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use nexthop_control::frame::{encode_parts, read_frame, write_all, MsgType, MAX_PAYLOAD};
+use common::{action, fib, key, mac, wait_until, Fake, RawFollower, WAIT};
+use nexthop_control::frame::{encode_parts, MsgType};
 use nexthop_control::message::delta_payload;
 use nexthop_control::{
-    AuthKey, BatchDelta, Controller, ControllerConfig, FibFollower, FollowerConfig, Hello, Message,
+    AuthKey, BatchDelta, Controller, ControllerConfig, FibFollower, FollowerConfig, Message,
     RejectReason, FEATURE_DELTA_BATCH,
 };
 use nexthop_othello::fib::{Action, ConciseFib, RouteChange};
-use nexthop_othello::{Config, Delta, Query};
+use nexthop_othello::{Delta, Query};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn key() -> AuthKey {
-    AuthKey::new(b"loopback-test-secret-0123456789").expect("key")
-}
-
-fn mac(i: u64) -> [u8; 6] {
-    let b = i.to_be_bytes();
-    [0x02, b[3], b[4], b[5], b[6], b[7]]
-}
-
-fn action(i: u64) -> Action {
-    match i % 6 {
-        0 => Action::Drop,
-        1 => Action::Controller,
-        2 => Action::PortSet(vec![1, (i % 7) as u16 + 2]),
-        _ => Action::Port((i % 11) as u16),
-    }
-}
-
-fn fib(n: u64) -> ConciseFib<[u8; 6]> {
-    let routes: Vec<_> = (0..n)
-        .map(|i| (i as usize + 1, mac(i), action(i)))
-        .collect();
-    ConciseFib::build(Config::default(), &routes).expect("build")
-}
 
 /// One delta per change: these tests count and frame deltas one by one
 /// (merged deltas, the default, have their own tests below).
@@ -122,17 +98,6 @@ fn wait_version(c: &Controller<[u8; 6]>, f: &FibFollower, snapshots_min: u64) {
         "follower did not converge to version {v}: {:?}",
         f.stats()
     );
-}
-
-fn wait_until(p: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + WAIT;
-    while Instant::now() < end {
-        if p() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    false
 }
 
 #[test]
@@ -303,66 +268,6 @@ fn wrong_key_follower_gets_nothing() {
     assert!(f.table().is_none());
     f.stop();
     c.shutdown();
-}
-
-/// A scripted controller speaking the protocol by hand.
-struct Fake {
-    listener: TcpListener,
-    stream: Option<TcpStream>,
-    session: u64,
-    key: AuthKey,
-}
-
-impl Fake {
-    fn new() -> Fake {
-        Fake {
-            listener: TcpListener::bind("127.0.0.1:0").expect("bind"),
-            stream: None,
-            session: 0,
-            key: key(),
-        }
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("addr")
-    }
-
-    /// Accept the follower's connection and read its Hello.
-    fn accept(&mut self) -> nexthop_control::Hello {
-        let (s, _) = self.listener.accept().expect("accept");
-        s.set_read_timeout(Some(WAIT)).expect("timeout");
-        self.stream = Some(s);
-        let f = self.read();
-        assert_eq!((f.ty, f.seq), (MsgType::Hello, 1));
-        self.session = f.session;
-        match Message::decode(f.ty, &f.payload) {
-            Ok(Message::Hello(h)) => h,
-            other => panic!("expected Hello, got {other:?}"),
-        }
-    }
-
-    fn read(&mut self) -> nexthop_control::Frame {
-        let s = self.stream.as_mut().expect("connected");
-        read_frame(s, &self.key, MAX_PAYLOAD).expect("frame from follower")
-    }
-
-    /// Read frames until a Hello (skipping Acks).
-    fn read_hello(&mut self) -> nexthop_control::Hello {
-        loop {
-            let f = self.read();
-            if let Ok(Message::Hello(h)) = Message::decode(f.ty, &f.payload) {
-                return h;
-            }
-        }
-    }
-
-    fn frame(&self, m: &Message, seq: u64, gen: u64) -> Vec<u8> {
-        encode_parts(&self.key, m.ty(), self.session, seq, gen, &m.encode())
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        write_all(self.stream.as_mut().expect("connected"), bytes).expect("send");
-    }
 }
 
 #[test]
@@ -548,35 +453,11 @@ fn follower_without_batches_gets_delta_frames_and_converges() {
     c.shutdown();
 }
 
-/// A follower by hand: connect, send a Hello offering `features`, read the
-/// Snapshot.
-fn raw_follower(addr: SocketAddr, features: u32) -> (TcpStream, u64) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(WAIT)).expect("timeout");
-    let session = 0x5eed_0000 + u64::from(features);
-    let hello = Message::Hello(Hello {
-        forwarder_id: format!("raw-{features}"),
-        column: 0,
-        last_seq: 0,
-        last_generation: 0,
-        features,
-    });
-    let b = encode_parts(&key(), MsgType::Hello, session, 1, 0, &hello.encode());
-    if features == 0 {
-        // Byte for byte the Hello of a follower that predates features.
-        assert_eq!(b.len(), 36 + 1 + 5 + 4 + 8 + 8 + 32);
-    }
-    write_all(&mut s, &b).expect("hello");
-    let f = read_frame(&mut s, &key(), MAX_PAYLOAD).expect("snapshot");
-    assert_eq!((f.ty, f.seq, f.session), (MsgType::Snapshot, 1, session));
-    (s, session)
-}
-
 #[test]
 fn controller_sends_delta_batches_only_to_followers_that_offer_them() {
     let c = Controller::start(fib(500), key(), ctl_cfg()).expect("controller");
-    let (mut old, _) = raw_follower(c.local_addr(), 0);
-    let (mut new, _) = raw_follower(c.local_addr(), FEATURE_DELTA_BATCH | 0x100);
+    let mut old = RawFollower::with_snapshot(c.local_addr(), 0);
+    let mut new = RawFollower::with_snapshot(c.local_addr(), FEATURE_DELTA_BATCH | 0x100);
     assert!(wait_until(|| c.stats().active == 2));
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
     let mut present: std::collections::HashSet<u64> = (0..500).collect();
@@ -586,7 +467,7 @@ fn controller_sends_delta_batches_only_to_followers_that_offer_them() {
     // The old-style follower: 50 Delta frames, sequence 2..=51.
     let mut old_payloads = Vec::new();
     for seq in 2..=51 {
-        let f = read_frame(&mut old, &key(), MAX_PAYLOAD).expect("delta");
+        let f = old.read_skipping_keepalives();
         assert_eq!((f.ty, f.seq), (MsgType::Delta, seq));
         assert!(matches!(
             Message::decode(f.ty, &f.payload),
@@ -595,7 +476,7 @@ fn controller_sends_delta_batches_only_to_followers_that_offer_them() {
         old_payloads.push(f.payload);
     }
     // The other: one DeltaBatch frame holding the same 50 deltas, in order.
-    let f = read_frame(&mut new, &key(), MAX_PAYLOAD).expect("batch");
+    let f = new.read_skipping_keepalives();
     assert_eq!((f.ty, f.seq), (MsgType::DeltaBatch, 2));
     let Ok(Message::DeltaBatch { deltas }) = Message::decode(f.ty, &f.payload) else {
         panic!("not a batch");
@@ -606,10 +487,9 @@ fn controller_sends_delta_batches_only_to_followers_that_offer_them() {
         .collect();
     assert_eq!(batch_payloads, old_payloads);
     // Acks: the batch's one sequence number confirms all 50 deltas.
-    let ack = |seq| Message::Ack { seq }.encode();
     let before = c.stats().acked;
-    let b = encode_parts(&key(), MsgType::Ack, 0x5eed_0101, 2, 0, &ack(2));
-    write_all(&mut new, &b).expect("ack");
+    new.seq = 1;
+    new.send(&Message::Ack { seq: 2 });
     assert!(wait_until(|| c.stats().acked == before + 51));
     let cs = c.stats();
     assert_eq!((cs.deltas_sent, cs.batches_sent), (100, 1), "{cs:?}");
@@ -626,7 +506,7 @@ fn delta_batches_are_capped_by_the_batch_limit() {
     let c = Controller::start(fib(500), key(), cfg).expect("controller");
     let f = FibFollower::start(key(), follower_cfg(c.local_addr(), "capped")).expect("f");
     assert!(f.wait_for(WAIT, |s| s.snapshots == 1));
-    let (mut raw, _) = raw_follower(c.local_addr(), FEATURE_DELTA_BATCH);
+    let mut raw = RawFollower::with_snapshot(c.local_addr(), FEATURE_DELTA_BATCH);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
     let mut present: std::collections::HashSet<u64> = (0..500).collect();
     let changes = random_batch(&mut rng, &mut present, 300, 2_000);
@@ -634,7 +514,7 @@ fn delta_batches_are_capped_by_the_batch_limit() {
     let mut got = 0;
     let mut frames = 0;
     while got < 300 {
-        let fr = read_frame(&mut raw, &key(), MAX_PAYLOAD).expect("frame");
+        let fr = raw.read_skipping_keepalives();
         if fr.ty == MsgType::DeltaBatch {
             assert!(fr.payload.len() <= 2_000, "{} bytes", fr.payload.len());
         }
@@ -725,7 +605,7 @@ fn corrupt_truncated_and_failing_batches_are_rejected() {
     .enumerate()
     {
         let p = [&payload, &short, &over][i];
-        let mut bad = encode_parts(&key(), MsgType::DeltaBatch, fake.session, next, gen, p);
+        let mut bad = fake.raw_frame(MsgType::DeltaBatch, next, gen, p);
         if reason == RejectReason::BadMac {
             bad[36 + 20] ^= 0x10;
         }

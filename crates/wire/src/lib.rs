@@ -22,12 +22,14 @@
 //! | TCP | [`TcpSegment`] | data offset checked |
 //! | UDP | [`UdpDatagram`] | length field checked |
 //! | flow keys | [`five_tuple`], [`five_tuple_v6`] | canonical byte forms for flat-name lookups |
+//! | little-endian files and messages | [`cursor::Reader`], [`cursor::Writer`] | the Othello, LPM and NDN FIB files, control messages |
 //! | NDN v0.3 / NDNLPv2 | [`ndn`] | TLV codec, [`Name`] with cached prefix hashes, Interest, Data, LpPacket |
 //!
 //! Apart from the owned NDN types ([`ndn`]), nothing here allocates, and
 //! nothing here uses `unsafe`.
 #![forbid(unsafe_code)]
 
+pub mod cursor;
 mod error;
 pub mod ethernet;
 pub mod flow;
