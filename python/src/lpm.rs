@@ -30,21 +30,18 @@ pub struct Lpm {
     t: RwLock<LpmTable>,
 }
 
-fn value_err(what: &str, e: LineError) -> PyErr {
-    PyValueError::new_err(format!("{what}: {e}"))
+fn value_err(e: LineError) -> PyErr {
+    PyValueError::new_err(e.to_string())
 }
 
 fn prefix_of(s: &str) -> PyResult<AnyPrefix> {
-    parse_prefix(s).map_err(|e| value_err("prefix", e))
+    parse_prefix(s).map_err(value_err)
 }
 
-fn next_hop_of(nh: u64) -> PyResult<NextHop> {
+fn next_hop_of(nh: i128) -> PyResult<NextHop> {
     match u32::try_from(nh) {
         Ok(v) if v != NO_ROUTE => Ok(v),
-        _ => Err(value_err(
-            "next hop",
-            LineError::BadNextHop(nh.to_string()),
-        )),
+        _ => Err(value_err(LineError::BadNextHop(nh.to_string()))),
     }
 }
 
@@ -120,15 +117,22 @@ impl Lpm {
     fn from_routes(pairs: &Bound<'_, PyAny>, v6_levels: usize) -> PyResult<Lpm> {
         let mut routes = RouteList::default();
         for (i, item) in pairs_of(pairs)?.enumerate() {
-            let (p, nh): (String, u64) = item?.extract().map_err(|_| {
+            let (p, nh): (String, i128) = item?.extract().map_err(|_| {
                 PyTypeError::new_err(format!(
                     "pair {i}: expected a (prefix: str, next_hop: int) pair"
                 ))
             })?;
             let p = parse_prefix(&p)
                 .map_err(|e| PyValueError::new_err(format!("pair {i}: {e}")))?;
-            let nh = next_hop_of(nh)
-                .map_err(|_| PyValueError::new_err(format!("pair {i}: {}", LineError::BadNextHop(nh.to_string()))))?;
+            let nh = match u32::try_from(nh) {
+                Ok(v) if v != NO_ROUTE => v,
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "pair {i}: {}",
+                        LineError::BadNextHop(nh.to_string())
+                    )))
+                }
+            };
             match p {
                 AnyPrefix::V4(p) => routes.v4.push((p, nh)),
                 AnyPrefix::V6(p) => routes.v6.push((p, nh)),
@@ -185,7 +189,7 @@ impl Lpm {
     /// The next hop of the longest prefix that matches `addr` (IPv4 or IPv6
     /// text), or None. Raises ValueError for a malformed address.
     fn lookup(&self, addr: &str) -> PyResult<Option<NextHop>> {
-        let a = parse_addr(addr).map_err(|e| value_err("address", e))?;
+        let a = parse_addr(addr).map_err(value_err)?;
         Ok(read(&self.t).lookup(a))
     }
 
@@ -267,7 +271,7 @@ impl Lpm {
 
     /// Add or replace the route of `prefix` (text). Returns True when the
     /// table changed. Raises ValueError for a malformed prefix or next hop.
-    fn announce(&self, py: Python<'_>, prefix: &str, next_hop: u64) -> PyResult<bool> {
+    fn announce(&self, py: Python<'_>, prefix: &str, next_hop: i128) -> PyResult<bool> {
         let p = prefix_of(prefix)?;
         let nh = next_hop_of(next_hop)?;
         Ok(py.allow_threads(|| {
