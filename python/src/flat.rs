@@ -210,9 +210,12 @@ fn key_type_of(s: &str) -> PyResult<KeyType> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+fn action_str(s: &str) -> Result<Action, String> {
+    s.parse::<Action>().map_err(|e| e.to_string())
+}
+
 fn action_of(s: &str) -> PyResult<Action> {
-    s.parse::<Action>()
-        .map_err(|e| PyValueError::new_err(format!("invalid action '{s}': {e}")))
+    action_str(s).map_err(PyValueError::new_err)
 }
 
 fn build_typed<K: NameKey + Send + Sync + 'static>(
@@ -223,7 +226,7 @@ fn build_typed<K: NameKey + Send + Sync + 'static>(
     let mut routes = Vec::with_capacity(pairs.len());
     for (i, (n, a)) in pairs.iter().enumerate() {
         let k = parse::<K>(n).map_err(|e| PyValueError::new_err(format!("pair {i}: {e}")))?;
-        let a = action_of(a).map_err(|e| PyValueError::new_err(format!("pair {i}: {e}")))?;
+        let a = action_str(a).map_err(|e| PyValueError::new_err(format!("pair {i}: {e}")))?;
         routes.push((i, k, a));
     }
     let fib = ConciseFib::build(cfg, &routes).map_err(|e| match e {
@@ -364,6 +367,7 @@ impl FlatFib {
     /// is not a FIB directory or is corrupted.
     #[staticmethod]
     fn open(py: Python<'_>, dir: PathBuf) -> PyResult<FlatFib> {
+        std::fs::metadata(&dir).map_err(|e| os_err(&dir, e))?;
         let cur = fibdir::open(&dir).map_err(|e| match e {
             fibdir::DirError::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
             other => FormatError::new_err(other.to_string()),

@@ -1,6 +1,7 @@
 //! `nexthop.NameFib`: the NDN name FIB (binary search of hash tables,
 //! [`FibControl`]).
 
+use std::collections::HashMap;
 use std::sync::RwLock;
 
 use nexthop_ndn::{Config, FibControl, NameBuf, NameView, NextHop, Trace};
@@ -60,6 +61,7 @@ impl NameFib {
             pairs.try_iter()?
         };
         let mut rules = Vec::new();
+        let mut first: HashMap<Vec<u8>, usize> = HashMap::new();
         for (i, item) in it.enumerate() {
             let (uri, faces): (String, Vec<u32>) = item?.extract().map_err(|_| {
                 PyTypeError::new_err(format!(
@@ -72,6 +74,11 @@ impl NameFib {
             let buf = NameBuf::from_name(&name).map_err(|e| {
                 PyValueError::new_err(format!("pair {i}: invalid name '{uri}': {e}"))
             })?;
+            if let Some(prev) = first.insert(buf.tlv().to_vec(), i) {
+                return Err(PyValueError::new_err(format!(
+                    "pair {i}: duplicate name '{uri}' (first in pair {prev})"
+                )));
+            }
             rules.push((i, buf, hops_of(&faces)));
         }
         let longest = rules
