@@ -6,6 +6,9 @@
   type (``mac``, ``ipv4``, ``ipv6``, ``u64``, ``str``); opens and writes the
   FIB directories of ``nexthop fib build``.
 - :class:`NameFib`: the NDN name FIB (longest-name-prefix match).
+- NDN packets: :class:`Interest`, :class:`Data`, :class:`LpPacket` (with
+  Nack) encode and decode; :func:`canonical_uri`, :func:`name_to_wire`,
+  :func:`name_from_wire` for names.
 
 Errors: malformed input raises :class:`ValueError`, a wrong type or dtype
 :class:`TypeError`, an unreadable file :class:`OSError`; a corrupted or wrong
@@ -16,21 +19,33 @@ both subclasses of :class:`Error`. The messages are the CLI's.
 from ._nexthop import (
     MISS,
     NO_ROUTE,
+    Data,
     Error,
     FlatFib,
     FormatError,
+    Interest,
+    LpPacket,
     Lpm,
     NameFib,
     UpdateError,
+    canonical_uri,
+    name_from_wire,
+    name_to_wire,
 )
 
 __all__ = [
     "MISS",
     "NO_ROUTE",
+    "Data",
     "Error",
     "FlatFib",
     "FormatError",
+    "Interest",
+    "LpPacket",
     "Lpm",
     "NameFib",
     "UpdateError",
+    "canonical_uri",
+    "name_from_wire",
+    "name_to_wire",
 ]

@@ -123,3 +123,101 @@ class NameFib:
     def stats(self) -> dict[str, int]:
         """Rules, keys, markers, bytes."""
     def __len__(self) -> int: ...
+
+def canonical_uri(uri: str) -> str:
+    """Parse an NDN URI and print it in canonical form."""
+
+def name_to_wire(uri: str) -> bytes:
+    """The Name TLV (type 7) of an NDN URI."""
+
+def name_from_wire(wire: bytes) -> str:
+    """The canonical URI of a Name TLV."""
+
+class Interest:
+    """An NDN Interest (packet format v0.3)."""
+
+    def __init__(
+        self,
+        name: str,
+        can_be_prefix: bool = False,
+        must_be_fresh: bool = False,
+        nonce: Optional[int] = None,
+        lifetime_ms: Optional[int] = None,
+        hop_limit: Optional[int] = None,
+        app_parameters: Optional[bytes] = None,
+        forwarding_hint: list[str] = ...,
+    ) -> None: ...
+    @staticmethod
+    def decode(wire: bytes) -> "Interest":
+        """Decode an Interest TLV; ValueError for malformed input."""
+    def encode(self) -> bytes:
+        """The Interest TLV."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def can_be_prefix(self) -> bool: ...
+    @property
+    def must_be_fresh(self) -> bool: ...
+    @property
+    def nonce(self) -> Optional[int]: ...
+    @property
+    def lifetime_ms(self) -> Optional[int]: ...
+    @property
+    def hop_limit(self) -> Optional[int]: ...
+    @property
+    def app_parameters(self) -> Optional[bytes]: ...
+    @property
+    def forwarding_hint(self) -> list[str]: ...
+
+class Data:
+    """An NDN Data packet (packet format v0.3)."""
+
+    def __init__(
+        self,
+        name: str,
+        content: Optional[bytes] = None,
+        content_type: Optional[int] = None,
+        freshness_period_ms: Optional[int] = None,
+        signature_type: int = 0,
+        signature_value: bytes = b"",
+    ) -> None: ...
+    @staticmethod
+    def decode(wire: bytes) -> "Data":
+        """Decode a Data TLV; ValueError for malformed input."""
+    def encode(self) -> bytes:
+        """The Data TLV."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def content(self) -> Optional[bytes]: ...
+    @property
+    def content_type(self) -> Optional[int]: ...
+    @property
+    def freshness_period_ms(self) -> Optional[int]: ...
+    @property
+    def signature_type(self) -> int: ...
+    @property
+    def signature_value(self) -> bytes: ...
+
+class LpPacket:
+    """An NDNLPv2 LpPacket (Fragment, PitToken, Nack)."""
+
+    def __init__(
+        self,
+        fragment: Optional[bytes] = None,
+        pit_token: Optional[bytes] = None,
+        nack_reason: Optional[int] = None,
+    ) -> None: ...
+    @staticmethod
+    def decode(wire: bytes) -> "LpPacket":
+        """Decode an LpPacket TLV; ValueError for malformed input."""
+    def encode(self) -> bytes:
+        """The LpPacket TLV."""
+    @property
+    def fragment(self) -> Optional[bytes]: ...
+    @property
+    def pit_token(self) -> Optional[bytes]: ...
+    @property
+    def is_nack(self) -> bool: ...
+    @property
+    def nack_reason(self) -> Optional[int]: ...

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use nexthop_othello::fib::{Action, ConciseFib, FibError, KeyType, NameKey};
-use nexthop_othello::fibdir::{self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT};
+use nexthop_othello::fibdir::{
+    self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT,
+};
 use nexthop_othello::{Config, Delta, Query, Sizing, MISS};
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};

@@ -11,6 +11,7 @@ mod errors;
 mod flat;
 mod lpm;
 mod namefib;
+mod ndn;
 
 /// The compiled half of the `nexthop` package (import `nexthop`, not this).
 #[pymodule]
@@ -24,5 +25,11 @@ fn _nexthop(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lpm::Lpm>()?;
     m.add_class::<flat::FlatFib>()?;
     m.add_class::<namefib::NameFib>()?;
+    m.add_class::<ndn::NdnInterest>()?;
+    m.add_class::<ndn::NdnData>()?;
+    m.add_class::<ndn::LpPacketPy>()?;
+    m.add_function(wrap_pyfunction!(ndn::canonical_uri, m)?)?;
+    m.add_function(wrap_pyfunction!(ndn::name_to_wire, m)?)?;
+    m.add_function(wrap_pyfunction!(ndn::name_from_wire, m)?)?;
     Ok(())
 }

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::RwLock;
 
 use nexthop_lpm::parse::{
-    load_routes, load_updates, parse_addr, parse_prefix, AnyAddr, AnyPrefix,
-    LineError, NextHopMode, RouteList, UpdateKind,
+    load_routes, load_updates, parse_addr, parse_prefix, AnyAddr, AnyPrefix, LineError,
+    NextHopMode, RouteList, UpdateKind,
 };
 use nexthop_lpm::persist::{FamilyStats, LpmTable, DEFAULT_V6_LEVELS};
 use nexthop_lpm::{NextHop, NO_ROUTE};
@@ -122,8 +122,8 @@ impl Lpm {
                     "pair {i}: expected a (prefix: str, next_hop: int) pair"
                 ))
             })?;
-            let p = parse_prefix(&p)
-                .map_err(|e| PyValueError::new_err(format!("pair {i}: {e}")))?;
+            let p =
+                parse_prefix(&p).map_err(|e| PyValueError::new_err(format!("pair {i}: {e}")))?;
             let nh = match u32::try_from(nh) {
                 Ok(v) if v != NO_ROUTE => v,
                 _ => {
@@ -251,9 +251,10 @@ impl Lpm {
                     let mut keys = Vec::with_capacity(CHUNK.min(n));
                     for (rows, o) in input.chunks(16 * CHUNK).zip(o.chunks_mut(CHUNK)) {
                         keys.clear();
-                        keys.extend(rows.chunks_exact(16).map(|r| {
-                            u128::from_be_bytes(r.try_into().expect("16-byte rows"))
-                        }));
+                        keys.extend(
+                            rows.chunks_exact(16)
+                                .map(|r| u128::from_be_bytes(r.try_into().expect("16-byte rows"))),
+                        );
                         t.v6.table().lookup_batch(&keys, o);
                     }
                 });
@@ -342,12 +343,11 @@ impl Lpm {
     /// The routes, as `[(prefix_text, next_hop)]`, IPv4 first.
     fn routes(&self) -> Vec<(String, NextHop)> {
         let t = read(&self.t);
-        let mut out: Vec<(String, NextHop)> = t
-            .v4
-            .rib()
-            .iter()
-            .map(|(p, nh)| (p.to_string(), nh))
-            .collect();
+        let mut out: Vec<(String, NextHop)> =
+            t.v4.rib()
+                .iter()
+                .map(|(p, nh)| (p.to_string(), nh))
+                .collect();
         out.extend(t.v6.rib().iter().map(|(p, nh)| (p.to_string(), nh)));
         out
     }

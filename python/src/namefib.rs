@@ -28,10 +28,16 @@ fn name_of(uri: &str) -> PyResult<Name> {
 }
 
 fn hops_of(faces: &[u32]) -> Vec<NextHop> {
-    faces.iter().map(|&face| NextHop { face, cost: 0 }).collect()
+    faces
+        .iter()
+        .map(|&face| NextHop { face, cost: 0 })
+        .collect()
 }
 
-fn one(c: &FibControl, name: &Name) -> Option<(String, Vec<u32>)> {
+/// A match: the prefix in canonical URI form and its faces.
+type Found = Option<(String, Vec<u32>)>;
+
+fn one(c: &FibControl, name: &Name) -> Found {
     let fib = c.fib();
     let m = fib.lookup_name(name, &mut Trace::default())?;
     Some((
@@ -110,18 +116,14 @@ impl NameFib {
 
     /// The longest rule that is a prefix of `uri`: `(prefix_uri, faces)`, or
     /// None. Raises ValueError for a malformed name.
-    fn lookup(&self, uri: &str) -> PyResult<Option<(String, Vec<u32>)>> {
+    fn lookup(&self, uri: &str) -> PyResult<Found> {
         let name = name_of(uri)?;
         Ok(one(&read(&self.c), &name))
     }
 
     /// `lookup` of each name with the GIL released. Raises ValueError naming
     /// the first malformed name (`names[i]`); nothing is looked up then.
-    fn lookup_many(
-        &self,
-        py: Python<'_>,
-        uris: Vec<String>,
-    ) -> PyResult<Vec<Option<(String, Vec<u32>)>>> {
+    fn lookup_many(&self, py: Python<'_>, uris: Vec<String>) -> PyResult<Vec<Found>> {
         py.allow_threads(|| {
             let names = uris
                 .iter()
