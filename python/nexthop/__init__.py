@@ -9,6 +9,7 @@
 - NDN packets: :class:`Interest`, :class:`Data`, :class:`LpPacket` (with
   Nack) encode and decode; :func:`canonical_uri`, :func:`name_to_wire`,
   :func:`name_from_wire` for names.
+- :func:`forwarder_stats`: a running forwarder's counters (``nexthop stats``).
 
 Errors: malformed input raises :class:`ValueError`, a wrong type or dtype
 :class:`TypeError`, an unreadable file :class:`OSError`; a corrupted or wrong
@@ -29,6 +30,7 @@ from ._nexthop import (
     NameFib,
     UpdateError,
     canonical_uri,
+    forwarder_stats,
     name_from_wire,
     name_to_wire,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "NameFib",
     "UpdateError",
     "canonical_uri",
+    "forwarder_stats",
     "name_from_wire",
     "name_to_wire",
 ]

@@ -221,3 +221,6 @@ class LpPacket:
     def is_nack(self) -> bool: ...
     @property
     def nack_reason(self) -> Optional[int]: ...
+
+def forwarder_stats(addr: str = "127.0.0.1:9464", timeout: float = 5.0) -> dict[str, object]:
+    """A running forwarder's counters, the object ``nexthop stats --json`` prints."""

@@ -12,6 +12,7 @@ mod flat;
 mod lpm;
 mod namefib;
 mod ndn;
+mod stats;
 
 /// The compiled half of the `nexthop` package (import `nexthop`, not this).
 #[pymodule]
@@ -28,6 +29,7 @@ fn _nexthop(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ndn::NdnInterest>()?;
     m.add_class::<ndn::NdnData>()?;
     m.add_class::<ndn::LpPacketPy>()?;
+    m.add_function(wrap_pyfunction!(stats::forwarder_stats, m)?)?;
     m.add_function(wrap_pyfunction!(ndn::canonical_uri, m)?)?;
     m.add_function(wrap_pyfunction!(ndn::name_to_wire, m)?)?;
     m.add_function(wrap_pyfunction!(ndn::name_from_wire, m)?)?;
