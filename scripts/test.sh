@@ -42,3 +42,26 @@ checked -p nexthop-lpm --test differential -- --skip real_ --skip linx_ --skip i
 echo "== cargo test (nexthop-lpm with DPDK rte_lpm/rte_lpm6 against the trie oracle)"
 cargo test -p nexthop-lpm --release --features dpdk --lib dpdk::
 cargo test -p nexthop-lpm --release --features dpdk --test dpdk
+echo "== python package (maturin wheel, pytest in a clean virtual environment)"
+# target/py-venv holds maturin; target/py-test-venv holds only numpy, pytest
+# and python-ndn 0.5.2, and gets the freshly built wheel reinstalled on every run.
+cargo build --release -p nexthop-cli
+PY_BUILD_VENV="$PWD/target/py-venv"
+PY_TEST_VENV="$PWD/target/py-test-venv"
+if ! "$PY_BUILD_VENV/bin/maturin" --version >/dev/null 2>&1; then
+    rm -rf "$PY_BUILD_VENV"
+    python3 -m venv "$PY_BUILD_VENV"
+    "$PY_BUILD_VENV/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2"
+fi
+if ! "$PY_TEST_VENV/bin/python" -c 'import numpy, pytest, ndn' >/dev/null 2>&1; then
+    rm -rf "$PY_TEST_VENV"
+    python3 -m venv "$PY_TEST_VENV"
+    "$PY_TEST_VENV/bin/pip" install --quiet --disable-pip-version-check numpy pytest "python-ndn==0.5.2"
+fi
+rm -rf target/wheels/nexthop-*.whl
+(cd python && CARGO_TARGET_DIR="$PWD/../target" "$PY_BUILD_VENV/bin/maturin" build --release \
+    -i "$PY_TEST_VENV/bin/python" -o ../target/wheels)
+"$PY_TEST_VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/nexthop-*.whl
+# From the root, so that python/nexthop (the sources, without the compiled
+# module) does not shadow the installed package.
+"$PY_TEST_VENV/bin/python" -m pytest -q python/tests

@@ -1,0 +1,226 @@
+"""Type stubs of the compiled module (see ``help(nexthop.X)`` for details)."""
+
+import os
+from typing import Iterable, Mapping, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = Union[str, "os.PathLike[str]"]
+
+NO_ROUTE: int
+"""What ``Lpm.lookup_many`` writes where no prefix matches (2**32 - 1)."""
+MISS: int
+"""What ``FlatFib.lookup_many_raw`` writes for a name the check bits reject (2**64 - 1)."""
+
+class Error(Exception):
+    """Base class of the errors nexthop raises besides ValueError, TypeError and OSError."""
+
+class FormatError(Error):
+    """A table file or FIB directory is of the wrong kind, corrupted or inconsistent."""
+
+class UpdateError(Error):
+    """A table update was refused; the table is unchanged."""
+
+class Lpm:
+    """An IPv4 and IPv6 longest-prefix-match table (Bloomfwd)."""
+
+    @staticmethod
+    def from_routes(
+        pairs: Union[Iterable[tuple[str, int]], Mapping[str, int]], v6_levels: int = 12
+    ) -> "Lpm":
+        """Build from ``(prefix_text, next_hop)`` pairs, IPv4 and IPv6 mixed."""
+    @staticmethod
+    def from_file(path: _Path, asn: bool = False, v6_levels: int = 12) -> "Lpm":
+        """Build from a route file (plain or gzip); ``asn=True`` for ``prefix/len<TAB>asn`` files."""
+    @staticmethod
+    def load(path: _Path) -> "Lpm":
+        """Open a table file of ``nexthop lpm build`` or ``Lpm.save``."""
+    def save(self, path: _Path) -> None:
+        """Write the table file, replacing ``path`` atomically."""
+    def lookup(self, addr: str) -> Optional[int]:
+        """The next hop of the longest matching prefix, or None."""
+    def lookup_many(
+        self, addrs: Union[npt.NDArray[np.uint32], npt.NDArray[np.uint8]]
+    ) -> npt.NDArray[np.uint32]:
+        """Batched lookups: uint32 IPv4 addresses or (n, 16) uint8 IPv6 rows; NO_ROUTE for a miss."""
+    def announce(self, prefix: str, next_hop: int) -> bool:
+        """Add or replace the route of ``prefix``; True when the table changed."""
+    def withdraw(self, prefix: str) -> bool:
+        """Remove the route of ``prefix``; False when it was absent."""
+    def apply_updates(self, path: _Path) -> dict[str, int]:
+        """Apply an update stream file (``time a|w prefix [next-hop]``), all or nothing."""
+    def stats(self, samples: int = 100000) -> dict[str, dict]:
+        """``nexthop lpm stats --json``: ``{"ipv4": {...}, "ipv6": {...}}``."""
+    def routes(self) -> list[tuple[str, int]]:
+        """The routes as ``(prefix_text, next_hop)``, IPv4 first."""
+    def __len__(self) -> int: ...
+    def __contains__(self, addr: str) -> bool: ...
+
+class FlatFib:
+    """A flat-name FIB (Othello / Concise) of one key type."""
+
+    @staticmethod
+    def build(
+        pairs: Union[Iterable[tuple[str, str]], Mapping[str, str]],
+        key_type: str,
+        value_bits: int = 8,
+        check_bits: int = 0,
+        sizing: str = "pow2",
+        seed: Optional[int] = None,
+    ) -> "FlatFib":
+        """Build from ``(name, action)`` pairs; key types mac, ipv4, ipv6, u64, str."""
+    @staticmethod
+    def open(dir: _Path) -> "FlatFib":
+        """Open a FIB directory of ``nexthop fib build`` or ``FlatFib.save``."""
+    def save(self, dir: _Path) -> int:
+        """Write a new generation of the FIB directory ``dir``; returns the generation."""
+    def lookup(self, name: str) -> str:
+        """The action of ``name`` (data plane); ``"miss"`` when the check bits reject it."""
+    def lookup_many(self, names: list[str]) -> list[str]:
+        """Batched ``lookup``."""
+    def lookup_many_raw(
+        self, names: Union[npt.NDArray[np.uint64], list[str]]
+    ) -> npt.NDArray[np.uint64]:
+        """Batched lookups returning raw action ids (``MISS`` for a rejected name)."""
+    def actions(self) -> list[str]:
+        """The action table: ``actions()[id]`` is the action of raw id ``id``."""
+    def get(self, name: str) -> Optional[str]:
+        """The exact action of ``name`` (control plane), or None."""
+    def insert(self, name: str, action: str) -> None:
+        """Add ``name``; UpdateError when present."""
+    def delete(self, name: str) -> None:
+        """Delete ``name``; UpdateError when absent."""
+    def update(self, name: str, action: str) -> None:
+        """Change the action of ``name``; UpdateError when absent."""
+    def stats(self) -> dict[str, object]:
+        """``nexthop fib stats --json`` (bits per key, sizes, seed, counters)."""
+    def items(self) -> list[tuple[str, str]]:
+        """All ``(name, action)`` pairs."""
+    @property
+    def key_type(self) -> str:
+        """The key type name."""
+    def __len__(self) -> int: ...
+    def __contains__(self, name: str) -> bool: ...
+
+class NameFib:
+    """An NDN name FIB (longest-name-prefix match)."""
+
+    @staticmethod
+    def build(
+        pairs: Union[Iterable[tuple[str, list[int]]], Mapping[str, list[int]]],
+        max_components: Optional[int] = None,
+    ) -> "NameFib":
+        """Build from ``(uri, faces)`` pairs."""
+    def lookup(self, uri: str) -> Optional[tuple[str, list[int]]]:
+        """``(matched_prefix_uri, faces)`` of the longest matching rule, or None."""
+    def lookup_many(self, uris: list[str]) -> list[Optional[tuple[str, list[int]]]]:
+        """Batched ``lookup``."""
+    def insert(self, uri: str, faces: list[int]) -> None:
+        """Add or replace rule ``uri``."""
+    def remove(self, uri: str) -> None:
+        """Delete rule ``uri``; UpdateError when absent."""
+    def stats(self) -> dict[str, int]:
+        """Rules, keys, markers, bytes."""
+    def __len__(self) -> int: ...
+
+def canonical_uri(uri: str) -> str:
+    """Parse an NDN URI and print it in canonical form."""
+
+def name_to_wire(uri: str) -> bytes:
+    """The Name TLV (type 7) of an NDN URI."""
+
+def name_from_wire(wire: bytes) -> str:
+    """The canonical URI of a Name TLV."""
+
+class Interest:
+    """An NDN Interest (packet format v0.3)."""
+
+    def __init__(
+        self,
+        name: str,
+        can_be_prefix: bool = False,
+        must_be_fresh: bool = False,
+        nonce: Optional[int] = None,
+        lifetime_ms: Optional[int] = None,
+        hop_limit: Optional[int] = None,
+        app_parameters: Optional[bytes] = None,
+        forwarding_hint: list[str] = ...,
+    ) -> None: ...
+    @staticmethod
+    def decode(wire: bytes) -> "Interest":
+        """Decode an Interest TLV; ValueError for malformed input."""
+    def encode(self) -> bytes:
+        """The Interest TLV."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def can_be_prefix(self) -> bool: ...
+    @property
+    def must_be_fresh(self) -> bool: ...
+    @property
+    def nonce(self) -> Optional[int]: ...
+    @property
+    def lifetime_ms(self) -> Optional[int]: ...
+    @property
+    def hop_limit(self) -> Optional[int]: ...
+    @property
+    def app_parameters(self) -> Optional[bytes]: ...
+    @property
+    def forwarding_hint(self) -> list[str]: ...
+
+class Data:
+    """An NDN Data packet (packet format v0.3)."""
+
+    def __init__(
+        self,
+        name: str,
+        content: Optional[bytes] = None,
+        content_type: Optional[int] = None,
+        freshness_period_ms: Optional[int] = None,
+        signature_type: int = 0,
+        signature_value: bytes = b"",
+    ) -> None: ...
+    @staticmethod
+    def decode(wire: bytes) -> "Data":
+        """Decode a Data TLV; ValueError for malformed input."""
+    def encode(self) -> bytes:
+        """The Data TLV."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def content(self) -> Optional[bytes]: ...
+    @property
+    def content_type(self) -> Optional[int]: ...
+    @property
+    def freshness_period_ms(self) -> Optional[int]: ...
+    @property
+    def signature_type(self) -> int: ...
+    @property
+    def signature_value(self) -> bytes: ...
+
+class LpPacket:
+    """An NDNLPv2 LpPacket (Fragment, PitToken, Nack)."""
+
+    def __init__(
+        self,
+        fragment: Optional[bytes] = None,
+        pit_token: Optional[bytes] = None,
+        nack_reason: Optional[int] = None,
+    ) -> None: ...
+    @staticmethod
+    def decode(wire: bytes) -> "LpPacket":
+        """Decode an LpPacket TLV; ValueError for malformed input."""
+    def encode(self) -> bytes:
+        """The LpPacket TLV."""
+    @property
+    def fragment(self) -> Optional[bytes]: ...
+    @property
+    def pit_token(self) -> Optional[bytes]: ...
+    @property
+    def is_nack(self) -> bool: ...
+    @property
+    def nack_reason(self) -> Optional[int]: ...
+
+def forwarder_stats(addr: str = "127.0.0.1:9464", timeout: float = 5.0) -> dict[str, object]:
+    """A running forwarder's counters, the object ``nexthop stats --json`` prints."""
