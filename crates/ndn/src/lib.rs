@@ -1,6 +1,8 @@
 //! NDN name FIB: longest-name-prefix match by binary search of hash tables
-//! (Yuan's dissertation, chapter 3) and the fingerprint-only hash table for
-//! speculative core forwarding (§4.3.4). With the non-default
+//! (Yuan's dissertation, chapter 3), the fingerprint-only hash table for
+//! speculative core forwarding (§4.3.4), the exact and fingerprint-only
+//! PITs and the Content Store (chapter 5, §6.1), and the forwarding
+//! pipeline with its strategies ([`fw`], no I/O). With the non-default
 //! `test-support` feature, also seeded and real-derived name-set
 //! generators (`names`) and the name-trie oracle (`oracle`) that tests,
 //! benchmarks and harnesses use.
@@ -12,9 +14,11 @@
 
 pub mod bulk;
 pub mod control;
+pub mod cs;
 pub mod error;
 pub mod fht;
 pub mod fib;
+pub mod fw;
 pub mod hasher;
 pub mod name;
 #[cfg(feature = "test-support")]
@@ -23,6 +27,7 @@ pub mod nexthop;
 #[cfg(any(test, feature = "test-support"))]
 pub mod oracle;
 pub mod persist;
+pub mod pit;
 pub mod routes;
 pub mod table;
 

@@ -1,0 +1,824 @@
+//! The Content Store (dissertation §6.1): a *Content Table* on a `d`-left
+//! fingerprint hash table of 64-byte buckets pointing into packet buffers.
+//!
+//! * Content Table entry (8 bytes): a 32-bit fingerprint of the Data name
+//!   and the index + 1 of its packet buffer (0 = empty). A lookup compares
+//!   names only on a fingerprint match.
+//! * Replacement by *local search* (§6.1.3): when the store is full, the
+//!   victim is the worst of the `d x E` entries the insertion visits —
+//!   least recently used (a logical timestamp per packet) or least
+//!   frequently used (a reference count, ties to the older). When those
+//!   buckets are empty (a byte cap biting), a clock hand over the buffers
+//!   picks the victim.
+//! * Selective caching (§5.4.4): with `admit_after = k > 1`, a Data is
+//!   admitted only once its name was requested `k` times: the caller
+//!   passes the number of requests the PIT saw, and lookup misses are
+//!   counted in a small aging counter array.
+//! * Capacity in packets and in bytes (wire bytes of the stored packets).
+//! * MustBeFresh: a packet is fresh until arrival + FreshnessPeriod (an
+//!   absent FreshnessPeriod means never fresh, NDN packet spec v0.3).
+//! * CanBePrefix (edge mode, `prefix_index`): an ordered index of names;
+//!   since TLV is self-delimiting, the Data names under a prefix are the
+//!   byte strings that start with its TLV bytes, one range of the index.
+//!   Without the index a CanBePrefix Interest matches its exact name only.
+//! * Implicit digest: an Interest name ending in a 32-byte
+//!   ImplicitSha256DigestComponent matches the Data named by the rest with
+//!   that SHA-256 digest (computed on demand, cached per packet).
+//!
+//! Time is passed in (`now`); one store per forwarding thread, no locks.
+
+use std::collections::BTreeMap;
+
+use crate::name::NameView;
+use crate::pit::{check_range, split_implicit_digest, ConfigError, Millis};
+
+/// Entries per bucket.
+pub const E: usize = 8;
+
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Bucket([u64; E]);
+
+const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
+
+/// Replacement policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Least recently used among the local candidates.
+    Lru,
+    /// Least frequently used among the local candidates.
+    Lfu,
+}
+
+/// Content Store configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CsConfig {
+    /// Most packets stored (`1..=2^31`).
+    pub capacity_packets: usize,
+    /// Most wire bytes stored (`1..=2^48`).
+    pub capacity_bytes: usize,
+    /// Largest packet admitted (`1..=capacity_bytes`).
+    pub max_packet_bytes: usize,
+    /// Replacement policy.
+    pub policy: Policy,
+    /// Admit a Data after this many requests (`0` or `1`: always; up to 255).
+    pub admit_after: u32,
+    /// Subtables `d` (`1..=8`).
+    pub subtables: usize,
+    /// Keep the ordered name index for CanBePrefix (edge routers).
+    pub prefix_index: bool,
+    /// Most stale candidates a CanBePrefix + MustBeFresh lookup skips
+    /// before giving up (`1..=65536`), so one Interest cannot scan the
+    /// whole store.
+    pub prefix_scan_limit: usize,
+    /// Hash seed.
+    pub seed: u64,
+}
+
+impl Default for CsConfig {
+    fn default() -> CsConfig {
+        CsConfig {
+            capacity_packets: 1 << 16,
+            capacity_bytes: 1 << 28,
+            max_packet_bytes: 1 << 16,
+            policy: Policy::Lru,
+            admit_after: 0,
+            subtables: 4,
+            prefix_index: true,
+            prefix_scan_limit: 64,
+            seed: 0x4353_5f73_6565_6400,
+        }
+    }
+}
+
+impl CsConfig {
+    /// Check every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_range(
+            "capacity_packets",
+            self.capacity_packets as u64,
+            1,
+            1 << 31,
+            "1..=2^31",
+        )?;
+        check_range(
+            "capacity_bytes",
+            self.capacity_bytes as u64,
+            1,
+            1 << 48,
+            "1..=2^48",
+        )?;
+        check_range(
+            "max_packet_bytes",
+            self.max_packet_bytes as u64,
+            1,
+            self.capacity_bytes as u64,
+            "1..=capacity_bytes",
+        )?;
+        check_range("admit_after", self.admit_after as u64, 0, 255, "0..=255")?;
+        check_range("subtables", self.subtables as u64, 1, 8, "1..=8")?;
+        check_range(
+            "prefix_scan_limit",
+            self.prefix_scan_limit as u64,
+            1,
+            65536,
+            "1..=65536",
+        )
+    }
+}
+
+/// An Interest as the Content Store matches it.
+#[derive(Clone, Copy, Debug)]
+pub struct CsQuery<'a, N: NameView + ?Sized> {
+    /// Interest name.
+    pub name: &'a N,
+    /// CanBePrefix.
+    pub can_be_prefix: bool,
+    /// MustBeFresh.
+    pub must_be_fresh: bool,
+}
+
+/// What [`ContentStore::insert`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsInsert {
+    /// Stored as a new packet.
+    Admitted,
+    /// Replaced the stored packet of the same name.
+    Replaced,
+    /// Not admitted by selective caching (too few requests so far).
+    NotAdmitted,
+    /// Larger than `max_packet_bytes`: not stored.
+    TooLarge,
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CsStats {
+    /// Lookups.
+    pub lookups: u64,
+    /// Lookups answered.
+    pub hits: u64,
+    /// Lookups that found only stale packets for a MustBeFresh Interest.
+    pub stale: u64,
+    /// New packets stored.
+    pub admitted: u64,
+    /// Packets replaced by a newer copy.
+    pub replaced: u64,
+    /// Packets refused by selective caching.
+    pub not_admitted: u64,
+    /// Packets refused for size.
+    pub too_large: u64,
+    /// Packets evicted.
+    pub evicted: u64,
+    /// CanBePrefix lookups stopped by `prefix_scan_limit`.
+    pub scan_limited: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Packet {
+    live: bool,
+    name: Vec<u8>,
+    wire: Vec<u8>,
+    fresh_until: Millis,
+    digest: Option<[u8; 32]>,
+    last_use: u64,
+    uses: u32,
+    /// Bucket index * E + entry.
+    at: u32,
+}
+
+/// The Content Store. See the module docs.
+#[derive(Clone, Debug)]
+pub struct ContentStore {
+    cfg: CsConfig,
+    buckets_per_sub: u32,
+    table: Vec<Bucket>,
+    pkts: Vec<Packet>,
+    free: Vec<u32>,
+    index: BTreeMap<Vec<u8>, u32>,
+    len: usize,
+    bytes: usize,
+    clock: u64,
+    hand: usize,
+    sketch: Vec<u8>,
+    sketch_ops: usize,
+    stats: CsStats,
+}
+
+#[inline(always)]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn last_start<N: NameView + ?Sized>(n: &N) -> usize {
+    match n.component_count() {
+        0 => 0,
+        c => n.prefix_end(c - 1),
+    }
+}
+
+impl ContentStore {
+    /// An empty store.
+    pub fn new(cfg: CsConfig) -> Result<ContentStore, ConfigError> {
+        cfg.validate()?;
+        // Content Table at most 75% full when the store is.
+        let per_sub = (cfg.capacity_packets * 4)
+            .div_ceil(3 * cfg.subtables * E)
+            .max(1);
+        let sketch = if cfg.admit_after > 1 {
+            vec![0u8; (cfg.capacity_packets * 4).next_power_of_two().min(1 << 26)]
+        } else {
+            Vec::new()
+        };
+        Ok(ContentStore {
+            cfg,
+            buckets_per_sub: per_sub as u32,
+            table: vec![Bucket::default(); per_sub * cfg.subtables],
+            pkts: Vec::new(),
+            free: Vec::new(),
+            index: BTreeMap::new(),
+            len: 0,
+            bytes: 0,
+            clock: 0,
+            hand: 0,
+            sketch,
+            sketch_ops: 0,
+            stats: CsStats::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CsConfig {
+        &self.cfg
+    }
+
+    /// Packets stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Wire bytes stored.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> CsStats {
+        self.stats
+    }
+
+    /// Bytes of the Content Table (buckets).
+    pub fn table_bytes(&self) -> usize {
+        self.table.len() * std::mem::size_of::<Bucket>()
+    }
+
+    #[inline(always)]
+    fn hash(&self, name: &[u8]) -> u64 {
+        nexthop_hash::hash64(name, self.cfg.seed)
+    }
+
+    #[inline(always)]
+    fn bucket(&self, h: u64, j: usize) -> usize {
+        let r = mix(h ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        j * self.buckets_per_sub as usize
+            + nexthop_hash::reduce((r >> 32) as u32, self.buckets_per_sub) as usize
+    }
+
+    fn find(&self, name: &[u8], h: u64) -> Option<u32> {
+        let fp = h >> 32;
+        for j in 0..self.cfg.subtables {
+            let b = &self.table[self.bucket(h, j)];
+            for &e in &b.0 {
+                if e != 0 && e >> 32 == fp {
+                    let p = (e as u32) - 1;
+                    if self.pkts[p as usize].name == name {
+                        return Some(p);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn digest_of(&mut self, p: u32) -> [u8; 32] {
+        let pk = &mut self.pkts[p as usize];
+        *pk.digest
+            .get_or_insert_with(|| nexthop_wire::ndn::implicit_digest(&pk.wire))
+    }
+
+    fn touch(&mut self, p: u32) {
+        self.clock += 1;
+        let pk = &mut self.pkts[p as usize];
+        pk.last_use = self.clock;
+        pk.uses = pk.uses.saturating_add(1);
+    }
+
+    fn sketch_slot(&self, h: u64) -> usize {
+        (mix(h) as usize) & (self.sketch.len() - 1)
+    }
+
+    fn count_request(&mut self, h: u64) {
+        if self.sketch.is_empty() {
+            return;
+        }
+        let i = self.sketch_slot(h);
+        self.sketch[i] = self.sketch[i].saturating_add(1);
+        self.sketch_ops += 1;
+        if self.sketch_ops >= self.sketch.len() {
+            // Age: halve every counter once per `len` requests.
+            for c in &mut self.sketch {
+                *c >>= 1;
+            }
+            self.sketch_ops = 0;
+        }
+    }
+
+    /// Find a packet for an Interest; returns its wire bytes. A hit
+    /// refreshes the packet's LRU/LFU statistics.
+    pub fn lookup<N: NameView + ?Sized>(
+        &mut self,
+        q: &CsQuery<'_, N>,
+        now: Millis,
+    ) -> Option<&[u8]> {
+        self.stats.lookups += 1;
+        let tlv = q.name.tlv();
+        let fresh_ok = |pk: &Packet| !q.must_be_fresh || now < pk.fresh_until;
+        let mut stale = false;
+        let found = if let Some((at, dg)) = split_implicit_digest(tlv, last_start(q.name)) {
+            let base = &tlv[..at];
+            let h = self.hash(base);
+            match self.find(base, h) {
+                Some(p) if self.digest_of(p) == *dg => {
+                    if fresh_ok(&self.pkts[p as usize]) {
+                        Some(p)
+                    } else {
+                        stale = true;
+                        None
+                    }
+                }
+                _ => None,
+            }
+        } else if q.can_be_prefix && self.cfg.prefix_index {
+            let mut seen = 0;
+            let mut hit = None;
+            for (k, &p) in self
+                .index
+                .range::<[u8], _>((std::ops::Bound::Included(tlv), std::ops::Bound::Unbounded))
+            {
+                if !k.starts_with(tlv) {
+                    break;
+                }
+                if fresh_ok(&self.pkts[p as usize]) {
+                    hit = Some(p);
+                    break;
+                }
+                stale = true;
+                seen += 1;
+                if seen >= self.cfg.prefix_scan_limit {
+                    self.stats.scan_limited += 1;
+                    break;
+                }
+            }
+            hit
+        } else {
+            let h = self.hash(tlv);
+            match self.find(tlv, h) {
+                Some(p) if fresh_ok(&self.pkts[p as usize]) => Some(p),
+                Some(_) => {
+                    stale = true;
+                    None
+                }
+                None => None,
+            }
+        };
+        match found {
+            Some(p) => {
+                self.stats.hits += 1;
+                self.touch(p);
+                Some(&self.pkts[p as usize].wire)
+            }
+            None => {
+                if stale {
+                    self.stats.stale += 1;
+                }
+                if !self.sketch.is_empty() {
+                    let h = self.hash(tlv);
+                    self.count_request(h);
+                }
+                None
+            }
+        }
+    }
+
+    /// Remove packet `p` from the table, index and buffers.
+    fn evict(&mut self, p: u32) {
+        let pk = &mut self.pkts[p as usize];
+        let at = pk.at as usize;
+        pk.live = false;
+        self.bytes -= pk.wire.len();
+        pk.wire.clear();
+        pk.digest = None;
+        let name = std::mem::take(&mut pk.name);
+        if self.cfg.prefix_index {
+            self.index.remove(&name);
+        }
+        self.table[at / E].0[at % E] = 0;
+        self.free.push(p);
+        self.len -= 1;
+        self.stats.evicted += 1;
+    }
+
+    fn worse(&self, a: u32, b: u32) -> bool {
+        let (pa, pb) = (&self.pkts[a as usize], &self.pkts[b as usize]);
+        match self.cfg.policy {
+            Policy::Lru => pa.last_use < pb.last_use,
+            Policy::Lfu => (pa.uses, pa.last_use) < (pb.uses, pb.last_use),
+        }
+    }
+
+    /// The local-search victim among the candidates of hash `h`.
+    fn local_victim(&self, h: u64) -> Option<u32> {
+        let mut v: Option<u32> = None;
+        for j in 0..self.cfg.subtables {
+            for &e in &self.table[self.bucket(h, j)].0 {
+                if e != 0 {
+                    let p = e as u32 - 1;
+                    if v.is_none_or(|v| self.worse(p, v)) {
+                        v = Some(p);
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    fn hand_victim(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        loop {
+            self.hand = (self.hand + 1) % self.pkts.len();
+            if self.pkts[self.hand].live {
+                return Some(self.hand as u32);
+            }
+        }
+    }
+
+    /// Store a Data packet: `name` is its name, `wire` the whole encoded
+    /// Data, `freshness_ms` its FreshnessPeriod, `requests` how many
+    /// Interests the PIT saw for it (for selective caching).
+    pub fn insert<N: NameView + ?Sized>(
+        &mut self,
+        name: &N,
+        wire: &[u8],
+        freshness_ms: Option<Millis>,
+        requests: u32,
+        now: Millis,
+    ) -> CsInsert {
+        if wire.len() > self.cfg.max_packet_bytes {
+            self.stats.too_large += 1;
+            return CsInsert::TooLarge;
+        }
+        let tlv = name.tlv();
+        let h = self.hash(tlv);
+        let fresh_until = now.saturating_add(freshness_ms.unwrap_or(0));
+        if let Some(p) = self.find(tlv, h) {
+            let pk = &mut self.pkts[p as usize];
+            self.bytes = self.bytes - pk.wire.len() + wire.len();
+            pk.wire.clear();
+            pk.wire.extend_from_slice(wire);
+            pk.digest = None;
+            pk.fresh_until = fresh_until;
+            self.stats.replaced += 1;
+            self.trim_bytes(p);
+            return CsInsert::Replaced;
+        }
+        if self.cfg.admit_after > 1 {
+            let seen = self.sketch[self.sketch_slot(h)] as u32;
+            if requests.max(seen) < self.cfg.admit_after {
+                self.stats.not_admitted += 1;
+                return CsInsert::NotAdmitted;
+            }
+        }
+        // Make room: packets, bytes, then a free candidate entry.
+        while self.len >= self.cfg.capacity_packets
+            || self.bytes + wire.len() > self.cfg.capacity_bytes
+        {
+            let v = match self.local_victim(h) {
+                Some(v) => v,
+                None => match self.hand_victim() {
+                    Some(v) => v,
+                    None => break,
+                },
+            };
+            self.evict(v);
+        }
+        let mut best: Option<(usize, usize, usize)> = None;
+        for j in 0..self.cfg.subtables {
+            let bi = self.bucket(h, j);
+            let b = &self.table[bi];
+            let used = b.0.iter().filter(|&&e| e != 0).count();
+            if let Some(i) = b.0.iter().position(|&e| e == 0) {
+                if best.is_none_or(|(_, _, u)| used < u) {
+                    best = Some((bi, i, used));
+                }
+            }
+        }
+        let (bi, i) = match best {
+            Some((bi, i, _)) => (bi, i),
+            None => {
+                // All d x E candidates full: evict the local victim.
+                let v = self.local_victim(h).unwrap_or(0);
+                let at = self.pkts[v as usize].at as usize;
+                self.evict(v);
+                (at / E, at % E)
+            }
+        };
+        let p = match self.free.pop() {
+            Some(p) => p,
+            None => {
+                self.pkts.push(Packet::default());
+                (self.pkts.len() - 1) as u32
+            }
+        };
+        self.clock += 1;
+        let pk = &mut self.pkts[p as usize];
+        pk.live = true;
+        pk.name.clear();
+        pk.name.extend_from_slice(tlv);
+        pk.wire.clear();
+        pk.wire.extend_from_slice(wire);
+        pk.fresh_until = fresh_until;
+        pk.digest = None;
+        pk.last_use = self.clock;
+        pk.uses = 1;
+        pk.at = (bi * E + i) as u32;
+        self.table[bi].0[i] = (h >> 32) << 32 | (p as u64 + 1);
+        if self.cfg.prefix_index {
+            self.index.insert(tlv.to_vec(), p);
+        }
+        self.len += 1;
+        self.bytes += wire.len();
+        self.stats.admitted += 1;
+        CsInsert::Admitted
+    }
+
+    /// After a replacement grew the store past its byte cap, evict others.
+    fn trim_bytes(&mut self, keep: u32) {
+        while self.bytes > self.cfg.capacity_bytes && self.len > 1 {
+            let Some(v) = self.hand_victim() else { break };
+            if v != keep {
+                self.evict(v);
+            }
+        }
+    }
+
+    /// Check the structure's invariants (tests): every live packet is
+    /// pointed to by exactly its table entry, counts and bytes add up, the
+    /// index holds exactly the live names, and the caps hold.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut n = 0;
+        let mut bytes = 0;
+        for (i, pk) in self.pkts.iter().enumerate() {
+            if !pk.live {
+                continue;
+            }
+            n += 1;
+            bytes += pk.wire.len();
+            let e = self.table[pk.at as usize / E].0[pk.at as usize % E];
+            if e as u32 != i as u32 + 1 || e >> 32 != self.hash(&pk.name) >> 32 {
+                return Err(format!(
+                    "packet {i}: table entry {e:#x} does not point back"
+                ));
+            }
+            if self.cfg.prefix_index && self.index.get(&pk.name) != Some(&(i as u32)) {
+                return Err(format!("packet {i}: missing from the name index"));
+            }
+        }
+        let entries = self
+            .table
+            .iter()
+            .flat_map(|b| b.0)
+            .filter(|&e| e != 0)
+            .count();
+        if n != self.len || entries != n || bytes != self.bytes {
+            return Err(format!(
+                "len {} / live {n} / entries {entries}; bytes {} / {bytes}",
+                self.len, self.bytes
+            ));
+        }
+        if self.cfg.prefix_index && self.index.len() != n {
+            return Err(format!("index holds {} names, {n} live", self.index.len()));
+        }
+        if n > self.cfg.capacity_packets || bytes > self.cfg.capacity_bytes {
+            return Err(format!("over capacity: {n} packets, {bytes} bytes"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::name::NameBuf;
+
+    fn nm(c: &[&str]) -> NameBuf {
+        NameBuf::from_components(c).unwrap()
+    }
+
+    fn q(name: &NameBuf, cbp: bool, mbf: bool) -> CsQuery<'_, NameBuf> {
+        CsQuery {
+            name,
+            can_be_prefix: cbp,
+            must_be_fresh: mbf,
+        }
+    }
+
+    fn cs(cfg: CsConfig) -> ContentStore {
+        ContentStore::new(cfg).unwrap()
+    }
+
+    #[test]
+    fn exact_hit_then_must_be_fresh_miss_after_freshness_period() {
+        let mut c = cs(CsConfig::default());
+        let a = nm(&["a"]);
+        assert_eq!(
+            c.insert(&a, b"wire-a", Some(100), 1, 1000),
+            CsInsert::Admitted
+        );
+        assert_eq!(c.lookup(&q(&a, false, true), 1099), Some(&b"wire-a"[..]));
+        assert_eq!(c.lookup(&q(&a, false, true), 1100), None);
+        assert_eq!(c.lookup(&q(&a, false, false), 5000), Some(&b"wire-a"[..]));
+        assert_eq!(c.stats().stale, 1);
+        // No FreshnessPeriod: never fresh.
+        let b = nm(&["b"]);
+        c.insert(&b, b"wire-b", None, 1, 0);
+        assert_eq!(c.lookup(&q(&b, false, true), 0), None);
+        c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn can_be_prefix_finds_data_under_the_prefix_and_only_with_the_flag() {
+        let mut c = cs(CsConfig::default());
+        let d = nm(&["a", "b", "c"]);
+        c.insert(&d, b"abc", Some(1000), 1, 0);
+        c.insert(&nm(&["ab"]), b"ab", Some(1000), 1, 0);
+        assert_eq!(c.lookup(&q(&nm(&["a"]), true, false), 1), Some(&b"abc"[..]));
+        assert_eq!(
+            c.lookup(&q(&nm(&["a", "b"]), true, true), 1),
+            Some(&b"abc"[..])
+        );
+        assert_eq!(c.lookup(&q(&nm(&["a"]), false, false), 1), None);
+        // Component boundaries are respected: /a is not a prefix of /ab.
+        c.insert(&nm(&["x", "ab"]), b"xab", Some(1000), 1, 0);
+        assert_eq!(c.lookup(&q(&nm(&["x", "a"]), true, false), 1), None);
+        assert!(c.lookup(&q(&NameBuf::root(), true, false), 1).is_some());
+    }
+
+    #[test]
+    fn can_be_prefix_with_must_be_fresh_skips_stale_packets_within_the_limit() {
+        let mut c = cs(CsConfig {
+            prefix_scan_limit: 2,
+            ..CsConfig::default()
+        });
+        for i in 0..3 {
+            c.insert(
+                &nm(&["p", &format!("{i}")]),
+                format!("{i}").as_bytes(),
+                Some(10),
+                1,
+                0,
+            );
+        }
+        c.insert(&nm(&["p", "9"]), b"9", Some(1000), 1, 0);
+        assert_eq!(c.lookup(&q(&nm(&["p"]), true, true), 5), Some(&b"0"[..]));
+        assert_eq!(c.lookup(&q(&nm(&["p"]), true, true), 50), None);
+        assert_eq!(c.stats().scan_limited, 1);
+        let mut c2 = cs(CsConfig::default());
+        c2.insert(&nm(&["p", "0"]), b"0", Some(10), 1, 0);
+        c2.insert(&nm(&["p", "9"]), b"9", Some(1000), 1, 0);
+        assert_eq!(c2.lookup(&q(&nm(&["p"]), true, true), 50), Some(&b"9"[..]));
+    }
+
+    #[test]
+    fn implicit_digest_name_matches_only_that_packet() {
+        let mut c = cs(CsConfig::default());
+        let a = nm(&["a"]);
+        let wire = b"the encoded data";
+        c.insert(&a, wire, Some(1000), 1, 0);
+        let dg = nexthop_wire::ndn::implicit_digest(wire);
+        let mut full = a.clone();
+        full.push(1, &dg).unwrap();
+        assert_eq!(c.lookup(&q(&full, false, false), 1), Some(&wire[..]));
+        let mut wrong = a.clone();
+        wrong.push(1, &[0; 32]).unwrap();
+        assert_eq!(c.lookup(&q(&wrong, false, false), 1), None);
+    }
+
+    #[test]
+    fn lru_evicts_the_least_recently_used_candidate() {
+        // One bucket: the local search sees every packet.
+        let mut c = cs(CsConfig {
+            capacity_packets: 3,
+            subtables: 1,
+            ..CsConfig::default()
+        });
+        let n: Vec<NameBuf> = (0..4).map(|i| nm(&[&format!("{i}")])).collect();
+        for x in &n[..3] {
+            c.insert(x, b"d", None, 1, 0);
+        }
+        c.lookup(&q(&n[0], false, false), 1);
+        c.insert(&n[3], b"d", None, 1, 2);
+        assert!(c.lookup(&q(&n[1], false, false), 3).is_none());
+        assert!(c.lookup(&q(&n[0], false, false), 3).is_some());
+        assert_eq!(c.stats().evicted, 1);
+        c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn lfu_evicts_the_least_frequently_used_candidate() {
+        let mut c = cs(CsConfig {
+            capacity_packets: 3,
+            subtables: 1,
+            policy: Policy::Lfu,
+            ..CsConfig::default()
+        });
+        let n: Vec<NameBuf> = (0..4).map(|i| nm(&[&format!("{i}")])).collect();
+        for x in &n[..3] {
+            c.insert(x, b"d", None, 1, 0);
+        }
+        for _ in 0..3 {
+            c.lookup(&q(&n[0], false, false), 1);
+            c.lookup(&q(&n[2], false, false), 1);
+        }
+        c.lookup(&q(&n[1], false, false), 1);
+        c.insert(&n[3], b"d", None, 1, 2);
+        assert!(c.lookup(&q(&n[1], false, false), 3).is_none());
+        assert!(c.lookup(&q(&n[0], false, false), 3).is_some());
+        assert!(c.lookup(&q(&n[2], false, false), 3).is_some());
+    }
+
+    #[test]
+    fn byte_capacity_evicts_until_the_packet_fits() {
+        let mut c = cs(CsConfig {
+            capacity_bytes: 10,
+            max_packet_bytes: 8,
+            ..CsConfig::default()
+        });
+        c.insert(&nm(&["a"]), &[0; 4], None, 1, 0);
+        c.insert(&nm(&["b"]), &[0; 4], None, 1, 0);
+        assert_eq!(
+            c.insert(&nm(&["c"]), &[0; 8], None, 1, 0),
+            CsInsert::Admitted
+        );
+        assert!(c.bytes() <= 10);
+        assert_eq!(
+            c.insert(&nm(&["d"]), &[0; 9], None, 1, 0),
+            CsInsert::TooLarge
+        );
+        // Replacing with a larger copy keeps the byte cap.
+        c.insert(&nm(&["e"]), &[0; 2], None, 1, 0);
+        assert_eq!(
+            c.insert(&nm(&["e"]), &[0; 8], None, 1, 0),
+            CsInsert::Replaced
+        );
+        assert!(c.bytes() <= 10);
+        c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn selective_caching_admits_after_k_requests() {
+        let mut c = cs(CsConfig {
+            admit_after: 2,
+            ..CsConfig::default()
+        });
+        let a = nm(&["a"]);
+        assert_eq!(c.insert(&a, b"d", None, 1, 0), CsInsert::NotAdmitted);
+        // Two requests reported by the PIT.
+        assert_eq!(c.insert(&a, b"d", None, 2, 0), CsInsert::Admitted);
+        // Or two lookup misses counted by the store.
+        let b = nm(&["b"]);
+        assert!(c.lookup(&q(&b, false, false), 0).is_none());
+        assert_eq!(c.insert(&b, b"d", None, 1, 0), CsInsert::NotAdmitted);
+        assert!(c.lookup(&q(&b, false, false), 0).is_none());
+        assert_eq!(c.insert(&b, b"d", None, 1, 0), CsInsert::Admitted);
+        assert_eq!(c.stats().not_admitted, 2);
+    }
+
+    #[test]
+    fn bad_config_is_refused_with_the_field_named() {
+        let e = ContentStore::new(CsConfig {
+            max_packet_bytes: 1 << 29,
+            ..CsConfig::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("max_packet_bytes"), "{e}");
+    }
+}

@@ -1,0 +1,1113 @@
+//! The NDN forwarding pipeline with NFD's semantics, no I/O.
+//!
+//! A [`Forwarder`] takes packets received on numbered faces (encoded
+//! bytes: a bare Interest or Data, or an NDNLPv2 LpPacket carrying a
+//! PitToken and maybe a Nack) and returns [`Actions`]: packets to send on
+//! faces, each with the PitToken the caller must put in its LpPacket (and
+//! the NackReason for a Nack), plus the drops with their reasons. The
+//! caller owns sockets, clocks and threads: `now` is passed in, the FIB is
+//! passed by reference on every call (it is shared, read-only, between
+//! forwarding threads), and the forwarder owns its PIT and Content Store
+//! partition.
+//!
+//! * Interest: HopLimit (0 on arrival: dropped; decremented; not sent on
+//!   with 0), missing Nonce (one is assigned, as ndn-cxx does), PIT insert
+//!   with duplicate-nonce and dead-nonce loop detection (Nack Duplicate to
+//!   the downstream), Content Store lookup for a new entry (a hit answers
+//!   with the downstream's token), FIB longest-prefix match, the strategy
+//!   chosen for the name (best-route or multicast, [`strategy`]); no route
+//!   is answered with Nack NoRoute.
+//! * Data: PIT match (exact name, CanBePrefix, implicit digest), Content
+//!   Store insert under its admission policy, a copy to every downstream
+//!   with its own token; unsolicited Data are dropped and counted (or
+//!   cached, with [`FwConfig::cache_unsolicited`]).
+//! * Nack from an upstream: the out-record is marked; best-route tries an
+//!   unused next hop; when no upstream is pending, the least severe reason
+//!   goes back to every downstream and the entry is removed.
+//! * Core mode ([`PitMode::Fingerprint`]): the fingerprint PIT of §5.4
+//!   stores no names, nonces or tokens, so there is no aggregation and no
+//!   loop detection (every Interest is forwarded, Algorithm 1), Data go to
+//!   the face bit-vector without tokens (a CS hit still echoes the
+//!   Interest's token), colliding names are all delivered and the entry
+//!   lives to its expiry; a Nack goes to the matched faces and consumes the
+//!   entry like a Data.
+//!
+//! Batches: [`Forwarder::process_batch`] with [`FwConfig::batch_prefetch`]
+//! set decodes a batch, runs the FIB lookups of all its Interests together
+//! (hashing then prefetching), then runs the pipeline packet by packet in
+//! arrival order (the FIB does not change within a call, so results equal
+//! one call per packet); by default it processes packet by packet.
+//!
+//! Untrusted input never panics: a packet that does not decode, an
+//! Interest or Data with a zero-component name, a fragment (reassembly is
+//! the face's job), a face id out of range, PIT caps, unmatched Data and
+//! Nacks are each dropped and counted by [`DropReason`].
+
+pub mod strategy;
+
+use std::borrow::Cow;
+
+use nexthop_wire::ndn::{
+    implicit_digest, Data, Interest, LpPacket, Nack, NackReason, NdnError, NetPacket, Packet,
+};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::cs::{ContentStore, CsConfig, CsQuery};
+use crate::fib::{Fib, Match, Prefetch, Trace};
+use crate::pit::{
+    check_range, ConfigError, DataMatch, Downstream, ExactPit, ExactPitConfig, FaceId,
+    FingerprintPit, FingerprintPitConfig, FpInsert, InsertOutcome, InterestIn, Millis, PitId,
+    PitToken,
+};
+use strategy::{after_nack, best_route, multicast, Decision};
+pub use strategy::{Strategy, StrategyChoice};
+
+/// Which PIT the forwarder runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PitMode {
+    /// Edge router: names, aggregation, nonces, tokens (NFD).
+    Exact(ExactPitConfig),
+    /// Core router: fingerprint-only entries (dissertation §5.4); face ids
+    /// must be below its `faces`.
+    Fingerprint(FingerprintPitConfig),
+}
+
+/// Forwarder configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FwConfig {
+    /// The PIT and its configuration.
+    pub pit: PitMode,
+    /// The Content Store (`None`: no caching).
+    pub cs: Option<CsConfig>,
+    /// The strategy for `/` until the strategy-choice table says otherwise.
+    pub default_strategy: Strategy,
+    /// Retransmission suppression interval (NFD's fixed suppression, as its
+    /// multicast strategy uses; `0..=60000` ms): a retransmission or another
+    /// downstream's Interest sooner than this after the last upstream send
+    /// is aggregated without being sent again.
+    pub retx_suppression_ms: Millis,
+    /// Faces `0..max_faces` are accepted (`1..=2^20`); per-face counters
+    /// are kept for each.
+    pub max_faces: u32,
+    /// Store unsolicited Data in the Content Store instead of only
+    /// dropping them (NFD's default policy drops them).
+    pub cache_unsolicited: bool,
+    /// The PitToken put on Interests sent upstream (the threads layer puts
+    /// its thread id here so Data and Nacks come back to this partition).
+    pub upstream_token: Option<PitToken>,
+    /// Seed of the generator of Nonces for Interests that carry none.
+    pub nonce_seed: u64,
+    /// How [`Forwarder::process_batch`] looks up its Interests' names:
+    /// [`Prefetch::None`] (the default) processes packet by packet, each
+    /// lookup on the prefix hashes the decoder cached; `First`/`All`
+    /// decode the batch, run [`Fib::lookup_batch`] over its Interests (hash
+    /// every name again, prefetch candidate buckets, then search), then
+    /// run the pipeline. The in-process benchmark measured the batched
+    /// lookups slower at 10^6 rules (see the crate README).
+    pub batch_prefetch: Prefetch,
+}
+
+impl Default for FwConfig {
+    fn default() -> FwConfig {
+        FwConfig {
+            pit: PitMode::Exact(ExactPitConfig::default()),
+            cs: Some(CsConfig::default()),
+            default_strategy: Strategy::BestRoute,
+            retx_suppression_ms: 10,
+            max_faces: 4096,
+            cache_unsolicited: false,
+            upstream_token: None,
+            nonce_seed: 0x6677_5f6e_6f6e_6365,
+            batch_prefetch: Prefetch::None,
+        }
+    }
+}
+
+impl FwConfig {
+    /// Check every field (and the PIT's and CS's configurations).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_range(
+            "retx_suppression_ms",
+            self.retx_suppression_ms,
+            0,
+            60_000,
+            "0..=60000 ms",
+        )?;
+        check_range("max_faces", self.max_faces as u64, 1, 1 << 20, "1..=2^20")?;
+        match &self.pit {
+            PitMode::Exact(c) => c.validate()?,
+            PitMode::Fingerprint(c) => c.validate()?,
+        }
+        if let Some(c) = &self.cs {
+            c.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DropReason {
+    /// TLV ends early or a length exceeds the buffer.
+    Truncated,
+    /// An unknown critical TLV-TYPE.
+    UnknownCritical,
+    /// Any other decoding error.
+    Malformed,
+    /// An Interest or Data whose name has no component.
+    ZeroComponentName,
+    /// A piece of a fragmented LpPacket (the face reassembles) or an
+    /// LpPacket without a Fragment (IDLE).
+    NotWhole,
+    /// A face id at or above `max_faces` (or the fingerprint PIT's faces).
+    BadFace,
+    /// An Interest that arrived with HopLimit 0.
+    HopLimitZero,
+    /// An Interest not sent upstream because its HopLimit reached 0.
+    HopLimitExhausted,
+    /// A looping Interest (duplicate or dead nonce; Nack Duplicate sent).
+    DuplicateNonce,
+    /// The PIT is full.
+    PitFull,
+    /// The PIT entry holds its most in-records.
+    PitRecordsFull,
+    /// No route (Nack NoRoute sent).
+    NoRoute,
+    /// A Data that matches no PIT entry.
+    UnsolicitedData,
+    /// A Nack that matches no PIT entry or out-record.
+    UnmatchedNack,
+}
+
+impl DropReason {
+    /// Every reason, in [`DropCounters`] order.
+    pub const ALL: [DropReason; 14] = [
+        DropReason::Truncated,
+        DropReason::UnknownCritical,
+        DropReason::Malformed,
+        DropReason::ZeroComponentName,
+        DropReason::NotWhole,
+        DropReason::BadFace,
+        DropReason::HopLimitZero,
+        DropReason::HopLimitExhausted,
+        DropReason::DuplicateNonce,
+        DropReason::PitFull,
+        DropReason::PitRecordsFull,
+        DropReason::NoRoute,
+        DropReason::UnsolicitedData,
+        DropReason::UnmatchedNack,
+    ];
+
+    /// A stable snake_case name (metric labels).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::UnknownCritical => "unknown_critical",
+            DropReason::Malformed => "malformed",
+            DropReason::ZeroComponentName => "zero_component_name",
+            DropReason::NotWhole => "not_whole",
+            DropReason::BadFace => "bad_face",
+            DropReason::HopLimitZero => "hop_limit_zero",
+            DropReason::HopLimitExhausted => "hop_limit_exhausted",
+            DropReason::DuplicateNonce => "duplicate_nonce",
+            DropReason::PitFull => "pit_full",
+            DropReason::PitRecordsFull => "pit_records_full",
+            DropReason::NoRoute => "no_route",
+            DropReason::UnsolicitedData => "unsolicited_data",
+            DropReason::UnmatchedNack => "unmatched_nack",
+        }
+    }
+
+    fn of(e: &NdnError) -> DropReason {
+        match e {
+            NdnError::Truncated { .. } | NdnError::LengthExceedsBuffer { .. } => {
+                DropReason::Truncated
+            }
+            NdnError::UnknownCritical { .. } => DropReason::UnknownCritical,
+            _ => DropReason::Malformed,
+        }
+    }
+}
+
+/// Drops per reason (indexed like [`DropReason::ALL`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCounters(pub [u64; 14]);
+
+impl DropCounters {
+    /// The count for `r`.
+    pub fn get(&self, r: DropReason) -> u64 {
+        self.0[r as usize]
+    }
+    /// All drops.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+/// Per-face counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaceCounters {
+    /// Interests received.
+    pub in_interests: u64,
+    /// Data received.
+    pub in_data: u64,
+    /// Nacks received.
+    pub in_nacks: u64,
+    /// Interests sent.
+    pub out_interests: u64,
+    /// Data sent.
+    pub out_data: u64,
+    /// Nacks sent.
+    pub out_nacks: u64,
+    /// Packets from this face that were dropped.
+    pub dropped: u64,
+}
+
+/// Forwarder-wide counters (plain integers; the caller exports them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FwCounters {
+    /// Drops by reason.
+    pub drops: DropCounters,
+    /// Interests answered from the Content Store.
+    pub cs_hits: u64,
+    /// Interests that missed the Content Store.
+    pub cs_misses: u64,
+    /// Data that satisfied at least one PIT entry.
+    pub satisfied: u64,
+    /// Interests aggregated into a pending entry and not sent again.
+    pub suppressed: u64,
+    /// Interests sent again to another next hop after a Nack.
+    pub nack_retries: u64,
+    /// Nonces assigned to Interests that carried none.
+    pub nonces_assigned: u64,
+}
+
+/// What an [`Action`] sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActionKind {
+    /// An Interest.
+    Interest,
+    /// A Data.
+    Data,
+    /// A Nack with this reason; the packet is the Interest it refuses.
+    Nack(NackReason),
+}
+
+/// Send a network-layer packet on a face.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Action {
+    /// The face.
+    pub face: FaceId,
+    /// What it is.
+    pub kind: ActionKind,
+    /// The PitToken to put in the LpPacket (`None`: no token).
+    pub token: Option<PitToken>,
+    start: u32,
+    end: u32,
+}
+
+/// The output of one call: packets to send (their bytes in one buffer
+/// reused across calls) and the drops. Clear it between calls or let
+/// actions accumulate over a batch.
+#[derive(Clone, Debug, Default)]
+pub struct Actions {
+    list: Vec<Action>,
+    bytes: Vec<u8>,
+    drops: Vec<(FaceId, DropReason)>,
+}
+
+impl Actions {
+    /// Empty.
+    pub fn new() -> Actions {
+        Actions::default()
+    }
+    /// Forget every action and drop, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.list.clear();
+        self.bytes.clear();
+        self.drops.clear();
+    }
+    /// The sends, in order.
+    pub fn sends(&self) -> &[Action] {
+        &self.list
+    }
+    /// The drops `(incoming face, reason)`, in order.
+    pub fn drops(&self) -> &[(FaceId, DropReason)] {
+        &self.drops
+    }
+    /// The encoded Interest or Data of `a` (for a Nack: the Interest).
+    pub fn packet(&self, a: &Action) -> &[u8] {
+        self.bytes
+            .get(a.start as usize..a.end as usize)
+            .unwrap_or(&[])
+    }
+    /// `a` as a whole NDNLPv2 LpPacket (PitToken and Nack header set), or
+    /// the bare packet when it needs neither.
+    pub fn to_wire(&self, a: &Action) -> Vec<u8> {
+        let p = self.packet(a);
+        let nack = match a.kind {
+            ActionKind::Nack(r) => Some(Nack { reason: Some(r) }),
+            _ => None,
+        };
+        if a.token.is_none() && nack.is_none() {
+            return p.to_vec();
+        }
+        LpPacket {
+            pit_token: a.token.map(|t| t.as_bytes().to_vec()),
+            nack,
+            ..LpPacket::wrap(p.to_vec())
+        }
+        .to_wire()
+    }
+    /// Append encoded bytes; returns their range.
+    fn push_bytes(&mut self, f: impl FnOnce(&mut Vec<u8>)) -> (u32, u32) {
+        let start = self.bytes.len() as u32;
+        f(&mut self.bytes);
+        (start, self.bytes.len() as u32)
+    }
+    fn push(&mut self, face: FaceId, kind: ActionKind, token: Option<PitToken>, r: (u32, u32)) {
+        self.list.push(Action {
+            face,
+            kind,
+            token,
+            start: r.0,
+            end: r.1,
+        });
+    }
+}
+
+#[derive(Debug)]
+enum Pit {
+    Exact(ExactPit),
+    Fp(FingerprintPit),
+}
+
+/// One decoded packet of a batch.
+enum Input<'a> {
+    Interest(Interest, Option<PitToken>, Option<Cow<'a, [u8]>>),
+    Data(Data, Cow<'a, [u8]>),
+    Nack(Interest, Option<NackReason>),
+    Bad(DropReason),
+}
+
+/// The forwarding pipeline of one forwarding thread. See the module docs.
+#[derive(Debug)]
+pub struct Forwarder {
+    cfg: FwConfig,
+    pit: Pit,
+    cs: Option<ContentStore>,
+    choice: StrategyChoice,
+    counters: FwCounters,
+    faces: Vec<FaceCounters>,
+    rng: Xoshiro256PlusPlus,
+    faces_scratch: Vec<FaceId>,
+    down_scratch: Vec<Downstream>,
+}
+
+impl Forwarder {
+    /// A forwarder with empty PIT and Content Store.
+    pub fn new(cfg: FwConfig) -> Result<Forwarder, ConfigError> {
+        cfg.validate()?;
+        let pit = match cfg.pit {
+            PitMode::Exact(c) => Pit::Exact(ExactPit::new(c)?),
+            PitMode::Fingerprint(c) => Pit::Fp(FingerprintPit::new(c)?),
+        };
+        let cs = cfg.cs.map(ContentStore::new).transpose()?;
+        Ok(Forwarder {
+            choice: StrategyChoice::new(cfg.default_strategy),
+            rng: Xoshiro256PlusPlus::seed_from_u64(cfg.nonce_seed),
+            cfg,
+            pit,
+            cs,
+            counters: FwCounters::default(),
+            faces: Vec::new(),
+            faces_scratch: Vec::new(),
+            down_scratch: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FwConfig {
+        &self.cfg
+    }
+    /// The strategy-choice table.
+    pub fn strategy_choice(&self) -> &StrategyChoice {
+        &self.choice
+    }
+    /// The strategy-choice table, to change.
+    pub fn strategy_choice_mut(&mut self) -> &mut StrategyChoice {
+        &mut self.choice
+    }
+    /// Forwarder-wide counters.
+    pub fn counters(&self) -> &FwCounters {
+        &self.counters
+    }
+    /// Counters of `face` (zero for a face never seen).
+    pub fn face_counters(&self, face: FaceId) -> FaceCounters {
+        self.faces.get(face as usize).copied().unwrap_or_default()
+    }
+    /// The exact PIT (edge mode).
+    pub fn exact_pit(&self) -> Option<&ExactPit> {
+        match &self.pit {
+            Pit::Exact(p) => Some(p),
+            Pit::Fp(_) => None,
+        }
+    }
+    /// The fingerprint PIT (core mode).
+    pub fn fingerprint_pit(&self) -> Option<&FingerprintPit> {
+        match &self.pit {
+            Pit::Fp(p) => Some(p),
+            Pit::Exact(_) => None,
+        }
+    }
+    /// The Content Store.
+    pub fn content_store(&self) -> Option<&ContentStore> {
+        self.cs.as_ref()
+    }
+    /// Pending Interests.
+    pub fn pit_len(&self) -> usize {
+        match &self.pit {
+            Pit::Exact(p) => p.len(),
+            Pit::Fp(p) => p.len(),
+        }
+    }
+
+    fn face_mut(&mut self, face: FaceId) -> &mut FaceCounters {
+        let i = face as usize;
+        if i >= self.faces.len() {
+            self.faces.resize(i + 1, FaceCounters::default());
+        }
+        &mut self.faces[i]
+    }
+
+    fn drop_pkt(&mut self, face: FaceId, r: DropReason, out: &mut Actions) {
+        self.counters.drops.0[r as usize] += 1;
+        if face < self.cfg.max_faces {
+            self.face_mut(face).dropped += 1;
+        }
+        out.drops.push((face, r));
+    }
+
+    fn emit(
+        &mut self,
+        face: FaceId,
+        kind: ActionKind,
+        token: Option<PitToken>,
+        r: (u32, u32),
+        out: &mut Actions,
+    ) {
+        let fc = self.face_mut(face);
+        match kind {
+            ActionKind::Interest => fc.out_interests += 1,
+            ActionKind::Data => fc.out_data += 1,
+            ActionKind::Nack(_) => fc.out_nacks += 1,
+        }
+        out.push(face, kind, token, r);
+    }
+
+    fn decode<'a>(&self, face: FaceId, wire: &'a [u8]) -> Input<'a> {
+        if face >= self.cfg.max_faces {
+            return Input::Bad(DropReason::BadFace);
+        }
+        let (frag, token, nack): (Cow<'a, [u8]>, Option<PitToken>, Option<Nack>) =
+            match Packet::decode(wire) {
+                Err(e) => return Input::Bad(DropReason::of(&e)),
+                Ok(Packet::Interest(i)) => {
+                    return Input::Interest(i, None, Some(Cow::Borrowed(wire)))
+                }
+                Ok(Packet::Data(d)) => return Input::Data(d, Cow::Borrowed(wire)),
+                Ok(Packet::Lp(lp)) => {
+                    if !lp.is_whole() || lp.fragment.is_none() {
+                        return Input::Bad(DropReason::NotWhole);
+                    }
+                    let token = lp.pit_token.as_deref().and_then(PitToken::new);
+                    let frag = lp.fragment.unwrap_or_default();
+                    // NDNLPv2 puts the Fragment last: borrow its bytes from
+                    // `wire` when they are there, else keep the copy.
+                    let tail = wire.get(wire.len().saturating_sub(frag.len())..);
+                    let frag = match tail {
+                        Some(t) if t == frag.as_slice() => Cow::Borrowed(t),
+                        _ => Cow::Owned(frag),
+                    };
+                    (frag, token, lp.nack)
+                }
+            };
+        match NetPacket::decode(&frag) {
+            Err(e) => Input::Bad(DropReason::of(&e)),
+            Ok(NetPacket::Interest(i)) => match nack {
+                Some(n) => Input::Nack(i, n.reason),
+                None => Input::Interest(i, token, Some(frag)),
+            },
+            Ok(NetPacket::Data(_)) if nack.is_some() => Input::Bad(DropReason::Malformed),
+            Ok(NetPacket::Data(d)) => Input::Data(d, frag),
+        }
+    }
+
+    /// Process one packet received on `face`.
+    pub fn process(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        wire: &[u8],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        let input = self.decode(face, wire);
+        self.dispatch(fib, face, input, None, now, out);
+    }
+
+    /// Process a batch of packets `(face, bytes)` in order, with the FIB
+    /// lookups of its Interests batched. Results equal one
+    /// [`Self::process`] call per packet.
+    pub fn process_batch(
+        &mut self,
+        fib: &Fib,
+        batch: &[(FaceId, &[u8])],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        if self.cfg.batch_prefetch == Prefetch::None {
+            // Measured faster than decoding the whole batch first: each
+            // packet's state is still in cache when it is forwarded.
+            for &(face, wire) in batch {
+                self.process(fib, face, wire, now, out);
+            }
+            return;
+        }
+        let inputs: Vec<Input<'_>> = batch.iter().map(|&(f, w)| self.decode(f, w)).collect();
+        let names: Vec<&nexthop_wire::ndn::Name> = inputs
+            .iter()
+            .filter_map(|i| match i {
+                Input::Interest(i, ..) => Some(&i.name),
+                _ => None,
+            })
+            .collect();
+        let mut matches = vec![None; names.len()];
+        fib.lookup_batch(&names, &mut matches, self.cfg.batch_prefetch);
+        let mut m = matches.into_iter();
+        for (input, &(face, _)) in inputs.into_iter().zip(batch) {
+            let pre = match &input {
+                Input::Interest(..) => Some(m.next().flatten()),
+                _ => None,
+            };
+            self.dispatch(fib, face, input, pre, now, out);
+        }
+    }
+
+    /// Process an Interest already decoded (from `face`, with the PitToken
+    /// of its LpPacket).
+    pub fn interest(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        interest: Interest,
+        token: Option<PitToken>,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        let input = if face >= self.cfg.max_faces {
+            Input::Bad(DropReason::BadFace)
+        } else {
+            Input::Interest(interest, token, None)
+        };
+        self.dispatch(fib, face, input, None, now, out);
+    }
+
+    /// Process a Data already decoded; `wire` is its encoding.
+    pub fn data(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        data: Data,
+        wire: &[u8],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        let input = if face >= self.cfg.max_faces {
+            Input::Bad(DropReason::BadFace)
+        } else {
+            Input::Data(data, Cow::Borrowed(wire))
+        };
+        self.dispatch(fib, face, input, None, now, out);
+    }
+
+    /// Process a Nack already decoded (the Interest it refuses and its
+    /// reason).
+    pub fn nack(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        interest: Interest,
+        reason: Option<NackReason>,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        let input = if face >= self.cfg.max_faces {
+            Input::Bad(DropReason::BadFace)
+        } else {
+            Input::Nack(interest, reason)
+        };
+        self.dispatch(fib, face, input, None, now, out);
+    }
+
+    fn dispatch(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        input: Input<'_>,
+        pre: Option<Option<Match>>,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        match input {
+            Input::Bad(r) => self.drop_pkt(face, r, out),
+            Input::Interest(i, token, wire) => {
+                self.face_mut(face).in_interests += 1;
+                self.on_interest(fib, face, i, wire.as_deref(), token, pre, now, out)
+            }
+            Input::Data(d, wire) => {
+                self.face_mut(face).in_data += 1;
+                self.on_data(face, &d, &wire, now, out)
+            }
+            Input::Nack(i, r) => {
+                self.face_mut(face).in_nacks += 1;
+                self.on_nack(fib, face, i, r, now, out)
+            }
+        }
+    }
+
+    /// Send `i` (as received) back to `face` as a Nack.
+    fn nack_back(
+        &mut self,
+        face: FaceId,
+        i: &Interest,
+        reason: NackReason,
+        token: Option<PitToken>,
+        out: &mut Actions,
+    ) {
+        let r = out.push_bytes(|b| i.encode(b));
+        self.emit(face, ActionKind::Nack(reason), token, r, out);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_interest(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        mut i: Interest,
+        wire: Option<&[u8]>,
+        token: Option<PitToken>,
+        pre: Option<Option<Match>>,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        // Forward the received bytes (HopLimit patched) unless the
+        // Interest had to change otherwise.
+        let mut wire = wire;
+        if i.name.is_empty() {
+            return self.drop_pkt(face, DropReason::ZeroComponentName, out);
+        }
+        if let Some(h) = i.hop_limit {
+            if h == 0 {
+                return self.drop_pkt(face, DropReason::HopLimitZero, out);
+            }
+            i.hop_limit = Some(h - 1);
+        }
+        let nonce = match i.nonce {
+            Some(n) => n,
+            None => {
+                let n = self.rng.gen::<u32>();
+                i.nonce = Some(n);
+                wire = None;
+                self.counters.nonces_assigned += 1;
+                n
+            }
+        };
+        let strategy = self.choice.find(&i.name);
+        let lookup = |i: &Interest| match pre {
+            Some(m) => m,
+            None => fib.lookup_name(&i.name, &mut Trace::default()),
+        };
+        let mut faces = std::mem::take(&mut self.faces_scratch);
+        faces.clear();
+        match &mut self.pit {
+            Pit::Exact(pit) => {
+                let ii = InterestIn {
+                    name: &i.name,
+                    can_be_prefix: i.can_be_prefix,
+                    must_be_fresh: i.must_be_fresh,
+                    nonce,
+                    lifetime_ms: i.lifetime_ms,
+                    face,
+                    token,
+                    multi_access: false,
+                };
+                let id = match pit.insert(&ii, now) {
+                    InsertOutcome::DuplicateNonce { .. } => {
+                        self.counters.drops.0[DropReason::DuplicateNonce as usize] += 1;
+                        self.face_mut(face).dropped += 1;
+                        out.drops.push((face, DropReason::DuplicateNonce));
+                        self.nack_back(face, &i, NackReason::Duplicate, token, out);
+                        self.faces_scratch = faces;
+                        return;
+                    }
+                    InsertOutcome::Full => {
+                        self.faces_scratch = faces;
+                        return self.drop_pkt(face, DropReason::PitFull, out);
+                    }
+                    InsertOutcome::RecordsFull => {
+                        self.faces_scratch = faces;
+                        return self.drop_pkt(face, DropReason::PitRecordsFull, out);
+                    }
+                    InsertOutcome::New(id) => {
+                        if self.cs_answer(face, &i, token, now, out) {
+                            if let Pit::Exact(pit) = &mut self.pit {
+                                pit.remove(id, now);
+                            }
+                            self.faces_scratch = faces;
+                            return;
+                        }
+                        id
+                    }
+                    InsertOutcome::Aggregated(id) | InsertOutcome::Retransmitted(id) => id,
+                };
+                let m = lookup(&i);
+                let outs = match &self.pit {
+                    Pit::Exact(pit) => pit.entry(id).map(|e| e.out_records()).unwrap_or(&[]),
+                    Pit::Fp(_) => &[],
+                };
+                let hops = m.map(|m| fib.next_hops(m.nh)).unwrap_or(&[]);
+                let sup = self.cfg.retx_suppression_ms;
+                let d = match strategy {
+                    Strategy::BestRoute => best_route(hops, face, outs, now, sup, &mut faces),
+                    Strategy::Multicast => multicast(hops, face, outs, now, sup, &mut faces),
+                };
+                match d {
+                    Decision::Send => {
+                        self.send_interest(Some(id), &i, wire, &faces, face, now, out)
+                    }
+                    Decision::Suppressed | Decision::Wait => self.counters.suppressed += 1,
+                    Decision::NoRoute => {
+                        self.drop_pkt(face, DropReason::NoRoute, out);
+                        self.reject(id, &mut i, NackReason::NoRoute, now, out);
+                    }
+                }
+            }
+            Pit::Fp(_) => {
+                if self.cs_answer(face, &i, token, now, out) {
+                    self.faces_scratch = faces;
+                    return;
+                }
+                let hops = lookup(&i).map(|m| fib.next_hops(m.nh)).unwrap_or(&[]);
+                let sup = self.cfg.retx_suppression_ms;
+                let d = match strategy {
+                    Strategy::BestRoute => best_route(hops, face, &[], now, sup, &mut faces),
+                    Strategy::Multicast => multicast(hops, face, &[], now, sup, &mut faces),
+                };
+                if d != Decision::Send {
+                    self.drop_pkt(face, DropReason::NoRoute, out);
+                    self.nack_back(face, &i, NackReason::NoRoute, token, out);
+                } else {
+                    let ins = match &mut self.pit {
+                        Pit::Fp(pit) => pit.insert(i.name.value(), face, i.lifetime_ms, now),
+                        Pit::Exact(_) => FpInsert::BadFace,
+                    };
+                    match ins {
+                        FpInsert::Forward { .. } => {
+                            self.send_interest(None, &i, wire, &faces, face, now, out)
+                        }
+                        FpInsert::Full => self.drop_pkt(face, DropReason::PitFull, out),
+                        FpInsert::BadFace => self.drop_pkt(face, DropReason::BadFace, out),
+                    }
+                }
+            }
+        }
+        self.faces_scratch = faces;
+    }
+
+    /// Answer from the Content Store; returns whether it did.
+    fn cs_answer(
+        &mut self,
+        face: FaceId,
+        i: &Interest,
+        token: Option<PitToken>,
+        now: Millis,
+        out: &mut Actions,
+    ) -> bool {
+        let Some(cs) = &mut self.cs else {
+            return false;
+        };
+        let q = CsQuery {
+            name: &i.name,
+            can_be_prefix: i.can_be_prefix,
+            must_be_fresh: i.must_be_fresh,
+        };
+        match cs.lookup(&q, now) {
+            Some(wire) => {
+                let r = out.push_bytes(|b| b.extend_from_slice(wire));
+                self.counters.cs_hits += 1;
+                self.emit(face, ActionKind::Data, token, r, out);
+                true
+            }
+            None => {
+                self.counters.cs_misses += 1;
+                false
+            }
+        }
+    }
+
+    /// Send `i` to `faces` (recording out-records in edge mode): `wire`,
+    /// its received encoding, with the HopLimit byte set to `i`'s, or `i`
+    /// encoded afresh.
+    #[allow(clippy::too_many_arguments)]
+    fn send_interest(
+        &mut self,
+        id: Option<PitId>,
+        i: &Interest,
+        wire: Option<&[u8]>,
+        faces: &[FaceId],
+        in_face: FaceId,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        if i.hop_limit == Some(0) {
+            return self.drop_pkt(in_face, DropReason::HopLimitExhausted, out);
+        }
+        let patched = wire.and_then(|w| {
+            let at = match i.hop_limit {
+                Some(_) => Some(hop_limit_at(w)?),
+                None => None,
+            };
+            Some((w, at))
+        });
+        let r = match patched {
+            Some((w, at)) => out.push_bytes(|b| {
+                let base = b.len();
+                b.extend_from_slice(w);
+                if let (Some(at), Some(h)) = (at, i.hop_limit) {
+                    b[base + at] = h;
+                }
+            }),
+            None => out.push_bytes(|b| i.encode(b)),
+        };
+        let nonce = i.nonce.unwrap_or(0);
+        for &f in faces {
+            if let (Some(id), Pit::Exact(pit)) = (id, &mut self.pit) {
+                if !pit.add_out_record(id, f, nonce, i.lifetime_ms, now) {
+                    continue;
+                }
+            }
+            let tok = self.cfg.upstream_token;
+            self.emit(f, ActionKind::Interest, tok, r, out);
+        }
+    }
+
+    /// Nack every downstream of `id` with `reason` and remove the entry.
+    fn reject(
+        &mut self,
+        id: PitId,
+        i: &mut Interest,
+        reason: NackReason,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        let Pit::Exact(pit) = &mut self.pit else {
+            return;
+        };
+        let Some(e) = pit.entry(id) else {
+            return;
+        };
+        let mut nonces: Vec<(Downstream, u32)> = Vec::with_capacity(e.in_records().len());
+        for r in e.in_records() {
+            if r.expiry > now {
+                nonces.push((
+                    Downstream {
+                        face: r.face,
+                        token: r.token,
+                    },
+                    r.nonce,
+                ));
+            }
+        }
+        pit.remove(id, now);
+        let keep = i.nonce;
+        for (d, n) in nonces {
+            i.nonce = Some(n);
+            self.nack_back(d.face, i, reason, d.token, out);
+        }
+        i.nonce = keep;
+    }
+
+    fn on_data(&mut self, face: FaceId, d: &Data, wire: &[u8], now: Millis, out: &mut Actions) {
+        if d.name.is_empty() {
+            return self.drop_pkt(face, DropReason::ZeroComponentName, out);
+        }
+        let mut downs = std::mem::take(&mut self.down_scratch);
+        downs.clear();
+        let satisfied = match &mut self.pit {
+            Pit::Exact(pit) => {
+                let dg = pit.needs_digest().then(|| implicit_digest(wire));
+                let m = DataMatch {
+                    name: &d.name,
+                    digest: dg.as_ref(),
+                };
+                pit.satisfy(&m, face, now, &mut downs) > 0
+            }
+            Pit::Fp(pit) => {
+                let s = pit.satisfy(d.name.value(), now);
+                for f in 0..64u32 {
+                    if s.faces >> f & 1 != 0 && f != face {
+                        downs.push(Downstream {
+                            face: f,
+                            token: None,
+                        });
+                    }
+                }
+                s.faces != 0
+            }
+        };
+        if !satisfied {
+            if self.cfg.cache_unsolicited {
+                if let Some(cs) = &mut self.cs {
+                    cs.insert(&d.name, wire, d.meta_info.freshness_period_ms, 1, now);
+                }
+            }
+            self.down_scratch = downs;
+            return self.drop_pkt(face, DropReason::UnsolicitedData, out);
+        }
+        self.counters.satisfied += 1;
+        if let Some(cs) = &mut self.cs {
+            let requests = downs.len().max(1) as u32;
+            cs.insert(
+                &d.name,
+                wire,
+                d.meta_info.freshness_period_ms,
+                requests,
+                now,
+            );
+        }
+        if !downs.is_empty() {
+            let r = out.push_bytes(|b| b.extend_from_slice(wire));
+            for dn in &downs {
+                self.emit(dn.face, ActionKind::Data, dn.token, r, out);
+            }
+        }
+        self.down_scratch = downs;
+    }
+
+    fn on_nack(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        mut i: Interest,
+        reason: Option<NackReason>,
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        if i.name.is_empty() {
+            return self.drop_pkt(face, DropReason::ZeroComponentName, out);
+        }
+        let code = reason.map_or(0, |r| r.code());
+        match &mut self.pit {
+            Pit::Fp(pit) => {
+                let s = pit.satisfy(i.name.value(), now);
+                if s.faces == 0 {
+                    return self.drop_pkt(face, DropReason::UnmatchedNack, out);
+                }
+                let r = out.push_bytes(|b| i.encode(b));
+                let reason = reason.unwrap_or(NackReason::Other(0));
+                for f in 0..64u32 {
+                    if s.faces >> f & 1 != 0 && f != face {
+                        self.emit(f, ActionKind::Nack(reason), None, r, out);
+                    }
+                }
+            }
+            Pit::Exact(pit) => {
+                let id = pit.find_entry(i.name.value(), i.can_be_prefix, i.must_be_fresh);
+                let pending = match (id, i.nonce) {
+                    (Some(id), Some(n)) => pit
+                        .nack_with_reason(id, face, n, code, now)
+                        .map(|p| (id, p)),
+                    _ => None,
+                };
+                let Some((id, pending)) = pending else {
+                    return self.drop_pkt(face, DropReason::UnmatchedNack, out);
+                };
+                let strategy = self.choice.find(&i.name);
+                let hops = fib
+                    .lookup_name(&i.name, &mut Trace::default())
+                    .map(|m| fib.next_hops(m.nh))
+                    .unwrap_or(&[]);
+                let Some(e) = pit.entry(id) else {
+                    return;
+                };
+                let downs: Vec<FaceId> = e.in_records().iter().map(|r| r.face).collect();
+                let mut faces = std::mem::take(&mut self.faces_scratch);
+                faces.clear();
+                if after_nack(strategy, hops, &downs, e.out_records(), &mut faces) {
+                    self.counters.nack_retries += 1;
+                    self.send_interest(Some(id), &i, None, &faces, face, now, out);
+                } else if !pending {
+                    // Every upstream answered with a Nack: the least severe
+                    // reason (Congestion < Duplicate < NoRoute) goes down.
+                    let worst = e
+                        .out_records()
+                        .iter()
+                        .filter(|o| o.nacked && o.nack_code != 0)
+                        .map(|o| o.nack_code)
+                        .min()
+                        .unwrap_or(code);
+                    self.reject(id, &mut i, NackReason::from_code(worst), now, out);
+                }
+                self.faces_scratch = faces;
+            }
+        }
+    }
+}
+
+/// The offset of the HopLimit value byte in an encoded Interest.
+fn hop_limit_at(wire: &[u8]) -> Option<usize> {
+    use nexthop_wire::ndn::{tlv, tt};
+    let e = tlv::read_single(wire, tt::INTEREST).ok()?;
+    let mut r = e.reader();
+    while !r.is_empty() {
+        let c = r.read().ok()?;
+        if c.typ == tt::HOP_LIMIT && c.value.len() == 1 {
+            return Some(c.value_at);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_refuses_out_of_range_fields() {
+        let c = FwConfig {
+            max_faces: 0,
+            ..FwConfig::default()
+        };
+        assert!(Forwarder::new(c).is_err());
+        let c = FwConfig {
+            retx_suppression_ms: 60_001,
+            ..FwConfig::default()
+        };
+        assert!(Forwarder::new(c).is_err());
+        assert!(Forwarder::new(FwConfig::default()).is_ok());
+    }
+
+    #[test]
+    fn drop_reasons_index_their_counters() {
+        for (k, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, k);
+        }
+        let mut c = DropCounters::default();
+        c.0[DropReason::PitFull as usize] = 3;
+        assert_eq!(c.get(DropReason::PitFull), 3);
+        assert_eq!(c.total(), 3);
+    }
+}
