@@ -31,7 +31,9 @@ fn command(scope: &str, verb: &str, prefix: &str, signed: bool) -> Vec<u8> {
     .encode(&mut cp);
     n.push(&NameComponent::generic(cp));
     if signed {
-        n.push(&NameComponent::generic(1_700_000_000_000u64.to_be_bytes().to_vec()));
+        n.push(&NameComponent::generic(
+            1_700_000_000_000u64.to_be_bytes().to_vec(),
+        ));
         n.push(&NameComponent::generic(7u64.to_be_bytes().to_vec()));
         let mut si = Vec::new();
         write_tlv(&mut si, 0x16, &[0x1b, 0x01, 0x00]);
@@ -60,7 +62,10 @@ fn rx(c: &mut Core, face: u32, local: bool, wire: &[u8], now: u64) -> Vec<(u32, 
 fn status(reply: &[u8]) -> (u64, Option<Vec<u8>>) {
     let lp = LpPacket::decode(reply).unwrap();
     let d = Data::decode(lp.fragment.as_ref().unwrap()).unwrap();
-    (decode_response(d.content.as_deref().unwrap()).unwrap().0, lp.pit_token)
+    (
+        decode_response(d.content.as_deref().unwrap()).unwrap().0,
+        lp.pit_token,
+    )
 }
 
 fn interest(u: &str, nonce: u32) -> Vec<u8> {
@@ -79,7 +84,13 @@ fn data(u: &str) -> Vec<u8> {
 #[test]
 fn register_routes_interests_to_the_producer_and_unregister_removes_it() {
     let mut c = core();
-    let out = rx(&mut c, 1, true, &command("localhost", "register", "/p", true), 0);
+    let out = rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "register", "/p", true),
+        0,
+    );
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, 1);
     assert_eq!(status(&out[0].1), (200, Some(vec![9, 9])));
@@ -92,7 +103,13 @@ fn register_routes_interests_to_the_producer_and_unregister_removes_it() {
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, 2, "the Data goes back to the consumer");
 
-    let out = rx(&mut c, 1, true, &command("localhost", "unregister", "/p", true), 3);
+    let out = rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "unregister", "/p", true),
+        3,
+    );
     assert_eq!(status(&out[0].1).0, 200);
     assert_eq!(c.routes().count(), 0);
     let out = rx(&mut c, 2, true, &interest("/p/b", 6), 4);
@@ -105,13 +122,37 @@ fn register_routes_interests_to_the_producer_and_unregister_removes_it() {
 #[test]
 fn commands_refused_with_nfd_status_codes() {
     let mut c = core();
-    let out = rx(&mut c, 1, true, &command("localhost", "register", "/p", false), 0);
+    let out = rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "register", "/p", false),
+        0,
+    );
     assert_eq!(status(&out[0].1).0, 401, "unsigned");
-    let out = rx(&mut c, 1, false, &command("localhost", "register", "/p", true), 0);
+    let out = rx(
+        &mut c,
+        1,
+        false,
+        &command("localhost", "register", "/p", true),
+        0,
+    );
     assert_eq!(status(&out[0].1).0, 403, "/localhost from a non-local face");
-    let out = rx(&mut c, 1, false, &command("localhop", "register", "/p", true), 0);
+    let out = rx(
+        &mut c,
+        1,
+        false,
+        &command("localhop", "register", "/p", true),
+        0,
+    );
     assert_eq!(status(&out[0].1).0, 200, "/localhop from a non-local face");
-    let out = rx(&mut c, 1, true, &command("localhost", "frobnicate", "/p", true), 0);
+    let out = rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "frobnicate", "/p", true),
+        0,
+    );
     assert_eq!(status(&out[0].1).0, 501);
     // Malformed ControlParameters.
     let mut n = name("/localhost/nfd/rib/register");
@@ -121,7 +162,10 @@ fn commands_refused_with_nfd_status_codes() {
     }
     let out = rx(&mut c, 1, true, &Interest::new(n).to_wire(), 0);
     let d = Data::decode(&out[0].1).unwrap();
-    assert_eq!(decode_response(d.content.as_deref().unwrap()).unwrap().0, 401);
+    assert_eq!(
+        decode_response(d.content.as_deref().unwrap()).unwrap().0,
+        401
+    );
     assert_eq!(c.counters().commands, 5);
     assert_eq!(c.counters().commands_refused, 4);
 }
@@ -129,8 +173,20 @@ fn commands_refused_with_nfd_status_codes() {
 #[test]
 fn closing_a_face_removes_its_routes() {
     let mut c = core();
-    rx(&mut c, 1, true, &command("localhost", "register", "/p", true), 0);
-    rx(&mut c, 3, true, &command("localhost", "register", "/p", true), 0);
+    rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "register", "/p", true),
+        0,
+    );
+    rx(
+        &mut c,
+        3,
+        true,
+        &command("localhost", "register", "/p", true),
+        0,
+    );
     c.face_closed(1);
     let routes: Vec<_> = c.routes().map(|(n, h)| (n.clone(), h.to_vec())).collect();
     assert_eq!(routes.len(), 1);
@@ -161,7 +217,13 @@ fn fragments(whole: &[u8], token: &[u8], pieces: usize, seq: u64) -> Vec<Vec<u8>
 #[test]
 fn fragments_are_reassembled_in_any_order_and_keep_the_pit_token() {
     let mut c = core();
-    rx(&mut c, 1, true, &command("localhost", "register", "/p", true), 0);
+    rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "register", "/p", true),
+        0,
+    );
     let mut frags = fragments(&interest("/p/frag", 11), &[4, 2], 3, 100);
     frags.swap(0, 2);
     let mut out = Vec::new();
@@ -172,7 +234,11 @@ fn fragments_are_reassembled_in_any_order_and_keep_the_pit_token() {
     assert_eq!(c.reasm_counters().completed, 1);
     let out = rx(&mut c, 1, true, &data("/p/frag"), 2);
     let lp = LpPacket::decode(&out[0].1).unwrap();
-    assert_eq!(lp.pit_token, Some(vec![4, 2]), "the consumer's token came through");
+    assert_eq!(
+        lp.pit_token,
+        Some(vec![4, 2]),
+        "the consumer's token came through"
+    );
 }
 
 #[test]
@@ -205,7 +271,13 @@ fn reassembly_is_bounded_in_count_and_time() {
 #[test]
 fn random_and_mutated_input_never_panics() {
     let mut c = core();
-    rx(&mut c, 1, true, &command("localhost", "register", "/p", true), 0);
+    rx(
+        &mut c,
+        1,
+        true,
+        &command("localhost", "register", "/p", true),
+        0,
+    );
     let seeds: Vec<Vec<u8>> = vec![
         interest("/p/a", 1),
         data("/p/a"),
