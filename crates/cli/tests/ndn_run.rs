@@ -2,7 +2,7 @@
 //! (`tests/ndn_run/peer.py`, run with `target/interop-venv/bin/python`,
 //! installed by `bash scripts/setup-interop.sh`; the tests fail and say so
 //! when it is absent): a producer registered with rib/register over the
-//! Unix socket and one over UDP, consumers over both, Nack NoRoute without
+//! Unix socket and one over UDP, consumers over Unix, UDP and TCP, Nack NoRoute without
 //! a route, bad datagrams counted and dropped while forwarding goes on,
 //! and a clean stop on SIGTERM. Every child is killed on drop, also when
 //! an assertion fails.
@@ -87,6 +87,7 @@ impl Drop for Proc {
 struct Forwarder {
     proc: Proc,
     udp: String,
+    tcp: String,
     unix: PathBuf,
     _dir: TempDir,
 }
@@ -95,14 +96,27 @@ fn start_forwarder() -> Forwarder {
     let dir = TempDir::new().unwrap();
     let unix = dir.path().join("nfd.sock");
     let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "run", "--udp", "127.0.0.1:0", "--unix"])
-        .arg(&unix);
+    cmd.args([
+        "ndn",
+        "run",
+        "--udp",
+        "127.0.0.1:0",
+        "--tcp",
+        "127.0.0.1:0",
+        "--unix",
+    ])
+    .arg(&unix);
     let proc = Proc::spawn(cmd, true);
     let ready = proc.wait_line("nexthop ndn: ready", Duration::from_secs(10));
     let udp = ready
         .split(' ')
         .find_map(|f| f.strip_prefix("udp="))
         .expect("udp= in the readiness line")
+        .to_string();
+    let tcp = ready
+        .split(' ')
+        .find_map(|f| f.strip_prefix("tcp="))
+        .expect("tcp= in the readiness line")
         .to_string();
     assert!(
         ready.contains(&format!("unix={}", unix.display())),
@@ -111,6 +125,7 @@ fn start_forwarder() -> Forwarder {
     Forwarder {
         proc,
         udp,
+        tcp,
         unix,
         _dir: dir,
     }
@@ -169,7 +184,7 @@ fn field(line: &str, key: &str) -> u64 {
 }
 
 #[test]
-fn python_ndn_producers_and_consumers_over_unix_and_udp() {
+fn python_ndn_producers_and_consumers_over_unix_udp_and_tcp() {
     let mut f = start_forwarder();
     let unix = face_uri_unix(&f);
     let udp = face_uri_udp(&f);
@@ -189,6 +204,8 @@ fn python_ndn_producers_and_consumers_over_unix_and_udp() {
         "DATA hello /nexthop/udp/c"
     );
     assert_eq!(consume(&udp, "/nexthop/udp/d"), "DATA hello /nexthop/udp/d");
+    let tcp = format!("tcp://{}", f.tcp);
+    assert_eq!(consume(&tcp, "/nexthop/udp/e"), "DATA hello /nexthop/udp/e");
     // No route: Nack NoRoute (150).
     assert_eq!(consume(&unix, "/nowhere/x"), "NACK 150");
 
@@ -196,7 +213,7 @@ fn python_ndn_producers_and_consumers_over_unix_and_udp() {
     assert!(ok, "exit status after SIGTERM: {line}");
     assert_eq!(field(&line, "commands"), 2, "{line}");
     assert_eq!(field(&line, "commands_refused"), 0, "{line}");
-    assert!(field(&line, "satisfied") >= 4, "{line}");
+    assert!(field(&line, "satisfied") >= 5, "{line}");
     assert!(!f.unix.exists(), "the Unix socket file is removed at exit");
 }
 

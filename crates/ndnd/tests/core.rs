@@ -302,3 +302,21 @@ fn random_and_mutated_input_never_panics() {
     let drops = c.fw_counters().drops.total() + c.counters().bad_lp + c.reasm_counters().bad;
     assert!(drops > 0, "bad packets are counted");
 }
+
+#[test]
+fn config_file_keys_and_ranges() {
+    let c =
+        NdndConfig::from_toml("udp = \"127.0.0.1:6363\"\nunix = \"/tmp/x.sock\"\ncs_packets = 0\n")
+            .unwrap();
+    assert_eq!(c.udp.unwrap().port(), 6363);
+    assert_eq!(c.cs_packets, 0);
+    assert!(c.validate().is_ok());
+    assert!(Core::new(&c).is_ok(), "no Content Store is allowed");
+    assert!(
+        NdndConfig::from_toml("udpp = \"127.0.0.1:1\"").is_err(),
+        "unknown key"
+    );
+    assert!(NdndConfig::default().validate().is_err(), "no listener");
+    let c = NdndConfig { max_faces: 1, ..c };
+    assert!(c.validate().is_err());
+}
