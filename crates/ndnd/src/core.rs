@@ -171,16 +171,20 @@ impl Core {
         local: bool,
         interest: &Interest,
     ) -> (u64, String, Option<ControlParameters>) {
+        let n = &interest.name;
+        let comp = |k: usize| n.get(k).map(|c| c.value());
+        if comp(0) == Some(b"localhost".as_slice()) && !local {
+            return (403, "/localhost command from a non-local face".into(), None);
+        }
+        if comp(2) != Some(b"rib".as_slice())
+            || !matches!(comp(3), Some(b"register") | Some(b"unregister"))
+        {
+            return (501, "unsupported command".into(), None);
+        }
         let cmd = match mgmt::parse_command(interest) {
             Ok(c) => c,
             Err((code, text)) => return (code, text, None),
         };
-        if cmd.localhost && !local {
-            return (403, "/localhost command from a non-local face".into(), None);
-        }
-        if cmd.module != b"rib" {
-            return (501, "unsupported module".into(), None);
-        }
         let Some(name) = cmd.params.name.clone() else {
             return (400, "ControlParameters without a Name".into(), None);
         };
