@@ -34,7 +34,7 @@ checked() {
         CARGO_PROFILE_CHECKED_OVERFLOW_CHECKS=true \
         cargo test --profile checked "$@"
 }
-checked -p nexthop-mem -p nexthop-hash -p nexthop-othello -p nexthop-lpm -p nexthop-ndn \
+checked -p nexthop-mem -p nexthop-hash -p nexthop-othello -p nexthop-lpm -p nexthop-ndn -p nexthop-ndnd \
     -p nexthop-dataplane -p nexthop-testutil --lib
 checked -p nexthop-othello --test '*'
 checked -p nexthop-lpm --test differential -- --skip real_ --skip linx_ --skip ipv6_random_ \

@@ -13,15 +13,23 @@
 //!   [{"face", "cost"}]}` (`prefix` and `hops` null for no match; `probes`,
 //!   `verifies`, `fallback` with `--trace`).
 //! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
+//! * `run [--udp ADDR:PORT] [--tcp ADDR:PORT] [--unix PATH] [--config FILE]`
+//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`): the NDN
+//!   forwarder of `nexthop-ndnd` in the foreground until SIGINT/SIGTERM;
+//!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
+//!   listeners) on stderr when it serves, and a `nexthop ndn: stopped
+//!   key=value ...` summary on stderr at exit (status 0).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
+use nexthop_dataplane::live::StopFlag;
 use nexthop_ndn::persist;
 use nexthop_ndn::routes::{format_hops, parse_routes};
 use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
+use nexthop_ndnd::{Daemon, NdndConfig};
 use nexthop_wire::ndn::Name;
 
 use crate::textio::{count, for_each_input, write_atomic};
@@ -32,6 +40,36 @@ pub enum NdnCmd {
     /// Name FIB files: build, lookup, stats.
     #[command(subcommand)]
     Fib(NdnFibCmd),
+    /// Run the NDN forwarder in the foreground until SIGINT/SIGTERM.
+    Run(RunArgs),
+}
+
+/// `run` arguments (flags override the config file).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// UDP unicast listen address (NFD's is 0.0.0.0:6363).
+    #[arg(long, value_name = "ADDR:PORT")]
+    udp: Option<std::net::SocketAddr>,
+    /// TCP listen address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    tcp: Option<std::net::SocketAddr>,
+    /// Unix stream socket path (python-ndn's default: /run/nfd/nfd.sock).
+    #[arg(long, value_name = "PATH")]
+    unix: Option<PathBuf>,
+    /// TOML file with the same keys as the flags (udp, tcp, unix,
+    /// cs_packets, max_faces, udp_idle_secs) and stream_out_cap,
+    /// reasm_max_partial, reasm_timeout_ms.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Content Store capacity in packets (0: none).
+    #[arg(long, value_name = "N")]
+    cs_packets: Option<usize>,
+    /// Most faces open at once.
+    #[arg(long, value_name = "N")]
+    max_faces: Option<u32>,
+    /// Close a UDP face after this many seconds without a packet.
+    #[arg(long, value_name = "S")]
+    udp_idle_secs: Option<u64>,
 }
 
 /// `nexthop ndn fib ...`
@@ -111,7 +149,37 @@ pub fn run(cmd: NdnCmd) -> Result<()> {
         NdnCmd::Fib(NdnFibCmd::Build(a)) => build(&a),
         NdnCmd::Fib(NdnFibCmd::Lookup(a)) => lookup(&a),
         NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib, a.json),
+        NdnCmd::Run(a) => ndn_run(a),
     }
+}
+
+fn ndn_run(a: RunArgs) -> Result<()> {
+    let mut cfg = match &a.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+            NdndConfig::from_toml(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?
+        }
+        None => NdndConfig::default(),
+    };
+    if a.udp.is_some() {
+        cfg.udp = a.udp;
+    }
+    if a.tcp.is_some() {
+        cfg.tcp = a.tcp;
+    }
+    if a.unix.is_some() {
+        cfg.unix = a.unix;
+    }
+    cfg.cs_packets = a.cs_packets.unwrap_or(cfg.cs_packets);
+    cfg.max_faces = a.max_faces.unwrap_or(cfg.max_faces);
+    cfg.udp_idle_secs = a.udp_idle_secs.unwrap_or(cfg.udp_idle_secs);
+    cfg.validate().map_err(|e| anyhow!("{e}"))?;
+    let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
+    let mut d = Daemon::bind(cfg).context("binding the forwarder's listeners")?;
+    eprintln!("{}", d.ready_line());
+    let r = d.run(|| stop.is_raised());
+    eprintln!("{}", d.summary_line());
+    r.context("forwarder loop")
 }
 
 fn build(a: &BuildArgs) -> Result<()> {

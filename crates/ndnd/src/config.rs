@@ -1,0 +1,76 @@
+//! The forwarder's configuration (flags or a TOML file).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// Largest network-layer packet accepted on any face (NFD's MAX_NDN_PACKET_SIZE).
+pub const MAX_PACKET: usize = 8800;
+
+/// Everything `nexthop ndn run` can set. Unknown TOML keys are refused.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NdndConfig {
+    /// UDP unicast listen address (`None`: no UDP).
+    pub udp: Option<SocketAddr>,
+    /// TCP listen address (`None`: no TCP).
+    pub tcp: Option<SocketAddr>,
+    /// Unix stream socket path (`None`: none).
+    pub unix: Option<PathBuf>,
+    /// Content Store capacity in packets (0: no Content Store).
+    pub cs_packets: usize,
+    /// Most faces open at once (listeners excluded), `2..=4096`.
+    pub max_faces: u32,
+    /// A UDP face with nothing received for this long is closed.
+    pub udp_idle_secs: u64,
+    /// Bytes queued for sending on one stream face before packets are dropped.
+    pub stream_out_cap: usize,
+    /// Packets being reassembled at once, all faces together.
+    pub reasm_max_partial: usize,
+    /// A partial packet older than this is dropped.
+    pub reasm_timeout_ms: u64,
+}
+
+impl Default for NdndConfig {
+    fn default() -> Self {
+        NdndConfig {
+            udp: None,
+            tcp: None,
+            unix: None,
+            cs_packets: 65536,
+            max_faces: 1024,
+            udp_idle_secs: 600,
+            stream_out_cap: 1 << 20,
+            reasm_max_partial: 256,
+            reasm_timeout_ms: 1000,
+        }
+    }
+}
+
+impl NdndConfig {
+    /// Read a TOML file.
+    pub fn from_toml(text: &str) -> Result<NdndConfig, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Check the ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(2..=4096).contains(&self.max_faces) {
+            return Err(format!("max_faces {} not in 2..=4096", self.max_faces));
+        }
+        if self.udp_idle_secs == 0 {
+            return Err("udp_idle_secs must be at least 1".into());
+        }
+        if self.stream_out_cap < MAX_PACKET {
+            return Err(format!("stream_out_cap must be at least {MAX_PACKET}"));
+        }
+        if self.reasm_max_partial == 0 || self.reasm_timeout_ms == 0 {
+            return Err("reasm_max_partial and reasm_timeout_ms must be at least 1".into());
+        }
+        if self.udp.is_none() && self.tcp.is_none() && self.unix.is_none() {
+            return Err("no face listener: give --udp, --tcp or --unix".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,538 @@
+//! Sockets and faces around a [`Core`], polled by one thread.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nexthop_ndn::pit::{FaceId, Millis};
+use nexthop_wire::ndn::tlv::read_var_number;
+
+use crate::config::{NdndConfig, MAX_PACKET};
+use crate::core::Core;
+
+/// Face-layer counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FaceLayerCounters {
+    /// Faces opened.
+    pub faces_opened: u64,
+    /// Faces closed (peer closed, error, idle, oversized frame).
+    pub faces_closed: u64,
+    /// Connections or datagrams from new endpoints refused at `max_faces`.
+    pub face_cap_drops: u64,
+    /// Stream frames announcing more than the largest packet (face closed).
+    pub oversized_frames: u64,
+    /// Packets not sent: the stream face's queue was full or the socket
+    /// refused the datagram.
+    pub send_drops: u64,
+    /// Packets for a face that no longer exists.
+    pub send_no_face: u64,
+}
+
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(b),
+            Stream::Unix(s) => s.read(b),
+        }
+    }
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(b),
+            Stream::Unix(s) => s.write(b),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Io {
+    Udp(SocketAddr),
+    Stream {
+        s: Stream,
+        rbuf: Vec<u8>,
+        wbuf: VecDeque<u8>,
+    },
+}
+
+#[derive(Debug)]
+struct Face {
+    io: Io,
+    local: bool,
+    last_rx: Instant,
+}
+
+/// The forwarder process: listeners, faces and the [`Core`], owned by the
+/// thread that calls [`Daemon::run`].
+#[derive(Debug)]
+pub struct Daemon {
+    cfg: NdndConfig,
+    core: Core,
+    udp: Option<UdpSocket>,
+    tcp: Option<TcpListener>,
+    unix: Option<(UnixListener, PathBuf)>,
+    faces: HashMap<FaceId, Face>,
+    udp_faces: HashMap<SocketAddr, FaceId>,
+    free_ids: VecDeque<FaceId>,
+    next_id: FaceId,
+    start: Instant,
+    counters: FaceLayerCounters,
+}
+
+fn is_loopback(a: &SocketAddr) -> bool {
+    a.ip().is_loopback()
+}
+
+impl Daemon {
+    /// Bind the listeners of `cfg`. A stale Unix socket file at the path
+    /// is replaced; any other file there is an error.
+    pub fn bind(cfg: NdndConfig) -> io::Result<Daemon> {
+        cfg.validate().map_err(io::Error::other)?;
+        let core = Core::new(&cfg).map_err(io::Error::other)?;
+        let udp = match cfg.udp {
+            Some(a) => {
+                let s = UdpSocket::bind(a)?;
+                s.set_nonblocking(true)?;
+                Some(s)
+            }
+            None => None,
+        };
+        let tcp = match cfg.tcp {
+            Some(a) => {
+                let l = TcpListener::bind(a)?;
+                l.set_nonblocking(true)?;
+                Some(l)
+            }
+            None => None,
+        };
+        let unix = match &cfg.unix {
+            Some(p) => {
+                if let Ok(m) = std::fs::symlink_metadata(p) {
+                    if m.file_type().is_socket() {
+                        std::fs::remove_file(p)?;
+                    } else {
+                        return Err(io::Error::other(format!(
+                            "{} exists and is not a socket",
+                            p.display()
+                        )));
+                    }
+                }
+                if let Some(dir) = p.parent() {
+                    if !dir.as_os_str().is_empty() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                }
+                let l = UnixListener::bind(p)?;
+                l.set_nonblocking(true)?;
+                Some((l, p.clone()))
+            }
+            None => None,
+        };
+        Ok(Daemon {
+            core,
+            udp,
+            tcp,
+            unix,
+            faces: HashMap::new(),
+            udp_faces: HashMap::new(),
+            free_ids: VecDeque::new(),
+            next_id: 1,
+            start: Instant::now(),
+            counters: FaceLayerCounters::default(),
+            cfg,
+        })
+    }
+
+    /// The readiness line: the bound addresses.
+    pub fn ready_line(&self) -> String {
+        let mut s = String::from("nexthop ndn: ready");
+        if let Some(a) = self.udp.as_ref().and_then(|u| u.local_addr().ok()) {
+            s += &format!(" udp={a}");
+        }
+        if let Some(a) = self.tcp.as_ref().and_then(|t| t.local_addr().ok()) {
+            s += &format!(" tcp={a}");
+        }
+        if let Some((_, p)) = &self.unix {
+            s += &format!(" unix={}", p.display());
+        }
+        s
+    }
+
+    /// The summary line printed at exit.
+    pub fn summary_line(&self) -> String {
+        let c = self.core.counters();
+        let f = self.core.fw_counters();
+        let r = self.core.reasm_counters();
+        let l = &self.counters;
+        format!(
+            "nexthop ndn: stopped faces_opened={} faces_closed={} packets_in={} satisfied={} \
+             cs_hits={} drops={} bad_lp={} oversized={} commands={} commands_refused={} \
+             reasm_completed={} reasm_bad={} reasm_timeouts={} reasm_cap_drops={} \
+             face_cap_drops={} send_drops={}",
+            l.faces_opened,
+            l.faces_closed,
+            c.packets_in,
+            f.satisfied,
+            f.cs_hits,
+            f.drops.total(),
+            c.bad_lp,
+            c.oversized + l.oversized_frames,
+            c.commands,
+            c.commands_refused,
+            r.completed,
+            r.bad,
+            r.timeouts,
+            r.cap_drops,
+            l.face_cap_drops,
+            l.send_drops,
+        )
+    }
+
+    /// The core (routes, counters).
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    fn now(&self) -> Millis {
+        self.start.elapsed().as_millis() as Millis
+    }
+
+    fn alloc_face(&mut self) -> Option<FaceId> {
+        if self.faces.len() + 1 >= self.cfg.max_faces as usize {
+            self.counters.face_cap_drops += 1;
+            return None;
+        }
+        let id = if self.next_id < self.cfg.max_faces {
+            self.next_id += 1;
+            self.next_id - 1
+        } else {
+            self.free_ids.pop_front()?
+        };
+        self.counters.faces_opened += 1;
+        Some(id)
+    }
+
+    fn close_face(&mut self, id: FaceId) {
+        if let Some(f) = self.faces.remove(&id) {
+            if let Io::Udp(a) = f.io {
+                self.udp_faces.remove(&a);
+            }
+            self.core.face_closed(id);
+            self.free_ids.push_back(id);
+            self.counters.faces_closed += 1;
+        }
+    }
+
+    /// Run until `stop()` returns true (checked at least every 100 ms).
+    /// The Unix socket file is removed on return.
+    pub fn run(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
+        let r = self.run_inner(stop);
+        if let Some((_, p)) = &self.unix {
+            let _ = std::fs::remove_file(p);
+        }
+        r
+    }
+
+    fn run_inner(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
+        let mut buf = vec![0u8; 65536];
+        let mut send = Vec::new();
+        let mut last_tick = Instant::now();
+        while !stop() {
+            let mut fds: Vec<libc::pollfd> = Vec::new();
+            let mut who: Vec<Option<FaceId>> = Vec::new();
+            for fd in [
+                self.udp.as_ref().map(|s| s.as_raw_fd()),
+                self.tcp.as_ref().map(|s| s.as_raw_fd()),
+                self.unix.as_ref().map(|s| s.0.as_raw_fd()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                fds.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                who.push(None);
+            }
+            for (&id, f) in &self.faces {
+                if let Io::Stream { s, wbuf, .. } = &f.io {
+                    let mut ev = libc::POLLIN;
+                    if !wbuf.is_empty() {
+                        ev |= libc::POLLOUT;
+                    }
+                    fds.push(libc::pollfd {
+                        fd: s.fd(),
+                        events: ev,
+                        revents: 0,
+                    });
+                    who.push(Some(id));
+                }
+            }
+            // SAFETY: `fds` is a live, initialised array of `fds.len()`
+            // pollfd structs that poll may write `revents` into.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for (pfd, id) in fds.iter().zip(&who) {
+                if pfd.revents == 0 {
+                    continue;
+                }
+                match id {
+                    None => self.on_listener(pfd.fd, &mut buf, &mut send),
+                    Some(id) => self.on_stream(*id, pfd.revents, &mut buf, &mut send),
+                }
+                self.flush_sends(&mut send);
+            }
+            if last_tick.elapsed() >= Duration::from_millis(100) {
+                last_tick = Instant::now();
+                let now = self.now();
+                self.core.tick(now);
+                let idle = Duration::from_secs(self.cfg.udp_idle_secs);
+                let stale: Vec<FaceId> = self
+                    .faces
+                    .iter()
+                    .filter(|(_, f)| matches!(f.io, Io::Udp(_)) && f.last_rx.elapsed() >= idle)
+                    .map(|(&id, _)| id)
+                    .collect();
+                for id in stale {
+                    self.close_face(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn on_listener(&mut self, fd: RawFd, buf: &mut [u8], send: &mut Vec<(FaceId, Vec<u8>)>) {
+        if self.udp.as_ref().is_some_and(|s| s.as_raw_fd() == fd) {
+            // Drain a bounded number of datagrams, then let others run.
+            for _ in 0..256 {
+                let Some(sock) = self.udp.as_ref() else {
+                    return;
+                };
+                let (len, from) = match sock.recv_from(buf) {
+                    Ok(x) => x,
+                    Err(_) => return,
+                };
+                let id = match self.udp_faces.get(&from) {
+                    Some(&id) => id,
+                    None => {
+                        let Some(id) = self.alloc_face() else {
+                            continue;
+                        };
+                        self.faces.insert(
+                            id,
+                            Face {
+                                io: Io::Udp(from),
+                                local: is_loopback(&from),
+                                last_rx: Instant::now(),
+                            },
+                        );
+                        self.udp_faces.insert(from, id);
+                        id
+                    }
+                };
+                let local = match self.faces.get_mut(&id) {
+                    Some(f) => {
+                        f.last_rx = Instant::now();
+                        f.local
+                    }
+                    None => continue,
+                };
+                let now = self.now();
+                self.core.receive(id, local, &buf[..len], now, send);
+                self.flush_sends(send);
+            }
+            return;
+        }
+        let accepted = if self.tcp.as_ref().is_some_and(|s| s.as_raw_fd() == fd) {
+            self.tcp
+                .as_ref()
+                .and_then(|l| l.accept().ok())
+                .map(|(s, a)| {
+                    let _ = s.set_nodelay(true);
+                    (Stream::Tcp(s), is_loopback(&a))
+                })
+        } else {
+            self.unix
+                .as_ref()
+                .and_then(|(l, _)| l.accept().ok())
+                .map(|(s, _)| (Stream::Unix(s), true))
+        };
+        let Some((s, local)) = accepted else { return };
+        let nb = match &s {
+            Stream::Tcp(t) => t.set_nonblocking(true),
+            Stream::Unix(u) => u.set_nonblocking(true),
+        };
+        if nb.is_err() {
+            return;
+        }
+        let Some(id) = self.alloc_face() else { return };
+        self.faces.insert(
+            id,
+            Face {
+                io: Io::Stream {
+                    s,
+                    rbuf: Vec::new(),
+                    wbuf: VecDeque::new(),
+                },
+                local,
+                last_rx: Instant::now(),
+            },
+        );
+    }
+
+    fn on_stream(
+        &mut self,
+        id: FaceId,
+        revents: i16,
+        buf: &mut [u8],
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) {
+        if revents & libc::POLLOUT != 0 && !self.flush_stream(id) {
+            self.close_face(id);
+            return;
+        }
+        if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) == 0 {
+            return;
+        }
+        let mut closed = false;
+        let mut packets = Vec::new();
+        let mut oversized = false;
+        let local = match self.faces.get_mut(&id) {
+            Some(Face {
+                io: Io::Stream { s, rbuf, .. },
+                local,
+                last_rx,
+            }) => {
+                match s.read(buf) {
+                    Ok(0) => closed = true,
+                    Ok(n) => {
+                        *last_rx = Instant::now();
+                        rbuf.extend_from_slice(&buf[..n]);
+                        // Frame by TLV length.
+                        let mut at = 0;
+                        loop {
+                            let rest = &rbuf[at..];
+                            let Ok((_, tl)) = read_var_number(rest, 0) else {
+                                break;
+                            };
+                            let Ok((len, ll)) = read_var_number(rest, tl) else {
+                                break;
+                            };
+                            let total = (tl + ll) as u64 + len;
+                            if total > MAX_PACKET as u64 {
+                                oversized = true;
+                                break;
+                            }
+                            let total = total as usize;
+                            if rest.len() < total {
+                                break;
+                            }
+                            packets.push(rest[..total].to_vec());
+                            at += total;
+                        }
+                        rbuf.drain(..at);
+                        // A header that cannot parse in 18 bytes is bad.
+                        if rbuf.len() > MAX_PACKET {
+                            oversized = true;
+                        }
+                    }
+                    Err(e)
+                        if e.kind() == io::ErrorKind::WouldBlock
+                            || e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => closed = true,
+                }
+                *local
+            }
+            _ => return,
+        };
+        let now = self.now();
+        for p in packets {
+            self.core.receive(id, local, &p, now, send);
+        }
+        if oversized {
+            self.counters.oversized_frames += 1;
+            closed = true;
+        }
+        if closed {
+            self.flush_sends(send);
+            self.close_face(id);
+        }
+    }
+
+    /// Send what the core produced.
+    fn flush_sends(&mut self, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        for (id, bytes) in send.drain(..) {
+            let Some(f) = self.faces.get_mut(&id) else {
+                self.counters.send_no_face += 1;
+                continue;
+            };
+            match &mut f.io {
+                Io::Udp(a) => {
+                    let ok = self
+                        .udp
+                        .as_ref()
+                        .is_some_and(|s| s.send_to(&bytes, *a).is_ok());
+                    if !ok {
+                        self.counters.send_drops += 1;
+                    }
+                }
+                Io::Stream { wbuf, .. } => {
+                    if wbuf.len() + bytes.len() > self.cfg.stream_out_cap {
+                        self.counters.send_drops += 1;
+                        continue;
+                    }
+                    wbuf.extend(bytes);
+                    if !self.flush_stream(id) {
+                        self.close_face(id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Write what a stream face has queued; `false` when the face failed.
+    fn flush_stream(&mut self, id: FaceId) -> bool {
+        let Some(Face {
+            io: Io::Stream { s, wbuf, .. },
+            ..
+        }) = self.faces.get_mut(&id)
+        else {
+            return true;
+        };
+        while !wbuf.is_empty() {
+            let (a, _) = wbuf.as_slices();
+            match s.write(a) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    wbuf.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+}
