@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use nexthop_lpm::parse::NextHopForm;
-use nexthop_lpm::parse::{load_route_file, load_updates, parse_addr, NextHopMode, UpdateKind};
+use nexthop_lpm::parse::{
+    load_route_file_limited, load_updates_limited, parse_addr, NextHopMode, UpdateKind,
+    DEFAULT_MAX_DECOMPRESSED,
+};
 use nexthop_lpm::persist::{FamilyStats, LpmTable, DEFAULT_V6_LEVELS};
 use nexthop_lpm::{Config, HashKind};
 
@@ -55,6 +58,10 @@ pub struct BuildArgs {
     /// Hash of the IPv4 filters and tables (h2, murmur3, knuth).
     #[arg(long, value_name = "HASH", default_value = "h2")]
     hash: HashKind,
+    /// Largest size in bytes a gzip input may decompress to (a larger
+    /// one is refused as a possible gzip bomb).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DECOMPRESSED)]
+    max_decompressed: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -85,6 +92,10 @@ pub struct UpdateArgs {
     /// Update stream (plain or gzip).
     #[arg(long, value_name = "FILE")]
     updates: PathBuf,
+    /// Largest size in bytes a gzip input may decompress to (a larger
+    /// one is refused as a possible gzip bomb).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DECOMPRESSED)]
+    max_decompressed: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -141,7 +152,7 @@ fn build(a: &BuildArgs) -> Result<()> {
     } else {
         NextHopMode::Raw
     };
-    let file = load_route_file(&a.routes, mode)?;
+    let file = load_route_file_limited(&a.routes, mode, a.max_decompressed)?;
     let routes = &file.routes;
     let mut v4 = Config::ipv4();
     v4.fpr = a.fpr;
@@ -213,7 +224,7 @@ fn lookup(a: &LookupArgs) -> Result<()> {
 fn update(a: &UpdateArgs) -> Result<()> {
     let mut t = load_table(&a.table)?;
     // Parse everything first: a malformed line leaves the table untouched.
-    let updates = load_updates(&a.updates)?;
+    let updates = load_updates_limited(&a.updates, a.max_decompressed)?;
     let (mut ann, mut wd, mut absent) = (0usize, 0usize, 0usize);
     for u in &updates {
         let changed = t.apply(u);

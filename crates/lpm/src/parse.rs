@@ -125,6 +125,16 @@ pub enum LoadError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A gzip input expands past the decompression limit.
+    #[error(
+        "{path}: decompresses to more than {limit} bytes (a gzip bomb?); raise the limit with --max-decompressed"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// A line is malformed (one location, one reason: the line error is
     /// not repeated as a cause).
     #[error("{path}:{line}: {error}")]
@@ -448,8 +458,22 @@ pub fn parse_updates(bytes: &[u8]) -> Result<Vec<Update>, ParseError> {
     Ok(out)
 }
 
-/// Read a file, decompressing it when it starts with the gzip magic.
+/// The most bytes a gzip input may expand to unless the caller raises it
+/// (`--max-decompressed` on the CLI): 1 GiB, about ten times a full IPv4
+/// plus IPv6 routing table as text.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// Read a file, decompressing it when it starts with the gzip magic, with
+/// [`DEFAULT_MAX_DECOMPRESSED`] as the limit.
 pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
+    read_maybe_gz_limited(path, DEFAULT_MAX_DECOMPRESSED)
+}
+
+/// Read a file, decompressing it when it starts with the gzip magic; a
+/// gzip input that expands past `max_decompressed` bytes is refused
+/// ([`LoadError::TooLarge`]) after reading at most one byte more, so a
+/// bomb never fills memory.
+pub fn read_maybe_gz_limited(path: &Path, max_decompressed: u64) -> Result<Vec<u8>, LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
@@ -458,8 +482,15 @@ pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
     if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::MultiGzDecoder::new(&raw[..])
+            .take(max_decompressed.saturating_add(1))
             .read_to_end(&mut out)
             .map_err(io)?;
+        if out.len() as u64 > max_decompressed {
+            return Err(LoadError::TooLarge {
+                path: path.to_path_buf(),
+                limit: max_decompressed,
+            });
+        }
         Ok(out)
     } else {
         Ok(raw)
@@ -468,7 +499,16 @@ pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
 
 /// Load a route file (plain or gzip) with the form of its next hops.
 pub fn load_route_file(path: &Path, mode: NextHopMode) -> Result<RouteFile, LoadError> {
-    let bytes = read_maybe_gz(path)?;
+    load_route_file_limited(path, mode, DEFAULT_MAX_DECOMPRESSED)
+}
+
+/// [`load_route_file`] with a limit on the decompressed size.
+pub fn load_route_file_limited(
+    path: &Path,
+    mode: NextHopMode,
+    max_decompressed: u64,
+) -> Result<RouteFile, LoadError> {
+    let bytes = read_maybe_gz_limited(path, max_decompressed)?;
     parse_route_file(&bytes, mode).map_err(|e| LoadError::parse(path, e))
 }
 
@@ -479,7 +519,12 @@ pub fn load_routes(path: &Path, mode: NextHopMode) -> Result<RouteList, LoadErro
 
 /// Load an update stream (plain or gzip).
 pub fn load_updates(path: &Path) -> Result<Vec<Update>, LoadError> {
-    let bytes = read_maybe_gz(path)?;
+    load_updates_limited(path, DEFAULT_MAX_DECOMPRESSED)
+}
+
+/// [`load_updates`] with a limit on the decompressed size.
+pub fn load_updates_limited(path: &Path, max_decompressed: u64) -> Result<Vec<Update>, LoadError> {
+    let bytes = read_maybe_gz_limited(path, max_decompressed)?;
     parse_updates(&bytes).map_err(|e| LoadError::parse(path, e))
 }
 
@@ -654,5 +699,34 @@ mod tests {
         assert_eq!(parse_addr("1.2.3.4").unwrap(), AnyAddr::V4(0x0102_0304));
         assert_eq!(parse_addr("::1").unwrap(), AnyAddr::V6(1));
         assert!(parse_addr("1.2.3").is_err());
+    }
+
+    #[test]
+    fn gzip_bomb_is_refused_past_the_limit() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bomb.txt.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..50 {
+            gz.write_all(&zeros).unwrap();
+        }
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        let err = load_route_file_limited(&path, NextHopMode::Raw, 1 << 20).unwrap_err();
+        assert!(
+            matches!(err, LoadError::TooLarge { limit, .. } if limit == 1 << 20),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--max-decompressed"), "{err}");
+        let err = load_updates_limited(&path, 4096).unwrap_err();
+        assert!(matches!(err, LoadError::TooLarge { .. }), "{err}");
+        // Exactly at the limit is accepted (and then parsed: zeros are not text).
+        let small = dir.path().join("ok.txt.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"10.0.0.0/8 1\n").unwrap();
+        std::fs::write(&small, gz.finish().unwrap()).unwrap();
+        let f = load_route_file_limited(&small, NextHopMode::Raw, 13).unwrap();
+        assert_eq!(f.routes.v4.len(), 1);
+        assert!(load_route_file_limited(&small, NextHopMode::Raw, 12).is_err());
     }
 }
