@@ -183,24 +183,24 @@ impl LoadError {
 pub fn parse_prefix(s: &str) -> Result<AnyPrefix, LineError> {
     let (a, l) = s
         .split_once('/')
-        .ok_or_else(|| LineError::MissingLength(s.to_string()))?;
-    let len: u8 = l.parse().map_err(|_| LineError::BadLength(l.to_string()))?;
+        .ok_or_else(|| LineError::MissingLength(shown(s)))?;
+    let len: u8 = l.parse().map_err(|_| LineError::BadLength(shown(l)))?;
     if let Ok(v4) = a.parse::<Ipv4Addr>() {
         if len > 32 {
-            return Err(LineError::BadLength(l.to_string()));
+            return Err(LineError::BadLength(shown(l)));
         }
         Prefix::new_exact(u32::from(v4), len)
             .map(AnyPrefix::V4)
-            .ok_or_else(|| LineError::HostBitsSet(s.to_string()))
+            .ok_or_else(|| LineError::HostBitsSet(shown(s)))
     } else if let Ok(v6) = a.parse::<Ipv6Addr>() {
         if len > 128 {
-            return Err(LineError::BadLength(l.to_string()));
+            return Err(LineError::BadLength(shown(l)));
         }
         Prefix::new_exact(u128::from(v6), len)
             .map(AnyPrefix::V6)
-            .ok_or_else(|| LineError::HostBitsSet(s.to_string()))
+            .ok_or_else(|| LineError::HostBitsSet(shown(s)))
     } else {
-        Err(LineError::BadAddress(a.to_string()))
+        Err(LineError::BadAddress(shown(a)))
     }
 }
 
@@ -216,10 +216,10 @@ fn parse_next_hop_form(s: &str) -> Result<(NextHop, NextHopForm), LineError> {
     } else if let Ok(a) = s.parse::<Ipv4Addr>() {
         (u32::from(a), NextHopForm::Ipv4)
     } else {
-        return Err(LineError::BadNextHop(s.to_string()));
+        return Err(LineError::BadNextHop(shown(s)));
     };
     if v == NO_ROUTE {
-        return Err(LineError::BadNextHop(s.to_string()));
+        return Err(LineError::BadNextHop(shown(s)));
     }
     Ok((v, form))
 }
@@ -264,7 +264,7 @@ pub fn parse_addr(s: &str) -> Result<AnyAddr, LineError> {
     } else if let Ok(a) = s.parse::<Ipv6Addr>() {
         Ok(AnyAddr::V6(u128::from(a)))
     } else {
-        Err(LineError::BadAddress(s.to_string()))
+        Err(LineError::BadAddress(shown(s)))
     }
 }
 
@@ -295,6 +295,18 @@ impl RouteList {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Most characters of an offending field an error message repeats.
+const SHOWN_CHARS: usize = 64;
+
+/// A field for an error message: itself, or its first [`SHOWN_CHARS`]
+/// characters and an ellipsis (a line of a hostile file can be gigabytes).
+fn shown(field: &str) -> String {
+    match field.char_indices().nth(SHOWN_CHARS) {
+        Some((i, _)) => format!("{}...", &field[..i]),
+        None => field.to_string(),
     }
 }
 
@@ -341,12 +353,12 @@ fn parse_route_line(
     let (nh, form) = match mode {
         NextHopMode::Raw => parse_next_hop_form(nh)?,
         NextHopMode::Asn => (
-            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(nh.to_string()))?),
+            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(shown(nh)))?),
             NextHopForm::Integer,
         ),
     };
     if let Some(extra) = f.next() {
-        return Err(LineError::TrailingField(extra.to_string()));
+        return Err(LineError::TrailingField(shown(extra)));
     }
     Ok(Some((prefix, nh, form)))
 }
@@ -421,7 +433,7 @@ fn parse_update_line(line: &str) -> Result<Option<Update>, LineError> {
     let Some(t) = f.next() else {
         return Ok(None);
     };
-    let time = t.parse().map_err(|_| LineError::BadTime(t.to_string()))?;
+    let time = t.parse().map_err(|_| LineError::BadTime(shown(t)))?;
     let action = f.next().ok_or(LineError::MissingField("action"))?;
     let prefix = parse_prefix(f.next().ok_or(LineError::MissingField("prefix"))?)?;
     let nh = f.next();
@@ -434,15 +446,15 @@ fn parse_update_line(line: &str) -> Result<Option<Update>, LineError> {
                 // The next hop of a withdraw is informational (LINX writes
                 // 0.0.0.0) but must still be well formed.
                 if nh.parse::<u32>().is_err() && nh.parse::<Ipv4Addr>().is_err() {
-                    return Err(LineError::BadNextHop(nh.to_string()));
+                    return Err(LineError::BadNextHop(shown(nh)));
                 }
             }
             UpdateKind::Withdraw
         }
-        other => return Err(LineError::BadAction(other.to_string())),
+        other => return Err(LineError::BadAction(shown(other))),
     };
     if let Some(extra) = f.next() {
-        return Err(LineError::TrailingField(extra.to_string()));
+        return Err(LineError::TrailingField(shown(extra)));
     }
     Ok(Some(Update { time, kind, prefix }))
 }
@@ -728,5 +740,14 @@ mod tests {
         let f = load_route_file_limited(&small, NextHopMode::Raw, 13).unwrap();
         assert_eq!(f.routes.v4.len(), 1);
         assert!(load_route_file_limited(&small, NextHopMode::Raw, 12).is_err());
+    }
+
+    #[test]
+    fn error_messages_shorten_long_fields() {
+        let line = format!("{} 1\n", "9".repeat(100_000));
+        let e = parse_routes(line.as_bytes(), NextHopMode::Raw).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.len() < 200 && msg.contains("..."), "{msg}");
+        assert_eq!(shown("short"), "short");
     }
 }
