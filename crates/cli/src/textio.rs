@@ -57,6 +57,12 @@ pub fn for_each_input(args: &[String], mut f: impl FnMut(&str) -> Result<()>) ->
     }
     for (i, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.context("reading stdin")?;
+        // A byte-order mark is skipped, as by every text parser.
+        let line = if i == 0 {
+            line.strip_prefix('\u{feff}').unwrap_or(&line)
+        } else {
+            &line
+        };
         let s = line.trim();
         if s.is_empty() || s.starts_with('#') {
             continue;

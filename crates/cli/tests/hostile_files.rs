@@ -149,3 +149,48 @@ fn gzip_bomb_routes_are_refused_and_the_limit_can_be_raised() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("--max-decompressed"), "{err}");
 }
+
+#[test]
+fn a_byte_order_mark_is_skipped_in_routes_and_stdin() {
+    let f = Fixture::new();
+    let routes = f.file("routes.txt", "\u{feff}/a/b 1\n");
+    let fib = f.path("fib.bin");
+    fixture::nexthop()
+        .args([
+            "ndn",
+            "fib",
+            "build",
+            "--routes",
+            s(&routes),
+            "--out",
+            s(&fib),
+        ])
+        .assert()
+        .success();
+    let out = fixture::nexthop()
+        .args(["ndn", "fib", "lookup", "--fib", s(&fib)])
+        .write_stdin("\u{feff}/a/b/c\n")
+        .assert()
+        .success();
+    let text = fixture::stdout(&out);
+    assert!(text.contains("/a/b") && text.contains('1'), "{text}");
+    let lpm_routes = f.file("r.txt", "\u{feff}10.0.0.0/8 7\n");
+    let table = f.path("t.lpm");
+    fixture::nexthop()
+        .args([
+            "lpm",
+            "build",
+            "--routes",
+            s(&lpm_routes),
+            "--out",
+            s(&table),
+        ])
+        .assert()
+        .success();
+    let out = fixture::nexthop()
+        .args(["lpm", "lookup", "--table", s(&table)])
+        .write_stdin("\u{feff}10.1.2.3\n")
+        .assert()
+        .success();
+    assert_eq!(fixture::stdout(&out).trim(), "7");
+}

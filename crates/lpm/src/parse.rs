@@ -317,7 +317,10 @@ fn content(line: &str) -> &str {
     }
 }
 
+/// The lines of a text file with their 1-based numbers, `\r\n` or `\n`
+/// ended; a UTF-8 byte-order mark at the start is skipped.
 fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, ParseError>)> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     bytes.split(|&b| b == b'\n').enumerate().map(|(i, l)| {
         let l = l.strip_suffix(b"\r").unwrap_or(l);
         (
@@ -749,5 +752,16 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.len() < 200 && msg.contains("..."), "{msg}");
         assert_eq!(shown("short"), "short");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_by_the_route_and_update_parsers() {
+        let r = parse_routes(b"\xef\xbb\xbf10.0.0.0/8 1\n", NextHopMode::Raw).unwrap();
+        assert_eq!(r.v4.len(), 1);
+        let u = parse_updates(b"\xef\xbb\xbf1 a 10.0.0.0/8 2\n").unwrap();
+        assert_eq!(u.len(), 1);
+        // Line numbers still count the first line as 1.
+        let e = parse_routes(b"\xef\xbb\xbfnope 1\n", NextHopMode::Raw).unwrap_err();
+        assert_eq!(e.line, 1);
     }
 }
