@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use nexthop_lpm::parse::NextHopForm;
-use nexthop_lpm::parse::{load_route_file, load_updates, parse_addr, NextHopMode, UpdateKind};
-use nexthop_lpm::persist::{FamilyStats, LpmTable, DEFAULT_V6_LEVELS};
+use nexthop_lpm::parse::{
+    load_route_file_limited, load_updates_limited, parse_addr, NextHopMode, UpdateKind,
+    DEFAULT_MAX_DECOMPRESSED,
+};
+use nexthop_lpm::persist::{FamilyStats, LpmTable, DEFAULT_MAX_MEMORY, DEFAULT_V6_LEVELS};
 use nexthop_lpm::{Config, HashKind};
 
 use crate::textio::{for_each_input, write_atomic};
@@ -42,6 +45,10 @@ pub struct BuildArgs {
     /// Table file to write (replaced atomically).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Largest estimated memory in bytes building the table may take (a
+    /// configuration or file that needs more is refused with the estimate).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MEMORY)]
+    max_memory: u64,
     /// The second field is an origin AS number: next hop = asn % 250 + 1
     /// (the RouteViews tables: prefix/len, a tab, the AS number).
     #[arg(long)]
@@ -55,6 +62,10 @@ pub struct BuildArgs {
     /// Hash of the IPv4 filters and tables (h2, murmur3, knuth).
     #[arg(long, value_name = "HASH", default_value = "h2")]
     hash: HashKind,
+    /// Largest size in bytes a gzip input may decompress to (a larger
+    /// one is refused as a possible gzip bomb).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DECOMPRESSED)]
+    max_decompressed: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -66,6 +77,10 @@ pub struct LookupArgs {
     /// Table file.
     #[arg(long, value_name = "FILE")]
     table: PathBuf,
+    /// Largest estimated memory in bytes building the table may take (a
+    /// configuration or file that needs more is refused with the estimate).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MEMORY)]
+    max_memory: u64,
     /// Addresses (IPv4 or IPv6); without any, read from stdin one per line
     /// (blank lines and # comment lines are skipped).
     #[arg(value_name = "ADDR")]
@@ -82,9 +97,17 @@ pub struct UpdateArgs {
     /// Table file, replaced atomically.
     #[arg(long, value_name = "FILE")]
     table: PathBuf,
+    /// Largest estimated memory in bytes building the table may take (a
+    /// configuration or file that needs more is refused with the estimate).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MEMORY)]
+    max_memory: u64,
     /// Update stream (plain or gzip).
     #[arg(long, value_name = "FILE")]
     updates: PathBuf,
+    /// Largest size in bytes a gzip input may decompress to (a larger
+    /// one is refused as a possible gzip bomb).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DECOMPRESSED)]
+    max_decompressed: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -96,6 +119,10 @@ pub struct StatsArgs {
     /// Table file.
     #[arg(long, value_name = "FILE")]
     table: PathBuf,
+    /// Largest estimated memory in bytes building the table may take (a
+    /// configuration or file that needs more is refused with the estimate).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MEMORY)]
+    max_memory: u64,
     /// Random absent keys per filter for the measured false-positive rate.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     samples: usize,
@@ -114,9 +141,9 @@ pub fn run(cmd: LpmCmd) -> Result<()> {
     }
 }
 
-fn load_table(path: &Path) -> Result<LpmTable> {
+fn load_table(path: &Path, max_memory: u64) -> Result<LpmTable> {
     let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
-    LpmTable::decode(&bytes).with_context(|| format!("{}", path.display()))
+    LpmTable::decode_with_limit(&bytes, max_memory).with_context(|| format!("{}", path.display()))
 }
 
 /// `n` and `word`, with an `s` unless `n` is 1 ("1 prefix", "2 prefixes").
@@ -141,7 +168,7 @@ fn build(a: &BuildArgs) -> Result<()> {
     } else {
         NextHopMode::Raw
     };
-    let file = load_route_file(&a.routes, mode)?;
+    let file = load_route_file_limited(&a.routes, mode, a.max_decompressed)?;
     let routes = &file.routes;
     let mut v4 = Config::ipv4();
     v4.fpr = a.fpr;
@@ -149,7 +176,7 @@ fn build(a: &BuildArgs) -> Result<()> {
     v4.table_hash = a.hash;
     let mut v6 = Config::ipv6_dpcpe(&routes.v6, a.v6_levels);
     v6.fpr = a.fpr;
-    let mut t = LpmTable::build_with(routes, v4, v6)?;
+    let mut t = LpmTable::build_limited(routes, v4, v6, a.max_memory)?;
     t.next_hops = file.next_hops;
     write_atomic(&a.out, &t.encode())?;
     let (n4, n6) = (t.v4.rib().len(), t.v6.rib().len());
@@ -180,7 +207,7 @@ fn next_hop_form_name(f: NextHopForm) -> &'static str {
 }
 
 fn lookup(a: &LookupArgs) -> Result<()> {
-    let t = load_table(&a.table)?;
+    let t = load_table(&a.table, a.max_memory)?;
     let form = t.next_hops;
     if a.json {
         let mut rows = Vec::new();
@@ -211,9 +238,9 @@ fn lookup(a: &LookupArgs) -> Result<()> {
 }
 
 fn update(a: &UpdateArgs) -> Result<()> {
-    let mut t = load_table(&a.table)?;
+    let mut t = load_table(&a.table, a.max_memory)?;
     // Parse everything first: a malformed line leaves the table untouched.
-    let updates = load_updates(&a.updates)?;
+    let updates = load_updates_limited(&a.updates, a.max_decompressed)?;
     let (mut ann, mut wd, mut absent) = (0usize, 0usize, 0usize);
     for u in &updates {
         let changed = t.apply(u);
@@ -309,7 +336,7 @@ fn family_text(name: &str, s: &FamilyStats) -> String {
 }
 
 fn stats(a: &StatsArgs) -> Result<()> {
-    let t = load_table(&a.table)?;
+    let t = load_table(&a.table, a.max_memory)?;
     let (v4, v6) = t.stats(a.samples);
     if a.json {
         print_json(&serde_json::json!({ "ipv4": family_json(&v4), "ipv6": family_json(&v6) }))?;

@@ -10,7 +10,8 @@ use anyhow::{anyhow, Context, Result};
 /// Write `bytes` to `path` through a temporary file in the same directory
 /// (fsynced) and a rename, so readers see the old file or the new one,
 /// never a mix; on error the temporary file is removed and `path` is
-/// untouched.
+/// untouched. Temporaries of earlier writers of `path` that were killed
+/// before their rename are removed first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
@@ -19,11 +20,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| anyhow!("{}: not a file path", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let prefix = format!(".{}.tmp.", name.to_string_lossy());
+    remove_stale_temporaries(dir, &prefix);
+    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
     let res = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -35,6 +34,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         return Err(anyhow!("{}: {e}", path.display()));
     }
     Ok(())
+}
+
+/// Remove `PREFIX<PID>` files in `dir` left by writers that were killed
+/// before their rename: those whose process no longer exists (no
+/// `/proc/PID`). A live writer's file is left alone. Best effort: an entry
+/// that cannot be read or removed is skipped.
+fn remove_stale_temporaries(dir: &Path, prefix: &str) {
+    // Without a mounted /proc every writer would look dead.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// `n` and the noun for it: `1 name`, `2 names` (`one` for one, `many`
@@ -57,6 +83,12 @@ pub fn for_each_input(args: &[String], mut f: impl FnMut(&str) -> Result<()>) ->
     }
     for (i, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.context("reading stdin")?;
+        // A byte-order mark is skipped, as by every text parser.
+        let line = if i == 0 {
+            line.strip_prefix('\u{feff}').unwrap_or(&line)
+        } else {
+            &line
+        };
         let s = line.trim();
         if s.is_empty() || s.starts_with('#') {
             continue;
@@ -69,6 +101,25 @@ pub fn for_each_input(args: &[String], mut f: impl FnMut(&str) -> Result<()>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_writes_remove_temporaries_of_dead_writers_only() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.lpm");
+        // PIDs never exceed 2^22, so 999999999 names a writer that is gone;
+        // PID 1 is always alive.
+        let dead = d.path().join(".t.lpm.tmp.999999999");
+        let live = d.path().join(".t.lpm.tmp.1");
+        let other = d.path().join(".u.lpm.tmp.999999999");
+        for f in [&dead, &live, &other] {
+            std::fs::write(f, b"partial").unwrap();
+        }
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert!(!dead.exists());
+        assert!(live.exists());
+        assert!(other.exists(), "another file's temporaries are not touched");
+    }
 
     #[test]
     fn atomic_writes_replace_the_file_and_leave_no_temporary() {

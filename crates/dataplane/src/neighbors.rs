@@ -115,11 +115,13 @@ pub enum NeighborsError {
 }
 
 impl Neighbors {
-    /// Parse a neighbour file's text; `path` only names it in errors.
+    /// Parse a neighbour file's text; `path` only names it in errors. A
+    /// UTF-8 byte-order mark at the start is skipped.
     ///
     /// # Errors
     /// [`NeighborsError::Line`] for the first bad line.
     pub fn parse(text: &str, path: &str) -> Result<Neighbors, NeighborsError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut entries: HashMap<NextHop, Neighbor> = HashMap::new();
         let mut first_line: HashMap<NextHop, usize> = HashMap::new();
         for (i, raw) in text.lines().enumerate() {
@@ -249,6 +251,17 @@ impl fmt::Display for Neighbor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let n = Neighbors::parse(
+            "\u{feff}1 1 02:00:00:00:01:01 02:00:00:00:00:01\n",
+            "nb.txt",
+        )
+        .unwrap();
+        assert_eq!(n.len(), 1);
+        assert_eq!(n.get(1).map(|e| e.port), Some(1));
+    }
 
     #[test]
     fn parses_entries_comments_and_blank_lines() {

@@ -125,6 +125,16 @@ pub enum LoadError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A gzip input expands past the decompression limit.
+    #[error(
+        "{path}: decompresses to more than {limit} bytes (a gzip bomb?); raise the limit with --max-decompressed"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// A line is malformed (one location, one reason: the line error is
     /// not repeated as a cause).
     #[error("{path}:{line}: {error}")]
@@ -173,24 +183,24 @@ impl LoadError {
 pub fn parse_prefix(s: &str) -> Result<AnyPrefix, LineError> {
     let (a, l) = s
         .split_once('/')
-        .ok_or_else(|| LineError::MissingLength(s.to_string()))?;
-    let len: u8 = l.parse().map_err(|_| LineError::BadLength(l.to_string()))?;
+        .ok_or_else(|| LineError::MissingLength(shown(s)))?;
+    let len: u8 = l.parse().map_err(|_| LineError::BadLength(shown(l)))?;
     if let Ok(v4) = a.parse::<Ipv4Addr>() {
         if len > 32 {
-            return Err(LineError::BadLength(l.to_string()));
+            return Err(LineError::BadLength(shown(l)));
         }
         Prefix::new_exact(u32::from(v4), len)
             .map(AnyPrefix::V4)
-            .ok_or_else(|| LineError::HostBitsSet(s.to_string()))
+            .ok_or_else(|| LineError::HostBitsSet(shown(s)))
     } else if let Ok(v6) = a.parse::<Ipv6Addr>() {
         if len > 128 {
-            return Err(LineError::BadLength(l.to_string()));
+            return Err(LineError::BadLength(shown(l)));
         }
         Prefix::new_exact(u128::from(v6), len)
             .map(AnyPrefix::V6)
-            .ok_or_else(|| LineError::HostBitsSet(s.to_string()))
+            .ok_or_else(|| LineError::HostBitsSet(shown(s)))
     } else {
-        Err(LineError::BadAddress(a.to_string()))
+        Err(LineError::BadAddress(shown(a)))
     }
 }
 
@@ -206,10 +216,10 @@ fn parse_next_hop_form(s: &str) -> Result<(NextHop, NextHopForm), LineError> {
     } else if let Ok(a) = s.parse::<Ipv4Addr>() {
         (u32::from(a), NextHopForm::Ipv4)
     } else {
-        return Err(LineError::BadNextHop(s.to_string()));
+        return Err(LineError::BadNextHop(shown(s)));
     };
     if v == NO_ROUTE {
-        return Err(LineError::BadNextHop(s.to_string()));
+        return Err(LineError::BadNextHop(shown(s)));
     }
     Ok((v, form))
 }
@@ -254,7 +264,7 @@ pub fn parse_addr(s: &str) -> Result<AnyAddr, LineError> {
     } else if let Ok(a) = s.parse::<Ipv6Addr>() {
         Ok(AnyAddr::V6(u128::from(a)))
     } else {
-        Err(LineError::BadAddress(s.to_string()))
+        Err(LineError::BadAddress(shown(s)))
     }
 }
 
@@ -288,6 +298,18 @@ impl RouteList {
     }
 }
 
+/// Most characters of an offending field an error message repeats.
+const SHOWN_CHARS: usize = 64;
+
+/// A field for an error message: itself, or its first [`SHOWN_CHARS`]
+/// characters and an ellipsis (a line of a hostile file can be gigabytes).
+fn shown(field: &str) -> String {
+    match field.char_indices().nth(SHOWN_CHARS) {
+        Some((i, _)) => format!("{}...", &field[..i]),
+        None => field.to_string(),
+    }
+}
+
 fn content(line: &str) -> &str {
     match line.find('#') {
         Some(i) => &line[..i],
@@ -295,7 +317,10 @@ fn content(line: &str) -> &str {
     }
 }
 
+/// The lines of a text file with their 1-based numbers, `\r\n` or `\n`
+/// ended; a UTF-8 byte-order mark at the start is skipped.
 fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Result<&str, ParseError>)> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     bytes.split(|&b| b == b'\n').enumerate().map(|(i, l)| {
         let l = l.strip_suffix(b"\r").unwrap_or(l);
         (
@@ -331,12 +356,12 @@ fn parse_route_line(
     let (nh, form) = match mode {
         NextHopMode::Raw => parse_next_hop_form(nh)?,
         NextHopMode::Asn => (
-            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(nh.to_string()))?),
+            asn_next_hop(nh.parse().map_err(|_| LineError::BadAsn(shown(nh)))?),
             NextHopForm::Integer,
         ),
     };
     if let Some(extra) = f.next() {
-        return Err(LineError::TrailingField(extra.to_string()));
+        return Err(LineError::TrailingField(shown(extra)));
     }
     Ok(Some((prefix, nh, form)))
 }
@@ -411,7 +436,7 @@ fn parse_update_line(line: &str) -> Result<Option<Update>, LineError> {
     let Some(t) = f.next() else {
         return Ok(None);
     };
-    let time = t.parse().map_err(|_| LineError::BadTime(t.to_string()))?;
+    let time = t.parse().map_err(|_| LineError::BadTime(shown(t)))?;
     let action = f.next().ok_or(LineError::MissingField("action"))?;
     let prefix = parse_prefix(f.next().ok_or(LineError::MissingField("prefix"))?)?;
     let nh = f.next();
@@ -424,15 +449,15 @@ fn parse_update_line(line: &str) -> Result<Option<Update>, LineError> {
                 // The next hop of a withdraw is informational (LINX writes
                 // 0.0.0.0) but must still be well formed.
                 if nh.parse::<u32>().is_err() && nh.parse::<Ipv4Addr>().is_err() {
-                    return Err(LineError::BadNextHop(nh.to_string()));
+                    return Err(LineError::BadNextHop(shown(nh)));
                 }
             }
             UpdateKind::Withdraw
         }
-        other => return Err(LineError::BadAction(other.to_string())),
+        other => return Err(LineError::BadAction(shown(other))),
     };
     if let Some(extra) = f.next() {
-        return Err(LineError::TrailingField(extra.to_string()));
+        return Err(LineError::TrailingField(shown(extra)));
     }
     Ok(Some(Update { time, kind, prefix }))
 }
@@ -448,8 +473,22 @@ pub fn parse_updates(bytes: &[u8]) -> Result<Vec<Update>, ParseError> {
     Ok(out)
 }
 
-/// Read a file, decompressing it when it starts with the gzip magic.
+/// The most bytes a gzip input may expand to unless the caller raises it
+/// (`--max-decompressed` on the CLI): 1 GiB, about ten times a full IPv4
+/// plus IPv6 routing table as text.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// Read a file, decompressing it when it starts with the gzip magic, with
+/// [`DEFAULT_MAX_DECOMPRESSED`] as the limit.
 pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
+    read_maybe_gz_limited(path, DEFAULT_MAX_DECOMPRESSED)
+}
+
+/// Read a file, decompressing it when it starts with the gzip magic; a
+/// gzip input that expands past `max_decompressed` bytes is refused
+/// ([`LoadError::TooLarge`]) after reading at most one byte more, so a
+/// bomb never fills memory.
+pub fn read_maybe_gz_limited(path: &Path, max_decompressed: u64) -> Result<Vec<u8>, LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
@@ -458,8 +497,15 @@ pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
     if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::MultiGzDecoder::new(&raw[..])
+            .take(max_decompressed.saturating_add(1))
             .read_to_end(&mut out)
             .map_err(io)?;
+        if out.len() as u64 > max_decompressed {
+            return Err(LoadError::TooLarge {
+                path: path.to_path_buf(),
+                limit: max_decompressed,
+            });
+        }
         Ok(out)
     } else {
         Ok(raw)
@@ -468,7 +514,16 @@ pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>, LoadError> {
 
 /// Load a route file (plain or gzip) with the form of its next hops.
 pub fn load_route_file(path: &Path, mode: NextHopMode) -> Result<RouteFile, LoadError> {
-    let bytes = read_maybe_gz(path)?;
+    load_route_file_limited(path, mode, DEFAULT_MAX_DECOMPRESSED)
+}
+
+/// [`load_route_file`] with a limit on the decompressed size.
+pub fn load_route_file_limited(
+    path: &Path,
+    mode: NextHopMode,
+    max_decompressed: u64,
+) -> Result<RouteFile, LoadError> {
+    let bytes = read_maybe_gz_limited(path, max_decompressed)?;
     parse_route_file(&bytes, mode).map_err(|e| LoadError::parse(path, e))
 }
 
@@ -479,7 +534,12 @@ pub fn load_routes(path: &Path, mode: NextHopMode) -> Result<RouteList, LoadErro
 
 /// Load an update stream (plain or gzip).
 pub fn load_updates(path: &Path) -> Result<Vec<Update>, LoadError> {
-    let bytes = read_maybe_gz(path)?;
+    load_updates_limited(path, DEFAULT_MAX_DECOMPRESSED)
+}
+
+/// [`load_updates`] with a limit on the decompressed size.
+pub fn load_updates_limited(path: &Path, max_decompressed: u64) -> Result<Vec<Update>, LoadError> {
+    let bytes = read_maybe_gz_limited(path, max_decompressed)?;
     parse_updates(&bytes).map_err(|e| LoadError::parse(path, e))
 }
 
@@ -654,5 +714,54 @@ mod tests {
         assert_eq!(parse_addr("1.2.3.4").unwrap(), AnyAddr::V4(0x0102_0304));
         assert_eq!(parse_addr("::1").unwrap(), AnyAddr::V6(1));
         assert!(parse_addr("1.2.3").is_err());
+    }
+
+    #[test]
+    fn gzip_bomb_is_refused_past_the_limit() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bomb.txt.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..50 {
+            gz.write_all(&zeros).unwrap();
+        }
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        let err = load_route_file_limited(&path, NextHopMode::Raw, 1 << 20).unwrap_err();
+        assert!(
+            matches!(err, LoadError::TooLarge { limit, .. } if limit == 1 << 20),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--max-decompressed"), "{err}");
+        let err = load_updates_limited(&path, 4096).unwrap_err();
+        assert!(matches!(err, LoadError::TooLarge { .. }), "{err}");
+        // Exactly at the limit is accepted (and then parsed: zeros are not text).
+        let small = dir.path().join("ok.txt.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"10.0.0.0/8 1\n").unwrap();
+        std::fs::write(&small, gz.finish().unwrap()).unwrap();
+        let f = load_route_file_limited(&small, NextHopMode::Raw, 13).unwrap();
+        assert_eq!(f.routes.v4.len(), 1);
+        assert!(load_route_file_limited(&small, NextHopMode::Raw, 12).is_err());
+    }
+
+    #[test]
+    fn error_messages_shorten_long_fields() {
+        let line = format!("{} 1\n", "9".repeat(100_000));
+        let e = parse_routes(line.as_bytes(), NextHopMode::Raw).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.len() < 200 && msg.contains("..."), "{msg}");
+        assert_eq!(shown("short"), "short");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_by_the_route_and_update_parsers() {
+        let r = parse_routes(b"\xef\xbb\xbf10.0.0.0/8 1\n", NextHopMode::Raw).unwrap();
+        assert_eq!(r.v4.len(), 1);
+        let u = parse_updates(b"\xef\xbb\xbf1 a 10.0.0.0/8 2\n").unwrap();
+        assert_eq!(u.len(), 1);
+        // Line numbers still count the first line as 1.
+        let e = parse_routes(b"\xef\xbb\xbfnope 1\n", NextHopMode::Raw).unwrap_err();
+        assert_eq!(e.line, 1);
     }
 }

@@ -22,7 +22,7 @@
 //! ```
 
 use crate::addr::{Address, NextHop, Prefix, NO_ROUTE};
-use crate::bloomfwd::{BloomfwdControl, Config, ConfigError, GroupKey};
+use crate::bloomfwd::{length_counts, BloomfwdControl, Config, ConfigError, GroupKey};
 use crate::hash::HashKind;
 use crate::parse::{AnyAddr, AnyPrefix, NextHopForm, RouteList, Update, UpdateKind};
 use nexthop_wire::cursor::{self, CursorError};
@@ -152,6 +152,21 @@ impl LpmTable {
         })
     }
 
+    /// [`Self::build_with`], refused with the estimate
+    /// ([`ConfigError::TooLarge`]) when the configurations would need more
+    /// than `max_memory` bytes for these routes.
+    pub fn build_limited(
+        routes: &RouteList,
+        v4: Config,
+        v6: Config,
+        max_memory: u64,
+    ) -> Result<Self, ConfigError> {
+        v4.validate(32)?;
+        v6.validate(128)?;
+        check_memory(&v4, &routes.v4, &v6, &routes.v6, max_memory)?;
+        Self::build_with(routes, v4, v6)
+    }
+
     /// Longest-prefix match of either family.
     pub fn lookup(&self, a: AnyAddr) -> Option<NextHop> {
         match a {
@@ -200,8 +215,17 @@ impl LpmTable {
         out
     }
 
-    /// Parse and rebuild; rejects truncated, corrupt and foreign files.
+    /// Parse and rebuild; rejects truncated, corrupt and foreign files,
+    /// and files whose configuration would need more than
+    /// [`DEFAULT_MAX_MEMORY`] to rebuild.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::decode_with_limit(bytes, DEFAULT_MAX_MEMORY)
+    }
+
+    /// [`Self::decode`] with a memory limit: the memory the file's
+    /// configurations imply for its routes ([`Config::estimate_bytes`]) is
+    /// checked against `max_memory` before anything is built.
+    pub fn decode_with_limit(bytes: &[u8], max_memory: u64) -> Result<Self, DecodeError> {
         let mut r = cursor::Reader::new(bytes);
         if r.take(8)? != MAGIC {
             return Err(DecodeError::BadMagic);
@@ -241,6 +265,7 @@ impl LpmTable {
         let v4 = r.routes::<u32>(4)?;
         let v6 = r.routes::<u128>(16)?;
         r.r.finish()?;
+        check_memory(&c4, &v4, &c6, &v6, max_memory)?;
         Ok(LpmTable {
             v4: BloomfwdControl::build(c4, &v4)?,
             v6: BloomfwdControl::build(c6, &v6)?,
@@ -285,6 +310,29 @@ fn put_routes<A: Address>(out: &mut Vec<u8>, routes: &[(Prefix<A>, NextHop)], wi
         out.extend_from_slice(&nh.to_le_bytes());
     }
 }
+
+/// Refuse configurations whose estimated build memory for these routes
+/// exceeds `limit`; the estimate otherwise.
+fn check_memory(
+    c4: &Config,
+    v4: &[(Prefix<u32>, NextHop)],
+    c6: &Config,
+    v6: &[(Prefix<u128>, NextHop)],
+    limit: u64,
+) -> Result<u128, ConfigError> {
+    let bytes = c4
+        .estimate_bytes(32, &length_counts(v4))
+        .saturating_add(c6.estimate_bytes(128, &length_counts(v6)));
+    if bytes > limit as u128 {
+        return Err(ConfigError::TooLarge { bytes, limit });
+    }
+    Ok(bytes)
+}
+
+/// The default memory limit of a table build or load (`--max-memory` on
+/// the CLI): 4 GiB, many times what the full 2015 IPv4 and IPv6 tables
+/// need.
+pub const DEFAULT_MAX_MEMORY: u64 = 4 << 30;
 
 /// A table-file reader: the shared cursor and the file's format version.
 struct Reader<'a> {
@@ -502,5 +550,138 @@ mod tests {
             LpmTable::decode(&bytes).unwrap_err(),
             DecodeError::Malformed(_)
         ));
+    }
+
+    /// A table file with these configurations and routes, checksummed as
+    /// `encode` writes it (what a forger with the format can produce).
+    fn forged(
+        c4: &Config,
+        c6: &Config,
+        v4: &[(Prefix<u32>, NextHop)],
+        v6: &[(Prefix<u128>, NextHop)],
+    ) -> Vec<u8> {
+        let mut body = Vec::new();
+        put_config(&mut body, c4);
+        put_config(&mut body, c6);
+        put_routes(&mut body, v4, 4);
+        put_routes(&mut body, v6, 16);
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// 100 IPv6 /17 routes, each expanding 2^23-fold into a /40 group.
+    fn extreme_expansion() -> Vec<u8> {
+        let mut c6 = Config::ipv6(vec![40]);
+        c6.max_expansion_bits = 24;
+        let v6: Vec<_> = (0..100u128)
+            .map(|i| (Prefix::new_exact(i << 111, 17).unwrap(), 1))
+            .collect();
+        forged(&Config::ipv4(), &c6, &[], &v6)
+    }
+
+    /// 64 IPv4 /9 routes with a 2^8-slot direct array, one level at /32
+    /// and a 1e-300 false-positive target: 2^23 keys per route, and
+    /// filters of ~1,400 bits (plus a u16 counter per bit) per key.
+    fn extreme_fpr() -> Vec<u8> {
+        let mut c4 = Config::ipv4();
+        c4.direct_bits = 8;
+        c4.levels = vec![32];
+        c4.max_expansion_bits = 24;
+        c4.fpr = 1e-300;
+        let v4: Vec<_> = (0..64u32)
+            .map(|i| (Prefix::new_exact(i << 23, 9).unwrap(), 1))
+            .collect();
+        forged(&c4, &Config::ipv6(vec![32, 48, 64, 128]), &v4, &[])
+    }
+
+    #[test]
+    fn forged_configs_are_refused_with_the_estimate() {
+        for (name, bytes) in [("expansion", extreme_expansion()), ("fpr", extreme_fpr())] {
+            assert!(bytes.len() < 4096, "{name}: {} bytes", bytes.len());
+            match LpmTable::decode(&bytes) {
+                Err(DecodeError::Config(ConfigError::TooLarge { bytes, limit })) => {
+                    assert!(bytes > limit as u128, "{name}");
+                    assert_eq!(limit, DEFAULT_MAX_MEMORY);
+                }
+                Err(e) => panic!("{name}: {e}"),
+                Ok(_) => panic!("{name}: loaded"),
+            }
+        }
+        // The sample loads under the default limit and is refused under a
+        // limit below its estimate.
+        let good = sample().encode();
+        assert!(LpmTable::decode(&good).is_ok());
+        assert!(matches!(
+            LpmTable::decode_with_limit(&good, 1 << 10),
+            Err(DecodeError::Config(ConfigError::TooLarge { .. }))
+        ));
+    }
+
+    /// Runs [`forged_configs_are_refused_with_the_estimate`] again in a child
+    /// process whose address space is limited to 2 GiB, so a regression that
+    /// allocates what the forged configuration asks for aborts the child,
+    /// not the machine.
+    #[test]
+    fn forged_configs_are_refused_under_a_memory_limit() {
+        if std::env::var_os("NEXTHOP_LPM_CHILD").is_some() {
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("prlimit")
+            .arg(format!("--as={}", 2u64 << 30))
+            .arg(&exe)
+            .args([
+                "--exact",
+                "persist::tests::forged_configs_are_refused_with_the_estimate",
+                "--test-threads=1",
+            ])
+            .env("NEXTHOP_LPM_CHILD", "1")
+            .output();
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("prlimit not available ({e}); the limit-free run covers the check");
+                return;
+            }
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn builds_over_the_memory_limit_are_refused_before_allocating() {
+        // The `lpm build --v6-levels 1` case: one level at /64 expands
+        // every /48 2^16-fold.
+        let text: String = (0..2000u32)
+            .map(|i| format!("2001:{:x}:{:x}::/48 1\n", i >> 8, i & 0xff))
+            .collect();
+        let routes = parse_routes(text.as_bytes(), NextHopMode::Raw).unwrap();
+        let c6 = Config::ipv6(vec![64]);
+        let need = c6.estimate_bytes(128, &length_counts(&routes.v6));
+        assert!(need > 2000 * 65536 * 32, "{need}");
+        match LpmTable::build_limited(&routes, Config::ipv4(), c6, DEFAULT_MAX_MEMORY) {
+            Err(ConfigError::TooLarge { bytes, .. }) => assert_eq!(
+                bytes,
+                need + { Config::ipv4().estimate_bytes(32, &length_counts(&routes.v4)) }
+            ),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("built"),
+        }
+        let ok = LpmTable::build_limited(
+            &routes,
+            Config::ipv4(),
+            Config::ipv6_dpcpe(&routes.v6, 4),
+            DEFAULT_MAX_MEMORY,
+        );
+        assert!(ok.is_ok());
     }
 }

@@ -49,8 +49,10 @@ fn parse_hop(s: &str) -> Result<NextHop, String> {
     Ok(NextHop { face, cost })
 }
 
-/// Parse a whole routes file. A name given twice is an error.
+/// Parse a whole routes file. A name given twice is an error. A UTF-8
+/// byte-order mark at the start is skipped (not part of the first name).
 pub fn parse_routes(text: &str) -> Result<Vec<Route>, RoutesError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
     let mut first: HashMap<Vec<u8>, usize> = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
@@ -107,6 +109,14 @@ pub fn format_hops(hops: &[NextHop]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_name() {
+        let r = parse_routes("\u{feff}/a/b 1\n").unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].name, parse_routes("/a/b 1\n").unwrap()[0].name);
+        assert_eq!(r[0].line, 1);
+    }
 
     #[test]
     fn parses_rules_comments_and_costs() {

@@ -249,6 +249,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         if capacity > 1 << 31 {
             return Err(crate::error::ConfigError::Capacity(capacity).into());
         }
+        Self::probe_memory(&cfg, capacity.max(MIN_CAPACITY))?;
         let mut seeds = SeedSequence::new(cfg.seed);
         let seed = seeds.next().unwrap_or(cfg.seed);
         let mut o = Othello {
@@ -478,6 +479,35 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             out.push(v | check);
         }
         Ok(())
+    }
+
+    /// The bytes [`Self::resize`] allocates for `capacity` keys: the slot
+    /// arrays with their list heads, the edge records and the key words.
+    pub fn bytes_for_capacity(cfg: &Config, capacity: usize) -> u128 {
+        let (ma, mb) = cfg.sizing.arrays_for(capacity);
+        let cap = cfg.sizing.capacity_of(ma, mb).max(capacity) as u128;
+        let nv = ma as u128 + mb as u128;
+        let stride = 1 + cfg.columns as u128;
+        nv * stride * 8
+            + cap * std::mem::size_of::<Edge<K>>() as u128
+            + cap * cfg.columns as u128 * 8
+    }
+
+    /// Refuse a capacity whose arrays cannot be allocated, naming the
+    /// bytes needed, instead of letting the allocation abort the process.
+    /// The probe reserves (and at once frees) one block of that size, which
+    /// fails where the arrays would: over the address-space limit or past
+    /// what the kernel will commit.
+    fn probe_memory(cfg: &Config, capacity: usize) -> Result<(), UpdateError> {
+        let bytes = Self::bytes_for_capacity(cfg, capacity);
+        let fits = usize::try_from(bytes)
+            .ok()
+            .is_some_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+        if fits {
+            Ok(())
+        } else {
+            Err(crate::error::ConfigError::OutOfMemory { capacity, bytes }.into())
+        }
     }
 
     /// Set up empty arrays for `capacity` keys with the current seed.
@@ -1004,8 +1034,14 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
             }
             o.link(e);
         }
-        if o.capacity < o.len || o.capacity > 1 << 32 {
-            return Err(E::Malformed("capacity"));
+        // `resize` never records a capacity beyond the B array's length
+        // (`arrays_for(c)` gives `mb >= c`), and the arrays were bounded by
+        // the file's length above: a larger capacity is forged and would
+        // make the next growth allocate for it.
+        if o.capacity < o.len || o.capacity > saved.head.mb as usize || o.capacity > 1 << 31 {
+            return Err(E::Malformed(
+                "capacity outside the key count and the slot arrays' size",
+            ));
         }
         Ok(o)
     }

@@ -29,6 +29,14 @@ pub enum ConfigError {
     /// More keys than 32-bit array indexes can address.
     #[error("capacity {0} is too large (at most 2^31 keys)")]
     Capacity(usize),
+    /// The arrays for this capacity could not be allocated.
+    #[error("capacity {capacity} needs {bytes} bytes, which could not be allocated")]
+    OutOfMemory {
+        /// Keys asked for.
+        capacity: usize,
+        /// Bytes the arrays need.
+        bytes: u128,
+    },
 }
 
 /// Why a control-plane operation was refused. The structure is unchanged.

@@ -537,8 +537,11 @@ impl Display for KeyType {
 // ---------------------------------------------------------------------------
 // Line parsers
 
-/// Non-empty lines as `(line number, fields)`, cut at a `#` token.
+/// Non-empty lines as `(line number, fields)`, cut at a `#` token. A
+/// UTF-8 byte-order mark at the start is skipped, as by every nexthop text
+/// parser.
 fn fields_of(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.lines().enumerate().filter_map(|(i, l)| {
         let fields: Vec<&str> = l
             .split_whitespace()
@@ -1154,6 +1157,17 @@ mod tests {
             assert_eq!(k.to_string().parse::<KeyType>().unwrap(), k);
         }
         assert!("mac48".parse::<KeyType>().is_err());
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_by_the_routes_and_changes_parsers() {
+        let r = parse_routes::<u64>("\u{feff}1 2\n3 drop\n").unwrap();
+        assert_eq!(r, vec![(1, 1, Action::Port(2)), (2, 3, Action::Drop)]);
+        let c = parse_changes::<u64>("\u{feff}+ 1 2\n").unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].0, 1);
+        // Only at the start: elsewhere it is part of a field.
+        assert!(parse_routes::<u64>("1 2\n\u{feff}3 4\n").is_err());
     }
 
     #[test]

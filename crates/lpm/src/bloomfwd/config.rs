@@ -66,6 +66,16 @@ pub enum ConfigError {
     /// `max_expansion_bits` above 24.
     #[error("max expansion 2^{0} is too large (at most 2^24)")]
     ExpansionTooLarge(u8),
+    /// Building with this configuration would need more memory than allowed.
+    #[error(
+        "the configuration needs about {bytes} bytes to build, more than the limit of {limit} bytes (raise it with --max-memory)"
+    )]
+    TooLarge {
+        /// Estimated bytes ([`Config::estimate_bytes`]).
+        bytes: u128,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl Config {
@@ -136,5 +146,52 @@ impl Config {
             return Err(ConfigError::ExpansionTooLarge(self.max_expansion_bits));
         }
         Ok(())
+    }
+
+    /// An upper estimate of the bytes a table of `bits`-bit addresses built
+    /// with this configuration from routes with these distinct-prefix
+    /// counts per length ([`length_counts`]) allocates, computed without
+    /// allocating: the direct array, and for every group its expanded keys
+    /// (each prefix counted as `2^(level - len)` keys, with the levels
+    /// added for prefixes that expand too far, as the build adds them),
+    /// the Bloom filter with its counters, the hash table and the
+    /// expansion map the build fills.
+    pub fn estimate_bytes(&self, bits: u8, counts: &[u64]) -> u128 {
+        let d = self.direct_bits;
+        // Direct slot (next hop, group mask) plus its prefix length.
+        let mut total: u128 = (1u128 << d.min(24)) * 17;
+        let mut keys: std::collections::BTreeMap<u8, u128> = std::collections::BTreeMap::new();
+        for (len, &c) in counts.iter().enumerate().take(bits as usize + 1) {
+            let len = len as u8;
+            if c == 0 || len <= d {
+                continue;
+            }
+            let (level, each) = match self.levels.iter().find(|&&l| l >= len) {
+                Some(&l) if l - len <= self.max_expansion_bits => (l, 1u128 << (l - len)),
+                _ => (len, 1),
+            };
+            *keys.entry(level).or_insert(0) += c as u128 * each;
+        }
+        for &l in &self.levels {
+            keys.entry(l).or_insert(0);
+        }
+        // Table slots (with load and power-of-two rounding) plus the
+        // build's expansion map entry, per key.
+        let per_key: u128 = if bits > 32 { 160 } else { 48 };
+        let lg = if self.fpr > 0.0 && self.fpr < 1.0 {
+            (1.0 / self.fpr).log2()
+        } else {
+            1.0
+        };
+        for (&level, &n) in &keys {
+            let n = n.min(1u128 << level.min(127));
+            let sized = n.max(1024) as f64;
+            let m = (sized * lg / std::f64::consts::LN_2)
+                .ceil()
+                .min(u32::MAX as f64 / 2.0) as u128;
+            // Filter bits plus a u16 counter per bit.
+            total += m / 8 + 2 * m + n * per_key;
+        }
+        total
     }
 }

@@ -201,3 +201,46 @@ fn col_words_makes_cols_copies() {
         assert!(w.iter().all(|&x| x == 0x5a));
     }
 }
+
+/// Overwrite the capacity field of a saved control state (offset 64: magic,
+/// version, widths, columns, stash, four u64 seeds, ma, mb) and recompute
+/// the trailing checksum, as a forger would.
+fn forge_capacity(bytes: &[u8], capacity: u64) -> Vec<u8> {
+    let mut b = bytes[..bytes.len() - 8].to_vec();
+    b[64..72].copy_from_slice(&capacity.to_le_bytes());
+    crate::persist::finish(&mut b);
+    b
+}
+
+#[test]
+fn load_refuses_a_forged_capacity_beyond_the_slot_arrays() {
+    let o = Othello::<u64>::build(Config::default(), (0..1000u64).map(|k| (k, k & 1))).unwrap();
+    let saved = o.save();
+    // The unforged file and one rewritten with its own capacity load.
+    assert!(Othello::<u64>::load(&forge_capacity(&saved, o.capacity as u64)).is_ok());
+    for cap in [1u64 << 32, 1 << 31, o.meta.mb as u64 + 1, 999] {
+        let err = Othello::<u64>::load(&forge_capacity(&saved, cap))
+            .err()
+            .unwrap_or_else(|| panic!("capacity {cap} loaded"));
+        assert!(err.to_string().contains("capacity"), "{err}");
+    }
+}
+
+#[test]
+fn capacity_beyond_memory_is_refused_with_the_bytes_needed() {
+    let cfg = Config::default();
+    let bytes = Othello::<u64>::bytes_for_capacity(&cfg, 1 << 31);
+    assert!(bytes > 1 << 36, "{bytes}");
+    // `u128` sizes past the address space are refused without any attempt.
+    let tiny = Othello::<u64>::probe_memory(&cfg, 1000);
+    assert!(tiny.is_ok());
+    let huge = Config {
+        columns: 4096,
+        ..Config::default()
+    };
+    let err = Othello::<u64>::with_capacity(huge, 1 << 31).err().unwrap();
+    assert!(
+        err.to_string().contains("needs") && err.to_string().contains("bytes"),
+        "{err}"
+    );
+}
