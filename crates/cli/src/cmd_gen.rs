@@ -46,6 +46,9 @@ pub struct GenArgs {
     /// Output pcap file (classic pcap, microsecond timestamps, Ethernet).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Print the report as one JSON object instead of a sentence.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Source MAC of generated frames (locally administered, unicast).
@@ -104,14 +107,29 @@ pub fn run(a: &GenArgs) -> Result<()> {
         w.write(Duration::from_micros(i), &frame)?;
     }
     w.finish()?;
-    println!(
-        "wrote {} frames of {} bytes to {}: {to_known} to names of {} ({} names), {to_unknown} to unknown names",
-        a.frames,
-        a.size,
-        a.out.display(),
-        routes_path.display(),
-        names.len()
-    );
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "frames": a.frames,
+                "bytes_per_frame": a.size,
+                "out": a.out.display().to_string(),
+                "routes": routes_path.display().to_string(),
+                "names": names.len(),
+                "to_known": to_known,
+                "to_unknown": to_unknown,
+            })
+        );
+    } else {
+        println!(
+            "wrote {} frames of {} bytes to {}: {to_known} to names of {} ({} names), {to_unknown} to unknown names",
+            a.frames,
+            a.size,
+            a.out.display(),
+            routes_path.display(),
+            names.len()
+        );
+    }
     Ok(())
 }
 
@@ -246,13 +264,31 @@ fn gen_ip(a: &GenArgs, path: &std::path::Path) -> Result<()> {
         w.write(Duration::from_micros(i), &frame)?;
     }
     w.finish()?;
-    println!(
-        "wrote {} IP frames ({v4} IPv4, {v6} IPv6) of {} bytes to {}: {} to prefixes of {} ({n4} IPv4, {n6} IPv6 routes), {to_unknown} to addresses no route covers",
-        a.frames,
-        a.size,
-        a.out.display(),
-        a.frames - to_unknown,
-        path.display()
-    );
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "frames": a.frames,
+                "ipv4": v4,
+                "ipv6": v6,
+                "bytes_per_frame": a.size,
+                "out": a.out.display().to_string(),
+                "routes": path.display().to_string(),
+                "ipv4_routes": n4,
+                "ipv6_routes": n6,
+                "to_prefixes": a.frames - to_unknown,
+                "to_unknown": to_unknown,
+            })
+        );
+    } else {
+        println!(
+            "wrote {} IP frames ({v4} IPv4, {v6} IPv6) of {} bytes to {}: {} to prefixes of {} ({n4} IPv4, {n6} IPv6 routes), {to_unknown} to addresses no route covers",
+            a.frames,
+            a.size,
+            a.out.display(),
+            a.frames - to_unknown,
+            path.display()
+        );
+    }
     Ok(())
 }

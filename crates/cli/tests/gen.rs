@@ -96,6 +96,56 @@ fn generated_frames_forward_with_unknown_names_as_exact_misses() {
     }
 }
 
+/// `--json` reports the same counts as the sentence, for the same seed.
+#[test]
+fn gen_json_reports_the_counts_of_the_text_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    std::fs::write(
+        p("routes.txt"),
+        "02:00:00:00:00:01 1\n02:00:00:00:00:02 2\n",
+    )
+    .expect("write routes");
+    let args = |out: &str| {
+        [
+            "gen",
+            "--routes",
+            &p("routes.txt"),
+            "--frames",
+            "1000",
+            "--unknown",
+            "30",
+            "--seed",
+            "3",
+            "--out",
+            &p(out),
+        ]
+        .map(String::from)
+    };
+    let text = nexthop(
+        &args("a.pcap")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let mut j = args("b.pcap").to_vec();
+    j.push("--json".into());
+    let json = nexthop(&j.iter().map(String::as_str).collect::<Vec<_>>());
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("one JSON object");
+    assert_eq!(v["frames"], 1000, "{json}");
+    assert_eq!(v["names"], 2, "{json}");
+    let unknown = v["to_unknown"].as_u64().expect("to_unknown");
+    assert_eq!(v["to_known"].as_u64(), Some(1000 - unknown), "{json}");
+    assert!(
+        text.ends_with(&format!(", {unknown} to unknown names\n")),
+        "{text} against {json}"
+    );
+    assert_eq!(
+        std::fs::read(p("a.pcap")).expect("a.pcap"),
+        std::fs::read(p("b.pcap")).expect("b.pcap")
+    );
+}
+
 #[test]
 fn gen_refuses_bad_sizes_and_percentages() {
     let dir = tempfile::tempdir().expect("temp dir");
