@@ -11,6 +11,7 @@ use nexthop_othello::fib::{Action, KeyType, NameKey};
 use nexthop_othello::{Sizing, MISS};
 
 use crate::cmd_fib::{self, BuildOpts, LookupFib};
+use crate::textio::say;
 use nexthop_othello::fibdir;
 
 /// Options of `nexthop demo`.
@@ -20,6 +21,8 @@ pub struct DemoOpts {
     pub changes: Option<usize>,
     pub out: PathBuf,
     pub seed: u64,
+    /// Print the summary as one JSON object on stdout, the text on stderr.
+    pub json: bool,
 }
 
 /// Names per batched lookup.
@@ -70,7 +73,7 @@ pub(crate) fn pick_action(r: &mut Mix, table: &[Action]) -> Action {
 }
 
 fn step(n: usize, total: usize, what: &str, secs: f64, detail: impl std::fmt::Display) {
-    println!("[{n}/{total}] {what:<8} {detail} ({secs:.2} s)");
+    say!("[{n}/{total}] {what:<8} {detail} ({secs:.2} s)");
 }
 
 fn mb(bytes: u64) -> String {
@@ -189,6 +192,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 
 /// `nexthop demo`.
 pub fn run(o: &DemoOpts) -> Result<()> {
+    crate::textio::text_to_stderr(o.json);
     const STEPS: usize = 7;
     if o.names == 0 {
         bail!("--names must be at least 1");
@@ -196,7 +200,7 @@ pub fn run(o: &DemoOpts) -> Result<()> {
     let n_changes = o.changes.unwrap_or((o.names / 10).clamp(1, 100_000));
     let dir = &o.out;
     fibdir::check_build_target(dir, &["routes.txt", "changes.txt"])?;
-    println!(
+    say!(
         "nexthop demo: {} MAC names, {n_changes} changes, seed {}, FIB directory {}",
         o.names,
         o.seed,
@@ -339,34 +343,53 @@ pub fn run(o: &DemoOpts) -> Result<()> {
     let example = present
         .first()
         .map_or("00:00:00:00:00:01".to_string(), |m| m.fmt_name());
-    println!();
-    println!("summary ({:.1} s in all)", total.elapsed().as_secs_f64());
-    println!(
+    say!();
+    say!("summary ({:.1} s in all)", total.elapsed().as_secs_f64());
+    say!(
         "  names          {} built, {} after updates ({} actions)",
         o.names,
         oracle.len(),
         fib.actions.len()
     );
-    println!(
+    say!(
         "  data plane     {} bytes of arrays: ma {} + mb {} slots of {} B, {:.2} bits/name; snapshot file {}",
         dp_bytes, meta.ma, meta.mb, meta.slot_bytes(), dp_bytes as f64 * 8.0 / oracle.len().max(1) as f64, mb(snap_bytes)
     );
-    println!(
-        "  lookups        {rate:.1} M lookups/s (mapped snapshot, batches of {CHUNK}, 1 thread)"
-    );
-    println!(
+    say!("  lookups        {rate:.1} M lookups/s (mapped snapshot, batches of {CHUNK}, 1 thread)");
+    say!(
         "  updates        {} in {:.3} s: {:.0} k updates/s, {writes_per:.2} slot writes/update, {} rebuilds",
         u.changes, u.apply_secs, upd_rate / 1e3, u.rebuilds
     );
-    println!("  mismatches     {mism_build} after build, {mism_update} after updates");
-    println!();
-    println!("try:");
-    println!("  nexthop fib stats --fib {d}");
-    println!("  nexthop fib lookup --fib {d} {example}");
-    println!(
-        "  grep -v '^#' {d}/routes.txt | cut -d' ' -f1 | head -5 | nexthop fib lookup --fib {d}"
-    );
-    println!("  nexthop fib update --fib {d} --changes FILE   # lines: + NAME ACTION | - NAME | = NAME ACTION");
+    say!("  mismatches     {mism_build} after build, {mism_update} after updates");
+    say!();
+    say!("try:");
+    say!("  nexthop fib stats --fib {d}");
+    say!("  nexthop fib lookup --fib {d} {example}");
+    say!("  grep -v '^#' {d}/routes.txt | cut -d' ' -f1 | head -5 | nexthop fib lookup --fib {d}");
+    say!("  nexthop fib update --fib {d} --changes FILE   # lines: + NAME ACTION | - NAME | = NAME ACTION");
+    if o.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "fib": dir.display().to_string(),
+                "names_built": o.names,
+                "names_after_updates": oracle.len(),
+                "actions": fib.actions.len(),
+                "data_plane_bytes": dp_bytes,
+                "bits_per_name": dp_bytes as f64 * 8.0 / oracle.len().max(1) as f64,
+                "snapshot_bytes": snap_bytes,
+                "lookups_per_second": rate * 1e6,
+                "updates": u.changes,
+                "updates_per_second": upd_rate,
+                "slot_writes_per_update": writes_per,
+                "rebuilds": u.rebuilds,
+                "generation": u.generation,
+                "mismatches_after_build": mism_build,
+                "mismatches_after_updates": mism_update,
+                "seconds": total.elapsed().as_secs_f64(),
+            })
+        );
+    }
     if mism_build + mism_update > 0 {
         bail!("{} mismatches", mism_build + mism_update);
     }

@@ -184,6 +184,10 @@ struct DemoArgs {
     /// Seed of the generated dataset and changes.
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
+    /// Print the summary as one JSON object on stdout (the progress and
+    /// text summary go to stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -275,6 +279,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             changes: a.changes,
             out: a.out,
             seed: a.seed,
+            json: a.json,
         }),
         Cmd::Forward(a) => cmd_forward::run(a),
         Cmd::Gen(a) => cmd_gen::run(&a),

@@ -7,6 +7,33 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 
+/// Whether commands' text (progress and summaries) goes to stderr: set by
+/// `--json`, which keeps stdout for the JSON object.
+static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Send [`say!`]'s text to stderr (`true`, with `--json`) or stdout.
+pub fn text_to_stderr(on: bool) {
+    TEXT_TO_STDERR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`say!`] writes to stderr.
+pub fn text_on_stderr() -> bool {
+    TEXT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `println!` for a command's text: to stdout, or to stderr with `--json`
+/// ([`text_to_stderr`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if $crate::textio::text_on_stderr() {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+pub(crate) use say;
+
 /// Write `bytes` to `path` through a temporary file in the same directory
 /// (fsynced) and a rename, so readers see the old file or the new one,
 /// never a mix; on error the temporary file is removed and `path` is

@@ -506,6 +506,27 @@ fn demo_builds_verifies_and_updates_with_zero_mismatches() {
 }
 
 #[test]
+fn demo_json_prints_the_summary_object_on_stdout_and_the_text_on_stderr() {
+    let t = tempfile::tempdir().unwrap();
+    let out = nexthop()
+        .args(["demo", "--names", "3000", "--json", "--out"])
+        .arg(t.path())
+        .assert()
+        .success();
+    let o = out.get_output();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["names_built"], 3000);
+    assert_eq!(v["mismatches_after_build"], 0);
+    assert_eq!(v["mismatches_after_updates"], 0);
+    assert_eq!(v["updates"], 300);
+    assert_eq!(v["generation"], 2);
+    assert!(v["lookups_per_second"].as_f64().unwrap() > 0.0, "{v}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("[7/7] verify"), "{err}");
+    assert!(err.contains("mismatches     0 after build"), "{err}");
+}
+
+#[test]
 fn json_build_and_update_report_what_they_did() {
     let f = Fixture::new();
     let out = f

@@ -1,6 +1,7 @@
 //! The live lab: namespaces joined by veth pairs, the controller, the
 //! forwarder (`nexthop run`) as a child process, a source and four sinks.
 
+use crate::textio::say;
 use std::fs;
 use std::net::SocketAddr;
 use std::path::Path;

@@ -27,20 +27,7 @@
 //! `frame`, `phases`, `cpu` and `summary` use no other file of the lab;
 //! `plan` uses `frame`; `live` and `pcap` use the others, never each other.
 
-/// Whether the lab's text (progress and summary) goes to stderr:
-/// `--json`, which keeps stdout for the summary object.
-static TEXT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// `println!` for the lab's text: to stdout, or to stderr with `--json`.
-macro_rules! say {
-    ($($arg:tt)*) => {
-        if $crate::lab::TEXT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
-            eprintln!($($arg)*)
-        } else {
-            println!($($arg)*)
-        }
-    };
-}
+use crate::textio::say;
 
 mod cpu;
 mod frame;
@@ -127,7 +114,7 @@ pub(crate) fn step(what: &str, t: Instant, detail: impl std::fmt::Display) {
 
 /// `nexthop lab`.
 pub fn run(o: &LabOpts) -> Result<()> {
-    TEXT_TO_STDERR.store(o.json, std::sync::atomic::Ordering::Relaxed);
+    crate::textio::text_to_stderr(o.json);
     if o.names == 0 || o.names > u32::MAX as usize / 2 {
         bail!("--names must be between 1 and {}", u32::MAX / 2);
     }

@@ -11,6 +11,7 @@
 //! action names, and each port holding exactly as many frames as the
 //! actions sent there.
 
+use crate::textio::say;
 use std::fs;
 use std::time::{Duration, Instant};
 
