@@ -481,7 +481,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         Ok(())
     }
 
-    /// The bytes [`Self::resize`] allocates for `capacity` keys: the slot
+    /// The bytes `resize` allocates for `capacity` keys: the slot
     /// arrays with their list heads, the edge records and the key words.
     pub fn bytes_for_capacity(cfg: &Config, capacity: usize) -> u128 {
         let (ma, mb) = cfg.sizing.arrays_for(capacity);
