@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use nexthop_othello::fib::{Action, ConciseFib, FibError, KeyType, NameKey};
-use nexthop_othello::fibdir::{
-    self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT,
-};
+use nexthop_othello::fibdir::{self, Current, ACTIONS, CONTROL};
 use nexthop_othello::{Config, Delta, Query, Sizing, MISS};
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -125,37 +123,8 @@ impl<K: NameKey + Send + Sync> Flat for Typed<K> {
     }
     fn save(&self, dir: &Path) -> PyResult<u64> {
         fibdir::check_build_target(dir, &[]).map_err(|e| os_err(dir, e))?;
-        let fib = &self.fib;
-        let cfg = *fib.othello().config();
-        let control = fib.save_control();
-        let snapshot = fib.othello().snapshot(0);
-        let actions = fib.action_table().to_text();
-        let mut manifest = Manifest {
-            format: fibdir::FORMAT.into(),
-            format_version: fibdir::FORMAT_VERSION,
-            key_type: self.key_type.name().into(),
-            generation: 0,
-            names: fib.len(),
-            actions: fib.action_table().len(),
-            config: ManifestConfig {
-                value_bits: cfg.value_bits,
-                check_bits: cfg.check_bits,
-                sizing: cfg.sizing.to_string(),
-                seed: cfg.seed,
-                stash_capacity: cfg.stash_capacity,
-            },
-            files: Vec::new(),
-        };
-        let done = fibdir::commit(
-            dir,
-            &mut manifest,
-            &[
-                (CONTROL, &control),
-                (SNAPSHOT, &snapshot),
-                (ACTIONS, actions.as_bytes()),
-            ],
-        )
-        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+        let done = fibdir::commit_fib(dir, self.key_type, &self.fib)
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
         Ok(done.generation)
     }
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {

@@ -12,9 +12,7 @@ use nexthop_othello::fib::{
 use nexthop_othello::{Config, MappedQuery, QueryView, Sizing, MISS};
 
 use crate::textio::count;
-use nexthop_othello::fibdir::{
-    self, Current, Manifest, ManifestConfig, ACTIONS, CONTROL, SNAPSHOT,
-};
+use nexthop_othello::fibdir::{self, Current, ACTIONS, CONTROL, SNAPSHOT};
 
 /// Run `$body` with `$K` bound to the Rust type of key type `$kt`.
 macro_rules! with_key_type {
@@ -150,35 +148,7 @@ fn fib_err(path: &Path, e: FibError) -> anyhow::Error {
 
 /// Write `fib` as a new generation of `dir`; returns the generation.
 fn commit_fib<K: NameKey>(dir: &Path, key_type: KeyType, fib: &ConciseFib<K>) -> Result<u64> {
-    let cfg = *fib.othello().config();
-    let control = fib.save_control();
-    let snapshot = fib.othello().snapshot(0);
-    let actions = fib.action_table().to_text();
-    let mut manifest = Manifest {
-        format: fibdir::FORMAT.into(),
-        format_version: fibdir::FORMAT_VERSION,
-        key_type: key_type.name().into(),
-        generation: 0,
-        names: fib.len(),
-        actions: fib.action_table().len(),
-        config: ManifestConfig {
-            value_bits: cfg.value_bits,
-            check_bits: cfg.check_bits,
-            sizing: cfg.sizing.to_string(),
-            seed: cfg.seed,
-            stash_capacity: cfg.stash_capacity,
-        },
-        files: Vec::new(),
-    };
-    let done = fibdir::commit(
-        dir,
-        &mut manifest,
-        &[
-            (CONTROL, &control),
-            (SNAPSHOT, &snapshot),
-            (ACTIONS, actions.as_bytes()),
-        ],
-    )?;
+    let done = fibdir::commit_fib(dir, key_type, fib)?;
     for (path, err) in &done.not_removed {
         eprintln!("warning: {}: could not remove: {err}", path.display());
     }

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::fib::{KeyType, KeyTypeParseError};
+use crate::fib::{ConciseFib, KeyType, KeyTypeParseError, NameKey};
 
 /// `manifest.json`'s `format`.
 pub const FORMAT: &str = "nexthop-fib";
@@ -441,6 +441,45 @@ pub fn commit(
         generation: gen,
         not_removed,
     })
+}
+
+/// Write `fib` as a new generation of `dir` (its control state, snapshot
+/// and action table, with a manifest naming `key_type` and the Othello
+/// configuration): [`commit`] for a whole Concise FIB.
+pub fn commit_fib<K: NameKey>(
+    dir: &Path,
+    key_type: KeyType,
+    fib: &ConciseFib<K>,
+) -> Result<Committed, DirError> {
+    let cfg = *fib.othello().config();
+    let control = fib.save_control();
+    let snapshot = fib.othello().snapshot(0);
+    let actions = fib.action_table().to_text();
+    let mut manifest = Manifest {
+        format: FORMAT.into(),
+        format_version: FORMAT_VERSION,
+        key_type: key_type.name().into(),
+        generation: 0,
+        names: fib.len(),
+        actions: fib.action_table().len(),
+        config: ManifestConfig {
+            value_bits: cfg.value_bits,
+            check_bits: cfg.check_bits,
+            sizing: cfg.sizing.to_string(),
+            seed: cfg.seed,
+            stash_capacity: cfg.stash_capacity,
+        },
+        files: Vec::new(),
+    };
+    commit(
+        dir,
+        &mut manifest,
+        &[
+            (CONTROL, &control),
+            (SNAPSHOT, &snapshot),
+            (ACTIONS, actions.as_bytes()),
+        ],
+    )
 }
 
 /// The current generation's manifest, validated, and its directory.
