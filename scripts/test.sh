@@ -9,6 +9,8 @@ bash scripts/setup-interop.sh
 bash scripts/setup-data.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
+echo "== docs/architecture.md's crate graph against cargo metadata"
+bash scripts/check-architecture.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
