@@ -96,9 +96,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     };
     let addr = match &fwd {
         Some(f) => f.udp,
-        None => a
-            .forwarder
-            .ok_or_else(|| anyhow!("no forwarder address"))?,
+        None => a.forwarder.ok_or_else(|| anyhow!("no forwarder address"))?,
     };
     let producer = ProducerThread::start(
         addr,
@@ -138,7 +136,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let py = if a.no_python {
         None
     } else {
-        find_python(a.python.as_ref()).map(|py| python_rate(&py, addr, &a.prefix, a.python_duration))
+        find_python(a.python.as_ref())
+            .map(|py| python_rate(&py, addr, &a.prefix, a.python_duration))
     };
     let pc = producer.stop()?;
     let daemon = fwd.map(|f| f.stop()).transpose()?;

@@ -182,12 +182,14 @@ pub fn run(a: &LabArgs) -> Result<()> {
     } else {
         for (k, ok, secs, re, err) in &rows {
             match err {
-                None => println!(
+                None => {
+                    println!(
                     "consumer {k}: {} bytes in {secs:.2} s ({:.1} MB/s), {re} retransmitted, {}",
                     source.len(),
                     source.len() as f64 / secs.max(1e-9) / 1e6,
                     if *ok { "identical to the source" } else { "DIFFERS from the source" }
-                ),
+                )
+                }
                 Some(e) => println!("consumer {k}: failed: {e}"),
             }
         }

@@ -61,7 +61,10 @@ impl ForwarderThread {
     /// Stop it; the daemon (its counters) back.
     pub fn stop(mut self) -> Result<Daemon> {
         self.stop.store(true, Ordering::Relaxed);
-        let h = self.handle.take().ok_or_else(|| anyhow!("already stopped"))?;
+        let h = self
+            .handle
+            .take()
+            .ok_or_else(|| anyhow!("already stopped"))?;
         let (d, r) = h
             .join()
             .map_err(|_| anyhow!("the forwarder thread panicked"))?;
@@ -106,7 +109,10 @@ impl ProducerThread {
     /// Stop it; its counters.
     pub fn stop(mut self) -> Result<ProducerCounters> {
         self.stop.store(true, Ordering::Relaxed);
-        let h = self.handle.take().ok_or_else(|| anyhow!("already stopped"))?;
+        let h = self
+            .handle
+            .take()
+            .ok_or_else(|| anyhow!("already stopped"))?;
         h.join()
             .map_err(|_| anyhow!("the producer thread panicked"))?
             .map_err(|e| anyhow!("producer: {e}"))

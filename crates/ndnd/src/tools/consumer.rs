@@ -372,15 +372,20 @@ impl Consumer {
         let first = self.discover(prefix, end)?;
         let depth = prefix.len() + 2;
         let versioned = first.name.prefix(depth - 1);
-        if versioned.get(depth - 2).and_then(|c| c.as_version()).is_none() {
+        if versioned
+            .get(depth - 2)
+            .and_then(|c| c.as_version())
+            .is_none()
+        {
             return Err(ToolError::BadReply(format!(
                 "{} is not /prefix/v=VERSION/seg=N",
                 first.name
             )));
         }
-        let segments = self.final_block(&first)?.checked_add(1).ok_or_else(|| {
-            ToolError::BadReply("FinalBlockId out of range".into())
-        })?;
+        let segments = self
+            .final_block(&first)?
+            .checked_add(1)
+            .ok_or_else(|| ToolError::BadReply("FinalBlockId out of range".into()))?;
         let mut parts: Vec<Option<Vec<u8>>> = vec![None; segments as usize];
         let first_seg = first
             .name
@@ -496,9 +501,7 @@ impl Consumer {
                     .get(0)
                     .and_then(|r| r.as_segment())
             })
-            .ok_or_else(|| {
-                ToolError::BadReply(format!("{}: no segment FinalBlockId", d.name))
-            })?;
+            .ok_or_else(|| ToolError::BadReply(format!("{}: no segment FinalBlockId", d.name)))?;
         if f >= self.cfg.max_segments {
             return Err(ToolError::BadReply(format!(
                 "{}: FinalBlockId {f} above the limit of {} segments",
@@ -512,9 +515,8 @@ impl Consumer {
     /// retransmission.
     fn discover(&mut self, prefix: &Name, end: Instant) -> Result<Data, ToolError> {
         let depth = prefix.len() + 2;
-        let key = |n: &Name| {
-            (n == prefix || (n.len() == depth && prefix.is_prefix_of(n))).then_some(0)
-        };
+        let key =
+            |n: &Name| (n == prefix || (n.len() == depth && prefix.is_prefix_of(n))).then_some(0);
         let mut retries = 0;
         let mut got = Vec::new();
         loop {

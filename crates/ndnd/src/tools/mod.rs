@@ -308,7 +308,9 @@ pub fn command_interest(verb: &str, prefix: &Name, nonce: u32) -> Interest {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     n.push(&NameComponent::generic(ts.to_be_bytes().to_vec()));
-    n.push(&NameComponent::generic(u64::from(nonce).to_be_bytes().to_vec()));
+    n.push(&NameComponent::generic(
+        u64::from(nonce).to_be_bytes().to_vec(),
+    ));
     // SignatureInfo { SignatureType 0 (DigestSha256) }.
     let mut si = Vec::new();
     write_tlv(&mut si, 0x16, &[0x1b, 0x01, 0x00]);
@@ -329,7 +331,11 @@ pub fn command_interest(verb: &str, prefix: &Name, nonce: u32) -> Interest {
 /// Register `prefix` for this face with the forwarder's `rib/register`;
 /// `Ok` on StatusCode 200. Retries the command every 500 ms until
 /// `timeout`.
-pub fn register_prefix(face: &mut UdpFace, prefix: &Name, timeout: Duration) -> Result<(), ToolError> {
+pub fn register_prefix(
+    face: &mut UdpFace,
+    prefix: &Name,
+    timeout: Duration,
+) -> Result<(), ToolError> {
     let end = Instant::now() + timeout;
     let mut nonce = rand_nonce();
     while Instant::now() < end {

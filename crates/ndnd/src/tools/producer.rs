@@ -131,7 +131,10 @@ impl SegmentedObject {
         let n = self.versioned.len();
         if name.len() == n + 1 && self.versioned.is_prefix_of(name) {
             let seg = name.get(n)?.as_segment()?;
-            return self.segments.get(usize::try_from(seg).ok()?).map(Vec::as_slice);
+            return self
+                .segments
+                .get(usize::try_from(seg).ok()?)
+                .map(Vec::as_slice);
         }
         if can_be_prefix && (name == &self.prefix || name == &self.versioned) {
             return self.segments.first().map(Vec::as_slice);
