@@ -166,7 +166,7 @@ pub struct Consumer {
 
 /// What the window loop does with an answer.
 enum Outcome {
-    Data(u64, Data),
+    Data(u64, Box<Data>),
     Nack(u64, u64),
 }
 
@@ -215,7 +215,7 @@ impl Consumer {
         for k in 0..n {
             match decode_received(self.face.packet(k)) {
                 Ok(Received::Data(d, _)) => match key(&d.name) {
-                    Some(id) => got.push(Outcome::Data(id, d)),
+                    Some(id) => got.push(Outcome::Data(id, Box::new(d))),
                     None => self.stats.unexpected += 1,
                 },
                 Ok(Received::Nack(i, code)) => {
@@ -532,7 +532,7 @@ impl Consumer {
                     match o {
                         Outcome::Data(_, d) => {
                             self.stats.rtt.record(sent.elapsed());
-                            return Ok(d);
+                            return Ok(*d);
                         }
                         Outcome::Nack(_, code) if retries >= self.cfg.max_retries => {
                             return Err(ToolError::Refused {
