@@ -147,6 +147,15 @@ fn bench_short_run_satisfies_interests_and_reports_sane_json() {
     assert!(v["drops"]["total"].is_u64(), "{v}");
     assert!(n("forwarder_satisfied") >= n("satisfied"), "{v}");
     assert!(v["python"].is_null(), "{v}");
+    // Per-thread CPU of the run (clock ticks: present, not negative).
+    for k in ["forwarder", "producer", "consumers"] {
+        assert!(v["cores"][k].as_f64().unwrap() >= 0.0, "{v}");
+    }
+    assert!(
+        v["forwarder_us_per_satisfied"].is_null()
+            || v["forwarder_us_per_satisfied"].as_f64().unwrap() >= 0.0,
+        "{v}"
+    );
 }
 
 #[test]

@@ -19,6 +19,8 @@ use nexthop_ndnd::tools::producer::{Content, DataTemplate};
 use nexthop_ndnd::NdndConfig;
 use nexthop_wire::ndn::Name;
 
+use crate::threadcpu;
+
 use super::{drops_json, drops_text, find_python, ForwarderThread, ProducerThread};
 
 const PY_CONSUMER: &str = include_str!("pyconsumer.py");
@@ -116,14 +118,30 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     for _ in 0..a.consumers {
         consumers.push(Consumer::connect(addr, cfg).map_err(|e| anyhow!("consumer: {e}"))?);
     }
+    let me = std::process::id() as i32;
+    // The consumers start together once the first CPU sample is taken
+    // (a thread must exist in both samples to be counted).
+    let go = std::sync::Arc::new(std::sync::Barrier::new(a.consumers + 1));
+    let mut handles = Vec::new();
+    for (k, mut c) in consumers.into_iter().enumerate() {
+        let p = prefix.clone();
+        let go = go.clone();
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("ndn-consumer-{k}"))
+                .spawn(move || {
+                    go.wait();
+                    c.bench(&p, duration)
+                })?,
+        );
+    }
+    let cpu0 = threadcpu::sample(&[me]);
+    go.wait();
     let t0 = Instant::now();
-    let handles: Vec<_> = consumers
-        .into_iter()
-        .map(|mut c| {
-            let p = prefix.clone();
-            std::thread::spawn(move || c.bench(&p, duration))
-        })
-        .collect();
+    // The CPU sample closes at the end of the measured time, while the
+    // consumers (draining their window) are still alive.
+    std::thread::sleep((t0 + duration).saturating_duration_since(Instant::now()));
+    let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&[me]));
     let mut stats = ConsumerStats::default();
     for h in handles {
         let s = h
@@ -133,6 +151,12 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         stats.merge(&s);
     }
     let wall = t0.elapsed();
+    let fwd_cores = threadcpu::sum_prefix(&cpu, me, "ndn-forwarder");
+    let prod_cores = threadcpu::sum_prefix(&cpu, me, "ndn-producer");
+    let cons_cores = threadcpu::sum_prefix(&cpu, me, "ndn-consumer");
+    // Forwarder CPU time per satisfied Interest (in-process forwarder only).
+    let fwd_us = (fwd.is_some() && stats.satisfied_in_time > 0)
+        .then(|| fwd_cores * duration.as_secs_f64() * 1e6 / stats.satisfied_in_time as f64);
     let py = if a.no_python {
         None
     } else {
@@ -170,6 +194,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             "retransmitted": stats.retransmitted,
             "unexpected": stats.unexpected,
             "producer_data": pc.data,
+            "cores": {"forwarder": fwd_cores, "producer": prod_cores, "consumers": cons_cores},
+            "forwarder_us_per_satisfied": fwd_us,
+            "forwarder_one_core_per_s": fwd_us.map(|u| 1e6 / u.max(1e-9)),
             "drops": drops,
             "forwarder_satisfied": fc.map(|c| c.satisfied),
             "forwarder_cs_hits": fc.map(|c| c.cs_hits),
@@ -206,6 +233,17 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         stats.sent
     );
     println!("rtt: p50 {p50} us, p99 {p99} us");
+    match fwd_us {
+        Some(u) => println!(
+            "cpu: forwarder thread {fwd_cores:.2} cores ({u:.2} us per satisfied Interest: \
+             {:.0}/s if it had a core to itself), producer {prod_cores:.2}, consumers \
+             {cons_cores:.2}",
+            1e6 / u.max(1e-9)
+        ),
+        None => println!(
+            "cpu: producer {prod_cores:.2} cores, consumers {cons_cores:.2} (forwarder external)"
+        ),
+    }
     match &fc {
         Some(c) => println!(
             "drops: forwarder {} (total {}), consumer timeouts {}",
