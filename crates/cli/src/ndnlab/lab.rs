@@ -6,7 +6,8 @@
 //! Contract (outside tests rely on it): the last line is `ndn lab: PASS`
 //! (exit 0) or `ndn lab: FAIL ...` (non-zero exit); with `--json` one
 //! object with at least `pass`, `bytes`, `segments`, `consumers` (each
-//! with `ok`, `seconds`, `retransmitted`), `interests`, `interests_per_s`,
+//! with `ok`, `seconds`, `retransmitted`), `interests` (sent by the
+//! consumers), `interests_per_s`, `forwarder_packets_in`,
 //! `satisfied`, `cs_hits`, `pit_entries` and `drops` (by reason, with
 //! `total`).
 
@@ -131,7 +132,15 @@ pub fn run(a: &LabArgs) -> Result<()> {
     let d = fwd.stop()?;
     let fc = *d.core().fw_counters();
     let pit = d.core().pit_len();
-    let interests = fc.cs_hits + fc.cs_misses;
+    // Interests the consumers sent (retransmissions included): every one
+    // reaches the forwarder, which has no single counter of them (an
+    // aggregated Interest skips its CS lookup).
+    let interests: u64 = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|(_, s)| s.sent)
+        .sum();
+    let packets_in = d.core().counters().packets_in;
     let per_s = interests as f64 / wall.as_secs_f64().max(1e-9);
 
     let mut pass = true;
@@ -169,6 +178,7 @@ pub fn run(a: &LabArgs) -> Result<()> {
             })).collect::<Vec<_>>(),
             "interests": interests,
             "interests_per_s": per_s,
+            "forwarder_packets_in": packets_in,
             "satisfied": fc.satisfied,
             "cs_hits": fc.cs_hits,
             "cs_misses": fc.cs_misses,
@@ -194,8 +204,9 @@ pub fn run(a: &LabArgs) -> Result<()> {
             }
         }
         println!(
-            "forwarder: {interests} Interests in {:.2} s ({per_s:.0}/s), satisfied {} from the \
-             producer, {} CS hits, {} aggregated, PIT entries now {pit}, producer answered {}",
+            "forwarder: {interests} Interests in {:.2} s ({per_s:.0}/s), {packets_in} packets in, \
+             satisfied {} from the producer, {} CS hits, {} aggregated, PIT entries now {pit}, \
+             producer answered {}",
             wall.as_secs_f64(),
             fc.satisfied,
             fc.cs_hits,
