@@ -555,3 +555,142 @@ impl Consumer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::producer::SegmentedObject;
+    use crate::tools::with_token;
+    use nexthop_wire::ndn::{LpPacket, MetaInfo, NackReason};
+    use std::net::UdpSocket;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// A fake forwarder on loopback: `answer` gets each Interest and the
+    /// count of Interests so far, and returns the datagrams to send back.
+    fn fake_forwarder(
+        answer: impl Fn(&Interest, u64) -> Vec<Vec<u8>> + Send + 'static,
+    ) -> (SocketAddr, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let addr = s.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let h = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 9000];
+            let mut n = 0u64;
+            while !st.load(Ordering::Relaxed) {
+                let Ok((len, from)) = s.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(i) = Interest::decode(&buf[..len]) else {
+                    continue;
+                };
+                n += 1;
+                for p in answer(&i, n) {
+                    let _ = s.send_to(&p, from);
+                }
+            }
+        });
+        (addr, stop, h)
+    }
+
+    fn cfg() -> ConsumerConfig {
+        ConsumerConfig {
+            window: 8,
+            rto: Duration::from_millis(100),
+            max_retries: 3,
+            ..ConsumerConfig::default()
+        }
+    }
+
+    #[test]
+    fn fetch_resends_lost_segments_and_joins_the_object() {
+        let prefix = Name::from_uri("/obj").unwrap();
+        let bytes: Vec<u8> = (0..20_000u32).map(|x| (x * 7) as u8).collect();
+        let o = SegmentedObject::new(&prefix, 3, &bytes, 1000, 0).unwrap();
+        let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+        // The first Interest for every name is lost.
+        let (addr, stop, h) = fake_forwarder(move |i, _| {
+            if !seen.lock().unwrap().insert(i.name.clone()) {
+                o.answer(&i.name, i.can_be_prefix)
+                    .map(|d| vec![with_token(d.to_vec(), Some(vec![1]))])
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            }
+        });
+        let mut c = Consumer::connect(addr, cfg()).unwrap();
+        let (f, s) = c.fetch(&prefix, Duration::from_secs(20)).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+        assert_eq!(f.bytes, bytes);
+        assert_eq!(f.segments, 20);
+        assert!(s.retransmitted >= 20, "{s:?}");
+        assert_eq!(s.satisfied, 20);
+    }
+
+    #[test]
+    fn fetch_refuses_a_final_block_id_above_the_cap_and_gives_up_on_silence() {
+        let (addr, stop, h) = fake_forwarder(|i, _| {
+            let mut n = i.name.clone();
+            n.push(&NameComponent::version(1));
+            n.push(&NameComponent::segment(0));
+            let mut d = Data::new(n, vec![1, 2, 3]);
+            d.meta_info = MetaInfo {
+                final_block_id: Some(NameComponent::segment(u64::MAX)),
+                ..MetaInfo::default()
+            };
+            d.sign_digest_sha256();
+            vec![d.to_wire(), vec![0x06, 0x05, 0x00], b"junk".to_vec()]
+        });
+        let mut c = Consumer::connect(addr, cfg()).unwrap();
+        let e = c
+            .fetch(&Name::from_uri("/big").unwrap(), Duration::from_secs(5))
+            .unwrap_err();
+        assert!(matches!(e, ToolError::BadReply(_)), "{e}");
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+
+        let (addr, stop, h) = fake_forwarder(|_, _| Vec::new());
+        let mut c = Consumer::connect(addr, cfg()).unwrap();
+        let t = Instant::now();
+        let e = c
+            .fetch(&Name::from_uri("/none").unwrap(), Duration::from_secs(5))
+            .unwrap_err();
+        assert!(matches!(e, ToolError::Timeout(_)), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(3));
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn bench_counts_nacks_and_timeouts() {
+        // Odd Interests are Nacked (NoRoute), even ones go unanswered.
+        let (addr, stop, h) = fake_forwarder(|i, n| {
+            if n % 2 == 1 {
+                vec![LpPacket::nack(i, Some(NackReason::NoRoute)).to_wire()]
+            } else {
+                Vec::new()
+            }
+        });
+        let mut c = Consumer::connect(
+            addr,
+            ConsumerConfig {
+                max_retries: 0,
+                ..cfg()
+            },
+        )
+        .unwrap();
+        let s = c
+            .bench(&Name::from_uri("/b").unwrap(), Duration::from_millis(300))
+            .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+        assert_eq!(s.satisfied, 0);
+        assert!(s.nacked > 0 && s.timed_out > 0, "{s:?}");
+        assert_eq!(s.nacked + s.timed_out, s.sent, "{s:?}");
+        assert_eq!(s.nack_reasons, vec![(150, s.nacked)]);
+        assert!(ConsumerConfig { window: 0, ..cfg() }.validate().is_err());
+    }
+}
