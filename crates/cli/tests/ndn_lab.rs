@@ -3,7 +3,8 @@
 //! (`nexthop_ndnd::tools`) and python-ndn 0.5.2 (`tests/ndn_lab/peer.py`,
 //! run with `target/interop-venv/bin/python`, installed by
 //! `bash scripts/setup-interop.sh`; those tests fail and say so when it is
-//! absent). Every child is killed on drop, also when an assertion fails.
+//! absent), and `ndn bench --forwarder` against a running `nexthop ndn
+//! run`. Every child is killed on drop, also when an assertion fails.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -311,4 +312,39 @@ fn bench_measures_the_python_ndn_consumer_in_the_same_run() {
     assert!(p["satisfied"].as_u64().unwrap() > 0, "{v}");
     assert!(p["satisfied_per_s"].as_f64().unwrap() > 0.0, "{v}");
     assert_eq!(p["nacked"], 0, "{v}");
+}
+
+#[test]
+fn bench_drives_an_external_forwarder_given_with_forwarder() {
+    let (mut fwd, udp) = start_forwarder();
+    let v = run_json(&[
+        "ndn",
+        "bench",
+        "--forwarder",
+        &udp.to_string(),
+        "--duration",
+        "1",
+        "--window",
+        "16",
+        "--no-python",
+        "--json",
+    ]);
+    assert!(v["satisfied"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["forwarder"], udp.to_string(), "{v}");
+    // Its counters are not ours to read: absent, not zero.
+    assert!(v["forwarder_satisfied"].is_null(), "{v}");
+    assert!(v["forwarder_us_per_satisfied"].is_null(), "{v}");
+    // The forwarder saw the exchanges.
+    let st = Command::new("kill")
+        .args(["-TERM", &fwd.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let line = fwd.wait_line("nexthop ndn: stopped", Duration::from_secs(5));
+    let satisfied: u64 = line
+        .split(' ')
+        .find_map(|f| f.strip_prefix("satisfied="))
+        .and_then(|x| x.parse().ok())
+        .unwrap();
+    assert!(satisfied >= v["satisfied"].as_u64().unwrap(), "{line} {v}");
 }
