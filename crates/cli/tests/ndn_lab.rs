@@ -316,7 +316,7 @@ fn bench_measures_the_python_ndn_consumer_in_the_same_run() {
 
 #[test]
 fn bench_drives_an_external_forwarder_given_with_forwarder() {
-    let (mut fwd, udp) = start_forwarder();
+    let (fwd, udp) = start_forwarder();
     let v = run_json(&[
         "ndn",
         "bench",
