@@ -19,6 +19,7 @@
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
 //!   listeners) on stderr when it serves, and a `nexthop ndn: stopped
 //!   key=value ...` summary on stderr at exit (status 0).
+//! * `bench` and `lab`: see `crate::ndnlab::{bench, lab}`.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -42,6 +43,11 @@ pub enum NdnCmd {
     Fib(NdnFibCmd),
     /// Run the NDN forwarder in the foreground until SIGINT/SIGTERM.
     Run(RunArgs),
+    /// Satisfied Interests/s through one forwarding thread over loopback UDP.
+    Bench(crate::ndnlab::bench::BenchArgs),
+    /// The NDN demo: a forwarder, a producer and consumers fetching an
+    /// object by segments, byte-compared, with the forwarder's counters.
+    Lab(crate::ndnlab::lab::LabArgs),
 }
 
 /// `run` arguments (flags override the config file).
@@ -150,6 +156,8 @@ pub fn run(cmd: NdnCmd) -> Result<()> {
         NdnCmd::Fib(NdnFibCmd::Lookup(a)) => lookup(&a),
         NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib, a.json),
         NdnCmd::Run(a) => ndn_run(a),
+        NdnCmd::Bench(a) => crate::ndnlab::bench::run(&a),
+        NdnCmd::Lab(a) => crate::ndnlab::lab::run(&a),
     }
 }
 

@@ -16,6 +16,7 @@ mod cmd_run;
 mod cmd_stats;
 mod demo;
 mod lab;
+mod ndnlab;
 mod textio;
 mod threadcpu;
 

@@ -15,6 +15,7 @@ pub mod core;
 pub mod daemon;
 pub mod mgmt;
 pub mod reasm;
+pub mod tools;
 
 pub use config::NdndConfig;
 pub use core::{Core, CoreCounters};
