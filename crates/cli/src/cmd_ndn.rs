@@ -19,6 +19,8 @@
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
 //!   listeners) on stderr when it serves, and a `nexthop ndn: stopped
 //!   key=value ...` summary on stderr at exit (status 0).
+//! * `route add|remove|list`, `face list`, `strategy set|unset|list`,
+//!   `status`: see `cmd_ndn_mgmt`.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -32,6 +34,7 @@ use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
 use nexthop_ndnd::{Daemon, NdndConfig};
 use nexthop_wire::ndn::Name;
 
+use crate::cmd_ndn_mgmt as mgmt;
 use crate::textio::{count, for_each_input, write_atomic};
 
 /// `nexthop ndn ...`
@@ -42,6 +45,32 @@ pub enum NdnCmd {
     Fib(NdnFibCmd),
     /// Run the NDN forwarder in the foreground until SIGINT/SIGTERM.
     Run(RunArgs),
+    /// Routes of a running forwarder: add, remove, list.
+    Route {
+        #[command(subcommand)]
+        cmd: mgmt::RouteCmd,
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
+    /// Faces of a running forwarder: list.
+    Face {
+        #[command(subcommand)]
+        cmd: mgmt::FaceCmd,
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
+    /// Strategy choices of a running forwarder: set, unset, list.
+    Strategy {
+        #[command(subcommand)]
+        cmd: mgmt::StrategyCmd,
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
+    /// A running forwarder's status (status/general).
+    Status {
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
 }
 
 /// `run` arguments (flags override the config file).
@@ -150,6 +179,10 @@ pub fn run(cmd: NdnCmd) -> Result<()> {
         NdnCmd::Fib(NdnFibCmd::Lookup(a)) => lookup(&a),
         NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib, a.json),
         NdnCmd::Run(a) => ndn_run(a),
+        NdnCmd::Route { cmd, conn } => mgmt::route(cmd, &conn),
+        NdnCmd::Face { cmd, conn } => mgmt::face(cmd, &conn),
+        NdnCmd::Strategy { cmd, conn } => mgmt::strategy(cmd, &conn),
+        NdnCmd::Status { conn } => mgmt::status(&conn),
     }
 }
 

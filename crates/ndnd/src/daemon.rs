@@ -13,7 +13,7 @@ use nexthop_ndn::pit::{FaceId, Millis};
 use nexthop_wire::ndn::tlv::read_var_number;
 
 use crate::config::{NdndConfig, MAX_PACKET};
-use crate::core::Core;
+use crate::core::{Core, FaceInfo};
 
 /// Face-layer counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,12 @@ pub struct Daemon {
 
 fn is_loopback(a: &SocketAddr) -> bool {
     a.ip().is_loopback()
+}
+
+/// An NFD face URI: `udp4://1.2.3.4:5`, `tcp6://[::1]:5`.
+fn face_uri(scheme: &str, a: &SocketAddr) -> String {
+    let v = if a.is_ipv4() { 4 } else { 6 };
+    format!("{scheme}{v}://{a}")
 }
 
 impl Daemon {
@@ -349,6 +355,21 @@ impl Daemon {
                             },
                         );
                         self.udp_faces.insert(from, id);
+                        let local_uri = self
+                            .udp
+                            .as_ref()
+                            .and_then(|s| s.local_addr().ok())
+                            .map(|a| face_uri("udp", &a))
+                            .unwrap_or_default();
+                        self.core.face_opened(
+                            id,
+                            FaceInfo {
+                                uri: face_uri("udp", &from),
+                                local_uri,
+                                local: is_loopback(&from),
+                                mtu: Some(MAX_PACKET as u64),
+                            },
+                        );
                         id
                     }
                 };
@@ -366,20 +387,32 @@ impl Daemon {
             return;
         }
         let accepted = if self.tcp.as_ref().is_some_and(|s| s.as_raw_fd() == fd) {
-            self.tcp
-                .as_ref()
-                .and_then(|l| l.accept().ok())
-                .map(|(s, a)| {
-                    let _ = s.set_nodelay(true);
-                    (Stream::Tcp(s), is_loopback(&a))
-                })
+            self.tcp.as_ref().and_then(|l| {
+                let (s, a) = l.accept().ok()?;
+                let _ = s.set_nodelay(true);
+                let ours = s.local_addr().ok()?;
+                let info = FaceInfo {
+                    uri: face_uri("tcp", &a),
+                    local_uri: face_uri("tcp", &ours),
+                    local: is_loopback(&a),
+                    mtu: None,
+                };
+                Some((Stream::Tcp(s), info))
+            })
         } else {
-            self.unix
-                .as_ref()
-                .and_then(|(l, _)| l.accept().ok())
-                .map(|(s, _)| (Stream::Unix(s), true))
+            self.unix.as_ref().and_then(|(l, p)| {
+                let (s, _) = l.accept().ok()?;
+                let info = FaceInfo {
+                    uri: format!("fd://{}", s.as_raw_fd()),
+                    local_uri: format!("unix://{}", p.display()),
+                    local: true,
+                    mtu: None,
+                };
+                Some((Stream::Unix(s), info))
+            })
         };
-        let Some((s, local)) = accepted else { return };
+        let Some((s, info)) = accepted else { return };
+        let local = info.local;
         let nb = match &s {
             Stream::Tcp(t) => t.set_nonblocking(true),
             Stream::Unix(u) => u.set_nonblocking(true),
@@ -400,6 +433,7 @@ impl Daemon {
                 last_rx: Instant::now(),
             },
         );
+        self.core.face_opened(id, info);
     }
 
     fn on_stream(

@@ -10,12 +10,14 @@
 //!
 //! See the crate README for the threading contract, the faces and the caps.
 
+pub mod client;
 pub mod config;
 pub mod core;
+pub mod dataset;
 pub mod daemon;
 pub mod mgmt;
 pub mod reasm;
 
 pub use config::NdndConfig;
-pub use core::{Core, CoreCounters};
+pub use core::{Core, CoreCounters, FaceInfo};
 pub use daemon::Daemon;
