@@ -14,7 +14,7 @@
 //!   `verifies`, `fallback` with `--trace`).
 //! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
 //! * `run [--udp ADDR:PORT] [--tcp ADDR:PORT] [--unix PATH] [--config FILE]`
-//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`): the NDN
+//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`): the NDN
 //!   forwarder of `nexthop-ndnd` in the foreground until SIGINT/SIGTERM;
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
 //!   listeners) on stderr when it serves, and a `nexthop ndn: stopped
@@ -86,7 +86,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
-    /// cs_packets, max_faces, udp_idle_secs) and stream_out_cap,
+    /// cs_packets, max_faces, udp_idle_secs, udp_mtu) and stream_out_cap,
     /// reasm_max_partial, reasm_timeout_ms.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -99,6 +99,10 @@ pub struct RunArgs {
     /// Close a UDP face after this many seconds without a packet.
     #[arg(long, value_name = "S")]
     udp_idle_secs: Option<u64>,
+    /// Largest UDP datagram sent (default 8800); larger packets are sent
+    /// as NDNLPv2 fragments.
+    #[arg(long, value_name = "BYTES")]
+    udp_mtu: Option<usize>,
 }
 
 /// `nexthop ndn fib ...`
@@ -206,6 +210,7 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.cs_packets = a.cs_packets.unwrap_or(cfg.cs_packets);
     cfg.max_faces = a.max_faces.unwrap_or(cfg.max_faces);
     cfg.udp_idle_secs = a.udp_idle_secs.unwrap_or(cfg.udp_idle_secs);
+    cfg.udp_mtu = a.udp_mtu.unwrap_or(cfg.udp_mtu);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let mut d = Daemon::bind(cfg).context("binding the forwarder's listeners")?;

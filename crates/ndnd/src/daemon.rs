@@ -14,6 +14,7 @@ use nexthop_wire::ndn::tlv::read_var_number;
 
 use crate::config::{NdndConfig, MAX_PACKET};
 use crate::core::{Core, FaceInfo};
+use crate::frag::Fragmenter;
 
 /// Face-layer counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,10 @@ pub struct FaceLayerCounters {
     pub send_drops: u64,
     /// Packets for a face that no longer exists.
     pub send_no_face: u64,
+    /// Packets over a UDP face's MTU sent as NDNLPv2 fragments.
+    pub fragmented: u64,
+    /// Packets over the MTU that could not be fragmented, dropped.
+    pub frag_failed: u64,
 }
 
 #[derive(Debug)]
@@ -75,6 +80,8 @@ struct Face {
     io: Io,
     local: bool,
     last_rx: Instant,
+    /// Sequence numbers of the fragments sent (datagram faces).
+    frag: Fragmenter,
 }
 
 /// The forwarder process: listeners, faces and the [`Core`], owned by the
@@ -189,7 +196,7 @@ impl Daemon {
             "nexthop ndn: stopped faces_opened={} faces_closed={} packets_in={} satisfied={} \
              cs_hits={} drops={} bad_lp={} oversized={} commands={} commands_refused={} \
              reasm_completed={} reasm_bad={} reasm_timeouts={} reasm_cap_drops={} \
-             face_cap_drops={} send_drops={}",
+             face_cap_drops={} send_drops={} fragmented={} frag_failed={}",
             l.faces_opened,
             l.faces_closed,
             c.packets_in,
@@ -206,12 +213,23 @@ impl Daemon {
             r.cap_drops,
             l.face_cap_drops,
             l.send_drops,
+            l.fragmented,
+            l.frag_failed,
         )
     }
 
     /// The core (routes, counters).
     pub fn core(&self) -> &Core {
         &self.core
+    }
+
+    /// A first fragment Sequence for a new face: distinct per face and run.
+    fn fragment_seed(&self, id: FaceId) -> u64 {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        (u64::from(id) << 48) ^ t
     }
 
     fn now(&self) -> Millis {
@@ -352,6 +370,7 @@ impl Daemon {
                                 io: Io::Udp(from),
                                 local: is_loopback(&from),
                                 last_rx: Instant::now(),
+                                frag: Fragmenter::new(self.fragment_seed(id)),
                             },
                         );
                         self.udp_faces.insert(from, id);
@@ -367,7 +386,7 @@ impl Daemon {
                                 uri: face_uri("udp", &from),
                                 local_uri,
                                 local: is_loopback(&from),
-                                mtu: Some(MAX_PACKET as u64),
+                                mtu: Some(self.cfg.udp_mtu as u64),
                             },
                         );
                         id
@@ -431,6 +450,7 @@ impl Daemon {
                 },
                 local,
                 last_rx: Instant::now(),
+                frag: Fragmenter::default(),
             },
         );
         self.core.face_opened(id, info);
@@ -458,6 +478,7 @@ impl Daemon {
                 io: Io::Stream { s, rbuf, .. },
                 local,
                 last_rx,
+                ..
             }) => {
                 match s.read(buf) {
                     Ok(0) => closed = true,
@@ -524,12 +545,18 @@ impl Daemon {
             };
             match &mut f.io {
                 Io::Udp(a) => {
-                    let ok = self
-                        .udp
-                        .as_ref()
-                        .is_some_and(|s| s.send_to(&bytes, *a).is_ok());
-                    if !ok {
-                        self.counters.send_drops += 1;
+                    let (done, failed) = (f.frag.fragmented, f.frag.failed);
+                    let datagrams = f.frag.fragment(bytes, self.cfg.udp_mtu);
+                    self.counters.fragmented += f.frag.fragmented - done;
+                    self.counters.frag_failed += f.frag.failed - failed;
+                    for d in datagrams {
+                        let ok = self
+                            .udp
+                            .as_ref()
+                            .is_some_and(|s| s.send_to(&d, *a).is_ok());
+                        if !ok {
+                            self.counters.send_drops += 1;
+                        }
                     }
                 }
                 Io::Stream { wbuf, .. } => {

@@ -14,6 +14,7 @@ pub mod client;
 pub mod config;
 pub mod core;
 pub mod dataset;
+pub mod frag;
 pub mod daemon;
 pub mod mgmt;
 pub mod reasm;
