@@ -14,10 +14,12 @@
 //!   `verifies`, `fallback` with `--trace`).
 //! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
 //! * `run [--udp ADDR:PORT] [--tcp ADDR:PORT] [--unix PATH] [--config FILE]`
-//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`): the NDN
-//!   forwarder of `nexthop-ndnd` in the foreground until SIGINT/SIGTERM;
+//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`,
+//!   `--metrics ADDR:PORT`): the NDN forwarder of `nexthop-ndnd` in the
+//!   foreground until SIGINT/SIGTERM;
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
-//!   listeners) on stderr when it serves, and a `nexthop ndn: stopped
+//!   listeners; ` metrics=ADDR` added with `--metrics`) on stderr when it
+//!   serves, and a `nexthop ndn: stopped
 //!   key=value ...` summary on stderr at exit (status 0).
 //! * `route add|remove|list`, `face list`, `strategy set|unset|list`,
 //!   `status`: see `cmd_ndn_mgmt`.
@@ -28,10 +30,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use nexthop_dataplane::live::StopFlag;
+use nexthop_dataplane::metrics::{MetricsServer, MetricsSnapshot, PortMetrics, SharedSnapshot};
 use nexthop_ndn::persist;
 use nexthop_ndn::routes::{format_hops, parse_routes};
 use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
-use nexthop_ndnd::{Daemon, NdndConfig};
+use nexthop_ndnd::{Daemon, DaemonMetrics, NdndConfig};
 use nexthop_wire::ndn::Name;
 
 use crate::cmd_ndn_mgmt as mgmt;
@@ -86,7 +89,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
-    /// cs_packets, max_faces, udp_idle_secs, udp_mtu) and stream_out_cap,
+    /// cs_packets, max_faces, udp_idle_secs, udp_mtu, metrics) and stream_out_cap,
     /// reasm_max_partial, reasm_timeout_ms.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -103,6 +106,10 @@ pub struct RunArgs {
     /// as NDNLPv2 fragments.
     #[arg(long, value_name = "BYTES")]
     udp_mtu: Option<usize>,
+    /// Serve the counters at http://ADDR/metrics (Prometheus) and
+    /// /stats.json (`nexthop stats`); loopback only.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// `nexthop ndn fib ...`
@@ -211,13 +218,103 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.max_faces = a.max_faces.unwrap_or(cfg.max_faces);
     cfg.udp_idle_secs = a.udp_idle_secs.unwrap_or(cfg.udp_idle_secs);
     cfg.udp_mtu = a.udp_mtu.unwrap_or(cfg.udp_mtu);
+    cfg.metrics = a.metrics.or(cfg.metrics);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
+    let metrics_addr = cfg.metrics;
     let mut d = Daemon::bind(cfg).context("binding the forwarder's listeners")?;
-    eprintln!("{}", d.ready_line());
-    let r = d.run(|| stop.is_raised());
+    let shared = SharedSnapshot::new();
+    let server = match metrics_addr {
+        Some(addr) => Some(
+            MetricsServer::start(addr, shared.provider())
+                .with_context(|| format!("starting the metrics endpoint on {addr}"))?,
+        ),
+        None => None,
+    };
+    match &server {
+        Some(s) => eprintln!("{} metrics={}", d.ready_line(), s.local_addr()),
+        None => eprintln!("{}", d.ready_line()),
+    }
+    let r = d.run_reporting(
+        || stop.is_raised(),
+        std::time::Duration::from_secs(1),
+        |d| {
+            if server.is_some() {
+                shared.publish(ndn_snapshot(&d.metrics()));
+            }
+        },
+    );
     eprintln!("{}", d.summary_line());
     r.context("forwarder loop")
+}
+
+/// The forwarder's counters as a metrics snapshot: faces are the ports
+/// (rx/tx = Interests + Data + Nacks and bytes per face), drops by reason
+/// (`nexthop_drops_total{reason}`), the rest as `nexthop_ndn_*` extras
+/// (per-face packets by kind and bytes too).
+fn ndn_snapshot(m: &DaemonMetrics) -> MetricsSnapshot {
+    let mut s = MetricsSnapshot {
+        uptime_seconds: m.uptime_secs,
+        frames_in: m.packets_in,
+        bytes_in: m.bytes_in,
+        forwarded: m.packets_out,
+        dropped: m.drops.iter().map(|d| d.1).sum(),
+        drops: m
+            .drops
+            .iter()
+            .filter(|d| d.1 > 0)
+            .map(|&(k, v)| (k.to_string(), v))
+            .collect(),
+        ..MetricsSnapshot::default()
+    };
+    for f in &m.faces {
+        let Ok(port) = u16::try_from(f.face_id) else {
+            continue;
+        };
+        s.rx.push(PortMetrics {
+            port,
+            frames: f.in_interests + f.in_data + f.in_nacks,
+            bytes: f.in_bytes,
+        });
+        s.tx.push(PortMetrics {
+            port,
+            frames: f.out_interests + f.out_data + f.out_nacks,
+            bytes: f.out_bytes,
+        });
+    }
+    for &(name, help, v) in &m.counters {
+        s = s.with_counter(name, help, &[], v);
+    }
+    for &(name, help, v) in &m.gauges {
+        s = s.with_gauge(name, help, &[], v as f64);
+    }
+    for f in &m.faces {
+        let id = f.face_id.to_string();
+        for (dir, kind, v) in [
+            ("in", "interest", f.in_interests),
+            ("in", "data", f.in_data),
+            ("in", "nack", f.in_nacks),
+            ("out", "interest", f.out_interests),
+            ("out", "data", f.out_data),
+            ("out", "nack", f.out_nacks),
+        ] {
+            s = s.with_counter(
+                "ndn_face_packets_total",
+                "Packets per face, direction and kind",
+                &[("face", &id), ("direction", dir), ("kind", kind)],
+                v,
+            );
+        }
+        for (dir, v) in [("in", f.in_bytes), ("out", f.out_bytes)] {
+            s = s.with_counter(
+                "ndn_face_bytes_total",
+                "Bytes per face and direction",
+                &[("face", &id), ("direction", dir)],
+                v,
+            );
+        }
+    }
+    s
 }
 
 fn build(a: &BuildArgs) -> Result<()> {

@@ -178,8 +178,11 @@ pub fn route(cmd: RouteCmd, c: &ConnArgs) -> Result<()> {
                         .collect();
                     println!("{}", json!({"prefix": e.name.to_string(), "hops": hops}));
                 } else {
-                    let hops: Vec<String> =
-                        e.next_hops.iter().map(|(f, c)| format!("{f}:{c}")).collect();
+                    let hops: Vec<String> = e
+                        .next_hops
+                        .iter()
+                        .map(|(f, c)| format!("{f}:{c}"))
+                        .collect();
                     println!("{} {}", e.name, hops.join(","));
                 }
             }
@@ -202,7 +205,9 @@ fn face_json(f: &FaceStatus) -> serde_json::Value {
 /// Run `ndn face ...`.
 pub fn face(cmd: FaceCmd, c: &ConnArgs) -> Result<()> {
     let FaceCmd::List = cmd;
-    let faces = connect(c)?.faces().map_err(|e| anyhow!("faces/list: {e}"))?;
+    let faces = connect(c)?
+        .faces()
+        .map_err(|e| anyhow!("faces/list: {e}"))?;
     for f in faces {
         if c.json {
             println!("{}", face_json(&f));
@@ -262,7 +267,8 @@ pub fn strategy(cmd: StrategyCmd, c: &ConnArgs) -> Result<()> {
                 .map_err(|e| anyhow!("strategy-choice/list: {e}"))?;
             for e in list {
                 if c.json {
-                    let v = json!({"prefix": e.name.to_string(), "strategy": e.strategy.to_string()});
+                    let v =
+                        json!({"prefix": e.name.to_string(), "strategy": e.strategy.to_string()});
                     println!("{v}");
                 } else {
                     println!("{} {}", e.name, e.strategy);

@@ -88,6 +88,7 @@ impl Drop for Proc {
 
 struct Forwarder {
     proc: Proc,
+    ready: String,
     udp: String,
     tcp: String,
     unix: PathBuf,
@@ -131,6 +132,7 @@ fn start_forwarder_with(extra: &[&str]) -> Forwarder {
     );
     Forwarder {
         proc,
+        ready,
         udp,
         tcp,
         unix,
@@ -293,7 +295,11 @@ fn refuses_a_config_without_listeners_and_an_occupied_path() {
 
 /// `nexthop ndn ARGS...`: its stdout, asserting success.
 fn nexthop_ndn(args: &[&str]) -> String {
-    let out = Command::new(NEXTHOP).arg("ndn").args(args).output().unwrap();
+    let out = Command::new(NEXTHOP)
+        .arg("ndn")
+        .args(args)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "nexthop ndn {args:?} failed: {}",
@@ -303,7 +309,9 @@ fn nexthop_ndn(args: &[&str]) -> String {
 }
 
 fn json_lines(s: &str) -> Vec<serde_json::Value> {
-    s.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -369,7 +377,10 @@ fn ndn_route_face_strategy_and_status_act_on_a_running_forwarder() {
     let _p = producer(&unix, "/nexthop/cli");
     let on = ["--unix", unix_path.as_str()];
     let with = |args: &[&str]| -> Vec<String> {
-        args.iter().chain(on.iter()).map(|s| s.to_string()).collect()
+        args.iter()
+            .chain(on.iter())
+            .map(|s| s.to_string())
+            .collect()
     };
     let run = |args: &[&str]| {
         let a = with(args);
@@ -383,9 +394,14 @@ fn ndn_route_face_strategy_and_status_act_on_a_running_forwarder() {
         .unwrap_or_else(|| panic!("{routes:?}"));
     let face = r["hops"][0]["face"].as_u64().unwrap().to_string();
     let faces = json_lines(&run(&["face", "list", "--json"]));
-    assert!(faces.iter().any(|x| x["face"].to_string() == face && x["scope"] == "local"));
+    assert!(faces
+        .iter()
+        .any(|x| x["face"].to_string() == face && x["scope"] == "local"));
     let text = run(&["face", "list"]);
-    assert!(text.contains(&format!("faceid={face} remote=fd://")), "{text}");
+    assert!(
+        text.contains(&format!("faceid={face} remote=fd://")),
+        "{text}"
+    );
 
     // Remove the producer's route: Nack NoRoute.
     let out = run(&["route", "remove", "/nexthop/cli", &face]);
@@ -396,7 +412,10 @@ fn ndn_route_face_strategy_and_status_act_on_a_running_forwarder() {
     run(&["route", "add", "/nexthop/cli", &face, "--cost", "5"]);
     assert_eq!(consume(&udp, "/nexthop/cli/b"), "DATA hello /nexthop/cli/b");
     let list = run(&["route", "list"]);
-    assert!(list.lines().any(|l| l == format!("/nexthop/cli {face}:5")), "{list}");
+    assert!(
+        list.lines().any(|l| l == format!("/nexthop/cli {face}:5")),
+        "{list}"
+    );
 
     run(&["strategy", "set", "/nexthop/cli", "multicast"]);
     let s = run(&["strategy", "list"]);
@@ -417,7 +436,9 @@ fn ndn_route_face_strategy_and_status_act_on_a_running_forwarder() {
 
     // A refused command: non-zero exit with the status code.
     let out = Command::new(NEXTHOP)
-        .args(["ndn", "strategy", "set", "/x", "random", "--unix", &unix_path])
+        .args([
+            "ndn", "strategy", "set", "/x", "random", "--unix", &unix_path,
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -459,10 +480,95 @@ fn data_over_the_udp_mtu_goes_out_as_fragments_and_reassembles() {
     assert_eq!(d.content.unwrap(), vec![b'x'; 8000]);
     // Stream faces never fragment: the Unix consumer gets it whole.
     let got = consume(&face_uri_unix(&f), "/nexthop/big/2");
-    assert_eq!(got.len(), "DATA ".len() + 8000, "{}", &got[..40.min(got.len())]);
+    assert_eq!(
+        got.len(),
+        "DATA ".len() + 8000,
+        "{}",
+        &got[..40.min(got.len())]
+    );
 
     let (ok, line) = stop(&mut f);
     assert!(ok, "{line}");
     assert_eq!(field(&line, "fragmented"), 1, "{line}");
     assert_eq!(field(&line, "frag_failed"), 0, "{line}");
+}
+
+#[test]
+fn counters_per_face_and_drop_reason_reach_nexthop_stats_and_prometheus() {
+    let mut f = start_forwarder_with(&["--metrics", "127.0.0.1:0"]);
+    let ready = f.ready.clone();
+    let metrics = ready
+        .split(' ')
+        .find_map(|x| x.strip_prefix("metrics="))
+        .expect("metrics= in the readiness line")
+        .to_string();
+    let _p = producer(&face_uri_unix(&f), "/nexthop/m");
+    let udp = face_uri_udp(&f);
+    assert_eq!(consume(&udp, "/nexthop/m/a"), "DATA hello /nexthop/m/a");
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.send_to(&[0x05, 0x10, 0x07], &f.udp).unwrap();
+    // The snapshot is published once a second.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let out = Command::new(NEXTHOP)
+        .args(["stats", "--json", "--addr", &metrics])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["frames_in"].as_u64().unwrap() >= 3, "{v}");
+    assert!(v["drops"]["truncated"].as_u64().unwrap() >= 1, "{v}");
+    let extra = v["extra"].as_array().unwrap();
+    let value = |name: &str| {
+        extra
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {extra:?}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(value("ndn_satisfied_total") >= 1.0);
+    assert!(value("ndn_fib_entries") >= 1.0);
+    // Per face: some face received the consumer's Interest and sent Data.
+    let face_in_interest = extra.iter().any(|m| {
+        m["name"] == "ndn_face_packets_total"
+            && m["labels"].to_string().contains("\"interest\"")
+            && m["labels"].to_string().contains("\"in\"")
+            && m["value"].as_f64().unwrap() >= 1.0
+    });
+    assert!(face_in_interest, "{extra:?}");
+    assert!(v["rx"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["bytes"].as_u64().unwrap() > 0));
+
+    let table = Command::new(NEXTHOP)
+        .args(["stats", "--addr", &metrics])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("truncated"), "{table}");
+    assert!(table.contains("ndn_pit_entries"), "{table}");
+
+    // Prometheus text.
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(&metrics).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    assert!(
+        text.contains("nexthop_ndn_face_packets_total{face=\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("nexthop_drops_total{reason=\"truncated\"}"),
+        "{text}"
+    );
+    let (ok, _) = stop(&mut f);
+    assert!(ok);
 }

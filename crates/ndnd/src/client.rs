@@ -192,9 +192,7 @@ impl Client {
                         Some(n) => {
                             let i = Interest::decode(frag).map_err(malformed)?;
                             if i.name == interest.name {
-                                return Err(ClientError::Nack(
-                                    n.reason.map_or(0, |r| r.code()),
-                                ));
+                                return Err(ClientError::Nack(n.reason.map_or(0, |r| r.code())));
                             }
                             (None, Some(()))
                         }
@@ -243,9 +241,14 @@ impl Client {
     /// newest version, all segments concatenated.
     pub fn dataset(&mut self, module: &str, dataset: &str) -> Result<Vec<u8>, ClientError> {
         let prefix = Name::from_components(
-            [b"localhost".as_slice(), b"nfd", module.as_bytes(), dataset.as_bytes()]
-                .into_iter()
-                .map(NameComponent::generic),
+            [
+                b"localhost".as_slice(),
+                b"nfd",
+                module.as_bytes(),
+                dataset.as_bytes(),
+            ]
+            .into_iter()
+            .map(NameComponent::generic),
         );
         let mut i = Interest::new(prefix.clone());
         i.can_be_prefix = true;

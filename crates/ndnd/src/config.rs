@@ -30,6 +30,9 @@ pub struct NdndConfig {
     pub reasm_max_partial: usize,
     /// A partial packet older than this is dropped.
     pub reasm_timeout_ms: u64,
+    /// Serve the counters (Prometheus `/metrics`, `/stats.json`) here;
+    /// loopback only (`None`: no endpoint). Read by `nexthop ndn run`.
+    pub metrics: Option<SocketAddr>,
     /// Largest datagram sent on a UDP face (NFD's default 8800); larger
     /// packets go out as NDNLPv2 fragments. `256..=65507`.
     pub udp_mtu: usize,
@@ -48,6 +51,7 @@ impl Default for NdndConfig {
             reasm_max_partial: 256,
             reasm_timeout_ms: 1000,
             udp_mtu: MAX_PACKET,
+            metrics: None,
         }
     }
 }

@@ -24,6 +24,8 @@ use crate::reasm::{ReasmCounters, Reassembler};
 pub struct CoreCounters {
     /// Packets received from faces.
     pub packets_in: u64,
+    /// Bytes received from faces.
+    pub bytes_in: u64,
     /// Packets over [`MAX_PACKET`], dropped.
     pub oversized: u64,
     /// LpPackets that do not decode, dropped.
@@ -201,6 +203,7 @@ impl Core {
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) {
         self.counters.packets_in += 1;
+        self.counters.bytes_in += wire.len() as u64;
         if let Some(f) = self.faces.get_mut(&face) {
             f.bytes.in_bytes += wire.len() as u64;
         }
@@ -618,7 +621,10 @@ impl Core {
     }
 
     /// `strategy-choice/set` (Name, Strategy) and `unset` (Name).
-    fn strategy_command(&mut self, cmd: &mgmt::Command) -> (u64, String, Option<ControlParameters>) {
+    fn strategy_command(
+        &mut self,
+        cmd: &mgmt::Command,
+    ) -> (u64, String, Option<ControlParameters>) {
         let Some(name) = cmd.params.name.clone() else {
             return (400, "ControlParameters without a Name".into(), None);
         };
@@ -656,7 +662,11 @@ impl Core {
     }
 
     /// `faces/update` (FaceId, Flags, Mask): the LocalFieldsEnabled bit.
-    fn faces_update(&mut self, face: FaceId, cmd: &mgmt::Command) -> (u64, String, Option<ControlParameters>) {
+    fn faces_update(
+        &mut self,
+        face: FaceId,
+        cmd: &mgmt::Command,
+    ) -> (u64, String, Option<ControlParameters>) {
         let target = match cmd.params.face_id {
             None | Some(0) => Some(face),
             Some(f) => FaceId::try_from(f).ok(),
@@ -674,8 +684,8 @@ impl Core {
                 return (409, "LocalFieldsEnabled on a non-local face".into(), None);
             }
             if mask & dataset::FLAG_LOCAL_FIELDS != 0 {
-                f.flags = (f.flags & !dataset::FLAG_LOCAL_FIELDS)
-                    | (flags & dataset::FLAG_LOCAL_FIELDS);
+                f.flags =
+                    (f.flags & !dataset::FLAG_LOCAL_FIELDS) | (flags & dataset::FLAG_LOCAL_FIELDS);
             }
         }
         let body = ControlParameters {

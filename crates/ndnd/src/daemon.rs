@@ -14,6 +14,7 @@ use nexthop_wire::ndn::tlv::read_var_number;
 
 use crate::config::{NdndConfig, MAX_PACKET};
 use crate::core::{Core, FaceInfo};
+use crate::dataset::FaceStatus;
 use crate::frag::Fragmenter;
 
 /// Face-layer counters.
@@ -36,6 +37,35 @@ pub struct FaceLayerCounters {
     pub fragmented: u64,
     /// Packets over the MTU that could not be fragmented, dropped.
     pub frag_failed: u64,
+    /// Packets handed to faces (before fragmentation).
+    pub packets_out: u64,
+    /// Bytes of those packets.
+    pub bytes_out: u64,
+}
+
+/// A copy of the forwarder's counters for a metrics exporter
+/// ([`Daemon::metrics`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DaemonMetrics {
+    /// Seconds since the daemon was bound.
+    pub uptime_secs: f64,
+    /// Packets received from faces.
+    pub packets_in: u64,
+    /// Bytes received from faces.
+    pub bytes_in: u64,
+    /// Packets handed to faces.
+    pub packets_out: u64,
+    /// Bytes handed to faces.
+    pub bytes_out: u64,
+    /// Drops by reason (every reason, zeros too): the pipeline's
+    /// (`DropReason::as_str`) then the face layer's.
+    pub drops: Vec<(&'static str, u64)>,
+    /// Other counters `(name, help, value)`.
+    pub counters: Vec<(&'static str, &'static str, u64)>,
+    /// Gauges `(name, help, value)`.
+    pub gauges: Vec<(&'static str, &'static str, u64)>,
+    /// The open faces with their counters.
+    pub faces: Vec<FaceStatus>,
 }
 
 #[derive(Debug)]
@@ -218,6 +248,95 @@ impl Daemon {
         )
     }
 
+    /// Every counter, for a metrics exporter.
+    pub fn metrics(&self) -> DaemonMetrics {
+        let c = self.core.counters();
+        let f = self.core.fw_counters();
+        let r = self.core.reasm_counters();
+        let l = &self.counters;
+        let mut drops: Vec<(&'static str, u64)> = nexthop_ndn::fw::DropReason::ALL
+            .iter()
+            .map(|&d| (d.as_str(), f.drops.get(d)))
+            .collect();
+        drops.extend([
+            ("bad_lp", c.bad_lp),
+            ("oversized", c.oversized + l.oversized_frames),
+            ("reasm_bad", r.bad),
+            ("reasm_timeout", r.timeouts),
+            ("reasm_cap", r.cap_drops),
+            ("face_cap", l.face_cap_drops),
+            ("send_queue_full", l.send_drops),
+            ("send_no_face", l.send_no_face),
+            ("frag_failed", l.frag_failed),
+        ]);
+        let pit = self.core.pit_len() as u64;
+        let g = self.core.general_status();
+        DaemonMetrics {
+            uptime_secs: self.start.elapsed().as_secs_f64(),
+            packets_in: c.packets_in,
+            bytes_in: c.bytes_in,
+            packets_out: l.packets_out,
+            bytes_out: l.bytes_out,
+            drops,
+            counters: vec![
+                (
+                    "ndn_satisfied_total",
+                    "Data that satisfied a PIT entry",
+                    f.satisfied,
+                ),
+                (
+                    "ndn_unsatisfied_total",
+                    "PIT entries that expired",
+                    g.unsatisfied,
+                ),
+                (
+                    "ndn_cs_hits_total",
+                    "Interests answered from the Content Store",
+                    f.cs_hits,
+                ),
+                (
+                    "ndn_cs_misses_total",
+                    "Interests that missed the Content Store",
+                    f.cs_misses,
+                ),
+                (
+                    "ndn_suppressed_total",
+                    "Interests aggregated into a pending entry",
+                    f.suppressed,
+                ),
+                (
+                    "ndn_commands_total",
+                    "Management commands answered",
+                    c.commands,
+                ),
+                (
+                    "ndn_commands_refused_total",
+                    "Management commands refused",
+                    c.commands_refused,
+                ),
+                (
+                    "ndn_reassembled_total",
+                    "Packets reassembled from fragments",
+                    r.completed,
+                ),
+                (
+                    "ndn_fragmented_total",
+                    "Packets sent as fragments",
+                    l.fragmented,
+                ),
+                ("ndn_faces_opened_total", "Faces opened", l.faces_opened),
+                ("ndn_faces_closed_total", "Faces closed", l.faces_closed),
+            ],
+            gauges: vec![
+                ("ndn_pit_entries", "PIT entries", pit),
+                ("ndn_cs_entries", "Content Store entries", g.cs_entries),
+                ("ndn_fib_entries", "FIB entries", g.fib_entries),
+                ("ndn_faces", "Open faces", self.faces.len() as u64),
+            ],
+            faces: self.core.face_statuses(),
+        }
+    }
+
     /// The core (routes, counters).
     pub fn core(&self) -> &Core {
         &self.core
@@ -265,17 +384,37 @@ impl Daemon {
     /// Run until `stop()` returns true (checked at least every 100 ms).
     /// The Unix socket file is removed on return.
     pub fn run(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
-        let r = self.run_inner(stop);
+        self.run_reporting(stop, Duration::from_secs(1), |_| {})
+    }
+
+    /// [`Self::run`], calling `report` with the daemon about every
+    /// `every` (and once before returning): how `nexthop ndn run
+    /// --metrics` publishes [`Self::metrics`].
+    pub fn run_reporting(
+        &mut self,
+        stop: impl Fn() -> bool,
+        every: Duration,
+        mut report: impl FnMut(&Daemon),
+    ) -> io::Result<()> {
+        let r = self.run_inner(stop, every, &mut report);
+        report(self);
         if let Some((_, p)) = &self.unix {
             let _ = std::fs::remove_file(p);
         }
         r
     }
 
-    fn run_inner(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
+    fn run_inner(
+        &mut self,
+        stop: impl Fn() -> bool,
+        every: Duration,
+        report: &mut dyn FnMut(&Daemon),
+    ) -> io::Result<()> {
         let mut buf = vec![0u8; 65536];
         let mut send = Vec::new();
         let mut last_tick = Instant::now();
+        let mut last_report = Instant::now();
+        report(self);
         while !stop() {
             let mut fds: Vec<libc::pollfd> = Vec::new();
             let mut who: Vec<Option<FaceId>> = Vec::new();
@@ -342,6 +481,10 @@ impl Daemon {
                 for id in stale {
                     self.close_face(id);
                 }
+            }
+            if last_report.elapsed() >= every {
+                last_report = Instant::now();
+                report(self);
             }
         }
         Ok(())
@@ -543,6 +686,8 @@ impl Daemon {
                 self.counters.send_no_face += 1;
                 continue;
             };
+            self.counters.packets_out += 1;
+            self.counters.bytes_out += bytes.len() as u64;
             match &mut f.io {
                 Io::Udp(a) => {
                     let (done, failed) = (f.frag.fragmented, f.frag.failed);
@@ -550,10 +695,7 @@ impl Daemon {
                     self.counters.fragmented += f.frag.fragmented - done;
                     self.counters.frag_failed += f.frag.failed - failed;
                     for d in datagrams {
-                        let ok = self
-                            .udp
-                            .as_ref()
-                            .is_some_and(|s| s.send_to(&d, *a).is_ok());
+                        let ok = self.udp.as_ref().is_some_and(|s| s.send_to(&d, *a).is_ok());
                         if !ok {
                             self.counters.send_drops += 1;
                         }

@@ -13,12 +13,12 @@
 pub mod client;
 pub mod config;
 pub mod core;
+pub mod daemon;
 pub mod dataset;
 pub mod frag;
-pub mod daemon;
 pub mod mgmt;
 pub mod reasm;
 
 pub use config::NdndConfig;
 pub use core::{Core, CoreCounters, FaceInfo};
-pub use daemon::Daemon;
+pub use daemon::{Daemon, DaemonMetrics};

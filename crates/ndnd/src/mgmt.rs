@@ -220,9 +220,14 @@ pub fn command_name(
     use nexthop_wire::ndn::NameComponent;
     use sha2::{Digest, Sha256};
     let mut n = Name::from_components(
-        [b"localhost".as_slice(), b"nfd", module.as_bytes(), verb.as_bytes()]
-            .into_iter()
-            .map(NameComponent::generic),
+        [
+            b"localhost".as_slice(),
+            b"nfd",
+            module.as_bytes(),
+            verb.as_bytes(),
+        ]
+        .into_iter()
+        .map(NameComponent::generic),
     );
     let mut cp = Vec::new();
     params.encode(&mut cp);

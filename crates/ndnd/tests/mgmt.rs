@@ -57,7 +57,10 @@ fn cmd(
 fn data_of(wire: &[u8]) -> (Data, Option<LpPacket>) {
     match Packet::decode(wire).unwrap() {
         Packet::Data(d) => (d, None),
-        Packet::Lp(lp) => (Data::decode(lp.fragment.as_deref().unwrap()).unwrap(), Some(lp)),
+        Packet::Lp(lp) => (
+            Data::decode(lp.fragment.as_deref().unwrap()).unwrap(),
+            Some(lp),
+        ),
         p => panic!("expected Data, got {p:?}"),
     }
 }
@@ -135,7 +138,10 @@ fn datasets_list_faces_routes_counters_and_status() {
 
     let g = GeneralStatus::decode(&fetch(&mut c, 1, "/localhost/nfd/status/general")).unwrap();
     assert_eq!(g.fib_entries, 1);
-    assert_eq!((g.in_interests, g.out_interests, g.in_data, g.out_data), (1, 1, 1, 1));
+    assert_eq!(
+        (g.in_interests, g.out_interests, g.in_data, g.out_data),
+        (1, 1, 1, 1)
+    );
     assert_eq!(g.satisfied, 1);
     assert!(g.version.starts_with("nexthop "));
     assert!(g.current_ms >= g.start_ms && g.start_ms > 0);
@@ -201,12 +207,9 @@ fn strategy_choice_set_list_unset_and_multicast_forwarding() {
     to.sort_unstable();
     assert_eq!(to, vec![1, 2], "multicast: every next hop");
 
-    let list = StrategyChoiceEntry::decode_list(&fetch(
-        &mut c,
-        3,
-        "/localhost/nfd/strategy-choice/list",
-    ))
-    .unwrap();
+    let list =
+        StrategyChoiceEntry::decode_list(&fetch(&mut c, 3, "/localhost/nfd/strategy-choice/list"))
+            .unwrap();
     let shown: Vec<(String, String)> = list
         .iter()
         .map(|e| (e.name.to_string(), e.strategy.to_string()))
@@ -252,7 +255,11 @@ fn enable_local_fields(c: &mut Core, face: u32) -> u64 {
 #[test]
 fn local_fields_carry_incoming_face_id_and_honour_next_hop_face_id() {
     let mut c = core_with_faces(&[(1, true), (2, true), (3, true), (4, false)]);
-    assert_eq!(enable_local_fields(&mut c, 4), 409, "not on a non-local face");
+    assert_eq!(
+        enable_local_fields(&mut c, 4),
+        409,
+        "not on a non-local face"
+    );
     assert_eq!(enable_local_fields(&mut c, 1), 200);
     assert_eq!(c.face_statuses()[0].flags, FLAG_LOCAL_FIELDS);
     register(&mut c, 1, "/p", 0);
