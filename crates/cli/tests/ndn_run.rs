@@ -394,9 +394,10 @@ fn ndn_route_face_strategy_and_status_act_on_a_running_forwarder() {
         .unwrap_or_else(|| panic!("{routes:?}"));
     let face = r["hops"][0]["face"].as_u64().unwrap().to_string();
     let faces = json_lines(&run(&["face", "list", "--json"]));
-    assert!(faces
-        .iter()
-        .any(|x| x["face"].to_string() == face && x["scope"] == "local"));
+    assert!(faces.iter().any(
+        |x| x["face"].as_u64().map(|n| n.to_string()) == Some(face.clone())
+            && x["scope"] == "local"
+    ));
     let text = run(&["face", "list"]);
     assert!(
         text.contains(&format!("faceid={face} remote=fd://")),

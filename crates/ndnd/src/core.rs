@@ -267,7 +267,7 @@ impl Core {
             .filter(|_| is_interest && self.local_fields(face))
             .and_then(|lp| Some((lp.next_hop_face_id?, lp)));
         match next_hop {
-            Some((nh, lp)) => self.to_next_hop_face(face, lp, input, nh, now),
+            Some((nh, lp)) => self.forward_to_next_hop_face(face, lp, input, nh, now),
             None => {
                 let fib = self.fib.fib();
                 self.fw.process(fib, face, input, now, &mut self.actions);
@@ -308,7 +308,7 @@ impl Core {
     /// An Interest whose NextHopFaceId names `nh`: through the pipeline
     /// (CS, PIT, loop detection) with a FIB of one route, to `nh`; Nack
     /// NoRoute when no face `nh` is open.
-    fn to_next_hop_face(
+    fn forward_to_next_hop_face(
         &mut self,
         face: FaceId,
         lp: &LpPacket,
