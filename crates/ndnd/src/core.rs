@@ -77,6 +77,9 @@ struct FaceEntry {
 
 /// Most dataset versions held for segment fetches.
 const DATASETS_HELD: usize = 8;
+/// Most bytes of held dataset segments; older versions go first (the
+/// newest is always held).
+const DATASETS_HELD_BYTES: usize = 16 << 20;
 /// The face id NFD gives the Content Store in IncomingFaceId.
 pub const FACE_ID_CONTENT_STORE: u64 = 254;
 /// The strategies by NFD name and version.
@@ -417,10 +420,15 @@ impl Core {
                 let first = segs.first().cloned();
                 let mut held = n.clone();
                 held.push(&NameComponent::version(version));
-                if self.datasets.len() >= DATASETS_HELD {
+                self.datasets.push_back((held, segs));
+                let bytes = |d: &VecDeque<(Name, Vec<Vec<u8>>)>| -> usize {
+                    d.iter().flat_map(|(_, s)| s).map(Vec::len).sum()
+                };
+                while self.datasets.len() > DATASETS_HELD
+                    || (self.datasets.len() > 1 && bytes(&self.datasets) > DATASETS_HELD_BYTES)
+                {
                     self.datasets.pop_front();
                 }
-                self.datasets.push_back((held, segs));
                 first
             }
             6 => {

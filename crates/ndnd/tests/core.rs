@@ -317,6 +317,20 @@ fn config_file_keys_and_ranges() {
         "unknown key"
     );
     assert!(NdndConfig::default().validate().is_err(), "no listener");
+    let m = NdndConfig::from_toml(
+        "udp = \"127.0.0.1:1\"\nudp_mtu = 1400\nmetrics = \"127.0.0.1:9464\"\n",
+    )
+    .unwrap();
+    assert_eq!((m.udp_mtu, m.metrics.unwrap().port()), (1400, 9464));
+    assert!(m.validate().is_ok());
+    for bad in [255, 65508] {
+        let e = NdndConfig {
+            udp_mtu: bad,
+            ..m.clone()
+        }
+        .validate();
+        assert!(e.unwrap_err().contains("udp_mtu"), "{bad}");
+    }
     let c = NdndConfig { max_faces: 1, ..c };
     assert!(c.validate().is_err());
 }

@@ -180,6 +180,24 @@ fn a_large_dataset_is_segmented_and_old_versions_are_not_served() {
     );
     assert!(out.is_empty());
     assert_eq!(c.counters().dataset_misses, 2);
+
+    // Versions are held for segment fetches, the last 8 of them.
+    let first = rx(
+        &mut c,
+        1,
+        &Interest::new(name("/localhost/nfd/status/general")).to_wire(),
+        0,
+    );
+    let v1 = data_of(&first[0].1).0.name;
+    assert_eq!(
+        rx(&mut c, 1, &Interest::new(v1.clone()).to_wire(), 0).len(),
+        1
+    );
+    for _ in 0..8 {
+        fetch(&mut c, 1, "/localhost/nfd/status/general");
+    }
+    assert!(rx(&mut c, 1, &Interest::new(v1).to_wire(), 0).is_empty());
+    assert_eq!(c.counters().dataset_misses, 3);
 }
 
 #[test]
@@ -305,4 +323,67 @@ fn local_fields_carry_incoming_face_id_and_honour_next_hop_face_id() {
         ..ControlParameters::default()
     };
     assert_eq!(cmd(&mut c, 1, "faces", "update", p).1.flags, Some(0));
+}
+
+#[test]
+fn random_management_input_never_panics() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(27);
+    let mut c = core_with_faces(&[(1, true), (2, false)]);
+    let verbs = [
+        "rib/register",
+        "rib/unregister",
+        "strategy-choice/set",
+        "strategy-choice/unset",
+        "faces/update",
+        "status/general",
+        "faces/list",
+        "fib/list",
+        "strategy-choice/list",
+    ];
+    for k in 0..5000u32 {
+        let v = verbs[rng.gen_range(0..verbs.len())];
+        let mut n = name(&format!("/localhost/nfd/{v}"));
+        let len = rng.gen_range(0..40);
+        let mut junk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+        if rng.gen_bool(0.5) {
+            // Well-formed TLVs of management types with random values.
+            junk.clear();
+            for _ in 0..rng.gen_range(0..5) {
+                let t = [7u8, 0x69, 0x6a, 0x6b, 0x6c, 0x70, 0x6d, 0x85][rng.gen_range(0..8)];
+                let vl = rng.gen_range(0..10);
+                junk.push(t);
+                junk.push(vl);
+                junk.extend((0..vl).map(|_| rng.gen::<u8>()));
+            }
+            let mut cp = vec![0x68, junk.len() as u8];
+            cp.extend(&junk);
+            junk = cp;
+        }
+        n.push(&NameComponent::generic(junk.clone()));
+        let wire = if rng.gen_bool(0.5) {
+            Interest::new(command_name_from(n)).to_wire()
+        } else {
+            Interest::new(n).to_wire()
+        };
+        let mut out = Vec::new();
+        c.receive(1 + k % 2, k % 3 != 0, &wire, u64::from(k), &mut out);
+        let _ = FaceStatus::decode_list(&junk);
+        let _ = FibEntry::decode_list(&junk);
+        let _ = StrategyChoiceEntry::decode_list(&junk);
+        let _ = GeneralStatus::decode(&junk);
+        let _ = decode_response(&junk);
+    }
+    // Still forwarding and answering.
+    register(&mut c, 1, "/after", 0);
+    assert!(c.fib_entries().iter().any(|e| e.name == name("/after")));
+}
+
+/// `n` with the four components of a format 0.2 signature appended.
+fn command_name_from(mut n: Name) -> Name {
+    let full = command_name("x", "y", &ControlParameters::default(), 1, 2);
+    for k in 5..9 {
+        n.push(&full.get(k).unwrap().to_owned());
+    }
+    n
 }
