@@ -14,12 +14,16 @@
 //!   `verifies`, `fallback` with `--trace`).
 //! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
 //! * `run [--udp ADDR:PORT] [--tcp ADDR:PORT] [--unix PATH] [--config FILE]`
-//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`): the NDN
-//!   forwarder of `nexthop-ndnd` in the foreground until SIGINT/SIGTERM;
+//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`,
+//!   `--metrics ADDR:PORT`): the NDN forwarder of `nexthop-ndnd` in the
+//!   foreground until SIGINT/SIGTERM;
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
-//!   listeners) on stderr when it serves, and a `nexthop ndn: stopped
+//!   listeners; ` metrics=ADDR` added with `--metrics`) on stderr when it
+//!   serves, and a `nexthop ndn: stopped
 //!   key=value ...` summary on stderr at exit (status 0).
 //! * `bench` and `lab`: see `crate::ndnlab::{bench, lab}`.
+//! * `route add|remove|list`, `face list`, `strategy set|unset|list`,
+//!   `status`: see `cmd_ndn_mgmt`.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -27,12 +31,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use nexthop_dataplane::live::StopFlag;
+use nexthop_dataplane::metrics::{MetricsServer, MetricsSnapshot, PortMetrics, SharedSnapshot};
 use nexthop_ndn::persist;
 use nexthop_ndn::routes::{format_hops, parse_routes};
 use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
-use nexthop_ndnd::{Daemon, NdndConfig};
+use nexthop_ndnd::{Daemon, DaemonMetrics, NdndConfig};
 use nexthop_wire::ndn::Name;
 
+use crate::cmd_ndn_mgmt as mgmt;
 use crate::textio::{count, for_each_input, write_atomic};
 
 /// `nexthop ndn ...`
@@ -48,6 +54,32 @@ pub enum NdnCmd {
     /// The NDN demo: a forwarder, a producer and consumers fetching an
     /// object by segments, byte-compared, with the forwarder's counters.
     Lab(crate::ndnlab::lab::LabArgs),
+    /// Routes of a running forwarder: add, remove, list.
+    Route {
+        #[command(subcommand)]
+        cmd: mgmt::RouteCmd,
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
+    /// Faces of a running forwarder: list.
+    Face {
+        #[command(subcommand)]
+        cmd: mgmt::FaceCmd,
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
+    /// Strategy choices of a running forwarder: set, unset, list.
+    Strategy {
+        #[command(subcommand)]
+        cmd: mgmt::StrategyCmd,
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
+    /// A running forwarder's status (status/general).
+    Status {
+        #[command(flatten)]
+        conn: mgmt::ConnArgs,
+    },
 }
 
 /// `run` arguments (flags override the config file).
@@ -63,7 +95,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
-    /// cs_packets, max_faces, udp_idle_secs) and stream_out_cap,
+    /// cs_packets, max_faces, udp_idle_secs, udp_mtu, metrics) and stream_out_cap,
     /// reasm_max_partial, reasm_timeout_ms.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -76,6 +108,14 @@ pub struct RunArgs {
     /// Close a UDP face after this many seconds without a packet.
     #[arg(long, value_name = "S")]
     udp_idle_secs: Option<u64>,
+    /// Largest UDP datagram sent (default 8800); larger packets are sent
+    /// as NDNLPv2 fragments.
+    #[arg(long, value_name = "BYTES")]
+    udp_mtu: Option<usize>,
+    /// Serve the counters at http://ADDR/metrics (Prometheus) and
+    /// /stats.json (`nexthop stats`); loopback only.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// `nexthop ndn fib ...`
@@ -158,6 +198,10 @@ pub fn run(cmd: NdnCmd) -> Result<()> {
         NdnCmd::Run(a) => ndn_run(a),
         NdnCmd::Bench(a) => crate::ndnlab::bench::run(&a),
         NdnCmd::Lab(a) => crate::ndnlab::lab::run(&a),
+        NdnCmd::Route { cmd, conn } => mgmt::route(cmd, &conn),
+        NdnCmd::Face { cmd, conn } => mgmt::face(cmd, &conn),
+        NdnCmd::Strategy { cmd, conn } => mgmt::strategy(cmd, &conn),
+        NdnCmd::Status { conn } => mgmt::status(&conn),
     }
 }
 
@@ -181,13 +225,104 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.cs_packets = a.cs_packets.unwrap_or(cfg.cs_packets);
     cfg.max_faces = a.max_faces.unwrap_or(cfg.max_faces);
     cfg.udp_idle_secs = a.udp_idle_secs.unwrap_or(cfg.udp_idle_secs);
+    cfg.udp_mtu = a.udp_mtu.unwrap_or(cfg.udp_mtu);
+    cfg.metrics = a.metrics.or(cfg.metrics);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
+    let metrics_addr = cfg.metrics;
     let mut d = Daemon::bind(cfg).context("binding the forwarder's listeners")?;
-    eprintln!("{}", d.ready_line());
-    let r = d.run(|| stop.is_raised());
+    let shared = SharedSnapshot::new();
+    let server = match metrics_addr {
+        Some(addr) => Some(
+            MetricsServer::start(addr, shared.provider())
+                .with_context(|| format!("starting the metrics endpoint on {addr}"))?,
+        ),
+        None => None,
+    };
+    match &server {
+        Some(s) => eprintln!("{} metrics={}", d.ready_line(), s.local_addr()),
+        None => eprintln!("{}", d.ready_line()),
+    }
+    let r = d.run_reporting(
+        || stop.is_raised(),
+        std::time::Duration::from_secs(1),
+        |d| {
+            if server.is_some() {
+                shared.publish(ndn_snapshot(&d.metrics()));
+            }
+        },
+    );
     eprintln!("{}", d.summary_line());
     r.context("forwarder loop")
+}
+
+/// The forwarder's counters as a metrics snapshot: faces are the ports
+/// (rx/tx = Interests + Data + Nacks and bytes per face), drops by reason
+/// (`nexthop_drops_total{reason}`), the rest as `nexthop_ndn_*` extras
+/// (per-face packets by kind and bytes too).
+fn ndn_snapshot(m: &DaemonMetrics) -> MetricsSnapshot {
+    let mut s = MetricsSnapshot {
+        uptime_seconds: m.uptime_secs,
+        frames_in: m.packets_in,
+        bytes_in: m.bytes_in,
+        forwarded: m.packets_out,
+        dropped: m.drops.iter().map(|d| d.1).sum(),
+        drops: m
+            .drops
+            .iter()
+            .filter(|d| d.1 > 0)
+            .map(|&(k, v)| (k.to_string(), v))
+            .collect(),
+        ..MetricsSnapshot::default()
+    };
+    for f in &m.faces {
+        let Ok(port) = u16::try_from(f.face_id) else {
+            continue;
+        };
+        s.rx.push(PortMetrics {
+            port,
+            frames: f.in_interests + f.in_data + f.in_nacks,
+            bytes: f.in_bytes,
+        });
+        s.tx.push(PortMetrics {
+            port,
+            frames: f.out_interests + f.out_data + f.out_nacks,
+            bytes: f.out_bytes,
+        });
+    }
+    for &(name, help, v) in &m.counters {
+        s = s.with_counter(name, help, &[], v);
+    }
+    for &(name, help, v) in &m.gauges {
+        s = s.with_gauge(name, help, &[], v as f64);
+    }
+    for f in &m.faces {
+        let id = f.face_id.to_string();
+        for (dir, kind, v) in [
+            ("in", "interest", f.in_interests),
+            ("in", "data", f.in_data),
+            ("in", "nack", f.in_nacks),
+            ("out", "interest", f.out_interests),
+            ("out", "data", f.out_data),
+            ("out", "nack", f.out_nacks),
+        ] {
+            s = s.with_counter(
+                "ndn_face_packets_total",
+                "Packets per face, direction and kind",
+                &[("face", &id), ("direction", dir), ("kind", kind)],
+                v,
+            );
+        }
+        for (dir, v) in [("in", f.in_bytes), ("out", f.out_bytes)] {
+            s = s.with_counter(
+                "ndn_face_bytes_total",
+                "Bytes per face and direction",
+                &[("face", &id), ("direction", dir)],
+                v,
+            );
+        }
+    }
+    s
 }
 
 fn build(a: &BuildArgs) -> Result<()> {

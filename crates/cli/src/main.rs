@@ -12,6 +12,7 @@ mod cmd_forward;
 mod cmd_gen;
 mod cmd_lpm;
 mod cmd_ndn;
+mod cmd_ndn_mgmt;
 mod cmd_run;
 mod cmd_stats;
 mod demo;

@@ -4,7 +4,9 @@
 //! when it is absent): a producer registered with rib/register over the
 //! Unix socket and one over UDP, consumers over Unix, UDP and TCP, Nack NoRoute without
 //! a route, bad datagrams counted and dropped while forwarding goes on,
-//! and a clean stop on SIGTERM. Every child is killed on drop, also when
+//! and a clean stop on SIGTERM; the status datasets read by python-ndn's
+//! `nfd_mgmt` (`tests/ndn_run/mgmt.py`) and `nexthop ndn route|face|
+//! strategy|status` acting on the running forwarder. Every child is killed on drop, also when
 //! an assertion fails.
 
 use std::io::{BufRead, BufReader};
@@ -86,6 +88,7 @@ impl Drop for Proc {
 
 struct Forwarder {
     proc: Proc,
+    ready: String,
     udp: String,
     tcp: String,
     unix: PathBuf,
@@ -93,6 +96,10 @@ struct Forwarder {
 }
 
 fn start_forwarder() -> Forwarder {
+    start_forwarder_with(&[])
+}
+
+fn start_forwarder_with(extra: &[&str]) -> Forwarder {
     let dir = TempDir::new().unwrap();
     let unix = dir.path().join("nfd.sock");
     let mut cmd = Command::new(NEXTHOP);
@@ -105,7 +112,8 @@ fn start_forwarder() -> Forwarder {
         "127.0.0.1:0",
         "--unix",
     ])
-    .arg(&unix);
+    .arg(&unix)
+    .args(extra);
     let proc = Proc::spawn(cmd, true);
     let ready = proc.wait_line("nexthop ndn: ready", Duration::from_secs(10));
     let udp = ready
@@ -124,6 +132,7 @@ fn start_forwarder() -> Forwarder {
     );
     Forwarder {
         proc,
+        ready,
         udp,
         tcp,
         unix,
@@ -140,8 +149,16 @@ fn face_uri_udp(f: &Forwarder) -> String {
 }
 
 fn producer(face: &str, prefix: &str) -> Proc {
+    producer_sized(face, prefix, None)
+}
+
+/// A producer answering with `size` bytes of content (`None`: "hello NAME").
+fn producer_sized(face: &str, prefix: &str, size: Option<usize>) -> Proc {
     let mut cmd = Command::new(python());
     cmd.arg(peer_script()).args(["produce", face, prefix]);
+    if let Some(n) = size {
+        cmd.arg(n.to_string());
+    }
     let p = Proc::spawn(cmd, false);
     p.wait_line("registered True", Duration::from_secs(10));
     p
@@ -274,4 +291,285 @@ fn refuses_a_config_without_listeners_and_an_occupied_path() {
         b"x",
         "the file is left alone"
     );
+}
+
+/// `nexthop ndn ARGS...`: its stdout, asserting success.
+fn nexthop_ndn(args: &[&str]) -> String {
+    let out = Command::new(NEXTHOP)
+        .arg("ndn")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nexthop ndn {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json_lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn python_ndn_reads_the_status_datasets() {
+    let mut f = start_forwarder();
+    let unix = face_uri_unix(&f);
+    let udp = face_uri_udp(&f);
+    let _p = producer(&unix, "/nexthop/ds");
+    assert_eq!(consume(&udp, "/nexthop/ds/a"), "DATA hello /nexthop/ds/a");
+
+    let out = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ndn_run/mgmt.py"))
+        .arg(&unix)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    let fib = v["fib"].as_array().expect("fib/list decoded");
+    let route = fib
+        .iter()
+        .find(|e| e["name"] == "/nexthop/ds")
+        .unwrap_or_else(|| panic!("the registered route in {fib:?}"));
+    let producer_face = route["hops"][0][0].as_u64().unwrap();
+    assert_eq!(route["hops"][0][1], 0, "python-ndn registers with cost 0");
+    let faces = v["faces"].as_array().expect("faces/list decoded");
+    let pf = faces
+        .iter()
+        .find(|x| x["id"] == producer_face)
+        .unwrap_or_else(|| panic!("the producer's face {producer_face} in {faces:?}"));
+    assert_eq!(pf["scope"], "LOCAL");
+    assert!(pf["uri"].as_str().unwrap().starts_with("fd://"), "{pf}");
+    assert_eq!(pf["local_uri"], format!("unix://{}", f.unix.display()));
+    let consumer_gone_or_counted = faces
+        .iter()
+        .filter(|x| x["uri"].as_str().unwrap().starts_with("udp4://127.0.0.1:"))
+        .all(|x| x["in_interests"].as_u64().unwrap() >= 1 && x["out_data"] == 1);
+    assert!(consumer_gone_or_counted, "{faces:?}");
+    assert!(pf["out_bytes"].as_u64().unwrap() > 0);
+    let g = &v["general"];
+    assert!(g["version"].as_str().unwrap().starts_with("nexthop "));
+    assert!(g["fib"].as_u64().unwrap() >= 1, "{g}");
+    assert!(g["in_interests"].as_u64().unwrap() >= 1, "{g}");
+    assert!(g["satisfied"].as_u64().unwrap() >= 1, "{g}");
+    assert_eq!(
+        v["strategies"][0],
+        serde_json::json!(["/", "/localhost/nfd/strategy/best-route/v=5"])
+    );
+    let (ok, _) = stop(&mut f);
+    assert!(ok);
+}
+
+#[test]
+fn ndn_route_face_strategy_and_status_act_on_a_running_forwarder() {
+    let mut f = start_forwarder();
+    let unix_path = f.unix.display().to_string();
+    let unix = face_uri_unix(&f);
+    let udp = face_uri_udp(&f);
+    let _p = producer(&unix, "/nexthop/cli");
+    let on = ["--unix", unix_path.as_str()];
+    let with = |args: &[&str]| -> Vec<String> {
+        args.iter()
+            .chain(on.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |args: &[&str]| {
+        let a = with(args);
+        nexthop_ndn(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let routes = json_lines(&run(&["route", "list", "--json"]));
+    let r = routes
+        .iter()
+        .find(|r| r["prefix"] == "/nexthop/cli")
+        .unwrap_or_else(|| panic!("{routes:?}"));
+    let face = r["hops"][0]["face"].as_u64().unwrap().to_string();
+    let faces = json_lines(&run(&["face", "list", "--json"]));
+    assert!(faces.iter().any(
+        |x| x["face"].as_u64().map(|n| n.to_string()) == Some(face.clone())
+            && x["scope"] == "local"
+    ));
+    let text = run(&["face", "list"]);
+    assert!(
+        text.contains(&format!("faceid={face} remote=fd://")),
+        "{text}"
+    );
+
+    // Remove the producer's route: Nack NoRoute.
+    let out = run(&["route", "remove", "/nexthop/cli", &face]);
+    assert!(out.contains("rib unregister /nexthop/cli face="), "{out}");
+    assert_eq!(consume(&udp, "/nexthop/cli/a"), "NACK 150");
+    assert!(!run(&["route", "list"]).contains("/nexthop/cli"));
+    // Add it back with a cost: Data again, and the list shows the cost.
+    run(&["route", "add", "/nexthop/cli", &face, "--cost", "5"]);
+    assert_eq!(consume(&udp, "/nexthop/cli/b"), "DATA hello /nexthop/cli/b");
+    let list = run(&["route", "list"]);
+    assert!(
+        list.lines().any(|l| l == format!("/nexthop/cli {face}:5")),
+        "{list}"
+    );
+
+    run(&["strategy", "set", "/nexthop/cli", "multicast"]);
+    let s = run(&["strategy", "list"]);
+    assert!(
+        s.contains("/nexthop/cli /localhost/nfd/strategy/multicast/v=4"),
+        "{s}"
+    );
+    assert_eq!(consume(&udp, "/nexthop/cli/c"), "DATA hello /nexthop/cli/c");
+    run(&["strategy", "unset", "/nexthop/cli"]);
+
+    let st = run(&["status"]);
+    assert!(st.lines().any(|l| l == "fib_entries: 1"), "{st}");
+    let js: serde_json::Value = serde_json::from_str(run(&["status", "--json"]).trim()).unwrap();
+    assert!(js["satisfied"].as_u64().unwrap() >= 2, "{js}");
+    // Over UDP too.
+    let st = nexthop_ndn(&["status", "--udp", &f.udp]);
+    assert!(st.starts_with("version: nexthop "), "{st}");
+
+    // A refused command: non-zero exit with the status code.
+    let out = Command::new(NEXTHOP)
+        .args([
+            "ndn", "strategy", "set", "/x", "random", "--unix", &unix_path,
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("404"));
+    let (ok, _) = stop(&mut f);
+    assert!(ok);
+}
+
+#[test]
+fn data_over_the_udp_mtu_goes_out_as_fragments_and_reassembles() {
+    use nexthop_ndnd::reasm::Reassembler;
+    use nexthop_wire::ndn::LpPacket;
+
+    let mut f = start_forwarder_with(&["--udp-mtu", "1400"]);
+    let _p = producer_sized(&face_uri_unix(&f), "/nexthop/big", Some(8000));
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    sock.connect(&f.udp).unwrap();
+    let mut i = Interest::new(Name::from_uri("/nexthop/big/1").unwrap());
+    i.nonce = Some(0x4321);
+    i.lifetime_ms = Some(2000);
+    sock.send(&i.to_wire()).unwrap();
+    let mut r = Reassembler::new(4, 5000);
+    let mut buf = [0u8; 65536];
+    let mut datagrams = 0;
+    let whole = loop {
+        let n = sock.recv(&mut buf).expect("fragments arrive");
+        assert!(n <= 1400, "a {n}-byte datagram over the MTU");
+        datagrams += 1;
+        let lp = LpPacket::decode(&buf[..n]).expect("an LpPacket fragment");
+        assert!(lp.frag_count.unwrap() > 1);
+        if let Some(w) = r.push(1, lp, 0) {
+            break w;
+        }
+    };
+    assert!(datagrams >= 6, "{datagrams}");
+    let d = Data::decode(whole.fragment.as_deref().unwrap()).unwrap();
+    assert_eq!(d.name.to_string(), "/nexthop/big/1");
+    assert_eq!(d.content.unwrap(), vec![b'x'; 8000]);
+    // Stream faces never fragment: the Unix consumer gets it whole.
+    let got = consume(&face_uri_unix(&f), "/nexthop/big/2");
+    assert_eq!(
+        got.len(),
+        "DATA ".len() + 8000,
+        "{}",
+        &got[..40.min(got.len())]
+    );
+
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    assert_eq!(field(&line, "fragmented"), 1, "{line}");
+    assert_eq!(field(&line, "frag_failed"), 0, "{line}");
+}
+
+#[test]
+fn counters_per_face_and_drop_reason_reach_nexthop_stats_and_prometheus() {
+    let mut f = start_forwarder_with(&["--metrics", "127.0.0.1:0"]);
+    let ready = f.ready.clone();
+    let metrics = ready
+        .split(' ')
+        .find_map(|x| x.strip_prefix("metrics="))
+        .expect("metrics= in the readiness line")
+        .to_string();
+    let _p = producer(&face_uri_unix(&f), "/nexthop/m");
+    let udp = face_uri_udp(&f);
+    assert_eq!(consume(&udp, "/nexthop/m/a"), "DATA hello /nexthop/m/a");
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.send_to(&[0x05, 0x10, 0x07], &f.udp).unwrap();
+    // The snapshot is published once a second.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let out = Command::new(NEXTHOP)
+        .args(["stats", "--json", "--addr", &metrics])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["frames_in"].as_u64().unwrap() >= 3, "{v}");
+    assert!(v["drops"]["truncated"].as_u64().unwrap() >= 1, "{v}");
+    let extra = v["extra"].as_array().unwrap();
+    let value = |name: &str| {
+        extra
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {extra:?}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(value("ndn_satisfied_total") >= 1.0);
+    assert!(value("ndn_fib_entries") >= 1.0);
+    // Per face: some face received the consumer's Interest and sent Data.
+    let face_in_interest = extra.iter().any(|m| {
+        m["name"] == "ndn_face_packets_total"
+            && m["labels"].to_string().contains("\"interest\"")
+            && m["labels"].to_string().contains("\"in\"")
+            && m["value"].as_f64().unwrap() >= 1.0
+    });
+    assert!(face_in_interest, "{extra:?}");
+    assert!(v["rx"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["bytes"].as_u64().unwrap() > 0));
+
+    let table = Command::new(NEXTHOP)
+        .args(["stats", "--addr", &metrics])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("truncated"), "{table}");
+    assert!(table.contains("ndn_pit_entries"), "{table}");
+
+    // Prometheus text.
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(&metrics).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    assert!(
+        text.contains("nexthop_ndn_face_packets_total{face=\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("nexthop_drops_total{reason=\"truncated\"}"),
+        "{text}"
+    );
+    let (ok, _) = stop(&mut f);
+    assert!(ok);
 }

@@ -30,6 +30,12 @@ pub struct NdndConfig {
     pub reasm_max_partial: usize,
     /// A partial packet older than this is dropped.
     pub reasm_timeout_ms: u64,
+    /// Serve the counters (Prometheus `/metrics`, `/stats.json`) here;
+    /// loopback only (`None`: no endpoint). Read by `nexthop ndn run`.
+    pub metrics: Option<SocketAddr>,
+    /// Largest datagram sent on a UDP face (NFD's default 8800); larger
+    /// packets go out as NDNLPv2 fragments. `256..=65507`.
+    pub udp_mtu: usize,
 }
 
 impl Default for NdndConfig {
@@ -44,6 +50,8 @@ impl Default for NdndConfig {
             stream_out_cap: 1 << 20,
             reasm_max_partial: 256,
             reasm_timeout_ms: 1000,
+            udp_mtu: MAX_PACKET,
+            metrics: None,
         }
     }
 }
@@ -67,6 +75,13 @@ impl NdndConfig {
         }
         if self.reasm_max_partial == 0 || self.reasm_timeout_ms == 0 {
             return Err("reasm_max_partial and reasm_timeout_ms must be at least 1".into());
+        }
+        if !(crate::frag::MIN_MTU..=65507).contains(&self.udp_mtu) {
+            return Err(format!(
+                "udp_mtu {} not in {}..=65507",
+                self.udp_mtu,
+                crate::frag::MIN_MTU
+            ));
         }
         if self.udp.is_none() && self.tcp.is_none() && self.unix.is_none() {
             return Err("no face listener: give --udp, --tcp or --unix".into());

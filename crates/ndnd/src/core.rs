@@ -1,17 +1,21 @@
 //! The forwarder core, no I/O: NDNLPv2 reassembly, management commands,
 //! routes, and the forwarding pipeline.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use nexthop_ndn::control::FibControl;
 use nexthop_ndn::cs::CsConfig;
 use nexthop_ndn::fib::Config as FibConfig;
-use nexthop_ndn::fw::{Actions, Forwarder, FwConfig, FwCounters};
+use nexthop_ndn::fw::{
+    ActionKind, Actions, FaceCounters, Forwarder, FwConfig, FwCounters, Strategy,
+};
 use nexthop_ndn::nexthop::NextHop;
-use nexthop_ndn::pit::{FaceId, Millis};
-use nexthop_wire::ndn::{tt, Interest, LpPacket, Name};
+use nexthop_ndn::pit::{FaceId, Millis, PitToken};
+use nexthop_wire::ndn::{tt, Interest, LpPacket, Nack, Name, NameComponent};
 
 use crate::config::{NdndConfig, MAX_PACKET};
+use crate::dataset::{self, FaceStatus, FibEntry, GeneralStatus, StrategyChoiceEntry};
 use crate::mgmt::{self, ControlParameters};
 use crate::reasm::{ReasmCounters, Reassembler};
 
@@ -20,6 +24,8 @@ use crate::reasm::{ReasmCounters, Reassembler};
 pub struct CoreCounters {
     /// Packets received from faces.
     pub packets_in: u64,
+    /// Bytes received from faces.
+    pub bytes_in: u64,
     /// Packets over [`MAX_PACKET`], dropped.
     pub oversized: u64,
     /// LpPackets that do not decode, dropped.
@@ -28,7 +34,59 @@ pub struct CoreCounters {
     pub commands: u64,
     /// Management commands refused (status other than 200).
     pub commands_refused: u64,
+    /// Status dataset segments served.
+    pub dataset_segments: u64,
+    /// Status dataset Interests not answered: from a non-local face, or
+    /// for a version no longer held.
+    pub dataset_misses: u64,
+    /// Interests sent to the face their NextHopFaceId named.
+    pub next_hop_face_id: u64,
 }
+
+/// What the core knows of an open face (the daemon tells it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaceInfo {
+    /// The remote end as an NFD face URI (`udp4://IP:PORT`, `fd://N`).
+    pub uri: String,
+    /// Our end (`udp4://IP:PORT`, `unix:///path`).
+    pub local_uri: String,
+    /// A local face (Unix, or a loopback peer).
+    pub local: bool,
+    /// The MTU of a datagram face.
+    pub mtu: Option<u64>,
+}
+
+/// Per-face counters kept by the core (besides the pipeline's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaceBytes {
+    /// Bytes received.
+    pub in_bytes: u64,
+    /// Bytes sent (as handed to the face).
+    pub out_bytes: u64,
+}
+
+#[derive(Debug)]
+struct FaceEntry {
+    info: FaceInfo,
+    flags: u64,
+    /// The pipeline's counters of this id when the face opened (ids are
+    /// reused; the pipeline's counters are per id).
+    base: FaceCounters,
+    bytes: FaceBytes,
+}
+
+/// Most dataset versions held for segment fetches.
+const DATASETS_HELD: usize = 8;
+/// Most bytes of held dataset segments; older versions go first (the
+/// newest is always held).
+const DATASETS_HELD_BYTES: usize = 16 << 20;
+/// The face id NFD gives the Content Store in IncomingFaceId.
+pub const FACE_ID_CONTENT_STORE: u64 = 254;
+/// The strategies by NFD name and version.
+const STRATEGIES: [(&str, u64, Strategy); 2] = [
+    ("best-route", 5, Strategy::BestRoute),
+    ("multicast", 4, Strategy::Multicast),
+];
 
 /// Routes registered per prefix: `(face, cost)` pairs.
 type Rib = BTreeMap<Vec<u8>, (Name, Vec<NextHop>)>;
@@ -42,6 +100,51 @@ pub struct Core {
     reasm: Reassembler,
     actions: Actions,
     counters: CoreCounters,
+    faces: BTreeMap<FaceId, FaceEntry>,
+    /// Strategy choices besides `/`, mirrored for `strategy-choice/list`.
+    choices: BTreeMap<Vec<u8>, (Name, Strategy)>,
+    datasets: VecDeque<(Name, Vec<Vec<u8>>)>,
+    last_version: u64,
+    start_ms: u64,
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn strategy_name(s: Strategy) -> Name {
+    let (n, v, _) = STRATEGIES
+        .iter()
+        .find(|x| x.2 == s)
+        .copied()
+        .unwrap_or(STRATEGIES[0]);
+    let mut name = Name::from_components(
+        [b"localhost".as_slice(), b"nfd", b"strategy", n.as_bytes()]
+            .into_iter()
+            .map(NameComponent::generic),
+    );
+    name.push(&NameComponent::version(v));
+    name
+}
+
+/// The strategy a `strategy-choice/set` name asks for
+/// (`/localhost/nfd/strategy/<name>[/<version>]`).
+fn strategy_of(name: &Name) -> Option<Strategy> {
+    let c = |k: usize| name.get(k).map(|c| c.value());
+    if c(0)? != b"localhost" || c(1)? != b"nfd" || c(2)? != b"strategy" {
+        return None;
+    }
+    let (_, v, s) = STRATEGIES
+        .iter()
+        .find(|x| x.0.as_bytes() == c(3).unwrap_or_default())?;
+    match name.len() {
+        4 => Some(*s),
+        5 if name.get(4)?.as_version() == Some(*v) => Some(*s),
+        _ => None,
+    }
 }
 
 impl Core {
@@ -69,7 +172,26 @@ impl Core {
             reasm: Reassembler::new(cfg.reasm_max_partial, cfg.reasm_timeout_ms),
             actions: Actions::new(),
             counters: CoreCounters::default(),
+            faces: BTreeMap::new(),
+            choices: BTreeMap::new(),
+            datasets: VecDeque::new(),
+            last_version: 0,
+            start_ms: wall_ms(),
         })
+    }
+
+    /// A face opened: it is listed in `faces/list` until [`Self::face_closed`].
+    pub fn face_opened(&mut self, face: FaceId, info: FaceInfo) {
+        let base = self.fw.face_counters(face);
+        self.faces.insert(
+            face,
+            FaceEntry {
+                info,
+                flags: 0,
+                base,
+                bytes: FaceBytes::default(),
+            },
+        );
     }
 
     /// Take one packet received on `face` (`local`: a Unix face, or a
@@ -84,6 +206,27 @@ impl Core {
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) {
         self.counters.packets_in += 1;
+        self.counters.bytes_in += wire.len() as u64;
+        if let Some(f) = self.faces.get_mut(&face) {
+            f.bytes.in_bytes += wire.len() as u64;
+        }
+        let first_send = send.len();
+        self.receive_inner(face, local, wire, now, send);
+        for (f, bytes) in &send[first_send..] {
+            if let Some(f) = self.faces.get_mut(f) {
+                f.bytes.out_bytes += bytes.len() as u64;
+            }
+        }
+    }
+
+    fn receive_inner(
+        &mut self,
+        face: FaceId,
+        local: bool,
+        wire: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) {
         if wire.len() > MAX_PACKET {
             self.counters.oversized += 1;
             return;
@@ -115,14 +258,96 @@ impl Core {
         }
         let input: &[u8] = reassembled.as_deref().unwrap_or(wire);
         self.actions.clear();
-        let fib = self.fib.fib();
-        self.fw.process(fib, face, input, now, &mut self.actions);
+        let is_interest = match &lp_owned {
+            Some(lp) => {
+                lp.nack.is_none()
+                    && lp.fragment.as_ref().and_then(|f| f.first()) == Some(&(tt::INTEREST as u8))
+            }
+            None => wire.first() == Some(&(tt::INTEREST as u8)),
+        };
+        let next_hop = lp_owned
+            .as_ref()
+            .filter(|_| is_interest && self.local_fields(face))
+            .and_then(|lp| Some((lp.next_hop_face_id?, lp)));
+        match next_hop {
+            Some((nh, lp)) => self.forward_to_next_hop_face(face, lp, input, nh, now),
+            None => {
+                let fib = self.fib.fib();
+                self.fw.process(fib, face, input, now, &mut self.actions);
+            }
+        }
         for a in self.actions.sends() {
-            send.push((a.face, self.actions.to_wire(a)));
+            let out = if self.local_fields(a.face) {
+                // A Data answering an Interest came from the Content Store.
+                let incoming = if is_interest && a.kind == ActionKind::Data {
+                    FACE_ID_CONTENT_STORE
+                } else {
+                    u64::from(face)
+                };
+                LpPacket {
+                    pit_token: a.token.map(|t| t.as_bytes().to_vec()),
+                    nack: match a.kind {
+                        ActionKind::Nack(r) => Some(Nack { reason: Some(r) }),
+                        _ => None,
+                    },
+                    incoming_face_id: Some(incoming),
+                    ..LpPacket::wrap(self.actions.packet(a).to_vec())
+                }
+                .to_wire()
+            } else {
+                self.actions.to_wire(a)
+            };
+            send.push((a.face, out));
         }
     }
 
-    /// Answer a management command; `false` when `wire` is not one.
+    /// Whether `face` enabled NDNLPv2 local fields (`faces/update`).
+    fn local_fields(&self, face: FaceId) -> bool {
+        self.faces
+            .get(&face)
+            .is_some_and(|f| f.flags & dataset::FLAG_LOCAL_FIELDS != 0)
+    }
+
+    /// An Interest whose NextHopFaceId names `nh`: through the pipeline
+    /// (CS, PIT, loop detection) with a FIB of one route, to `nh`; Nack
+    /// NoRoute when no face `nh` is open.
+    fn forward_to_next_hop_face(
+        &mut self,
+        face: FaceId,
+        lp: &LpPacket,
+        input: &[u8],
+        nh: u64,
+        now: Millis,
+    ) {
+        let Some(Ok(interest)) = lp.fragment.as_deref().map(Interest::decode) else {
+            let fib = self.fib.fib();
+            self.fw.process(fib, face, input, now, &mut self.actions);
+            return;
+        };
+        let token = lp.pit_token.as_deref().and_then(PitToken::new);
+        let Ok(mut one) = FibControl::new(FibConfig {
+            max_components: 1,
+            ..FibConfig::default()
+        }) else {
+            return;
+        };
+        let target = FaceId::try_from(nh)
+            .ok()
+            .filter(|f| self.faces.contains_key(f));
+        if let Some(t) = target {
+            if one
+                .insert(&interest.name.prefix(1), &[NextHop { face: t, cost: 0 }])
+                .is_ok()
+            {
+                self.counters.next_hop_face_id += 1;
+            }
+        }
+        self.fw
+            .interest(one.fib(), face, interest, token, now, &mut self.actions);
+    }
+
+    /// Answer a management command or dataset Interest; `false` when
+    /// `wire` is not one.
     fn try_command(
         &mut self,
         face: FaceId,
@@ -147,22 +372,188 @@ impl Core {
         if !mgmt::is_management(&interest.name) {
             return false;
         }
-        self.counters.commands += 1;
-        let (code, text, body) = self.command(face, local, &interest);
-        if code != 200 {
-            self.counters.commands_refused += 1;
-        }
-        let data = mgmt::response(&interest, code, &text, body.as_ref());
-        let out = match token {
+        let with_token = |data: Vec<u8>| match &token {
             Some(t) => LpPacket {
-                pit_token: Some(t),
+                pit_token: Some(t.clone()),
                 ..LpPacket::wrap(data)
             }
             .to_wire(),
             None => data,
         };
-        send.push((face, out));
+        if let Some(kind) = Dataset::of(&interest.name) {
+            match self.dataset(kind, local, &interest) {
+                Some(seg) => {
+                    self.counters.dataset_segments += 1;
+                    send.push((face, with_token(seg)));
+                }
+                None => self.counters.dataset_misses += 1,
+            }
+            return true;
+        }
+        self.counters.commands += 1;
+        let (code, text, body) = self.command(face, local, &interest);
+        if code != 200 {
+            self.counters.commands_refused += 1;
+        }
+        send.push((
+            face,
+            with_token(mgmt::response(&interest, code, &text, body.as_ref())),
+        ));
         true
+    }
+
+    /// The segment a dataset Interest asks for: a new version for
+    /// `/localhost/nfd/<module>/<dataset>`, a held one for
+    /// `.../<version>/<segment>`; `None` (no answer, as NFD) from a
+    /// non-local face or for a version no longer held.
+    fn dataset(&mut self, kind: Dataset, local: bool, interest: &Interest) -> Option<Vec<u8>> {
+        let n = &interest.name;
+        if !local || n.get(0)?.value() != b"localhost" {
+            return None;
+        }
+        match n.len() {
+            4 => {
+                let content = self.dataset_content(kind);
+                let version = wall_ms().max(self.last_version + 1);
+                self.last_version = version;
+                let segs = dataset::segment(n, version, &content);
+                let first = segs.first().cloned();
+                let mut held = n.clone();
+                held.push(&NameComponent::version(version));
+                self.datasets.push_back((held, segs));
+                let bytes = |d: &VecDeque<(Name, Vec<Vec<u8>>)>| -> usize {
+                    d.iter().flat_map(|(_, s)| s).map(Vec::len).sum()
+                };
+                while self.datasets.len() > DATASETS_HELD
+                    || (self.datasets.len() > 1 && bytes(&self.datasets) > DATASETS_HELD_BYTES)
+                {
+                    self.datasets.pop_front();
+                }
+                first
+            }
+            6 => {
+                let seg = n.get(5)?.as_segment()?;
+                n.get(4)?.as_version()?;
+                let prefix = n.prefix(5);
+                let (_, segs) = self.datasets.iter().find(|(p, _)| *p == prefix)?;
+                segs.get(usize::try_from(seg).ok()?).cloned()
+            }
+            _ => None,
+        }
+    }
+
+    fn dataset_content(&self, kind: Dataset) -> Vec<u8> {
+        let mut v = Vec::new();
+        match kind {
+            Dataset::General => v = self.general_status().encode(),
+            Dataset::Faces => {
+                for f in self.face_statuses() {
+                    f.encode(&mut v);
+                }
+            }
+            Dataset::Fib => {
+                for e in self.fib_entries() {
+                    e.encode(&mut v);
+                }
+            }
+            Dataset::StrategyChoice => {
+                for e in self.strategy_choices() {
+                    e.encode(&mut v);
+                }
+            }
+        }
+        v
+    }
+
+    /// ForwarderStatus now.
+    pub fn general_status(&self) -> GeneralStatus {
+        let mut sum = FaceCounters::default();
+        for id in 0..self.fw.config().max_faces {
+            let c = self.fw.face_counters(id);
+            sum.in_interests += c.in_interests;
+            sum.in_data += c.in_data;
+            sum.in_nacks += c.in_nacks;
+            sum.out_interests += c.out_interests;
+            sum.out_data += c.out_data;
+            sum.out_nacks += c.out_nacks;
+        }
+        let fw = self.fw.counters();
+        GeneralStatus {
+            version: format!("nexthop {}", env!("CARGO_PKG_VERSION")),
+            start_ms: self.start_ms,
+            current_ms: wall_ms(),
+            name_tree_entries: (self.rib.len() + self.choices.len() + 1) as u64,
+            fib_entries: self.rib.len() as u64,
+            pit_entries: self.fw.pit_len() as u64,
+            measurement_entries: 0,
+            cs_entries: self.fw.content_store().map_or(0, |c| c.len()) as u64,
+            in_interests: sum.in_interests,
+            in_data: sum.in_data,
+            in_nacks: sum.in_nacks,
+            out_interests: sum.out_interests,
+            out_data: sum.out_data,
+            out_nacks: sum.out_nacks,
+            satisfied: fw.satisfied,
+            unsatisfied: self.fw.exact_pit().map_or(0, |p| p.stats().expired),
+        }
+    }
+
+    /// FaceStatus of every open face, in id order.
+    pub fn face_statuses(&self) -> Vec<FaceStatus> {
+        self.faces
+            .iter()
+            .map(|(&id, f)| {
+                let c = self.fw.face_counters(id);
+                let b = &f.base;
+                FaceStatus {
+                    face_id: u64::from(id),
+                    uri: f.info.uri.clone(),
+                    local_uri: f.info.local_uri.clone(),
+                    scope: u64::from(f.info.local),
+                    persistency: 1,
+                    link_type: 0,
+                    mtu: f.info.mtu,
+                    in_interests: c.in_interests.saturating_sub(b.in_interests),
+                    in_data: c.in_data.saturating_sub(b.in_data),
+                    in_nacks: c.in_nacks.saturating_sub(b.in_nacks),
+                    out_interests: c.out_interests.saturating_sub(b.out_interests),
+                    out_data: c.out_data.saturating_sub(b.out_data),
+                    out_nacks: c.out_nacks.saturating_sub(b.out_nacks),
+                    in_bytes: f.bytes.in_bytes,
+                    out_bytes: f.bytes.out_bytes,
+                    flags: f.flags,
+                }
+            })
+            .collect()
+    }
+
+    /// FibEntry of every route, in name order, next hops by cost.
+    pub fn fib_entries(&self) -> Vec<FibEntry> {
+        self.routes()
+            .map(|(n, hops)| {
+                let mut h: Vec<(u64, u64)> = hops
+                    .iter()
+                    .map(|h| (u64::from(h.face), u64::from(h.cost)))
+                    .collect();
+                h.sort_by_key(|&(f, c)| (c, f));
+                FibEntry {
+                    name: n.clone(),
+                    next_hops: h,
+                }
+            })
+            .collect()
+    }
+
+    /// StrategyChoice of `/` and every prefix set, in name order.
+    pub fn strategy_choices(&self) -> Vec<StrategyChoiceEntry> {
+        let root = self.fw.strategy_choice().find(&Name::new());
+        std::iter::once((Name::new(), root))
+            .chain(self.choices.values().cloned())
+            .map(|(name, s)| StrategyChoiceEntry {
+                name,
+                strategy: strategy_name(s),
+            })
+            .collect()
     }
 
     fn command(
@@ -176,15 +567,31 @@ impl Core {
         if comp(0) == Some(b"localhost".as_slice()) && !local {
             return (403, "/localhost command from a non-local face".into(), None);
         }
-        if comp(2) != Some(b"rib".as_slice())
-            || !matches!(comp(3), Some(b"register") | Some(b"unregister"))
-        {
+        let known = matches!(
+            (comp(2), comp(3)),
+            (Some(b"rib"), Some(b"register" | b"unregister"))
+                | (Some(b"strategy-choice"), Some(b"set" | b"unset"))
+                | (Some(b"faces"), Some(b"update"))
+        );
+        if !known {
             return (501, "unsupported command".into(), None);
         }
         let cmd = match mgmt::parse_command(interest) {
             Ok(c) => c,
             Err((code, text)) => return (code, text, None),
         };
+        match cmd.module.as_slice() {
+            b"strategy-choice" => self.strategy_command(&cmd),
+            b"faces" => self.faces_update(face, &cmd),
+            _ => self.rib_command(face, &cmd),
+        }
+    }
+
+    fn rib_command(
+        &mut self,
+        face: FaceId,
+        cmd: &mgmt::Command,
+    ) -> (u64, String, Option<ControlParameters>) {
         let Some(name) = cmd.params.name.clone() else {
             return (400, "ControlParameters without a Name".into(), None);
         };
@@ -203,25 +610,99 @@ impl Core {
             cost: Some(cost),
             flags: Some(cmd.params.flags.unwrap_or(1)),
             expiration_ms: cmd.params.expiration_ms,
+            ..ControlParameters::default()
         };
-        let r = match cmd.verb.as_slice() {
-            b"register" => {
-                let Ok(cost) = u32::try_from(cost) else {
-                    return (400, "cost out of range".into(), None);
-                };
-                self.add_route(&name, target, cost)
-            }
-            b"unregister" => {
-                body.cost = None;
-                body.flags = None;
-                self.remove_route(&name, target)
-            }
-            _ => return (501, "unsupported command".into(), None),
+        let r = if cmd.verb == b"register" {
+            let Ok(cost) = u32::try_from(cost) else {
+                return (400, "cost out of range".into(), None);
+            };
+            self.add_route(&name, target, cost)
+        } else {
+            body.cost = None;
+            body.flags = None;
+            self.remove_route(&name, target)
         };
         match r {
             Ok(()) => (200, "OK".into(), Some(body)),
             Err(e) => (400, e, None),
         }
+    }
+
+    /// `strategy-choice/set` (Name, Strategy) and `unset` (Name).
+    fn strategy_command(
+        &mut self,
+        cmd: &mgmt::Command,
+    ) -> (u64, String, Option<ControlParameters>) {
+        let Some(name) = cmd.params.name.clone() else {
+            return (400, "ControlParameters without a Name".into(), None);
+        };
+        let key = name.value().to_vec();
+        if cmd.verb == b"unset" {
+            if name.is_empty() {
+                return (400, "the strategy of / cannot be unset".into(), None);
+            }
+            self.fw.strategy_choice_mut().unset(&name);
+            self.choices.remove(&key);
+            let body = ControlParameters {
+                name: Some(name),
+                ..ControlParameters::default()
+            };
+            return (200, "OK".into(), Some(body));
+        }
+        let Some(sname) = &cmd.params.strategy else {
+            return (400, "ControlParameters without a Strategy".into(), None);
+        };
+        let Some(s) = strategy_of(sname) else {
+            return (404, "strategy not found".into(), None);
+        };
+        if !self.fw.strategy_choice_mut().set(&name, s) {
+            return (504, "too many strategy choices".into(), None);
+        }
+        if !name.is_empty() {
+            self.choices.insert(key, (name.clone(), s));
+        }
+        let body = ControlParameters {
+            name: Some(name),
+            strategy: Some(strategy_name(s)),
+            ..ControlParameters::default()
+        };
+        (200, "OK".into(), Some(body))
+    }
+
+    /// `faces/update` (FaceId, Flags, Mask): the LocalFieldsEnabled bit.
+    fn faces_update(
+        &mut self,
+        face: FaceId,
+        cmd: &mgmt::Command,
+    ) -> (u64, String, Option<ControlParameters>) {
+        let target = match cmd.params.face_id {
+            None | Some(0) => Some(face),
+            Some(f) => FaceId::try_from(f).ok(),
+        };
+        let Some((id, f)) = target.and_then(|t| Some((t, self.faces.get_mut(&t)?))) else {
+            return (404, "no such face".into(), None);
+        };
+        let (flags, mask) = (cmd.params.flags, cmd.params.mask);
+        if flags.is_some() != mask.is_some() {
+            return (409, "Flags and Mask go together".into(), None);
+        }
+        if let (Some(flags), Some(mask)) = (flags, mask) {
+            let want = flags & mask & dataset::FLAG_LOCAL_FIELDS != 0;
+            if mask & dataset::FLAG_LOCAL_FIELDS != 0 && want && !f.info.local {
+                return (409, "LocalFieldsEnabled on a non-local face".into(), None);
+            }
+            if mask & dataset::FLAG_LOCAL_FIELDS != 0 {
+                f.flags =
+                    (f.flags & !dataset::FLAG_LOCAL_FIELDS) | (flags & dataset::FLAG_LOCAL_FIELDS);
+            }
+        }
+        let body = ControlParameters {
+            face_id: Some(u64::from(id)),
+            flags: Some(f.flags),
+            face_persistency: Some(1),
+            ..ControlParameters::default()
+        };
+        (200, "OK".into(), Some(body))
     }
 
     /// Route `prefix` to `face` with `cost` (replacing its cost).
@@ -253,6 +734,7 @@ impl Core {
 
     /// A face closed: its routes and partial packets go.
     pub fn face_closed(&mut self, face: FaceId) {
+        self.faces.remove(&face);
         self.reasm.face_closed(face);
         let prefixes: Vec<Name> = self
             .rib
@@ -295,5 +777,28 @@ impl Core {
     /// PIT entries.
     pub fn pit_len(&self) -> usize {
         self.fw.pit_len()
+    }
+}
+
+/// The status datasets served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dataset {
+    General,
+    Faces,
+    Fib,
+    StrategyChoice,
+}
+
+impl Dataset {
+    /// The dataset `/<scope>/nfd/<module>/<dataset>[/...]` names.
+    fn of(name: &Name) -> Option<Dataset> {
+        let c = |k: usize| name.get(k).map(|c| c.value());
+        Some(match (c(2)?, c(3)?) {
+            (b"status", b"general") => Dataset::General,
+            (b"faces", b"list") => Dataset::Faces,
+            (b"fib", b"list") => Dataset::Fib,
+            (b"strategy-choice", b"list") => Dataset::StrategyChoice,
+            _ => return None,
+        })
     }
 }

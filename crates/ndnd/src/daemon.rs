@@ -13,7 +13,9 @@ use nexthop_ndn::pit::{FaceId, Millis};
 use nexthop_wire::ndn::tlv::read_var_number;
 
 use crate::config::{NdndConfig, MAX_PACKET};
-use crate::core::Core;
+use crate::core::{Core, FaceInfo};
+use crate::dataset::FaceStatus;
+use crate::frag::Fragmenter;
 
 /// Face-layer counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +33,39 @@ pub struct FaceLayerCounters {
     pub send_drops: u64,
     /// Packets for a face that no longer exists.
     pub send_no_face: u64,
+    /// Packets over a UDP face's MTU sent as NDNLPv2 fragments.
+    pub fragmented: u64,
+    /// Packets over the MTU that could not be fragmented, dropped.
+    pub frag_failed: u64,
+    /// Packets handed to faces (before fragmentation).
+    pub packets_out: u64,
+    /// Bytes of those packets.
+    pub bytes_out: u64,
+}
+
+/// A copy of the forwarder's counters for a metrics exporter
+/// ([`Daemon::metrics`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DaemonMetrics {
+    /// Seconds since the daemon was bound.
+    pub uptime_secs: f64,
+    /// Packets received from faces.
+    pub packets_in: u64,
+    /// Bytes received from faces.
+    pub bytes_in: u64,
+    /// Packets handed to faces.
+    pub packets_out: u64,
+    /// Bytes handed to faces.
+    pub bytes_out: u64,
+    /// Drops by reason (every reason, zeros too): the pipeline's
+    /// (`DropReason::as_str`) then the face layer's.
+    pub drops: Vec<(&'static str, u64)>,
+    /// Other counters `(name, help, value)`.
+    pub counters: Vec<(&'static str, &'static str, u64)>,
+    /// Gauges `(name, help, value)`.
+    pub gauges: Vec<(&'static str, &'static str, u64)>,
+    /// The open faces with their counters.
+    pub faces: Vec<FaceStatus>,
 }
 
 #[derive(Debug)]
@@ -75,6 +110,8 @@ struct Face {
     io: Io,
     local: bool,
     last_rx: Instant,
+    /// Sequence numbers of the fragments sent (datagram faces).
+    frag: Fragmenter,
 }
 
 /// The forwarder process: listeners, faces and the [`Core`], owned by the
@@ -96,6 +133,12 @@ pub struct Daemon {
 
 fn is_loopback(a: &SocketAddr) -> bool {
     a.ip().is_loopback()
+}
+
+/// An NFD face URI: `udp4://1.2.3.4:5`, `tcp6://[::1]:5`.
+fn face_uri(scheme: &str, a: &SocketAddr) -> String {
+    let v = if a.is_ipv4() { 4 } else { 6 };
+    format!("{scheme}{v}://{a}")
 }
 
 impl Daemon {
@@ -183,7 +226,7 @@ impl Daemon {
             "nexthop ndn: stopped faces_opened={} faces_closed={} packets_in={} satisfied={} \
              cs_hits={} drops={} bad_lp={} oversized={} commands={} commands_refused={} \
              reasm_completed={} reasm_bad={} reasm_timeouts={} reasm_cap_drops={} \
-             face_cap_drops={} send_drops={}",
+             face_cap_drops={} send_drops={} fragmented={} frag_failed={}",
             l.faces_opened,
             l.faces_closed,
             c.packets_in,
@@ -200,12 +243,112 @@ impl Daemon {
             r.cap_drops,
             l.face_cap_drops,
             l.send_drops,
+            l.fragmented,
+            l.frag_failed,
         )
+    }
+
+    /// Every counter, for a metrics exporter.
+    pub fn metrics(&self) -> DaemonMetrics {
+        let c = self.core.counters();
+        let f = self.core.fw_counters();
+        let r = self.core.reasm_counters();
+        let l = &self.counters;
+        let mut drops: Vec<(&'static str, u64)> = nexthop_ndn::fw::DropReason::ALL
+            .iter()
+            .map(|&d| (d.as_str(), f.drops.get(d)))
+            .collect();
+        drops.extend([
+            ("bad_lp", c.bad_lp),
+            ("oversized", c.oversized + l.oversized_frames),
+            ("reasm_bad", r.bad),
+            ("reasm_timeout", r.timeouts),
+            ("reasm_cap", r.cap_drops),
+            ("face_cap", l.face_cap_drops),
+            ("send_queue_full", l.send_drops),
+            ("send_no_face", l.send_no_face),
+            ("frag_failed", l.frag_failed),
+        ]);
+        let pit = self.core.pit_len() as u64;
+        let g = self.core.general_status();
+        DaemonMetrics {
+            uptime_secs: self.start.elapsed().as_secs_f64(),
+            packets_in: c.packets_in,
+            bytes_in: c.bytes_in,
+            packets_out: l.packets_out,
+            bytes_out: l.bytes_out,
+            drops,
+            counters: vec![
+                (
+                    "ndn_satisfied_total",
+                    "Data that satisfied a PIT entry",
+                    f.satisfied,
+                ),
+                (
+                    "ndn_unsatisfied_total",
+                    "PIT entries that expired",
+                    g.unsatisfied,
+                ),
+                (
+                    "ndn_cs_hits_total",
+                    "Interests answered from the Content Store",
+                    f.cs_hits,
+                ),
+                (
+                    "ndn_cs_misses_total",
+                    "Interests that missed the Content Store",
+                    f.cs_misses,
+                ),
+                (
+                    "ndn_suppressed_total",
+                    "Interests aggregated into a pending entry",
+                    f.suppressed,
+                ),
+                (
+                    "ndn_commands_total",
+                    "Management commands answered",
+                    c.commands,
+                ),
+                (
+                    "ndn_commands_refused_total",
+                    "Management commands refused",
+                    c.commands_refused,
+                ),
+                (
+                    "ndn_reassembled_total",
+                    "Packets reassembled from fragments",
+                    r.completed,
+                ),
+                (
+                    "ndn_fragmented_total",
+                    "Packets sent as fragments",
+                    l.fragmented,
+                ),
+                ("ndn_faces_opened_total", "Faces opened", l.faces_opened),
+                ("ndn_faces_closed_total", "Faces closed", l.faces_closed),
+            ],
+            gauges: vec![
+                ("ndn_pit_entries", "PIT entries", pit),
+                ("ndn_cs_entries", "Content Store entries", g.cs_entries),
+                ("ndn_fib_entries", "FIB entries", g.fib_entries),
+                ("ndn_faces", "Open faces", self.faces.len() as u64),
+            ],
+            faces: self.core.face_statuses(),
+        }
     }
 
     /// The core (routes, counters).
     pub fn core(&self) -> &Core {
         &self.core
+    }
+
+    /// A first fragment Sequence for a new face: distinct per face and run.
+    fn fragment_seed(&self, id: FaceId) -> u64 {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        (u64::from(id) << 48) ^ t
     }
 
     fn now(&self) -> Millis {
@@ -241,17 +384,37 @@ impl Daemon {
     /// Run until `stop()` returns true (checked at least every 100 ms).
     /// The Unix socket file is removed on return.
     pub fn run(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
-        let r = self.run_inner(stop);
+        self.run_reporting(stop, Duration::from_secs(1), |_| {})
+    }
+
+    /// [`Self::run`], calling `report` with the daemon about every
+    /// `every` (and once before returning): how `nexthop ndn run
+    /// --metrics` publishes [`Self::metrics`].
+    pub fn run_reporting(
+        &mut self,
+        stop: impl Fn() -> bool,
+        every: Duration,
+        mut report: impl FnMut(&Daemon),
+    ) -> io::Result<()> {
+        let r = self.run_inner(stop, every, &mut report);
+        report(self);
         if let Some((_, p)) = &self.unix {
             let _ = std::fs::remove_file(p);
         }
         r
     }
 
-    fn run_inner(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
+    fn run_inner(
+        &mut self,
+        stop: impl Fn() -> bool,
+        every: Duration,
+        report: &mut dyn FnMut(&Daemon),
+    ) -> io::Result<()> {
         let mut buf = vec![0u8; 65536];
         let mut send = Vec::new();
         let mut last_tick = Instant::now();
+        let mut last_report = Instant::now();
+        report(self);
         while !stop() {
             let mut fds: Vec<libc::pollfd> = Vec::new();
             let mut who: Vec<Option<FaceId>> = Vec::new();
@@ -319,6 +482,10 @@ impl Daemon {
                     self.close_face(id);
                 }
             }
+            if last_report.elapsed() >= every {
+                last_report = Instant::now();
+                report(self);
+            }
         }
         Ok(())
     }
@@ -346,9 +513,25 @@ impl Daemon {
                                 io: Io::Udp(from),
                                 local: is_loopback(&from),
                                 last_rx: Instant::now(),
+                                frag: Fragmenter::new(self.fragment_seed(id)),
                             },
                         );
                         self.udp_faces.insert(from, id);
+                        let local_uri = self
+                            .udp
+                            .as_ref()
+                            .and_then(|s| s.local_addr().ok())
+                            .map(|a| face_uri("udp", &a))
+                            .unwrap_or_default();
+                        self.core.face_opened(
+                            id,
+                            FaceInfo {
+                                uri: face_uri("udp", &from),
+                                local_uri,
+                                local: is_loopback(&from),
+                                mtu: Some(self.cfg.udp_mtu as u64),
+                            },
+                        );
                         id
                     }
                 };
@@ -366,20 +549,32 @@ impl Daemon {
             return;
         }
         let accepted = if self.tcp.as_ref().is_some_and(|s| s.as_raw_fd() == fd) {
-            self.tcp
-                .as_ref()
-                .and_then(|l| l.accept().ok())
-                .map(|(s, a)| {
-                    let _ = s.set_nodelay(true);
-                    (Stream::Tcp(s), is_loopback(&a))
-                })
+            self.tcp.as_ref().and_then(|l| {
+                let (s, a) = l.accept().ok()?;
+                let _ = s.set_nodelay(true);
+                let ours = s.local_addr().ok()?;
+                let info = FaceInfo {
+                    uri: face_uri("tcp", &a),
+                    local_uri: face_uri("tcp", &ours),
+                    local: is_loopback(&a),
+                    mtu: None,
+                };
+                Some((Stream::Tcp(s), info))
+            })
         } else {
-            self.unix
-                .as_ref()
-                .and_then(|(l, _)| l.accept().ok())
-                .map(|(s, _)| (Stream::Unix(s), true))
+            self.unix.as_ref().and_then(|(l, p)| {
+                let (s, _) = l.accept().ok()?;
+                let info = FaceInfo {
+                    uri: format!("fd://{}", s.as_raw_fd()),
+                    local_uri: format!("unix://{}", p.display()),
+                    local: true,
+                    mtu: None,
+                };
+                Some((Stream::Unix(s), info))
+            })
         };
-        let Some((s, local)) = accepted else { return };
+        let Some((s, info)) = accepted else { return };
+        let local = info.local;
         let nb = match &s {
             Stream::Tcp(t) => t.set_nonblocking(true),
             Stream::Unix(u) => u.set_nonblocking(true),
@@ -398,8 +593,10 @@ impl Daemon {
                 },
                 local,
                 last_rx: Instant::now(),
+                frag: Fragmenter::default(),
             },
         );
+        self.core.face_opened(id, info);
     }
 
     fn on_stream(
@@ -424,6 +621,7 @@ impl Daemon {
                 io: Io::Stream { s, rbuf, .. },
                 local,
                 last_rx,
+                ..
             }) => {
                 match s.read(buf) {
                     Ok(0) => closed = true,
@@ -488,14 +686,19 @@ impl Daemon {
                 self.counters.send_no_face += 1;
                 continue;
             };
+            self.counters.packets_out += 1;
+            self.counters.bytes_out += bytes.len() as u64;
             match &mut f.io {
                 Io::Udp(a) => {
-                    let ok = self
-                        .udp
-                        .as_ref()
-                        .is_some_and(|s| s.send_to(&bytes, *a).is_ok());
-                    if !ok {
-                        self.counters.send_drops += 1;
+                    let (done, failed) = (f.frag.fragmented, f.frag.failed);
+                    let datagrams = f.frag.fragment(bytes, self.cfg.udp_mtu);
+                    self.counters.fragmented += f.frag.fragmented - done;
+                    self.counters.frag_failed += f.frag.failed - failed;
+                    for d in datagrams {
+                        let ok = self.udp.as_ref().is_some_and(|s| s.send_to(&d, *a).is_ok());
+                        if !ok {
+                            self.counters.send_drops += 1;
+                        }
                     }
                 }
                 Io::Stream { wbuf, .. } => {

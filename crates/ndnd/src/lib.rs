@@ -1,22 +1,28 @@
 //! The NDN forwarder process around `nexthop-ndn`'s forwarding pipeline.
 //!
-//! * [`core::Core`] (no I/O): NDNLPv2 reassembly, the management commands
-//!   `rib/register` and `rib/unregister`, the routes they install in the
-//!   name FIB, and the [`nexthop_ndn::fw::Forwarder`] the packets go
-//!   through. It is what the fuzz target `ndn_face` drives.
+//! * [`core::Core`] (no I/O): NDNLPv2 reassembly and local fields, the
+//!   management commands (`rib`, `strategy-choice`, `faces/update`) and
+//!   status datasets ([`dataset`]), the routes they install in the name
+//!   FIB, and the [`nexthop_ndn::fw::Forwarder`] the packets go through.
+//!   It is what the fuzz targets `ndn_face` and `ndn_mgmt` drive.
 //! * [`daemon::Daemon`]: the sockets (UDP unicast, TCP and Unix stream
 //!   listeners), one face per remote endpoint or connection, all polled by
-//!   the one thread that owns the `Core`.
+//!   the one thread that owns the `Core`; NDNLPv2 fragmentation on send
+//!   ([`frag`]) and the counters for a metrics exporter.
+//! * [`client::Client`]: management of a running forwarder, as `nfdc`.
 //!
 //! See the crate README for the threading contract, the faces and the caps.
 
+pub mod client;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod dataset;
+pub mod frag;
 pub mod mgmt;
 pub mod reasm;
 pub mod tools;
 
 pub use config::NdndConfig;
-pub use core::{Core, CoreCounters};
-pub use daemon::Daemon;
+pub use core::{Core, CoreCounters, FaceInfo};
+pub use daemon::{Daemon, DaemonMetrics};

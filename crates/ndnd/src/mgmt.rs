@@ -17,6 +17,9 @@ const COST: u32 = 0x6a;
 const FLAGS: u32 = 0x6c;
 const EXPIRATION_PERIOD: u32 = 0x6d;
 const ORIGIN: u32 = 0x6f;
+const MASK: u32 = 0x70;
+const STRATEGY: u32 = 0x6b;
+const FACE_PERSISTENCY: u32 = 0x85;
 const CONTROL_RESPONSE: u32 = 0x65;
 const STATUS_CODE: u32 = 0x66;
 const STATUS_TEXT: u32 = 0x67;
@@ -37,9 +40,15 @@ pub struct ControlParameters {
     pub origin: Option<u64>,
     /// Flags.
     pub flags: Option<u64>,
+    /// Mask (which Flags bits `faces/update` changes).
+    pub mask: Option<u64>,
+    /// Strategy: the strategy's name (`strategy-choice/set`).
+    pub strategy: Option<Name>,
     /// ExpirationPeriod (accepted and echoed; routes live until
     /// unregistered or their face closes).
     pub expiration_ms: Option<u64>,
+    /// FacePersistency.
+    pub face_persistency: Option<u64>,
 }
 
 impl ControlParameters {
@@ -57,7 +66,13 @@ impl ControlParameters {
                 COST => cp.cost = Some(nni()?),
                 ORIGIN => cp.origin = Some(nni()?),
                 FLAGS => cp.flags = Some(nni()?),
+                MASK => cp.mask = Some(nni()?),
+                STRATEGY => {
+                    let n = tlv::read_single(f.value, NAME).map_err(|e| e.to_string())?;
+                    cp.strategy = Some(Name::from_value(n.value).map_err(|e| e.to_string())?);
+                }
                 EXPIRATION_PERIOD => cp.expiration_ms = Some(nni()?),
+                FACE_PERSISTENCY => cp.face_persistency = Some(nni()?),
                 _ => {}
             }
         }
@@ -70,12 +85,27 @@ impl ControlParameters {
         if let Some(n) = &self.name {
             n.encode(&mut v);
         }
+        // NFD's order: Name, FaceId, Origin, Cost, Flags, Mask, Strategy,
+        // ExpirationPeriod, FacePersistency.
         for (typ, val) in [
             (FACE_ID, self.face_id),
             (ORIGIN, self.origin),
             (COST, self.cost),
             (FLAGS, self.flags),
+            (MASK, self.mask),
+        ] {
+            if let Some(x) = val {
+                tlv::write_nni_tlv(&mut v, typ, x);
+            }
+        }
+        if let Some(s) = &self.strategy {
+            let mut n = Vec::new();
+            s.encode(&mut n);
+            tlv::write_tlv(&mut v, STRATEGY, &n);
+        }
+        for (typ, val) in [
             (EXPIRATION_PERIOD, self.expiration_ms),
+            (FACE_PERSISTENCY, self.face_persistency),
         ] {
             if let Some(x) = val {
                 tlv::write_nni_tlv(&mut v, typ, x);
@@ -174,4 +204,43 @@ pub fn decode_response(content: &[u8]) -> Result<(u64, String, Option<ControlPar
         }
     }
     Ok((code.ok_or("no StatusCode")?, text, body))
+}
+
+/// The name of a signed command Interest as python-ndn 0.5 and NFD's
+/// `nfdc` send it (format 0.2): `/localhost/nfd/<module>/<verb>/
+/// <ControlParameters>/<timestamp>/<nonce>/<SignatureInfo>/<SignatureValue>`,
+/// signed DigestSha256 over the components before SignatureValue.
+pub fn command_name(
+    module: &str,
+    verb: &str,
+    params: &ControlParameters,
+    timestamp_ms: u64,
+    nonce: u64,
+) -> Name {
+    use nexthop_wire::ndn::NameComponent;
+    use sha2::{Digest, Sha256};
+    let mut n = Name::from_components(
+        [
+            b"localhost".as_slice(),
+            b"nfd",
+            module.as_bytes(),
+            verb.as_bytes(),
+        ]
+        .into_iter()
+        .map(NameComponent::generic),
+    );
+    let mut cp = Vec::new();
+    params.encode(&mut cp);
+    n.push(&NameComponent::generic(cp));
+    n.push(&NameComponent::generic(timestamp_ms.to_be_bytes().to_vec()));
+    n.push(&NameComponent::generic(nonce.to_be_bytes().to_vec()));
+    let mut si = Vec::new();
+    // SignatureInfo { SignatureType DigestSha256 (0) }.
+    tlv::write_tlv(&mut si, u32::from(SIGNATURE_INFO), &[0x1b, 0x01, 0x00]);
+    n.push(&NameComponent::generic(si));
+    let digest: [u8; 32] = Sha256::digest(n.value()).into();
+    let mut sv = Vec::new();
+    tlv::write_tlv(&mut sv, u32::from(SIGNATURE_VALUE), &digest);
+    n.push(&NameComponent::generic(sv));
+    n
 }

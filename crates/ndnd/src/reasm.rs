@@ -128,10 +128,13 @@ impl Reassembler {
         }
         let first = p.first.unwrap_or_default();
         self.counters.completed += 1;
+        // The first fragment's headers (PitToken, Nack, NextHopFaceId, ...).
         Some(LpPacket {
-            pit_token: first.pit_token,
-            nack: first.nack,
-            ..LpPacket::wrap(whole)
+            sequence: None,
+            frag_index: None,
+            frag_count: None,
+            fragment: Some(whole),
+            ..first
         })
     }
 

@@ -1,8 +1,10 @@
 """python-ndn 0.5.2 peer for crates/cli/tests/ndn_run.rs.
 
-  peer.py produce FACE PREFIX   register PREFIX (rib/register), print
+  peer.py produce FACE PREFIX [SIZE]
+                                register PREFIX (rib/register), print
                                 "registered True|False", answer every
                                 Interest under it with "hello <name>"
+                                (or, with SIZE, SIZE bytes of "x")
   peer.py consume FACE NAME     print "DATA <content>", "NACK <reason>"
                                 or "TIMEOUT"
 
@@ -22,9 +24,11 @@ def main():
     app = NDNApp(face=default_face(face), keychain=KeychainDigest())
 
     if mode == 'produce':
+        size = int(sys.argv[4]) if len(sys.argv) > 4 else None
+
         def on_interest(int_name, _param, _app_param):
-            app.put_data(int_name, content=('hello ' + Name.to_str(int_name)).encode(),
-                         freshness_period=1000)
+            content = b'x' * size if size else ('hello ' + Name.to_str(int_name)).encode()
+            app.put_data(int_name, content=content, freshness_period=1000)
 
         async def after_start():
             ok = await app.register(name, on_interest)
