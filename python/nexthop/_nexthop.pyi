@@ -22,6 +22,32 @@ class FormatError(Error):
 class UpdateError(Error):
     """A table update was refused; the table is unchanged."""
 
+class ControlError(Error):
+    """The controller's handshake failed (most likely another key file) or it broke the protocol."""
+
+_Change = Union[tuple[str, str], tuple[str, str, str]]
+
+class Controller:
+    """An admin client of a running ``nexthop controller``: push route changes, read counters."""
+
+    def __init__(self, addr: str, key_file: _Path, timeout: float = 30.0) -> None: ...
+    def add(self, name: str, action: str) -> dict[str, int]:
+        """Add ``name`` with ``action``; UpdateError when present."""
+    def delete(self, name: str) -> dict[str, int]:
+        """Delete ``name``; UpdateError when absent."""
+    def change(self, name: str, action: str) -> dict[str, int]:
+        """Change the action of ``name``; UpdateError when absent."""
+    def push(self, changes: Union[str, Iterable[_Change]]) -> dict[str, int]:
+        """Apply a changes-file text or ``(op, name[, action])`` tuples, all or nothing."""
+    def stats(self) -> dict[str, int]:
+        """The controller's counters and its FIB's version, generation and size."""
+    def close(self) -> None:
+        """Close the connection (a later call reconnects)."""
+    def __enter__(self) -> "Controller": ...
+    def __exit__(self, *exc: object) -> bool: ...
+    @property
+    def addr(self) -> str: ...
+
 class Lpm:
     """An IPv4 and IPv6 longest-prefix-match table (Bloomfwd)."""
 
