@@ -78,6 +78,10 @@ class Lpm:
         """Apply an update stream file (``time a|w prefix [next-hop]``), all or nothing."""
     def stats(self, samples: int = 100000) -> dict[str, dict]:
         """``nexthop lpm stats --json``: ``{"ipv4": {...}, "ipv6": {...}}``."""
+    def _native_batch_rate(
+        self, addrs: npt.NDArray[np.uint32], rounds: int = 3, batch: int = 4096
+    ) -> float:
+        """Benchmark hook: the Rust batch rate (lookups/s) of this table on ``addrs``."""
     def routes(self) -> list[tuple[str, int]]:
         """The routes as ``(prefix_text, next_hop)``, IPv4 first."""
     def __len__(self) -> int: ...
@@ -109,6 +113,10 @@ class FlatFib:
         self, names: Union[npt.NDArray[np.uint64], list[str]]
     ) -> npt.NDArray[np.uint64]:
         """Batched lookups returning raw action ids (``MISS`` for a rejected name)."""
+    def _native_batch_rate(
+        self, keys: npt.NDArray[np.uint64], rounds: int = 3, batch: int = 4096
+    ) -> float:
+        """Benchmark hook: the Rust batch rate (lookups/s) of this u64 FIB on ``keys``."""
     def actions(self) -> list[str]:
         """The action table: ``actions()[id]`` is the action of raw id ``id``."""
     def get(self, name: str) -> Optional[str]:
