@@ -125,9 +125,9 @@ impl PyController {
                     self.timeout,
                 )?);
             }
-            let c = g.as_mut().ok_or_else(|| {
-                AdminError::Protocol("no connection to the controller".into())
-            })?;
+            let c = g
+                .as_mut()
+                .ok_or_else(|| AdminError::Protocol("no connection to the controller".into()))?;
             let r = f(c);
             if matches!(r, Err(ref e) if !matches!(e, AdminError::Refused(_))) {
                 *g = None;
