@@ -10,16 +10,21 @@
   Nack) encode and decode; :func:`canonical_uri`, :func:`name_to_wire`,
   :func:`name_from_wire` for names.
 - :func:`forwarder_stats`: a running forwarder's counters (``nexthop stats``).
+- :class:`Controller`: push route changes to a running ``nexthop controller``
+  and read its counters (its admin channel, with its key file).
 
 Errors: malformed input raises :class:`ValueError`, a wrong type or dtype
 :class:`TypeError`, an unreadable file :class:`OSError`; a corrupted or wrong
-kind of file :class:`FormatError` and a refused update :class:`UpdateError`,
-both subclasses of :class:`Error`. The messages are the CLI's.
+kind of file :class:`FormatError` and a refused update :class:`UpdateError`
+(also a change a controller refuses), a failed controller handshake
+:class:`ControlError`, all subclasses of :class:`Error`. The messages are the CLI's.
 """
 
 from ._nexthop import (
     MISS,
     NO_ROUTE,
+    ControlError,
+    Controller,
     Data,
     Error,
     FlatFib,
@@ -38,6 +43,8 @@ from ._nexthop import (
 __all__ = [
     "MISS",
     "NO_ROUTE",
+    "ControlError",
+    "Controller",
     "Data",
     "Error",
     "FlatFib",

@@ -22,6 +22,32 @@ class FormatError(Error):
 class UpdateError(Error):
     """A table update was refused; the table is unchanged."""
 
+class ControlError(Error):
+    """The controller's handshake failed (most likely another key file) or it broke the protocol."""
+
+_Change = Union[tuple[str, str], tuple[str, str, str]]
+
+class Controller:
+    """An admin client of a running ``nexthop controller``: push route changes, read counters."""
+
+    def __init__(self, addr: str, key_file: _Path, timeout: float = 30.0) -> None: ...
+    def add(self, name: str, action: str) -> dict[str, int]:
+        """Add ``name`` with ``action``; UpdateError when present."""
+    def delete(self, name: str) -> dict[str, int]:
+        """Delete ``name``; UpdateError when absent."""
+    def change(self, name: str, action: str) -> dict[str, int]:
+        """Change the action of ``name``; UpdateError when absent."""
+    def push(self, changes: Union[str, Iterable[_Change]]) -> dict[str, int]:
+        """Apply a changes-file text or ``(op, name[, action])`` tuples, all or nothing."""
+    def stats(self) -> dict[str, int]:
+        """The controller's counters and its FIB's version, generation and size."""
+    def close(self) -> None:
+        """Close the connection (a later call reconnects)."""
+    def __enter__(self) -> "Controller": ...
+    def __exit__(self, *exc: object) -> bool: ...
+    @property
+    def addr(self) -> str: ...
+
 class Lpm:
     """An IPv4 and IPv6 longest-prefix-match table (Bloomfwd)."""
 
@@ -52,6 +78,10 @@ class Lpm:
         """Apply an update stream file (``time a|w prefix [next-hop]``), all or nothing."""
     def stats(self, samples: int = 100000) -> dict[str, dict]:
         """``nexthop lpm stats --json``: ``{"ipv4": {...}, "ipv6": {...}}``."""
+    def _native_batch_rate(
+        self, addrs: npt.NDArray[np.uint32], rounds: int = 3, batch: int = 4096
+    ) -> float:
+        """Benchmark hook: the Rust batch rate (lookups/s) of this table on ``addrs``."""
     def routes(self) -> list[tuple[str, int]]:
         """The routes as ``(prefix_text, next_hop)``, IPv4 first."""
     def __len__(self) -> int: ...
@@ -83,6 +113,10 @@ class FlatFib:
         self, names: Union[npt.NDArray[np.uint64], list[str]]
     ) -> npt.NDArray[np.uint64]:
         """Batched lookups returning raw action ids (``MISS`` for a rejected name)."""
+    def _native_batch_rate(
+        self, keys: npt.NDArray[np.uint64], rounds: int = 3, batch: int = 4096
+    ) -> float:
+        """Benchmark hook: the Rust batch rate (lookups/s) of this u64 FIB on ``keys``."""
     def actions(self) -> list[str]:
         """The action table: ``actions()[id]`` is the action of raw id ``id``."""
     def get(self, name: str) -> Optional[str]:

@@ -25,6 +25,12 @@ create_exception!(
     Error,
     "A table update was refused (the name exists, is absent, or the action table is full); the table is unchanged."
 );
+create_exception!(
+    nexthop,
+    ControlError,
+    Error,
+    "The controller's handshake failed (most likely another key file) or it broke the protocol."
+);
 
 /// `OSError("PATH: what")`, the CLI's form.
 pub fn os_err(path: &Path, e: impl std::fmt::Display) -> PyErr {

@@ -425,6 +425,45 @@ impl FlatFib {
         Ok(PyArray1::from_vec(py, ids))
     }
 
+    /// Benchmark hook (not a lookup API): the Rust batch rate of this FIB
+    /// (key type `u64`) on `keys` (a numpy uint64 array, copied once), in
+    /// lookups per second: `Query::lookup_batch` on consecutive batches of
+    /// `batch` keys, the call `lookup_many_raw` makes, timed in Rust with
+    /// the GIL released; the best of `rounds` passes.
+    #[pyo3(signature = (keys, rounds = 3, batch = 4096))]
+    fn _native_batch_rate(
+        &self,
+        py: Python<'_>,
+        keys: numpy::PyReadonlyArray1<'_, u64>,
+        rounds: usize,
+        batch: usize,
+    ) -> PyResult<f64> {
+        if rounds == 0 || batch == 0 || keys.len() == 0 {
+            return Err(PyValueError::new_err(
+                "rounds, batch and the number of keys must be positive",
+            ));
+        }
+        let input = keys.as_array().iter().copied().collect::<Vec<u64>>();
+        let rate = py.allow_threads(|| {
+            let f = read(&self.f);
+            let mut out = vec![0u64; batch];
+            let mut ok = true;
+            let r = crate::lpm::best_rate(rounds, input.len(), || {
+                for k in input.chunks(batch) {
+                    ok &= f.lookup_u64(k, &mut out[..k.len()]);
+                    std::hint::black_box(&out);
+                }
+            });
+            ok.then_some(r)
+        });
+        rate.ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "the native batch rate needs key type u64, this FIB's is {}",
+                read(&self.f).key_type()
+            ))
+        })
+    }
+
     /// The action table: `actions()[id]` is the action of raw id `id`.
     fn actions(&self) -> Vec<String> {
         read(&self.f).actions()

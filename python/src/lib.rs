@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+mod control;
 mod errors;
 mod flat;
 mod lpm;
@@ -21,11 +22,13 @@ fn _nexthop(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", py.get_type::<errors::Error>())?;
     m.add("FormatError", py.get_type::<errors::FormatError>())?;
     m.add("UpdateError", py.get_type::<errors::UpdateError>())?;
+    m.add("ControlError", py.get_type::<errors::ControlError>())?;
     m.add("NO_ROUTE", nexthop_lpm::NO_ROUTE)?;
     m.add("MISS", nexthop_othello::MISS)?;
     m.add_class::<lpm::Lpm>()?;
     m.add_class::<flat::FlatFib>()?;
     m.add_class::<namefib::NameFib>()?;
+    m.add_class::<control::PyController>()?;
     m.add_class::<ndn::NdnInterest>()?;
     m.add_class::<ndn::NdnData>()?;
     m.add_class::<ndn::LpPacketPy>()?;

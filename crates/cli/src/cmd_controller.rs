@@ -6,29 +6,38 @@
 //! module loads the FIB directory (verified against its manifest), reads
 //! the key file and the changes files, and logs what it serves and applies
 //! as `tracing` events on stderr (`--log-level`, `--log-format`).
+//!
+//! `nexthop controller push` and `nexthop controller stats` are admin
+//! clients of a running controller (`nexthop_control::AdminClient`): they
+//! push a changes file to it, or print its counters.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
-use nexthop_control::{AuthKey, Controller, ControllerConfig};
+use clap::{Args, Subcommand};
+use nexthop_control::{AdminClient, AuthKey, Controller, ControllerConfig};
 use nexthop_othello::fib::{parse_changes, ConciseFib, KeyType, NameKey};
 
 use crate::cmd_fib::read_text;
 use nexthop_othello::fibdir::{self, ACTIONS, CONTROL};
 
-/// `nexthop controller` arguments.
+/// `nexthop controller` arguments: serve a FIB directory, or (with a
+/// subcommand) talk to a running controller.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ControllerArgs {
+    /// Talk to a running controller instead of starting one.
+    #[command(subcommand)]
+    pub admin: Option<AdminCmd>,
     /// FIB directory to serve (made by `nexthop fib build`; not modified).
-    #[arg(long, value_name = "DIR")]
-    pub fib: PathBuf,
+    #[arg(long, value_name = "DIR", required = true)]
+    pub fib: Option<PathBuf>,
     /// Shared secret file (16 to 4096 bytes, trailing whitespace ignored;
     /// owner-only: `chmod 600`).
-    #[arg(long, value_name = "FILE")]
-    pub key_file: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    pub key_file: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:6653")]
     pub listen: SocketAddr,
@@ -65,6 +74,50 @@ pub struct ControllerArgs {
     pub handshake_timeout: f64,
 }
 
+/// `nexthop controller push|stats`.
+#[derive(Debug, Subcommand)]
+pub enum AdminCmd {
+    /// Push a changes file (+ NAME ACTION, - NAME, = NAME ACTION) to a
+    /// running controller: applied all or nothing, as --changes files are.
+    Push(PushArgs),
+    /// Print a running controller's counters.
+    Stats(AdminStatsArgs),
+}
+
+/// How to reach a running controller.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// The controller's address (its --listen).
+    #[arg(long, value_name = "ADDR")]
+    pub connect: String,
+    /// The controller's shared secret file.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: PathBuf,
+    /// Seconds to wait for the connection and for each answer.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
+}
+
+/// `nexthop controller push` arguments.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+    /// Changes file (`-` or absent: standard input).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// `nexthop controller stats` arguments.
+#[derive(Debug, Args)]
+pub struct AdminStatsArgs {
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+    /// One JSON object instead of `NAME VALUE` lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn secs(what: &str, s: f64) -> Result<Duration> {
     if s.is_finite() && (0.0..1e9).contains(&s) {
         Ok(Duration::from_secs_f64(s))
@@ -75,14 +128,22 @@ fn secs(what: &str, s: f64) -> Result<Duration> {
 
 /// `nexthop controller`.
 pub fn run(a: &ControllerArgs) -> Result<()> {
-    let key = AuthKey::from_file(&a.key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
-    let cur = fibdir::open(&a.fib)?;
+    match &a.admin {
+        Some(AdminCmd::Push(p)) => return push(p),
+        Some(AdminCmd::Stats(s)) => return stats(s),
+        None => {}
+    }
+    let (Some(fib), Some(key_file)) = (&a.fib, &a.key_file) else {
+        bail!("nexthop controller needs --fib DIR and --key-file FILE");
+    };
+    let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
+    let cur = fibdir::open(fib)?;
     match cur.key_type {
-        KeyType::Mac => serve::<[u8; 6]>(a, &cur, key),
-        KeyType::Ipv4 => serve::<std::net::Ipv4Addr>(a, &cur, key),
-        KeyType::Ipv6 => serve::<std::net::Ipv6Addr>(a, &cur, key),
-        KeyType::U64 => serve::<u64>(a, &cur, key),
-        KeyType::Str => serve::<Vec<u8>>(a, &cur, key),
+        KeyType::Mac => serve::<[u8; 6]>(a, fib, &cur, key),
+        KeyType::Ipv4 => serve::<std::net::Ipv4Addr>(a, fib, &cur, key),
+        KeyType::Ipv6 => serve::<std::net::Ipv6Addr>(a, fib, &cur, key),
+        KeyType::U64 => serve::<u64>(a, fib, &cur, key),
+        KeyType::Str => serve::<Vec<u8>>(a, fib, &cur, key),
     }
 }
 
@@ -100,6 +161,7 @@ pub(crate) fn load<K: NameKey>(cur: &fibdir::Current) -> Result<ConciseFib<K>> {
 
 fn serve<K: NameKey + Send + 'static>(
     a: &ControllerArgs,
+    fib_dir: &Path,
     cur: &fibdir::Current,
     key: AuthKey,
 ) -> Result<()> {
@@ -114,7 +176,7 @@ fn serve<K: NameKey + Send + 'static>(
     }
     let fib = load::<K>(cur)?;
     tracing::info!(
-        fib = %a.fib.display(),
+        fib = %fib_dir.display(),
         names = fib.len(),
         key_type = %cur.key_type,
         generation = cur.manifest.generation,
@@ -155,6 +217,48 @@ fn serve<K: NameKey + Send + 'static>(
         rejects = s.rejects,
         "controller stopped"
     );
+    Ok(())
+}
+
+fn connect(c: &ConnectArgs) -> Result<AdminClient> {
+    let key = AuthKey::from_file(&c.key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
+    let t = secs("--timeout", c.timeout)?;
+    AdminClient::connect(c.connect.as_str(), &key, t).map_err(|e| anyhow!("{e}"))
+}
+
+/// `nexthop controller push`: one line on stdout with what was applied.
+fn push(a: &PushArgs) -> Result<()> {
+    let (what, text) = match &a.file {
+        Some(p) if p.as_os_str() != "-" => (p.display().to_string(), read_text(p)?),
+        _ => {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .context("reading the changes from standard input")?;
+            ("<stdin>".to_string(), t)
+        }
+    };
+    let r = connect(&a.conn)?
+        .push(&text)
+        .map_err(|e| anyhow!("{what}: {e}"))?;
+    println!(
+        "pushed {} changes: version {}, generation {}, {} names, {} deltas to {} forwarders",
+        r.changes, r.version, r.generation, r.names, r.deltas, r.followers
+    );
+    Ok(())
+}
+
+/// `nexthop controller stats`: `NAME VALUE` lines, or a JSON object.
+fn stats(a: &AdminStatsArgs) -> Result<()> {
+    let v = connect(&a.conn)?.stats().map_err(|e| anyhow!("{e}"))?;
+    if a.json {
+        let m: serde_json::Map<String, serde_json::Value> =
+            v.into_iter().map(|(k, x)| (k, x.into())).collect();
+        println!("{}", serde_json::Value::Object(m));
+    } else {
+        for (k, x) in v {
+            println!("{k} {x}");
+        }
+    }
     Ok(())
 }
 
@@ -230,8 +334,9 @@ mod tests {
         owner_only(&key_file);
         let listen = free_port();
         let args = ControllerArgs {
-            fib,
-            key_file: key_file.clone(),
+            admin: None,
+            fib: Some(fib),
+            key_file: Some(key_file.clone()),
             listen,
             changes: vec![changes],
             changes_delay: 1.0,
@@ -260,6 +365,123 @@ mod tests {
         server.join().expect("thread").expect("controller run");
     }
 
+    #[derive(Debug, clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: ControllerArgs,
+    }
+
+    #[test]
+    fn serving_flags_and_admin_subcommands_both_parse() {
+        use clap::Parser;
+        let w = Wrap::try_parse_from(["c", "--fib", "d", "--key-file", "k"]).expect("serve");
+        assert!(w.a.admin.is_none() && w.a.fib.is_some());
+        let w = Wrap::try_parse_from(["c", "push", "--connect", "h:1", "--key-file", "k", "-"])
+            .expect("push");
+        assert!(
+            matches!(w.a.admin, Some(AdminCmd::Push(ref p)) if p.file.as_deref() == Some(Path::new("-")))
+        );
+        let w = Wrap::try_parse_from([
+            "c",
+            "stats",
+            "--connect",
+            "h:1",
+            "--key-file",
+            "k",
+            "--json",
+        ])
+        .expect("stats");
+        assert!(matches!(w.a.admin, Some(AdminCmd::Stats(ref s)) if s.json));
+        // Serving without --fib, or mixing both, is refused.
+        assert!(Wrap::try_parse_from(["c", "--key-file", "k"]).is_err());
+        assert!(Wrap::try_parse_from([
+            "c",
+            "--fib",
+            "d",
+            "stats",
+            "--connect",
+            "h:1",
+            "--key-file",
+            "k"
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn push_and_stats_reach_a_running_controller() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let routes = dir.path().join("routes.txt");
+        std::fs::write(&routes, "02:00:00:00:00:01 1\n02:00:00:00:00:02 2\n").expect("write");
+        let fib = dir.path().join("fib");
+        let opts = crate::cmd_fib::BuildOpts {
+            key_type: KeyType::Mac,
+            value_bits: 8,
+            check_bits: 0,
+            sizing: nexthop_othello::Sizing::PowerOfTwo,
+            capacity: None,
+            seed: None,
+            stash_capacity: 16,
+        };
+        crate::cmd_fib::build_dir(&opts, &routes, &fib).expect("build");
+        let key_file = dir.path().join("key");
+        std::fs::write(&key_file, "cli-admin-secret-0123456789\n").expect("write");
+        owner_only(&key_file);
+        let key = AuthKey::from_file(&key_file).expect("key");
+        let cur = fibdir::open(&fib).expect("open");
+        let cfg = ControllerConfig {
+            log: false,
+            ..ControllerConfig::default()
+        };
+        let c = Controller::start(load::<[u8; 6]>(&cur).expect("load"), key, cfg).expect("start");
+        let conn = || ConnectArgs {
+            connect: c.local_addr().to_string(),
+            key_file: key_file.clone(),
+            timeout: 20.0,
+        };
+        let good = dir.path().join("good.txt");
+        std::fs::write(&good, "+ 02:00:00:00:00:03 3+4\n- 02:00:00:00:00:01\n").expect("write");
+        push(&PushArgs {
+            conn: conn(),
+            file: Some(good),
+        })
+        .expect("push");
+        assert_eq!(c.version(), 2);
+        c.with_fib(|f| {
+            assert_eq!(
+                f.get(&[2, 0, 0, 0, 0, 3]),
+                Some(&Action::PortSet(vec![3, 4]))
+            );
+            assert_eq!(f.get(&[2, 0, 0, 0, 0, 1]), None);
+        });
+        let bad = dir.path().join("bad.txt");
+        std::fs::write(&bad, "= 02:00:00:00:00:09 1\n").expect("write");
+        let e = push(&PushArgs {
+            conn: conn(),
+            file: Some(bad.clone()),
+        })
+        .expect_err("refused");
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&bad.display().to_string()) && e.contains("line 1"),
+            "{e}"
+        );
+        assert_eq!(c.version(), 2);
+        stats(&AdminStatsArgs {
+            conn: conn(),
+            json: true,
+        })
+        .expect("stats");
+        let s = c.stats();
+        assert_eq!((s.pushes, s.pushes_refused, s.admin_sessions), (1, 1, 3));
+        let mut wrong = conn();
+        wrong.timeout = -1.0;
+        assert!(stats(&AdminStatsArgs {
+            conn: wrong,
+            json: false
+        })
+        .is_err());
+    }
+
     #[test]
     fn key_file_readable_by_others_is_refused_with_chmod_advice() {
         use std::os::unix::fs::PermissionsExt;
@@ -268,8 +490,9 @@ mod tests {
         std::fs::write(&key_file, "cli-test-secret-0123456789\n").expect("write");
         std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let args = ControllerArgs {
-            fib: dir.path().join("nofib"),
-            key_file,
+            admin: None,
+            fib: Some(dir.path().join("nofib")),
+            key_file: Some(key_file),
             listen: free_port(),
             changes: vec![],
             changes_delay: 0.0,
@@ -290,8 +513,9 @@ mod tests {
         std::fs::write(&key_file, "short\n").expect("write");
         owner_only(&key_file);
         let args = ControllerArgs {
-            fib: dir.path().join("nofib"),
-            key_file,
+            admin: None,
+            fib: Some(dir.path().join("nofib")),
+            key_file: Some(key_file),
             listen: free_port(),
             changes: vec![],
             changes_delay: 0.0,

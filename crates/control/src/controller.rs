@@ -31,6 +31,12 @@
 //! histogram ([`Controller::propagation`]); a batch frame's deltas each
 //! keep their own stamp. It is an upper bound on
 //! change-to-forwarder-visible: it includes the Ack's trip back.
+//!
+//! Admin clients ([`crate::admin`]) connect to the same listener, pass
+//! the same handshake and count against the same caps; a Hello with
+//! [`ROLE_ADMIN`] makes the connection's thread serve its requests instead
+//! of the FIB: a Push goes through [`Controller::apply_numbered`], the
+//! path of a changes file.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -52,7 +58,7 @@ use crate::frame::{
 use crate::handshake::{self, fresh_nonce, HandshakeError, SessionKeys};
 use crate::message::{
     batch_entry_len, delta_payload, snapshot_body, write_delta_batch, ErrorCode, Message,
-    FEATURE_DELTA_BATCH, SNAPSHOT_PART_HEADER,
+    FEATURE_DELTA_BATCH, ROLE_ADMIN, SNAPSHOT_PART_HEADER,
 };
 
 /// Controller settings.
@@ -105,6 +111,13 @@ pub struct ControllerConfig {
     /// Longest a write to a forwarder may block (default 30 s); then the
     /// connection is closed.
     pub write_timeout: Duration,
+    /// Largest Push payload (the changes text) accepted from an admin
+    /// client (default 64 MiB, at most [`MAX_PAYLOAD`]); a larger frame
+    /// closes the connection (counted in [`ControllerStats::rejects`]).
+    pub max_push_bytes: u32,
+    /// An admin connection with no request for this long is closed
+    /// (default 60 s; at least 1 ms).
+    pub admin_idle_timeout: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -122,13 +135,15 @@ impl Default for ControllerConfig {
             max_queue_bytes: 64 << 20,
             keepalive: Duration::from_secs(5),
             write_timeout: Duration::from_secs(30),
+            max_push_bytes: 64 << 20,
+            admin_idle_timeout: Duration::from_secs(60),
         }
     }
 }
 
 impl ControllerConfig {
     /// Largest frame payload sent: `frame_limit`, within 1 KiB ..= [`MAX_PAYLOAD`].
-    fn frame_cap(&self) -> usize {
+    pub(crate) fn frame_cap(&self) -> usize {
         self.frame_limit.clamp(1024, MAX_PAYLOAD) as usize
     }
 }
@@ -211,10 +226,17 @@ pub struct ControllerStats {
     /// of a batch counts): an Ack confirms every frame up to its sequence
     /// number, so a forwarder may send fewer Acks than frames.
     pub acked: u64,
+    /// Admin connections that passed the handshake.
+    pub admin_sessions: u64,
+    /// Admin Push requests applied.
+    pub pushes: u64,
+    /// Admin Push requests refused (a change that does not parse or
+    /// apply; the FIB is unchanged).
+    pub pushes_refused: u64,
 }
 
 #[derive(Default)]
-struct Counters {
+pub(crate) struct Counters {
     accepted: AtomicU64,
     active: AtomicU64,
     refused: AtomicU64,
@@ -227,9 +249,12 @@ struct Counters {
     changes_sent: AtomicU64,
     batches_sent: AtomicU64,
     resyncs: AtomicU64,
-    rejects: AtomicU64,
+    pub(crate) rejects: AtomicU64,
     acks: AtomicU64,
     acked: AtomicU64,
+    pub(crate) admin_sessions: AtomicU64,
+    pub(crate) pushes: AtomicU64,
+    pub(crate) pushes_refused: AtomicU64,
 }
 
 /// Change-to-acknowledged times of deltas (see the module docs).
@@ -294,40 +319,179 @@ struct Sub {
     who: String,
 }
 
-struct State<K> {
-    fib: ConciseFib<K>,
-    version: u64,
+pub(crate) struct State<K> {
+    pub(crate) fib: ConciseFib<K>,
+    pub(crate) version: u64,
     subs: HashMap<u64, Sub>,
 }
 
-struct Shared<K> {
+pub(crate) struct Shared<K> {
     key: AuthKey,
-    cfg: ControllerConfig,
-    state: Mutex<State<K>>,
+    pub(crate) cfg: ControllerConfig,
+    pub(crate) state: Mutex<State<K>>,
     stop: AtomicBool,
     conns: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
     next_conn: AtomicU64,
     /// Connections open (handshaking or served) and in their handshake.
     open: AtomicUsize,
     handshaking: AtomicUsize,
-    counters: Counters,
+    pub(crate) counters: Counters,
     propagation: Mutex<Histogram<u64>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<K> Shared<K> {
-    fn info(&self, msg: std::fmt::Arguments<'_>) {
+    pub(crate) fn info(&self, msg: std::fmt::Arguments<'_>) {
         if self.cfg.log {
             tracing::info!(target: "nexthop_control::controller", "{msg}");
         }
     }
 
-    fn warn(&self, msg: std::fmt::Arguments<'_>) {
+    pub(crate) fn warn(&self, msg: std::fmt::Arguments<'_>) {
         if self.cfg.log {
             tracing::warn!(target: "nexthop_control::controller", "{msg}");
+        }
+    }
+}
+
+impl<K: NameKey> Shared<K> {
+    /// See [`Controller::apply_numbered`].
+    pub(crate) fn apply_numbered<C: LinedChange<K>>(
+        &self,
+        changes: &[C],
+    ) -> Result<ApplyReport, ControlError> {
+        let per = self.cfg.changes_per_delta.max(1);
+        let mut guard = lock(&self.state);
+        let st = &mut *guard;
+        // A single chunk is validated by `apply_changes_merged` itself.
+        if per == 1 || changes.len() > per {
+            st.fib.validate_changes(changes)?;
+        }
+        let mut r = ApplyReport::default();
+        let mut out = Vec::with_capacity(changes.len().div_ceil(per));
+        let mut failed = None;
+        for chunk in changes.chunks(per) {
+            let queued = Instant::now();
+            let before = st.fib.action_table().len();
+            let (change, applied) = if per == 1 {
+                let (line, ch) = (chunk[0].line(), chunk[0].change());
+                let res = match ch {
+                    RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
+                    RouteChange::Delete(k) => st.fib.remove(k),
+                    RouteChange::Set(k, a) => st.fib.change(k, a),
+                };
+                match res {
+                    Ok(c) => (c, 1),
+                    Err(e) => {
+                        failed = Some(FibError::AtLine {
+                            line,
+                            error: Box::new(e),
+                        });
+                        break;
+                    }
+                }
+            } else {
+                let m = st.fib.apply_changes_merged(chunk);
+                failed = m.error;
+                (m.change, m.applied)
+            };
+            if applied > 0 {
+                let delta = st.fib.othello().delta(&change, 0);
+                let mut new_actions = String::new();
+                for (id, a) in st.fib.action_table().iter().skip(before) {
+                    new_actions.push_str(&format!("{id} {a}\n"));
+                }
+                r.changes += applied;
+                r.deltas += 1;
+                r.slot_writes += delta.write_count();
+                r.rebuilds += change.is_rebuild() as usize;
+                r.new_actions += st.fib.action_table().len() - before;
+                st.version += applied as u64;
+                out.push(QueuedDelta {
+                    version: st.version,
+                    changes: applied as u64,
+                    generation: st.fib.othello().meta().generation,
+                    payload: delta_payload(&delta.encode(), &new_actions),
+                    queued,
+                });
+            }
+            if failed.is_some() {
+                break;
+            }
+        }
+        // What was applied is sent, also when a later change failed.
+        if !out.is_empty() {
+            let bytes = out.iter().map(|d| d.payload.len()).sum();
+            let call = Arc::new(Call { deltas: out, bytes });
+            let sh = self;
+            let max = sh.cfg.max_queue_bytes;
+            st.subs.retain(|_, sub| {
+                let q = sub.queued.load(Ordering::SeqCst);
+                if q > 0 && q.saturating_add(bytes) > max {
+                    sh.counters.slow_dropped.fetch_add(1, Ordering::Relaxed);
+                    sh.warn(format_args!(
+                        "{}: {q} bytes queued and not read, {bytes} more would pass the limit of \
+                         {max}; closing (it resyncs from a snapshot when it reconnects)",
+                        sub.who
+                    ));
+                    let _ = sub.tx.send(Out::Close);
+                    let _ = sub.stream.shutdown(Shutdown::Both);
+                    return false;
+                }
+                sub.queued.fetch_add(bytes, Ordering::SeqCst);
+                sub.tx.send(Out::Deltas(call.clone())).is_ok()
+            });
+        }
+        r.version = st.version;
+        r.followers = st.subs.len();
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(r),
+        }
+    }
+
+    /// See [`Controller::propagation`].
+    pub(crate) fn propagation(&self) -> Propagation {
+        let h = lock(&self.propagation);
+        if h.is_empty() {
+            return Propagation::default();
+        }
+        let ns = |v: u64| Duration::from_nanos(v);
+        Propagation {
+            samples: h.len(),
+            median: ns(h.value_at_quantile(0.5)),
+            p99: ns(h.value_at_quantile(0.99)),
+            max: ns(h.max()),
+        }
+    }
+
+    /// Counters.
+    pub(crate) fn stats(&self) -> ControllerStats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ControllerStats {
+            accepted: l(&c.accepted),
+            active: l(&c.active),
+            handshaking: self.handshaking.load(Ordering::SeqCst) as u64,
+            refused: l(&c.refused),
+            handshake_timeouts: l(&c.handshake_timeouts),
+            slow_dropped: l(&c.slow_dropped),
+            keepalives: l(&c.keepalives),
+            snapshots_sent: l(&c.snapshots_sent),
+            snapshot_frames: l(&c.snapshot_frames),
+            deltas_sent: l(&c.deltas_sent),
+            changes_sent: l(&c.changes_sent),
+            batches_sent: l(&c.batches_sent),
+            resyncs: l(&c.resyncs),
+            rejects: l(&c.rejects),
+            acks: l(&c.acks),
+            acked: l(&c.acked),
+            admin_sessions: l(&c.admin_sessions),
+            pushes: l(&c.pushes),
+            pushes_refused: l(&c.pushes_refused),
         }
     }
 }
@@ -432,94 +596,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
         &self,
         changes: &[C],
     ) -> Result<ApplyReport, ControlError> {
-        let per = self.shared.cfg.changes_per_delta.max(1);
-        let mut guard = lock(&self.shared.state);
-        let st = &mut *guard;
-        // A single chunk is validated by `apply_changes_merged` itself.
-        if per == 1 || changes.len() > per {
-            st.fib.validate_changes(changes)?;
-        }
-        let mut r = ApplyReport::default();
-        let mut out = Vec::with_capacity(changes.len().div_ceil(per));
-        let mut failed = None;
-        for chunk in changes.chunks(per) {
-            let queued = Instant::now();
-            let before = st.fib.action_table().len();
-            let (change, applied) = if per == 1 {
-                let (line, ch) = (chunk[0].line(), chunk[0].change());
-                let res = match ch {
-                    RouteChange::Add(k, a) => st.fib.insert(k.clone(), a),
-                    RouteChange::Delete(k) => st.fib.remove(k),
-                    RouteChange::Set(k, a) => st.fib.change(k, a),
-                };
-                match res {
-                    Ok(c) => (c, 1),
-                    Err(e) => {
-                        failed = Some(FibError::AtLine {
-                            line,
-                            error: Box::new(e),
-                        });
-                        break;
-                    }
-                }
-            } else {
-                let m = st.fib.apply_changes_merged(chunk);
-                failed = m.error;
-                (m.change, m.applied)
-            };
-            if applied > 0 {
-                let delta = st.fib.othello().delta(&change, 0);
-                let mut new_actions = String::new();
-                for (id, a) in st.fib.action_table().iter().skip(before) {
-                    new_actions.push_str(&format!("{id} {a}\n"));
-                }
-                r.changes += applied;
-                r.deltas += 1;
-                r.slot_writes += delta.write_count();
-                r.rebuilds += change.is_rebuild() as usize;
-                r.new_actions += st.fib.action_table().len() - before;
-                st.version += applied as u64;
-                out.push(QueuedDelta {
-                    version: st.version,
-                    changes: applied as u64,
-                    generation: st.fib.othello().meta().generation,
-                    payload: delta_payload(&delta.encode(), &new_actions),
-                    queued,
-                });
-            }
-            if failed.is_some() {
-                break;
-            }
-        }
-        // What was applied is sent, also when a later change failed.
-        if !out.is_empty() {
-            let bytes = out.iter().map(|d| d.payload.len()).sum();
-            let call = Arc::new(Call { deltas: out, bytes });
-            let sh = &self.shared;
-            let max = sh.cfg.max_queue_bytes;
-            st.subs.retain(|_, sub| {
-                let q = sub.queued.load(Ordering::SeqCst);
-                if q > 0 && q.saturating_add(bytes) > max {
-                    sh.counters.slow_dropped.fetch_add(1, Ordering::Relaxed);
-                    sh.warn(format_args!(
-                        "{}: {q} bytes queued and not read, {bytes} more would pass the limit of \
-                         {max}; closing (it resyncs from a snapshot when it reconnects)",
-                        sub.who
-                    ));
-                    let _ = sub.tx.send(Out::Close);
-                    let _ = sub.stream.shutdown(Shutdown::Both);
-                    return false;
-                }
-                sub.queued.fetch_add(bytes, Ordering::SeqCst);
-                sub.tx.send(Out::Deltas(call.clone())).is_ok()
-            });
-        }
-        r.version = st.version;
-        r.followers = st.subs.len();
-        match failed {
-            Some(e) => Err(e.into()),
-            None => Ok(r),
-        }
+        self.shared.apply_numbered(changes)
     }
 
     /// Run `f` on the FIB as it is now (for checks and statistics).
@@ -534,42 +611,13 @@ impl<K: NameKey + Send + 'static> Controller<K> {
 
     /// Counters.
     pub fn stats(&self) -> ControllerStats {
-        let c = &self.shared.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ControllerStats {
-            accepted: l(&c.accepted),
-            active: l(&c.active),
-            handshaking: self.shared.handshaking.load(Ordering::SeqCst) as u64,
-            refused: l(&c.refused),
-            handshake_timeouts: l(&c.handshake_timeouts),
-            slow_dropped: l(&c.slow_dropped),
-            keepalives: l(&c.keepalives),
-            snapshots_sent: l(&c.snapshots_sent),
-            snapshot_frames: l(&c.snapshot_frames),
-            deltas_sent: l(&c.deltas_sent),
-            changes_sent: l(&c.changes_sent),
-            batches_sent: l(&c.batches_sent),
-            resyncs: l(&c.resyncs),
-            rejects: l(&c.rejects),
-            acks: l(&c.acks),
-            acked: l(&c.acked),
-        }
+        self.shared.stats()
     }
 
     /// Propagation times of the deltas acknowledged since start (or the
     /// last [`Self::reset_propagation`]).
     pub fn propagation(&self) -> Propagation {
-        let h = lock(&self.shared.propagation);
-        if h.is_empty() {
-            return Propagation::default();
-        }
-        let ns = |v: u64| Duration::from_nanos(v);
-        Propagation {
-            samples: h.len(),
-            median: ns(h.value_at_quantile(0.5)),
-            p99: ns(h.value_at_quantile(0.99)),
-            max: ns(h.max()),
-        }
+        self.shared.propagation()
     }
 
     /// Forget the propagation times recorded so far.
@@ -774,8 +822,13 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
             return;
         }
     };
-    let _ = s.set_read_timeout(None);
     let _ = s.set_write_timeout(Some(sh.cfg.write_timeout.max(Duration::from_millis(1))));
+    if hello.features & ROLE_ADMIN != 0 {
+        // Its slot in `max_connections` stays taken until it closes.
+        sh.counters.admin_sessions.fetch_add(1, Ordering::Relaxed);
+        return crate::admin::serve(&sh, s, keys, &hello, peer);
+    }
+    let _ = s.set_read_timeout(None);
     let rd = match s.try_clone() {
         Ok(r) => r,
         Err(e) => return sh.warn(format_args!("{peer}: {e}")),

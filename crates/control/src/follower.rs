@@ -666,7 +666,12 @@ fn session(sh: &Shared, s: TcpStream, features: u32) -> SessionEnd {
                 );
                 break "controller closed the session".into();
             }
-            m @ (Message::Hello(_) | Message::Ack { .. } | Message::Nonce(_)) => {
+            m @ (Message::Hello(_)
+            | Message::Ack { .. }
+            | Message::Nonce(_)
+            | Message::Push { .. }
+            | Message::StatsRequest
+            | Message::Report { .. }) => {
                 sh.reject(
                     RejectReason::Message,
                     format_args!("a controller does not send {:?}", m.ty()),

@@ -89,6 +89,14 @@ pub enum MsgType {
     /// Controller → forwarder: nothing changed for a while, the
     /// connection is alive (empty payload).
     Keepalive = 8,
+    /// Admin client → controller: route changes to apply (the lines of a
+    /// changes file; see [`crate::admin`]).
+    Push = 9,
+    /// Admin client → controller: send your counters.
+    StatsRequest = 10,
+    /// Controller → admin client: the answer to a Push or StatsRequest
+    /// (named counters).
+    Report = 11,
 }
 
 impl MsgType {
@@ -103,6 +111,9 @@ impl MsgType {
             6 => MsgType::DeltaBatch,
             7 => MsgType::Nonce,
             8 => MsgType::Keepalive,
+            9 => MsgType::Push,
+            10 => MsgType::StatsRequest,
+            11 => MsgType::Report,
             _ => return None,
         })
     }

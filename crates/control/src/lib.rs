@@ -16,19 +16,25 @@
 //! recorded on one connection is accepted on another. Receivers accept
 //! only the exact next sequence number of their connection. The wire format,
 //! message flow, authentication, replay protection, resync and threading
-//! are documented in `docs/control.md`.
+//! are documented in `docs/control.md`. An [`AdminClient`] pushes route
+//! changes to a running controller and reads its counters over the same
+//! listener and handshake ([`admin`]).
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod controller;
 pub mod follower;
 pub mod frame;
 pub mod handshake;
 pub mod message;
 
+pub use admin::{AdminClient, AdminError, PushReport};
 pub use controller::{
     ApplyReport, ControlError, Controller, ControllerConfig, ControllerStats, Propagation,
 };
 pub use follower::{FibFollower, FollowerConfig, FollowerStats, RejectReason, Table};
 pub use frame::{AuthKey, Frame, FrameError, KeyError, MsgType, ReadError};
 pub use handshake::{HandshakeError, SessionKeys};
-pub use message::{BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH};
+pub use message::{
+    BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH, ROLE_ADMIN,
+};

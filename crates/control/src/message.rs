@@ -11,6 +11,9 @@
 //! DeltaBatch = count:u32 (entry_len:u32 entry:[entry_len]){count}      ; count >= 1, each entry a Delta payload
 //! Nonce      = nonce:[32] | forwarder_nonce:[32] controller_nonce:[32] ; see crate::handshake
 //! Keepalive  = (empty)
+//! Push       = changes:utf8(rest)                                       ; the lines of a changes file
+//! StatsRequest = (empty)
+//! Report     = count:u16 (name_len:u8 name:utf8[name_len] value:u64){count} ; count <= 256
 //! ```
 //!
 //! A snapshot body larger than one frame travels in consecutive Snapshot
@@ -30,7 +33,10 @@
 //! as is when no feature bit is set); with them, bit 0
 //! ([`FEATURE_DELTA_BATCH`]) asks for DeltaBatch frames, unknown bits are
 //! ignored. A controller sends DeltaBatch only to a forwarder that set
-//! the bit, Delta frames otherwise. The deltas of a batch apply in order;
+//! the bit, Delta frames otherwise. Bit 1 ([`ROLE_ADMIN`]) is a role, not
+//! a feature: the peer is an admin client (it sends Push and StatsRequest
+//! and is answered with Report or Error; it is never sent the FIB; see
+//! [`crate::admin`]). The deltas of a batch apply in order;
 //! one that does not apply stops the batch there (those before it stay
 //! applied: each is a whole route change, a state the controller's FIB
 //! passed through) and the forwarder resyncs as for a Delta that does not
@@ -44,6 +50,14 @@ use crate::frame::MsgType;
 
 /// Hello feature bit: the forwarder accepts [`Message::DeltaBatch`].
 pub const FEATURE_DELTA_BATCH: u32 = 1;
+
+/// Hello role bit: the peer is an admin client, not a forwarder (see
+/// [`crate::admin`]). A controller that predates it serves such a peer as
+/// a forwarder; the client reports that as an unsupported controller.
+pub const ROLE_ADMIN: u32 = 1 << 1;
+
+/// Most counters in a [`Message::Report`].
+pub const MAX_REPORT_VALUES: usize = 256;
 
 /// Longest Error text.
 pub const MAX_ERROR_TEXT: usize = 1024;
@@ -84,6 +98,10 @@ pub enum ErrorCode {
     UnknownColumn,
     /// The sender is shutting down.
     Shutdown,
+    /// An admin request was refused (a change that does not parse or
+    /// apply, with its line and reason); nothing of it was applied and the
+    /// connection stays open.
+    Refused,
     /// A code this version does not know.
     Other(u16),
 }
@@ -94,6 +112,7 @@ impl ErrorCode {
             ErrorCode::Protocol => 1,
             ErrorCode::UnknownColumn => 2,
             ErrorCode::Shutdown => 3,
+            ErrorCode::Refused => 4,
             ErrorCode::Other(c) => c,
         }
     }
@@ -102,6 +121,7 @@ impl ErrorCode {
             1 => ErrorCode::Protocol,
             2 => ErrorCode::UnknownColumn,
             3 => ErrorCode::Shutdown,
+            4 => ErrorCode::Refused,
             c => ErrorCode::Other(c),
         }
     }
@@ -177,7 +197,22 @@ pub enum Message {
         /// That sequence number.
         seq: u64,
     },
-    /// The sender closes the connection.
+    /// Route changes from an admin client, the text of a changes file.
+    Push {
+        /// `+ NAME ACTION`, `- NAME`, `= NAME ACTION` lines.
+        changes: String,
+    },
+    /// An admin client asks for the controller's counters.
+    StatsRequest,
+    /// The controller's answer to an admin request: named counters (at
+    /// most [`MAX_REPORT_VALUES`], names of at most 255 bytes).
+    Report {
+        /// Name and value, in the controller's order.
+        values: Vec<(String, u64)>,
+    },
+    /// The sender closes the connection (on an admin connection, code
+    /// [`ErrorCode::Refused`] answers a refused request and the connection
+    /// stays open).
     Error {
         /// Why, as a code.
         code: ErrorCode,
@@ -267,6 +302,9 @@ impl Message {
             Message::Delta { .. } => MsgType::Delta,
             Message::DeltaBatch { .. } => MsgType::DeltaBatch,
             Message::Ack { .. } => MsgType::Ack,
+            Message::Push { .. } => MsgType::Push,
+            Message::StatsRequest => MsgType::StatsRequest,
+            Message::Report { .. } => MsgType::Report,
             Message::Error { .. } => MsgType::Error,
         }
     }
@@ -309,6 +347,18 @@ impl Message {
                 write_delta_batch(&mut out, entries.iter().map(Vec::as_slice));
             }
             Message::Ack { seq } => out.extend_from_slice(&seq.to_le_bytes()),
+            Message::Push { changes } => out.extend_from_slice(changes.as_bytes()),
+            Message::StatsRequest => {}
+            Message::Report { values } => {
+                let values = &values[..values.len().min(MAX_REPORT_VALUES)];
+                out.extend_from_slice(&(values.len() as u16).to_le_bytes());
+                for (name, v) in values {
+                    let name = truncate_utf8(name, 255);
+                    out.push(name.len() as u8);
+                    out.extend_from_slice(name.as_bytes());
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
             Message::Error { code, text } => {
                 out.extend_from_slice(&code.to_u16().to_le_bytes());
                 out.extend_from_slice(truncate_utf8(text, MAX_ERROR_TEXT).as_bytes());
@@ -328,6 +378,9 @@ impl Message {
             MsgType::DeltaBatch => "DeltaBatch",
             MsgType::Nonce => "Nonce",
             MsgType::Keepalive => "Keepalive",
+            MsgType::Push => "Push",
+            MsgType::StatsRequest => "StatsRequest",
+            MsgType::Report => "Report",
         };
         let mut c = Cursor::new(payload, msg);
         let m = match ty {
@@ -403,6 +456,27 @@ impl Message {
                 Message::DeltaBatch { deltas }
             }
             MsgType::Ack => Message::Ack { seq: c.u64()? },
+            MsgType::Push => Message::Push {
+                changes: c.rest_utf8()?,
+            },
+            MsgType::StatsRequest => Message::StatsRequest,
+            MsgType::Report => {
+                let n = usize::from(c.u16()?);
+                if n > MAX_REPORT_VALUES {
+                    return Err(MessageError::Malformed("report of more than 256 values"));
+                }
+                // Each value takes at least 9 bytes: bounds the allocation.
+                let n = c.count(n as u64, 9)?;
+                let mut values = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let len = usize::from(c.u8()?);
+                    let name = std::str::from_utf8(c.take(len)?)
+                        .map_err(|_| MessageError::Malformed("report name is not UTF-8"))?
+                        .to_string();
+                    values.push((name, c.u64()?));
+                }
+                Message::Report { values }
+            }
             MsgType::Error => {
                 let code = ErrorCode::from_u16(c.u16()?);
                 if c.remaining() > MAX_ERROR_TEXT {
@@ -556,6 +630,18 @@ mod tests {
             Message::Nonce(vec![7; 64]),
             Message::Keepalive,
             Message::Ack { seq: 99 },
+            Message::Push {
+                changes: "+ 02:00:00:00:00:01 3\n- 02:00:00:00:00:02\n".into(),
+            },
+            Message::StatsRequest,
+            Message::Report {
+                values: vec![("version".into(), 7), ("generation".into(), u64::MAX)],
+            },
+            Message::Report { values: vec![] },
+            Message::Error {
+                code: ErrorCode::Refused,
+                text: "line 2: no such name".into(),
+            },
             Message::Error {
                 code: ErrorCode::UnknownColumn,
                 text: "column 3".into(),
@@ -620,5 +706,38 @@ mod tests {
             Err(MessageError::TrailingData(1))
         );
         assert!(Message::decode(MsgType::Nonce, &[0; 33]).is_err());
+    }
+
+    #[test]
+    fn reports_are_bounded_and_checked() {
+        // A count larger than the bytes present, or over the cap.
+        assert!(matches!(
+            Message::decode(MsgType::Report, &[2, 0, 1, b'a']),
+            Err(MessageError::Truncated { .. })
+        ));
+        assert_eq!(
+            Message::decode(MsgType::Report, &[1, 1]),
+            Err(MessageError::Malformed("report of more than 256 values"))
+        );
+        let mut bad = vec![1, 0, 1, 0xff];
+        bad.extend_from_slice(&[0; 8]);
+        assert_eq!(
+            Message::decode(MsgType::Report, &bad),
+            Err(MessageError::Malformed("report name is not UTF-8"))
+        );
+        let mut long = Message::Report {
+            values: vec![("a".into(), 1)],
+        }
+        .encode();
+        long.push(0);
+        assert_eq!(
+            Message::decode(MsgType::Report, &long),
+            Err(MessageError::TrailingData(1))
+        );
+        assert!(Message::decode(MsgType::Push, &[0xff]).is_err());
+        assert_eq!(
+            Message::decode(MsgType::StatsRequest, &[0]),
+            Err(MessageError::TrailingData(1))
+        );
     }
 }

@@ -148,8 +148,8 @@ fn mac_errors_and_unknown_types_are_typed() {
         Err(FrameError::BadMac)
     );
     let mut body = ACK_HEADER_AND_PAYLOAD.to_vec();
-    body[5] = 9;
-    assert_eq!(d(&retag(&body)), Err(FrameError::UnknownType(9)));
+    body[5] = 12;
+    assert_eq!(d(&retag(&body)), Err(FrameError::UnknownType(12)));
     assert_eq!(good.len(), HEADER_LEN + 8 + TAG_LEN);
 }
 

@@ -74,6 +74,7 @@ prop_compose! {
         content_type in any::<Option<u64>>(),
         freshness in any::<Option<u64>>(),
         final_block in proptest::option::of(component()),
+        keep_empty in any::<bool>(),
         content in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
         key in proptest::option::of(prop_oneof![
             name().prop_map(KeyLocator::Name),
@@ -85,7 +86,10 @@ prop_compose! {
     ) -> Data {
         let mut d = Data {
             name,
-            meta_info: MetaInfo { content_type, freshness_period_ms: freshness, final_block_id: final_block },
+            meta_info: MetaInfo {
+                keep_empty: keep_empty && content_type.is_none() && freshness.is_none() && final_block.is_none(),
+                content_type, freshness_period_ms: freshness, final_block_id: final_block,
+            },
             content,
             signature_info: SignatureInfo { signature_type: sig_type, key_locator: key, other: vec![] },
             signature_value: sig_value,

@@ -239,6 +239,7 @@ fn build(s: &Value) -> Packet {
                     NameComponent::new(c[0].as_u64().unwrap() as u16, unhex(c[1].as_str().unwrap()))
                         .unwrap()
                 }),
+                keep_empty: false,
             };
             d.sign_digest_sha256();
             Packet::Data(d)

@@ -42,7 +42,10 @@ pub mod content_type {
     pub const NACK: u64 = 3;
 }
 
-/// MetaInfo. All-`None` means absent (it is then not encoded).
+/// MetaInfo. All-`None` means absent (it is then not encoded), unless
+/// `keep_empty` is set: then an empty MetaInfo element (`14 00`) is
+/// written, as some encoders (python-ndn) do, so that decode→encode is
+/// byte-exact.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MetaInfo {
     /// ContentType (absent: BLOB).
@@ -51,6 +54,10 @@ pub struct MetaInfo {
     pub freshness_period_ms: Option<u64>,
     /// FinalBlockId: one name component.
     pub final_block_id: Option<NameComponent>,
+    /// Encode an empty MetaInfo element when every field above is `None`
+    /// (ignored otherwise). Decoding sets it exactly when the packet held
+    /// a MetaInfo element with none of these fields.
+    pub keep_empty: bool,
 }
 
 impl MetaInfo {
@@ -88,11 +95,12 @@ impl MetaInfo {
                 }
             }
         }
+        m.keep_empty = m.is_empty();
         Ok(m)
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        if self.is_empty() {
+        if self.is_empty() && !self.keep_empty {
             return;
         }
         let mut v = Vec::new();
@@ -396,6 +404,7 @@ mod tests {
             content_type: Some(content_type::KEY),
             freshness_period_ms: Some(4000),
             final_block_id: Some(NameComponent::segment(9)),
+            keep_empty: false,
         };
         d.signature_info = SignatureInfo {
             signature_type: signature_type::SHA256_WITH_ECDSA,
@@ -408,6 +417,36 @@ mod tests {
         assert_eq!(verify_digest_sha256_wire(&w), Ok(false));
         d.signature_info.key_locator = Some(KeyLocator::KeyDigest(vec![1; 32]));
         assert_eq!(Data::decode(&d.to_wire()).unwrap(), d);
+    }
+
+    #[test]
+    fn empty_meta_info_is_kept_so_decode_encode_is_byte_exact() {
+        // Name /a, MetaInfo (empty), Content "x", SignatureInfo(type 0),
+        // empty SignatureValue: what python-ndn writes for MetaInfo().
+        let with = [
+            6, 17, 7, 3, 8, 1, b'a', 20, 0, 21, 1, b'x', 22, 3, 27, 1, 0, 23, 0,
+        ];
+        let d = Data::decode(&with).unwrap();
+        assert!(d.meta_info.keep_empty);
+        assert_eq!(d.meta_info.content_type, None);
+        assert_eq!(d.to_wire(), with);
+        assert_eq!(&d.signed_portion()[5..7], &[20, 0]);
+        // Without the element: none is added.
+        let without = [6, 15, 7, 3, 8, 1, b'a', 21, 1, b'x', 22, 3, 27, 1, 0, 23, 0];
+        let d = Data::decode(&without).unwrap();
+        assert!(!d.meta_info.keep_empty);
+        assert_eq!(d.to_wire(), without);
+        // A MetaInfo with a field does not set it, and it does not matter then.
+        let mut d = Data::new(name("/a"), vec![]);
+        d.meta_info.freshness_period_ms = Some(1);
+        let w = d.to_wire();
+        assert!(!Data::decode(&w).unwrap().meta_info.keep_empty);
+        d.meta_info.keep_empty = true;
+        assert_eq!(d.to_wire(), w);
+        // Set by hand on an empty MetaInfo, it writes the element.
+        let mut d = Data::decode(&without).unwrap();
+        d.meta_info.keep_empty = true;
+        assert_eq!(d.to_wire(), with);
     }
 
     #[test]
