@@ -84,7 +84,10 @@ fn run_oracle(seed: u64, cfg: Config, l2: L2Config, packets: usize) -> (Switch<L
         let (in_port, f) = packet(&mut rng, &hosts);
         let a: Vec<Emit> = cached.process(in_port, &f);
         let b: Vec<Emit> = plain.process(in_port, &f);
-        assert_eq!(a, b, "packet {i} (seed {seed}) from port {in_port}: {f:02x?}");
+        assert_eq!(
+            a, b,
+            "packet {i} (seed {seed}) from port {in_port}: {f:02x?}"
+        );
     }
     (cached, moves)
 }
@@ -98,7 +101,11 @@ fn cached_l2_switch_equals_the_app_on_every_packet() {
     for seed in 0..4 {
         let (sw, _) = run_oracle(seed, Config::default(), l2, 20_000);
         let c = *sw.cache().counters();
-        assert!(sw.counters().hits > 12_000, "the cache answered {:?}", sw.counters());
+        assert!(
+            sw.counters().hits > 12_000,
+            "the cache answered {:?}",
+            sw.counters()
+        );
         assert!(c.revocations > 100, "revocations {c:?}");
         assert!(sw.app().moves() > 0 && sw.app().expired() > 0);
     }
@@ -119,7 +126,7 @@ fn cached_l2_switch_equals_the_app_at_the_caps() {
         max_macs: 12,
     };
     for seed in 10..14 {
-        let (mut sw, _) = run_oracle(seed, cfg, l2, 20_000);
+        let (sw, _) = run_oracle(seed, cfg, l2, 20_000);
         assert!(sw.cache().counters().evictions > 0);
         // Past the binding cap decisions are sent without marks.
         assert!(sw.cache().counters().not_cached_no_deps > 1000);
@@ -142,7 +149,11 @@ fn mac_move_revokes_exactly_the_decisions_to_and_from_it() {
     for &(p, s, d) in &flows {
         sw.process(p, &eth(d, s, 60, 1));
     }
-    assert_eq!(sw.cache().counters().misses, before.misses, "all four cached");
+    assert_eq!(
+        sw.cache().counters().misses,
+        before.misses,
+        "all four cached"
+    );
     let len = sw.cache().len();
     // A moves to port 3.
     let e = sw.process(3, &eth(b, a, 60, 2));
@@ -179,5 +190,8 @@ fn timeout_revokes_the_bindings_decisions() {
     assert_eq!(sw.app().expired(), 2);
     assert_eq!(sw.cache().len(), 0);
     // A is unknown again: B's frame to A is flooded.
-    assert_eq!(sw.process(2, &eth(a, b, 60, 0))[0].ports.as_slice(), &[0, 1, 3]);
+    assert_eq!(
+        sw.process(2, &eth(a, b, 60, 0))[0].ports.as_slice(),
+        &[0, 1, 3]
+    );
 }

@@ -98,7 +98,12 @@ impl L2Switch {
 
     /// A new binding for `mac`, replacing (and revoking) any old one;
     /// `None` at the cap or out of state ids.
-    fn bind(&mut self, ctl: &mut Control<'_>, mac: [u8; 6], port: Option<PortId>) -> Option<StateId> {
+    fn bind(
+        &mut self,
+        ctl: &mut Control<'_>,
+        mac: [u8; 6],
+        port: Option<PortId>,
+    ) -> Option<StateId> {
         if let Some(old) = self.macs.remove(&mac) {
             ctl.removed(old.id);
         } else if self.macs.len() >= self.cfg.max_macs {
@@ -160,7 +165,10 @@ impl App for L2Switch {
 
         // Forward to the destination.
         let flood = |ctl: &Control<'_>| -> Vec<PortId> {
-            ctl.get_ports().into_iter().filter(|&p| p != in_port).collect()
+            ctl.get_ports()
+                .into_iter()
+                .filter(|&p| p != in_port)
+                .collect()
         };
         let dests: Vec<PortId> = if is_group(&dst) {
             flood(ctl)

@@ -286,21 +286,25 @@ impl InPkt {
     /// the packet will be dropped ([`DropReason::MarkBeyondHeader`]).
     pub fn mark(&mut self, bit_pos: usize, len: usize) -> Result<(), ApiError> {
         self.check(bit_pos, len)?;
-        self.mask.mark(bit_pos, len).map_err(|_| ApiError::MarkBeyondHeader {
-            bit_pos,
-            len,
-            header: self.header_len(),
-        })
+        self.mask
+            .mark(bit_pos, len)
+            .map_err(|_| ApiError::MarkBeyondHeader {
+                bit_pos,
+                len,
+                header: self.header_len(),
+            })
     }
 
     /// Unmark `len` bits from `bit_pos`.
     pub fn unmark(&mut self, bit_pos: usize, len: usize) -> Result<(), ApiError> {
         self.check(bit_pos, len)?;
-        self.mask.unmark(bit_pos, len).map_err(|_| ApiError::MarkBeyondHeader {
-            bit_pos,
-            len,
-            header: self.header_len(),
-        })
+        self.mask
+            .unmark(bit_pos, len)
+            .map_err(|_| ApiError::MarkBeyondHeader {
+                bit_pos,
+                len,
+                header: self.header_len(),
+            })
     }
 
     /// Mark the ingress port as used and return it.
@@ -319,11 +323,13 @@ impl InPkt {
     /// drop).
     pub fn require_len(&mut self, len: usize) -> Result<(), ApiError> {
         self.check(0, len.saturating_mul(8))?;
-        self.mask.require_len(len).map_err(|_| ApiError::MarkBeyondHeader {
-            bit_pos: 0,
-            len: len.saturating_mul(8),
-            header: self.header_len(),
-        })
+        self.mask
+            .require_len(len)
+            .map_err(|_| ApiError::MarkBeyondHeader {
+                bit_pos: 0,
+                len: len.saturating_mul(8),
+                header: self.header_len(),
+            })
     }
 
     /// Mark and read `len` ≤ 64 bits from `bit_pos`, as an unsigned
@@ -863,7 +869,11 @@ fn finish(pkt: InPkt, ports: &Ports) -> (Reply, bool) {
     if !(derived && same) {
         return (reply, false);
     }
-    let mut actions = pkt.outs.first().map(|o| o.actions.clone()).unwrap_or_default();
+    let mut actions = pkt
+        .outs
+        .first()
+        .map(|o| o.actions.clone())
+        .unwrap_or_default();
     let mut states: Vec<StateId> = Vec::new();
     for o in &pkt.outs {
         for &p in o.actions.ports() {

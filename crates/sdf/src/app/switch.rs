@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::{apply_cached, decide, AppCounters, Control, DropCounts, Emit, Ports, Stats};
 use super::App;
+use super::{apply_cached, decide, AppCounters, Control, DropCounts, Emit, Ports, Stats};
 use crate::cache::{Config, ConfigError, DecisionCache, Installed};
 use crate::key::{HeaderKey, PortId};
 

@@ -21,7 +21,13 @@ fn switch<F>(f: F) -> Switch<Fn<F>>
 where
     F: FnMut(&mut InPkt, &mut Control<'_>) -> Result<(), AppError> + Send,
 {
-    Switch::new(Fn(f), Config::default(), Ports::physical(&[0, 1, 2, 3]), true).unwrap()
+    Switch::new(
+        Fn(f),
+        Config::default(),
+        Ports::physical(&[0, 1, 2, 3]),
+        true,
+    )
+    .unwrap()
 }
 
 fn frame(first: u8) -> Vec<u8> {
