@@ -78,8 +78,8 @@ pub struct SdfConfig {
     pub max_waiting: usize,
     /// Frames waiting for decisions, per worker.
     pub max_waiting_total: usize,
-    /// A flow whose decision has not come back after this long is dropped
-    /// (with its waiting frames).
+    /// A flow whose decision has not come back after this long (checked
+    /// every quarter of it) is dropped with its waiting frames.
     pub pending_timeout: Duration,
     /// How often the app's `on_tick` runs.
     pub tick_every: Duration,
@@ -348,6 +348,7 @@ impl SdfRuntime {
             by_token: HashMap::new(),
             waiting_total: 0,
             next_token: 1,
+            next_scan: Instant::now(),
             keys: Vec::with_capacity(BATCH),
             hits: vec![None; BATCH],
             buf: Vec::new(),
@@ -481,6 +482,7 @@ pub struct SdfStage {
     by_token: HashMap<u64, HeaderKey>,
     waiting_total: usize,
     next_token: u64,
+    next_scan: Instant,
     keys: Vec<HeaderKey>,
     hits: Vec<Option<nexthop_sdf::EntryId>>,
     buf: Vec<u8>,
@@ -708,9 +710,12 @@ impl SdfStage {
     }
 
     fn expire(&mut self, now: Instant) {
-        if self.pending.is_empty() {
+        // A scan at most every quarter timeout: a flow is dropped between
+        // one and 1.25 timeouts after its request.
+        if self.pending.is_empty() || now < self.next_scan {
             return;
         }
+        self.next_scan = now + self.cfg.pending_timeout / 4;
         let timeout = self.cfg.pending_timeout;
         let old: Vec<HeaderKey> = self
             .pending

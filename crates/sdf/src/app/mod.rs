@@ -627,8 +627,8 @@ impl<'a> Control<'a> {
         }
     }
 
-    /// The switch's clock (time since it started; the offline driver may
-    /// use the capture's timestamps).
+    /// The switch's clock: time since it started (a [`Switch`] is given
+    /// its time by [`Switch::tick`]).
     pub fn now(&self) -> Duration {
         self.now
     }

@@ -57,6 +57,11 @@ impl<A: App> Switch<A> {
         &self.app
     }
 
+    /// The app, to change its state from outside (tests, drivers).
+    pub fn app_mut(&mut self) -> &mut A {
+        &mut self.app
+    }
+
     /// The cache.
     pub fn cache(&self) -> &DecisionCache {
         &self.cache
