@@ -14,6 +14,7 @@ mod cmd_lpm;
 mod cmd_ndn;
 mod cmd_ndn_mgmt;
 mod cmd_run;
+mod cmd_sdf;
 mod cmd_stats;
 mod demo;
 mod lab;
@@ -80,6 +81,10 @@ enum Cmd {
     /// NDN name FIB files: build, lookup, stats.
     #[command(subcommand)]
     Ndn(cmd_ndn::NdnCmd),
+    /// Software-defined forwarding: an app decides what its decision cache
+    /// misses (`sdf run --app l2switch --in-pcap FILE --out-dir DIR`).
+    #[command(subcommand)]
+    Sdf(cmd_sdf::SdfCmd),
     /// The main job: controller, forwarder, source and 4 sinks in network
     /// namespaces, live updates under traffic, every frame checked.
     Lab(LabArgs),
@@ -290,6 +295,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Stats(a) => cmd_stats::run(&a),
         Cmd::Lpm(c) => cmd_lpm::run(c),
         Cmd::Ndn(c) => cmd_ndn::run(c),
+        Cmd::Sdf(c) => cmd_sdf::run(c),
         Cmd::Lab(a) => lab::run(&lab::LabOpts {
             names: a.names,
             duration: a.duration,

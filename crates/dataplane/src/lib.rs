@@ -24,6 +24,10 @@
 //!   refresh is passed in (`engine::Refresh`), so this crate never
 //!   depends on the control plane; the workers' reports are merged port
 //!   by port.
+//! * [`sdf`]: the software-defined-forwarding pipeline: a revocable
+//!   decision cache on the workers, the app on its own thread behind a
+//!   bounded queue, a pending-miss table (one app call per flow in
+//!   flight), and its offline pcap driver.
 //! * `affinity` (Linux, re-exported from `nexthop-mem`): CPU lists and
 //!   thread pinning for workers and control threads.
 //! * `afxdp` (Linux, the `afxdp` feature): AF_XDP live ports through
@@ -82,6 +86,7 @@ mod neighbors;
 pub mod netns;
 pub mod pcap;
 mod pipeline;
+pub mod sdf;
 
 pub use counters::{Counters, HitCounts, MalformedCounts, PortCounter};
 pub use error::{ConfigError, FrameError, MalformedKind};

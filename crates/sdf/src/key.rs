@@ -30,7 +30,7 @@ pub type PortId = u16;
 /// Words hold the bytes in memory order (`u64::from_ne_bytes` of each
 /// 8-byte chunk), the same order [`Mask`] uses, so masking is a word-wise
 /// AND whatever the host's endianness.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct HeaderKey {
     pub(crate) words: [u64; KEY_WORDS],
     pub(crate) in_port: PortId,

@@ -18,6 +18,11 @@
 //!   with the RFC 1624 incremental checksum update), applied to a frame
 //!   buffer by [`Actions::apply`].
 //!
+//! * [`app`]: the paper's API (§6.1): the [`app::App`] trait the switch
+//!   calls on a miss, `InPkt` marks, `OutPkt` registrations and
+//!   destinations, `Control`; [`app::Switch`], the cache in front of an app
+//!   on one thread; [`app::L2Switch`], a learning switch.
+//!
 //! A worker looks frames up in batches ([`DecisionCache::lookup_batch`])
 //! and applies the hit entries' actions; on a miss the app decides, and the
 //! API layer installs a [`Decision`] built from the packet's marks and the
@@ -52,6 +57,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod app;
 pub mod cache;
 pub mod key;
 

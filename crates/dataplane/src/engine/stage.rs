@@ -106,6 +106,12 @@ pub trait Stage {
         lists: &mut [Vec<&'b [u8]>],
         out: &mut Outputs<'_>,
     );
+
+    /// No input had frames this round: send what the stage holds back
+    /// (an SDF stage's frames whose decision came back from its app
+    /// thread). `nout` is the number of output lists a group gets. The
+    /// default does nothing.
+    fn idle(&mut self, _scratch: &mut Self::Scratch, _nout: usize, _out: &mut Outputs<'_>) {}
 }
 
 impl<T: NameTable> Stage for Pipeline<T> {

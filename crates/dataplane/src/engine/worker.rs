@@ -128,6 +128,11 @@ pub fn run_worker<P: Stage>(
         }
         if !any {
             refresh(pipeline);
+            let mut out = Outputs {
+                outputs: &mut ports.outputs,
+                tx_failed: &mut tx_failed,
+            };
+            pipeline.idle(&mut scratch, nout, &mut out);
             let mut wait = idle_ms;
             if let Some(d) = after.duration {
                 let left = d.saturating_sub(start.elapsed()).as_millis();

@@ -1,0 +1,848 @@
+//! The software-defined-forwarding pipeline: workers look frames up in a
+//! revocable decision cache ([`nexthop_sdf::DecisionCache`]) in batches;
+//! a miss goes to the app's thread through a bounded queue; misses of a
+//! flow whose decision is already being made wait for that one decision
+//! (the pending-miss table); the decision is installed by the app thread
+//! and the waiting frames are sent by their worker.
+//!
+//! * [`SdfRuntime::start`] starts the app's thread around an
+//!   [`App`] and owns the cache they share; [`SdfRuntime::stage`] makes a
+//!   worker's stage ([`SdfStage`]), which implements the engine's
+//!   [`Stage`](crate::engine::Stage) on Linux and drives
+//!   [`forward_pcap_sdf`] offline.
+//! * [`SdfStage::process`] decides a group of frames: hits are sent at
+//!   once (through a [`Sink`]), misses are queued or wait;
+//!   [`SdfStage::poll`] sends what decisions came back and expires
+//!   pending flows the app did not answer in time; [`SdfStage::flush`]
+//!   waits for every pending decision (the end of an offline run).
+//!
+//! # Threading contract
+//!
+//! * One app thread owns the app and calls it, one packet at a time; it
+//!   locks the cache only to issue or remove state ids and to install a
+//!   decision, never while the app computes.
+//! * Each worker owns its stage and pending-miss table; it locks the cache
+//!   once per group for the batched lookups and the hits' actions. A slow,
+//!   hung or panicking app never blocks a worker: the request queue is
+//!   bounded and full means a counted drop; a pending flow not answered
+//!   within `pending_timeout` is dropped, counted.
+//! * Replies go back on a per-worker channel; they are bounded by the
+//!   worker's pending flows (one reply per request in flight).
+//!
+//! # Counters
+//!
+//! [`SdfCounters`]: hits, misses, requests to the app, packets that waited
+//! for a decision in flight (and how they ended), drops by reason. The
+//! cache's own counters (hits per level, installs, revocations, masks) and
+//! the app side's (calls, drops by the app's fault) are in
+//! [`SdfRuntime::stats`].
+
+mod pcap;
+#[cfg(target_os = "linux")]
+mod stage;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nexthop_sdf::app::{decide, AppCounters, Control, DropReason, Emit, Ports};
+use nexthop_sdf::{Config, ConfigError, Counters as CacheCounters, Decision, DecisionCache};
+use nexthop_sdf::{HeaderKey, Outcome, BATCH};
+use serde::Serialize;
+
+pub use nexthop_sdf::app::App;
+pub use pcap::{forward_pcap_sdf, PcapInput, SdfPcapRun};
+#[cfg(target_os = "linux")]
+pub use stage::SdfScratch;
+
+use crate::counters::Counters;
+
+/// Sizes and policies of an SDF pipeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SdfConfig {
+    /// The decision cache.
+    pub cache: Config,
+    /// The switch's ports (what the app's `get_ports` answers and where
+    /// it may send).
+    pub ports: Vec<u16>,
+    /// Misses queued to the app at most (all workers together).
+    pub queue: usize,
+    /// Flows with a decision in flight, per worker.
+    pub max_pending_flows: usize,
+    /// Frames waiting for one flow's decision.
+    pub max_waiting: usize,
+    /// Frames waiting for decisions, per worker.
+    pub max_waiting_total: usize,
+    /// A flow whose decision has not come back after this long (checked
+    /// every quarter of it) is dropped with its waiting frames.
+    pub pending_timeout: Duration,
+    /// How often the app's `on_tick` runs.
+    pub tick_every: Duration,
+}
+
+impl Default for SdfConfig {
+    fn default() -> Self {
+        SdfConfig {
+            cache: Config::default(),
+            ports: Vec::new(),
+            queue: 1024,
+            max_pending_flows: 4096,
+            max_waiting: 64,
+            max_waiting_total: 16384,
+            pending_timeout: Duration::from_secs(2),
+            tick_every: Duration::from_millis(100),
+        }
+    }
+}
+
+/// An SDF pipeline that cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SdfError {
+    /// The cache's configuration.
+    #[error("cache: {0}")]
+    Cache(#[from] ConfigError),
+    /// A bound is 0.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    /// The app thread could not be started.
+    #[error("starting the app thread: {0}")]
+    Spawn(#[from] std::io::Error),
+}
+
+impl SdfConfig {
+    /// Check every field.
+    pub fn validate(&self) -> Result<(), SdfError> {
+        self.cache.validate()?;
+        for (v, name) in [
+            (self.queue, "queue"),
+            (self.max_pending_flows, "max_pending_flows"),
+            (self.max_waiting_total, "max_waiting_total"),
+        ] {
+            if v == 0 {
+                return Err(SdfError::Zero(name));
+            }
+        }
+        if self.tick_every.is_zero() {
+            return Err(SdfError::Zero("tick_every"));
+        }
+        if self.pending_timeout.is_zero() {
+            return Err(SdfError::Zero("pending_timeout"));
+        }
+        Ok(())
+    }
+}
+
+/// Where a frame came from, carried with it while it waits (pcap record
+/// fields; zero on live ports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// Timestamp seconds.
+    pub ts_sec: u32,
+    /// Timestamp fraction.
+    pub ts_frac: u32,
+    /// Original length on the wire.
+    pub orig_len: u32,
+}
+
+/// Where decided frames go.
+pub trait Sink {
+    /// Send `frame` to each of `ports` (sorted) and, with `controller`, to
+    /// the control port.
+    fn emit(&mut self, ports: &[u16], controller: bool, frame: &[u8], stamp: Stamp);
+}
+
+/// Drops the pipeline counts, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SdfDrops {
+    /// The app's queue was full.
+    pub queue_full: u64,
+    /// The worker's pending-flow table was full.
+    pub pending_full: u64,
+    /// A flow's (or the worker's) waiting frames were at their bound.
+    pub waiting_full: u64,
+    /// The app did not answer within `pending_timeout`.
+    pub app_timeout: u64,
+    /// The app thread is gone.
+    pub app_gone: u64,
+    /// The app's decision was a drop for a fault of the app (marks past
+    /// the header, unknown ports, bad actions, errors, panics), or a TTL
+    /// expired; frames that waited for such a decision included.
+    pub app_fault: u64,
+    /// A cached entry's primitive found TTL 0 or 1.
+    pub ttl_expired: u64,
+}
+
+impl SdfDrops {
+    /// All drops.
+    pub fn total(&self) -> u64 {
+        self.queue_full
+            + self.pending_full
+            + self.waiting_full
+            + self.app_timeout
+            + self.app_gone
+            + self.app_fault
+            + self.ttl_expired
+    }
+
+    fn merge(&mut self, o: &SdfDrops) {
+        self.queue_full += o.queue_full;
+        self.pending_full += o.pending_full;
+        self.waiting_full += o.waiting_full;
+        self.app_timeout += o.app_timeout;
+        self.app_gone += o.app_gone;
+        self.app_fault += o.app_fault;
+        self.ttl_expired += o.ttl_expired;
+    }
+}
+
+/// A worker's SDF counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SdfCounters {
+    /// Frames the cache answered.
+    pub hits: u64,
+    /// Frames the cache missed.
+    pub misses: u64,
+    /// Misses sent to the app (one per distinct flow in flight).
+    pub app_requests: u64,
+    /// Misses that waited for a decision already in flight.
+    pub pending_waits: u64,
+    /// Waiting frames sent by the decision they waited for.
+    pub pending_resolved: u64,
+    /// Waiting frames sent to the app on their own because the decision
+    /// they waited for could not be cached (no marks and no state, or a
+    /// made-up reply).
+    pub resubmitted: u64,
+    /// Decisions that came back after their flow had timed out.
+    pub late_replies: u64,
+    /// Drops by reason.
+    pub drops: SdfDrops,
+}
+
+impl SdfCounters {
+    /// Add `o` (another worker's) to these.
+    pub fn merge(&mut self, o: &SdfCounters) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.app_requests += o.app_requests;
+        self.pending_waits += o.pending_waits;
+        self.pending_resolved += o.pending_resolved;
+        self.resubmitted += o.resubmitted;
+        self.late_replies += o.late_replies;
+        self.drops.merge(&o.drops);
+    }
+}
+
+/// The shared side's counters and gauges ([`SdfRuntime::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SdfStats {
+    /// The cache's counters (hits per level, installs, revocations, masks).
+    pub cache: CacheCounters,
+    /// Cached entries now.
+    pub entries: usize,
+    /// Masks (subtables) now.
+    pub masks: usize,
+    /// Live state ids now.
+    pub state_ids: usize,
+    /// The app side: calls, cacheable decisions, drops by reason.
+    pub app: AppCounters,
+}
+
+struct Shared {
+    cache: Mutex<DecisionCache>,
+    app: Mutex<AppCounters>,
+    stop: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A thread that panicked holding the lock left the value as one whole
+    // call leaves it (no call here panics midway on purpose): go on.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Request {
+    token: u64,
+    in_port: u16,
+    frame: Vec<u8>,
+    reply: Sender<Response>,
+}
+
+struct Response {
+    token: u64,
+    emits: Vec<Emit>,
+    decision: Option<Decision>,
+    drop: Option<DropReason>,
+}
+
+/// The app's thread and the cache it shares with the workers.
+pub struct SdfRuntime {
+    shared: Arc<Shared>,
+    requests: SyncSender<Request>,
+    thread: Option<JoinHandle<()>>,
+    cfg: SdfConfig,
+    app_name: String,
+}
+
+impl std::fmt::Debug for SdfRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SdfRuntime")
+            .field("app", &self.app_name)
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Log lines about app faults: the first this many, then one in
+/// [`LOG_EVERY`].
+const LOG_FIRST: u64 = 10;
+const LOG_EVERY: u64 = 10_000;
+
+impl SdfRuntime {
+    /// Start the app's thread (`sdf-app`) around `app`.
+    ///
+    /// # Errors
+    /// A bad configuration; the thread could not start.
+    pub fn start(app: Box<dyn App>, cfg: SdfConfig) -> Result<SdfRuntime, SdfError> {
+        cfg.validate()?;
+        let shared = Arc::new(Shared {
+            cache: Mutex::new(DecisionCache::new(cfg.cache)?),
+            app: Mutex::new(AppCounters::default()),
+            stop: AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::sync_channel(cfg.queue);
+        let app_name = app.name().to_owned();
+        let thread = std::thread::Builder::new().name("sdf-app".into()).spawn({
+            let shared = shared.clone();
+            let cfg = cfg.clone();
+            move || app_thread(app, &shared, &cfg, &rx)
+        })?;
+        Ok(SdfRuntime {
+            shared,
+            requests: tx,
+            thread: Some(thread),
+            cfg,
+            app_name,
+        })
+    }
+
+    /// A worker's stage.
+    pub fn stage(&self) -> SdfStage {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        let max_port = self.cfg.ports.iter().copied().max();
+        let mut ports = self.cfg.ports.clone();
+        ports.sort_unstable();
+        ports.dedup();
+        SdfStage {
+            shared: self.shared.clone(),
+            requests: self.requests.clone(),
+            reply_tx,
+            reply_rx,
+            cfg: self.cfg.clone(),
+            ports,
+            pending: HashMap::new(),
+            by_token: HashMap::new(),
+            waiting_total: 0,
+            next_token: 1,
+            next_scan: Instant::now(),
+            keys: Vec::with_capacity(BATCH),
+            hits: vec![None; BATCH],
+            buf: Vec::new(),
+            counters: Counters::with_tx_ports(max_port),
+            sdf: SdfCounters::default(),
+        }
+    }
+
+    /// The cache's and the app side's counters now.
+    pub fn stats(&self) -> SdfStats {
+        let app = *lock(&self.shared.app);
+        let c = lock(&self.shared.cache);
+        SdfStats {
+            cache: *c.counters(),
+            entries: c.len(),
+            masks: c.masks(),
+            state_ids: c.state_ids(),
+            app,
+        }
+    }
+
+    /// The app's name.
+    pub fn app_name(&self) -> &str {
+        &self.app_name
+    }
+
+    /// Stop the app's thread (waiting at most one second for an app that
+    /// is still deciding: a hung app is left behind) and return the final
+    /// counters.
+    pub fn shutdown(mut self) -> SdfStats {
+        self.stop();
+        self.stats()
+    }
+
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for SdfRuntime {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The app thread's loop: decide each request, install the decision,
+/// answer the worker; tick the app every `tick_every`.
+fn app_thread(mut app: Box<dyn App>, shared: &Shared, cfg: &SdfConfig, rx: &Receiver<Request>) {
+    let mut ports = Ports::physical(&cfg.ports);
+    let mut counters = AppCounters::default();
+    let start = Instant::now();
+    let mut next_tick = start + cfg.tick_every;
+    let wait = cfg.tick_every.min(Duration::from_millis(20));
+    let mut faults = 0u64;
+    while !shared.stop.load(Ordering::Acquire) {
+        match rx.recv_timeout(wait) {
+            Ok(req) => {
+                let key = HeaderKey::from_frame(&req.frame, req.in_port);
+                let mut ctl =
+                    Control::shared(&shared.cache, &mut ports, &mut counters, start.elapsed());
+                let reply = decide(app.as_mut(), &mut ctl, req.frame, req.in_port);
+                if let (Some(r), Some(msg)) = (reply.drop, &reply.message) {
+                    faults += 1;
+                    if faults <= LOG_FIRST || faults.is_multiple_of(LOG_EVERY) {
+                        tracing::warn!(
+                            app = app.name(),
+                            reason = r.name(),
+                            faults,
+                            "sdf app fault, packet dropped: {msg}"
+                        );
+                    }
+                }
+                if let Some(d) = &reply.decision {
+                    if lock(&shared.cache).install(&key, d).is_err() {
+                        counters.install_errors += 1;
+                    }
+                }
+                *lock(&shared.app) = counters;
+                // A worker that went away does not need its answer.
+                let _ = req.reply.send(Response {
+                    token: req.token,
+                    emits: reply.emits,
+                    decision: reply.decision,
+                    drop: reply.drop,
+                });
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if Instant::now() >= next_tick {
+            let mut ctl =
+                Control::shared(&shared.cache, &mut ports, &mut counters, start.elapsed());
+            app.on_tick(&mut ctl);
+            *lock(&shared.app) = counters;
+            next_tick = Instant::now() + cfg.tick_every;
+        }
+    }
+}
+
+/// A flow whose decision is in flight.
+struct Pending {
+    token: u64,
+    since: Instant,
+    in_port: u16,
+    /// The frame the app is deciding (sent as the reply says).
+    stamp: Stamp,
+    /// Frames of the same flow that arrived meanwhile.
+    waiting: Vec<(Vec<u8>, Stamp)>,
+}
+
+/// One worker's side of the pipeline (see the [module docs](self)).
+pub struct SdfStage {
+    shared: Arc<Shared>,
+    requests: SyncSender<Request>,
+    reply_tx: Sender<Response>,
+    reply_rx: Receiver<Response>,
+    cfg: SdfConfig,
+    ports: Vec<u16>,
+    /// The pending-miss table: exact header key (the whole key and the
+    /// port) → the flow in flight.
+    pending: HashMap<HeaderKey, Pending>,
+    by_token: HashMap<u64, HeaderKey>,
+    waiting_total: usize,
+    next_token: u64,
+    next_scan: Instant,
+    keys: Vec<HeaderKey>,
+    hits: Vec<Option<nexthop_sdf::EntryId>>,
+    buf: Vec<u8>,
+    counters: Counters,
+    sdf: SdfCounters,
+}
+
+impl std::fmt::Debug for SdfStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SdfStage")
+            .field("pending", &self.pending.len())
+            .field("sdf", &self.sdf)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SdfStage {
+    /// The frame counters (in, out per port, forwarded, dropped, punted,
+    /// hits by action kind, misses).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Take the frame counters, leaving zeroed ones.
+    pub fn take_counters(&mut self) -> Counters {
+        let max_port = self.ports.last().copied();
+        std::mem::replace(&mut self.counters, Counters::with_tx_ports(max_port))
+    }
+
+    /// Continue from `counters`.
+    pub fn set_counters(&mut self, counters: Counters) {
+        self.counters = counters;
+    }
+
+    /// The SDF counters.
+    pub fn sdf_counters(&self) -> &SdfCounters {
+        &self.sdf
+    }
+
+    /// The ports, sorted.
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+
+    /// Flows with a decision in flight.
+    pub fn pending_flows(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Frames waiting for a decision in flight (not counting the frames
+    /// the app is deciding).
+    pub fn waiting_frames(&self) -> usize {
+        self.waiting_total
+    }
+
+    /// Decide `frames` received on `in_port` (with their `stamps`, or
+    /// none: zero stamps): hits go to `sink` now, misses go to the app or
+    /// wait. Answers that came back meanwhile are sent first.
+    pub fn process(
+        &mut self,
+        in_port: u16,
+        frames: &[&[u8]],
+        stamps: &[Stamp],
+        sink: &mut impl Sink,
+    ) {
+        self.poll(sink);
+        let stamp = |i: usize| stamps.get(i).copied().unwrap_or_default();
+        for (c, chunk) in frames.chunks(BATCH).enumerate() {
+            self.keys.clear();
+            for f in chunk {
+                self.counters.frames_in += 1;
+                self.counters.bytes_in += f.len() as u64;
+                let rx = self.counters.rx_mut(in_port);
+                rx.frames += 1;
+                rx.bytes += f.len() as u64;
+                self.keys.push(HeaderKey::from_frame(f, in_port));
+            }
+            let n = chunk.len();
+            let mut miss = [false; BATCH];
+            {
+                let mut cache = lock(&self.shared.cache);
+                cache.lookup_batch(&self.keys, &mut self.hits[..n]);
+                for (i, f) in chunk.iter().enumerate() {
+                    let Some(actions) = self.hits[i].and_then(|id| cache.actions(id)) else {
+                        miss[i] = true;
+                        continue;
+                    };
+                    self.sdf.hits += 1;
+                    let hk = &mut self.counters.hits;
+                    match (actions.ports().len(), actions.controller()) {
+                        (0, false) => hk.drop += 1,
+                        (0, true) => hk.controller += 1,
+                        (1, _) => hk.port += 1,
+                        _ => hk.port_set += 1,
+                    }
+                    self.buf.clear();
+                    self.buf.extend_from_slice(f);
+                    match actions.apply(&mut self.buf) {
+                        Outcome::Forward => {}
+                        Outcome::Expired | Outcome::TooShort => {
+                            self.sdf.drops.ttl_expired += 1;
+                            self.counters.dropped += 1;
+                            continue;
+                        }
+                    }
+                    count_out(
+                        &mut self.counters,
+                        actions.ports(),
+                        actions.controller(),
+                        self.buf.len(),
+                    );
+                    sink.emit(
+                        actions.ports(),
+                        actions.controller(),
+                        &self.buf,
+                        stamp(c * BATCH + i),
+                    );
+                }
+            }
+            for (i, f) in chunk.iter().enumerate() {
+                if miss[i] {
+                    self.counters.misses += 1;
+                    self.sdf.misses += 1;
+                    let key = std::mem::replace(&mut self.keys[i], HeaderKey::empty(0));
+                    self.miss(key, in_port, f, stamp(c * BATCH + i));
+                }
+            }
+        }
+    }
+
+    /// A miss: wait for the flow's decision in flight, or ask the app.
+    fn miss(&mut self, key: HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
+        if let Some(p) = self.pending.get_mut(&key) {
+            if p.waiting.len() >= self.cfg.max_waiting
+                || self.waiting_total >= self.cfg.max_waiting_total
+            {
+                self.sdf.drops.waiting_full += 1;
+                self.counters.dropped += 1;
+                return;
+            }
+            p.waiting.push((frame.to_vec(), stamp));
+            self.waiting_total += 1;
+            self.sdf.pending_waits += 1;
+            return;
+        }
+        if self.pending.len() >= self.cfg.max_pending_flows {
+            self.sdf.drops.pending_full += 1;
+            self.counters.dropped += 1;
+            return;
+        }
+        match self.request(in_port, frame.to_vec()) {
+            Ok(token) => {
+                self.by_token.insert(token, key.clone());
+                self.pending.insert(
+                    key,
+                    Pending {
+                        token,
+                        since: Instant::now(),
+                        in_port,
+                        stamp,
+                        waiting: Vec::new(),
+                    },
+                );
+            }
+            Err(gone) => {
+                if gone {
+                    self.sdf.drops.app_gone += 1;
+                } else {
+                    self.sdf.drops.queue_full += 1;
+                }
+                self.counters.dropped += 1;
+            }
+        }
+    }
+
+    /// Queue `frame` to the app; `Err(true)`: the app thread is gone,
+    /// `Err(false)`: the queue is full.
+    fn request(&mut self, in_port: u16, frame: Vec<u8>) -> Result<u64, bool> {
+        let token = self.next_token;
+        let req = Request {
+            token,
+            in_port,
+            frame,
+            reply: self.reply_tx.clone(),
+        };
+        match self.requests.try_send(req) {
+            Ok(()) => {
+                self.next_token += 1;
+                self.sdf.app_requests += 1;
+                Ok(token)
+            }
+            Err(TrySendError::Full(_)) => Err(false),
+            Err(TrySendError::Disconnected(_)) => Err(true),
+        }
+    }
+
+    /// Send what the app answered since the last call, and drop flows it
+    /// has not answered within `pending_timeout`.
+    pub fn poll(&mut self, sink: &mut impl Sink) {
+        while let Ok(r) = self.reply_rx.try_recv() {
+            self.answer(r, sink);
+        }
+        self.expire(Instant::now());
+    }
+
+    /// Wait (at most `timeout`) until every pending flow is answered or
+    /// dropped, sending as answers come. Whether nothing is pending.
+    pub fn flush(&mut self, sink: &mut impl Sink, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        self.poll(sink);
+        while !self.pending.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            match self
+                .reply_rx
+                .recv_timeout((deadline - now).min(Duration::from_millis(10)))
+            {
+                Ok(r) => self.answer(r, sink),
+                Err(_) => self.expire(Instant::now()),
+            }
+        }
+        self.pending.is_empty()
+    }
+
+    fn expire(&mut self, now: Instant) {
+        // A scan at most every quarter timeout: a flow is dropped between
+        // one and 1.25 timeouts after its request.
+        if self.pending.is_empty() || now < self.next_scan {
+            return;
+        }
+        self.next_scan = now + self.cfg.pending_timeout / 4;
+        let timeout = self.cfg.pending_timeout;
+        let old: Vec<HeaderKey> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| now.duration_since(p.since) >= timeout)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in old {
+            if let Some(p) = self.pending.remove(&k) {
+                self.by_token.remove(&p.token);
+                let n = 1 + p.waiting.len() as u64;
+                self.waiting_total -= p.waiting.len();
+                self.sdf.drops.app_timeout += n;
+                self.counters.dropped += n;
+            }
+        }
+    }
+
+    fn answer(&mut self, r: Response, sink: &mut impl Sink) {
+        let Some(key) = self.by_token.remove(&r.token) else {
+            self.sdf.late_replies += 1;
+            return;
+        };
+        let Some(mut p) = self.pending.remove(&key) else {
+            return;
+        };
+        self.waiting_total -= p.waiting.len();
+        // The frame the app decided.
+        if r.drop.is_some() {
+            self.sdf.drops.app_fault += 1;
+            self.counters.dropped += 1;
+        } else {
+            self.emit_all(&r.emits, p.stamp, sink);
+        }
+        if p.waiting.is_empty() {
+            return;
+        }
+        match (&r.decision, r.drop) {
+            // Same header, same port: the same decision, as a hit would
+            // have answered had it been cached before they came.
+            (Some(d), None) if !(d.mask.is_empty() && d.states.is_empty()) => {
+                for (mut f, stamp) in p.waiting.drain(..) {
+                    self.sdf.pending_resolved += 1;
+                    match d.actions.apply(&mut f) {
+                        Outcome::Forward => {
+                            let (ports, ctl) = (d.actions.ports(), d.actions.controller());
+                            count_out(&mut self.counters, ports, ctl, f.len());
+                            sink.emit(ports, ctl, &f, stamp);
+                        }
+                        Outcome::Expired | Outcome::TooShort => {
+                            self.sdf.drops.ttl_expired += 1;
+                            self.counters.dropped += 1;
+                        }
+                    }
+                }
+            }
+            // The app dropped the packet for a fault of its own: the same
+            // header meets the same fault.
+            (_, Some(_)) => {
+                let n = p.waiting.len() as u64;
+                self.sdf.drops.app_fault += n;
+                self.counters.dropped += n;
+            }
+            // Not cacheable: the app must see each packet. The first
+            // waiting one becomes the flow's request; the rest wait on.
+            _ => {
+                let (frame, stamp) = p.waiting.remove(0);
+                self.sdf.resubmitted += 1;
+                match self.request(p.in_port, frame) {
+                    Ok(token) => {
+                        self.waiting_total += p.waiting.len();
+                        self.by_token.insert(token, key.clone());
+                        p.token = token;
+                        p.stamp = stamp;
+                        p.since = Instant::now();
+                        self.pending.insert(key, p);
+                    }
+                    Err(gone) => {
+                        let n = 1 + p.waiting.len() as u64;
+                        if gone {
+                            self.sdf.drops.app_gone += n;
+                        } else {
+                            self.sdf.drops.queue_full += n;
+                        }
+                        self.counters.dropped += n;
+                    }
+                }
+            }
+        }
+    }
+
+    fn emit_all(&mut self, emits: &[Emit], stamp: Stamp, sink: &mut impl Sink) {
+        if emits.is_empty() {
+            self.counters.dropped += 1;
+            return;
+        }
+        let mut ports_any = false;
+        let mut ctl_any = false;
+        for e in emits {
+            for &p in &e.ports {
+                self.counters.tx_add(p, e.bytes.len() as u64);
+            }
+            ports_any |= !e.ports.is_empty();
+            ctl_any |= e.controller;
+            sink.emit(&e.ports, e.controller, &e.bytes, stamp);
+        }
+        if ports_any {
+            self.counters.forwarded += 1;
+        } else if ctl_any {
+            self.counters.punted += 1;
+        } else {
+            self.counters.dropped += 1;
+        }
+    }
+}
+
+/// Count one decided frame of `len` bytes sent to `ports` (and the
+/// control port).
+fn count_out(c: &mut Counters, ports: &[u16], controller: bool, len: usize) {
+    for &p in ports {
+        c.tx_add(p, len as u64);
+    }
+    if !ports.is_empty() {
+        c.forwarded += 1;
+    } else if controller {
+        c.punted += 1;
+    } else {
+        c.dropped += 1;
+    }
+}

@@ -1,0 +1,326 @@
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nexthop_sdf::app::{AppError, Control, InPkt, L2Config, L2Switch, Ports, Switch};
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+/// Frames sent, per port, in order.
+#[derive(Default)]
+struct Collect(BTreeMap<u16, Vec<Vec<u8>>>, u64);
+
+impl Sink for Collect {
+    fn emit(&mut self, ports: &[u16], controller: bool, frame: &[u8], _stamp: Stamp) {
+        for &p in ports {
+            self.0.entry(p).or_default().push(frame.to_vec());
+        }
+        self.1 += u64::from(controller);
+    }
+}
+
+impl Collect {
+    fn total(&self) -> usize {
+        self.0.values().map(Vec::len).sum()
+    }
+}
+
+/// Forwards by byte 0 to port `byte0 % 4`, marking byte 0; counts its
+/// calls; blocks while `gate` is closed; panics on byte 0 = 0xEE.
+struct Gated {
+    calls: Arc<AtomicU64>,
+    closed: Arc<AtomicBool>,
+}
+
+impl App for Gated {
+    fn name(&self) -> &str {
+        "gated"
+    }
+
+    fn on_packet(&mut self, pkt: &mut InPkt, _ctl: &mut Control<'_>) -> Result<(), AppError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        while self.closed.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let b = pkt.field(0, 8)? as u8;
+        if b == 0xEE {
+            panic!("the app raised");
+        }
+        let mut out = pkt.new_out_pkt();
+        out.add_destination(u16::from(b % 4));
+        pkt.send(out, true)?;
+        Ok(())
+    }
+}
+
+fn gated(cfg: SdfConfig) -> (SdfRuntime, Arc<AtomicU64>, Arc<AtomicBool>) {
+    let calls = Arc::new(AtomicU64::new(0));
+    let closed = Arc::new(AtomicBool::new(false));
+    let app = Gated {
+        calls: calls.clone(),
+        closed: closed.clone(),
+    };
+    (
+        SdfRuntime::start(Box::new(app), cfg).unwrap(),
+        calls,
+        closed,
+    )
+}
+
+fn cfg() -> SdfConfig {
+    SdfConfig {
+        ports: vec![0, 1, 2, 3],
+        ..SdfConfig::default()
+    }
+}
+
+fn frame(b0: u8, tail: u8) -> Vec<u8> {
+    let mut f = vec![tail; 64];
+    f[0] = b0;
+    f
+}
+
+#[test]
+fn pending_miss_table_makes_one_app_call_per_flow_in_flight() {
+    let (rt, calls, closed) = gated(SdfConfig {
+        max_waiting: 40,
+        ..cfg()
+    });
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    closed.store(true, Ordering::SeqCst);
+    // 4 flows × 50 frames, interleaved, while the app is stuck on the
+    // first: each flow gets one request, the rest wait (up to 40 each).
+    let frames: Vec<Vec<u8>> = (0..200).map(|i| frame((i % 4) as u8 + 1, 7)).collect();
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    stage.process(0, &refs, &[], &mut sink);
+    assert_eq!(stage.pending_flows(), 4);
+    assert_eq!(stage.waiting_frames(), 160);
+    closed.store(false, Ordering::SeqCst);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    let c = *stage.sdf_counters();
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "one app call per flow");
+    assert_eq!(c.app_requests, 4);
+    assert_eq!(c.misses, 200);
+    assert_eq!(c.pending_waits, 160);
+    assert_eq!(c.pending_resolved, 160);
+    assert_eq!(c.drops.waiting_full, 4 * 9, "49 waited per flow, 40 may");
+    assert_eq!(sink.total(), 164);
+    assert_eq!(sink.0[&1].len(), 41);
+    // Now cached: the same flows are hits, no more app calls.
+    stage.process(0, &refs, &[], &mut sink);
+    assert_eq!(stage.sdf_counters().hits, 200);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    let s = stage.counters();
+    assert_eq!(s.frames_in, 400);
+    assert_eq!(s.forwarded + s.dropped + s.punted, 400);
+    assert!(s.is_consistent(), "{s:?}");
+}
+
+#[test]
+fn hung_app_never_stalls_cached_flows_and_drops_are_counted() {
+    let (rt, _calls, closed) = gated(SdfConfig {
+        queue: 2,
+        max_pending_flows: 8,
+        pending_timeout: Duration::from_millis(100),
+        ..cfg()
+    });
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    let cached = frame(1, 0);
+    stage.process(0, &[&cached[..]], &[], &mut sink);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    closed.store(true, Ordering::SeqCst);
+    // The app hangs on the next miss; the queue (2) and the pending table
+    // (8) fill; cached frames keep going.
+    for round in 0..20u8 {
+        let new_flow = frame(100 + round, 0);
+        let hit = frame(1, round);
+        stage.process(0, &[&new_flow[..], &hit[..]], &[], &mut sink);
+    }
+    assert_eq!(sink.0[&1].len(), 21, "every cached frame went out at once");
+    let c = *stage.sdf_counters();
+    assert_eq!(c.hits, 20);
+    assert!(c.drops.queue_full > 0, "{c:?}");
+    std::thread::sleep(Duration::from_millis(150));
+    stage.poll(&mut sink);
+    let c = *stage.sdf_counters();
+    assert_eq!(stage.pending_flows(), 0);
+    assert_eq!(c.drops.app_timeout, c.app_requests - 1);
+    assert_eq!(
+        c.drops.queue_full + c.drops.pending_full + c.drops.app_timeout,
+        20,
+        "every new flow dropped, by a counted reason: {c:?}"
+    );
+    closed.store(false, Ordering::SeqCst);
+    // The late answers are ignored and counted.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while stage.sdf_counters().late_replies == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        stage.poll(&mut sink);
+    }
+    assert!(stage.sdf_counters().late_replies > 0);
+    assert!(stage.counters().is_consistent());
+}
+
+#[test]
+fn raising_app_drops_the_packet_counted_and_keeps_deciding() {
+    let (rt, calls, _closed) = gated(cfg());
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    let bad = frame(0xEE, 0);
+    let good = frame(2, 0);
+    let refs = [&bad[..], &bad[..], &good[..]];
+    stage.process(0, &refs, &[], &mut sink);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    let c = *stage.sdf_counters();
+    assert_eq!(
+        c.drops.app_fault, 2,
+        "the raising packet and the one waiting for it"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(sink.0[&2].len(), 1);
+    let stats = rt.shutdown();
+    assert_eq!(stats.app.drops.get(DropReason::AppPanic), 1);
+}
+
+#[test]
+fn uncacheable_decisions_resubmit_waiting_frames_one_by_one() {
+    // Sends every frame to port 1 with no marks: not cached, so each
+    // frame of the flow must reach the app.
+    struct Plain(Arc<AtomicU64>);
+    impl App for Plain {
+        fn name(&self) -> &str {
+            "plain"
+        }
+        fn on_packet(&mut self, pkt: &mut InPkt, _: &mut Control<'_>) -> Result<(), AppError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(2));
+            let mut out = pkt.new_out_pkt();
+            out.add_destination(1);
+            pkt.send(out, true)?;
+            Ok(())
+        }
+    }
+    let calls = Arc::new(AtomicU64::new(0));
+    let rt = SdfRuntime::start(Box::new(Plain(calls.clone())), cfg()).unwrap();
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    let f = frame(3, 3);
+    stage.process(0, &[&f[..], &f[..], &f[..], &f[..]], &[], &mut sink);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert_eq!(stage.sdf_counters().resubmitted, 3);
+    assert_eq!(sink.0[&1].len(), 4);
+}
+
+#[test]
+fn pipeline_l2_switch_matches_the_single_thread_switch() {
+    let l2 = L2Config::default();
+    let ports = [0u16, 1, 2, 3];
+    let rt = SdfRuntime::start(
+        Box::new(L2Switch::new(l2)),
+        SdfConfig {
+            ports: ports.to_vec(),
+            ..SdfConfig::default()
+        },
+    )
+    .unwrap();
+    let mut stage = rt.stage();
+    let mut sw = Switch::new(
+        L2Switch::new(l2),
+        nexthop_sdf::Config::default(),
+        Ports::physical(&ports),
+        true,
+    )
+    .unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+    let hosts: Vec<u16> = (0..16).map(|i| ports[i % 4]).collect();
+    let mac = |i: usize| [2u8, 0, 0, 0, 0, i as u8];
+    let eth = |d: [u8; 6], s: [u8; 6], fill: u8| {
+        let mut f = vec![fill; 60];
+        f[..6].copy_from_slice(&d);
+        f[6..12].copy_from_slice(&s);
+        f
+    };
+    let mut got = Collect::default();
+    let mut want: BTreeMap<u16, Vec<Vec<u8>>> = BTreeMap::new();
+    // Every host says hello first (each decided before the next), then
+    // random unicast among them, in groups per ingress port.
+    for (h, &p) in hosts.iter().enumerate() {
+        let f = eth([0xff; 6], mac(h), 0);
+        stage.process(p, &[&f[..]], &[], &mut got);
+        assert!(stage.flush(&mut got, Duration::from_secs(10)));
+        for e in sw.process(p, &f) {
+            for q in e.ports {
+                want.entry(q).or_default().push(e.bytes.clone());
+            }
+        }
+    }
+    for _ in 0..300 {
+        let s = rng.gen_range(0..hosts.len());
+        let group: Vec<Vec<u8>> = (0..rng.gen_range(1..40))
+            .map(|_| eth(mac(rng.gen_range(0..hosts.len())), mac(s), rng.gen()))
+            .collect();
+        let refs: Vec<&[u8]> = group.iter().map(|f| &f[..]).collect();
+        stage.process(hosts[s], &refs, &[], &mut got);
+        assert!(stage.flush(&mut got, Duration::from_secs(10)));
+        for f in &group {
+            for e in sw.process(hosts[s], f) {
+                for q in e.ports {
+                    want.entry(q).or_default().push(e.bytes.clone());
+                }
+            }
+        }
+    }
+    for v in got.0.values_mut().chain(want.values_mut()) {
+        v.sort();
+    }
+    assert_eq!(got.0, want);
+    let stats = rt.stats();
+    assert!(stage.sdf_counters().hits > 1000);
+    assert!(stats.cache.front_hits + stats.cache.wildcard_hits > 1000);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn engine_runs_the_sdf_stage_and_sends_decisions_while_idle() {
+    use crate::engine::{Engine, EngineConfig, NoRefresh, Worker};
+    use crate::live::{LivePorts, MemoryQueue, MemoryRx, MemoryTx, StopAfter, StopFlag};
+
+    let (rt, calls, _closed) = gated(cfg());
+    let rx = MemoryQueue::new();
+    let txs: Vec<MemoryQueue> = (0..4).map(|_| MemoryQueue::new()).collect();
+    for i in 0..40u8 {
+        rx.push(frame(i % 8, 0));
+    }
+    let mut ports = LivePorts::new();
+    ports.add_input(0, MemoryRx::new(rx));
+    for (p, q) in txs.iter().enumerate() {
+        ports.add_output(p as u16, MemoryTx::new(q.clone()));
+    }
+    let engine = Engine::new(EngineConfig {
+        after: StopAfter {
+            frames: None,
+            duration: Some(Duration::from_millis(400)),
+        },
+        report_every: None,
+    });
+    let run = engine
+        .run(
+            vec![Worker::new(rt.stage(), ports)],
+            &NoRefresh,
+            &StopFlag::new(),
+            |_| {},
+        )
+        .unwrap();
+    // One group: 8 flows (equal headers) decided by the app, the other 32
+    // frames waited
+    // and were sent by the idle rounds.
+    assert_eq!(calls.load(Ordering::SeqCst), 8);
+    let sent: usize = txs.iter().map(|q| q.drain().len()).sum();
+    assert_eq!(sent, 40);
+    assert_eq!(run.merged.counters.forwarded, 40);
+}
