@@ -191,6 +191,7 @@ fn run(
     let mut ib: Vec<(u32, &[u8])> = Vec::with_capacity(group);
     let mut db: Vec<(u32, &[u8])> = Vec::with_capacity(group);
     let mut sent = 0usize;
+    perf_ctl("enable");
     let t = thread_cpu_secs();
     for g in ex.chunks(group) {
         if !batched {
@@ -212,12 +213,24 @@ fn run(
         out.clear();
     }
     let dt = thread_cpu_secs() - t;
+    perf_ctl("disable");
     black_box(sent);
     assert!(
         sent >= 2 * ex.len(),
         "every Interest forwarded and answered"
     );
     (2.0 * ex.len() as f64 / dt, sent - 2 * ex.len())
+}
+
+/// With `PERF_CTL_FIFO` set (`perf record -D -1 --control fifo:PATH`),
+/// profile only the timed runs.
+fn perf_ctl(cmd: &str) {
+    if let Ok(p) = std::env::var("PERF_CTL_FIFO") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(p) {
+            let _ = writeln!(f, "{cmd}");
+        }
+    }
 }
 
 fn main() {
