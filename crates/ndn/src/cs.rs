@@ -447,6 +447,20 @@ impl ContentStore {
         }
     }
 
+    /// Hint the CPU to load the candidate buckets of `name` (and their
+    /// replacement keys when `insert`: a Data about to be stored). Changes
+    /// nothing.
+    pub fn prefetch<N: NameView + ?Sized>(&self, name: &N, insert: bool) {
+        let h = self.hash(name.tlv());
+        for j in 0..self.cfg.subtables {
+            let bi = self.bucket(h, j);
+            nexthop_mem::prefetch(&self.table[bi]);
+            if insert {
+                nexthop_mem::prefetch(&self.keys[bi]);
+            }
+        }
+    }
+
     /// Find a packet for an Interest; returns its wire bytes. A hit
     /// refreshes the packet's LRU/LFU statistics.
     pub fn lookup<N: NameView + ?Sized>(
