@@ -18,7 +18,8 @@
 //! find its Interest's state still in cache, as it would right after it),
 //! either one `process` call per packet (FIB lookups on the decoder's
 //! cached prefix hashes) or one `process_batch` per half group with
-//! `Fib::lookup_batch` and first-bucket prefetch. Reported: packets per second on one core (Interests + Data;
+//! `Prefetch::First` (decode the half group, prefetch every packet's first
+//! FIB bucket and CS and PIT candidates, then process). Reported: packets per second on one core (Interests + Data;
 //! thread CPU time), edge mode (exact PIT) and core mode (fingerprint PIT,
 //! 16-bit fingerprints).
 
@@ -145,8 +146,9 @@ fn forwarder(core: bool, prefetch: Prefetch, o: &Opts) -> Forwarder {
             ..ExactPitConfig::default()
         })
     };
-    // Edge routers need CanBePrefix (the CS's ordered name index); core
-    // routers do not keep it.
+    // Edge routers answer CanBePrefix Interests from the CS (its ordered
+    // name index, built on the first such lookup: never in this stream);
+    // core routers do not.
     let cs = (o.cs > 0).then(|| CsConfig {
         capacity_packets: o.cs,
         prefix_index: !core,
@@ -241,7 +243,7 @@ fn main() {
     let (fib, _) = Fib::build(Config::default(), rules).expect("FIB builds");
     eprintln!("fib: {} rules in {:.1} s", o.fib, t.elapsed().as_secs_f64());
     println!(
-        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: with the CanBePrefix index), {} exchanges per run",
+        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: CanBePrefix enabled, no CanBePrefix Interest), {} exchanges per run",
         o.fib, o.pit, o.cs, o.exchanges
     );
     println!(
