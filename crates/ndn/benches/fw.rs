@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
 //!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
+//!     [--cbp-every 0]
 //! ```
 //!
 //! A FIB of `fib` two-component rules (`/s<k>/d<k mod 16>`, next hop face
@@ -21,7 +22,9 @@
 //! `Prefetch::First` (decode the half group, prefetch every packet's first
 //! FIB bucket and CS and PIT candidates, then process). Reported: packets per second on one core (Interests + Data;
 //! thread CPU time), edge mode (exact PIT) and core mode (fingerprint PIT,
-//! 16-bit fingerprints).
+//! 16-bit fingerprints). With `--cbp-every k > 0` every k-th Interest
+//! has CanBePrefix (as python-ndn and NDNts send some), so the edge CS
+//! keeps its CanBePrefix index and the exact PIT probes Data prefixes.
 
 use std::hint::black_box;
 
@@ -43,6 +46,7 @@ struct Opts {
     group: usize,
     rounds: usize,
     cs: usize,
+    cbp_every: usize,
 }
 
 fn parse_num(s: &str) -> usize {
@@ -60,6 +64,7 @@ fn opts() -> Opts {
         group: 32,
         rounds: 3,
         cs: 65536,
+        cbp_every: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -81,6 +86,7 @@ fn opts() -> Opts {
             "--group" => o.group = parse_num(&v()).max(1),
             "--rounds" => o.rounds = parse_num(&v()),
             "--cs" => o.cs = parse_num(&v()),
+            "--cbp-every" => o.cbp_every = parse_num(&v()),
             "--bench" => {
                 i += 1;
                 continue;
@@ -118,6 +124,7 @@ fn exchanges(o: &Opts, tag: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<Exchange
             let mut i = Interest::new(n.clone());
             i.nonce = Some(rng.gen());
             i.lifetime_ms = Some(4000);
+            i.can_be_prefix = o.cbp_every > 0 && j % o.cbp_every == 0;
             let lp = LpPacket {
                 pit_token: Some((j as u64).to_be_bytes().to_vec()),
                 ..LpPacket::wrap(i.to_wire())
@@ -243,8 +250,16 @@ fn main() {
     let (fib, _) = Fib::build(Config::default(), rules).expect("FIB builds");
     eprintln!("fib: {} rules in {:.1} s", o.fib, t.elapsed().as_secs_f64());
     println!(
-        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: CanBePrefix enabled, no CanBePrefix Interest), {} exchanges per run",
-        o.fib, o.pit, o.cs, o.exchanges
+        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: CanBePrefix enabled), CanBePrefix on {} Interests, {} exchanges per run",
+        o.fib,
+        o.pit,
+        o.cs,
+        if o.cbp_every == 0 {
+            "no".to_string()
+        } else {
+            format!("1 in {}", o.cbp_every)
+        },
+        o.exchanges
     );
     println!(
         "mode   calls (groups of {})  Mpkt/s(median)  extra_sends  runs",
