@@ -24,6 +24,8 @@
 //! * CanBePrefix (edge mode, `prefix_index`): an ordered index of names;
 //!   since TLV is self-delimiting, the Data names under a prefix are the
 //!   byte strings that start with its TLV bytes, one range of the index.
+//!   Its keys hold a name's first 24 bytes inline (the rest boxed), so
+//!   most B-tree comparisons read no heap buffer.
 //!   The index is built on the first CanBePrefix lookup and kept up to
 //!   date from then on; after `capacity_packets` insertions without a
 //!   CanBePrefix lookup it is dropped until the next one (so a stream
@@ -244,6 +246,44 @@ impl Packet {
     }
 }
 
+/// Bytes of a name kept inline in its [`IndexKey`].
+const INDEX_HEAD: usize = 24;
+
+/// A name in the CanBePrefix index: its first [`INDEX_HEAD`] bytes inline
+/// (zero-padded), the rest boxed, and its length. The derived order
+/// (head, tail, length) is the byte order of the names (a padded head
+/// ties only with a zero-extension of the name, which is longer), so the
+/// B-tree keeps names in byte order while most comparisons read only the
+/// node's own memory, not a heap buffer per key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct IndexKey {
+    head: [u8; INDEX_HEAD],
+    tail: Box<[u8]>,
+    len: u32,
+}
+
+impl IndexKey {
+    fn new(name: &[u8]) -> IndexKey {
+        let h = name.len().min(INDEX_HEAD);
+        let mut head = [0u8; INDEX_HEAD];
+        head[..h].copy_from_slice(&name[..h]);
+        IndexKey {
+            head,
+            tail: name[h..].into(),
+            len: name.len() as u32,
+        }
+    }
+
+    /// Whether the name starts with the bytes `p`.
+    fn starts_with(&self, p: &[u8]) -> bool {
+        if p.len() > self.len as usize {
+            return false;
+        }
+        let h = p.len().min(INDEX_HEAD);
+        self.head[..h] == p[..h] && self.tail[..p.len() - h] == p[h..]
+    }
+}
+
 /// Where a Data's wire encoding holds the name value `name`: after the
 /// Data's and the Name's TLV-TYPE and TLV-LENGTH. `None` when it is not
 /// there (the caller then stores the name separately).
@@ -266,7 +306,7 @@ pub struct ContentStore {
     pkts: Vec<Packet>,
     free: Vec<u32>,
     /// The CanBePrefix index, kept while `index_live`.
-    index: BTreeMap<Vec<u8>, u32>,
+    index: BTreeMap<IndexKey, u32>,
     index_live: bool,
     /// Insertions since the last CanBePrefix lookup (while `index_live`).
     since_prefix_lookup: usize,
@@ -420,7 +460,7 @@ impl ContentStore {
         self.index.clear();
         for (i, pk) in self.pkts.iter().enumerate() {
             if pk.live {
-                self.index.insert(pk.name().to_vec(), i as u32);
+                self.index.insert(IndexKey::new(pk.name()), i as u32);
             }
         }
         self.index_live = true;
@@ -493,10 +533,7 @@ impl ContentStore {
             self.since_prefix_lookup = 0;
             let mut seen = 0;
             let mut hit = None;
-            for (k, &p) in self
-                .index
-                .range::<[u8], _>((std::ops::Bound::Included(tlv), std::ops::Bound::Unbounded))
-            {
+            for (k, &p) in self.index.range(IndexKey::new(tlv)..) {
                 if !k.starts_with(tlv) {
                     break;
                 }
@@ -549,7 +586,7 @@ impl ContentStore {
         pk.live = false;
         self.bytes -= pk.wire_len as usize;
         if self.index_live {
-            self.index.remove(pk.name());
+            self.index.remove(&IndexKey::new(pk.name()));
         }
         self.table[at / E].0[at % E] = 0;
         self.keys[at / E].0[at % E] = 0;
@@ -679,7 +716,7 @@ impl ContentStore {
                 self.index.clear();
                 self.index_live = false;
             } else {
-                self.index.insert(tlv.to_vec(), p);
+                self.index.insert(IndexKey::new(tlv), p);
             }
         }
         self.len += 1;
@@ -716,7 +753,7 @@ impl ContentStore {
                     "packet {i}: table entry {e:#x} does not point back"
                 ));
             }
-            if self.index_live && self.index.get(pk.name()) != Some(&(i as u32)) {
+            if self.index_live && self.index.get(&IndexKey::new(pk.name())) != Some(&(i as u32)) {
                 return Err(format!("packet {i}: missing from the name index"));
             }
         }
@@ -1000,6 +1037,40 @@ mod tests {
         assert_eq!(c.stats().index_builds, 2);
         assert_eq!(c.index.len(), c.len());
         c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn index_key_order_is_byte_order_and_prefix_test_matches() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(27);
+        // Prefixes and extensions of a few bases over a short alphabet with
+        // zeros, lengths around the inline head: shared heads, padding
+        // ties with zero-extensions and head/tail boundaries are common.
+        let bases: Vec<Vec<u8>> = (0..4)
+            .map(|_| (0..2 * INDEX_HEAD).map(|_| rng.gen_range(0..3u8)).collect())
+            .collect();
+        let names: Vec<Vec<u8>> = (0..3000)
+            .map(|_| {
+                let base = &bases[rng.gen_range(0..bases.len())];
+                let mut n = base[..rng.gen_range(0..=base.len())].to_vec();
+                for _ in 0..rng.gen_range(0..3) {
+                    n.push(if rng.gen_bool(0.5) {
+                        0
+                    } else {
+                        rng.gen_range(0..3u8)
+                    });
+                }
+                n
+            })
+            .collect();
+        for a in &names[..300] {
+            let ka = IndexKey::new(a);
+            for b in &names {
+                let kb = IndexKey::new(b);
+                assert_eq!(ka.cmp(&kb), a.cmp(b), "{a:?} {b:?}");
+                assert_eq!(kb.starts_with(a), b.starts_with(a), "{b:?} {a:?}");
+            }
+        }
     }
 
     #[test]
