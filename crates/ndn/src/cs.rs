@@ -80,7 +80,8 @@ pub struct CsConfig {
     pub capacity_packets: usize,
     /// Most wire bytes stored (`1..=2^48`).
     pub capacity_bytes: usize,
-    /// Largest packet admitted (`1..=capacity_bytes`).
+    /// Largest packet admitted (`1..=capacity_bytes`; a packet whose wire
+    /// and name take 4 GiB or more is never admitted).
     pub max_packet_bytes: usize,
     /// Replacement policy.
     pub policy: Policy,
@@ -244,6 +245,12 @@ impl Packet {
             }
         }
     }
+}
+
+/// Whether a packet record can address a buffer holding `wire` bytes, a
+/// name of `name` bytes and a digest: its offsets are 32-bit.
+fn fits_record(wire: usize, name: usize) -> bool {
+    wire.saturating_add(name).saturating_add(32) <= u32::MAX as usize
 }
 
 /// Bytes of a name kept inline in its [`IndexKey`].
@@ -635,11 +642,11 @@ impl ContentStore {
         requests: u32,
         now: Millis,
     ) -> CsInsert {
-        if wire.len() > self.cfg.max_packet_bytes {
+        let tlv = name.tlv();
+        if wire.len() > self.cfg.max_packet_bytes || !fits_record(wire.len(), tlv.len()) {
             self.stats.too_large += 1;
             return CsInsert::TooLarge;
         }
-        let tlv = name.tlv();
         let h = self.hash(tlv);
         let fresh_until = now.saturating_add(freshness_ms.unwrap_or(0));
         if let Some(p) = self.find(tlv, h) {
@@ -1071,6 +1078,15 @@ mod tests {
                 assert_eq!(kb.starts_with(a), b.starts_with(a), "{b:?} {a:?}");
             }
         }
+    }
+
+    #[test]
+    fn packets_beyond_32_bit_record_offsets_do_not_fit() {
+        let max = u32::MAX as usize;
+        assert!(fits_record(9000, 100));
+        assert!(fits_record(max - 132, 100));
+        assert!(!fits_record(max - 131, 100));
+        assert!(!fits_record(usize::MAX, 1));
     }
 
     #[test]
