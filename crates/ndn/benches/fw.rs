@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
 //!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
+//!     [--cbp-every 0]
 //! ```
 //!
 //! A FIB of `fib` two-component rules (`/s<k>/d<k mod 16>`, next hop face
@@ -18,9 +19,12 @@
 //! find its Interest's state still in cache, as it would right after it),
 //! either one `process` call per packet (FIB lookups on the decoder's
 //! cached prefix hashes) or one `process_batch` per half group with
-//! `Fib::lookup_batch` and first-bucket prefetch. Reported: packets per second on one core (Interests + Data;
+//! `Prefetch::First` (decode the half group, prefetch every packet's first
+//! FIB bucket and CS and PIT candidates, then process). Reported: packets per second on one core (Interests + Data;
 //! thread CPU time), edge mode (exact PIT) and core mode (fingerprint PIT,
-//! 16-bit fingerprints).
+//! 16-bit fingerprints). With `--cbp-every k > 0` every k-th Interest
+//! has CanBePrefix (as python-ndn and NDNts send some), so the edge CS
+//! keeps its CanBePrefix index and the exact PIT probes Data prefixes.
 
 use std::hint::black_box;
 
@@ -42,6 +46,7 @@ struct Opts {
     group: usize,
     rounds: usize,
     cs: usize,
+    cbp_every: usize,
 }
 
 fn parse_num(s: &str) -> usize {
@@ -59,6 +64,7 @@ fn opts() -> Opts {
         group: 32,
         rounds: 3,
         cs: 65536,
+        cbp_every: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -80,6 +86,7 @@ fn opts() -> Opts {
             "--group" => o.group = parse_num(&v()).max(1),
             "--rounds" => o.rounds = parse_num(&v()),
             "--cs" => o.cs = parse_num(&v()),
+            "--cbp-every" => o.cbp_every = parse_num(&v()),
             "--bench" => {
                 i += 1;
                 continue;
@@ -117,6 +124,7 @@ fn exchanges(o: &Opts, tag: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<Exchange
             let mut i = Interest::new(n.clone());
             i.nonce = Some(rng.gen());
             i.lifetime_ms = Some(4000);
+            i.can_be_prefix = o.cbp_every > 0 && j % o.cbp_every == 0;
             let lp = LpPacket {
                 pit_token: Some((j as u64).to_be_bytes().to_vec()),
                 ..LpPacket::wrap(i.to_wire())
@@ -145,8 +153,9 @@ fn forwarder(core: bool, prefetch: Prefetch, o: &Opts) -> Forwarder {
             ..ExactPitConfig::default()
         })
     };
-    // Edge routers need CanBePrefix (the CS's ordered name index); core
-    // routers do not keep it.
+    // Edge routers answer CanBePrefix Interests from the CS (its ordered
+    // name index, built on the first such lookup: never in this stream);
+    // core routers do not.
     let cs = (o.cs > 0).then(|| CsConfig {
         capacity_packets: o.cs,
         prefix_index: !core,
@@ -191,6 +200,7 @@ fn run(
     let mut ib: Vec<(u32, &[u8])> = Vec::with_capacity(group);
     let mut db: Vec<(u32, &[u8])> = Vec::with_capacity(group);
     let mut sent = 0usize;
+    perf_ctl("enable");
     let t = thread_cpu_secs();
     for g in ex.chunks(group) {
         if !batched {
@@ -212,12 +222,24 @@ fn run(
         out.clear();
     }
     let dt = thread_cpu_secs() - t;
+    perf_ctl("disable");
     black_box(sent);
     assert!(
         sent >= 2 * ex.len(),
         "every Interest forwarded and answered"
     );
     (2.0 * ex.len() as f64 / dt, sent - 2 * ex.len())
+}
+
+/// With `PERF_CTL_FIFO` set (`perf record -D -1 --control fifo:PATH`),
+/// profile only the timed runs.
+fn perf_ctl(cmd: &str) {
+    if let Ok(p) = std::env::var("PERF_CTL_FIFO") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(p) {
+            let _ = writeln!(f, "{cmd}");
+        }
+    }
 }
 
 fn main() {
@@ -228,8 +250,16 @@ fn main() {
     let (fib, _) = Fib::build(Config::default(), rules).expect("FIB builds");
     eprintln!("fib: {} rules in {:.1} s", o.fib, t.elapsed().as_secs_f64());
     println!(
-        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: with the CanBePrefix index), {} exchanges per run",
-        o.fib, o.pit, o.cs, o.exchanges
+        "# forwarding pipeline, in process: {} FIB rules, {} pending Interests, CS {} packets (LRU; edge: CanBePrefix enabled), CanBePrefix on {} Interests, {} exchanges per run",
+        o.fib,
+        o.pit,
+        o.cs,
+        if o.cbp_every == 0 {
+            "no".to_string()
+        } else {
+            format!("1 in {}", o.cbp_every)
+        },
+        o.exchanges
     );
     println!(
         "mode   calls (groups of {})  Mpkt/s(median)  extra_sends  runs",

@@ -3,13 +3,14 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench pit_cs -- [--smoke] [--n 1e6,16e6]
 //!     [--exact-n 1e6,16e6] [--fp-bits 8,12,16] [--catalog 1e6] [--cs 1e5]
-//!     [--requests 4e6] [--zipf 0.8,1.0] [--only pit|fpr|cs]
+//!     [--requests 4e6] [--zipf 0.8,1.0] [--rounds 3] [--only pit|fpr|cs]
 //! ```
 //!
 //! * PIT insert+satisfy: `n` entries are pending (pre-filled with unique
 //!   names), then every operation inserts a new unique Interest and
 //!   satisfies the oldest pending one, so the table stays at `n` entries.
-//!   Reported: operation pairs per second (one core), bytes per entry.
+//!   Reported: operation pairs per second (one core; the median of
+//!   `rounds` consecutive timed phases on the same table), bytes per entry.
 //!   Fingerprint mode, one call per packet and batched (16 Interests then
 //!   16 Data, candidate buckets prefetched, hashing included): w = 16, t = 12, 16 ms ticks, 16 faces, d = 4,
 //!   buckets sized for 75% load (rounded up to powers of two). Exact mode:
@@ -21,8 +22,14 @@
 //!   the dissertation's bound `E * d * ld / 2^w`.
 //! * Content Store: a Zipf request stream over `catalog` names; a lookup
 //!   per request, a 256-byte Data inserted on a miss; capacity `cs`
-//!   packets. Hit rate and lookups/inserts per second for LRU, LFU and
-//!   selective caching (LRU, admit after 2 requests).
+//!   packets; the first 10% warm the store. Hit rate and, each timed as a
+//!   block (no clock read per operation) with the median of `rounds`:
+//!   requests per second (the measured stream cut in `rounds` pieces),
+//!   lookups per second (the measured stream's lookups replayed on the
+//!   final store, no inserts) and inserts per second (`requests / 10`
+//!   never-seen names reported with enough requests to be admitted, each
+//!   evicting a packet), for LRU, LFU and selective caching (LRU, admit
+//!   after 2 requests).
 
 use std::hint::black_box;
 
@@ -44,7 +51,13 @@ struct Opts {
     cs: usize,
     requests: usize,
     zipf: Vec<f64>,
+    rounds: usize,
     only: Option<String>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }
 
 fn parse_num(s: &str) -> usize {
@@ -63,6 +76,7 @@ fn opts() -> Opts {
         cs: 100_000,
         requests: 4_000_000,
         zipf: vec![0.8, 1.0],
+        rounds: 3,
         only: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -79,6 +93,7 @@ fn opts() -> Opts {
                 o.cs = 2_000;
                 o.requests = 50_000;
                 o.zipf = vec![0.8];
+                o.rounds = 1;
                 i += 1;
                 continue;
             }
@@ -99,6 +114,7 @@ fn opts() -> Opts {
                     .collect()
             }
             "--only" => o.only = Some(v),
+            "--rounds" => o.rounds = parse_num(&v).max(1),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -165,20 +181,23 @@ fn bench_fp_pit(o: &Opts) {
         for i in 0..n as u64 {
             p.insert(g.bytes(i), (i % 16) as u32, life, now_of(i));
         }
-        let ops = if o.smoke { n } else { n.max(4_000_000) };
-        let t0 = thread_cpu_secs();
-        let mut delivered = 0u64;
-        for k in 0..ops as u64 {
-            let i = n as u64 + k;
-            let now = now_of(i);
-            black_box(p.insert(g.bytes(i), (i % 16) as u32, life, now));
-            delivered += p.satisfy(g.bytes(k), now).faces.count_ones() as u64;
+        let ops = if o.smoke { n } else { n.max(4_000_000) } as u64;
+        let mut dts = Vec::new();
+        let mut next = 0u64;
+        for _ in 0..o.rounds {
+            let t0 = thread_cpu_secs();
+            let mut delivered = 0u64;
+            for k in next..next + ops {
+                let i = n as u64 + k;
+                let now = now_of(i);
+                black_box(p.insert(g.bytes(i), (i % 16) as u32, life, now));
+                delivered += p.satisfy(g.bytes(k), now).faces.count_ones() as u64;
+            }
+            dts.push(thread_cpu_secs() - t0);
+            assert!(delivered >= ops * 99 / 100, "lost Data: {delivered}/{ops}");
+            next += ops;
         }
-        let dt = thread_cpu_secs() - t0;
-        assert!(
-            delivered >= ops as u64 * 99 / 100,
-            "lost Data: {delivered}/{ops}"
-        );
+        let dt = median(dts);
         // Batched: groups of 16 Interests and 16 Data, buckets prefetched.
         const G: usize = 16;
         let mut items = [FpInterest {
@@ -189,27 +208,32 @@ fn bench_fp_pit(o: &Opts) {
         let mut keys = [p.key(b""); G];
         let mut ins = [FpInsert::Full; G];
         let mut sat = [FpSatisfy::default(); G];
-        let t0 = thread_cpu_secs();
-        let mut delivered = 0u64;
-        for base in (ops as u64..2 * ops as u64).step_by(G) {
-            let now = now_of(n as u64 + base);
-            for (j, it) in items.iter_mut().enumerate() {
-                let i = n as u64 + base + j as u64;
-                it.key = p.key(g.bytes(i));
-                it.face = (i % 16) as u32;
+        let mut dts = Vec::new();
+        for _ in 0..o.rounds {
+            let t0 = thread_cpu_secs();
+            let mut delivered = 0u64;
+            for base in (next..next + ops).step_by(G) {
+                let now = now_of(n as u64 + base);
+                for (j, it) in items.iter_mut().enumerate() {
+                    let i = n as u64 + base + j as u64;
+                    it.key = p.key(g.bytes(i));
+                    it.face = (i % 16) as u32;
+                }
+                for (j, k) in keys.iter_mut().enumerate() {
+                    *k = p.key(g.bytes(base + j as u64));
+                }
+                p.insert_batch(&items, now, &mut ins);
+                p.satisfy_batch(&keys, now, &mut sat);
+                delivered += sat.iter().map(|s| s.faces.count_ones() as u64).sum::<u64>();
             }
-            for (j, k) in keys.iter_mut().enumerate() {
-                *k = p.key(g.bytes(base + j as u64));
-            }
-            p.insert_batch(&items, now, &mut ins);
-            p.satisfy_batch(&keys, now, &mut sat);
-            delivered += sat.iter().map(|s| s.faces.count_ones() as u64).sum::<u64>();
+            dts.push(thread_cpu_secs() - t0);
+            assert!(
+                delivered >= ops * 99 / 100,
+                "lost Data (batched): {delivered}/{ops}"
+            );
+            next += ops;
         }
-        let dtb = thread_cpu_secs() - t0;
-        assert!(
-            delivered >= ops as u64 * 99 / 100,
-            "lost Data (batched): {delivered}/{ops}"
-        );
+        let dtb = median(dts);
         println!(
             "{:>10} {:>10} {:>8.3} {:>10.1} {:>12.0} {:>10.1} {:>12.0} {:>10.1}",
             n,
@@ -265,25 +289,29 @@ fn bench_exact_pit(o: &Opts) {
         let ops = if o.smoke { n } else { n.max(4_000_000) };
         let mut out = Vec::with_capacity(4);
         let mut g2 = NameGen::new();
-        let t0 = thread_cpu_secs();
-        let mut delivered = 0;
-        for k in 0..ops as u64 {
-            let i = n as u64 + k;
-            insert(&mut p, &mut g, i);
-            out.clear();
-            let name = g2.set(k);
-            delivered += p.satisfy(
-                &DataMatch {
-                    name: &name,
-                    digest: None,
-                },
-                99,
-                now_of(i),
-                &mut out,
-            );
+        let mut dts = Vec::new();
+        for r in 0..o.rounds as u64 {
+            let t0 = thread_cpu_secs();
+            let mut delivered = 0;
+            for k in r * ops as u64..(r + 1) * ops as u64 {
+                let i = n as u64 + k;
+                insert(&mut p, &mut g, i);
+                out.clear();
+                let name = g2.set(k);
+                delivered += p.satisfy(
+                    &DataMatch {
+                        name: &name,
+                        digest: None,
+                    },
+                    99,
+                    now_of(i),
+                    &mut out,
+                );
+            }
+            dts.push(thread_cpu_secs() - t0);
+            assert_eq!(delivered, ops);
         }
-        let dt = thread_cpu_secs() - t0;
-        assert_eq!(delivered, ops);
+        let dt = median(dts);
         println!(
             "{:>10} {:>12.1} {:>12.0} {:>10.1}",
             n,
@@ -339,14 +367,23 @@ fn bench_false_matches(o: &Opts) {
     }
 }
 
+/// An exact-name query.
+fn q<'a>(name: &'a NameSlice<'a>) -> CsQuery<'a, NameSlice<'a>> {
+    CsQuery {
+        name,
+        can_be_prefix: false,
+        must_be_fresh: false,
+    }
+}
+
 fn bench_cs(o: &Opts) {
     println!(
         "\n== Content Store: Zipf over {} names, capacity {} packets, 256-byte Data, {} requests",
         o.catalog, o.cs, o.requests
     );
     println!(
-        "{:>5} {:>10} {:>8} {:>12} {:>12} {:>10}",
-        "zipf", "policy", "hit", "lookups/s", "inserts/s", "evicted"
+        "{:>5} {:>10} {:>8} {:>12} {:>12} {:>12} {:>10}",
+        "zipf", "policy", "hit", "requests/s", "lookups/s", "inserts/s", "evicted"
     );
     let wire = vec![0xABu8; 256];
     for &s in &o.zipf {
@@ -367,49 +404,63 @@ fn bench_cs(o: &Opts) {
             })
             .expect("config");
             let mut g = NameGen::new();
-            let (mut t_lookup, mut t_insert, mut inserts, mut hits) = (0.0, 0.0, 0u64, 0u64);
-            // Warm up with the first 10% of the stream, then measure.
+            // Warm up with the first 10% of the stream, then measure in
+            // `rounds` pieces.
             let warm = o.requests / 10;
-            for (k, &r) in stream.iter().enumerate() {
-                let name = g.set(r as u64);
-                let t0 = thread_cpu_secs();
-                let hit = cs
-                    .lookup(
-                        &CsQuery {
-                            name: &name,
-                            can_be_prefix: false,
-                            must_be_fresh: false,
-                        },
-                        0,
-                    )
-                    .is_some();
-                let t1 = thread_cpu_secs();
-                if !hit {
-                    black_box(cs.insert(&name, &wire, Some(1_000_000), 1, 0));
-                }
-                if k >= warm {
-                    t_lookup += t1 - t0;
-                    if hit {
+            let mut hits = 0u64;
+            let mut run = |cs: &mut ContentStore, part: &[usize], count: bool| {
+                for &r in part {
+                    let name = g.set(r as u64);
+                    let hit = cs.lookup(&q(&name), 0).is_some();
+                    if !hit {
+                        black_box(cs.insert(&name, &wire, Some(1_000_000), 1, 0));
+                    } else if count {
                         hits += 1;
-                    } else {
-                        t_insert += thread_cpu_secs() - t1;
-                        inserts += 1;
                     }
                 }
+            };
+            run(&mut cs, &stream[..warm], false);
+            let measured = &stream[warm..];
+            let piece = measured.len().div_ceil(o.rounds).max(1);
+            let mut req_rates = Vec::new();
+            for part in measured.chunks(piece) {
+                let t0 = thread_cpu_secs();
+                run(&mut cs, part, true);
+                req_rates.push(part.len() as f64 / (thread_cpu_secs() - t0));
             }
-            let measured = (o.requests - warm) as f64;
+            let hit_rate = hits as f64 / measured.len() as f64;
+            let evicted = cs.stats().evicted;
+            let mut g = NameGen::new();
+            let mut lookup_rates = Vec::new();
+            for _ in 0..o.rounds {
+                let t0 = thread_cpu_secs();
+                for &r in measured {
+                    black_box(cs.lookup(&q(&g.set(r as u64)), 0).is_some());
+                }
+                lookup_rates.push(measured.len() as f64 / (thread_cpu_secs() - t0));
+            }
+            let fresh = (o.requests / 10).max(1) as u64;
+            let mut insert_rates = Vec::new();
+            for k in 0..o.rounds as u64 {
+                let base = o.catalog as u64 + k * fresh;
+                let t0 = thread_cpu_secs();
+                for i in base..base + fresh {
+                    black_box(cs.insert(&g.set(i), &wire, Some(1_000_000), admit.max(1), 0));
+                }
+                insert_rates.push(fresh as f64 / (thread_cpu_secs() - t0));
+            }
             println!(
-                "{:>5} {:>10} {:>8.4} {:>12.0} {:>12.0} {:>10}",
+                "{:>5} {:>10} {:>8.4} {:>12.0} {:>12.0} {:>12.0} {:>10}",
                 s,
                 label,
-                hits as f64 / measured,
-                measured / t_lookup,
-                inserts as f64 / t_insert.max(1e-9),
-                cs.stats().evicted
+                hit_rate,
+                median(req_rates),
+                median(lookup_rates),
+                median(insert_rates),
+                evicted
             );
         }
     }
-    println!("(per-operation times include one clock read, ~20-40 ns)");
 }
 
 fn main() {

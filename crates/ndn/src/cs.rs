@@ -6,10 +6,14 @@
 //!   names only on a fingerprint match.
 //! * Replacement by *local search* (§6.1.3): when the store is full, the
 //!   victim is the worst of the `d x E` entries the insertion visits —
-//!   least recently used (a logical timestamp per packet) or least
-//!   frequently used (a reference count, ties to the older). When those
-//!   buckets are empty (a byte cap biting), a clock hand over the buffers
-//!   picks the victim.
+//!   least recently used (a logical timestamp) or least frequently used (a
+//!   reference count, ties to the older). The replacement keys live beside
+//!   the table, one 64-byte line of 8 keys per bucket, so the search reads
+//!   `d` key lines and no packet record. When those buckets are empty (a
+//!   byte cap biting), a clock hand over the buffers picks the victim.
+//! * Packet buffers out of line: one reused buffer per packet holds the
+//!   wire bytes, the name (a range of the wire when the name is where a
+//!   Data puts it, else appended) and, once computed, the implicit digest.
 //! * Selective caching (§5.4.4): with `admit_after = k > 1`, a Data is
 //!   admitted only once its name was requested `k` times: the caller
 //!   passes the number of requests the PIT saw, and lookup misses are
@@ -20,7 +24,14 @@
 //! * CanBePrefix (edge mode, `prefix_index`): an ordered index of names;
 //!   since TLV is self-delimiting, the Data names under a prefix are the
 //!   byte strings that start with its TLV bytes, one range of the index.
-//!   Without the index a CanBePrefix Interest matches its exact name only.
+//!   Its keys hold a name's first 24 bytes inline (the rest boxed), so
+//!   most B-tree comparisons read no heap buffer.
+//!   The index is built on the first CanBePrefix lookup and kept up to
+//!   date from then on; after `capacity_packets` insertions without a
+//!   CanBePrefix lookup it is dropped until the next one (so a stream
+//!   without CanBePrefix Interests pays nothing for it, and a rebuild's
+//!   `O(n log n)` is amortized over at least `n` insertions). Without
+//!   `prefix_index` a CanBePrefix Interest matches its exact name only.
 //! * Implicit digest: an Interest name ending in a 32-byte
 //!   ImplicitSha256DigestComponent matches the Data named by the rest with
 //!   that SHA-256 digest (computed on demand, cached per packet).
@@ -41,6 +52,18 @@ struct Bucket([u64; E]);
 
 const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
 
+/// Replacement keys of a bucket's entries (smaller = evicted first): LRU,
+/// the logical time of the last use; LFU, `uses << 40 | last use` (uses
+/// saturate at `2^24 - 1`, times count modulo `2^40`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Keys([u64; E]);
+
+const _: () = assert!(std::mem::size_of::<Keys>() == 64);
+
+const LFU_TIME_BITS: u32 = 40;
+const LFU_MAX_USES: u64 = (1 << (64 - LFU_TIME_BITS)) - 1;
+
 /// Replacement policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -57,7 +80,8 @@ pub struct CsConfig {
     pub capacity_packets: usize,
     /// Most wire bytes stored (`1..=2^48`).
     pub capacity_bytes: usize,
-    /// Largest packet admitted (`1..=capacity_bytes`).
+    /// Largest packet admitted (`1..=capacity_bytes`; a packet whose wire
+    /// and name take 4 GiB or more is never admitted).
     pub max_packet_bytes: usize,
     /// Replacement policy.
     pub policy: Policy,
@@ -172,19 +196,111 @@ pub struct CsStats {
     pub evicted: u64,
     /// CanBePrefix lookups stopped by `prefix_scan_limit`.
     pub scan_limited: u64,
+    /// CanBePrefix index (re)builds: the first CanBePrefix lookup, and the
+    /// first after the index was dropped for lack of them.
+    pub index_builds: u64,
 }
 
+/// A stored packet: `buf` holds the wire bytes (`..wire_len`), the name's
+/// TLV value at `name_at..name_at + name_len` (inside the wire, or appended
+/// after it) and, when `has_digest`, the implicit digest in its last 32
+/// bytes. The buffer is reused when the record is.
 #[derive(Clone, Debug, Default)]
 struct Packet {
-    live: bool,
-    name: Vec<u8>,
-    wire: Vec<u8>,
+    buf: Vec<u8>,
     fresh_until: Millis,
-    digest: Option<[u8; 32]>,
-    last_use: u64,
-    uses: u32,
+    wire_len: u32,
+    name_at: u32,
+    name_len: u32,
     /// Bucket index * E + entry.
     at: u32,
+    live: bool,
+    has_digest: bool,
+}
+
+impl Packet {
+    #[inline]
+    fn wire(&self) -> &[u8] {
+        &self.buf[..self.wire_len as usize]
+    }
+
+    #[inline]
+    fn name(&self) -> &[u8] {
+        &self.buf[self.name_at as usize..(self.name_at + self.name_len) as usize]
+    }
+
+    /// Store `wire` and the name value `name` (found inside the wire where
+    /// a Data carries it, else appended).
+    fn store(&mut self, name: &[u8], wire: &[u8]) {
+        self.buf.clear();
+        self.buf.extend_from_slice(wire);
+        self.wire_len = wire.len() as u32;
+        self.name_len = name.len() as u32;
+        self.has_digest = false;
+        match name_offset(wire, name) {
+            Some(at) => self.name_at = at as u32,
+            None => {
+                self.name_at = wire.len() as u32;
+                self.buf.extend_from_slice(name);
+            }
+        }
+    }
+}
+
+/// Whether a packet record can address a buffer holding `wire` bytes, a
+/// name of `name` bytes and a digest: its offsets are 32-bit.
+fn fits_record(wire: usize, name: usize) -> bool {
+    wire.saturating_add(name).saturating_add(32) <= u32::MAX as usize
+}
+
+/// Bytes of a name kept inline in its [`IndexKey`].
+const INDEX_HEAD: usize = 24;
+
+/// A name in the CanBePrefix index: its first [`INDEX_HEAD`] bytes inline
+/// (zero-padded), the rest boxed, and its length. The derived order
+/// (head, tail, length) is the byte order of the names (a padded head
+/// ties only with a zero-extension of the name, which is longer), so the
+/// B-tree keeps names in byte order while most comparisons read only the
+/// node's own memory, not a heap buffer per key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct IndexKey {
+    head: [u8; INDEX_HEAD],
+    tail: Box<[u8]>,
+    len: u32,
+}
+
+impl IndexKey {
+    fn new(name: &[u8]) -> IndexKey {
+        let h = name.len().min(INDEX_HEAD);
+        let mut head = [0u8; INDEX_HEAD];
+        head[..h].copy_from_slice(&name[..h]);
+        IndexKey {
+            head,
+            tail: name[h..].into(),
+            len: name.len() as u32,
+        }
+    }
+
+    /// Whether the name starts with the bytes `p`.
+    fn starts_with(&self, p: &[u8]) -> bool {
+        if p.len() > self.len as usize {
+            return false;
+        }
+        let h = p.len().min(INDEX_HEAD);
+        self.head[..h] == p[..h] && self.tail[..p.len() - h] == p[h..]
+    }
+}
+
+/// Where a Data's wire encoding holds the name value `name`: after the
+/// Data's and the Name's TLV-TYPE and TLV-LENGTH. `None` when it is not
+/// there (the caller then stores the name separately).
+fn name_offset(wire: &[u8], name: &[u8]) -> Option<usize> {
+    use nexthop_wire::ndn::tlv::read_var_number;
+    let mut at = 0;
+    for _ in 0..4 {
+        at += read_var_number(wire, at).ok()?.1;
+    }
+    (wire.get(at..at.checked_add(name.len())?)? == name).then_some(at)
 }
 
 /// The Content Store. See the module docs.
@@ -193,9 +309,14 @@ pub struct ContentStore {
     cfg: CsConfig,
     buckets_per_sub: u32,
     table: Vec<Bucket>,
+    keys: Vec<Keys>,
     pkts: Vec<Packet>,
     free: Vec<u32>,
-    index: BTreeMap<Vec<u8>, u32>,
+    /// The CanBePrefix index, kept while `index_live`.
+    index: BTreeMap<IndexKey, u32>,
+    index_live: bool,
+    /// Insertions since the last CanBePrefix lookup (while `index_live`).
+    since_prefix_lookup: usize,
     len: usize,
     bytes: usize,
     clock: u64,
@@ -236,9 +357,12 @@ impl ContentStore {
             cfg,
             buckets_per_sub: per_sub as u32,
             table: vec![Bucket::default(); per_sub * cfg.subtables],
+            keys: vec![Keys::default(); per_sub * cfg.subtables],
             pkts: Vec::new(),
             free: Vec::new(),
             index: BTreeMap::new(),
+            index_live: false,
+            since_prefix_lookup: 0,
             len: 0,
             bytes: 0,
             clock: 0,
@@ -298,7 +422,7 @@ impl ContentStore {
             for &e in &b.0 {
                 if e != 0 && e >> 32 == fp {
                     let p = (e as u32) - 1;
-                    if self.pkts[p as usize].name == name {
+                    if self.pkts[p as usize].name() == name {
                         return Some(p);
                     }
                 }
@@ -309,15 +433,45 @@ impl ContentStore {
 
     fn digest_of(&mut self, p: u32) -> [u8; 32] {
         let pk = &mut self.pkts[p as usize];
-        *pk.digest
-            .get_or_insert_with(|| nexthop_wire::ndn::implicit_digest(&pk.wire))
+        if !pk.has_digest {
+            let dg = nexthop_wire::ndn::implicit_digest(pk.wire());
+            pk.buf.extend_from_slice(&dg);
+            pk.has_digest = true;
+        }
+        let mut dg = [0u8; 32];
+        dg.copy_from_slice(&pk.buf[pk.buf.len() - 32..]);
+        dg
+    }
+
+    /// The replacement key of a packet used `uses` times, last now.
+    #[inline]
+    fn key(&self, uses: u64) -> u64 {
+        match self.cfg.policy {
+            Policy::Lru => self.clock,
+            Policy::Lfu => {
+                uses.min(LFU_MAX_USES) << LFU_TIME_BITS | (self.clock & ((1 << LFU_TIME_BITS) - 1))
+            }
+        }
     }
 
     fn touch(&mut self, p: u32) {
         self.clock += 1;
-        let pk = &mut self.pkts[p as usize];
-        pk.last_use = self.clock;
-        pk.uses = pk.uses.saturating_add(1);
+        let at = self.pkts[p as usize].at as usize;
+        let uses = (self.keys[at / E].0[at % E] >> LFU_TIME_BITS) + 1;
+        self.keys[at / E].0[at % E] = self.key(uses);
+    }
+
+    /// Start keeping the CanBePrefix index (first CanBePrefix lookup, or
+    /// the first after it was dropped): index every stored name.
+    fn build_index(&mut self) {
+        self.index.clear();
+        for (i, pk) in self.pkts.iter().enumerate() {
+            if pk.live {
+                self.index.insert(IndexKey::new(pk.name()), i as u32);
+            }
+        }
+        self.index_live = true;
+        self.stats.index_builds += 1;
     }
 
     fn sketch_slot(&self, h: u64) -> usize {
@@ -337,6 +491,20 @@ impl ContentStore {
                 *c >>= 1;
             }
             self.sketch_ops = 0;
+        }
+    }
+
+    /// Hint the CPU to load the candidate buckets of `name` (and their
+    /// replacement keys when `insert`: a Data about to be stored). Changes
+    /// nothing.
+    pub fn prefetch<N: NameView + ?Sized>(&self, name: &N, insert: bool) {
+        let h = self.hash(name.tlv());
+        for j in 0..self.cfg.subtables {
+            let bi = self.bucket(h, j);
+            nexthop_mem::prefetch(&self.table[bi]);
+            if insert {
+                nexthop_mem::prefetch(&self.keys[bi]);
+            }
         }
     }
 
@@ -366,12 +534,13 @@ impl ContentStore {
                 _ => None,
             }
         } else if q.can_be_prefix && self.cfg.prefix_index {
+            if !self.index_live {
+                self.build_index();
+            }
+            self.since_prefix_lookup = 0;
             let mut seen = 0;
             let mut hit = None;
-            for (k, &p) in self
-                .index
-                .range::<[u8], _>((std::ops::Bound::Included(tlv), std::ops::Bound::Unbounded))
-            {
+            for (k, &p) in self.index.range(IndexKey::new(tlv)..) {
                 if !k.starts_with(tlv) {
                     break;
                 }
@@ -402,7 +571,7 @@ impl ContentStore {
             Some(p) => {
                 self.stats.hits += 1;
                 self.touch(p);
-                Some(&self.pkts[p as usize].wire)
+                Some(self.pkts[p as usize].wire())
             }
             None => {
                 if stale {
@@ -422,41 +591,32 @@ impl ContentStore {
         let pk = &mut self.pkts[p as usize];
         let at = pk.at as usize;
         pk.live = false;
-        self.bytes -= pk.wire.len();
-        pk.wire.clear();
-        pk.digest = None;
-        let name = std::mem::take(&mut pk.name);
-        if self.cfg.prefix_index {
-            self.index.remove(&name);
+        self.bytes -= pk.wire_len as usize;
+        if self.index_live {
+            self.index.remove(&IndexKey::new(pk.name()));
         }
         self.table[at / E].0[at % E] = 0;
+        self.keys[at / E].0[at % E] = 0;
         self.free.push(p);
         self.len -= 1;
         self.stats.evicted += 1;
     }
 
-    fn worse(&self, a: u32, b: u32) -> bool {
-        let (pa, pb) = (&self.pkts[a as usize], &self.pkts[b as usize]);
-        match self.cfg.policy {
-            Policy::Lru => pa.last_use < pb.last_use,
-            Policy::Lfu => (pa.uses, pa.last_use) < (pb.uses, pb.last_use),
-        }
-    }
-
-    /// The local-search victim among the candidates of hash `h`.
+    /// The local-search victim among the candidates of hash `h`: the
+    /// smallest replacement key (the first of equal ones), read from the
+    /// key lines of the `d` candidate buckets.
     fn local_victim(&self, h: u64) -> Option<u32> {
-        let mut v: Option<u32> = None;
+        let mut v: Option<(u64, u64)> = None;
         for j in 0..self.cfg.subtables {
-            for &e in &self.table[self.bucket(h, j)].0 {
-                if e != 0 {
-                    let p = e as u32 - 1;
-                    if v.is_none_or(|v| self.worse(p, v)) {
-                        v = Some(p);
-                    }
+            let bi = self.bucket(h, j);
+            let (b, k) = (&self.table[bi].0, &self.keys[bi].0);
+            for i in 0..E {
+                if b[i] != 0 && v.is_none_or(|(vk, _)| k[i] < vk) {
+                    v = Some((k[i], b[i]));
                 }
             }
         }
-        v
+        v.map(|(_, e)| e as u32 - 1)
     }
 
     fn hand_victim(&mut self) -> Option<u32> {
@@ -482,19 +642,17 @@ impl ContentStore {
         requests: u32,
         now: Millis,
     ) -> CsInsert {
-        if wire.len() > self.cfg.max_packet_bytes {
+        let tlv = name.tlv();
+        if wire.len() > self.cfg.max_packet_bytes || !fits_record(wire.len(), tlv.len()) {
             self.stats.too_large += 1;
             return CsInsert::TooLarge;
         }
-        let tlv = name.tlv();
         let h = self.hash(tlv);
         let fresh_until = now.saturating_add(freshness_ms.unwrap_or(0));
         if let Some(p) = self.find(tlv, h) {
             let pk = &mut self.pkts[p as usize];
-            self.bytes = self.bytes - pk.wire.len() + wire.len();
-            pk.wire.clear();
-            pk.wire.extend_from_slice(wire);
-            pk.digest = None;
+            self.bytes = self.bytes - pk.wire_len as usize + wire.len();
+            pk.store(tlv, wire);
             pk.fresh_until = fresh_until;
             self.stats.replaced += 1;
             self.trim_bytes(p);
@@ -549,20 +707,24 @@ impl ContentStore {
             }
         };
         self.clock += 1;
+        let key = self.key(1);
         let pk = &mut self.pkts[p as usize];
         pk.live = true;
-        pk.name.clear();
-        pk.name.extend_from_slice(tlv);
-        pk.wire.clear();
-        pk.wire.extend_from_slice(wire);
+        pk.store(tlv, wire);
         pk.fresh_until = fresh_until;
-        pk.digest = None;
-        pk.last_use = self.clock;
-        pk.uses = 1;
         pk.at = (bi * E + i) as u32;
         self.table[bi].0[i] = (h >> 32) << 32 | (p as u64 + 1);
-        if self.cfg.prefix_index {
-            self.index.insert(tlv.to_vec(), p);
+        self.keys[bi].0[i] = key;
+        if self.index_live {
+            self.since_prefix_lookup += 1;
+            if self.since_prefix_lookup > self.cfg.capacity_packets {
+                // No CanBePrefix lookup for a whole store's worth of
+                // insertions: stop keeping the index until the next one.
+                self.index.clear();
+                self.index_live = false;
+            } else {
+                self.index.insert(IndexKey::new(tlv), p);
+            }
         }
         self.len += 1;
         self.bytes += wire.len();
@@ -591,14 +753,14 @@ impl ContentStore {
                 continue;
             }
             n += 1;
-            bytes += pk.wire.len();
+            bytes += pk.wire_len as usize;
             let e = self.table[pk.at as usize / E].0[pk.at as usize % E];
-            if e as u32 != i as u32 + 1 || e >> 32 != self.hash(&pk.name) >> 32 {
+            if e as u32 != i as u32 + 1 || e >> 32 != self.hash(pk.name()) >> 32 {
                 return Err(format!(
                     "packet {i}: table entry {e:#x} does not point back"
                 ));
             }
-            if self.cfg.prefix_index && self.index.get(&pk.name) != Some(&(i as u32)) {
+            if self.index_live && self.index.get(&IndexKey::new(pk.name())) != Some(&(i as u32)) {
                 return Err(format!("packet {i}: missing from the name index"));
             }
         }
@@ -614,7 +776,7 @@ impl ContentStore {
                 self.len, self.bytes
             ));
         }
-        if self.cfg.prefix_index && self.index.len() != n {
+        if self.index_live && self.index.len() != n {
             return Err(format!("index holds {} names, {n} live", self.index.len()));
         }
         if n > self.cfg.capacity_packets || bytes > self.cfg.capacity_bytes {
@@ -810,6 +972,138 @@ mod tests {
         assert!(c.lookup(&q(&b, false, false), 0).is_none());
         assert_eq!(c.insert(&b, b"d", None, 1, 0), CsInsert::Admitted);
         assert_eq!(c.stats().not_admitted, 2);
+    }
+
+    #[test]
+    fn data_wire_holds_the_name_once_and_other_bytes_get_it_appended() {
+        let mut c = cs(CsConfig::default());
+        let a = nm(&["a", "b"]);
+        let mut d = nexthop_wire::ndn::Data::new(a.to_name(), vec![7; 300]);
+        d.meta_info.freshness_period_ms = Some(1000);
+        d.sign_digest_sha256();
+        let wire = d.to_wire();
+        // The name's value sits after the Data's header (TLV-LENGTH in 3
+        // bytes for this size) and the Name's.
+        assert_eq!(name_offset(&wire, a.tlv()), Some(6));
+        assert_eq!(name_offset(&wire, nm(&["a", "c"]).tlv()), None);
+        assert_eq!(name_offset(&[6], a.tlv()), None);
+        c.insert(&a, &wire, Some(1000), 1, 0);
+        let p = c.find(a.tlv(), c.hash(a.tlv())).unwrap();
+        assert_eq!(c.pkts[p as usize].buf.len(), wire.len());
+        // Bytes without the name in place: the name is kept after them.
+        let b = nm(&["b"]);
+        c.insert(&b, b"opaque", Some(1000), 1, 0);
+        let p = c.find(b.tlv(), c.hash(b.tlv())).unwrap();
+        assert_eq!(c.pkts[p as usize].buf.len(), 6 + b.tlv().len());
+        assert_eq!(c.lookup(&q(&a, false, true), 1), Some(&wire[..]));
+        assert_eq!(c.lookup(&q(&b, false, true), 1), Some(&b"opaque"[..]));
+        // The digest is cached after the name and does not change either.
+        let mut full = a.clone();
+        full.push(1, &nexthop_wire::ndn::implicit_digest(&wire))
+            .unwrap();
+        assert_eq!(c.lookup(&q(&full, false, false), 1), Some(&wire[..]));
+        assert_eq!(c.lookup(&q(&full, false, false), 1), Some(&wire[..]));
+        assert_eq!(c.lookup(&q(&a, true, false), 1), Some(&wire[..]));
+        c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn prefix_index_is_built_on_demand_and_dropped_when_unused() {
+        let mut c = cs(CsConfig {
+            capacity_packets: 16,
+            ..CsConfig::default()
+        });
+        let n = |i: usize| nm(&["p", &format!("{i}")]);
+        for i in 0..10 {
+            c.insert(&n(i), format!("{i}").as_bytes(), Some(1000), 1, 0);
+        }
+        assert!(!c.index_live);
+        assert_eq!(c.stats().index_builds, 0);
+        // The first CanBePrefix lookup indexes what is stored.
+        assert_eq!(c.lookup(&q(&n(3), true, false), 1), Some(&b"3"[..]));
+        assert_eq!(c.stats().index_builds, 1);
+        c.check_invariants().unwrap();
+        // Kept up to date while CanBePrefix lookups keep coming.
+        for i in 10..40 {
+            c.insert(&n(i), format!("{i}").as_bytes(), Some(1000), 1, 0);
+            assert_eq!(
+                c.lookup(&q(&n(i), true, false), 1),
+                Some(format!("{i}").as_bytes())
+            );
+            c.check_invariants().unwrap();
+        }
+        assert_eq!(c.stats().index_builds, 1);
+        // A store's worth of insertions without one: dropped.
+        for i in 40..60 {
+            c.insert(&n(i), format!("{i}").as_bytes(), Some(1000), 1, 0);
+        }
+        assert!(!c.index_live);
+        c.check_invariants().unwrap();
+        // And rebuilt, complete, by the next.
+        assert_eq!(c.lookup(&q(&n(59), true, false), 1), Some(&b"59"[..]));
+        assert_eq!(c.stats().index_builds, 2);
+        assert_eq!(c.index.len(), c.len());
+        c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn index_key_order_is_byte_order_and_prefix_test_matches() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(27);
+        // Prefixes and extensions of a few bases over a short alphabet with
+        // zeros, lengths around the inline head: shared heads, padding
+        // ties with zero-extensions and head/tail boundaries are common.
+        let bases: Vec<Vec<u8>> = (0..4)
+            .map(|_| (0..2 * INDEX_HEAD).map(|_| rng.gen_range(0..3u8)).collect())
+            .collect();
+        let names: Vec<Vec<u8>> = (0..3000)
+            .map(|_| {
+                let base = &bases[rng.gen_range(0..bases.len())];
+                let mut n = base[..rng.gen_range(0..=base.len())].to_vec();
+                for _ in 0..rng.gen_range(0..3) {
+                    n.push(if rng.gen_bool(0.5) {
+                        0
+                    } else {
+                        rng.gen_range(0..3u8)
+                    });
+                }
+                n
+            })
+            .collect();
+        for a in &names[..300] {
+            let ka = IndexKey::new(a);
+            for b in &names {
+                let kb = IndexKey::new(b);
+                assert_eq!(ka.cmp(&kb), a.cmp(b), "{a:?} {b:?}");
+                assert_eq!(kb.starts_with(a), b.starts_with(a), "{b:?} {a:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn packets_beyond_32_bit_record_offsets_do_not_fit() {
+        let max = u32::MAX as usize;
+        assert!(fits_record(9000, 100));
+        assert!(fits_record(max - 132, 100));
+        assert!(!fits_record(max - 131, 100));
+        assert!(!fits_record(usize::MAX, 1));
+    }
+
+    #[test]
+    fn lfu_keys_count_uses_then_age() {
+        let mut c = cs(CsConfig {
+            policy: Policy::Lfu,
+            ..CsConfig::default()
+        });
+        let a = nm(&["a"]);
+        c.insert(&a, b"a", None, 1, 0);
+        for _ in 0..5 {
+            c.lookup(&q(&a, false, false), 1);
+        }
+        let at = c.pkts[c.find(a.tlv(), c.hash(a.tlv())).unwrap() as usize].at as usize;
+        let k = c.keys[at / E].0[at % E];
+        assert_eq!(k >> LFU_TIME_BITS, 6);
+        assert_eq!(k & ((1 << LFU_TIME_BITS) - 1), c.clock);
     }
 
     #[test]

@@ -830,6 +830,45 @@ impl Fib {
         self.lookup_linear_traced(name, &mut Trace::default())
     }
 
+    /// Hint the CPU to load the buckets a lookup with these prefix hashes
+    /// (`hashes[i]` for `i + 1` components, as [`Self::lookup_hashed`]
+    /// takes them) reads first: the first probed level's bucket (`First`)
+    /// or every level's (`All`).
+    #[inline]
+    fn prefetch_hashed(&self, hashes: &[u64], prefetch: Prefetch) {
+        let e = hashes.len();
+        match prefetch {
+            Prefetch::None => {}
+            Prefetch::First => {
+                let mut node = self.tree.root as usize;
+                while node > e {
+                    node = self.tree.left[node] as usize;
+                }
+                if node != 0 {
+                    let t = &self.tables[node - 1];
+                    nexthop_mem::prefetch(&t.buckets[t.home_of(hashes[node - 1])]);
+                }
+            }
+            Prefetch::All => {
+                for l in 1..=e {
+                    let t = &self.tables[l - 1];
+                    nexthop_mem::prefetch(&t.buckets[t.home_of(hashes[l - 1])]);
+                }
+            }
+        }
+    }
+
+    /// Prefetch for a later [`Self::lookup_name`] of `name`, on the prefix
+    /// hashes it cached (nothing when this FIB cannot use them, see
+    /// [`Self::lookup_name`]). Changes nothing.
+    #[inline]
+    pub fn prefetch_name(&self, name: &Name, prefetch: Prefetch) {
+        if self.cfg.strategy == Strategy::VerifyEach && self.cfg.key.0 == PREFIX_HASH_SEED {
+            let e = self.effective_len(name.len());
+            self.prefetch_hashed(&name.prefix_hashes()[1..=e], prefetch);
+        }
+    }
+
     /// Look up `names` in groups of 16: hash every name of a group, issue
     /// the prefetches, then search. `out.len()` must equal `names.len()`;
     /// returns the number of names that matched. Allocates nothing.
@@ -941,25 +980,7 @@ impl Fib {
         for (i, n) in gn.iter().enumerate() {
             let e = self.effective_len(n.component_count());
             self.hasher.hash_prefixes(n, &mut hashes[i][..e]);
-            match prefetch {
-                Prefetch::None => {}
-                Prefetch::First => {
-                    let mut node = self.tree.root as usize;
-                    while node > e {
-                        node = self.tree.left[node] as usize;
-                    }
-                    if node != 0 {
-                        let t = &self.tables[node - 1];
-                        nexthop_mem::prefetch(&t.buckets[t.home_of(hashes[i][node - 1])]);
-                    }
-                }
-                Prefetch::All => {
-                    for l in 1..=e {
-                        let t = &self.tables[l - 1];
-                        nexthop_mem::prefetch(&t.buckets[t.home_of(hashes[i][l - 1])]);
-                    }
-                }
-            }
+            self.prefetch_hashed(&hashes[i][..e], prefetch);
         }
         for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
             let e = self.effective_len(n.component_count());

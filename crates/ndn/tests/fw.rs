@@ -512,26 +512,33 @@ fn a_batch_gives_the_same_actions_as_one_call_per_packet() {
         }
     }
     pkts.push((1, vec![0xff, 0x00]));
-    let mut one = edge();
-    let mut o1 = Actions::new();
-    for (face, w) in &pkts {
-        one.process(f.fib(), *face, w, 7, &mut o1);
-    }
     let batch: Vec<(u32, &[u8])> = pkts.iter().map(|(f, w)| (*f, w.as_slice())).collect();
-    for prefetch in [Prefetch::None, Prefetch::First, Prefetch::All] {
-        let mut batched = Forwarder::new(FwConfig {
-            batch_prefetch: prefetch,
-            ..FwConfig::default()
-        })
-        .unwrap();
-        let mut o2 = Actions::new();
-        batched.process_batch(f.fib(), &batch, 7, &mut o2);
-        assert_eq!(o1.sends(), o2.sends());
-        assert_eq!(o1.drops(), o2.drops());
-        for a in o1.sends() {
-            assert_eq!(o1.packet(a), o2.packet(a));
+    // Edge mode, and core mode (with fingerprints narrow enough to collide).
+    for core_mode in [false, true] {
+        let mk = |prefetch| {
+            let mut fw = if core_mode { core(4) } else { edge() };
+            let mut cfg = *fw.config();
+            cfg.batch_prefetch = prefetch;
+            fw = Forwarder::new(cfg).unwrap();
+            fw
+        };
+        let mut one = mk(Prefetch::None);
+        let mut o1 = Actions::new();
+        for (face, w) in &pkts {
+            one.process(f.fib(), *face, w, 7, &mut o1);
         }
-        assert_eq!(one.counters(), batched.counters());
+        for prefetch in [Prefetch::None, Prefetch::First, Prefetch::All] {
+            let mut batched = mk(prefetch);
+            let mut o2 = Actions::new();
+            batched.process_batch(f.fib(), &batch, 7, &mut o2);
+            assert_eq!(o1.sends(), o2.sends());
+            assert_eq!(o1.drops(), o2.drops());
+            for a in o1.sends() {
+                assert_eq!(o1.packet(a), o2.packet(a));
+            }
+            assert_eq!(one.counters(), batched.counters());
+            assert_eq!(one.pit_len(), batched.pit_len());
+        }
     }
 }
 

@@ -33,9 +33,10 @@
 //!   entry like a Data.
 //!
 //! Batches: [`Forwarder::process_batch`] with [`FwConfig::batch_prefetch`]
-//! set decodes a batch, runs the FIB lookups of all its Interests together
-//! (hashing then prefetching), then runs the pipeline packet by packet in
-//! arrival order (the FIB does not change within a call, so results equal
+//! set decodes a batch, prefetches the table lines of all its packets (FIB
+//! buckets on the names' cached prefix hashes, Content Store and
+//! fingerprint PIT candidate buckets), then runs the pipeline packet by
+//! packet in arrival order (prefetching changes no state, so results equal
 //! one call per packet); by default it processes packet by packet.
 //!
 //! Untrusted input never panics: a packet that does not decode, an
@@ -54,7 +55,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::cs::{ContentStore, CsConfig, CsQuery};
-use crate::fib::{Fib, Match, Prefetch, Trace};
+use crate::fib::{Fib, Prefetch, Trace};
 use crate::pit::{
     check_range, ConfigError, DataMatch, Downstream, ExactPit, ExactPitConfig, FaceId,
     FingerprintPit, FingerprintPitConfig, FpInsert, InsertOutcome, InterestIn, Millis, PitId,
@@ -98,13 +99,13 @@ pub struct FwConfig {
     pub upstream_token: Option<PitToken>,
     /// Seed of the generator of Nonces for Interests that carry none.
     pub nonce_seed: u64,
-    /// How [`Forwarder::process_batch`] looks up its Interests' names:
-    /// [`Prefetch::None`] (the default) processes packet by packet, each
-    /// lookup on the prefix hashes the decoder cached; `First`/`All`
-    /// decode the batch, run [`Fib::lookup_batch`] over its Interests (hash
-    /// every name again, prefetch candidate buckets, then search), then
-    /// run the pipeline. The in-process benchmark measured the batched
-    /// lookups slower at 10^6 rules (see the crate README).
+    /// How [`Forwarder::process_batch`] runs: [`Prefetch::None`] (the
+    /// default) processes packet by packet; `First`/`All` decode the
+    /// batch, prefetch every packet's Content Store and fingerprint PIT
+    /// candidate buckets and its Interests' first (`First`) or every
+    /// (`All`) FIB bucket, on the prefix hashes the decoder cached, then
+    /// run the pipeline packet by packet (see the crate README for the
+    /// measured difference).
     pub batch_prefetch: Prefetch,
 }
 
@@ -555,12 +556,12 @@ impl Forwarder {
         out: &mut Actions,
     ) {
         let input = self.decode(face, wire);
-        self.dispatch(fib, face, input, None, now, out);
+        self.dispatch(fib, face, input, now, out);
     }
 
-    /// Process a batch of packets `(face, bytes)` in order, with the FIB
-    /// lookups of its Interests batched. Results equal one
-    /// [`Self::process`] call per packet.
+    /// Process a batch of packets `(face, bytes)` in order, with their
+    /// table lines prefetched first when [`FwConfig::batch_prefetch`] is
+    /// set. Results equal one [`Self::process`] call per packet.
     pub fn process_batch(
         &mut self,
         fib: &Fib,
@@ -569,30 +570,34 @@ impl Forwarder {
         out: &mut Actions,
     ) {
         if self.cfg.batch_prefetch == Prefetch::None {
-            // Measured faster than decoding the whole batch first: each
-            // packet's state is still in cache when it is forwarded.
             for &(face, wire) in batch {
                 self.process(fib, face, wire, now, out);
             }
             return;
         }
         let inputs: Vec<Input<'_>> = batch.iter().map(|&(f, w)| self.decode(f, w)).collect();
-        let names: Vec<&nexthop_wire::ndn::Name> = inputs
-            .iter()
-            .filter_map(|i| match i {
-                Input::Interest(i, ..) => Some(&i.name),
-                _ => None,
-            })
-            .collect();
-        let mut matches = vec![None; names.len()];
-        fib.lookup_batch(&names, &mut matches, self.cfg.batch_prefetch);
-        let mut m = matches.into_iter();
-        for (input, &(face, _)) in inputs.into_iter().zip(batch) {
-            let pre = match &input {
-                Input::Interest(..) => Some(m.next().flatten()),
-                _ => None,
+        // Issue the loads of every packet's table lines first (FIB buckets
+        // on the names' cached prefix hashes, Content Store candidates,
+        // fingerprint PIT candidates), so their misses overlap; then run
+        // the pipeline packet by packet.
+        for (input, &(face, _)) in inputs.iter().zip(batch) {
+            let (name, interest) = match input {
+                Input::Interest(i, ..) => (&i.name, true),
+                Input::Data(d, _) => (&d.name, false),
+                _ => continue,
             };
-            self.dispatch(fib, face, input, pre, now, out);
+            if interest {
+                fib.prefetch_name(name, self.cfg.batch_prefetch);
+            }
+            if let Some(cs) = &self.cs {
+                cs.prefetch(name, !interest);
+            }
+            if let Pit::Fp(pit) = &self.pit {
+                pit.prefetch_name(name.value(), interest.then_some(face));
+            }
+        }
+        for (input, &(face, _)) in inputs.into_iter().zip(batch) {
+            self.dispatch(fib, face, input, now, out);
         }
     }
 
@@ -612,7 +617,7 @@ impl Forwarder {
         } else {
             Input::Interest(interest, token, None)
         };
-        self.dispatch(fib, face, input, None, now, out);
+        self.dispatch(fib, face, input, now, out);
     }
 
     /// Process a Data already decoded; `wire` is its encoding.
@@ -630,7 +635,7 @@ impl Forwarder {
         } else {
             Input::Data(data, Cow::Borrowed(wire))
         };
-        self.dispatch(fib, face, input, None, now, out);
+        self.dispatch(fib, face, input, now, out);
     }
 
     /// Process a Nack already decoded (the Interest it refuses and its
@@ -649,7 +654,7 @@ impl Forwarder {
         } else {
             Input::Nack(interest, reason)
         };
-        self.dispatch(fib, face, input, None, now, out);
+        self.dispatch(fib, face, input, now, out);
     }
 
     fn dispatch(
@@ -657,7 +662,6 @@ impl Forwarder {
         fib: &Fib,
         face: FaceId,
         input: Input<'_>,
-        pre: Option<Option<Match>>,
         now: Millis,
         out: &mut Actions,
     ) {
@@ -665,7 +669,7 @@ impl Forwarder {
             Input::Bad(r) => self.drop_pkt(face, r, out),
             Input::Interest(i, token, wire) => {
                 self.face_mut(face).in_interests += 1;
-                self.on_interest(fib, face, i, wire.as_deref(), token, pre, now, out)
+                self.on_interest(fib, face, i, wire.as_deref(), token, now, out)
             }
             Input::Data(d, wire) => {
                 self.face_mut(face).in_data += 1;
@@ -699,7 +703,6 @@ impl Forwarder {
         mut i: Interest,
         wire: Option<&[u8]>,
         token: Option<PitToken>,
-        pre: Option<Option<Match>>,
         now: Millis,
         out: &mut Actions,
     ) {
@@ -726,10 +729,7 @@ impl Forwarder {
             }
         };
         let strategy = self.choice.find(&i.name);
-        let lookup = |i: &Interest| match pre {
-            Some(m) => m,
-            None => fib.lookup_name(&i.name, &mut Trace::default()),
-        };
+        let lookup = |i: &Interest| fib.lookup_name(&i.name, &mut Trace::default());
         let mut faces = std::mem::take(&mut self.faces_scratch);
         faces.clear();
         match &mut self.pit {

@@ -732,6 +732,22 @@ impl FingerprintPit {
         }
     }
 
+    /// Hint the CPU to load the candidate buckets `name` will visit: those
+    /// of `face`'s segment for an Interest (`Some(face)`), those of every
+    /// segment for a Data or Nack (`None`). Changes nothing.
+    pub fn prefetch_name(&self, name: &[u8], face: Option<FaceId>) {
+        let x = self.key(name).0;
+        match face {
+            Some(f) if f < self.cfg.faces => self.prefetch((f / self.g.faces_per_seg) as usize, x),
+            Some(_) => {}
+            None => {
+                for seg in 0..self.segs.len() {
+                    self.prefetch(seg, x);
+                }
+            }
+        }
+    }
+
     /// [`Self::insert_key`] over a batch: the candidate buckets of a group
     /// of Interests are prefetched together, then each is inserted in
     /// order (results identical to one call per Interest).
