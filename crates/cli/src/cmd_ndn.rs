@@ -96,7 +96,7 @@ pub struct RunArgs {
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
     /// cs_packets, max_faces, udp_idle_secs, udp_mtu, metrics) and stream_out_cap,
-    /// reasm_max_partial, reasm_timeout_ms.
+    /// reasm_max_partial, reasm_timeout_ms, udp_socket_buffer.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Content Store capacity in packets (0: none).

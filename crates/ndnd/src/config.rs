@@ -36,6 +36,11 @@ pub struct NdndConfig {
     /// Largest datagram sent on a UDP face (NFD's default 8800); larger
     /// packets go out as NDNLPv2 fragments. `256..=65507`.
     pub udp_mtu: usize,
+    /// Bytes of receive and send buffer asked for the UDP socket
+    /// (`SO_RCVBUF`/`SO_SNDBUF`, forced past `net.core.rmem_max` when
+    /// root), `65536..=1 GiB`: a window of Interests arriving at once must
+    /// fit. The granted size is in the metrics and the exit summary.
+    pub udp_socket_buffer: usize,
 }
 
 impl Default for NdndConfig {
@@ -51,6 +56,7 @@ impl Default for NdndConfig {
             reasm_max_partial: 256,
             reasm_timeout_ms: 1000,
             udp_mtu: MAX_PACKET,
+            udp_socket_buffer: 4 << 20,
             metrics: None,
         }
     }
@@ -81,6 +87,12 @@ impl NdndConfig {
                 "udp_mtu {} not in {}..=65507",
                 self.udp_mtu,
                 crate::frag::MIN_MTU
+            ));
+        }
+        if !(65536..=1 << 30).contains(&self.udp_socket_buffer) {
+            return Err(format!(
+                "udp_socket_buffer {} not in 65536..=1073741824",
+                self.udp_socket_buffer
             ));
         }
         if self.udp.is_none() && self.tcp.is_none() && self.unix.is_none() {

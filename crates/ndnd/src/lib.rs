@@ -9,6 +9,8 @@
 //!   listeners), one face per remote endpoint or connection, all polled by
 //!   the one thread that owns the `Core`; NDNLPv2 fragmentation on send
 //!   ([`frag`]) and the counters for a metrics exporter.
+//! * [`udp`]: `recvmmsg`/`sendmmsg` in batches and the socket buffer
+//!   sizes, for the daemon's UDP listener and the tools' faces.
 //! * [`client::Client`]: management of a running forwarder, as `nfdc`.
 //!
 //! See the crate README for the threading contract, the faces and the caps.
@@ -22,6 +24,7 @@ pub mod frag;
 pub mod mgmt;
 pub mod reasm;
 pub mod tools;
+pub mod udp;
 
 pub use config::NdndConfig;
 pub use core::{Core, CoreCounters, FaceInfo};

@@ -21,11 +21,10 @@ use nexthop_wire::ndn::tlv::write_tlv;
 use nexthop_wire::ndn::{Data, Interest, LpPacket, Name, NameComponent, NdnError, Packet};
 use sha2::{Digest, Sha256};
 
-use crate::config::MAX_PACKET;
 use crate::mgmt::{self, ControlParameters};
+use crate::udp::{self, RecvBatch};
 
-/// Most datagrams one `recvmmsg`/`sendmmsg` call moves.
-pub const BATCH: usize = 64;
+pub use crate::udp::BATCH;
 
 /// What a tool can fail with.
 #[derive(Debug)]
@@ -74,13 +73,12 @@ impl From<NdnError> for ToolError {
     }
 }
 
-/// One UDP socket connected to a forwarder, moving datagrams in batches.
+/// One UDP socket connected to a forwarder, moving datagrams in batches
+/// ([`crate::udp`]).
 #[derive(Debug)]
 pub struct UdpFace {
     sock: UdpSocket,
-    buf: Vec<u8>,
-    lens: [usize; BATCH],
-    n: usize,
+    rx: RecvBatch,
 }
 
 impl UdpFace {
@@ -94,26 +92,11 @@ impl UdpFace {
         };
         let sock = UdpSocket::bind(local)?;
         sock.connect(forwarder)?;
-        for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
-            let v: libc::c_int = 4 << 20;
-            // SAFETY: (1) the fd is an open socket owned by `sock`; (2) the
-            // option value points at a live c_int and its size is given.
-            // A failure leaves the default size, which only costs drops.
-            unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
-        }
+        // A failure leaves the default size, which only costs drops.
+        let _ = udp::set_buffers(&sock, 4 << 20);
         Ok(UdpFace {
             sock,
-            buf: vec![0u8; BATCH * MAX_PACKET],
-            lens: [0; BATCH],
-            n: 0,
+            rx: RecvBatch::default(),
         })
     }
 
@@ -122,63 +105,22 @@ impl UdpFace {
         self.sock.local_addr()
     }
 
-    /// Send `pkts` (each at most [`MAX_PACKET`] bytes) with as few
+    /// Send `pkts` (each at most [`crate::config::MAX_PACKET`] bytes) with as few
     /// `sendmmsg` calls as it takes. Returns how many were sent; the rest
     /// failed with an error the socket reported (e.g. ECONNREFUSED when no
     /// forwarder listens), which is returned when nothing was sent.
     pub fn send_batch(&self, pkts: &[Vec<u8>]) -> io::Result<usize> {
-        let mut sent = 0;
-        while sent < pkts.len() {
-            let chunk = &pkts[sent..pkts.len().min(sent + BATCH)];
-            let mut iov: [libc::iovec; BATCH] = [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; BATCH];
-            // SAFETY: mmsghdr is plain old data; all-zero is a valid value
-            // (null pointers, zero lengths).
-            let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-            for (k, p) in chunk.iter().enumerate() {
-                iov[k].iov_base = p.as_ptr() as *mut libc::c_void;
-                iov[k].iov_len = p.len();
-                hdrs[k].msg_hdr.msg_iov = &mut iov[k];
-                hdrs[k].msg_hdr.msg_iovlen = 1;
-            }
-            // SAFETY: (1) `hdrs[..chunk.len()]` are initialised headers
-            // whose iovecs point into `chunk`'s buffers, alive and unmoved
-            // for the call; (2) the kernel only reads them (it writes
-            // `msg_len`, inside `hdrs`); (3) the socket is connected, so no
-            // address is given.
-            let r = unsafe {
-                libc::sendmmsg(
-                    self.sock.as_raw_fd(),
-                    hdrs.as_mut_ptr(),
-                    chunk.len() as libc::c_uint,
-                    0,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                if sent == 0 {
-                    return Err(e);
-                }
-                return Ok(sent);
-            }
-            sent += r as usize;
-            if r == 0 {
-                break;
-            }
+        let o = udp::send_batch(&self.sock, pkts, &[]);
+        match o.error {
+            Some(e) if o.sent == 0 => Err(e),
+            _ => Ok(o.sent),
         }
-        Ok(sent)
     }
 
     /// Wait up to `timeout` for datagrams, then take up to [`BATCH`] of
     /// them with one `recvmmsg`. Returns how many ([`UdpFace::packet`]
     /// reads them); 0 when none came in time.
     pub fn recv_batch(&mut self, timeout: Duration) -> io::Result<usize> {
-        self.n = 0;
         let mut pfd = libc::pollfd {
             fd: self.sock.as_raw_fd(),
             events: libc::POLLIN,
@@ -198,55 +140,14 @@ impl UdpFace {
         if r == 0 {
             return Ok(0);
         }
-        let mut iov: [libc::iovec; BATCH] = [libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        }; BATCH];
-        // SAFETY: mmsghdr is plain old data; all-zero is a valid value.
-        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (k, chunk) in self.buf.chunks_exact_mut(MAX_PACKET).enumerate() {
-            iov[k].iov_base = chunk.as_mut_ptr().cast();
-            iov[k].iov_len = MAX_PACKET;
-            hdrs[k].msg_hdr.msg_iov = &mut iov[k];
-            hdrs[k].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: (1) each of the BATCH headers points at its own iovec,
-        // which points at a distinct MAX_PACKET-byte slice of `self.buf`,
-        // alive and not otherwise borrowed during the call; (2) no address
-        // or control buffers are given (null, length 0); (3) MSG_DONTWAIT
-        // keeps the call from blocking; (4) a null timeout is allowed.
-        let r = unsafe {
-            libc::recvmmsg(
-                self.sock.as_raw_fd(),
-                hdrs.as_mut_ptr(),
-                BATCH as libc::c_uint,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-                _ => Err(e),
-            };
-        }
-        let n = r as usize;
-        for (k, h) in hdrs.iter().take(n).enumerate() {
-            // A datagram longer than the buffer is truncated (MSG_TRUNC);
-            // it then fails to decode and is counted as bad by the caller.
-            self.lens[k] = (h.msg_len as usize).min(MAX_PACKET);
-        }
-        self.n = n;
-        Ok(n)
+        // A datagram longer than MAX_PACKET is cut; it then fails to
+        // decode and is counted as bad by the caller.
+        self.rx.recv(&self.sock)
     }
 
     /// Datagram `i` of the last [`UdpFace::recv_batch`] (empty past its count).
     pub fn packet(&self, i: usize) -> &[u8] {
-        if i >= self.n {
-            return &[];
-        }
-        &self.buf[i * MAX_PACKET..i * MAX_PACKET + self.lens[i]]
+        self.rx.packet(i)
     }
 }
 
