@@ -6,14 +6,12 @@
 //! absent), and `ndn bench --forwarder` against a running `nexthop ndn
 //! run`. Every child is killed on drop, also when an assertion fails.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nexthop_ndnd::tools::consumer::{Consumer, ConsumerConfig};
 use nexthop_ndnd::tools::producer::{Content, Producer, SegmentedObject};
@@ -43,55 +41,9 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
     v
 }
 
-/// A child process killed (and reaped) on drop; its output lines arrive
-/// on a channel.
-struct Proc {
-    child: Child,
-    lines: Receiver<String>,
-}
-
-impl Proc {
-    fn spawn(mut cmd: Command, stderr_lines: bool) -> Proc {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn");
-        let (tx, rx) = channel();
-        let out: Box<dyn std::io::Read + Send> = if stderr_lines {
-            Box::new(child.stderr.take().unwrap())
-        } else {
-            Box::new(child.stdout.take().unwrap())
-        };
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines: rx }
-    }
-
-    fn wait_line(&self, pat: &str, wait: Duration) -> String {
-        let end = Instant::now() + wait;
-        let mut seen = Vec::new();
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(l) if l.contains(pat) => return l,
-                Ok(l) => seen.push(l),
-                Err(_) => break,
-            }
-        }
-        panic!("no line with {pat:?} within {wait:?}; saw {seen:?}");
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "common/proc.rs"]
+mod proc;
+use proc::Proc;
 
 /// `nexthop ndn run --udp 127.0.0.1:0`; its UDP address.
 fn start_forwarder() -> (Proc, SocketAddr) {

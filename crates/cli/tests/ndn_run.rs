@@ -9,12 +9,10 @@
 //! strategy|status` acting on the running forwarder. Every child is killed on drop, also when
 //! an assertion fails.
 
-use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use nexthop_wire::ndn::{Data, Interest, Name, Packet};
 use tempfile::TempDir;
@@ -35,56 +33,9 @@ fn peer_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ndn_run/peer.py")
 }
 
-/// A child process killed (and reaped) on drop; its output lines arrive
-/// on a channel.
-struct Proc {
-    child: Child,
-    lines: Receiver<String>,
-}
-
-impl Proc {
-    fn spawn(mut cmd: Command, stderr_lines: bool) -> Proc {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn");
-        let (tx, rx) = channel();
-        let out: Box<dyn std::io::Read + Send> = if stderr_lines {
-            Box::new(child.stderr.take().unwrap())
-        } else {
-            Box::new(child.stdout.take().unwrap())
-        };
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines: rx }
-    }
-
-    /// The first line containing `pat`, within `wait`.
-    fn wait_line(&self, pat: &str, wait: Duration) -> String {
-        let end = Instant::now() + wait;
-        let mut seen = Vec::new();
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(l) if l.contains(pat) => return l,
-                Ok(l) => seen.push(l),
-                Err(_) => break,
-            }
-        }
-        panic!("no line with {pat:?} within {wait:?}; saw {seen:?}");
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "common/proc.rs"]
+mod proc;
+use proc::Proc;
 
 struct Forwarder {
     proc: Proc,
