@@ -72,6 +72,45 @@ fn fib_build_with_a_capacity_beyond_memory_names_the_bytes() {
 }
 
 #[test]
+fn fib_update_that_must_grow_past_memory_is_refused_and_changes_nothing() {
+    let f = Fixture::new();
+    // 2^20 names fill the arrays exactly (capacity 2^20): one more name
+    // doubles them.
+    let text: String = (1..=1u32 << 20).map(|i| format!("{i} 1\n")).collect();
+    let routes = f.file("routes.txt", text);
+    let fib = f.path("fib");
+    let Some(o) = limited(&[
+        "fib",
+        "build",
+        "--key-type",
+        "u64",
+        "--routes",
+        s(&routes),
+        "--out",
+        s(&fib),
+    ]) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let add = f.file("add.txt", "+ 99999999 2\n");
+    let args = ["fib", "update", "--fib", s(&fib), "--changes", s(&add)];
+    // Loading the FIB fits in 320 MiB; the doubled arrays do not.
+    let Some(o) = limited_to(320 << 20, &args) else {
+        return;
+    };
+    refused(&o, &["capacity 2097152 needs", "bytes"]);
+    let current = std::fs::read_link(fib.join("current")).unwrap();
+    assert_eq!(current.to_str(), Some("gen-1"));
+    // With room, the same update grows the FIB.
+    let Some(o) = limited(&args) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let current = std::fs::read_link(fib.join("current")).unwrap();
+    assert_eq!(current.to_str(), Some("gen-2"));
+}
+
+#[test]
 fn lpm_build_with_one_v6_level_is_refused_with_the_estimate() {
     let f = Fixture::new();
     // 1,000 /32 and 1,000 /48 routes: a single level at /48 expands
