@@ -550,7 +550,8 @@ fn stats_typed<K: NameKey>(dir: &Path, cur: &Current, json: bool) -> Result<()> 
 
 /// `nexthop fib stats`.
 pub fn stats(dir: &Path, json: bool) -> Result<()> {
-    fibdir::open_retrying(dir, |cur| {
-        with_key_type!(cur.key_type, K => stats_typed::<K>(dir, &cur, json))
-    })
+    fibdir::open_retrying(
+        dir,
+        |cur| with_key_type!(cur.key_type, K => stats_typed::<K>(dir, &cur, json)),
+    )
 }

@@ -1028,14 +1028,20 @@ fn refuse(
     let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let last = counters.last_refusal_log_ms.load(Ordering::Relaxed);
     if total == 1 || now_ms.saturating_sub(last) >= 1000 {
-        counters.last_refusal_log_ms.store(now_ms, Ordering::Relaxed);
+        counters
+            .last_refusal_log_ms
+            .store(now_ms, Ordering::Relaxed);
         tracing::warn!(
             max_connections,
             refused_total = total,
             "metrics endpoint at its connection cap: refusing connections with 503"
         );
     }
-    let _ = write_response(stream, &Response::text(503, "too many connections\n"), false);
+    let _ = write_response(
+        stream,
+        &Response::text(503, "too many connections\n"),
+        false,
+    );
 }
 
 struct Response {

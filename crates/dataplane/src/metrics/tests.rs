@@ -337,7 +337,10 @@ fn get_metrics_serves_prometheus_text_with_its_content_type() {
         }
         .to_prometheus_text()
     );
-    assert!(own.contains("\nnexthop_metrics_http_refused_total 0\n"), "{own}");
+    assert!(
+        own.contains("\nnexthop_metrics_http_refused_total 0\n"),
+        "{own}"
+    );
     assert!(r.contains(&format!("\r\nContent-Length: {}\r\n", b.len())));
 }
 
@@ -367,10 +370,7 @@ fn head_sends_headers_without_a_body() {
         ..EndpointStats::default()
     }
     .to_prometheus_text();
-    assert!(r.contains(&format!(
-        "Content-Length: {}\r\n",
-        GOLDEN.len() + own.len()
-    )));
+    assert!(r.contains(&format!("Content-Length: {}\r\n", GOLDEN.len() + own.len())));
     assert_eq!(body(&r), "");
 }
 
@@ -653,7 +653,10 @@ fn a_hundred_slow_clients_do_not_starve_a_scraper_and_are_cut_at_the_deadline() 
             String::from_utf8_lossy(a).starts_with("HTTP/1.1 408 "),
             "client {i}: {a:?}"
         );
-        assert!(at >= deadline - Duration::from_millis(100), "client {i} at {at:?}");
+        assert!(
+            at >= deadline - Duration::from_millis(100),
+            "client {i} at {at:?}"
+        );
         assert!(at < deadline * 4, "client {i} at {at:?}");
     }
     // The endpoint counted them, and says so on /metrics.
