@@ -510,7 +510,7 @@ fn expired(dir: &Path, gen: u64, retention: &Retention) -> Vec<PathBuf> {
         }
     }
     // Newest first: older[i] was replaced by older[i - 1] (by `gen` for i = 0).
-    older.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    older.sort_unstable_by_key(|o| std::cmp::Reverse(o.0));
     let keep = retention.keep.max(1);
     let mut replaced_by = dir.join(gen_name(gen));
     for (i, (_, path)) in older.into_iter().enumerate() {
