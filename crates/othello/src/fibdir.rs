@@ -779,12 +779,9 @@ mod tests {
     fn fast_commits_keep_at_most_four_generations_and_the_grace_period_ends() {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path();
-        let short = Retention {
-            grace: std::time::Duration::from_millis(300),
-            ..Retention::default()
-        };
+        // Commits well within the default 60 s grace period.
         for i in 0..10u8 {
-            commit_kept(dir, &[i], &short);
+            commit_kept(dir, &[i], &Retention::default());
         }
         // The previous generation and two more within the grace period.
         assert_eq!(
@@ -792,6 +789,10 @@ mod tests {
             ["current", "gen-10", "gen-7", "gen-8", "gen-9"]
         );
         std::thread::sleep(std::time::Duration::from_millis(400));
+        let short = Retention {
+            grace: std::time::Duration::from_millis(300),
+            ..Retention::default()
+        };
         commit_kept(dir, b"late", &short);
         // gen-9 replaced gen-8 long ago: only the previous one stays.
         assert_eq!(entries(dir), ["current", "gen-10", "gen-11"]);
