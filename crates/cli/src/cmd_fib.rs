@@ -225,9 +225,15 @@ pub struct LookupFib {
     pub mapped: MappedQuery,
 }
 
-/// Open the current generation for lookups, verifying checksums.
+/// Open the current generation for lookups, verifying checksums. A
+/// generation removed by updates while it was being opened is resolved
+/// again, once ([`fibdir::open_retrying`]); once open, the mapping outlives
+/// its files.
 pub fn open_lookup(dir: &Path) -> Result<LookupFib> {
-    let current = fibdir::open(dir)?;
+    fibdir::open_retrying(dir, open_lookup_generation)
+}
+
+fn open_lookup_generation(current: Current) -> Result<LookupFib> {
     let actions_path = current.path(ACTIONS);
     let actions = ActionTable::from_text(&current.read_actions_text()?)
         .map_err(|e| line_err(&actions_path, e))?;
@@ -544,6 +550,8 @@ fn stats_typed<K: NameKey>(dir: &Path, cur: &Current, json: bool) -> Result<()> 
 
 /// `nexthop fib stats`.
 pub fn stats(dir: &Path, json: bool) -> Result<()> {
-    let cur = fibdir::open(dir)?;
-    with_key_type!(cur.key_type, K => stats_typed::<K>(dir, &cur, json))
+    fibdir::open_retrying(
+        dir,
+        |cur| with_key_type!(cur.key_type, K => stats_typed::<K>(dir, &cur, json)),
+    )
 }

@@ -278,8 +278,10 @@ struct Settings {
     metrics_allow_remote: bool,
 }
 
-/// Parse `text` (from `path`) as a run configuration file.
+/// Parse `text` (from `path`) as a run configuration file. A UTF-8
+/// byte-order mark at the start is skipped, as by every nexthop text parser.
 fn parse_run_file(text: &str, path: &Path) -> Result<RunFile> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     toml::from_str(text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
@@ -922,6 +924,19 @@ mod tests {
         all.extend(args.iter().map(|s| s.to_string()));
         let t = T::try_parse_from(all).map_err(|e| anyhow!("{e}"))?;
         Settings::resolve(t.a)
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_config_is_skipped() {
+        let text = "workers = 3\ninputs = [0, 2]\n";
+        let path = Path::new("run.toml");
+        let bom = parse_run_file(&format!("\u{feff}{text}"), path).unwrap();
+        assert_eq!(bom.workers, Some(3));
+        assert_eq!(bom.inputs, Some(vec![0, 2]));
+        // Only at the start: elsewhere it is not TOML, and the error names
+        // the file.
+        let e = parse_run_file("workers = 3\n\u{feff}inputs = [0]\n", path).unwrap_err();
+        assert!(e.to_string().starts_with("run.toml: "), "{e}");
     }
 
     #[test]

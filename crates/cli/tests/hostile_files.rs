@@ -15,9 +15,14 @@ const LIMIT: u64 = 2 << 30;
 /// `nexthop ARGS` under the address-space limit, or `None` (with a note)
 /// where `prlimit` is missing.
 fn limited(args: &[&str]) -> Option<Output> {
+    limited_to(LIMIT, args)
+}
+
+/// `nexthop ARGS` under an address-space limit of `limit` bytes.
+fn limited_to(limit: u64, args: &[&str]) -> Option<Output> {
     let bin = assert_cmd::cargo::cargo_bin("nexthop");
     match Command::new("prlimit")
-        .arg(format!("--as={LIMIT}"))
+        .arg(format!("--as={limit}"))
         .arg(bin)
         .args(args)
         .output()
@@ -64,6 +69,45 @@ fn fib_build_with_a_capacity_beyond_memory_names_the_bytes() {
         return;
     };
     refused(&o, &["capacity 1000000000 needs", "bytes"]);
+}
+
+#[test]
+fn fib_update_that_must_grow_past_memory_is_refused_and_changes_nothing() {
+    let f = Fixture::new();
+    // 2^20 names fill the arrays exactly (capacity 2^20): one more name
+    // doubles them.
+    let text: String = (1..=1u32 << 20).map(|i| format!("{i} 1\n")).collect();
+    let routes = f.file("routes.txt", text);
+    let fib = f.path("fib");
+    let Some(o) = limited(&[
+        "fib",
+        "build",
+        "--key-type",
+        "u64",
+        "--routes",
+        s(&routes),
+        "--out",
+        s(&fib),
+    ]) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let add = f.file("add.txt", "+ 99999999 2\n");
+    let args = ["fib", "update", "--fib", s(&fib), "--changes", s(&add)];
+    // Loading the FIB fits in 320 MiB; the doubled arrays do not.
+    let Some(o) = limited_to(320 << 20, &args) else {
+        return;
+    };
+    refused(&o, &["capacity 2097152 needs", "bytes"]);
+    let current = std::fs::read_link(fib.join("current")).unwrap();
+    assert_eq!(current.to_str(), Some("gen-1"));
+    // With room, the same update grows the FIB.
+    let Some(o) = limited(&args) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let current = std::fs::read_link(fib.join("current")).unwrap();
+    assert_eq!(current.to_str(), Some("gen-2"));
 }
 
 #[test]
@@ -193,4 +237,62 @@ fn a_byte_order_mark_is_skipped_in_routes_and_stdin() {
         .assert()
         .success();
     assert_eq!(fixture::stdout(&out).trim(), "7");
+}
+
+/// An NDN FIB file (format version 3) with a valid checksum, no next hops,
+/// one level with one empty bucket and an entry arena of `words` zero
+/// words: it loads as an empty FIB, after allocating the arena.
+fn ndn_fib_with_arena(words: u64) -> Vec<u8> {
+    let mut o = Vec::new();
+    o.extend_from_slice(b"NHNDNFIB");
+    o.extend_from_slice(&3u32.to_le_bytes()); // version
+    o.extend_from_slice(&[0, 1]); // strategy VerifyEach, bucket fill 1
+    o.extend_from_slice(&1u16.to_le_bytes()); // max components
+    o.extend_from_slice(&[0u8; 16]); // key
+    o.extend_from_slice(&((1u32 << 24) - 1).to_le_bytes()); // default: none
+    o.extend_from_slice(&0u64.to_le_bytes()); // rules
+    o.extend_from_slice(&0u32.to_le_bytes()); // next-hop sets
+    o.extend_from_slice(&0u32.to_le_bytes()); // offsets[0]
+    o.extend_from_slice(&0u32.to_le_bytes()); // hops
+    o.extend_from_slice(&words.to_le_bytes());
+    o.resize(o.len() + words as usize * 8, 0);
+    o.extend_from_slice(&1u32.to_le_bytes()); // home buckets
+    o.extend_from_slice(&0u64.to_le_bytes()); // keys
+    o.extend_from_slice(&1u64.to_le_bytes()); // buckets
+    o.resize(o.len() + 62, 0);
+    let sum = nexthop_hash::hash64(&o, 0);
+    o.extend_from_slice(&sum.to_le_bytes());
+    o
+}
+
+#[test]
+fn an_ndn_fib_file_too_large_for_memory_is_refused_with_the_bytes() {
+    let f = Fixture::new();
+    let small = f.file("small.fib", ndn_fib_with_arena(4));
+    let Some(o) = limited(&["ndn", "fib", "lookup", "--fib", s(&small), "/a/b"]) else {
+        return;
+    };
+    // The layout is right: the small file loads (and matches nothing).
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // 160 MB of arena: reading the file and then the arena cannot both
+    // fit under 256 MiB of address space.
+    let words = 20_000_000u64;
+    let big = f.file("big.fib", ndn_fib_with_arena(words));
+    let args = ["ndn", "fib", "lookup", "--fib", s(&big), "/a/b"];
+    let Some(o) = limited_to(256 << 20, &args) else {
+        return;
+    };
+    refused(
+        &o,
+        &[
+            "big.fib",
+            "does not fit in memory",
+            &format!("entry arena needs {} bytes", words * 8),
+        ],
+    );
+    // With room, the same file loads.
+    let Some(o) = limited(&args) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

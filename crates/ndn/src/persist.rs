@@ -12,7 +12,10 @@
 //! [`decode`] checks the checksum first, then every length against the
 //! buffer, then the structure a lookup relies on (slot references inside
 //! the arena, role counts, next-hop ids, overflow chains acyclic), so a
-//! lookup on a loaded FIB cannot index out of bounds or loop.
+//! lookup on a loaded FIB cannot index out of bounds or loop. Every array
+//! it builds is bounded by the file's length and reserved with
+//! `try_reserve`: a file too large for the memory left is
+//! [`FormatError::OutOfMemory`] with the bytes needed, not an abort.
 //!
 //! Version 3 (buckets of 9 slots: 16-bit fingerprints and 32-bit entry
 //! references) replaced version 2 (7 slots of `fingerprint:20 | ref:44`),
@@ -62,6 +65,29 @@ pub enum FormatError {
     /// A field is out of range or inconsistent.
     #[error("malformed NDN FIB file: {0}")]
     Malformed(&'static str),
+    /// The structure the file describes does not fit in memory.
+    #[error(
+        "NDN FIB file does not fit in memory: its {what} needs {bytes} bytes, \
+         which could not be allocated"
+    )]
+    OutOfMemory {
+        /// The part being loaded (`entry arena`, `buckets` ...).
+        what: &'static str,
+        /// Bytes it needs.
+        bytes: usize,
+    },
+}
+
+/// An empty vector with room for `n` items, or [`FormatError::OutOfMemory`]
+/// naming `what` and the bytes, instead of aborting the process.
+fn try_vec<T>(n: usize, what: &'static str) -> Result<Vec<T>, FormatError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| FormatError::OutOfMemory {
+            what,
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        })?;
+    Ok(v)
 }
 
 /// Encode `fib` (with `rules`, the rule count kept for stats).
@@ -179,13 +205,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
     let rules = c.u64()?;
     let nsets = c.u32()? as u64;
     let n_off = c.count(nsets + 1, 4)?;
-    let mut offsets = Vec::with_capacity(n_off);
+    let mut offsets = try_vec(n_off, "next-hop offsets")?;
     for _ in 0..n_off {
         offsets.push(c.u32()?);
     }
     let nhops = c.u32()? as u64;
     let nhops = c.count(nhops, 8)?;
-    let mut hops = Vec::with_capacity(nhops);
+    let mut hops = try_vec(nhops, "next hops")?;
     for _ in 0..nhops {
         hops.push(NextHop {
             face: c.u32()?,
@@ -205,13 +231,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
     }
     let nwords = c.u64()?;
     let nwords = c.count(nwords, 8)?;
-    let mut entries = Vec::with_capacity(nwords);
+    let mut entries = try_vec(nwords, "entry arena")?;
     for _ in 0..nwords {
         entries.push(c.u64()?);
     }
     let tree = SearchTree::new(max_components);
     let role_idx = role_index_table(&tree, max_components);
-    let mut tables = Vec::with_capacity(max_components);
+    let mut tables = try_vec(max_components, "tables")?;
     let mut checked = std::collections::HashSet::new();
     let mut ends = Vec::new();
     for level in 1..=max_components {
@@ -222,7 +248,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         if home == 0 || home as usize > nb {
             return Err(FormatError::Malformed("table home bucket count"));
         }
-        let mut buckets = Vec::with_capacity(nb);
+        let mut buckets = try_vec(nb, "buckets")?;
         for _ in 0..nb {
             let mut b = Bucket {
                 hdr: c.u64()?,
@@ -237,7 +263,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
             buckets.push(b);
         }
         // Chains: every `next` in range, no bucket linked twice, no cycle.
-        let mut linked = vec![false; nb];
+        let mut linked = try_vec(nb, "overflow chain marks")?;
+        linked.resize(nb, false);
         let mut occupied = 0u64;
         for b in &buckets {
             let n = b.next();
@@ -252,6 +279,14 @@ pub fn decode(bytes: &[u8]) -> Result<(Fib, u64), FormatError> {
         if occupied != len {
             return Err(FormatError::Malformed("table key count"));
         }
+        // At most one entry check per occupied slot (`len`, bounded by the
+        // buckets read).
+        checked
+            .try_reserve(len as usize)
+            .map_err(|_| FormatError::OutOfMemory {
+                what: "entry check set",
+                bytes: (len as usize).saturating_mul(std::mem::size_of::<(u64, usize)>() + 1),
+            })?;
         for (i, b) in buckets.iter().enumerate() {
             if i >= home as usize && !linked[i] && b.occupied() != 0 {
                 return Err(FormatError::Malformed("unreachable overflow bucket"));

@@ -63,8 +63,10 @@ impl Default for NdndConfig {
 }
 
 impl NdndConfig {
-    /// Read a TOML file.
+    /// Read a TOML file. A UTF-8 byte-order mark at the start is skipped,
+    /// as by every nexthop text parser.
     pub fn from_toml(text: &str) -> Result<NdndConfig, String> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
@@ -99,5 +101,22 @@ impl NdndConfig {
             return Err("no face listener: give --udp, --tcp or --unix".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_byte_order_mark_before_the_config_is_skipped() {
+        let text = "udp = \"127.0.0.1:6363\"\ncs_packets = 7\n";
+        let plain = NdndConfig::from_toml(text).unwrap();
+        let bom = NdndConfig::from_toml(&format!("\u{feff}{text}")).unwrap();
+        assert_eq!(bom.udp, plain.udp);
+        assert_eq!((bom.cs_packets, plain.cs_packets), (7, 7));
+        // Only at the start: elsewhere it is not TOML.
+        let inner = NdndConfig::from_toml("cs_packets = 7\n\u{feff}max_faces = 3\n");
+        assert!(inner.is_err());
     }
 }

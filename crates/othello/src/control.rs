@@ -510,6 +510,16 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         }
     }
 
+    /// Refuse to grow to `capacity` keys when that is past 2^31 keys or
+    /// its arrays cannot be allocated ([`Self::probe_memory`]), before
+    /// anything changes.
+    fn check_growth(cfg: &Config, capacity: usize) -> Result<(), UpdateError> {
+        if capacity > 1 << 31 {
+            return Err(crate::error::ConfigError::Capacity(capacity).into());
+        }
+        Self::probe_memory(cfg, capacity)
+    }
+
     /// Set up empty arrays for `capacity` keys with the current seed.
     fn resize(&mut self, capacity: usize) {
         let (ma, mb) = self.cfg.sizing.arrays_for(capacity);
@@ -724,6 +734,9 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// Recompute everything for `capacity` keys with fresh seeds. With
     /// `check_dups`, duplicate keys are reported instead of stashed.
     fn rebuild(&mut self, capacity: usize, check_dups: bool) -> Result<(), UpdateError> {
+        if capacity > self.capacity {
+            Self::check_growth(&self.cfg, capacity)?;
+        }
         let cols = self.cols();
         let live: Vec<u32> = (0..self.edges.len() as u32)
             .filter(|&e| self.edges[e as usize].key.is_some())

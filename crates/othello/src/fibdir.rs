@@ -21,10 +21,28 @@
 //! [`commit`] writes a new generation to `gen-(N+1).tmp`, fsyncs every file,
 //! renames the directory to `gen-(N+1)`, makes a symlink under a temporary
 //! name and renames it over `current`, fsyncs the directory, and then
-//! removes older generations. A reader that follows `current` therefore
-//! sees a whole old or a whole new generation, and a crash at any point
-//! leaves a valid FIB (at worst with a stale `*.tmp` or an old generation
-//! that the next commit removes).
+//! removes stale `*.tmp` and the generations [`Retention`] lets go. A
+//! reader that follows `current` therefore sees a whole old or a whole new
+//! generation, and a crash at any point leaves a valid FIB (at worst with a
+//! stale `*.tmp` or an old generation that the next commit removes).
+//!
+//! # Old generations and readers
+//!
+//! A reader resolves `current` to `gen-N` and then opens its files, so a
+//! commit between the two must not remove `gen-N`. [`commit`] keeps
+//! ([`Retention::default`]):
+//! * the previous generation, always;
+//! * up to two more, each while the generation that replaced it is younger
+//!   than a grace period of 60 s (a reader resolved it at most that long
+//!   ago);
+//! * nothing older: at most four generations exist after a commit, however
+//!   fast commits come, and the extra ones go at the first commit after
+//!   their grace period.
+//!
+//! A reader that finds its generation gone anyway (several commits while it
+//! opened the files) resolves `current` again, once: [`open_retrying`]. A
+//! file once opened (or mapped) stays readable after its generation is
+//! removed, so only the opening is at risk.
 //!
 //! # Threading and processes
 //!
@@ -344,6 +362,30 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), DirError> {
         .map_err(io_err(path, "write"))
 }
 
+/// Which superseded generations [`commit_with`] keeps for readers that
+/// may still be opening them (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Generations before the new one kept whatever their age (at least 1:
+    /// the previous generation, which a reader may have just resolved).
+    pub keep: usize,
+    /// Most generations before the new one kept at all; those past `keep`
+    /// only while younger than `grace`.
+    pub max_kept: usize,
+    /// How long after it was replaced a generation past `keep` is kept.
+    pub grace: std::time::Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            keep: 1,
+            max_kept: 3,
+            grace: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
 /// What [`commit`] did.
 #[derive(Debug)]
 pub struct Committed {
@@ -356,12 +398,23 @@ pub struct Committed {
 }
 
 /// Write a new generation holding `files` (name, bytes) and make it current
-/// (see the module docs for the order of writes). `manifest.generation`
-/// and `manifest.files` are filled in here.
+/// (see the module docs for the order of writes), keeping old generations
+/// as [`Retention::default`] says. `manifest.generation` and
+/// `manifest.files` are filled in here.
 pub fn commit(
     dir: &Path,
     manifest: &mut Manifest,
     files: &[(&str, &[u8])],
+) -> Result<Committed, DirError> {
+    commit_with(dir, manifest, files, &Retention::default())
+}
+
+/// [`commit`], keeping old generations as `retention` says.
+pub fn commit_with(
+    dir: &Path,
+    manifest: &mut Manifest,
+    files: &[(&str, &[u8])],
+    retention: &Retention,
 ) -> Result<Committed, DirError> {
     if !dir.exists() {
         fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))?;
@@ -425,22 +478,56 @@ pub fn commit(
 
     // The new generation is committed; what cannot be tidied up is reported.
     let mut not_removed = Vec::new();
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            let base = name.strip_suffix(".tmp").unwrap_or(&name);
-            if parse_gen(base).is_some_and(|n| n != gen || base != name) {
-                if let Err(err) = fs::remove_dir_all(e.path()) {
-                    not_removed.push((e.path(), err));
-                }
-            }
+    for path in expired(dir, gen, retention) {
+        if let Err(err) = fs::remove_dir_all(&path) {
+            not_removed.push((path, err));
         }
     }
     Ok(Committed {
         generation: gen,
         not_removed,
     })
+}
+
+/// What a commit of generation `gen` removes: every `*.tmp` generation,
+/// every generation after `gen` (left by a failed or abandoned writer), and
+/// the generations before it that `retention` does not keep.
+fn expired(dir: &Path, gen: u64, retention: &Retention) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut remove = Vec::new();
+    let mut older: Vec<(u64, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let base = name.strip_suffix(".tmp").unwrap_or(&name);
+        let Some(n) = parse_gen(base) else { continue };
+        if base != name || n > gen {
+            remove.push(e.path());
+        } else if n < gen {
+            older.push((n, e.path()));
+        }
+    }
+    // Newest first: older[i] was replaced by older[i - 1] (by `gen` for i = 0).
+    older.sort_unstable_by_key(|o| std::cmp::Reverse(o.0));
+    let keep = retention.keep.max(1);
+    let mut replaced_by = dir.join(gen_name(gen));
+    for (i, (_, path)) in older.into_iter().enumerate() {
+        let in_grace = || {
+            fs::metadata(&replaced_by)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                // A clock that went back: the replacement is recent.
+                .is_none_or(|age| age < retention.grace)
+        };
+        if i >= keep && (i >= retention.max_kept || !in_grace()) {
+            remove.push(path.clone());
+        }
+        replaced_by = path;
+    }
+    remove
 }
 
 /// Write `fib` as a new generation of `dir` (its control state, snapshot
@@ -532,6 +619,35 @@ impl Current {
             path: self.path(ACTIONS),
             source,
         })
+    }
+}
+
+/// Open the current generation with [`open`] and give it to `read`; if
+/// that fails and the generation is gone by then (removed by commits in
+/// between), resolve `current` again and try once more. Errors of `read`
+/// on a generation that still exists are returned as they are.
+pub fn open_retrying<T, E: From<DirError>>(
+    dir: &Path,
+    mut read: impl FnMut(Current) -> Result<T, E>,
+) -> Result<T, E> {
+    let mut retried = false;
+    loop {
+        let current = match open(dir) {
+            Ok(c) => c,
+            // `current` named a generation already removed.
+            Err(DirError::Io { ref source, .. })
+                if !retried && source.kind() == io::ErrorKind::NotFound =>
+            {
+                retried = true;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let gen_dir = current.gen_dir.clone();
+        match read(current) {
+            Err(_) if !retried && !gen_dir.exists() => retried = true,
+            done => return done,
+        }
     }
 }
 
@@ -630,21 +746,139 @@ mod tests {
         }
     }
 
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn commit_kept(dir: &Path, tag: &[u8], retention: &Retention) -> u64 {
+        let f = files(tag);
+        let refs: Vec<(&str, &[u8])> = f.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+        commit_with(dir, &mut manifest(), &refs, retention)
+            .unwrap()
+            .generation
+    }
+
     #[test]
-    fn commit_replaces_current_and_removes_old_generations() {
+    fn commit_replaces_current_keeps_the_previous_and_removes_stale_tmp() {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("fib");
         assert_eq!(commit_files(&dir, b"one"), 1);
         fs::create_dir(dir.join("gen-7.tmp")).unwrap();
         assert_eq!(commit_files(&dir, b"two"), 8);
-        let mut names: Vec<String> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["current", "gen-8"]);
+        assert_eq!(entries(&dir), ["current", "gen-1", "gen-8"]);
         let cur = open(&dir).unwrap();
         assert_eq!(cur.read_verified(CONTROL).unwrap(), b"two");
+    }
+
+    #[test]
+    fn fast_commits_keep_at_most_four_generations_and_the_grace_period_ends() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        // Commits well within the default 60 s grace period.
+        for i in 0..10u8 {
+            commit_kept(dir, &[i], &Retention::default());
+        }
+        // The previous generation and two more within the grace period.
+        assert_eq!(
+            entries(dir),
+            ["current", "gen-10", "gen-7", "gen-8", "gen-9"]
+        );
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let short = Retention {
+            grace: std::time::Duration::from_millis(300),
+            ..Retention::default()
+        };
+        commit_kept(dir, b"late", &short);
+        // gen-9 replaced gen-8 long ago: only the previous one stays.
+        assert_eq!(entries(dir), ["current", "gen-10", "gen-11"]);
+        // No grace at all still keeps the previous generation.
+        let none = Retention {
+            grace: std::time::Duration::ZERO,
+            ..Retention::default()
+        };
+        let zero_keep = Retention { keep: 0, ..none };
+        commit_kept(dir, b"x", &zero_keep);
+        assert_eq!(entries(dir), ["current", "gen-11", "gen-12"]);
+    }
+
+    #[test]
+    fn a_reader_whose_generation_vanished_resolves_current_again() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        commit_files(dir, b"old");
+        let mut calls = 0;
+        let got = open_retrying(dir, |cur| {
+            calls += 1;
+            if calls == 1 {
+                // Commits that remove the generation just resolved.
+                let only_previous = Retention {
+                    max_kept: 1,
+                    ..Retention::default()
+                };
+                commit_kept(dir, b"mid", &only_previous);
+                commit_kept(dir, b"new", &only_previous);
+                assert!(!cur.gen_dir.exists());
+            }
+            cur.read_verified(CONTROL)
+        })
+        .unwrap();
+        assert_eq!((calls, got.as_slice()), (2, &b"new"[..]));
+        // An error on a generation that still exists is not retried.
+        let mut calls = 0;
+        let e = open_retrying(dir, |cur| {
+            calls += 1;
+            cur.read_verified("absent.bin")
+        })
+        .unwrap_err();
+        assert!(matches!(e, DirError::NotListed { .. }), "{e}");
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn readers_racing_hundreds_of_commits_never_fail() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().to_path_buf();
+        commit_files(&dir, b"0");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let dir = dir.clone();
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        open_retrying(&dir, |cur| {
+                            for name in REQUIRED {
+                                cur.read_verified(name)?;
+                            }
+                            Ok::<_, DirError>(())
+                        })
+                        .unwrap_or_else(|e| panic!("read {reads} failed: {e}"));
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for i in 0..300u32 {
+            commit_files(&dir, &i.to_le_bytes().repeat(64));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
+        // Old generations went: at most the current and three before it.
+        let gens = entries(&dir)
+            .iter()
+            .filter(|n| parse_gen(n).is_some())
+            .count();
+        assert!((2..=4).contains(&gens), "{:?}", entries(&dir));
+        assert!(!entries(&dir).iter().any(|n| n.ends_with(".tmp")));
     }
 
     #[test]

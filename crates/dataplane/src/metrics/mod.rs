@@ -25,10 +25,22 @@
 //!   JSON lines to stderr, filtered by `RUST_LOG` (default `info`).
 //!
 //! Threading: the server runs one accept thread and one short-lived thread
-//! per connection (at most [`MAX_CONNECTIONS`] at once; more are answered
-//! `503`). The provider is called from those threads, concurrently, so it
-//! must be cheap and `Sync` (read a `Mutex`-guarded or atomically
+//! per connection (at most [`MetricsConfig::max_connections`] at once,
+//! [`MAX_CONNECTIONS`] by default; more are answered `503` at once, counted
+//! and logged). The provider is called from those threads, concurrently, so
+//! it must be cheap and `Sync` (read a `Mutex`-guarded or atomically
 //! published copy of the counters; never the pipeline itself).
+//!
+//! Slow clients: a connection has [`MetricsConfig::io_timeout`] from its
+//! accept to send its whole request head (a deadline for the request, not
+//! for each read, so a byte a second does not extend it); past it the
+//! client gets `408` and is closed. A connection thread waiting for a head
+//! costs a small stack and a descriptor, and the cap is set well above what
+//! scrapers need, so a hundred clients that connect and trickle (or send
+//! nothing) leave room for a scraper, and are gone at the deadline. The
+//! endpoint counts its own connections, refusals and timeouts and appends
+//! them to `/metrics` as `nexthop_metrics_http_*` (see [`EndpointStats`]);
+//! `/stats.json` serves the provider's snapshot alone.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -49,10 +61,10 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -64,8 +76,12 @@ pub const DEFAULT_METRICS_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr
 /// Longest request head (request line and headers) the server reads.
 pub const MAX_REQUEST_BYTES: usize = 8192;
 
-/// Most connections served at once; more are answered `503`.
-pub const MAX_CONNECTIONS: usize = 32;
+/// Default for [`MetricsConfig::max_connections`]: most connections
+/// served at once; more are answered `503`.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Stack of a connection thread (it parses a head and renders a snapshot).
+const CONNECTION_STACK_BYTES: usize = 256 << 10;
 
 /// Default time a server connection may take to send its request (and
 /// to take the response).
@@ -679,9 +695,14 @@ pub struct MetricsConfig {
     /// Allow an address that is not loopback (the endpoint has no
     /// authentication: anyone who can reach it reads the counters).
     pub allow_non_loopback: bool,
-    /// Longest time a client may take to send its whole request head, and
-    /// the write timeout of the response; slower clients get `408`.
+    /// Longest time a client may take, from its accept, to send its whole
+    /// request head, and the write timeout of the response; slower clients
+    /// get `408` and are closed.
     pub io_timeout: Duration,
+    /// Most connections open at once (reading a request or being
+    /// answered); a connection beyond it is answered `503` at once,
+    /// counted and logged.
+    pub max_connections: usize,
 }
 
 impl Default for MetricsConfig {
@@ -690,7 +711,94 @@ impl Default for MetricsConfig {
             addr: DEFAULT_METRICS_ADDR,
             allow_non_loopback: false,
             io_timeout: IO_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
+    }
+}
+
+/// The endpoint's own counters, from [`MetricsServer::stats`] and appended
+/// to every `/metrics` answer as `nexthop_metrics_http_*`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EndpointStats {
+    /// Connections accepted (served or refused).
+    pub accepted: u64,
+    /// Connections answered `503` because [`MetricsConfig::max_connections`]
+    /// were open.
+    pub refused: u64,
+    /// Connections answered `408` because their request head was not
+    /// complete at the deadline.
+    pub timed_out: u64,
+    /// Requests answered (any status but `503` and `408`).
+    pub answered: u64,
+    /// Connections open now.
+    pub active: u64,
+}
+
+/// Shared between the accept thread, the connection threads and
+/// [`MetricsServer::stats`].
+#[derive(Debug, Default)]
+struct EndpointCounters {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    timed_out: AtomicU64,
+    answered: AtomicU64,
+    active: AtomicUsize,
+    /// When a refusal was last logged (ms since `start`), to log at most
+    /// one line a second while a flood is refused.
+    last_refusal_log_ms: AtomicU64,
+}
+
+impl EndpointCounters {
+    fn stats(&self) -> EndpointStats {
+        EndpointStats {
+            accepted: self.accepted.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            timed_out: self.timed_out.load(Ordering::Relaxed),
+            answered: self.answered.load(Ordering::Relaxed),
+            active: self.active.load(Ordering::Relaxed) as u64,
+        }
+    }
+}
+
+impl EndpointStats {
+    /// The counters in the Prometheus text format, as appended to
+    /// `/metrics`.
+    pub fn to_prometheus_text(&self) -> String {
+        let mut w = PromWriter::default();
+        let counters = [
+            (
+                "metrics_http_connections_total",
+                "Connections the metrics endpoint accepted.",
+                self.accepted,
+            ),
+            (
+                "metrics_http_refused_total",
+                "Connections answered 503 because the connection cap was reached.",
+                self.refused,
+            ),
+            (
+                "metrics_http_timed_out_total",
+                "Connections answered 408 because the request head missed its deadline.",
+                self.timed_out,
+            ),
+            (
+                "metrics_http_answered_total",
+                "Requests the metrics endpoint answered (not counting 503 and 408).",
+                self.answered,
+            ),
+        ];
+        for (name, help, v) in counters {
+            w.family(name, help, MetricKind::Counter);
+            w.int(name, &[], v);
+        }
+        w.family(
+            "metrics_http_connections_active",
+            "Connections open on the metrics endpoint.",
+            MetricKind::Gauge,
+        );
+        w.int("metrics_http_connections_active", &[], self.active);
+        w.out
     }
 }
 
@@ -718,6 +826,9 @@ pub enum MetricsError {
     /// [`MetricsConfig::io_timeout`] is zero.
     #[error("the metrics endpoint's I/O timeout must be more than zero")]
     ZeroTimeout,
+    /// [`MetricsConfig::max_connections`] is zero.
+    #[error("the metrics endpoint's connection cap must be at least 1")]
+    ZeroConnections,
     /// The accept thread could not be started.
     #[error("cannot start the metrics thread: {0}")]
     Thread(io::Error),
@@ -729,6 +840,7 @@ pub enum MetricsError {
 pub struct MetricsServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    counters: Arc<EndpointCounters>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -771,7 +883,13 @@ impl MetricsServer {
         if config.io_timeout.is_zero() {
             return Err(MetricsError::ZeroTimeout);
         }
-        let io_timeout = config.io_timeout;
+        if config.max_connections == 0 {
+            return Err(MetricsError::ZeroConnections);
+        }
+        let limits = Limits {
+            io_timeout: config.io_timeout,
+            max_connections: config.max_connections,
+        };
         if !addr.ip().is_loopback() && !config.allow_non_loopback {
             return Err(MetricsError::NonLoopback { addr });
         }
@@ -780,16 +898,28 @@ impl MetricsServer {
         let local = listener.local_addr().map_err(bind_err)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
+        let counters = Arc::new(EndpointCounters::default());
+        let counters2 = Arc::clone(&counters);
         let thread = std::thread::Builder::new()
             .name("nexthop-metrics".to_string())
-            .spawn(move || accept_loop(listener, provider, stop2, io_timeout))
+            .spawn(move || accept_loop(listener, provider, stop2, limits, counters2))
             .map_err(MetricsError::Thread)?;
-        tracing::info!(addr = %local, "metrics endpoint listening");
+        tracing::info!(
+            addr = %local,
+            max_connections = limits.max_connections,
+            "metrics endpoint listening"
+        );
         Ok(MetricsServer {
             addr: local,
             stop,
+            counters,
             thread: Some(thread),
         })
+    }
+
+    /// The endpoint's own counters now.
+    pub fn stats(&self) -> EndpointStats {
+        self.counters.stats()
     }
 
     /// The address it listens on (with the real port when started on port 0).
@@ -820,13 +950,20 @@ impl Drop for MetricsServer {
     }
 }
 
+/// What the accept loop and the connections need from the config.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    io_timeout: Duration,
+    max_connections: usize,
+}
+
 /// Decrements the connection count when a connection thread ends,
 /// however it ends.
-struct Slot(Arc<AtomicUsize>);
+struct Slot(Arc<EndpointCounters>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -834,9 +971,11 @@ fn accept_loop(
     listener: TcpListener,
     provider: SnapshotProvider,
     stop: Arc<AtomicBool>,
-    io_timeout: Duration,
+    limits: Limits,
+    counters: Arc<EndpointCounters>,
 ) {
-    let active = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let io_timeout = limits.io_timeout;
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -850,29 +989,59 @@ fn accept_loop(
                 continue;
             }
         };
+        // The request deadline runs from the accept.
+        let deadline = Instant::now() + io_timeout;
+        counters.accepted.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_read_timeout(Some(io_timeout));
         let _ = stream.set_write_timeout(Some(io_timeout));
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            active.fetch_sub(1, Ordering::SeqCst);
-            let _ = write_response(
-                &mut stream,
-                &Response::text(503, "too many connections\n"),
-                false,
-            );
+        if counters.active.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
+            counters.active.fetch_sub(1, Ordering::SeqCst);
+            refuse(&mut stream, &counters, started, limits.max_connections);
             continue;
         }
-        let slot = Slot(Arc::clone(&active));
+        let slot = Slot(Arc::clone(&counters));
         let provider = Arc::clone(&provider);
+        let conn_counters = Arc::clone(&counters);
         let spawned = std::thread::Builder::new()
             .name("nexthop-metrics-conn".to_string())
+            .stack_size(CONNECTION_STACK_BYTES)
             .spawn(move || {
                 let _slot = slot;
-                serve_connection(stream, &provider, io_timeout);
+                serve_connection(stream, &provider, deadline, io_timeout, &conn_counters);
             });
         if let Err(e) = spawned {
+            // The closure (and its slot) was dropped with the error.
             tracing::warn!(error = %e, "cannot start a metrics connection thread");
         }
     }
+}
+
+/// Answer `503` to a connection beyond the cap, count it, and log it (at
+/// most one line a second, with the running total).
+fn refuse(
+    stream: &mut TcpStream,
+    counters: &EndpointCounters,
+    started: Instant,
+    max_connections: usize,
+) {
+    let total = counters.refused.fetch_add(1, Ordering::Relaxed) + 1;
+    let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let last = counters.last_refusal_log_ms.load(Ordering::Relaxed);
+    if total == 1 || now_ms.saturating_sub(last) >= 1000 {
+        counters
+            .last_refusal_log_ms
+            .store(now_ms, Ordering::Relaxed);
+        tracing::warn!(
+            max_connections,
+            refused_total = total,
+            "metrics endpoint at its connection cap: refusing connections with 503"
+        );
+    }
+    let _ = write_response(
+        stream,
+        &Response::text(503, "too many connections\n"),
+        false,
+    );
 }
 
 struct Response {
@@ -937,7 +1106,7 @@ enum Head {
 /// Read up to the blank line that ends the head, at most
 /// [`MAX_REQUEST_BYTES`], before `deadline` (a client trickling bytes
 /// does not hold the connection past it).
-fn read_head(stream: &mut TcpStream, deadline: std::time::Instant) -> Head {
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> Head {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
@@ -948,7 +1117,7 @@ fn read_head(stream: &mut TcpStream, deadline: std::time::Instant) -> Head {
         if buf.len() > MAX_REQUEST_BYTES {
             return Head::TooLarge;
         }
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
             return Head::TimedOut;
         }
@@ -979,8 +1148,13 @@ fn head_end(buf: &[u8]) -> Option<usize> {
     .filter(|&e| e <= MAX_REQUEST_BYTES)
 }
 
-/// The response to a request head (method, target, version).
-fn respond(head: &[u8], provider: &SnapshotProvider) -> (Response, bool) {
+/// The response to a request head (method, target, version); `/metrics`
+/// ends with the endpoint's own counters, `endpoint`.
+fn respond(
+    head: &[u8],
+    provider: &SnapshotProvider,
+    endpoint: &EndpointCounters,
+) -> (Response, bool) {
     let Ok(text) = std::str::from_utf8(head) else {
         return (Response::text(400, "request is not UTF-8\n"), false);
     };
@@ -1005,15 +1179,15 @@ fn respond(head: &[u8], provider: &SnapshotProvider) -> (Response, bool) {
         return (r, false);
     }
     let path = target.split_once('?').map_or(target, |(p, _)| p);
-    let render: fn(&MetricsSnapshot) -> String;
+    let prometheus;
     let content_type;
     match path {
         "/metrics" => {
-            render = MetricsSnapshot::to_prometheus_text;
+            prometheus = true;
             content_type = "text/plain; version=0.0.4";
         }
         "/stats.json" => {
-            render = MetricsSnapshot::to_json;
+            prometheus = false;
             content_type = "application/json";
         }
         _ => {
@@ -1023,7 +1197,17 @@ fn respond(head: &[u8], provider: &SnapshotProvider) -> (Response, bool) {
             )
         }
     }
-    match catch_unwind(AssertUnwindSafe(|| render(&provider()))) {
+    let render = || {
+        let snapshot = provider();
+        if prometheus {
+            let mut text = snapshot.to_prometheus_text();
+            text.push_str(&endpoint.stats().to_prometheus_text());
+            text
+        } else {
+            snapshot.to_json()
+        }
+    };
+    match catch_unwind(AssertUnwindSafe(render)) {
         Ok(body) => (
             Response {
                 status: 200,
@@ -1040,14 +1224,28 @@ fn respond(head: &[u8], provider: &SnapshotProvider) -> (Response, bool) {
     }
 }
 
-fn serve_connection(mut stream: TcpStream, provider: &SnapshotProvider, io_timeout: Duration) {
-    let deadline = std::time::Instant::now() + io_timeout;
-    let (response, head_only) = match read_head(&mut stream, deadline) {
-        Head::Complete(h) => respond(&h, provider),
+/// Read one request before `deadline` and answer it; the response write
+/// has `io_timeout`.
+fn serve_connection(
+    mut stream: TcpStream,
+    provider: &SnapshotProvider,
+    deadline: Instant,
+    io_timeout: Duration,
+    counters: &EndpointCounters,
+) {
+    let head = read_head(&mut stream, deadline);
+    let _ = stream.set_write_timeout(Some(io_timeout));
+    let (response, head_only) = match head {
+        Head::Complete(h) => respond(&h, provider, counters),
         Head::TooLarge => (Response::text(431, "request head too large\n"), false),
         Head::TimedOut => (Response::text(408, "request timed out\n"), false),
         Head::Closed => return,
     };
+    if response.status == 408 {
+        counters.timed_out.fetch_add(1, Ordering::Relaxed);
+    } else {
+        counters.answered.fetch_add(1, Ordering::Relaxed);
+    }
     if response.status >= 400 {
         tracing::debug!(status = response.status, "metrics request refused");
     }
@@ -1055,11 +1253,11 @@ fn serve_connection(mut stream: TcpStream, provider: &SnapshotProvider, io_timeo
     let _ = stream.shutdown(std::net::Shutdown::Write);
     // Drain what the client still sends (briefly) so closing does not
     // reset the connection before it read the response.
-    let until = std::time::Instant::now() + Duration::from_millis(500);
+    let until = Instant::now() + Duration::from_millis(500);
     let mut sink = [0u8; 1024];
     let mut drained = 0usize;
     while drained < 64 * 1024 {
-        let left = until.saturating_duration_since(std::time::Instant::now());
+        let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
             break;
         }

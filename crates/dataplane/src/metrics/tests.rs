@@ -324,8 +324,24 @@ fn get_metrics_serves_prometheus_text_with_its_content_type() {
         r.contains("\r\nContent-Type: text/plain; version=0.0.4\r\n"),
         "{r}"
     );
-    assert_eq!(body(&r), GOLDEN);
-    assert!(r.contains(&format!("\r\nContent-Length: {}\r\n", GOLDEN.len())));
+    // The snapshot, then the endpoint's own counters (this request is the
+    // first accepted, and open).
+    let b = body(&r);
+    let own = b.strip_prefix(GOLDEN).expect("the snapshot's text first");
+    assert_eq!(
+        own,
+        EndpointStats {
+            accepted: 1,
+            active: 1,
+            ..EndpointStats::default()
+        }
+        .to_prometheus_text()
+    );
+    assert!(
+        own.contains("\nnexthop_metrics_http_refused_total 0\n"),
+        "{own}"
+    );
+    assert!(r.contains(&format!("\r\nContent-Length: {}\r\n", b.len())));
 }
 
 #[test]
@@ -348,7 +364,13 @@ fn head_sends_headers_without_a_body() {
     let srv = server();
     let r = raw_request(srv.local_addr(), b"HEAD /metrics HTTP/1.1\r\n\r\n");
     assert_eq!(status(&r), "HTTP/1.1 200 OK");
-    assert!(r.contains(&format!("Content-Length: {}\r\n", GOLDEN.len())));
+    let own = EndpointStats {
+        accepted: 1,
+        active: 1,
+        ..EndpointStats::default()
+    }
+    .to_prometheus_text();
+    assert!(r.contains(&format!("Content-Length: {}\r\n", GOLDEN.len() + own.len())));
     assert_eq!(body(&r), "");
 }
 
@@ -472,14 +494,23 @@ fn a_silent_client_does_not_block_other_requests() {
 
 #[test]
 fn connections_past_the_limit_get_503_until_slots_free() {
-    let srv = server();
-    let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+    let config = MetricsConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        max_connections: 4,
+        ..MetricsConfig::default()
+    };
+    let srv = MetricsServer::start_with(&config, Arc::new(small_snapshot)).unwrap();
+    let idle: Vec<TcpStream> = (0..4)
         .map(|_| TcpStream::connect(srv.local_addr()).unwrap())
         .collect();
     // One accept thread takes connections in order, so the next one
     // finds every slot taken.
-    let r = raw_request(srv.local_addr(), b"GET /metrics HTTP/1.1\r\n\r\n");
-    assert_eq!(status(&r), "HTTP/1.1 503 Service Unavailable");
+    for _ in 0..3 {
+        let r = raw_request(srv.local_addr(), b"GET /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(status(&r), "HTTP/1.1 503 Service Unavailable");
+    }
+    let st = srv.stats();
+    assert_eq!((st.accepted, st.refused, st.active), (7, 3, 4), "{st:?}");
     drop(idle);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -537,6 +568,111 @@ fn slow_or_silent_clients_get_408_after_the_timeout() {
     };
     let err = MetricsServer::start_with(&zero, Arc::new(MetricsSnapshot::default));
     assert!(matches!(err, Err(MetricsError::ZeroTimeout)));
+    let no_room = MetricsConfig {
+        max_connections: 0,
+        ..config
+    };
+    let err = MetricsServer::start_with(&no_room, Arc::new(MetricsSnapshot::default));
+    assert!(matches!(err, Err(MetricsError::ZeroConnections)));
+}
+
+/// The value of an unlabelled sample in Prometheus text.
+fn sample(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn a_hundred_slow_clients_do_not_starve_a_scraper_and_are_cut_at_the_deadline() {
+    const SLOW: usize = 100;
+    let deadline = Duration::from_secs(3);
+    let config = MetricsConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        io_timeout: deadline,
+        ..MetricsConfig::default()
+    };
+    let srv = MetricsServer::start_with(&config, Arc::new(small_snapshot)).unwrap();
+    let addr = srv.local_addr();
+    let opened = std::time::Instant::now();
+    // Half send nothing, half trickle a request a byte a second.
+    let slow: Vec<TcpStream> = (0..SLOW)
+        .map(|_| {
+            let s = TcpStream::connect(addr).unwrap();
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    let trickle = b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa";
+    let mut sent = 0;
+    let mut answers: Vec<Vec<u8>> = vec![Vec::new(); SLOW];
+    let mut closed_at: Vec<Option<Duration>> = vec![None; SLOW];
+    let mut scraped = None;
+    let mut last_byte = opened;
+    while closed_at.iter().any(Option::is_none) && opened.elapsed() < deadline * 4 {
+        if sent < trickle.len() && last_byte.elapsed() >= Duration::from_secs(1) {
+            for s in slow.iter().skip(SLOW / 2) {
+                let _ = (&*s).write_all(&trickle[sent..=sent]);
+            }
+            sent += 1;
+            last_byte = std::time::Instant::now();
+        }
+        // A real scraper, while every slow client is still held open.
+        if scraped.is_none() && opened.elapsed() >= Duration::from_secs(1) {
+            let asked = std::time::Instant::now();
+            let r = raw_request(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+            scraped = Some((asked.elapsed(), r, srv.stats()));
+        }
+        for (i, s) in slow.iter().enumerate() {
+            if closed_at[i].is_some() {
+                continue;
+            }
+            let mut buf = [0u8; 512];
+            match (&*s).read(&mut buf) {
+                Ok(0) => closed_at[i] = Some(opened.elapsed()),
+                Ok(n) => answers[i].extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    closed_at[i] = Some(opened.elapsed());
+                }
+                Err(_) => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (took, r, during) = scraped.expect("the scraper ran");
+    assert_eq!(status(&r), "HTTP/1.1 200 OK", "{r}");
+    assert!(body(&r).starts_with(GOLDEN));
+    assert!(took < Duration::from_secs(5), "scrape took {took:?}");
+    // The scraper was served while the slow clients were all open.
+    assert!(during.active >= SLOW as u64, "{during:?}");
+    assert_eq!(during.refused, 0);
+    assert_eq!(sample(&r, "nexthop_metrics_http_refused_total"), Some(0));
+    assert!(sample(&r, "nexthop_metrics_http_connections_active").unwrap() > SLOW as u64);
+    // Every slow client got 408 and was closed at the deadline, not before.
+    for (i, (a, at)) in answers.iter().zip(&closed_at).enumerate() {
+        let at = at.unwrap_or_else(|| panic!("slow client {i} never closed"));
+        assert!(
+            String::from_utf8_lossy(a).starts_with("HTTP/1.1 408 "),
+            "client {i}: {a:?}"
+        );
+        assert!(
+            at >= deadline - Duration::from_millis(100),
+            "client {i} at {at:?}"
+        );
+        assert!(at < deadline * 4, "client {i} at {at:?}");
+    }
+    // The endpoint counted them, and says so on /metrics.
+    let r = raw_request(addr, b"GET /metrics HTTP/1.1\r\n\r\n");
+    assert_eq!(
+        sample(&r, "nexthop_metrics_http_timed_out_total"),
+        Some(SLOW as u64)
+    );
+    assert_eq!(
+        sample(&r, "nexthop_metrics_http_connections_total"),
+        Some(SLOW as u64 + 2)
+    );
+    assert_eq!(sample(&r, "nexthop_metrics_http_answered_total"), Some(1));
+    let st = srv.stats();
+    assert_eq!((st.timed_out, st.refused), (SLOW as u64, 0));
 }
 
 #[test]

@@ -350,6 +350,11 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
         if self.find_hashed(&key, h).is_some() {
             return Err(UpdateError::DuplicateKey(format!("{key:?}")));
         }
+        if self.len >= self.capacity {
+            // This key makes the structure grow: refuse, unchanged, if the
+            // larger arrays cannot be allocated.
+            Self::check_growth(&self.cfg, (self.capacity * 2).max(self.len + 1))?;
+        }
         let (a, b) = self.meta.slots(h);
         let e = self.alloc_edge(key, &words, a as u32, b as u32);
         self.len += 1;
