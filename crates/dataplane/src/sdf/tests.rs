@@ -120,6 +120,31 @@ fn pending_miss_table_makes_one_app_call_per_flow_in_flight() {
 }
 
 #[test]
+fn stage_counters_merge_what_every_stage_published_and_outlive_the_stages() {
+    let (rt, _calls, _closed) = gated(cfg());
+    let mut a = rt.stage();
+    let mut b = rt.stage();
+    let mut sink = Collect::default();
+    let fa = frame(1, 7);
+    let fb = frame(2, 7);
+    a.process(0, &[&fa[..]], &[], &mut sink);
+    assert!(a.flush(&mut sink, Duration::from_secs(10)));
+    a.process(0, &[&fa[..], &fa[..]], &[], &mut sink);
+    b.process(1, &[&fb[..]], &[], &mut sink);
+    assert!(b.flush(&mut sink, Duration::from_secs(10)));
+    assert_eq!(rt.stage_counters(), SdfCounters::default(), "nothing published yet");
+    a.publish();
+    let c = rt.stage_counters();
+    assert_eq!((c.hits, c.misses, c.app_requests), (2, 1, 1));
+    // A dropped stage publishes its last counters, which stay.
+    drop(b);
+    let c = rt.stage_counters();
+    assert_eq!((c.hits, c.misses, c.app_requests), (2, 2, 2));
+    drop(a);
+    assert_eq!(rt.stage_counters().misses, 2);
+}
+
+#[test]
 fn hung_app_never_stalls_cached_flows_and_drops_are_counted() {
     let (rt, _calls, closed) = gated(SdfConfig {
         queue: 2,
