@@ -182,6 +182,19 @@ pub struct SdfDrops {
 }
 
 impl SdfDrops {
+    /// Each reason's name (as in the Serialize form) and count.
+    pub fn named(&self) -> [(&'static str, u64); 7] {
+        [
+            ("queue_full", self.queue_full),
+            ("pending_full", self.pending_full),
+            ("waiting_full", self.waiting_full),
+            ("app_timeout", self.app_timeout),
+            ("app_gone", self.app_gone),
+            ("app_fault", self.app_fault),
+            ("ttl_expired", self.ttl_expired),
+        ]
+    }
+
     /// All drops.
     pub fn total(&self) -> u64 {
         self.queue_full
