@@ -431,8 +431,9 @@ fn helper_hostcap(dir: &Path) {
     fs::write(dir.join(format!("{iface}.txt")), lines).expect("write capture");
 }
 
-/// Send `frames` from host `host` (its helper process) and wait for it.
-fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
+/// Send `frames` from host `host` (its helper process), wait for it, then
+/// until the switch has sent `tx_after` frames in all.
+fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>], tx_after: u64) {
     let name = format!("send{host}");
     let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
     fs::write(lab.file(&format!("{name}.frames")), text).expect("write frames");
@@ -448,8 +449,41 @@ fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
         sent.starts_with(&format!("sent={} failed=0", frames.len())),
         "{sent}"
     );
-    // Time for the frames to cross the switch (a miss goes to the app).
-    sleep(Duration::from_millis(400));
+    // Each step starts once the frames of the one before crossed the
+    // switch (a miss goes to the app first): the switch's transmitted
+    // frames reach `tx_after`.
+    let snap = stats_when(lab, METRICS, |s| s.tx_frames_total() >= tx_after);
+    assert_eq!(snap.tx_frames_total(), tx_after, "h{host}: {snap:?}");
+}
+
+/// The switch's metrics endpoint (in its own namespace).
+const METRICS: &str = "127.0.0.1:9464";
+
+/// `nexthop stats --addr ADDR --json`, run in the switch's namespace,
+/// until `done` holds for its snapshot (published once a second; at most
+/// 15 s).
+fn stats_when(
+    lab: &mut Lab,
+    addr: &str,
+    done: impl Fn(&MetricsSnapshot) -> bool,
+) -> MetricsSnapshot {
+    let t = Instant::now();
+    loop {
+        let i = lab.spawn(
+            "sw",
+            "stats",
+            Path::new(NEXTHOP),
+            &["stats", "--addr", addr, "--json"],
+            &[],
+        );
+        let (ok, out, err) = lab.wait(i, "stats", Duration::from_secs(10));
+        assert!(ok, "nexthop stats failed:\n{out}\n{err}");
+        let s = MetricsSnapshot::from_json(out.trim()).expect("stats --json");
+        if done(&s) || t.elapsed() > Duration::from_secs(15) {
+            return s;
+        }
+        sleep(Duration::from_millis(200));
+    }
 }
 
 /// The value of extra metric `name` with `labels` in a snapshot.
@@ -487,7 +521,6 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
         ));
         lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
     }
-    let metrics = "127.0.0.1:9464";
     let sw = lab.spawn(
         "sw",
         "sw",
@@ -504,7 +537,7 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
             "--port",
             "3=sp3",
             "--metrics",
-            metrics,
+            METRICS,
             "--duration",
             "60",
         ],
@@ -519,39 +552,22 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
     const BCAST: [u8; 6] = [0xff; 6];
     // 1. h1 → h2, unknown: flooded to h2 and h3.
     let first = host_frame(1, host_mac(2), 2, 0);
-    send_from(&mut lab, 1, std::slice::from_ref(&first));
+    send_from(&mut lab, 1, std::slice::from_ref(&first), 2);
     // 2. h2 → h1: h1 was learned, so h1 only.
     let reply = host_frame(2, host_mac(1), 1, 1);
-    send_from(&mut lab, 2, std::slice::from_ref(&reply));
+    send_from(&mut lab, 2, std::slice::from_ref(&reply), 3);
     // 3. h1 → h2 now that both are learned: h2 only; one frame decides
     // (and caches) the flow, then 20 more are cache hits.
     let one = host_frame(1, host_mac(2), 2, 2);
-    send_from(&mut lab, 1, std::slice::from_ref(&one));
+    send_from(&mut lab, 1, std::slice::from_ref(&one), 4);
     let burst: Vec<Vec<u8>> = (3..23).map(|s| host_frame(1, host_mac(2), 2, s)).collect();
-    send_from(&mut lab, 1, &burst);
+    send_from(&mut lab, 1, &burst, 24);
     // 4. h3 broadcasts: h1 and h2.
     let bcast = host_frame(3, BCAST, 255, 23);
-    send_from(&mut lab, 3, std::slice::from_ref(&bcast));
+    send_from(&mut lab, 3, std::slice::from_ref(&bcast), 26);
 
-    // The counters, as `nexthop stats` reads them (published once a
-    // second): wait until the last frame is counted.
-    let t = Instant::now();
-    let snap = loop {
-        let i = lab.spawn(
-            "sw",
-            "stats",
-            Path::new(NEXTHOP),
-            &["stats", "--addr", metrics, "--json"],
-            &[],
-        );
-        let (ok, out, err) = lab.wait(i, "stats", Duration::from_secs(10));
-        assert!(ok, "nexthop stats failed:\n{out}\n{err}");
-        let s = MetricsSnapshot::from_json(out.trim()).expect("stats --json");
-        if s.frames_in >= 24 || t.elapsed() > Duration::from_secs(10) {
-            break s;
-        }
-        sleep(Duration::from_millis(300));
-    };
+    // The counters, as `nexthop stats` reads them.
+    let snap = stats_when(&mut lab, METRICS, |s| s.frames_in >= 24);
     // Stop on SIGTERM (`ip netns exec` runs the forwarder in its own
     // process).
     let pid = lab.children[sw].id().to_string();
