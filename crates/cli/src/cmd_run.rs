@@ -56,8 +56,8 @@ use crate::cmd_forward::open_ip;
 /// `N=IFACE`: FIB port `N` is interface `IFACE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortMap {
-    port: u16,
-    iface: String,
+    pub(crate) port: u16,
+    pub(crate) iface: String,
 }
 
 impl FromStr for PortMap {

@@ -2,24 +2,40 @@
 //! name) decides the packets its decision cache misses; the cache answers
 //! the rest. Offline: frames from pcap files (`--in-pcap [PORT=]FILE`,
 //! merged by timestamp), one pcap per output port in `--out-dir`, as
-//! `nexthop forward` does.
+//! `nexthop forward` does. Live: frames from interfaces (`--port N=IFACE`,
+//! AF_PACKET by default, `--io auto|afxdp` as for `nexthop run`) through
+//! the forwarder engine (`engine::Engine::run`, one SDF stage per worker)
+//! until a signal or `--duration`, the counters (the engine's and the
+//! SDF's) on the Prometheus endpoint with `--metrics`.
 //!
 //! Glue only: the app API and the cache are `nexthop-sdf`'s, the pipeline
 //! and its pcap driver `nexthop-dataplane::sdf`'s. The contract is in
 //! `docs/dataplane.md` ("The SDF pipeline").
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
+use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
+use nexthop_dataplane::engine::{
+    io_list, open_ports, progress_line, summary_line as engine_summary, Engine, EngineConfig,
+    IoMode, NoRefresh, PortsConfig, PortsError, Report, Worker, XdpAttach,
+};
+use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
+use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::pcap::{PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::sdf::{
-    forward_pcap_sdf, App, PcapInput, SdfConfig, SdfPcapRun, SdfRuntime, SdfStats,
+    forward_pcap_sdf, App, PcapInput, SdfConfig, SdfCounters, SdfPcapRun, SdfRuntime, SdfStats,
 };
+use nexthop_dataplane::Counters;
 use nexthop_sdf::app::{DropReason, L2Config, L2Switch};
+
+use crate::cmd_run::{PortMap, MAX_WORKERS};
 
 /// The built-in apps, by name.
 const APPS: &[&str] = &["l2switch"];
@@ -27,9 +43,9 @@ const APPS: &[&str] = &["l2switch"];
 /// `nexthop sdf` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SdfCmd {
-    /// Run an app over pcap files: misses go to the app, its decisions are
-    /// cached (marks + state ids) and revoked when its state changes; one
-    /// pcap per output port.
+    /// Run an app over pcap files (`--in-pcap`, `--out-dir`) or live
+    /// interfaces (`--port N=IFACE`): misses go to the app, its decisions
+    /// are cached (marks + state ids) and revoked when its state changes.
     Run(RunArgs),
 }
 
@@ -88,19 +104,60 @@ pub struct RunArgs {
     /// switch).
     #[arg(long, value_name = "NAME")]
     app: String,
-    /// Input: a classic pcap file of Ethernet frames, received on PORT
-    /// (default 0). Repeat for several ports: the files are merged in
-    /// timestamp order.
-    #[arg(long, value_name = "[PORT=]FILE", required = true)]
+    /// Offline input: a classic pcap file of Ethernet frames, received on
+    /// PORT (default 0). Repeat for several ports: the files are merged in
+    /// timestamp order. Needs --out-dir; excludes --port.
+    #[arg(long, value_name = "[PORT=]FILE")]
     in_pcap: Vec<InPcap>,
-    /// Output directory: port-N.pcap per output port that sent frames,
-    /// controller.pcap for frames sent to the control port (earlier
-    /// outputs are replaced).
+    /// Offline output directory: port-N.pcap per output port that sent
+    /// frames, controller.pcap for frames sent to the control port
+    /// (earlier outputs are replaced).
     #[arg(long, value_name = "DIR")]
-    out_dir: PathBuf,
-    /// The switch's ports (comma list); the input ports are added.
+    out_dir: Option<PathBuf>,
+    /// Offline: the switch's ports (comma list); the input ports are
+    /// added.
     #[arg(long, value_name = "LIST", default_value = "0,1,2,3")]
     ports: PortList,
+    /// Live: switch port N is interface IFACE (repeat for each port; they
+    /// are the app's ports).
+    #[arg(long = "port", value_name = "N=IFACE")]
+    live_ports: Vec<PortMap>,
+    /// Live: port(s) to receive on (repeatable; default: every --port, as
+    /// a switch receives on all its ports).
+    #[arg(long = "in", value_name = "N")]
+    inputs: Vec<u16>,
+    /// Live: worker threads (default 1), each with its own stage and
+    /// pending-miss table, sharing the cache and the app.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    workers: usize,
+    /// Live: how the kernel splits frames among workers (hash, lb, cpu,
+    /// queue).
+    #[arg(long, value_name = "MODE", default_value = "hash")]
+    fanout: FanoutMode,
+    /// Live: port I/O: afpacket (the default), auto or afxdp, as for
+    /// `nexthop run`.
+    #[arg(long, value_name = "IO", default_value = "afpacket")]
+    io: IoMode,
+    /// Live, AF_XDP: auto (native, else generic), skb or native.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    xdp_mode: XdpAttach,
+    /// Live, AF_XDP: the first interface queue to bind.
+    #[arg(long, value_name = "Q", default_value_t = 0)]
+    xdp_queue: u32,
+    /// Live: stop after this many seconds (default: at SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Live: no progress lines on stderr.
+    #[arg(long)]
+    quiet: bool,
+    /// Live: serve the counters (the engine's and the SDF's) at
+    /// http://ADDR/metrics and /stats.json (`nexthop stats --addr ADDR`).
+    /// Loopback only unless --metrics-allow-remote.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<SocketAddr>,
+    /// Allow --metrics on an address that is not loopback.
+    #[arg(long)]
+    metrics_allow_remote: bool,
     /// l2switch: a MAC binding this many seconds old is forgotten.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     mac_timeout: u64,
@@ -124,7 +181,18 @@ pub struct RunArgs {
 /// `nexthop sdf`.
 pub fn run(cmd: SdfCmd) -> Result<()> {
     match cmd {
-        SdfCmd::Run(a) => run_pcap(&a),
+        SdfCmd::Run(a) => {
+            let live = !a.live_ports.is_empty();
+            match (live, a.in_pcap.is_empty(), &a.out_dir) {
+                (true, true, None) => run_live(&a),
+                (true, _, _) => bail!("--port (live) excludes --in-pcap and --out-dir (offline)"),
+                (false, false, Some(dir)) => run_pcap(&a, dir),
+                (false, true, _) => {
+                    bail!("no input: give --port N=IFACE (live) or --in-pcap FILE --out-dir DIR")
+                }
+                (false, false, None) => bail!("--in-pcap needs --out-dir"),
+            }
+        }
     }
 }
 
@@ -146,23 +214,13 @@ fn builtin(a: &RunArgs) -> Result<Box<dyn App>> {
     }
 }
 
-fn run_pcap(a: &RunArgs) -> Result<()> {
+fn run_pcap(a: &RunArgs, out_dir: &std::path::Path) -> Result<()> {
     let app = builtin(a)?;
     let mut ports = a.ports.0.clone();
     ports.extend(a.in_pcap.iter().map(|i| i.port));
     ports.sort_unstable();
     ports.dedup();
-    let cfg = SdfConfig {
-        cache: nexthop_sdf::Config {
-            capacity: a.cache_capacity,
-            max_masks: a.max_masks,
-            seed: rand_seed(),
-            ..nexthop_sdf::Config::default()
-        },
-        ports,
-        queue: a.queue,
-        ..SdfConfig::default()
-    };
+    let cfg = sdf_config(a, ports);
     let mut inputs = Vec::with_capacity(a.in_pcap.len());
     for i in &a.in_pcap {
         let input = PcapIn::open(&i.path).map_err(|e| anyhow!("{}: {e}", i.path.display()))?;
@@ -174,13 +232,13 @@ fn run_pcap(a: &RunArgs) -> Result<()> {
     let header = inputs[0].input.header();
     let rt = SdfRuntime::start(app, cfg).map_err(|e| anyhow!("{e}"))?;
     let mut stage = rt.stage();
-    let out = PcapPorts::create(&a.out_dir, header)?;
+    let out = PcapPorts::create(out_dir, header)?;
     let run = forward_pcap_sdf(&mut stage, &mut inputs, out, Duration::from_secs(10))?;
     drop(stage);
     let stats = rt.shutdown();
     let mut stdout = io::stdout().lock();
     if a.json {
-        serde_json::to_writer_pretty(&mut stdout, &summary_json(a, &run, &stats))
+        serde_json::to_writer_pretty(&mut stdout, &summary_json(a, out_dir, &run, &stats))
             .map_err(io::Error::from)?;
         writeln!(stdout)?;
     } else {
@@ -200,6 +258,278 @@ fn run_pcap(a: &RunArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn sdf_config(a: &RunArgs, ports: Vec<u16>) -> SdfConfig {
+    SdfConfig {
+        cache: nexthop_sdf::Config {
+            capacity: a.cache_capacity,
+            max_masks: a.max_masks,
+            seed: rand_seed(),
+            ..nexthop_sdf::Config::default()
+        },
+        ports,
+        queue: a.queue,
+        ..SdfConfig::default()
+    }
+}
+
+/// Live: the app over interfaces, one SDF stage per worker of the engine.
+fn run_live(a: &RunArgs) -> Result<()> {
+    if a.json {
+        bail!("--json is for the offline summary (live counters: --metrics and `nexthop stats --json`)");
+    }
+    if !(1..=MAX_WORKERS).contains(&a.workers) {
+        bail!("--workers {}: expected 1 to {MAX_WORKERS}", a.workers);
+    }
+    let duration = match a.duration {
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
+        Some(s) => bail!("--duration {s}: expected a positive number of seconds"),
+        None => None,
+    };
+    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
+    let mut ifaces: BTreeSet<&str> = BTreeSet::new();
+    for m in &a.live_ports {
+        if by_port.insert(m.port, &m.iface).is_some() {
+            bail!("--port {}: port {} is mapped twice", m.port, m.port);
+        }
+        if !ifaces.insert(&m.iface) {
+            bail!(
+                "--port {}={}: interface {} is mapped twice",
+                m.port,
+                m.iface,
+                m.iface
+            );
+        }
+    }
+    let inputs: BTreeSet<u16> = if a.inputs.is_empty() {
+        by_port.keys().copied().collect()
+    } else {
+        a.inputs.iter().copied().collect()
+    };
+    for p in &inputs {
+        if !by_port.contains_key(p) {
+            bail!("--in {p}: port {p} has no interface (add --port {p}=IFACE)");
+        }
+    }
+    let app = builtin(a)?;
+    let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
+    let ports_cfg = PortsConfig {
+        workers: a.workers,
+        io: a.io,
+        xdp_attach: a.xdp_mode,
+        xdp_queue: a.xdp_queue,
+        ring: RingConfig::default(),
+        fanout: a.fanout,
+        fanout_group_base: (std::process::id() & 0x7fff) as u16,
+    };
+    let worker_ports = open_ports(&by_port, &inputs, &ports_cfg).map_err(|e| match e {
+        PortsError::Xdp { .. } => anyhow!("{e} (--io auto falls back to AF_PACKET)"),
+        e => e.into(),
+    })?;
+    let io_names = io_list(&worker_ports[0], by_port.keys().copied());
+    let rt = SdfRuntime::start(app, sdf_config(a, by_port.keys().copied().collect()))
+        .map_err(|e| anyhow!("{e}"))?;
+    let workers: Vec<Worker<_>> = worker_ports
+        .into_iter()
+        .map(|ports| Worker::new(rt.stage(), ports))
+        .collect();
+    let show = |ps: &dyn Fn(u16) -> bool| {
+        by_port
+            .iter()
+            .filter(|(p, _)| ps(**p))
+            .map(|(p, i)| format!("{p}={i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    // The readiness line (output, not a log event: scripts wait for it).
+    eprintln!(
+        "nexthop sdf run: forwarding app={} in={} out={} io={io_names} workers={} (Ctrl-C stops)",
+        a.app,
+        show(&|p| inputs.contains(&p)),
+        show(&|_| true),
+        a.workers
+    );
+    let shared = SharedSnapshot::new();
+    let _metrics_server = match a.metrics {
+        Some(addr) => {
+            let config = MetricsConfig {
+                addr,
+                allow_non_loopback: a.metrics_allow_remote,
+                ..MetricsConfig::default()
+            };
+            let server = MetricsServer::start_with(&config, shared.provider())
+                .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
+            tracing::info!("metrics on http://{addr}/metrics and /stats.json");
+            Some(server)
+        }
+        None => None,
+    };
+    let snapshot = |c: &Counters, ps: &PortStats, elapsed: Duration| {
+        sdf_metrics(
+            MetricsSnapshot::from_counters(c)
+                .with_port_stats(ps)
+                .with_uptime(elapsed),
+            &rt.stage_counters(),
+            &rt.stats(),
+        )
+    };
+    let mut on_report = |r: &Report<'_>| {
+        let p = &r.merged;
+        if a.metrics.is_some() {
+            shared.publish(snapshot(p.counters, p.ports, p.elapsed));
+        }
+        if !a.quiet {
+            let s = rt.stage_counters();
+            eprintln!(
+                "{} sdf_hits={} app_calls={}",
+                progress_line(p),
+                s.hits,
+                rt.stats().app.app_calls
+            );
+        }
+    };
+    let engine = Engine::new(EngineConfig {
+        after: StopAfter {
+            duration,
+            frames: None,
+        },
+        report_every: (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1)),
+    });
+    // Every stage has published its last counters once `run` returns (a
+    // stage publishes when its worker drops it).
+    let done = engine.run(workers, &NoRefresh, &stop, &mut on_report)?;
+    let run = &done.merged;
+    let sdf = rt.stage_counters();
+    let stats = rt.stats();
+    if a.metrics.is_some() {
+        shared.publish(snapshot(&run.counters, &run.ports, run.elapsed));
+    }
+    let line = format!(
+        "{} io={io_names} {}",
+        engine_summary(run),
+        live_sdf_fields(&sdf, &stats)
+    );
+    let _ = rt.shutdown();
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{line}")?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// The SDF fields of the live summary line: `sdf_hits=N sdf_misses=N
+/// app_calls=N pending_waits=N installs=N revocations=N entries=N masks=N
+/// sdf_drops=REASON:N,...|- app_drops=REASON:N,...|-`.
+fn live_sdf_fields(sdf: &SdfCounters, stats: &SdfStats) -> String {
+    let drops: Vec<String> = sdf
+        .drops
+        .named()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| format!("{r}:{n}"))
+        .collect();
+    format!(
+        "sdf_hits={} sdf_misses={} app_calls={} pending_waits={} installs={} revocations={} \
+         entries={} masks={} sdf_drops={} app_drops={}",
+        sdf.hits,
+        sdf.misses,
+        stats.app.app_calls,
+        sdf.pending_waits,
+        stats.cache.installs,
+        stats.cache.revocations,
+        stats.entries,
+        stats.masks,
+        if drops.is_empty() {
+            "-".to_string()
+        } else {
+            drops.join(",")
+        },
+        app_drops(stats),
+    )
+}
+
+/// `m` with the SDF counters added (`nexthop_sdf_*`; `docs/dataplane.md`,
+/// "The SDF pipeline", lists them).
+fn sdf_metrics(m: MetricsSnapshot, sdf: &SdfCounters, stats: &SdfStats) -> MetricsSnapshot {
+    let k = &stats.cache;
+    let mut m = m
+        .with_counter(
+            "sdf_hits_total",
+            "Frames the decision cache answered, by level.",
+            &[("level", "front")],
+            k.front_hits,
+        )
+        .with_counter(
+            "sdf_hits_total",
+            "Frames the decision cache answered, by level.",
+            &[("level", "wildcard")],
+            k.wildcard_hits,
+        )
+        .with_counter(
+            "sdf_misses_total",
+            "Frames the decision cache missed.",
+            &[],
+            sdf.misses,
+        )
+        .with_counter(
+            "sdf_app_calls_total",
+            "Packets the app decided.",
+            &[],
+            stats.app.app_calls,
+        )
+        .with_counter(
+            "sdf_pending_waits_total",
+            "Misses that waited for a decision already in flight.",
+            &[],
+            sdf.pending_waits,
+        )
+        .with_counter(
+            "sdf_installs_total",
+            "Decisions installed in the cache.",
+            &[],
+            k.installs,
+        )
+        .with_counter(
+            "sdf_revocations_total",
+            "Cached decisions revoked by a removed state id.",
+            &[],
+            k.revocations,
+        )
+        .with_counter(
+            "sdf_evictions_total",
+            "Cached decisions evicted (LRU).",
+            &[],
+            k.evictions,
+        )
+        .with_gauge(
+            "sdf_entries",
+            "Cached decisions now.",
+            &[],
+            stats.entries as f64,
+        )
+        .with_gauge(
+            "sdf_masks",
+            "Wildcard masks (subtables) now.",
+            &[],
+            stats.masks as f64,
+        );
+    for (reason, n) in sdf.drops.named() {
+        m = m.with_counter(
+            "sdf_drops_total",
+            "Frames the SDF pipeline dropped, by reason.",
+            &[("reason", reason)],
+            n,
+        );
+    }
+    for r in DropReason::ALL {
+        m = m.with_counter(
+            "sdf_app_drops_total",
+            "Packets dropped for a fault of the app's decision, by reason.",
+            &[("reason", r.name())],
+            stats.app.drops.get(r),
+        );
+    }
+    m
 }
 
 /// A per-process hash seed: cache keys are attacker-controlled.
@@ -264,7 +594,12 @@ fn summary_line(run: &SdfPcapRun, stats: &SdfStats) -> String {
     )
 }
 
-fn summary_json(a: &RunArgs, run: &SdfPcapRun, stats: &SdfStats) -> serde_json::Value {
+fn summary_json(
+    a: &RunArgs,
+    out_dir: &std::path::Path,
+    run: &SdfPcapRun,
+    stats: &SdfStats,
+) -> serde_json::Value {
     let c = &run.counters;
     let ports = |it: &mut dyn Iterator<Item = (u16, nexthop_dataplane::PortCounter)>| {
         it.map(|(p, pc)| serde_json::json!({"port": p, "frames": pc.frames, "bytes": pc.bytes}))
@@ -290,7 +625,7 @@ fn summary_json(a: &RunArgs, run: &SdfPcapRun, stats: &SdfStats) -> serde_json::
     serde_json::json!({
         "app": a.app,
         "inputs": inputs,
-        "out_dir": a.out_dir.display().to_string(),
+        "out_dir": out_dir.display().to_string(),
         "frames_in": c.frames_in,
         "bytes_in": c.bytes_in,
         "forwarded": c.forwarded,
@@ -329,4 +664,63 @@ fn summary_json(a: &RunArgs, run: &SdfPcapRun, stats: &SdfStats) -> serde_json::
         "stopped_by": run.stopped_by.iter().map(|(p, e)| serde_json::json!({"port": p, "error": e.to_string()})).collect::<Vec<_>>(),
         "seconds": run.elapsed.as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nexthop_dataplane::sdf::SdfDrops;
+
+    #[test]
+    fn sdf_metrics_export_every_counter_with_its_labels() {
+        let sdf = SdfCounters {
+            misses: 3,
+            pending_waits: 2,
+            drops: SdfDrops {
+                queue_full: 5,
+                ..SdfDrops::default()
+            },
+            ..SdfCounters::default()
+        };
+        let mut stats = SdfStats::default();
+        stats.cache.front_hits = 7;
+        stats.cache.wildcard_hits = 11;
+        stats.cache.installs = 4;
+        stats.cache.revocations = 1;
+        stats.app.app_calls = 3;
+        stats.entries = 2;
+        stats.masks = 1;
+        let m = sdf_metrics(MetricsSnapshot::default(), &sdf, &stats);
+        let text = m.to_prometheus_text();
+        for want in [
+            "nexthop_sdf_hits_total{level=\"front\"} 7",
+            "nexthop_sdf_hits_total{level=\"wildcard\"} 11",
+            "nexthop_sdf_misses_total 3",
+            "nexthop_sdf_app_calls_total 3",
+            "nexthop_sdf_pending_waits_total 2",
+            "nexthop_sdf_installs_total 4",
+            "nexthop_sdf_revocations_total 1",
+            "nexthop_sdf_entries 2",
+            "nexthop_sdf_masks 1",
+            "nexthop_sdf_drops_total{reason=\"queue_full\"} 5",
+            "nexthop_sdf_app_drops_total{reason=\"unknown_port\"} 0",
+        ] {
+            assert!(text.contains(want), "no {want:?} in\n{text}");
+        }
+        assert_eq!(text.matches("# TYPE nexthop_sdf_hits_total").count(), 1);
+        let back = MetricsSnapshot::from_json(&m.to_json()).unwrap();
+        assert_eq!(back.extra.len(), m.extra.len());
+    }
+
+    #[test]
+    fn the_live_summary_fields_name_drops_or_say_none() {
+        let mut sdf = SdfCounters::default();
+        let stats = SdfStats::default();
+        let line = live_sdf_fields(&sdf, &stats);
+        assert!(line.ends_with("sdf_drops=- app_drops=-"), "{line}");
+        sdf.drops.app_timeout = 2;
+        let line = live_sdf_fields(&sdf, &stats);
+        assert!(line.contains("sdf_drops=app_timeout:2 "), "{line}");
+        assert!(!line.contains("  "), "{line}");
+    }
 }

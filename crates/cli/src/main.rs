@@ -82,7 +82,8 @@ enum Cmd {
     #[command(subcommand)]
     Ndn(cmd_ndn::NdnCmd),
     /// Software-defined forwarding: an app decides what its decision cache
-    /// misses (`sdf run --app l2switch --in-pcap FILE --out-dir DIR`).
+    /// misses (`sdf run --app l2switch --in-pcap FILE --out-dir DIR`, or
+    /// live: `--port N=IFACE ...`).
     #[command(subcommand)]
     Sdf(cmd_sdf::SdfCmd),
     /// The main job: controller, forwarder, source and 4 sinks in network

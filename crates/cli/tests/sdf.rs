@@ -1,15 +1,27 @@
 //! End-to-end tests of `nexthop sdf run --app l2switch`: pcap files
 //! written here by hand (one per input port), the output files read back
 //! by hand and checked against what a learning switch must send, the
-//! summary line and `--json`, and errors.
+//! summary line and `--json`, and errors; and live: three host
+//! namespaces joined by veth to a forwarder namespace running the switch on
+//! three ports, the frames each host receives checked one by one and the
+//! counters read with `nexthop stats --json` (namespaces and processes are
+//! removed by the `Lab` guard, also on failure; without root or `ip` the
+//! live test says why and passes).
 
+mod common;
 mod fixture;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
 
+use common::{helper_env, helper_main, hex, lab_or_skip, unhex, Lab, HELPER_ARGS, NEXTHOP};
 use fixture::{nexthop, stdout, Fixture};
+use nexthop_dataplane::afpacket::{RingConfig, RxRing};
+use nexthop_dataplane::metrics::MetricsSnapshot;
 
 /// A little-endian microsecond pcap file of `frames`, each with its time
 /// (seconds).
@@ -278,4 +290,350 @@ fn garbage_frames_go_through_without_a_panic() {
     let fwd: u64 = f["forwarded"].parse().unwrap();
     let drop: u64 = f["dropped"].parse().unwrap();
     assert_eq!(fwd + drop, 300);
+}
+
+#[test]
+fn live_and_offline_flags_exclude_each_other() {
+    let fx = Fixture::new();
+    let input = fx.file("in.pcap", pcap(&[]));
+    nexthop()
+        .args([
+            "sdf",
+            "run",
+            "--app",
+            "l2switch",
+            "--port",
+            "1=eth9",
+            "--in-pcap",
+        ])
+        .arg(&input)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("excludes --in-pcap"));
+    nexthop()
+        .args(["sdf", "run", "--app", "l2switch"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("no input"));
+    nexthop()
+        .args(["sdf", "run", "--app", "l2switch", "--in-pcap"])
+        .arg(&input)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--in-pcap needs --out-dir"));
+    nexthop()
+        .args([
+            "sdf", "run", "--app", "l2switch", "--port", "1=a", "--port", "2=a",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("mapped twice"));
+    nexthop()
+        .args([
+            "sdf", "run", "--app", "l2switch", "--port", "1=a", "--in", "2",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--in 2: port 2 has no interface"));
+}
+
+// ---------------------------------------------------------------------------
+// Live, in network namespaces
+
+/// Not a test of its own: the send helper of `tests/common` and this
+/// file's `hostcap` mode, run inside a namespace.
+#[test]
+#[ignore = "helper process of the namespace tests"]
+fn live_helper() {
+    if let Some((mode, dir)) = helper_main() {
+        match mode.as_str() {
+            "hostcap" => helper_hostcap(&dir),
+            _ => panic!("unknown helper mode {mode}"),
+        }
+    }
+}
+
+/// Documentation MAC (RFC 7042) of host `i`.
+fn host_mac(i: u8) -> [u8; 6] {
+    [0x00, 0x00, 0x5e, 0x00, 0x53, i]
+}
+
+const MAGIC: &[u8; 4] = b"NHSD";
+
+/// An IPv4/UDP frame from host `from` (192.0.2.FROM) to `dst` (MAC) and
+/// 192.0.2.TO, with the magic and `seq` in the payload.
+fn host_frame(from: u8, dst: [u8; 6], to: u8, seq: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&host_mac(from));
+    f.extend_from_slice(&[0x08, 0x00]);
+    let mut ip = [
+        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 192, 0, 2, from, 192, 0, 2, to,
+    ];
+    let payload_len = 8 + MAGIC.len() + 2;
+    ip[2..4].copy_from_slice(&((20 + payload_len) as u16).to_be_bytes());
+    let csum = nexthop_wire::checksum::ipv4_header_checksum(&ip);
+    ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&9999u16.to_be_bytes());
+    f.extend_from_slice(&9999u16.to_be_bytes());
+    f.extend_from_slice(&(payload_len as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(MAGIC);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f
+}
+
+/// Capture on host `NEXTHOP_LIVE_IFACES` (one interface) until
+/// `DIR/IFACE.stop` exists; write `DIR/IFACE.txt`: the hex of each frame
+/// that carries [`MAGIC`] and was not sent by this host (an AF_PACKET ring
+/// also sees the host's own frames), in arrival order; `DIR/IFACE.ready`
+/// once the ring is open.
+fn helper_hostcap(dir: &Path) {
+    let iface = std::env::var("NEXTHOP_LIVE_IFACES").expect("NEXTHOP_LIVE_IFACES");
+    let own: u8 = iface
+        .strip_prefix('h')
+        .and_then(|i| i.parse().ok())
+        .expect("host interface hN");
+    let cfg = RingConfig {
+        block_size: 1 << 16,
+        block_count: 64,
+        frame_size: 2048,
+        block_timeout_ms: 10,
+    };
+    let mut ring = RxRing::open(&iface, &cfg).expect("open rx ring");
+    fs::write(dir.join(format!("{iface}.ready")), "ready\n").expect("write ready");
+    let stop = dir.join(format!("{iface}.stop"));
+    let mut lines = String::new();
+    let mut last_round = false;
+    loop {
+        while let Some(mut block) = ring.next_block() {
+            let mut frames = Vec::new();
+            block.frames_into(&mut frames);
+            for f in frames {
+                let ours = f.len() >= 48 && f[42..46] == MAGIC[..];
+                if ours && f[6..12] != host_mac(own) {
+                    lines.push_str(&hex(f));
+                    lines.push('\n');
+                }
+            }
+        }
+        if last_round {
+            break;
+        }
+        if stop.exists() {
+            sleep(Duration::from_millis(50));
+            last_round = true;
+        } else {
+            sleep(Duration::from_millis(2));
+        }
+    }
+    fs::write(dir.join(format!("{iface}.txt")), lines).expect("write capture");
+}
+
+/// Send `frames` from host `host` (its helper process), wait for it, then
+/// until the switch has sent `tx_after` frames in all.
+fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>], tx_after: u64) {
+    let name = format!("send{host}");
+    let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
+    fs::write(lab.file(&format!("{name}.frames")), text).expect("write frames");
+    let mut env = helper_env(lab, "send", &format!("h{host}"));
+    env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
+    env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
+    let me = std::env::current_exe().expect("current exe");
+    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
+    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
+    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
+    let sent = lab.read(&format!("{name}.sent"));
+    assert!(
+        sent.starts_with(&format!("sent={} failed=0", frames.len())),
+        "{sent}"
+    );
+    // Each step starts once the frames of the one before crossed the
+    // switch (a miss goes to the app first): the switch's transmitted
+    // frames reach `tx_after`.
+    let snap = stats_when(lab, METRICS, |s| s.tx_frames_total() >= tx_after);
+    assert_eq!(snap.tx_frames_total(), tx_after, "h{host}: {snap:?}");
+}
+
+/// The switch's metrics endpoint (in its own namespace).
+const METRICS: &str = "127.0.0.1:9464";
+
+/// `nexthop stats --addr ADDR --json`, run in the switch's namespace,
+/// until `done` holds for its snapshot (published once a second; at most
+/// 15 s).
+fn stats_when(
+    lab: &mut Lab,
+    addr: &str,
+    done: impl Fn(&MetricsSnapshot) -> bool,
+) -> MetricsSnapshot {
+    let t = Instant::now();
+    loop {
+        let i = lab.spawn(
+            "sw",
+            "stats",
+            Path::new(NEXTHOP),
+            &["stats", "--addr", addr, "--json"],
+            &[],
+        );
+        let (ok, out, err) = lab.wait(i, "stats", Duration::from_secs(10));
+        assert!(ok, "nexthop stats failed:\n{out}\n{err}");
+        let s = MetricsSnapshot::from_json(out.trim()).expect("stats --json");
+        if done(&s) || t.elapsed() > Duration::from_secs(15) {
+            return s;
+        }
+        sleep(Duration::from_millis(200));
+    }
+}
+
+/// The value of extra metric `name` with `labels` in a snapshot.
+fn metric(s: &MetricsSnapshot, name: &str, labels: &[(&str, &str)]) -> f64 {
+    s.extra
+        .iter()
+        .find(|m| {
+            m.name.trim_start_matches("nexthop_") == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| m.labels.iter().any(|(mk, mv)| mk == k && mv == v))
+        })
+        .map(|m| m.value)
+        .unwrap_or_else(|| panic!("no metric {name} {labels:?} in {:?}", s.extra))
+}
+
+#[test]
+fn live_l2switch_learns_and_delivers_between_three_namespaces() {
+    let Some(mut lab) = lab_or_skip("sdfl2", &["h1", "h2", "h3", "sw"]) else {
+        return;
+    };
+    for i in 1..=3 {
+        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("sp{i}"));
+    }
+    let me = std::env::current_exe().expect("current exe");
+    let mut caps = Vec::new();
+    for i in 1..=3u8 {
+        let env = helper_env(&lab, "hostcap", &format!("h{i}"));
+        caps.push(lab.spawn(
+            &format!("h{i}"),
+            &format!("cap{i}"),
+            &me,
+            &HELPER_ARGS,
+            &env,
+        ));
+        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
+    }
+    let sw = lab.spawn(
+        "sw",
+        "sw",
+        Path::new(NEXTHOP),
+        &[
+            "sdf",
+            "run",
+            "--app",
+            "l2switch",
+            "--port",
+            "1=sp1",
+            "--port",
+            "2=sp2",
+            "--port",
+            "3=sp3",
+            "--metrics",
+            METRICS,
+            "--duration",
+            "60",
+        ],
+        &[],
+    );
+    lab.wait_for(
+        "sw.err",
+        "nexthop sdf run: forwarding",
+        Duration::from_secs(10),
+    );
+
+    const BCAST: [u8; 6] = [0xff; 6];
+    // 1. h1 → h2, unknown: flooded to h2 and h3.
+    let first = host_frame(1, host_mac(2), 2, 0);
+    send_from(&mut lab, 1, std::slice::from_ref(&first), 2);
+    // 2. h2 → h1: h1 was learned, so h1 only.
+    let reply = host_frame(2, host_mac(1), 1, 1);
+    send_from(&mut lab, 2, std::slice::from_ref(&reply), 3);
+    // 3. h1 → h2 now that both are learned: h2 only; one frame decides
+    // (and caches) the flow, then 20 more are cache hits.
+    let one = host_frame(1, host_mac(2), 2, 2);
+    send_from(&mut lab, 1, std::slice::from_ref(&one), 4);
+    let burst: Vec<Vec<u8>> = (3..23).map(|s| host_frame(1, host_mac(2), 2, s)).collect();
+    send_from(&mut lab, 1, &burst, 24);
+    // 4. h3 broadcasts: h1 and h2.
+    let bcast = host_frame(3, BCAST, 255, 23);
+    send_from(&mut lab, 3, std::slice::from_ref(&bcast), 26);
+
+    // The counters, as `nexthop stats` reads them.
+    let snap = stats_when(&mut lab, METRICS, |s| s.frames_in >= 24);
+    // Stop on SIGTERM (`ip netns exec` runs the forwarder in its own
+    // process).
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    for i in 1..=3u8 {
+        fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
+    }
+    for (i, c) in caps.into_iter().enumerate() {
+        let name = format!("cap{}", i + 1);
+        let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
+        assert!(ok, "{name} failed:\n{o}\n{e}");
+    }
+
+    // What each host received, in order.
+    let got = |i: u8| -> Vec<Vec<u8>> {
+        lab.read(&format!("h{i}.txt"))
+            .lines()
+            .map(|l| unhex(l).expect("hex"))
+            .collect()
+    };
+    let mut want_h2 = vec![first.clone(), one];
+    want_h2.extend(burst.iter().cloned());
+    want_h2.push(bcast.clone());
+    assert_eq!(got(1), vec![reply, bcast], "h1");
+    assert_eq!(got(2), want_h2, "h2");
+    assert_eq!(got(3), vec![first], "h3: the first flood only");
+
+    // The summary line and the counters.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("frames_in="))
+        .unwrap_or_default();
+    eprintln!("nexthop sdf run stdout: {line}");
+    let f = fields(line);
+    assert_eq!(f["frames_in"], "24", "{line}");
+    assert_eq!(f["out"], "1:2,2:23,3:1", "{line}");
+    assert_eq!(f["stopped_by"], "signal", "{line}");
+    assert_eq!(f["sdf_drops"], "-", "{line}");
+    assert!(!line.contains("  "), "one space between fields: {line}");
+    // Four flows, one app call each; the burst is answered by the cache.
+    assert_eq!(f["sdf_hits"], "20", "{line}");
+    assert_eq!(f["sdf_misses"], "4", "{line}");
+    assert_eq!(f["app_calls"], "4", "{line}");
+    let calls = 4.0;
+    assert_eq!(snap.frames_in, 24);
+    let level_hits = metric(&snap, "sdf_hits_total", &[("level", "front")])
+        + metric(&snap, "sdf_hits_total", &[("level", "wildcard")]);
+    assert!(level_hits >= 20.0, "{:?}", snap.extra);
+    assert_eq!(metric(&snap, "sdf_app_calls_total", &[]), calls);
+    assert!(metric(&snap, "sdf_installs_total", &[]) >= 1.0);
+    assert_eq!(
+        metric(&snap, "sdf_misses_total", &[]) + level_hits,
+        24.0,
+        "every frame is a hit or a miss"
+    );
+    for r in ["queue_full", "app_timeout", "app_fault"] {
+        assert_eq!(metric(&snap, "sdf_drops_total", &[("reason", r)]), 0.0);
+    }
+    // Learning h2 may revoke the flood decision of step 1; never more.
+    assert!(metric(&snap, "sdf_revocations_total", &[]) <= 2.0);
+    assert!(metric(&snap, "sdf_entries", &[]) >= 1.0);
+    assert_eq!(metric(&snap, "sdf_pending_waits_total", &[]), 0.0);
 }

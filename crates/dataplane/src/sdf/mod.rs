@@ -35,7 +35,10 @@
 //! for a decision in flight (and how they ended), drops by reason. The
 //! cache's own counters (hits per level, installs, revocations, masks) and
 //! the app side's (calls, drops by the app's fault) are in
-//! [`SdfRuntime::stats`].
+//! [`SdfRuntime::stats`]. Each stage publishes its [`SdfCounters`] to the
+//! runtime (at most [`PUBLISH_EVERY`] apart while it runs under the
+//! engine, and when dropped), so the thread that serves the metrics reads
+//! them all merged with [`SdfRuntime::stage_counters`].
 
 mod pcap;
 #[cfg(target_os = "linux")]
@@ -179,6 +182,19 @@ pub struct SdfDrops {
 }
 
 impl SdfDrops {
+    /// Each reason's name (as in the Serialize form) and count.
+    pub fn named(&self) -> [(&'static str, u64); 7] {
+        [
+            ("queue_full", self.queue_full),
+            ("pending_full", self.pending_full),
+            ("waiting_full", self.waiting_full),
+            ("app_timeout", self.app_timeout),
+            ("app_gone", self.app_gone),
+            ("app_fault", self.app_fault),
+            ("ttl_expired", self.ttl_expired),
+        ]
+    }
+
     /// All drops.
     pub fn total(&self) -> u64 {
         self.queue_full
@@ -256,6 +272,10 @@ pub struct SdfStats {
 struct Shared {
     cache: Mutex<DecisionCache>,
     app: Mutex<AppCounters>,
+    /// Each stage's counters as it last published them (slot = the
+    /// stage's number), so another thread can read them while the
+    /// workers run and after their stages are gone.
+    stages: Mutex<Vec<SdfCounters>>,
     stop: AtomicBool,
 }
 
@@ -312,6 +332,7 @@ impl SdfRuntime {
         let shared = Arc::new(Shared {
             cache: Mutex::new(DecisionCache::new(cfg.cache)?),
             app: Mutex::new(AppCounters::default()),
+            stages: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::sync_channel(cfg.queue);
@@ -337,7 +358,14 @@ impl SdfRuntime {
         let mut ports = self.cfg.ports.clone();
         ports.sort_unstable();
         ports.dedup();
+        let slot = {
+            let mut stages = lock(&self.shared.stages);
+            stages.push(SdfCounters::default());
+            stages.len() - 1
+        };
         SdfStage {
+            slot,
+            published: Instant::now(),
             shared: self.shared.clone(),
             requests: self.requests.clone(),
             reply_tx,
@@ -370,6 +398,18 @@ impl SdfRuntime {
         }
     }
 
+    /// Every stage's SDF counters, merged, as the stages last published
+    /// them ([`SdfStage::publish`]; a stage publishes at most
+    /// [`PUBLISH_EVERY`] apart while it runs under the engine, and when
+    /// it is dropped).
+    pub fn stage_counters(&self) -> SdfCounters {
+        let mut all = SdfCounters::default();
+        for c in lock(&self.shared.stages).iter() {
+            all.merge(c);
+        }
+        all
+    }
+
     /// The app's name.
     pub fn app_name(&self) -> &str {
         &self.app_name
@@ -396,6 +436,15 @@ impl SdfRuntime {
         }
     }
 }
+
+impl Drop for SdfStage {
+    fn drop(&mut self) {
+        self.publish();
+    }
+}
+
+/// How often a stage running under the engine publishes its counters.
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 impl Drop for SdfRuntime {
     fn drop(&mut self) {
@@ -471,6 +520,10 @@ struct Pending {
 /// One worker's side of the pipeline (see the [module docs](self)).
 pub struct SdfStage {
     shared: Arc<Shared>,
+    /// This stage's slot in the shared published counters.
+    slot: usize,
+    /// When the counters were last published.
+    published: Instant,
     requests: SyncSender<Request>,
     reply_tx: Sender<Response>,
     reply_rx: Receiver<Response>,
@@ -520,6 +573,22 @@ impl SdfStage {
     /// The SDF counters.
     pub fn sdf_counters(&self) -> &SdfCounters {
         &self.sdf
+    }
+
+    /// Publish the SDF counters for [`SdfRuntime::stage_counters`].
+    pub fn publish(&mut self) {
+        if let Some(c) = lock(&self.shared.stages).get_mut(self.slot) {
+            *c = self.sdf;
+        }
+        self.published = Instant::now();
+    }
+
+    /// Publish the counters if the last publication is [`PUBLISH_EVERY`]
+    /// old.
+    pub(crate) fn publish_now_and_then(&mut self) {
+        if self.published.elapsed() >= PUBLISH_EVERY {
+            self.publish();
+        }
     }
 
     /// The ports, sorted.

@@ -78,6 +78,7 @@ impl Stage for SdfStage {
     ) {
         self.process(in_port, group, &[], scratch);
         scratch.send(lists.len(), out);
+        self.publish_now_and_then();
     }
 
     fn idle(&mut self, scratch: &mut SdfScratch, nout: usize, out: &mut Outputs<'_>) {
@@ -85,5 +86,6 @@ impl Stage for SdfStage {
         if scratch.used > 0 {
             scratch.send(nout, out);
         }
+        self.publish_now_and_then();
     }
 }

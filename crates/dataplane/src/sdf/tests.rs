@@ -120,6 +120,35 @@ fn pending_miss_table_makes_one_app_call_per_flow_in_flight() {
 }
 
 #[test]
+fn stage_counters_merge_what_every_stage_published_and_outlive_the_stages() {
+    let (rt, _calls, _closed) = gated(cfg());
+    let mut a = rt.stage();
+    let mut b = rt.stage();
+    let mut sink = Collect::default();
+    let fa = frame(1, 7);
+    let fb = frame(2, 7);
+    a.process(0, &[&fa[..]], &[], &mut sink);
+    assert!(a.flush(&mut sink, Duration::from_secs(10)));
+    a.process(0, &[&fa[..], &fa[..]], &[], &mut sink);
+    b.process(1, &[&fb[..]], &[], &mut sink);
+    assert!(b.flush(&mut sink, Duration::from_secs(10)));
+    assert_eq!(
+        rt.stage_counters(),
+        SdfCounters::default(),
+        "nothing published yet"
+    );
+    a.publish();
+    let c = rt.stage_counters();
+    assert_eq!((c.hits, c.misses, c.app_requests), (2, 1, 1));
+    // A dropped stage publishes its last counters, which stay.
+    drop(b);
+    let c = rt.stage_counters();
+    assert_eq!((c.hits, c.misses, c.app_requests), (2, 2, 2));
+    drop(a);
+    assert_eq!(rt.stage_counters().misses, 2);
+}
+
+#[test]
 fn hung_app_never_stalls_cached_flows_and_drops_are_counted() {
     let (rt, _calls, closed) = gated(SdfConfig {
         queue: 2,
@@ -323,4 +352,24 @@ fn engine_runs_the_sdf_stage_and_sends_decisions_while_idle() {
     let sent: usize = txs.iter().map(|q| q.drain().len()).sum();
     assert_eq!(sent, 40);
     assert_eq!(run.merged.counters.forwarded, 40);
+}
+
+#[test]
+fn drop_reason_names_are_the_serialized_field_names() {
+    let d = SdfDrops {
+        queue_full: 1,
+        pending_full: 2,
+        waiting_full: 3,
+        app_timeout: 4,
+        app_gone: 5,
+        app_fault: 6,
+        ttl_expired: 7,
+    };
+    let v = serde_json::to_value(d).unwrap();
+    let named = d.named();
+    assert_eq!(v.as_object().unwrap().len(), named.len());
+    for (name, n) in named {
+        assert_eq!(v[name], n, "{name}");
+    }
+    assert_eq!(named.iter().map(|(_, n)| n).sum::<u64>(), d.total());
 }
