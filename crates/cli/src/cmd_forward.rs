@@ -211,7 +211,7 @@ fn summary_line_ip(run: &PcapRun) -> String {
         "frames_in={} forwarded={} out={} dropped={} no_route={} ttl_expired={} malformed={} mpps={:.3}",
         c.frames_in,
         c.forwarded,
-        out_list(run),
+        out_list(&run.counters),
         c.dropped,
         c.misses,
         c.ttl_expired,
@@ -220,9 +220,10 @@ fn summary_line_ip(run: &PcapRun) -> String {
     )
 }
 
-fn out_list(run: &PcapRun) -> String {
-    let out: Vec<String> = run
-        .counters
+/// `PORT:FRAMES,...` for the output ports that sent frames, `-` for none
+/// (the summary lines of `forward` and `sdf run`).
+pub(crate) fn out_list(counters: &nexthop_dataplane::Counters) -> String {
+    let out: Vec<String> = counters
         .tx_ports()
         .map(|(p, pc)| format!("{p}:{}", pc.frames))
         .collect();

@@ -540,19 +540,6 @@ fn rand_seed() -> u64 {
     h.finish()
 }
 
-fn out_list(run: &SdfPcapRun) -> String {
-    let out: Vec<String> = run
-        .counters
-        .tx_ports()
-        .map(|(p, pc)| format!("{p}:{}", pc.frames))
-        .collect();
-    if out.is_empty() {
-        "-".to_string()
-    } else {
-        out.join(",")
-    }
-}
-
 /// App-side drops with their reasons, `-` when none.
 fn app_drops(stats: &SdfStats) -> String {
     let v: Vec<String> = stats
@@ -579,7 +566,7 @@ fn summary_line(run: &SdfPcapRun, stats: &SdfStats) -> String {
          pending_waits={} installs={} revocations={} entries={} masks={} app_drops={}",
         c.frames_in,
         c.forwarded,
-        out_list(run),
+        crate::cmd_forward::out_list(&run.counters),
         c.dropped,
         c.punted,
         run.sdf.hits,
