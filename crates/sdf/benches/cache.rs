@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-sdf --bench cache -- [--smoke] [--entries 4096]
 //!     [--lookups 2e6] [--rounds 5] [--deps 10000] [--revoke-rounds 200]
-//!     [--only front|wildcard|revocation]
+//!     [--only front|wildcard|revocation|tse]
 //! ```
 //!
 //! * Exact front: `--entries` decisions (EtherType, TOS and IPv4
@@ -19,7 +19,17 @@
 //!   a linear scan of the same entries (first match, every word compared)
 //!   on the same keys in the same run.
 //! * Revocation: `--deps` entries registering one state id (among as many
-//!   others registering other ids), `removed` timed per round: p50, p99.
+//!   others registering other ids), `removed` timed per round: p50, p99
+//!   of its thread CPU time under the lock, and of its wall time with the
+//!   wait for the lock, while a second thread runs batched lookups of the
+//!   other entries under the same lock (as the pipeline's workers do).
+//! * Tuple-space explosion (`tse`): legitimate wildcard hits (`--entries`
+//!   decisions over 4 masks) with one packet in 100 an attack packet that
+//!   misses and is decided with a new mask (1024 distinct, as the TSE
+//!   paper's crafted packets make the classifier do), against the same
+//!   traffic without attack, alternating in each round: legitimate
+//!   lookups/s (installs included) with the masks uncapped (4096) and
+//!   with the default cap of 64.
 //!
 //! Times are thread CPU time (the machines are shared; time spent
 //! descheduled is not counted): medians of `--rounds` rounds.
@@ -28,6 +38,11 @@ use nexthop_sdf::{Actions, Config, Decision, DecisionCache, HeaderKey, Installed
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use nexthop_testutil::bench::{self, ratio_median};
 
 use nexthop_testutil::clock::thread_cpu_secs as cpu;
 
@@ -333,57 +348,314 @@ fn wildcard(o: &Opts, masks: usize, skew: bool) {
 
 fn revocation(o: &Opts) {
     let mut r = Xoshiro256PlusPlus::seed_from_u64(3);
-    let mut c = DecisionCache::new(Config {
-        capacity: o.deps * 3,
-        ..Config::default()
-    })
-    .unwrap();
+    let cache = Arc::new(Mutex::new(
+        DecisionCache::new(Config {
+            capacity: o.deps * 3,
+            ..Config::default()
+        })
+        .unwrap(),
+    ));
     let masks: Vec<Mask> = (0..4).map(wildcard_mask).collect();
-    // Background: as many entries on other states.
-    let others: Vec<_> = (0..64).map(|_| c.new_state_id().unwrap()).collect();
-    let mut i = 0;
-    while c.len() < o.deps {
-        assert!(i < o.deps * 4, "keys keep colliding");
-        let f = frame(&mut r, (i % 4) as u8);
-        let d = Decision {
-            mask: masks[i % 4].clone(),
-            states: vec![others[i % 64]],
-            actions: Actions::output(1),
-        };
-        let _ = c.install(&HeaderKey::from_frame(&f, 0), &d);
-        i += 1;
-    }
-    let mut times = Vec::new();
-    for _ in 0..o.revoke_rounds {
-        let s = c.new_state_id().unwrap();
-        let mut n = 0;
-        while c.dependents(s) < o.deps {
-            assert!(n < o.deps * 4, "keys keep colliding");
-            let f = frame(&mut r, (n % 4) as u8);
+    // Background: as many entries on other states; the lookup thread's
+    // keys are theirs (hits that stay valid through every revocation).
+    let mut bg_keys = Vec::new();
+    let others: Vec<_> = {
+        let mut c = cache.lock().unwrap();
+        let others: Vec<_> = (0..64).map(|_| c.new_state_id().unwrap()).collect();
+        let mut i = 0;
+        while c.len() < o.deps {
+            assert!(i < o.deps * 4, "keys keep colliding");
+            // TOS 4..8: never the same masked key as a revoked entry
+            // (TOS 0..4), so the lookups keep hitting.
+            let f = frame(&mut r, (4 + i % 4) as u8);
             let d = Decision {
-                mask: masks[n % 4].clone(),
-                states: vec![s, others[n % 64]],
-                actions: Actions::output(2),
+                mask: masks[i % 4].clone(),
+                states: vec![others[i % 64]],
+                actions: Actions::output(1),
             };
-            let _ = c.install(&HeaderKey::from_frame(&f, 0), &d);
-            n += 1;
+            let k = HeaderKey::from_frame(&f, 0);
+            if let Ok(Installed::Cached(_)) = c.install(&k, &d) {
+                bg_keys.push(HeaderKey::from_frame(&vary(&mut r, &f, &masks[i % 4]), 0));
+            }
+            i += 1;
         }
+        others
+    };
+    // The second thread: batched lookups under the lock, as a worker does,
+    // until told to stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let looker = {
+        let (cache, stop) = (cache.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut out = [None; BATCH];
+            let (mut n, mut hits) = (0u64, 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                for chunk in bg_keys.chunks(BATCH) {
+                    let mut c = cache.lock().unwrap();
+                    hits += c.lookup_batch(chunk, &mut out[..chunk.len()]) as u64;
+                    n += chunk.len() as u64;
+                }
+            }
+            (n, hits)
+        })
+    };
+    let (mut cpu_us, mut wall_us) = (Vec::new(), Vec::new());
+    let t_all = Instant::now();
+    for _ in 0..o.revoke_rounds {
+        // Installs in slices, so the lookups keep going meanwhile.
+        let s = cache.lock().unwrap().new_state_id().unwrap();
+        let mut n = 0;
+        loop {
+            let mut c = cache.lock().unwrap();
+            if c.dependents(s) >= o.deps {
+                break;
+            }
+            for _ in 0..256 {
+                assert!(n < o.deps * 4, "keys keep colliding");
+                let f = frame(&mut r, (n % 4) as u8);
+                let d = Decision {
+                    mask: masks[n % 4].clone(),
+                    states: vec![s, others[n % 64]],
+                    actions: Actions::output(2),
+                };
+                let _ = c.install(&HeaderKey::from_frame(&f, 0), &d);
+                n += 1;
+                if c.dependents(s) >= o.deps {
+                    break;
+                }
+            }
+        }
+        let w = Instant::now();
+        let mut c = cache.lock().unwrap();
         let t = cpu();
         let gone = c.removed(s);
-        times.push((cpu() - t) * 1e6);
+        cpu_us.push((cpu() - t) * 1e6);
+        drop(c);
+        wall_us.push(w.elapsed().as_secs_f64() * 1e6);
         assert_eq!(gone, o.deps);
     }
-    times.sort_by(f64::total_cmp);
-    let p = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    let secs = t_all.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let (looked, hits) = looker.join().unwrap();
+    let pct = |v: &mut Vec<f64>, q: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+    };
+    let (c50, c99) = (pct(&mut cpu_us, 0.5), pct(&mut cpu_us, 0.99));
+    let (w50, w99) = (pct(&mut wall_us, 0.5), pct(&mut wall_us, 0.99));
     println!(
-        "revocation       dependents {:>6}  (+{} other entries)  p50 {:.0} us  p99 {:.0} us  ({} rounds, {:.0} ns per entry at p50)",
+        "revocation       dependents {:>6}  (+{} other entries)  cpu p50 {:.0} us  p99 {:.0} us  (target p99 < 1000: {:.2}x)  wall incl. lock wait p50 {:.0} us  p99 {:.0} us  ({} rounds, {:.0} ns per entry at p50; lookup thread {:.2} M lookups/s wall, hits {:.3})",
         o.deps,
-        c.len(),
-        p(0.5),
-        p(0.99),
-        times.len(),
-        p(0.5) * 1e3 / o.deps as f64
+        cache.lock().unwrap().len(),
+        c50,
+        c99,
+        c99 / 1000.0,
+        w50,
+        w99,
+        cpu_us.len(),
+        c50 * 1e3 / o.deps as f64,
+        looked as f64 / secs / 1e6,
+        hits as f64 / looked.max(1) as f64
     );
+}
+
+/// Attack mask `a` (0..1024): EtherType, TOS, the first 17 + a mod 16
+/// bits of the destination, the first 1 + (a / 16) mod 16 bits of the UDP
+/// source port, the protocol byte if (a / 256) is odd, the UDP
+/// destination port if a ≥ 512: 1024 distinct masks, as a TSE attacker
+/// makes an app (here: an ACL that looks at as many prefix bits as it
+/// needs to) mark a new combination of prefix lengths with each packet.
+/// At least 18 bits of random address and port are marked, so a new
+/// attack packet misses every entry (it probes every subtable), as in the
+/// paper.
+fn attack_mask(a: usize) -> Mask {
+    let mut mask = Mask::new();
+    mask.mark_bytes(12, 2).unwrap();
+    mask.mark_bytes(TOS, 1).unwrap();
+    mask.mark(DST * 8, 17 + a % 16).unwrap();
+    mask.mark(UDP_SRC * 8, 1 + (a / 16) % 16).unwrap();
+    if (a / 256) % 2 == 1 {
+        mask.mark_bytes(PROTO, 1).unwrap();
+    }
+    if a >= 512 {
+        mask.mark_bytes(UDP_DST, 2).unwrap();
+    }
+    mask
+}
+
+const UDP_SRC: usize = 34;
+/// TOS of attack packets (legitimate entries use 0..4, and every mask
+/// marks TOS, so attack entries never match legitimate keys).
+const ATTACK_TOS: u8 = 0xfc;
+const ATTACK_MASKS: usize = 1024;
+
+/// One TSE variant: its cache, the legitimate keys, and the attack's
+/// state.
+struct Tse {
+    cache: DecisionCache,
+    keys: Vec<HeaderKey>,
+    next_attack: usize,
+    r: Xoshiro256PlusPlus,
+    /// The app's decision for each attack mask (made ahead: the app's
+    /// work, not the cache's).
+    decisions: Vec<Decision>,
+}
+
+impl Tse {
+    fn new(o: &Opts, max_masks: usize, admit_after: u32) -> Tse {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut cache = DecisionCache::new(Config {
+            capacity: 1 << 16,
+            front_slots: 0,
+            max_masks,
+            admit_after,
+            ..Config::default()
+        })
+        .unwrap();
+        // Legitimate traffic: `--entries` decisions over 4 masks, keys
+        // varied in their unmarked bytes (wildcard hits).
+        let mut made = Vec::new();
+        for i in 0..o.entries {
+            let mask = wildcard_mask(i % 4);
+            let f = frame(&mut r, (i % 4) as u8);
+            let d = Decision {
+                mask: mask.clone(),
+                states: vec![],
+                actions: Actions::output(1),
+            };
+            if let Ok(Installed::Cached(_)) = cache.install(&HeaderKey::from_frame(&f, 0), &d) {
+                made.push((f, mask));
+            }
+        }
+        let keys = (0..o.entries.max(4096))
+            .map(|_| {
+                let (f, m) = &made[r.gen_range(0..made.len())];
+                HeaderKey::from_frame(&vary(&mut r, f, m), 0)
+            })
+            .collect();
+        let decisions = (0..ATTACK_MASKS)
+            .map(|a| Decision {
+                mask: attack_mask(a),
+                states: vec![],
+                actions: Actions::drop(),
+            })
+            .collect();
+        Tse {
+            cache,
+            keys,
+            next_attack: 0,
+            r,
+            decisions,
+        }
+    }
+
+    /// `n` lookups, batches of 32, one in `attack_every` an attack packet
+    /// (0: none) that misses and is decided with the next attack mask.
+    /// Legitimate lookups per second of thread CPU time (installs
+    /// included: the cache's lock is one) and subtables probed per lookup.
+    fn run(&mut self, n: usize, attack_every: usize) -> (f64, f64) {
+        let mut batch: Vec<HeaderKey> = Vec::with_capacity(BATCH);
+        let mut out = [None; BATCH];
+        let (mut legit, mut hits, mut done, mut ki) = (0usize, 0usize, 0usize, 0usize);
+        let before = *self.cache.counters();
+        // Attack frames made ahead, so their making is not timed.
+        let attacks: Vec<(HeaderKey, usize)> =
+            (0..n.checked_div(attack_every).map_or(0, |x| x + 1))
+                .map(|j| {
+                    let f = frame(&mut self.r, ATTACK_TOS);
+                    let a = (self.next_attack + j) % ATTACK_MASKS;
+                    (HeaderKey::from_frame(&f, 0), a)
+                })
+                .collect();
+        let mut ai = 0;
+        // A countdown, not a division per key (the harness must not cost
+        // the attack variants more than the clean one).
+        let mut to_attack = attack_every;
+        let t = cpu();
+        while done < n {
+            batch.clear();
+            let mut attack_at = [(0usize, 0usize); BATCH];
+            let mut n_attack = 0;
+            while batch.len() < BATCH {
+                let attack = attack_every != 0 && {
+                    to_attack -= 1;
+                    to_attack == 0
+                };
+                if attack {
+                    to_attack = attack_every;
+                    attack_at[n_attack] = (batch.len(), ai);
+                    n_attack += 1;
+                    batch.push(attacks[ai].0.clone());
+                    ai += 1;
+                } else {
+                    batch.push(self.keys[ki].clone());
+                    ki += 1;
+                    if ki == self.keys.len() {
+                        ki = 0;
+                    }
+                    legit += 1;
+                }
+            }
+            hits += self.cache.lookup_batch(&batch, &mut out);
+            for &(i, a) in &attack_at[..n_attack] {
+                if out[i].is_none() {
+                    let _ = self.cache.install(&batch[i], &self.decisions[attacks[a].1]);
+                }
+            }
+            done += BATCH;
+        }
+        let s = cpu() - t;
+        self.next_attack = (self.next_attack + ai) % ATTACK_MASKS;
+        black_box(hits);
+        let after = self.cache.counters();
+        let probes = (after.subtables_probed - before.subtables_probed) as f64
+            / (after.lookups - before.lookups) as f64;
+        (legit as f64 / s, probes)
+    }
+}
+
+fn tse(o: &Opts) {
+    // No attack; the attack against a cache allowed 4096 masks (no cap
+    // that matters: the attack's 1024 masks all get subtables); the
+    // attack against the default cap (64 masks) with admission after 1
+    // and after 4 asks per epoch.
+    let mut v = [
+        ("no attack", Tse::new(o, 64, 1), 0),
+        (
+            "1% attack, masks uncapped (4096)",
+            Tse::new(o, 4096, 1),
+            100,
+        ),
+        ("1% attack, cap 64, admit after 1", Tse::new(o, 64, 1), 100),
+        ("1% attack, cap 64, admit after 4", Tse::new(o, 64, 4), 100),
+        // The same as the first, for the noise between two variants.
+        ("no attack, again", Tse::new(o, 64, 1), 0),
+    ];
+    // Warm up: the attack reaches its steady state (every attack mask
+    // asked for at least once).
+    for (_, t, every) in v.iter_mut() {
+        t.run(ATTACK_MASKS * (*every).max(1) * 2, *every);
+    }
+    let mut rates = vec![Vec::new(); v.len()];
+    let mut probes = vec![Vec::new(); v.len()];
+    for _ in 0..o.rounds {
+        for (j, (_, t, every)) in v.iter_mut().enumerate() {
+            let (rate, p) = t.run(o.lookups, *every);
+            rates[j].push(rate);
+            probes[j].push(p);
+        }
+    }
+    for (j, (name, t, _)) in v.iter().enumerate() {
+        let ratio = ratio_median(&rates[j], &rates[0]);
+        println!(
+            "tse {:<34} {:>7.2} M legit lookups/s  masks {:>4}  probes/lookup {:>7.2}  ratio to no attack {:.2} (target >= 0.8 with the cap)",
+            name,
+            bench::median(&rates[j]) / 1e6,
+            t.cache.masks(),
+            bench::median(&probes[j]),
+            ratio
+        );
+    }
 }
 
 fn main() {
@@ -404,5 +676,8 @@ fn main() {
     }
     if on("revocation") {
         revocation(&o);
+    }
+    if on("tse") {
+        tse(&o);
     }
 }

@@ -1,0 +1,256 @@
+//! The SDF pipeline's miss path: decisions per second from a Rust app
+//! (the built-in L2 learning switch) through `SdfRuntime` and an
+//! `SdfStage` (miss -> queue -> app thread -> install -> answer -> send).
+//!
+//! ```text
+//! cargo bench -p nexthop-dataplane --bench sdf -- [--smoke] [--flows 2e5]
+//!     [--rounds 5] [--hosts 1024]
+//! ```
+//!
+//! `--hosts` hosts on 4 ports each say hello once (so the switch knows
+//! them all); then every frame is a new flow (a source/destination pair
+//! not seen before, so a cache miss that the app decides and the cache
+//! keeps: dst and src MAC and the ingress port marked, both bindings
+//! registered). Two variants alternate in each round, on the same
+//! runtime:
+//!
+//! * `1 frame/flow`: batches of 32 frames of 32 new flows: every frame is
+//!   one app call (the pending-miss table has nothing to merge);
+//! * `4 frames/flow`: batches of 8 new flows, 4 frames each in a row, as a
+//!   burst arrives: the pending-miss table sends the first to the app and
+//!   holds the other 3 until its decision is back (one app call per flow).
+//!
+//! The pending-miss table is part of the stage and has no switch to turn
+//! it off; without it, the second variant would make 4 app calls per flow.
+//! The worker keeps at most 256 flows in flight (under the queue bound of
+//! 1024, so nothing is dropped; the bench asserts it). Times are wall
+//! time of the worker loop (two threads: the worker and the app), medians
+//! of `--rounds`.
+
+use std::time::{Duration, Instant};
+
+use nexthop_dataplane::sdf::{SdfConfig, SdfRuntime, SdfStage, Sink, Stamp};
+use nexthop_sdf::app::{L2Config, L2Switch};
+use nexthop_testutil::bench::{self, median};
+
+const PORTS: [u16; 4] = [0, 1, 2, 3];
+const IN_FLIGHT: usize = 256;
+const BATCH: usize = 32;
+
+struct Opts {
+    flows: usize,
+    rounds: usize,
+    hosts: usize,
+}
+
+fn parse_num(s: &str) -> usize {
+    s.parse::<f64>()
+        .map(|x| x as usize)
+        .unwrap_or_else(|_| panic!("bad number {s}"))
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        flows: 200_000,
+        rounds: 5,
+        hosts: 1024,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let v = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "--smoke" => {
+                o.flows = 4096;
+                o.rounds = 1;
+                o.hosts = 256;
+                i += 1;
+                continue;
+            }
+            "--flows" => o.flows = parse_num(&v).max(BATCH),
+            "--rounds" => o.rounds = parse_num(&v).max(1),
+            "--hosts" => o.hosts = parse_num(&v).clamp(2, 1 << 15),
+            "--bench" => {
+                i += 1;
+                continue;
+            }
+            other => panic!("unknown option {other}"),
+        }
+        i += 2;
+    }
+    o
+}
+
+#[derive(Default)]
+struct Count {
+    frames: u64,
+    copies: u64,
+}
+
+impl Sink for Count {
+    fn emit(&mut self, ports: &[u16], _controller: bool, frame: &[u8], _stamp: Stamp) {
+        self.frames += 1;
+        self.copies += ports.len() as u64;
+        std::hint::black_box(frame);
+    }
+}
+
+fn mac(h: usize) -> [u8; 6] {
+    let b = (h as u32).to_be_bytes();
+    [2, 0, b[0], b[1], b[2], b[3]]
+}
+
+fn eth(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f
+}
+
+fn port_of(h: usize) -> u16 {
+    PORTS[h % PORTS.len()]
+}
+
+/// The source/destination pairs, in an order that gives every ingress
+/// port runs of the same source: flow `n` is host `n / (hosts - 1)`
+/// sending to the `n mod (hosts - 1)`-th other host.
+fn pair(n: usize, hosts: usize) -> (usize, usize) {
+    let s = (n / (hosts - 1)) % hosts;
+    let mut d = n % (hosts - 1);
+    if d >= s {
+        d += 1;
+    }
+    (s, d)
+}
+
+/// `flows` new flows from flow number `first`, `per_flow` frames each:
+/// wall seconds, app calls and frames sent.
+fn run(
+    stage: &mut SdfStage,
+    sink: &mut Count,
+    o: &Opts,
+    first: usize,
+    per_flow: usize,
+) -> (f64, u64, u64) {
+    let flows_per_batch = BATCH / per_flow;
+    let calls0 = stage.sdf_counters().app_requests;
+    let sent0 = sink.frames;
+    let t = Instant::now();
+    let mut n = first;
+    let end = first + o.flows;
+    let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+    while n < end {
+        // One batch: flows of one source (one ingress port).
+        frames.clear();
+        let (s, _) = pair(n, o.hosts);
+        while frames.len() < BATCH && n < end && pair(n, o.hosts).0 == s {
+            let f = eth(mac(pair(n, o.hosts).1), mac(s));
+            for _ in 0..per_flow {
+                frames.push(f.clone());
+            }
+            n += 1;
+            if frames.len() / per_flow >= flows_per_batch {
+                break;
+            }
+        }
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        stage.process(port_of(s), &refs, &[], sink);
+        while stage.pending_flows() >= IN_FLIGHT {
+            stage.poll(sink);
+            std::thread::yield_now();
+        }
+    }
+    assert!(stage.flush(sink, Duration::from_secs(30)), "decisions lost");
+    (
+        t.elapsed().as_secs_f64(),
+        stage.sdf_counters().app_requests - calls0,
+        sink.frames - sent0,
+    )
+}
+
+fn main() {
+    let o = opts();
+    println!(
+        "nexthop SDF pipeline miss path: L2 switch (Rust), {} hosts on {} ports, {} new flows per variant per round, {} rounds; {} ({} cores), load {}",
+        o.hosts,
+        PORTS.len(),
+        o.flows,
+        o.rounds,
+        bench::cpu_model(),
+        bench::cores(),
+        bench::loadavg()
+    );
+    let rt = SdfRuntime::start(
+        Box::new(L2Switch::new(L2Config::default())),
+        SdfConfig {
+            ports: PORTS.to_vec(),
+            ..SdfConfig::default()
+        },
+    )
+    .expect("sdf runtime");
+    let mut stage = rt.stage();
+    let mut sink = Count::default();
+    // Every host says hello (a broadcast), so each later frame is a
+    // known-to-known flow.
+    for h in 0..o.hosts {
+        let f = eth([0xff; 6], mac(h));
+        stage.process(port_of(h), &[&f[..]], &[], &mut sink);
+        if stage.pending_flows() >= IN_FLIGHT {
+            assert!(stage.flush(&mut sink, Duration::from_secs(30)));
+        }
+    }
+    assert!(stage.flush(&mut sink, Duration::from_secs(30)));
+    let total_pairs = o.hosts * (o.hosts - 1);
+    let mut next = 0usize;
+    let mut take = |k: usize| {
+        // Fresh pairs each run while there are, then around again (old
+        // pairs evicted long ago by the cache's LRU, or still cached: the
+        // count of app calls says which).
+        let f = next;
+        next = (next + k) % total_pairs.max(1);
+        f
+    };
+    let variants = [("1 frame/flow ", 1usize), ("4 frames/flow", 4)];
+    let mut rates = vec![Vec::new(); variants.len()];
+    let mut pps = vec![Vec::new(); variants.len()];
+    let mut calls_per_flow = vec![Vec::new(); variants.len()];
+    for _ in 0..o.rounds {
+        for (j, &(_, per)) in variants.iter().enumerate() {
+            let (secs, calls, sent) = run(&mut stage, &mut sink, &o, take(o.flows), per);
+            rates[j].push(calls as f64 / secs);
+            pps[j].push(sent as f64 / secs);
+            calls_per_flow[j].push(calls as f64 / o.flows as f64);
+        }
+    }
+    let c = *stage.sdf_counters();
+    stage.publish();
+    drop(stage);
+    let stats = rt.shutdown();
+    for (j, (name, per)) in variants.iter().enumerate() {
+        let r = median(&rates[j]);
+        println!(
+            "miss path {name}  {:>6.3} M decisions/s  {:>6.3} M frames sent/s  app calls per flow {:.2} (without the pending table: {per})  target >= 1 M decisions/s: {:.2}x",
+            r / 1e6,
+            median(&pps[j]) / 1e6,
+            median(&calls_per_flow[j]),
+            r / 1e6
+        );
+    }
+    println!(
+        "counters: app requests {}, pending waits {}, resolved {}, drops {}; cache entries {}, evictions {}, masks {}",
+        c.app_requests,
+        c.pending_waits,
+        c.pending_resolved,
+        c.drops.total(),
+        stats.entries,
+        stats.cache.evictions,
+        stats.masks
+    );
+    assert_eq!(
+        c.drops.total(),
+        0,
+        "the bench dropped frames: {:?}",
+        c.drops
+    );
+}
