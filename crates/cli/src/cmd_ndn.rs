@@ -15,7 +15,7 @@
 //! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
 //! * `run [--udp ADDR:PORT] [--tcp ADDR:PORT] [--unix PATH] [--config FILE]`
 //!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`,
-//!   `--metrics ADDR:PORT`): the NDN forwarder of `nexthop-ndnd` in the
+//!   `--udp-socket-buffer`, `--metrics ADDR:PORT`): the NDN forwarder of `nexthop-ndnd` in the
 //!   foreground until SIGINT/SIGTERM;
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
 //!   listeners; ` metrics=ADDR` added with `--metrics`) on stderr when it
@@ -95,8 +95,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
-    /// cs_packets, max_faces, udp_idle_secs, udp_mtu, metrics) and stream_out_cap,
-    /// reasm_max_partial, reasm_timeout_ms, udp_socket_buffer.
+    /// cs_packets, max_faces, udp_idle_secs, udp_mtu, udp_socket_buffer,
+    /// metrics) and stream_out_cap, reasm_max_partial, reasm_timeout_ms.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Content Store capacity in packets (0: none).
@@ -112,6 +112,11 @@ pub struct RunArgs {
     /// as NDNLPv2 fragments.
     #[arg(long, value_name = "BYTES")]
     udp_mtu: Option<usize>,
+    /// Receive and send buffer asked for the UDP socket (default 4 MiB,
+    /// 65536..=1073741824); the granted sizes are in the exit summary
+    /// (`udp_rcvbuf=`, `udp_sndbuf=`) and the metrics.
+    #[arg(long, value_name = "BYTES")]
+    udp_socket_buffer: Option<usize>,
     /// Serve the counters at http://ADDR/metrics (Prometheus) and
     /// /stats.json (`nexthop stats`); loopback only.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -226,6 +231,7 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.max_faces = a.max_faces.unwrap_or(cfg.max_faces);
     cfg.udp_idle_secs = a.udp_idle_secs.unwrap_or(cfg.udp_idle_secs);
     cfg.udp_mtu = a.udp_mtu.unwrap_or(cfg.udp_mtu);
+    cfg.udp_socket_buffer = a.udp_socket_buffer.unwrap_or(cfg.udp_socket_buffer);
     cfg.metrics = a.metrics.or(cfg.metrics);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;

@@ -4,6 +4,7 @@
 //! when it is absent): a producer registered with rib/register over the
 //! Unix socket and one over UDP, consumers over Unix, UDP and TCP, Nack NoRoute without
 //! a route, bad datagrams counted and dropped while forwarding goes on,
+//! `--udp-socket-buffer` granted as asked,
 //! and a clean stop on SIGTERM; the status datasets read by python-ndn's
 //! `nfd_mgmt` (`tests/ndn_run/mgmt.py`) and `nexthop ndn route|face|
 //! strategy|status` acting on the running forwarder. Every child is killed on drop, also when
@@ -241,6 +242,42 @@ fn refuses_a_config_without_listeners_and_an_occupied_path() {
         std::fs::read(&file).unwrap(),
         b"x",
         "the file is left alone"
+    );
+}
+
+#[test]
+fn the_udp_socket_buffer_flag_reaches_the_forwarder() {
+    let mut f = start_forwarder_with(&["--udp-socket-buffer", "1048576"]);
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    let (r, w) = (field(&line, "udp_rcvbuf"), field(&line, "udp_sndbuf"));
+    // Linux grants twice the request; past net.core.rmem_max only as root.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.trim_ascii() == b"0")
+        .unwrap_or(false);
+    if root {
+        assert_eq!((r, w), (2 << 20, 2 << 20), "{line}");
+    } else {
+        assert!(r > 0 && w > 0, "{line}");
+    }
+    let out = Command::new(NEXTHOP)
+        .args([
+            "ndn",
+            "run",
+            "--udp",
+            "127.0.0.1:0",
+            "--udp-socket-buffer",
+            "65535",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("udp_socket_buffer 65535 not in"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
