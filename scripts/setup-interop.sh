@@ -2,7 +2,9 @@
 # Install the NDN interoperability peers that crates/wire's ndn_interop tests
 # run against: python-ndn 0.5.2 (PyPI, into a venv under target/interop-venv)
 # and NDNts @ndn/{packet,tlv,lp} 0.0.20250307 (npm, into
-# crates/wire/tests/interop/node_modules). Idempotent: skips what is there.
+# crates/wire/tests/interop/node_modules), with @ndn/{node-transport,endpoint,
+# fw,nfdmgmt,keychain} for crates/cli's ndn_ndnts tests (NDNts peers of
+# `nexthop ndn run`). Idempotent: skips what is there.
 # Run as root or with sudo available.
 set -euo pipefail
 
@@ -35,15 +37,15 @@ if ! "$VENV/bin/python" -c "import ndn, importlib.metadata as m; assert m.versio
 fi
 
 ndnts_ok() {
-    for p in packet tlv lp; do
+    for p in packet tlv lp node-transport endpoint fw nfdmgmt keychain; do
         local f="$NODE_DIR/node_modules/@ndn/$p/package.json"
         [ -f "$f" ] || return 1
         grep -q "\"version\": \"$NDNTS_VERSION\"" "$f" || return 1
     done
 }
 if ! ndnts_ok; then
-    echo "setup-interop: installing NDNts @ndn/packet @ndn/tlv @ndn/lp $NDNTS_VERSION into $NODE_DIR"
-    # package.json pins the three packages; package-lock.json pins the rest.
+    echo "setup-interop: installing NDNts @ndn/{packet,tlv,lp,node-transport,endpoint,fw,nfdmgmt,keychain} $NDNTS_VERSION into $NODE_DIR"
+    # package.json pins the @ndn packages; package-lock.json pins the rest.
     (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 echo "setup-interop: python-ndn $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("python-ndn"))'), NDNts $NDNTS_VERSION, node $(node --version)"

@@ -14,8 +14,9 @@
 //!   `verifies`, `fallback` with `--trace`).
 //! * `stats --fib FILE`: `key: value` lines (`--json`: one object).
 //! * `run [--udp ADDR:PORT] [--tcp ADDR:PORT] [--unix PATH] [--config FILE]`
-//!   (plus `--cs-packets`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`,
-//!   `--metrics ADDR:PORT`): the NDN forwarder of `nexthop-ndnd` in the
+//!   (plus `--cs-packets`, `--cs-policy lru|lfu`, `--cs-admit-after K`,
+//!   `--pit exact|fingerprint`, `--max-faces`, `--udp-idle-secs`, `--udp-mtu`,
+//!   `--udp-socket-buffer`, `--metrics ADDR:PORT`): the NDN forwarder of `nexthop-ndnd` in the
 //!   foreground until SIGINT/SIGTERM;
 //!   prints `nexthop ndn: ready udp=ADDR tcp=ADDR unix=PATH` (the bound
 //!   listeners; ` metrics=ADDR` added with `--metrics`) on stderr when it
@@ -35,7 +36,7 @@ use nexthop_dataplane::metrics::{MetricsServer, MetricsSnapshot, PortMetrics, Sh
 use nexthop_ndn::persist;
 use nexthop_ndn::routes::{format_hops, parse_routes};
 use nexthop_ndn::{Config, Fib, FibControl, NameView, Strategy, Trace};
-use nexthop_ndnd::{Daemon, DaemonMetrics, NdndConfig};
+use nexthop_ndnd::{CsPolicy, Daemon, DaemonMetrics, NdndConfig, PitKind};
 use nexthop_wire::ndn::Name;
 
 use crate::cmd_ndn_mgmt as mgmt;
@@ -95,13 +96,26 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
-    /// cs_packets, max_faces, udp_idle_secs, udp_mtu, metrics) and stream_out_cap,
-    /// reasm_max_partial, reasm_timeout_ms, udp_socket_buffer.
+    /// cs_packets, cs_policy, cs_admit_after, pit, max_faces,
+    /// udp_idle_secs, udp_mtu, udp_socket_buffer, metrics) and
+    /// stream_out_cap, reasm_max_partial, reasm_timeout_ms.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Content Store capacity in packets (0: none).
     #[arg(long, value_name = "N")]
     cs_packets: Option<usize>,
+    /// Content Store replacement policy (default lru).
+    #[arg(long, value_enum)]
+    cs_policy: Option<CsPolicyArg>,
+    /// Selective caching: store a Data once its name was asked K times
+    /// (0 or 1, the default: always; up to 255).
+    #[arg(long, value_name = "K")]
+    cs_admit_after: Option<u32>,
+    /// The PIT: exact (edge, NFD's; the default) or fingerprint (core:
+    /// fingerprint-only entries, no PIT tokens kept; needs --max-faces 32
+    /// or fewer).
+    #[arg(long, value_enum)]
+    pit: Option<PitArg>,
     /// Most faces open at once.
     #[arg(long, value_name = "N")]
     max_faces: Option<u32>,
@@ -112,10 +126,33 @@ pub struct RunArgs {
     /// as NDNLPv2 fragments.
     #[arg(long, value_name = "BYTES")]
     udp_mtu: Option<usize>,
+    /// Receive and send buffer asked for the UDP socket (default 4 MiB,
+    /// 65536..=1073741824); the granted sizes are in the exit summary
+    /// (`udp_rcvbuf=`, `udp_sndbuf=`) and the metrics.
+    #[arg(long, value_name = "BYTES")]
+    udp_socket_buffer: Option<usize>,
     /// Serve the counters at http://ADDR/metrics (Prometheus) and
     /// /stats.json (`nexthop stats`); loopback only.
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<std::net::SocketAddr>,
+}
+
+/// `--cs-policy`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CsPolicyArg {
+    /// Least recently used.
+    Lru,
+    /// Least frequently used.
+    Lfu,
+}
+
+/// `--pit`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PitArg {
+    /// Names, aggregation, nonces, PIT tokens (edge router).
+    Exact,
+    /// Fingerprint-only entries with a face bit-vector (core router).
+    Fingerprint,
 }
 
 /// `nexthop ndn fib ...`
@@ -223,9 +260,23 @@ fn ndn_run(a: RunArgs) -> Result<()> {
         cfg.unix = a.unix;
     }
     cfg.cs_packets = a.cs_packets.unwrap_or(cfg.cs_packets);
+    if let Some(p) = a.cs_policy {
+        cfg.cs_policy = match p {
+            CsPolicyArg::Lru => CsPolicy::Lru,
+            CsPolicyArg::Lfu => CsPolicy::Lfu,
+        };
+    }
+    cfg.cs_admit_after = a.cs_admit_after.unwrap_or(cfg.cs_admit_after);
+    if let Some(p) = a.pit {
+        cfg.pit = match p {
+            PitArg::Exact => PitKind::Exact,
+            PitArg::Fingerprint => PitKind::Fingerprint,
+        };
+    }
     cfg.max_faces = a.max_faces.unwrap_or(cfg.max_faces);
     cfg.udp_idle_secs = a.udp_idle_secs.unwrap_or(cfg.udp_idle_secs);
     cfg.udp_mtu = a.udp_mtu.unwrap_or(cfg.udp_mtu);
+    cfg.udp_socket_buffer = a.udp_socket_buffer.unwrap_or(cfg.udp_socket_buffer);
     cfg.metrics = a.metrics.or(cfg.metrics);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;

@@ -4,6 +4,8 @@
 //! when it is absent): a producer registered with rib/register over the
 //! Unix socket and one over UDP, consumers over Unix, UDP and TCP, Nack NoRoute without
 //! a route, bad datagrams counted and dropped while forwarding goes on,
+//! `--udp-socket-buffer` granted as asked, `--cs-admit-after`,
+//! `--cs-policy` and `--pit fingerprint` reaching the forwarder,
 //! and a clean stop on SIGTERM; the status datasets read by python-ndn's
 //! `nfd_mgmt` (`tests/ndn_run/mgmt.py`) and `nexthop ndn route|face|
 //! strategy|status` acting on the running forwarder. Every child is killed on drop, also when
@@ -242,6 +244,117 @@ fn refuses_a_config_without_listeners_and_an_occupied_path() {
         b"x",
         "the file is left alone"
     );
+}
+
+#[test]
+fn the_udp_socket_buffer_flag_reaches_the_forwarder() {
+    let mut f = start_forwarder_with(&["--udp-socket-buffer", "1048576"]);
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    let (r, w) = (field(&line, "udp_rcvbuf"), field(&line, "udp_sndbuf"));
+    // Linux grants twice the request; past net.core.rmem_max only as root.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.trim_ascii() == b"0")
+        .unwrap_or(false);
+    if root {
+        assert_eq!((r, w), (2 << 20, 2 << 20), "{line}");
+    } else {
+        assert!(r > 0 && w > 0, "{line}");
+    }
+    let out = Command::new(NEXTHOP)
+        .args([
+            "ndn",
+            "run",
+            "--udp",
+            "127.0.0.1:0",
+            "--udp-socket-buffer",
+            "65535",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("udp_socket_buffer 65535 not in"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Send an Interest for `name` (no MustBeFresh, a fresh nonce each time)
+/// `times` times over one UDP socket, each answered with its Data.
+fn fetch_raw(udp: &str, name: &str, times: u32) {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    sock.connect(udp).unwrap();
+    let mut buf = [0u8; 9000];
+    for k in 0..times {
+        let mut i = Interest::new(Name::from_uri(name).unwrap());
+        i.nonce = Some(0x5000 + k);
+        i.lifetime_ms = Some(2000);
+        sock.send(&i.to_wire()).unwrap();
+        let n = sock.recv(&mut buf).expect("the Data comes back");
+        let d = match Packet::decode(&buf[..n]).unwrap() {
+            Packet::Data(d) => d,
+            Packet::Lp(lp) => Data::decode(lp.fragment.as_deref().unwrap()).unwrap(),
+            p => panic!("expected Data, got {p:?}"),
+        };
+        assert_eq!(d.name.to_string(), name);
+    }
+}
+
+#[test]
+fn cs_policy_admit_after_and_pit_mode_flags_reach_the_forwarder() {
+    // Selective caching: the Data of a name asked 4 times is stored at the
+    // third request, so only the fourth is a Content Store hit; without
+    // the flag the second, third and fourth are.
+    for (extra, hits) in [
+        (&["--cs-admit-after", "3", "--cs-policy", "lfu"][..], 1),
+        (&["--cs-policy", "lru"][..], 3),
+    ] {
+        let mut f = start_forwarder_with(extra);
+        let _p = producer(&face_uri_unix(&f), "/nexthop/k");
+        fetch_raw(&f.udp, "/nexthop/k/1", 4);
+        let (ok, line) = stop(&mut f);
+        assert!(ok, "{line}");
+        assert_eq!(field(&line, "cs_hits"), hits, "{extra:?}: {line}");
+        assert_eq!(field(&line, "satisfied"), 4 - hits, "{extra:?}: {line}");
+    }
+
+    // The fingerprint PIT forwards python-ndn's Interests and Data.
+    let mut f = start_forwarder_with(&["--pit", "fingerprint", "--max-faces", "32"]);
+    let _p = producer(&face_uri_unix(&f), "/nexthop/fp");
+    fetch_raw(&f.udp, "/nexthop/fp/1", 1);
+    assert_eq!(
+        consume(&face_uri_udp(&f), "/nexthop/fp/2"),
+        "DATA hello /nexthop/fp/2"
+    );
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    assert_eq!(field(&line, "satisfied"), 2, "{line}");
+
+    for (args, msg) in [
+        (
+            &["--pit", "fingerprint"][..],
+            "max_faces 1024 must be at most 32",
+        ),
+        (
+            &["--cs-admit-after", "256"][..],
+            "cs_admit_after 256 not in 0..=255",
+        ),
+        (&["--pit", "fuzzy"][..], "invalid value 'fuzzy'"),
+        (&["--cs-policy", "fifo"][..], "invalid value 'fifo'"),
+    ] {
+        let out = Command::new(NEXTHOP)
+            .args(["ndn", "run", "--udp", "127.0.0.1:0"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
 }
 
 /// `nexthop ndn ARGS...`: its stdout, asserting success.

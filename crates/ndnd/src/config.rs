@@ -8,6 +8,33 @@ use serde::Deserialize;
 /// Largest network-layer packet accepted on any face (NFD's MAX_NDN_PACKET_SIZE).
 pub const MAX_PACKET: usize = 8800;
 
+/// Which PIT the forwarder runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PitKind {
+    /// Edge router (NFD's): names, aggregation, nonces, per-downstream PIT
+    /// tokens.
+    #[default]
+    Exact,
+    /// Core router (dissertation §5.4): fingerprint-only entries with a
+    /// face bit-vector; no PIT tokens are kept, so it suits forwarders
+    /// between forwarders, not NDNts clients. Needs `max_faces <= 32`
+    /// (a 64-bit entry: 2 flag bits, a 16-bit fingerprint, a 12-bit
+    /// timer and the face bit-vector).
+    Fingerprint,
+}
+
+/// The Content Store's replacement policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CsPolicy {
+    /// Least recently used among the local candidates.
+    #[default]
+    Lru,
+    /// Least frequently used among the local candidates.
+    Lfu,
+}
+
 /// Everything `nexthop ndn run` can set. Unknown TOML keys are refused.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -20,6 +47,13 @@ pub struct NdndConfig {
     pub unix: Option<PathBuf>,
     /// Content Store capacity in packets (0: no Content Store).
     pub cs_packets: usize,
+    /// Content Store replacement policy (`lru` or `lfu`).
+    pub cs_policy: CsPolicy,
+    /// Selective caching: a Data is stored once its name was asked this
+    /// many times (`0` or `1`: always; up to 255).
+    pub cs_admit_after: u32,
+    /// The PIT (`exact` or `fingerprint`).
+    pub pit: PitKind,
     /// Most faces open at once (listeners excluded), `2..=4096`.
     pub max_faces: u32,
     /// A UDP face with nothing received for this long is closed.
@@ -50,6 +84,9 @@ impl Default for NdndConfig {
             tcp: None,
             unix: None,
             cs_packets: 65536,
+            cs_policy: CsPolicy::Lru,
+            cs_admit_after: 0,
+            pit: PitKind::Exact,
             max_faces: 1024,
             udp_idle_secs: 600,
             stream_out_cap: 1 << 20,
@@ -74,6 +111,18 @@ impl NdndConfig {
     pub fn validate(&self) -> Result<(), String> {
         if !(2..=4096).contains(&self.max_faces) {
             return Err(format!("max_faces {} not in 2..=4096", self.max_faces));
+        }
+        if self.cs_admit_after > 255 {
+            return Err(format!(
+                "cs_admit_after {} not in 0..=255",
+                self.cs_admit_after
+            ));
+        }
+        if self.pit == PitKind::Fingerprint && self.max_faces > 32 {
+            return Err(format!(
+                "the fingerprint PIT's entries hold a 32-face bit-vector: max_faces {} must be at most 32",
+                self.max_faces
+            ));
         }
         if self.udp_idle_secs == 0 {
             return Err("udp_idle_secs must be at least 1".into());
@@ -107,6 +156,49 @@ impl NdndConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::Core;
+    use nexthop_ndn::cs::Policy;
+    use nexthop_ndn::fw::PitMode;
+
+    #[test]
+    fn pit_mode_and_cs_policy_reach_the_forwarder() {
+        let base = NdndConfig {
+            udp: Some("127.0.0.1:0".parse().unwrap()),
+            ..NdndConfig::default()
+        };
+        let core = Core::new(&base).unwrap();
+        let fw = core.fw_config();
+        assert!(matches!(fw.pit, PitMode::Exact(_)));
+        let cs = fw.cs.unwrap();
+        assert_eq!((cs.policy, cs.admit_after), (Policy::Lru, 0));
+
+        let text = "udp = \"127.0.0.1:0\"\npit = \"fingerprint\"\nmax_faces = 32\n\
+                    cs_policy = \"lfu\"\ncs_admit_after = 3\n";
+        let cfg = NdndConfig::from_toml(text).unwrap();
+        cfg.validate().unwrap();
+        let core = Core::new(&cfg).unwrap();
+        let fw = core.fw_config();
+        match fw.pit {
+            PitMode::Fingerprint(p) => assert_eq!(p.faces, 32),
+            PitMode::Exact(_) => panic!("exact PIT for pit = \"fingerprint\""),
+        }
+        let cs = fw.cs.unwrap();
+        assert_eq!((cs.policy, cs.admit_after), (Policy::Lfu, 3));
+
+        for bad in ["pit = \"fuzzy\"\n", "cs_policy = \"fifo\"\n"] {
+            assert!(NdndConfig::from_toml(bad).is_err(), "{bad}");
+        }
+        let wide = NdndConfig {
+            pit: PitKind::Fingerprint,
+            ..base.clone()
+        };
+        assert!(wide.validate().unwrap_err().contains("max_faces 1024"));
+        let k = NdndConfig {
+            cs_admit_after: 256,
+            ..base
+        };
+        assert!(k.validate().unwrap_err().contains("cs_admit_after 256"));
+    }
 
     #[test]
     fn a_byte_order_mark_before_the_config_is_skipped() {

@@ -5,16 +5,16 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nexthop_ndn::control::FibControl;
-use nexthop_ndn::cs::CsConfig;
+use nexthop_ndn::cs::{CsConfig, Policy};
 use nexthop_ndn::fib::Config as FibConfig;
 use nexthop_ndn::fw::{
-    ActionKind, Actions, FaceCounters, Forwarder, FwConfig, FwCounters, Strategy,
+    ActionKind, Actions, FaceCounters, Forwarder, FwConfig, FwCounters, PitMode, Strategy,
 };
 use nexthop_ndn::nexthop::NextHop;
-use nexthop_ndn::pit::{FaceId, Millis, PitToken};
+use nexthop_ndn::pit::{ExactPitConfig, FaceId, FingerprintPitConfig, Millis, PitToken};
 use nexthop_wire::ndn::{tt, Interest, LpPacket, Nack, Name, NameComponent};
 
-use crate::config::{NdndConfig, MAX_PACKET};
+use crate::config::{CsPolicy, NdndConfig, PitKind, MAX_PACKET};
 use crate::dataset::{self, FaceStatus, FibEntry, GeneralStatus, StrategyChoiceEntry};
 use crate::mgmt::{self, ControlParameters};
 use crate::reasm::{ReasmCounters, Reassembler};
@@ -151,9 +151,21 @@ impl Core {
     /// A core with an empty FIB.
     pub fn new(cfg: &NdndConfig) -> Result<Core, String> {
         let fw_cfg = FwConfig {
+            pit: match cfg.pit {
+                PitKind::Exact => PitMode::Exact(ExactPitConfig::default()),
+                PitKind::Fingerprint => PitMode::Fingerprint(FingerprintPitConfig {
+                    faces: cfg.max_faces,
+                    ..FingerprintPitConfig::default()
+                }),
+            },
             cs: (cfg.cs_packets > 0).then(|| CsConfig {
                 capacity_packets: cfg.cs_packets,
                 capacity_bytes: cfg.cs_packets.saturating_mul(MAX_PACKET).min(1 << 32),
+                policy: match cfg.cs_policy {
+                    CsPolicy::Lru => Policy::Lru,
+                    CsPolicy::Lfu => Policy::Lfu,
+                },
+                admit_after: cfg.cs_admit_after,
                 ..CsConfig::default()
             }),
             max_faces: cfg.max_faces,
@@ -762,6 +774,11 @@ impl Core {
     /// The core's counters.
     pub fn counters(&self) -> &CoreCounters {
         &self.counters
+    }
+
+    /// The pipeline's configuration (PIT mode, Content Store).
+    pub fn fw_config(&self) -> &FwConfig {
+        self.fw.config()
     }
 
     /// The pipeline's counters.

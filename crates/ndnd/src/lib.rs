@@ -26,6 +26,6 @@ pub mod reasm;
 pub mod tools;
 pub mod udp;
 
-pub use config::NdndConfig;
+pub use config::{CsPolicy, NdndConfig, PitKind};
 pub use core::{Core, CoreCounters, FaceInfo};
 pub use daemon::{Daemon, DaemonMetrics};
