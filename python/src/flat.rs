@@ -236,6 +236,19 @@ fn open_typed<K: NameKey + Send + Sync + 'static>(cur: &Current) -> PyResult<Box
     }))
 }
 
+/// Why `FlatFib.open` failed: the FIB directory (OSError or FormatError)
+/// or loading the generation it names (already a Python exception).
+enum OpenError {
+    Dir(fibdir::DirError),
+    Load(PyErr),
+}
+
+impl From<fibdir::DirError> for OpenError {
+    fn from(e: fibdir::DirError) -> Self {
+        OpenError::Dir(e)
+    }
+}
+
 macro_rules! with_key_type {
     ($kt:expr, $K:ident => $body:expr) => {
         match $kt {
@@ -339,12 +352,23 @@ impl FlatFib {
     #[staticmethod]
     fn open(py: Python<'_>, dir: PathBuf) -> PyResult<FlatFib> {
         std::fs::metadata(&dir).map_err(|e| os_err(&dir, e))?;
-        let cur = fibdir::open(&dir).map_err(|e| match e {
-            fibdir::DirError::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
-            other => FormatError::new_err(other.to_string()),
-        })?;
-        let kt = cur.key_type;
-        let f = py.allow_threads(|| with_key_type!(kt, K => open_typed::<K>(&cur)))?;
+        // A generation replaced by a concurrent save or `nexthop fib update`
+        // while it is read: resolve `current` again once (fibdir keeps the
+        // previous generations for a while, so this is rare).
+        let f = py
+            .allow_threads(|| {
+                fibdir::open_retrying(&dir, |cur| {
+                    with_key_type!(cur.key_type, K => open_typed::<K>(&cur))
+                        .map_err(OpenError::Load)
+                })
+            })
+            .map_err(|e| match e {
+                OpenError::Dir(e @ fibdir::DirError::Io { .. }) => {
+                    pyo3::exceptions::PyOSError::new_err(e.to_string())
+                }
+                OpenError::Dir(other) => FormatError::new_err(other.to_string()),
+                OpenError::Load(e) => e,
+            })?;
         Ok(FlatFib { f: RwLock::new(f) })
     }
 

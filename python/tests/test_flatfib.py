@@ -215,3 +215,34 @@ def test_batches_from_threads_while_another_updates():
     for t in readers:
         t.join()
     assert errors == [] and len(fib) == len(names)
+
+
+def test_open_while_another_thread_saves_new_generations(tmp_path):
+    # Each save commits a new generation and prunes old ones; an open that
+    # races it must still load a whole generation (old or new), never fail.
+    d = tmp_path / "fib"
+    names = names_of("u64", random.Random(23), 2000)
+    fibs = [nexthop.FlatFib.build({n: str(a) for n in names}, "u64") for a in (1, 2)]
+    fibs[0].save(d)
+    stop = threading.Event()
+    errors = []
+
+    def saver():
+        try:
+            i = 0
+            while not stop.is_set():
+                fibs[i % 2].save(d)
+                i += 1
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=saver)
+    t.start()
+    try:
+        for _ in range(200):
+            got = nexthop.FlatFib.open(d).lookup(names[0])
+            assert got in ("1", "2")
+    finally:
+        stop.set()
+        t.join()
+    assert errors == []
