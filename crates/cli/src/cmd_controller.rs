@@ -174,12 +174,16 @@ fn serve<K: NameKey + Send + 'static>(
         let ch = parse_changes::<K>(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?;
         files.push((p.as_path(), ch));
     }
-    let fib = load::<K>(cur)?;
+    // `cur` chose the key type; the generation is read again (once) if a
+    // concurrent `fib update` replaced it in between.
+    let (fib, generation) = fibdir::open_retrying(fib_dir, |c| {
+        Ok::<_, anyhow::Error>((load::<K>(&c)?, c.manifest.generation))
+    })?;
     tracing::info!(
         fib = %fib_dir.display(),
         names = fib.len(),
         key_type = %cur.key_type,
-        generation = cur.manifest.generation,
+        generation,
         listen = %a.listen,
         "controller serving"
     );
