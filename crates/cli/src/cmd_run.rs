@@ -705,20 +705,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     );
 
     let shared = SharedSnapshot::new();
-    let _metrics_server = match st.metrics {
-        Some(addr) => {
-            let config = MetricsConfig {
-                addr,
-                allow_non_loopback: st.metrics_allow_remote,
-                ..MetricsConfig::default()
-            };
-            let server = MetricsServer::start_with(&config, shared.provider())
-                .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
-            tracing::info!("metrics on http://{addr}/metrics and /stats.json");
-            Some(server)
-        }
-        None => None,
-    };
+    let _metrics_server = start_metrics(st.metrics, st.metrics_allow_remote, &shared)?;
     // A forwarder on a FIB directory serves that directory's generation; one
     // following a controller reports the snapshots and deltas it applied.
     let dir_generation = fib.as_ref().map(|f| f.current.manifest.generation);
@@ -884,6 +871,27 @@ fn follower_fields(s: &FollowerStats, swaps: u64, all: bool) -> String {
         ));
     }
     line
+}
+
+/// The metrics endpoint of a live forwarder (`nexthop run`, `nexthop sdf
+/// run`) serving `shared`, when `--metrics ADDR` was given.
+pub(crate) fn start_metrics(
+    addr: Option<std::net::SocketAddr>,
+    allow_remote: bool,
+    shared: &SharedSnapshot,
+) -> Result<Option<MetricsServer>> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let config = MetricsConfig {
+        addr,
+        allow_non_loopback: allow_remote,
+        ..MetricsConfig::default()
+    };
+    let server = MetricsServer::start_with(&config, shared.provider())
+        .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
+    tracing::info!("metrics on http://{addr}/metrics and /stats.json");
+    Ok(Some(server))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
 use nexthop_dataplane::engine::{
@@ -27,7 +27,7 @@ use nexthop_dataplane::engine::{
     IoMode, NoRefresh, PortsConfig, PortsError, Report, Worker, XdpAttach,
 };
 use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
-use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, MetricsSnapshot, SharedSnapshot};
+use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::pcap::{PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::sdf::{
     forward_pcap_sdf, App, PcapInput, SdfConfig, SdfCounters, SdfPcapRun, SdfRuntime, SdfStats,
@@ -351,20 +351,8 @@ fn run_live(a: &RunArgs) -> Result<()> {
         a.workers
     );
     let shared = SharedSnapshot::new();
-    let _metrics_server = match a.metrics {
-        Some(addr) => {
-            let config = MetricsConfig {
-                addr,
-                allow_non_loopback: a.metrics_allow_remote,
-                ..MetricsConfig::default()
-            };
-            let server = MetricsServer::start_with(&config, shared.provider())
-                .with_context(|| format!("starting the metrics endpoint on {addr}"))?;
-            tracing::info!("metrics on http://{addr}/metrics and /stats.json");
-            Some(server)
-        }
-        None => None,
-    };
+    let _metrics_server =
+        crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
     let snapshot = |c: &Counters, ps: &PortStats, elapsed: Duration| {
         sdf_metrics(
             MetricsSnapshot::from_counters(c)
