@@ -21,16 +21,6 @@ use tempfile::TempDir;
 
 const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
 
-fn python() -> PathBuf {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/interop-venv/bin/python");
-    assert!(
-        py.exists(),
-        "python-ndn peer missing: {} not found; install it with `bash scripts/setup-interop.sh`",
-        py.display()
-    );
-    py
-}
-
 fn peer_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ndn_lab/peer.py")
 }
@@ -43,7 +33,7 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
 
 #[path = "common/proc.rs"]
 mod proc;
-use proc::Proc;
+use proc::{python, Proc};
 
 /// `nexthop ndn run --udp 127.0.0.1:0`; its UDP address.
 fn start_forwarder() -> (Proc, SocketAddr) {

@@ -22,7 +22,7 @@ use tempfile::TempDir;
 
 #[path = "common/proc.rs"]
 mod proc;
-use proc::Proc;
+use proc::{field, python, Proc};
 
 const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
 const SETUP: &str = "bash scripts/setup-interop.sh";
@@ -50,16 +50,6 @@ fn ndnts_modules() -> Option<PathBuf> {
         );
     }
     Some(dir)
-}
-
-fn python() -> PathBuf {
-    let py = manifest().join("../../target/interop-venv/bin/python");
-    assert!(
-        py.exists(),
-        "python-ndn peer missing: {} not found; install it with `{SETUP}`",
-        py.display()
-    );
-    py
 }
 
 struct Forwarder {
@@ -134,13 +124,6 @@ fn stop(f: &mut Forwarder) -> String {
         .wait_line("nexthop ndn: stopped", Duration::from_secs(5));
     assert!(f.proc.child.wait().map(|s| s.success()).unwrap_or(false));
     line
-}
-
-fn field(line: &str, key: &str) -> u64 {
-    line.split(' ')
-        .find_map(|f| f.strip_prefix(&format!("{key}=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {key}= in {line}"))
 }
 
 #[test]

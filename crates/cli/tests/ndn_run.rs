@@ -21,23 +21,13 @@ use tempfile::TempDir;
 
 const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
 
-fn python() -> PathBuf {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/interop-venv/bin/python");
-    assert!(
-        py.exists(),
-        "python-ndn peer missing: {} not found; install it with `bash scripts/setup-interop.sh`",
-        py.display()
-    );
-    py
-}
-
 fn peer_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ndn_run/peer.py")
 }
 
 #[path = "common/proc.rs"]
 mod proc;
-use proc::Proc;
+use proc::{field, python, Proc};
 
 struct Forwarder {
     proc: Proc,
@@ -144,13 +134,6 @@ fn stop(f: &mut Forwarder) -> (bool, String) {
         .wait_line("nexthop ndn: stopped", Duration::from_secs(5));
     let ok = f.proc.child.wait().map(|s| s.success()).unwrap_or(false);
     (ok, line)
-}
-
-fn field(line: &str, key: &str) -> u64 {
-    line.split(' ')
-        .find_map(|f| f.strip_prefix(&format!("{key}=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {key}= in {line}"))
 }
 
 #[test]

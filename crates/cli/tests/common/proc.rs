@@ -1,10 +1,12 @@
-//! A child process for the tests that drive `nexthop` and python-ndn peers
-//! (`tests/ndn_run.rs`, `tests/ndn_lab.rs`): killed and reaped on drop, its
-//! output read line by line on a channel.
+//! Support for the tests that drive `nexthop` and NDN peers
+//! (`tests/ndn_run.rs`, `tests/ndn_lab.rs`, `tests/ndn_ndnts.rs`): a child
+//! process killed and reaped on drop, its output read line by line on a
+//! channel; the interop venv's Python; `key=value` fields of summary lines.
 // Each test binary uses a different subset.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -58,4 +60,24 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The Python of the interop venv that has python-ndn
+/// (`bash scripts/setup-interop.sh` installs it).
+pub fn python() -> PathBuf {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/interop-venv/bin/python");
+    assert!(
+        py.exists(),
+        "python-ndn peer missing: {} not found; install it with `bash scripts/setup-interop.sh`",
+        py.display()
+    );
+    py
+}
+
+/// The number after `key=` in a space-separated summary line.
+pub fn field(line: &str, key: &str) -> u64 {
+    line.split(' ')
+        .find_map(|f| f.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
 }
