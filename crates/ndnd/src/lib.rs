@@ -23,6 +23,7 @@ pub mod dataset;
 pub mod frag;
 pub mod mgmt;
 pub mod reasm;
+pub mod threads;
 pub mod tools;
 pub mod udp;
 
