@@ -633,8 +633,13 @@ fn thread_packets(line: &str) -> Vec<u64> {
 
 #[test]
 fn two_and_four_forwarding_threads_serve_python_ndn_and_our_tools_over_udp_unix_and_tcp() {
+    // Three name components pick the thread, so /nexthop/unix/<k> spread.
+    let dir = TempDir::new().unwrap();
+    let cfg = dir.path().join("ndn.toml");
+    std::fs::write(&cfg, "ndt_prefix = 3\n").unwrap();
+    let cfg = cfg.to_str().unwrap();
     for threads in ["2", "4"] {
-        let mut f = start_forwarder_with(&["--threads", threads]);
+        let mut f = start_forwarder_with(&["--threads", threads, "--config", cfg]);
         let unix = face_uri_unix(&f);
         let udp = face_uri_udp(&f);
         let _p1 = producer(&unix, "/nexthop/unix");
