@@ -1240,6 +1240,22 @@ mod tests {
                 "{got:?}"
             );
         }
+        // status/general sums the threads' counters (published after at
+        // most 50 ms idle).
+        std::thread::sleep(Duration::from_millis(150));
+        let mut cl = crate::client::Client::connect(
+            &crate::client::Target::Udp(addr),
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let g = cl.general_status().unwrap();
+        assert_eq!(
+            (g.satisfied, g.in_interests, g.out_nacks),
+            (3 * 64, 4 * 64, 64)
+        );
+        let faces = cl.faces().unwrap();
+        let out_data: u64 = faces.iter().map(|f| f.out_data).sum();
+        assert_eq!(out_data, 3 * 64, "{faces:?}");
         pstop.store(true, Ordering::Relaxed);
         prod.join().unwrap();
         stop.store(true, Ordering::Relaxed);
