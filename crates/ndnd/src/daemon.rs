@@ -1162,7 +1162,7 @@ mod tests {
             assert!(exchange(&mut a, &[mk(10 * k + 1)], 0, Duration::ZERO).is_empty());
             assert!(exchange(&mut b, &[mk(10 * k + 2)], 0, Duration::ZERO).is_empty());
             // One Interest reaches the producer: the other was aggregated.
-            let up = exchange(&mut prod, &[], 2, Duration::from_millis(500));
+            let up = exchange(&mut prod, &[], 2, Duration::from_millis(150));
             assert_eq!(up.len(), 1, "name {k}: {up:?}");
             let Received::Interest(i, token) = &up[0] else {
                 panic!("{up:?}")
