@@ -303,8 +303,6 @@ impl Drop for Workers {
     }
 }
 
-/// Most packets a thread processes before returning them.
-const RETURN_EVERY: usize = 256;
 /// How often a busy thread publishes its counters.
 const PUBLISH_EVERY: Duration = Duration::from_millis(10);
 
@@ -357,15 +355,13 @@ fn worker(
                 }
                 Msg::Change(c) => core.apply(c),
             }
-            if send.len() >= RETURN_EVERY {
-                give_back(&mut send);
+            // Each batch's packets go back at once: latency over syscalls.
+            give_back(&mut send);
+            if published.elapsed() >= PUBLISH_EVERY {
+                publish(&core, packets);
+                published = Instant::now();
             }
             next = rx.try_recv().ok();
-        }
-        give_back(&mut send);
-        if published.elapsed() >= PUBLISH_EVERY {
-            publish(&core, packets);
-            published = Instant::now();
         }
     }
     give_back(&mut send);
