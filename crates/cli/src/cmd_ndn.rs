@@ -97,8 +97,9 @@ pub struct RunArgs {
     unix: Option<PathBuf>,
     /// TOML file with the same keys as the flags (udp, tcp, unix,
     /// cs_packets, cs_policy, cs_admit_after, pit, max_faces,
-    /// udp_idle_secs, udp_mtu, udp_socket_buffer, metrics) and
-    /// stream_out_cap, reasm_max_partial, reasm_timeout_ms.
+    /// udp_idle_secs, udp_mtu, udp_socket_buffer, metrics, threads) and
+    /// stream_out_cap, reasm_max_partial, reasm_timeout_ms, ndt_prefix,
+    /// ndt_bits, thread_queue.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Content Store capacity in packets (0: none).
@@ -135,6 +136,12 @@ pub struct RunArgs {
     /// /stats.json (`nexthop stats`); loopback only.
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<std::net::SocketAddr>,
+    /// Forwarding threads (default 1: one thread does everything; 1..=64).
+    /// With more, the socket thread dispatches Interests by a hash of
+    /// their name's first components and Data and Nacks by the thread id
+    /// in their PIT token; each thread has its own PIT and Content Store.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
 }
 
 /// `--cs-policy`.
@@ -278,6 +285,7 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.udp_mtu = a.udp_mtu.unwrap_or(cfg.udp_mtu);
     cfg.udp_socket_buffer = a.udp_socket_buffer.unwrap_or(cfg.udp_socket_buffer);
     cfg.metrics = a.metrics.or(cfg.metrics);
+    cfg.threads = a.threads.unwrap_or(cfg.threads);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let metrics_addr = cfg.metrics;

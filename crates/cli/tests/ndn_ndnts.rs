@@ -60,11 +60,16 @@ struct Forwarder {
 }
 
 fn start_forwarder() -> Forwarder {
+    start_forwarder_with(&[])
+}
+
+fn start_forwarder_with(extra: &[&str]) -> Forwarder {
     let dir = TempDir::new().unwrap();
     let unix = dir.path().join("nfd.sock");
     let mut cmd = Command::new(NEXTHOP);
     cmd.args(["ndn", "run", "--udp", "127.0.0.1:0", "--unix"])
-        .arg(&unix);
+        .arg(&unix)
+        .args(extra);
     let proc = Proc::spawn(cmd, true);
     let ready = proc.wait_line("nexthop ndn: ready", Duration::from_secs(10));
     let udp = ready
@@ -186,4 +191,31 @@ fn ndnts_producer_registered_with_rib_register_answers_python_and_ndnts_consumer
     assert_eq!(field(&line, "commands"), 2, "{line}");
     assert_eq!(field(&line, "commands_refused"), 0, "{line}");
     assert_eq!(field(&line, "satisfied"), 4, "{line}");
+}
+
+#[test]
+fn ndnts_peers_through_four_forwarding_threads_echo_the_thread_token() {
+    let Some(m) = ndnts_modules() else { return };
+    let mut f = start_forwarder_with(&["--threads", "4"]);
+    let _js = producer(ndnts(&m, &["produce", &f.udp, "/nexthop/js"]));
+    let _py = producer(python_peer(&["produce", &f.unix, "/nexthop/py"]));
+    // NDNts peers through the threaded forwarder: the producer gets the
+    // forwarding thread's PitToken on each Interest, the consumer gets its
+    // own token back on each Data (NDNts drops Data without it). That the
+    // thread's token steers a Data whose name hashes elsewhere is in
+    // nexthop-ndnd's daemon tests.
+    for k in 0..6 {
+        let name = format!("/nexthop/js/{k}");
+        let want = format!("DATA ndnts /8=nexthop/8=js/8={k}");
+        assert_eq!(consume(ndnts(&m, &["consume", &f.unix, &name])), want);
+        let name = format!("/nexthop/py/{k}");
+        assert_eq!(
+            consume(ndnts(&m, &["consume", &f.udp, &name])),
+            format!("DATA hello {name}")
+        );
+    }
+    let line = stop(&mut f);
+    assert!(line.contains(" threads=4 "), "{line}");
+    assert_eq!(field(&line, "satisfied"), 12, "{line}");
+    assert_eq!(field(&line, "drops"), 0, "{line}");
 }

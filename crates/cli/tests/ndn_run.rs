@@ -620,3 +620,78 @@ fn counters_per_face_and_drop_reason_reach_nexthop_stats_and_prometheus() {
     let (ok, _) = stop(&mut f);
     assert!(ok);
 }
+
+/// The `thread_packets=a,b,...` of a summary line.
+fn thread_packets(line: &str) -> Vec<u64> {
+    line.split(' ')
+        .find_map(|f| f.strip_prefix("thread_packets="))
+        .unwrap_or_else(|| panic!("no thread_packets= in {line}"))
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn two_and_four_forwarding_threads_serve_python_ndn_and_our_tools_over_udp_unix_and_tcp() {
+    // Three name components pick the thread, so /nexthop/unix/<k> spread.
+    let dir = TempDir::new().unwrap();
+    let cfg = dir.path().join("ndn.toml");
+    std::fs::write(&cfg, "ndt_prefix = 3\n").unwrap();
+    let cfg = cfg.to_str().unwrap();
+    for threads in ["2", "4"] {
+        let mut f = start_forwarder_with(&["--threads", threads, "--config", cfg]);
+        let unix = face_uri_unix(&f);
+        let udp = face_uri_udp(&f);
+        let _p1 = producer(&unix, "/nexthop/unix");
+        let _p2 = producer(&udp, "/nexthop/udp");
+        assert_eq!(
+            consume(&udp, "/nexthop/unix/a"),
+            "DATA hello /nexthop/unix/a"
+        );
+        assert_eq!(
+            consume(&unix, "/nexthop/udp/b"),
+            "DATA hello /nexthop/udp/b"
+        );
+        let tcp = format!("tcp://{}", f.tcp);
+        assert_eq!(consume(&tcp, "/nexthop/udp/c"), "DATA hello /nexthop/udp/c");
+        assert_eq!(consume(&unix, "/nowhere/x"), "NACK 150");
+        // Many prefixes from our raw consumer: each name twice, the
+        // second a Content Store hit on the thread that holds it.
+        for k in 0..24 {
+            fetch_raw(&f.udp, &format!("/nexthop/unix/{k}"), 2);
+        }
+        let (ok, line) = stop(&mut f);
+        assert!(ok, "{threads} threads: {line}");
+        assert!(line.contains(&format!(" threads={threads} ")), "{line}");
+        let per = thread_packets(&line);
+        assert_eq!(per.len(), threads.parse::<usize>().unwrap(), "{line}");
+        assert!(per.iter().all(|&n| n > 0), "every thread forwarded: {line}");
+        assert_eq!(field(&line, "commands"), 2, "{line}");
+        assert!(field(&line, "satisfied") >= 27, "{line}");
+        assert!(field(&line, "cs_hits") >= 24, "{line}");
+        assert_eq!(field(&line, "dispatch_drops"), 0, "{line}");
+        assert_eq!(field(&line, "return_drops"), 0, "{line}");
+    }
+}
+
+#[test]
+fn threads_come_from_the_toml_config_and_are_checked() {
+    let dir = TempDir::new().unwrap();
+    let cfg = dir.path().join("ndn.toml");
+    std::fs::write(&cfg, "threads = 3\nndt_prefix = 1\n").unwrap();
+    let mut f = start_forwarder_with(&["--config", cfg.to_str().unwrap()]);
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    assert!(line.contains(" threads=3 "), "{line}");
+    assert_eq!(thread_packets(&line).len(), 3, "{line}");
+    let out = Command::new(NEXTHOP)
+        .args(["ndn", "run", "--udp", "127.0.0.1:0", "--threads", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("threads 0 not in 1..=64"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

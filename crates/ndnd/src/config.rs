@@ -75,6 +75,19 @@ pub struct NdndConfig {
     /// root), `65536..=1 GiB`: a window of Interests arriving at once must
     /// fit. The granted size is in the metrics and the exit summary.
     pub udp_socket_buffer: usize,
+    /// Forwarding threads, `1..=64`. With 1 (the default) one thread does
+    /// everything; with more, the polling thread dispatches packets to
+    /// forwarding threads (see the crate README's threading contract).
+    pub threads: usize,
+    /// Name components hashed to pick an Interest's forwarding thread
+    /// (NDN-DPDK's NDT prefix length), `1..=32`.
+    pub ndt_prefix: usize,
+    /// The NDT has `2^ndt_bits` entries mapping a hash to a thread, `0..=16`.
+    pub ndt_bits: u32,
+    /// Packet batches queued towards one forwarding thread (and towards
+    /// the polling thread from all of them) before batches are dropped
+    /// and counted, `1..=65536`.
+    pub thread_queue: usize,
 }
 
 impl Default for NdndConfig {
@@ -95,6 +108,10 @@ impl Default for NdndConfig {
             udp_mtu: MAX_PACKET,
             udp_socket_buffer: 4 << 20,
             metrics: None,
+            threads: 1,
+            ndt_prefix: 2,
+            ndt_bits: 8,
+            thread_queue: 1024,
         }
     }
 }
@@ -144,6 +161,21 @@ impl NdndConfig {
             return Err(format!(
                 "udp_socket_buffer {} not in 65536..=1073741824",
                 self.udp_socket_buffer
+            ));
+        }
+        if !(1..=64).contains(&self.threads) {
+            return Err(format!("threads {} not in 1..=64", self.threads));
+        }
+        if !(1..=32).contains(&self.ndt_prefix) {
+            return Err(format!("ndt_prefix {} not in 1..=32", self.ndt_prefix));
+        }
+        if self.ndt_bits > 16 {
+            return Err(format!("ndt_bits {} not in 0..=16", self.ndt_bits));
+        }
+        if !(1..=65536).contains(&self.thread_queue) {
+            return Err(format!(
+                "thread_queue {} not in 1..=65536",
+                self.thread_queue
             ));
         }
         if self.udp.is_none() && self.tcp.is_none() && self.unix.is_none() {
@@ -198,6 +230,19 @@ mod tests {
             ..base
         };
         assert!(k.validate().unwrap_err().contains("cs_admit_after 256"));
+        let cfg = NdndConfig::from_toml("threads = 4\nndt_prefix = 1\nndt_bits = 4\n").unwrap();
+        assert_eq!((cfg.threads, cfg.ndt_prefix, cfg.ndt_bits), (4, 1, 4));
+        for (bad, msg) in [
+            ("threads = 0\n", "threads 0"),
+            ("threads = 65\n", "threads 65"),
+            ("ndt_prefix = 0\n", "ndt_prefix 0"),
+            ("ndt_bits = 17\n", "ndt_bits 17"),
+            ("thread_queue = 0\n", "thread_queue 0"),
+        ] {
+            let mut c = NdndConfig::from_toml(bad).unwrap();
+            c.udp = Some("127.0.0.1:0".parse().unwrap());
+            assert!(c.validate().unwrap_err().contains(msg), "{bad}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! routes, and the forwarding pipeline.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nexthop_ndn::control::FibControl;
@@ -88,6 +89,83 @@ const STRATEGIES: [(&str, u64, Strategy); 2] = [
     ("multicast", 4, Strategy::Multicast),
 ];
 
+/// A change of the state every forwarding thread holds a copy of, made by
+/// management on the polling thread and applied by each forwarding thread
+/// in the order of its queue (so before any packet received after it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A face opened.
+    FaceOpened(FaceId, FaceInfo),
+    /// A face closed (its routes go too).
+    FaceClosed(FaceId),
+    /// A face's flags (`faces/update`).
+    FaceFlags(FaceId, u64),
+    /// Route a prefix to a face with a cost.
+    Route(Name, FaceId, u32),
+    /// Remove a face from a prefix's routes.
+    Unroute(Name, FaceId),
+    /// Set (`Some`) or unset the strategy of a prefix.
+    Strategy(Name, Option<Strategy>),
+}
+
+/// What a forwarding thread publishes for the polling thread's counters
+/// and status datasets (summed with its own there).
+#[derive(Debug, Clone, Default)]
+pub struct ThreadStats {
+    /// Packets this thread took from its queue.
+    pub packets: u64,
+    /// Its core counters.
+    pub core: CoreCounters,
+    /// Its pipeline's counters.
+    pub fw: FwCounters,
+    /// Its ForwarderStatus (counters, PIT and CS entries).
+    pub general: GeneralStatus,
+    /// Its counters of the open faces.
+    pub faces: Vec<FaceStatus>,
+}
+
+/// Add `b`'s pipeline counters to `a`.
+pub fn add_fw_counters(a: &mut FwCounters, b: &FwCounters) {
+    for (x, y) in a.drops.0.iter_mut().zip(b.drops.0) {
+        *x += y;
+    }
+    a.cs_hits += b.cs_hits;
+    a.cs_misses += b.cs_misses;
+    a.satisfied += b.satisfied;
+    a.suppressed += b.suppressed;
+    a.nack_retries += b.nack_retries;
+    a.nonces_assigned += b.nonces_assigned;
+}
+
+/// Add `b`'s core counters to `a`.
+pub fn add_core_counters(a: &mut CoreCounters, b: &CoreCounters) {
+    a.packets_in += b.packets_in;
+    a.bytes_in += b.bytes_in;
+    a.oversized += b.oversized;
+    a.bad_lp += b.bad_lp;
+    a.commands += b.commands;
+    a.commands_refused += b.commands_refused;
+    a.dataset_segments += b.dataset_segments;
+    a.dataset_misses += b.dataset_misses;
+    a.next_hop_face_id += b.next_hop_face_id;
+}
+
+/// The PitToken a forwarding thread puts on the Interests it sends
+/// upstream: a marker byte and the thread's index.
+pub fn thread_token(thread: u8) -> PitToken {
+    PitToken::new(&[THREAD_TOKEN_MARK, thread]).unwrap_or_else(|| unreachable!())
+}
+
+/// The thread a PitToken from [`thread_token`] names.
+pub fn token_thread(token: &[u8]) -> Option<u8> {
+    match token {
+        [THREAD_TOKEN_MARK, t] => Some(*t),
+        _ => None,
+    }
+}
+
+const THREAD_TOKEN_MARK: u8 = 0xd7;
+
 /// Routes registered per prefix: `(face, cost)` pairs.
 type Rib = BTreeMap<Vec<u8>, (Name, Vec<NextHop>)>;
 
@@ -106,6 +184,18 @@ pub struct Core {
     datasets: VecDeque<(Name, Vec<Vec<u8>>)>,
     last_version: u64,
     start_ms: u64,
+    /// Record management's changes for the forwarding threads.
+    record: bool,
+    changes: Vec<Change>,
+    /// The forwarding threads' published counters, summed into the
+    /// status datasets.
+    peers: Vec<Arc<Mutex<ThreadStats>>>,
+}
+
+/// A packet past [`Core::admit`].
+struct Admitted {
+    lp: Option<LpPacket>,
+    reassembled: Option<Vec<u8>>,
 }
 
 fn wall_ms() -> u64 {
@@ -150,6 +240,35 @@ fn strategy_of(name: &Name) -> Option<Strategy> {
 impl Core {
     /// A core with an empty FIB.
     pub fn new(cfg: &NdndConfig) -> Result<Core, String> {
+        Core::with_token(cfg, None)
+    }
+
+    /// The core of forwarding thread `thread`: its Interests go upstream
+    /// with [`thread_token`]`(thread)`.
+    pub fn for_thread(cfg: &NdndConfig, thread: u8) -> Result<Core, String> {
+        Core::with_token(cfg, Some(thread_token(thread)))
+    }
+
+    /// The polling thread's core of a multi-threaded forwarder: management
+    /// and datasets, recording the [`Change`]s for the forwarding threads
+    /// and summing their `peers` counters; no Content Store of its own.
+    pub fn for_dispatch(
+        cfg: &NdndConfig,
+        peers: Vec<Arc<Mutex<ThreadStats>>>,
+    ) -> Result<Core, String> {
+        let mut c = Core::with_token(
+            &NdndConfig {
+                cs_packets: 0,
+                ..cfg.clone()
+            },
+            None,
+        )?;
+        c.record = true;
+        c.peers = peers;
+        Ok(c)
+    }
+
+    fn with_token(cfg: &NdndConfig, upstream_token: Option<PitToken>) -> Result<Core, String> {
         let fw_cfg = FwConfig {
             pit: match cfg.pit {
                 PitKind::Exact => PitMode::Exact(ExactPitConfig::default()),
@@ -169,6 +288,7 @@ impl Core {
                 ..CsConfig::default()
             }),
             max_faces: cfg.max_faces,
+            upstream_token,
             ..FwConfig::default()
         };
         let fw = Forwarder::new(fw_cfg).map_err(|e| format!("forwarder config: {e}"))?;
@@ -189,11 +309,102 @@ impl Core {
             datasets: VecDeque::new(),
             last_version: 0,
             start_ms: wall_ms(),
+            record: false,
+            changes: Vec::new(),
+            peers: Vec::new(),
         })
+    }
+
+    /// The changes recorded since the last call (polling thread of a
+    /// multi-threaded forwarder), in order.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Apply a change recorded by the polling thread's core.
+    pub fn apply(&mut self, change: Change) {
+        match change {
+            Change::FaceOpened(id, info) => self.face_opened(id, info),
+            Change::FaceClosed(id) => self.face_closed(id),
+            Change::FaceFlags(id, flags) => {
+                if let Some(f) = self.faces.get_mut(&id) {
+                    f.flags = flags;
+                }
+            }
+            // The polling thread's FIB accepted the same change; a FIB
+            // refusing it here would refuse it there too.
+            Change::Route(name, face, cost) => {
+                let _ = self.add_route(&name, face, cost);
+            }
+            Change::Unroute(name, face) => {
+                let _ = self.remove_route(&name, face);
+            }
+            Change::Strategy(name, Some(s)) => {
+                if self.fw.strategy_choice_mut().set(&name, s) && !name.is_empty() {
+                    self.choices.insert(name.value().to_vec(), (name, s));
+                }
+            }
+            Change::Strategy(name, None) => {
+                self.fw.strategy_choice_mut().unset(&name);
+                self.choices.remove(name.value());
+            }
+        }
+    }
+
+    /// What this core publishes as a forwarding thread.
+    pub fn thread_stats(&self, packets: u64) -> ThreadStats {
+        ThreadStats {
+            packets,
+            core: self.counters,
+            fw: *self.fw.counters(),
+            general: self.own_general_status(),
+            faces: self.own_face_statuses(),
+        }
+    }
+
+    fn peer_stats(&self) -> Vec<ThreadStats> {
+        self.peers
+            .iter()
+            .map(|p| p.lock().map(|s| s.clone()).unwrap_or_default())
+            .collect()
+    }
+
+    /// The core counters, the forwarding threads' added.
+    pub fn total_counters(&self) -> CoreCounters {
+        let mut c = self.counters;
+        for p in self.peer_stats() {
+            add_core_counters(&mut c, &p.core);
+        }
+        c
+    }
+
+    /// The pipeline counters, the forwarding threads' added.
+    pub fn total_fw_counters(&self) -> FwCounters {
+        let mut c = *self.fw.counters();
+        for p in self.peer_stats() {
+            add_fw_counters(&mut c, &p.fw);
+        }
+        c
+    }
+
+    /// PIT entries, the forwarding threads' added.
+    pub fn total_pit_len(&self) -> usize {
+        self.peer_stats()
+            .iter()
+            .fold(self.fw.pit_len(), |n, p| n + p.general.pit_entries as usize)
+    }
+
+    /// Packets each forwarding thread took from its queue (empty with one
+    /// thread).
+    pub fn thread_packets(&self) -> Vec<u64> {
+        self.peer_stats().iter().map(|p| p.packets).collect()
     }
 
     /// A face opened: it is listed in `faces/list` until [`Self::face_closed`].
     pub fn face_opened(&mut self, face: FaceId, info: FaceInfo) {
+        if self.record {
+            self.changes.push(Change::FaceOpened(face, info.clone()));
+        }
         let base = self.fw.face_counters(face);
         self.faces.insert(
             face,
@@ -224,11 +435,7 @@ impl Core {
         }
         let first_send = send.len();
         self.receive_inner(face, local, wire, now, send);
-        for (f, bytes) in &send[first_send..] {
-            if let Some(f) = self.faces.get_mut(f) {
-                f.bytes.out_bytes += bytes.len() as u64;
-            }
-        }
+        self.count_out(&send[first_send..]);
     }
 
     fn receive_inner(
@@ -239,9 +446,25 @@ impl Core {
         now: Millis,
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) {
+        if let Some(a) = self.admit(face, local, wire, now, send) {
+            let input: &[u8] = a.reassembled.as_deref().unwrap_or(wire);
+            self.pipeline(face, wire, a.lp.as_ref(), input, now, send);
+        }
+    }
+
+    /// The first half of [`Self::receive`]: size check, NDNLPv2 decode and
+    /// reassembly, management. `None` when the packet was consumed.
+    fn admit(
+        &mut self,
+        face: FaceId,
+        local: bool,
+        wire: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) -> Option<Admitted> {
         if wire.len() > MAX_PACKET {
             self.counters.oversized += 1;
-            return;
+            return None;
         }
         let mut lp_owned = None;
         let mut reassembled = None;
@@ -250,27 +473,98 @@ impl Core {
                 Ok(lp) => lp,
                 Err(_) => {
                     self.counters.bad_lp += 1;
-                    return;
+                    return None;
                 }
             };
             if lp.frag_count.unwrap_or(1) > 1 {
-                match self.reasm.push(face, lp, now) {
-                    Some(whole) => {
-                        reassembled = Some(whole.to_wire());
-                        lp_owned = Some(whole);
-                    }
-                    None => return,
-                }
+                let whole = self.reasm.push(face, lp, now)?;
+                reassembled = Some(whole.to_wire());
+                lp_owned = Some(whole);
             } else {
                 lp_owned = Some(lp);
             }
         }
         if self.try_command(face, local, wire, lp_owned.as_ref(), send) {
-            return;
+            return None;
         }
-        let input: &[u8] = reassembled.as_deref().unwrap_or(wire);
+        Some(Admitted {
+            lp: lp_owned,
+            reassembled,
+        })
+    }
+
+    /// The dispatching half of [`Self::receive`] on the polling thread of
+    /// a multi-threaded forwarder: counts the packet, reassembles it and
+    /// answers management; returns the packet for a forwarding thread
+    /// (its NDNLPv2 header decoded, and the bytes to hand over) or `None`
+    /// when it was consumed here.
+    pub fn dispatch(
+        &mut self,
+        face: FaceId,
+        local: bool,
+        wire: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) -> Option<(Option<LpPacket>, Vec<u8>)> {
+        self.counters.packets_in += 1;
+        self.counters.bytes_in += wire.len() as u64;
+        if let Some(f) = self.faces.get_mut(&face) {
+            f.bytes.in_bytes += wire.len() as u64;
+        }
+        let first_send = send.len();
+        let a = self.admit(face, local, wire, now, send);
+        self.count_out(&send[first_send..]);
+        let a = a?;
+        let bytes = a.reassembled.unwrap_or_else(|| wire.to_vec());
+        Some((a.lp, bytes))
+    }
+
+    /// The forwarding half of [`Self::receive`] on a forwarding thread:
+    /// `wire` was counted, reassembled and checked for management by
+    /// [`Self::dispatch`].
+    pub fn forward(
+        &mut self,
+        face: FaceId,
+        wire: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) {
+        let lp = if wire.first() == Some(&(tt::LP_PACKET as u8)) {
+            match LpPacket::decode(wire) {
+                Ok(lp) => Some(lp),
+                Err(_) => {
+                    self.counters.bad_lp += 1;
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        let first_send = send.len();
+        self.pipeline(face, wire, lp.as_ref(), wire, now, send);
+        self.count_out(&send[first_send..]);
+    }
+
+    fn count_out(&mut self, sent: &[(FaceId, Vec<u8>)]) {
+        for (f, bytes) in sent {
+            if let Some(f) = self.faces.get_mut(f) {
+                f.bytes.out_bytes += bytes.len() as u64;
+            }
+        }
+    }
+
+    /// The pipeline: Interest, Data or Nack through the forwarder.
+    fn pipeline(
+        &mut self,
+        face: FaceId,
+        wire: &[u8],
+        lp_owned: Option<&LpPacket>,
+        input: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) {
         self.actions.clear();
-        let is_interest = match &lp_owned {
+        let is_interest = match lp_owned {
             Some(lp) => {
                 lp.nack.is_none()
                     && lp.fragment.as_ref().and_then(|f| f.first()) == Some(&(tt::INTEREST as u8))
@@ -278,7 +572,6 @@ impl Core {
             None => wire.first() == Some(&(tt::INTEREST as u8)),
         };
         let next_hop = lp_owned
-            .as_ref()
             .filter(|_| is_interest && self.local_fields(face))
             .and_then(|lp| Some((lp.next_hop_face_id?, lp)));
         match next_hop {
@@ -477,8 +770,26 @@ impl Core {
         v
     }
 
-    /// ForwarderStatus now.
+    /// ForwarderStatus now, the forwarding threads' counters added.
     pub fn general_status(&self) -> GeneralStatus {
+        let mut g = self.own_general_status();
+        for p in self.peer_stats() {
+            let o = &p.general;
+            g.pit_entries += o.pit_entries;
+            g.cs_entries += o.cs_entries;
+            g.in_interests += o.in_interests;
+            g.in_data += o.in_data;
+            g.in_nacks += o.in_nacks;
+            g.out_interests += o.out_interests;
+            g.out_data += o.out_data;
+            g.out_nacks += o.out_nacks;
+            g.satisfied += o.satisfied;
+            g.unsatisfied += o.unsatisfied;
+        }
+        g
+    }
+
+    fn own_general_status(&self) -> GeneralStatus {
         let mut sum = FaceCounters::default();
         for id in 0..self.fw.config().max_faces {
             let c = self.fw.face_counters(id);
@@ -510,8 +821,29 @@ impl Core {
         }
     }
 
-    /// FaceStatus of every open face, in id order.
+    /// FaceStatus of every open face, in id order, the forwarding
+    /// threads' counters added.
     pub fn face_statuses(&self) -> Vec<FaceStatus> {
+        let mut own = self.own_face_statuses();
+        for p in self.peer_stats() {
+            for o in &p.faces {
+                let Some(f) = own.iter_mut().find(|f| f.face_id == o.face_id) else {
+                    continue;
+                };
+                f.in_interests += o.in_interests;
+                f.in_data += o.in_data;
+                f.in_nacks += o.in_nacks;
+                f.out_interests += o.out_interests;
+                f.out_data += o.out_data;
+                f.out_nacks += o.out_nacks;
+                f.in_bytes += o.in_bytes;
+                f.out_bytes += o.out_bytes;
+            }
+        }
+        own
+    }
+
+    fn own_face_statuses(&self) -> Vec<FaceStatus> {
         self.faces
             .iter()
             .map(|(&id, f)| {
@@ -655,6 +987,9 @@ impl Core {
             }
             self.fw.strategy_choice_mut().unset(&name);
             self.choices.remove(&key);
+            if self.record {
+                self.changes.push(Change::Strategy(name.clone(), None));
+            }
             let body = ControlParameters {
                 name: Some(name),
                 ..ControlParameters::default()
@@ -672,6 +1007,9 @@ impl Core {
         }
         if !name.is_empty() {
             self.choices.insert(key, (name.clone(), s));
+        }
+        if self.record {
+            self.changes.push(Change::Strategy(name.clone(), Some(s)));
         }
         let body = ControlParameters {
             name: Some(name),
@@ -706,6 +1044,9 @@ impl Core {
             if mask & dataset::FLAG_LOCAL_FIELDS != 0 {
                 f.flags =
                     (f.flags & !dataset::FLAG_LOCAL_FIELDS) | (flags & dataset::FLAG_LOCAL_FIELDS);
+                if self.record {
+                    self.changes.push(Change::FaceFlags(id, f.flags));
+                }
             }
         }
         let body = ControlParameters {
@@ -725,12 +1066,18 @@ impl Core {
         hops.push(NextHop { face, cost });
         self.fib.insert(prefix, &hops).map_err(|e| e.to_string())?;
         self.rib.insert(key, (prefix.clone(), hops));
+        if self.record {
+            self.changes.push(Change::Route(prefix.clone(), face, cost));
+        }
         Ok(())
     }
 
     /// Remove `face` from the routes of `prefix` (no route: not an error).
     pub fn remove_route(&mut self, prefix: &Name, face: FaceId) -> Result<(), String> {
         let key = prefix.value().to_vec();
+        if self.record {
+            self.changes.push(Change::Unroute(prefix.clone(), face));
+        }
         let Some((_, hops)) = self.rib.get_mut(&key) else {
             return Ok(());
         };
@@ -746,6 +1093,10 @@ impl Core {
 
     /// A face closed: its routes and partial packets go.
     pub fn face_closed(&mut self, face: FaceId) {
+        if self.record {
+            self.changes.push(Change::FaceClosed(face));
+        }
+        let record = std::mem::replace(&mut self.record, false);
         self.faces.remove(&face);
         self.reasm.face_closed(face);
         let prefixes: Vec<Name> = self
@@ -759,6 +1110,7 @@ impl Core {
             // any other error leaves the FIB as it was.
             let _ = self.remove_route(&p, face);
         }
+        self.record = record;
     }
 
     /// Periodic work: expire partial packets.

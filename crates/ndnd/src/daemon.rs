@@ -16,6 +16,7 @@ use crate::config::{NdndConfig, MAX_PACKET};
 use crate::core::{Core, FaceInfo};
 use crate::dataset::FaceStatus;
 use crate::frag::Fragmenter;
+use crate::threads::Workers;
 use crate::udp::{self, RecvBatch, BATCH};
 
 /// Face-layer counters.
@@ -67,6 +68,8 @@ pub struct DaemonMetrics {
     pub gauges: Vec<(&'static str, &'static str, u64)>,
     /// The open faces with their counters.
     pub faces: Vec<FaceStatus>,
+    /// Packets each forwarding thread took, in thread order.
+    pub thread_packets: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -136,6 +139,8 @@ pub struct Daemon {
     next_id: FaceId,
     start: Instant,
     counters: FaceLayerCounters,
+    /// The forwarding threads (`threads > 1`); `None`: `core` forwards.
+    workers: Option<Workers>,
 }
 
 fn is_loopback(a: &SocketAddr) -> bool {
@@ -153,7 +158,13 @@ impl Daemon {
     /// is replaced; any other file there is an error.
     pub fn bind(cfg: NdndConfig) -> io::Result<Daemon> {
         cfg.validate().map_err(io::Error::other)?;
-        let core = Core::new(&cfg).map_err(io::Error::other)?;
+        let (core, workers) = if cfg.threads > 1 {
+            let w = Workers::start(&cfg).map_err(io::Error::other)?;
+            let core = Core::for_dispatch(&cfg, w.stats()).map_err(io::Error::other)?;
+            (core, Some(w))
+        } else {
+            (Core::new(&cfg).map_err(io::Error::other)?, None)
+        };
         let mut udp_buffers = (0, 0);
         let udp = match cfg.udp {
             Some(a) => {
@@ -209,6 +220,7 @@ impl Daemon {
             next_id: 1,
             start: Instant::now(),
             counters: FaceLayerCounters::default(),
+            workers,
             cfg,
         })
     }
@@ -230,8 +242,8 @@ impl Daemon {
 
     /// The summary line printed at exit.
     pub fn summary_line(&self) -> String {
-        let c = self.core.counters();
-        let f = self.core.fw_counters();
+        let c = &self.core.total_counters();
+        let f = &self.core.total_fw_counters();
         let r = self.core.reasm_counters();
         let l = &self.counters;
         format!(
@@ -239,7 +251,8 @@ impl Daemon {
              cs_hits={} drops={} bad_lp={} oversized={} commands={} commands_refused={} \
              reasm_completed={} reasm_bad={} reasm_timeouts={} reasm_cap_drops={} \
              face_cap_drops={} send_drops={} fragmented={} frag_failed={} \
-             udp_rcvbuf={} udp_sndbuf={}",
+             udp_rcvbuf={} udp_sndbuf={} threads={} thread_packets={} \
+             dispatch_drops={} return_drops={}",
             l.faces_opened,
             l.faces_closed,
             c.packets_in,
@@ -260,13 +273,38 @@ impl Daemon {
             l.frag_failed,
             self.udp_buffers.0,
             self.udp_buffers.1,
+            self.cfg.threads,
+            self.thread_packets()
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            self.queue_drops().dispatch,
+            self.queue_drops().output,
         )
+    }
+
+    /// Packets each forwarding thread took (one thread: every packet in).
+    pub fn thread_packets(&self) -> Vec<u64> {
+        match self.workers {
+            Some(_) => self.core.thread_packets(),
+            None => vec![self.core.counters().packets_in],
+        }
+    }
+
+    /// Drops at the queues between the polling and forwarding threads
+    /// (zero with one thread).
+    pub fn queue_drops(&self) -> crate::threads::QueueDrops {
+        self.workers
+            .as_ref()
+            .map(Workers::drops)
+            .unwrap_or_default()
     }
 
     /// Every counter, for a metrics exporter.
     pub fn metrics(&self) -> DaemonMetrics {
-        let c = self.core.counters();
-        let f = self.core.fw_counters();
+        let c = &self.core.total_counters();
+        let f = &self.core.total_fw_counters();
         let r = self.core.reasm_counters();
         let l = &self.counters;
         let mut drops: Vec<(&'static str, u64)> = nexthop_ndn::fw::DropReason::ALL
@@ -283,8 +321,10 @@ impl Daemon {
             ("send_queue_full", l.send_drops),
             ("send_no_face", l.send_no_face),
             ("frag_failed", l.frag_failed),
+            ("thread_queue_full", self.queue_drops().dispatch),
+            ("return_queue_full", self.queue_drops().output),
         ]);
-        let pit = self.core.pit_len() as u64;
+        let pit = self.core.total_pit_len() as u64;
         let g = self.core.general_status();
         DaemonMetrics {
             uptime_secs: self.start.elapsed().as_secs_f64(),
@@ -359,6 +399,7 @@ impl Daemon {
                 ),
             ],
             faces: self.core.face_statuses(),
+            thread_packets: self.thread_packets(),
         }
     }
 
@@ -408,6 +449,7 @@ impl Daemon {
                 self.udp_faces.remove(&a);
             }
             self.core.face_closed(id);
+            self.sync_changes();
             self.free_ids.push_back(id);
             self.counters.faces_closed += 1;
         }
@@ -429,6 +471,14 @@ impl Daemon {
         mut report: impl FnMut(&Daemon),
     ) -> io::Result<()> {
         let r = self.run_inner(stop, every, &mut report);
+        if let Some(mut w) = self.workers.take() {
+            let mut send = Vec::new();
+            w.stop(&mut send);
+            self.flush_sends(&mut send);
+            self.flush_udp();
+            // Keep the final counters (and the queue drops) for reports.
+            self.workers = Some(w);
+        }
         report(self);
         if let Some((_, p)) = &self.unix {
             let _ = std::fs::remove_file(p);
@@ -457,6 +507,7 @@ impl Daemon {
                 self.unix.as_ref().map(|s| s.0.as_raw_fd()),
             ]
             .into_iter()
+            .chain([self.workers.as_ref().map(Workers::wake_fd)])
             .flatten()
             {
                 fds.push(libc::pollfd {
@@ -500,6 +551,7 @@ impl Daemon {
                 }
                 self.flush_sends(&mut send);
             }
+            self.flush_workers(&mut send);
             // The datagrams of this poll round go out together.
             self.flush_udp();
             if last_tick.elapsed() >= Duration::from_millis(100) {
@@ -525,7 +577,53 @@ impl Daemon {
         Ok(())
     }
 
+    /// Take one packet received on a face: through the core (one
+    /// thread), or admitted by it and queued for its forwarding thread.
+    fn take_in(
+        &mut self,
+        id: FaceId,
+        local: bool,
+        wire: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) {
+        let Some(w) = self.workers.as_mut() else {
+            self.core.receive(id, local, wire, now, send);
+            return;
+        };
+        // A face opened for this packet reaches the threads before it.
+        w.broadcast(self.core.take_changes(), now);
+        if let Some((lp, bytes)) = self.core.dispatch(id, local, wire, now, send) {
+            w.push(id, lp.as_ref(), bytes);
+        }
+        w.broadcast(self.core.take_changes(), now);
+    }
+
+    /// Send the management changes (faces, routes, strategies) to the
+    /// forwarding threads.
+    fn sync_changes(&mut self) {
+        let now = self.now();
+        if let Some(w) = self.workers.as_mut() {
+            w.broadcast(self.core.take_changes(), now);
+        }
+    }
+
+    /// Hand the queued packets to the forwarding threads and send what
+    /// they returned.
+    fn flush_workers(&mut self, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        let now = self.now();
+        if let Some(w) = self.workers.as_mut() {
+            w.flush(now);
+            w.drain(send);
+        }
+        self.flush_sends(send);
+    }
+
     fn on_listener(&mut self, fd: RawFd, rx: &mut RecvBatch, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        if self.workers.as_ref().is_some_and(|w| w.wake_fd() == fd) {
+            self.flush_workers(send);
+            return;
+        }
         if self.udp.as_ref().is_some_and(|s| s.as_raw_fd() == fd) {
             // Drain a bounded number of batches, then let others run.
             for _ in 0..4 {
@@ -544,9 +642,9 @@ impl Daemon {
                     let Some((id, local)) = self.udp_face(from) else {
                         continue;
                     };
-                    self.core.receive(id, local, rx.packet(k), now, send);
+                    self.take_in(id, local, rx.packet(k), now, send);
                 }
-                self.flush_sends(send);
+                self.flush_workers(send);
                 if n < BATCH {
                     return;
                 }
@@ -602,6 +700,7 @@ impl Daemon {
             },
         );
         self.core.face_opened(id, info);
+        self.sync_changes();
     }
 
     /// The face of UDP endpoint `from` and whether it is local, opened on
@@ -712,8 +811,9 @@ impl Daemon {
         };
         let now = self.now();
         for p in packets {
-            self.core.receive(id, local, &p, now, send);
+            self.take_in(id, local, &p, now, send);
         }
+        self.flush_workers(send);
         if oversized {
             self.counters.oversized_frames += 1;
             closed = true;
@@ -943,5 +1043,340 @@ mod tests {
         })
         .unwrap();
         assert_eq!(tcp_only.udp_buffers(), (0, 0));
+    }
+
+    fn threaded(threads: usize) -> NdndConfig {
+        NdndConfig {
+            threads,
+            ..udp_config()
+        }
+    }
+
+    /// Send `pkts` on `f` and collect what comes back until `want`
+    /// packets arrived or `wait` passed.
+    fn exchange(f: &mut UdpFace, pkts: &[Vec<u8>], want: usize, wait: Duration) -> Vec<Received> {
+        if !pkts.is_empty() {
+            assert_eq!(f.send_batch(pkts).unwrap(), pkts.len());
+        }
+        let mut got = Vec::new();
+        let end = Instant::now() + wait;
+        while got.len() < want && Instant::now() < end {
+            let n = f.recv_batch(Duration::from_millis(20)).unwrap();
+            for k in 0..n {
+                got.push(decode_received(f.packet(k)).unwrap());
+            }
+        }
+        got
+    }
+
+    fn interest(uri: &str, nonce: u32) -> Vec<u8> {
+        let mut it = Interest::new(Name::from_uri(uri).unwrap());
+        it.nonce = Some(nonce);
+        it.lifetime_ms = Some(4000);
+        it.to_wire()
+    }
+
+    #[test]
+    fn two_and_four_threads_return_every_data_and_use_every_thread() {
+        for threads in [2, 4] {
+            let (addr, stop, daemon) = spawn(threaded(threads));
+            let mut producer = Producer::start(
+                addr,
+                Name::from_uri("/p").unwrap(),
+                Content::Sized(DataTemplate::new(b"payload", 0)),
+            )
+            .unwrap();
+            let pstop = Arc::new(AtomicBool::new(false));
+            let ps = pstop.clone();
+            let prod = std::thread::spawn(move || producer.run(&ps).unwrap());
+            const BURST: usize = 300;
+            let mut faces: Vec<UdpFace> = (0..3).map(|_| UdpFace::connect(addr).unwrap()).collect();
+            for (j, f) in faces.iter_mut().enumerate() {
+                let pkts: Vec<Vec<u8>> = (0..BURST)
+                    .map(|i| interest(&format!("/p/{i}/c{j}"), (j * BURST + i) as u32))
+                    .collect();
+                let got = exchange(f, &pkts, BURST, Duration::from_secs(10));
+                let names: HashSet<String> = got
+                    .iter()
+                    .map(|r| match r {
+                        Received::Data(d, _) => d.name.to_string(),
+                        other => panic!("{threads} threads, face {j}: {other:?}"),
+                    })
+                    .collect();
+                assert_eq!(names.len(), BURST, "{threads} threads, face {j}");
+            }
+            pstop.store(true, Ordering::Relaxed);
+            assert_eq!(prod.join().unwrap().data, 3 * BURST as u64);
+            stop.store(true, Ordering::Relaxed);
+            let d = daemon.join().unwrap();
+            let m = d.metrics();
+            let per = d.thread_packets();
+            assert_eq!(per.len(), threads);
+            assert!(per.iter().all(|&n| n > 50), "{threads} threads: {per:?}");
+            // Every Interest and every Data went through a thread; the
+            // register command stayed on the polling thread.
+            assert_eq!(per.iter().sum::<u64>(), 2 * 3 * BURST as u64, "{per:?}");
+            assert_eq!(m.packets_in, 2 * 3 * BURST as u64 + 1);
+            assert_eq!(d.core.total_fw_counters().satisfied, 3 * BURST as u64);
+            let g = d.core.general_status();
+            assert_eq!((g.in_interests, g.out_data), (900, 900));
+            let consumers: u64 = m.faces.iter().map(|f| f.out_data).sum();
+            assert_eq!(consumers, 900, "face counters summed over the threads");
+            assert_eq!(d.queue_drops(), crate::threads::QueueDrops::default());
+            let line = d.summary_line();
+            assert!(line.contains(&format!("threads={threads} ")), "{line}");
+            assert!(line.contains("satisfied=900 "), "{line}");
+        }
+    }
+
+    #[test]
+    fn aggregation_cs_hits_and_token_dispatch_with_four_threads() {
+        let (addr, stop, daemon) = spawn(NdndConfig {
+            ndt_prefix: 3,
+            ..threaded(4)
+        });
+        // A producer that answers only when told, so Interests aggregate.
+        let mut prod = UdpFace::connect(addr).unwrap();
+        crate::tools::register_prefix(
+            &mut prod,
+            &Name::from_uri("/q").unwrap(),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let mut a = UdpFace::connect(addr).unwrap();
+        let mut b = UdpFace::connect(addr).unwrap();
+        let mut c = UdpFace::connect(addr).unwrap();
+        const NAMES: u32 = 16;
+        for k in 0..NAMES {
+            // The CanBePrefix Interest /q/k goes to the thread of the hash
+            // of /q/k; its Data /q/k/v/1 hashes /q/k/v, most often another
+            // thread's: only the PitToken brings it back to the PIT entry.
+            let uri = format!("/q/{k}");
+            let mk = |nonce: u32| {
+                let mut it = Interest::new(Name::from_uri(&uri).unwrap());
+                it.nonce = Some(nonce);
+                it.can_be_prefix = true;
+                it.lifetime_ms = Some(4000);
+                it.to_wire()
+            };
+            assert!(exchange(&mut a, &[mk(10 * k + 1)], 0, Duration::ZERO).is_empty());
+            assert!(exchange(&mut b, &[mk(10 * k + 2)], 0, Duration::ZERO).is_empty());
+            // One Interest reaches the producer: the other was aggregated.
+            let up = exchange(&mut prod, &[], 2, Duration::from_millis(150));
+            assert_eq!(up.len(), 1, "name {k}: {up:?}");
+            let Received::Interest(i, token) = &up[0] else {
+                panic!("{up:?}")
+            };
+            let token = token.clone().expect("the thread's PitToken upstream");
+            assert_eq!(
+                crate::core::token_thread(&token)
+                    .map(usize::from)
+                    .map(|t| t < 4),
+                Some(true)
+            );
+            let data = nexthop_wire::ndn::Data::new(
+                Name::from_uri(&format!("/q/{k}/v/1")).unwrap(),
+                b"x".to_vec(),
+            );
+            assert_eq!(i.name.to_string(), uri);
+            let reply = crate::tools::with_token(data.to_wire(), Some(token));
+            exchange(&mut prod, &[reply], 0, Duration::ZERO);
+            for f in [&mut a, &mut b] {
+                let got = exchange(f, &[], 1, Duration::from_secs(2));
+                assert!(
+                    matches!(&got[..], [Received::Data(d, _)] if d.name == data.name),
+                    "{got:?}"
+                );
+            }
+            // The same Interest again: a Content Store hit on that thread.
+            let got = exchange(&mut c, &[mk(10 * k + 3)], 1, Duration::from_secs(2));
+            assert!(
+                matches!(&got[..], [Received::Data(d, _)] if d.name == data.name),
+                "{got:?}"
+            );
+        }
+        assert!(exchange(&mut prod, &[], 1, Duration::from_millis(200)).is_empty());
+        stop.store(true, Ordering::Relaxed);
+        let d = daemon.join().unwrap();
+        let f = d.core.total_fw_counters();
+        assert_eq!(f.satisfied, u64::from(NAMES));
+        assert_eq!(f.suppressed, u64::from(NAMES));
+        assert_eq!(f.cs_hits, u64::from(NAMES));
+        assert_eq!(f.drops.total(), 0);
+        assert!(d.thread_packets().iter().filter(|&&n| n > 0).count() >= 2);
+    }
+
+    #[test]
+    fn a_route_added_while_traffic_flows_reaches_every_thread() {
+        let (addr, stop, daemon) = spawn(threaded(4));
+        let mut cons = UdpFace::connect(addr).unwrap();
+        let window = |round: u32| -> Vec<Vec<u8>> {
+            (0..64)
+                .map(|p| interest(&format!("/r/{p}/{round}"), round * 64 + p))
+                .collect()
+        };
+        // No route yet: NoRoute Nacks from every thread.
+        let got = exchange(&mut cons, &window(0), 64, Duration::from_secs(5));
+        assert_eq!(got.len(), 64);
+        assert!(
+            got.iter().all(|r| matches!(r, Received::Nack(..))),
+            "{got:?}"
+        );
+        let mut producer = Producer::start(
+            addr,
+            Name::from_uri("/r").unwrap(),
+            Content::Sized(DataTemplate::new(b"r", 0)),
+        )
+        .unwrap();
+        let pstop = Arc::new(AtomicBool::new(false));
+        let ps = pstop.clone();
+        let prod = std::thread::spawn(move || producer.run(&ps).unwrap());
+        // The register reply came back: every Interest after it is routed.
+        for round in 1..4 {
+            let got = exchange(&mut cons, &window(round), 64, Duration::from_secs(5));
+            assert_eq!(got.len(), 64, "round {round}");
+            assert!(
+                got.iter().all(|r| matches!(r, Received::Data(..))),
+                "{got:?}"
+            );
+        }
+        // status/general sums the threads' counters (published after at
+        // most 50 ms idle).
+        std::thread::sleep(Duration::from_millis(150));
+        let mut cl = crate::client::Client::connect(
+            &crate::client::Target::Udp(addr),
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let g = cl.general_status().unwrap();
+        assert_eq!(
+            (g.satisfied, g.in_interests, g.out_nacks),
+            (3 * 64, 4 * 64, 64)
+        );
+        let faces = cl.faces().unwrap();
+        let out_data: u64 = faces.iter().map(|f| f.out_data).sum();
+        assert_eq!(out_data, 3 * 64, "{faces:?}");
+        pstop.store(true, Ordering::Relaxed);
+        prod.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let d = daemon.join().unwrap();
+        assert!(
+            d.thread_packets().iter().all(|&n| n > 0),
+            "{:?}",
+            d.thread_packets()
+        );
+        assert_eq!(d.core.total_fw_counters().satisfied, 3 * 64);
+    }
+
+    #[test]
+    fn stress_many_consumers_random_names_and_changing_routes() {
+        use crate::client::{Client, Target};
+        use crate::mgmt::ControlParameters;
+        use rand::{Rng, SeedableRng};
+
+        let (addr, stop, daemon) = spawn(NdndConfig {
+            cs_packets: 256,
+            ..threaded(4)
+        });
+        let prods: Vec<_> = (0..2)
+            .map(|_| {
+                let mut p = Producer::start(
+                    addr,
+                    Name::from_uri("/s").unwrap(),
+                    Content::Sized(DataTemplate::new(b"s", 0)),
+                )
+                .unwrap();
+                let ps = Arc::new(AtomicBool::new(false));
+                let s = ps.clone();
+                (ps, std::thread::spawn(move || p.run(&s).unwrap()))
+            })
+            .collect();
+        // Routes change all the time: /s/<k> to one producer or the other
+        // (faces 1 and 2, opened in that order), added and removed.
+        let churn_stop = Arc::new(AtomicBool::new(false));
+        let cs = churn_stop.clone();
+        let churn = std::thread::spawn(move || {
+            let mut cl = Client::connect(&Target::Udp(addr), Duration::from_secs(2)).unwrap();
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+            let mut n = 0u64;
+            while !cs.load(Ordering::Relaxed) {
+                let params = ControlParameters {
+                    name: Some(Name::from_uri(&format!("/s/{}", rng.gen_range(0..32))).unwrap()),
+                    face_id: Some(rng.gen_range(1..=2)),
+                    ..ControlParameters::default()
+                };
+                let verb = if rng.gen_bool(0.5) {
+                    "register"
+                } else {
+                    "unregister"
+                };
+                let (code, ..) = cl.command("rib", verb, &params).unwrap();
+                assert_eq!(code, 200);
+                n += 1;
+            }
+            n
+        });
+        const CONSUMERS: u64 = 6;
+        const ROUNDS: u64 = 40;
+        const WINDOW: u64 = 32;
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|j| {
+                std::thread::spawn(move || {
+                    let mut f = UdpFace::connect(addr).unwrap();
+                    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(j);
+                    let mut data = 0u64;
+                    for r in 0..ROUNDS {
+                        let pkts: Vec<Vec<u8>> = (0..WINDOW)
+                            .map(|i| {
+                                // Distinct within a consumer; the same name
+                                // from several consumers aggregates or hits.
+                                let uri = format!("/s/{}/{r}/{i}", rng.gen_range(0..32));
+                                interest(&uri, ((j * ROUNDS + r) * WINDOW + i) as u32)
+                            })
+                            .collect();
+                        let got = exchange(&mut f, &pkts, WINDOW as usize, Duration::from_secs(5));
+                        for g in got {
+                            match g {
+                                Received::Data(..) => data += 1,
+                                other => panic!("consumer {j}: {other:?}"),
+                            }
+                        }
+                    }
+                    data
+                })
+            })
+            .collect();
+        let mut data = 0;
+        for c in consumers {
+            data += c.join().unwrap();
+        }
+        churn_stop.store(true, Ordering::Relaxed);
+        let commands = churn.join().unwrap();
+        assert!(commands > 10, "{commands}");
+        for (ps, h) in prods {
+            ps.store(true, Ordering::Relaxed);
+            h.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let d = daemon.join().unwrap();
+        let sent = CONSUMERS * ROUNDS * WINDOW;
+        // Same-name Interests of two consumers may aggregate: every
+        // Interest is answered once all the same.
+        assert_eq!(data, sent, "every Interest answered");
+        let m = d.metrics();
+        let f = d.core.total_fw_counters();
+        let g = d.core.general_status();
+        assert_eq!(d.queue_drops(), crate::threads::QueueDrops::default());
+        assert_eq!(d.counters.send_drops, 0);
+        // Every Interest counted once in, every Data once out to its consumer.
+        let out_data: u64 = m.faces.iter().map(|x| x.out_data).sum();
+        let prod_data: u64 = m.faces.iter().map(|x| x.in_data).sum();
+        assert_eq!(out_data, sent);
+        assert_eq!(g.in_interests, sent);
+        assert_eq!(g.in_data, prod_data);
+        assert_eq!(g.out_interests, prod_data);
+        assert!(f.cs_hits + f.suppressed > 0, "{f:?}");
+        assert_eq!(d.core.total_counters().commands, commands + 2);
+        assert!(d.thread_packets().iter().all(|&n| n > 0));
     }
 }

@@ -9,6 +9,8 @@
 //!   listeners), one face per remote endpoint or connection, all polled by
 //!   the one thread that owns the `Core`; NDNLPv2 fragmentation on send
 //!   ([`frag`]) and the counters for a metrics exporter.
+//! * [`threads`]: with `threads > 1`, the forwarding threads the daemon
+//!   dispatches to (NDT by name hash, PitToken thread id for Data/Nack).
 //! * [`udp`]: `recvmmsg`/`sendmmsg` in batches and the socket buffer
 //!   sizes, for the daemon's UDP listener and the tools' faces.
 //! * [`client::Client`]: management of a running forwarder, as `nfdc`.
@@ -23,6 +25,7 @@ pub mod dataset;
 pub mod frag;
 pub mod mgmt;
 pub mod reasm;
+pub mod threads;
 pub mod tools;
 pub mod udp;
 
