@@ -95,7 +95,13 @@ pub struct RunArgs {
     /// Unix stream socket path (python-ndn's default: /run/nfd/nfd.sock).
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
-    /// TOML file with the same keys as the flags (udp, tcp, unix,
+    /// An NDN Ethernet face on this interface (ethertype 0x8624, multicast
+    /// group 01:00:5e:00:17:aa; needs CAP_NET_RAW); repeatable. Its face
+    /// id is in the readiness line (`ether=IFACE:FACEID`) and `ndn face
+    /// list`.
+    #[arg(long, value_name = "IFACE")]
+    ether: Vec<String>,
+    /// TOML file with the same keys as the flags (udp, tcp, unix, ether,
     /// cs_packets, cs_policy, cs_admit_after, pit, max_faces,
     /// udp_idle_secs, udp_mtu, udp_socket_buffer, metrics, threads) and
     /// stream_out_cap, reasm_max_partial, reasm_timeout_ms, ndt_prefix,
@@ -265,6 +271,9 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     }
     if a.unix.is_some() {
         cfg.unix = a.unix;
+    }
+    if !a.ether.is_empty() {
+        cfg.ether = a.ether;
     }
     cfg.cs_packets = a.cs_packets.unwrap_or(cfg.cs_packets);
     if let Some(p) = a.cs_policy {

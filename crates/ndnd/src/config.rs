@@ -45,6 +45,9 @@ pub struct NdndConfig {
     pub tcp: Option<SocketAddr>,
     /// Unix stream socket path (`None`: none).
     pub unix: Option<PathBuf>,
+    /// Interfaces to open an NDN Ethernet face on (ethertype 0x8624, the
+    /// multicast group 01:00:5e:00:17:aa; needs CAP_NET_RAW).
+    pub ether: Vec<String>,
     /// Content Store capacity in packets (0: no Content Store).
     pub cs_packets: usize,
     /// Content Store replacement policy (`lru` or `lfu`).
@@ -96,6 +99,7 @@ impl Default for NdndConfig {
             udp: None,
             tcp: None,
             unix: None,
+            ether: Vec::new(),
             cs_packets: 65536,
             cs_policy: CsPolicy::Lru,
             cs_admit_after: 0,
@@ -178,8 +182,18 @@ impl NdndConfig {
                 self.thread_queue
             ));
         }
-        if self.udp.is_none() && self.tcp.is_none() && self.unix.is_none() {
-            return Err("no face listener: give --udp, --tcp or --unix".into());
+        if self.ether.len() > 64 {
+            return Err(format!("{} Ethernet faces: at most 64", self.ether.len()));
+        }
+        for (k, i) in self.ether.iter().enumerate() {
+            crate::ether::check_ifname(i)?;
+            if self.ether[..k].contains(i) {
+                return Err(format!("Ethernet interface {i} given twice"));
+            }
+        }
+        if self.udp.is_none() && self.tcp.is_none() && self.unix.is_none() && self.ether.is_empty()
+        {
+            return Err("no face listener: give --udp, --tcp, --unix or --ether".into());
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ use nexthop_wire::ndn::tlv::read_var_number;
 use crate::config::{NdndConfig, MAX_PACKET};
 use crate::core::{Core, FaceInfo};
 use crate::dataset::FaceStatus;
+use crate::ether::{self, EtherSocket};
 use crate::frag::Fragmenter;
 use crate::threads::Workers;
 use crate::udp::{self, RecvBatch, BATCH};
@@ -102,6 +103,8 @@ impl Stream {
 #[derive(Debug)]
 enum Io {
     Udp(SocketAddr),
+    /// The multicast face of `Daemon::ether[i]`.
+    Ether(usize),
     Stream {
         s: Stream,
         rbuf: Vec<u8>,
@@ -133,6 +136,9 @@ pub struct Daemon {
     udp_out_to: Vec<SocketAddr>,
     tcp: Option<TcpListener>,
     unix: Option<(UnixListener, PathBuf)>,
+    /// The Ethernet sockets (one per `--ether` interface) and the
+    /// multicast face each one is.
+    ether: Vec<(EtherSocket, FaceId)>,
     faces: HashMap<FaceId, Face>,
     udp_faces: HashMap<SocketAddr, FaceId>,
     free_ids: VecDeque<FaceId>,
@@ -206,7 +212,12 @@ impl Daemon {
             }
             None => None,
         };
-        Ok(Daemon {
+        let ether_socks = cfg
+            .ether
+            .iter()
+            .map(|i| EtherSocket::open(i))
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut d = Daemon {
             core,
             udp,
             udp_buffers,
@@ -214,6 +225,7 @@ impl Daemon {
             udp_out_to: Vec::with_capacity(BATCH),
             tcp,
             unix,
+            ether: Vec::new(),
             faces: HashMap::new(),
             udp_faces: HashMap::new(),
             free_ids: VecDeque::new(),
@@ -222,7 +234,37 @@ impl Daemon {
             counters: FaceLayerCounters::default(),
             workers,
             cfg,
-        })
+        };
+        for sock in ether_socks {
+            d.open_ether_face(sock)?;
+        }
+        Ok(d)
+    }
+
+    /// Make `sock` a permanent multicast face (never idle-closed).
+    fn open_ether_face(&mut self, sock: EtherSocket) -> io::Result<()> {
+        let id = self
+            .alloc_face()
+            .ok_or_else(|| io::Error::other("max_faces reached opening the Ethernet faces"))?;
+        let info = FaceInfo {
+            uri: ether::MULTICAST_URI.to_string(),
+            local_uri: format!("dev://{}", sock.ifname()),
+            local: false,
+            mtu: Some(sock.mtu() as u64),
+        };
+        self.faces.insert(
+            id,
+            Face {
+                io: Io::Ether(self.ether.len()),
+                local: false,
+                last_rx: Instant::now(),
+                frag: Fragmenter::new(self.fragment_seed(id)),
+            },
+        );
+        self.ether.push((sock, id));
+        self.core.face_opened(id, info);
+        self.sync_changes();
+        Ok(())
     }
 
     /// The readiness line: the bound addresses.
@@ -236,6 +278,9 @@ impl Daemon {
         }
         if let Some((_, p)) = &self.unix {
             s += &format!(" unix={}", p.display());
+        }
+        for (sock, id) in &self.ether {
+            s += &format!(" ether={}:{id}", sock.ifname());
         }
         s
     }
@@ -509,6 +554,7 @@ impl Daemon {
             .into_iter()
             .chain([self.workers.as_ref().map(Workers::wake_fd)])
             .flatten()
+            .chain(self.ether.iter().map(|(sock, _)| sock.as_raw_fd()))
             {
                 fds.push(libc::pollfd {
                     fd,
@@ -624,6 +670,14 @@ impl Daemon {
             self.flush_workers(send);
             return;
         }
+        if let Some(k) = self
+            .ether
+            .iter()
+            .position(|(sock, _)| sock.as_raw_fd() == fd)
+        {
+            self.on_ether(k, send);
+            return;
+        }
         if self.udp.as_ref().is_some_and(|s| s.as_raw_fd() == fd) {
             // Drain a bounded number of batches, then let others run.
             for _ in 0..4 {
@@ -705,6 +759,28 @@ impl Daemon {
 
     /// The face of UDP endpoint `from` and whether it is local, opened on
     /// its first datagram (`None` at `max_faces`).
+    /// Take the frames waiting on Ethernet socket `k` (a bounded number,
+    /// then let the others run) into its multicast face.
+    fn on_ether(&mut self, k: usize, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        let mut buf = vec![0u8; MAX_PACKET];
+        for _ in 0..BATCH {
+            let Some((sock, id)) = self.ether.get(k) else {
+                return;
+            };
+            let id = *id;
+            let n = match sock.recv(&mut buf) {
+                Ok(Some((n, _src))) => n,
+                Ok(None) | Err(_) => break,
+            };
+            if let Some(f) = self.faces.get_mut(&id) {
+                f.last_rx = Instant::now();
+            }
+            let now = self.now();
+            self.take_in(id, false, &buf[..n], now, send);
+        }
+        self.flush_workers(send);
+    }
+
     fn udp_face(&mut self, from: SocketAddr) -> Option<(FaceId, bool)> {
         let id = match self.udp_faces.get(&from) {
             Some(&id) => id,
@@ -845,6 +921,20 @@ impl Daemon {
                         self.udp_out_to.push(a);
                         if self.udp_out.len() >= BATCH {
                             self.flush_udp();
+                        }
+                    }
+                }
+                Io::Ether(k) => {
+                    let (done, failed) = (f.frag.fragmented, f.frag.failed);
+                    let Some((sock, _)) = self.ether.get(*k) else {
+                        continue;
+                    };
+                    let frames = f.frag.fragment(bytes, sock.mtu());
+                    self.counters.fragmented += f.frag.fragmented - done;
+                    self.counters.frag_failed += f.frag.failed - failed;
+                    for fr in frames {
+                        if sock.send(&fr, ether::NDN_MULTICAST).is_err() {
+                            self.counters.send_drops += 1;
                         }
                     }
                 }

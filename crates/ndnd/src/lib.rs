@@ -9,6 +9,8 @@
 //!   listeners), one face per remote endpoint or connection, all polled by
 //!   the one thread that owns the `Core`; NDNLPv2 fragmentation on send
 //!   ([`frag`]) and the counters for a metrics exporter.
+//! * [`ether`]: the NDN Ethernet face (ethertype 0x8624, multicast
+//!   group 01:00:5e:00:17:aa) on an `AF_PACKET` socket per interface.
 //! * [`threads`]: with `threads > 1`, the forwarding threads the daemon
 //!   dispatches to (NDT by name hash, PitToken thread id for Data/Nack).
 //! * [`udp`]: `recvmmsg`/`sendmmsg` in batches and the socket buffer
@@ -22,6 +24,7 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod dataset;
+pub mod ether;
 pub mod frag;
 pub mod mgmt;
 pub mod reasm;
