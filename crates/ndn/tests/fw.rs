@@ -312,6 +312,57 @@ fn best_route_suppresses_early_retransmissions_then_tries_the_next_hop() {
 }
 
 #[test]
+fn the_suppression_interval_doubles_with_each_forwarded_retransmission_up_to_its_cap() {
+    // NFD's RetxSuppressionExponential: 10 ms, x2, at most 250 ms.
+    let f = fib(&[("/a", &[(2, 10)])]);
+    let mut fw = edge();
+    let mut out = Actions::new();
+    let mut nonce = 0;
+    let mut at = |fw: &mut Forwarder, t: u64, out: &mut Actions| -> bool {
+        nonce += 1;
+        out.clear();
+        fw.process(f.fib(), 1, &interest("/a/e", nonce).to_wire(), t, out);
+        !out.sends().is_empty()
+    };
+    assert!(at(&mut fw, 0, &mut out), "the first Interest goes up");
+    // Interval 10 after the send at 0; each forwarded retransmission
+    // doubles it: 20, 40, 80, 160, then 250 (the cap) twice.
+    let mut last = 0;
+    for interval in [10, 20, 40, 80, 160, 250, 250] {
+        assert!(
+            !at(&mut fw, last + interval - 1, &mut out),
+            "suppressed 1 ms before {interval} ms after the send at {last}"
+        );
+        assert!(
+            at(&mut fw, last + interval, &mut out),
+            "forwarded {interval} ms after the send at {last}"
+        );
+        last += interval;
+    }
+    assert_eq!(fw.counters().suppressed, 7);
+    // A fixed interval when the maximum equals the initial one.
+    let mut fixed = Forwarder::new(FwConfig {
+        retx_suppression_max_ms: 10,
+        ..FwConfig::default()
+    })
+    .unwrap();
+    assert!(at(&mut fixed, 0, &mut out));
+    for t in [10, 20, 30] {
+        assert!(!at(&mut fixed, t - 1, &mut out));
+        assert!(at(&mut fixed, t, &mut out), "fixed 10 ms: forwarded at {t}");
+    }
+    let bad = FwConfig {
+        retx_suppression_ms: 100,
+        retx_suppression_max_ms: 50,
+        ..FwConfig::default()
+    };
+    assert!(
+        Forwarder::new(bad).is_err(),
+        "a maximum below the initial interval"
+    );
+}
+
+#[test]
 fn multicast_fans_out_to_every_next_hop_but_the_incoming_face() {
     let f = fib(&[("/m", &[(2, 10), (3, 20), (4, 30)])]);
     let mut fw = edge();

@@ -83,11 +83,17 @@ pub struct FwConfig {
     pub cs: Option<CsConfig>,
     /// The strategy for `/` until the strategy-choice table says otherwise.
     pub default_strategy: Strategy,
-    /// Retransmission suppression interval (NFD's fixed suppression, as its
-    /// multicast strategy uses; `0..=60000` ms): a retransmission or another
-    /// downstream's Interest sooner than this after the last upstream send
-    /// is aggregated without being sent again.
+    /// Initial retransmission suppression interval (`0..=60000` ms): a
+    /// retransmission or another downstream's Interest sooner than this
+    /// after the last upstream send is aggregated without being sent
+    /// again. Each retransmission that is forwarded doubles the entry's
+    /// interval up to [`Self::retx_suppression_max_ms`] (NFD's
+    /// RetxSuppressionExponential: 10 ms, x2, 250 ms); the fingerprint
+    /// PIT keeps no entry state and uses the initial interval.
     pub retx_suppression_ms: Millis,
+    /// Largest suppression interval (`retx_suppression_ms..=60000` ms;
+    /// equal to it: a fixed interval).
+    pub retx_suppression_max_ms: Millis,
     /// Faces `0..max_faces` are accepted (`1..=2^20`); per-face counters
     /// are kept for each.
     pub max_faces: u32,
@@ -116,6 +122,7 @@ impl Default for FwConfig {
             cs: Some(CsConfig::default()),
             default_strategy: Strategy::BestRoute,
             retx_suppression_ms: 10,
+            retx_suppression_max_ms: 250,
             max_faces: 4096,
             cache_unsolicited: false,
             upstream_token: None,
@@ -134,6 +141,13 @@ impl FwConfig {
             0,
             60_000,
             "0..=60000 ms",
+        )?;
+        check_range(
+            "retx_suppression_max_ms",
+            self.retx_suppression_max_ms,
+            self.retx_suppression_ms,
+            60_000,
+            "retx_suppression_ms..=60000 ms",
         )?;
         check_range("max_faces", self.max_faces as u64, 1, 1 << 20, "1..=2^20")?;
         match &self.pit {
@@ -774,18 +788,31 @@ impl Forwarder {
                     InsertOutcome::Aggregated(id) | InsertOutcome::Retransmitted(id) => id,
                 };
                 let m = lookup(&i);
-                let outs = match &self.pit {
-                    Pit::Exact(pit) => pit.entry(id).map(|e| e.out_records()).unwrap_or(&[]),
-                    Pit::Fp(_) => &[],
+                let entry = match &self.pit {
+                    Pit::Exact(pit) => pit.entry(id),
+                    Pit::Fp(_) => None,
+                };
+                let outs = entry.map(|e| e.out_records()).unwrap_or(&[]);
+                let retx = entry.is_some_and(|e| e.has_pending_upstream(now));
+                let sup = match entry.map(|e| e.retx_interval()) {
+                    Some(ms) if ms > 0 => ms,
+                    _ => self.cfg.retx_suppression_ms,
                 };
                 let hops = m.map(|m| fib.next_hops(m.nh)).unwrap_or(&[]);
-                let sup = self.cfg.retx_suppression_ms;
                 let d = match strategy {
                     Strategy::BestRoute => best_route(hops, face, outs, now, sup, &mut faces),
                     Strategy::Multicast => multicast(hops, face, outs, now, sup, &mut faces),
                 };
                 match d {
                     Decision::Send => {
+                        if retx {
+                            // A forwarded retransmission: the next one
+                            // waits twice as long (up to the maximum).
+                            let next = sup.saturating_mul(2).min(self.cfg.retx_suppression_max_ms);
+                            if let Pit::Exact(pit) = &mut self.pit {
+                                pit.set_retx_interval(id, next);
+                            }
+                        }
                         self.send_interest(Some(id), &i, wire, &faces, face, now, out)
                     }
                     Decision::Suppressed | Decision::Wait => self.counters.suppressed += 1,

@@ -150,12 +150,20 @@ pub struct PitEntry {
     in_records: Vec<InRecord>,
     out_records: Vec<OutRecord>,
     expiry: Millis,
+    /// The retransmission suppression interval the strategy applies next
+    /// (0: the configured initial one; see [`ExactPit::set_retx_interval`]).
+    retx_interval: Millis,
 }
 
 impl PitEntry {
     /// The Interest name (concatenated component TLVs).
     pub fn name(&self) -> &[u8] {
         &self.name
+    }
+    /// The suppression interval for the next retransmission (0: the
+    /// initial one).
+    pub fn retx_interval(&self) -> Millis {
+        self.retx_interval
     }
     /// The Interest's CanBePrefix.
     pub fn can_be_prefix(&self) -> bool {
@@ -506,6 +514,7 @@ impl ExactPit {
         e.name.clear();
         e.in_records.clear();
         e.out_records.clear();
+        e.retx_interval = 0;
         self.free.push(s);
         self.live -= 1;
     }
@@ -694,6 +703,19 @@ impl ExactPit {
             return false;
         }
         true
+    }
+
+    /// Set the suppression interval for the next retransmission of `id`
+    /// (the strategy grows it each time it forwards one). Returns false
+    /// when the entry is gone.
+    pub fn set_retx_interval(&mut self, id: PitId, ms: Millis) -> bool {
+        match self.slot_of(id) {
+            Some(s) => {
+                self.slots[s].e.retx_interval = ms;
+                true
+            }
+            None => false,
+        }
     }
 
     /// A Nack from `face` for the Interest of `id` with `nonce`: marks its
