@@ -43,6 +43,6 @@ pub use message::{
     BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH, ROLE_ADMIN,
 };
 pub use redis_bus::{
-    BusError, BusReport, RedisController, RedisControllerConfig, RedisFollower,
+    AcquireError, BusError, BusReport, RedisController, RedisControllerConfig, RedisFollower,
     RedisFollowerConfig, RedisFollowerStats,
 };

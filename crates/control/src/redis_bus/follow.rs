@@ -107,6 +107,36 @@ pub struct RedisFollowerStats {
     pub epoch: u64,
 }
 
+impl From<RedisFollowerStats> for crate::FollowerStats {
+    /// The TCP follower's counters, as far as they apply: refusals by
+    /// reason (a bad tag, malformed, a replay, a gap as out of order, a
+    /// delta that did not apply), Redis connections as connects, the
+    /// version as `last_seq`.
+    fn from(s: RedisFollowerStats) -> Self {
+        use crate::RejectReason as R;
+        let mut rejects = [0u64; 8];
+        for (i, r) in R::ALL.iter().enumerate() {
+            rejects[i] = match r {
+                R::BadMac => s.bad_mac,
+                R::Malformed => s.malformed,
+                R::Replay => s.replays,
+                R::OutOfOrder => s.gaps,
+                R::Apply => s.apply_errors,
+                _ => 0,
+            };
+        }
+        crate::FollowerStats {
+            connects: s.connects,
+            snapshots: s.snapshots,
+            deltas: s.deltas,
+            resyncs: s.resyncs,
+            rejects,
+            last_seq: s.version,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     connects: AtomicU64,

@@ -26,7 +26,7 @@ mod follow;
 mod publish;
 
 pub use follow::{RedisFollower, RedisFollowerConfig, RedisFollowerStats};
-pub use publish::{BusReport, RedisController, RedisControllerConfig};
+pub use publish::{AcquireError, BusReport, RedisController, RedisControllerConfig};
 
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};

@@ -127,6 +127,32 @@ pub struct BusReport {
     pub snapshot: bool,
 }
 
+/// Why [`RedisController::acquire`] failed, with the FIB it was given (or
+/// had rebuilt) and its version, for the next try.
+pub struct AcquireError<K> {
+    /// What failed.
+    pub error: BusError,
+    /// The state to try again with (`None` only when stopped or the name
+    /// is invalid before anything was taken).
+    pub state: Option<Box<(ConciseFib<K>, u64)>>,
+}
+
+impl<K> std::fmt::Debug for AcquireError<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcquireError")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> std::fmt::Display for AcquireError<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<K> std::error::Error for AcquireError<K> {}
+
 /// The active controller of one FIB in Redis (holds its lease).
 pub struct RedisController<K: NameKey> {
     cfg: RedisControllerConfig,
@@ -181,18 +207,26 @@ impl<K: NameKey> RedisController<K> {
     /// Redis holds nothing for this FIB, or an older version than
     /// `fallback_version` (Redis restarted and lost data), `fallback` is the
     /// state. Publishes a fresh snapshot (a new epoch) before returning.
+    /// On failure the error carries the state back.
     pub fn acquire(
         key: &AuthKey,
         cfg: RedisControllerConfig,
         fallback: ConciseFib<K>,
         fallback_version: u64,
         stop: &AtomicBool,
-    ) -> Result<Self, BusError> {
-        let keys = Keys::new(&cfg.fib)?;
+    ) -> Result<Self, AcquireError<K>> {
+        let back = |error, fib, v| AcquireError {
+            error,
+            state: Some(Box::new((fib, v))),
+        };
+        let keys = match Keys::new(&cfg.fib) {
+            Ok(k) => k,
+            Err(e) => return Err(back(e, fallback, fallback_version)),
+        };
         let rk = RecordKey::new(key, &cfg.fib);
         let mut con = loop {
             if stop.load(Ordering::SeqCst) {
-                return Err(BusError::Stopped);
+                return Err(back(BusError::Stopped, fallback, fallback_version));
             }
             match Self::try_lease(&cfg, &keys) {
                 Ok(Some(con)) => break con,
@@ -205,7 +239,10 @@ impl<K: NameKey> RedisController<K> {
             }
             std::thread::sleep(cfg.poll.max(Duration::from_millis(1)));
         };
-        let head: Option<String> = redis::cmd("GET").arg(keys.head()).query(&mut con)?;
+        let head: Option<String> = match redis::cmd("GET").arg(keys.head()).query(&mut con) {
+            Ok(h) => h,
+            Err(e) => return Err(back(e.into(), fallback, fallback_version)),
+        };
         let mut c = RedisController {
             fib: fallback,
             epoch: 0,
@@ -221,13 +258,17 @@ impl<K: NameKey> RedisController<K> {
             rk,
             con,
         };
-        c.rebuild(fallback_version)?;
-        c.info(format_args!(
-            "active for FIB {} at version {} (holder {})",
-            c.cfg.fib, c.version, c.cfg.holder
-        ));
-        c.publish_snapshot()?;
-        Ok(c)
+        let r = c.rebuild(fallback_version).and_then(|()| {
+            c.info(format_args!(
+                "active for FIB {} at version {} (holder {})",
+                c.cfg.fib, c.version, c.cfg.holder
+            ));
+            c.publish_snapshot()
+        });
+        match r {
+            Ok(()) => Ok(c),
+            Err(e) => Err(back(e, c.fib, c.version)),
+        }
     }
 
     /// A connection holding the lease, or `None` if another holds it.
