@@ -257,6 +257,9 @@ fn serve<K: NameKey + Send + 'static>(
     Ok(())
 }
 
+/// A parsed changes file: its path and its numbered changes.
+type ChangesFile<'a, K> = (&'a Path, Vec<(usize, nexthop_othello::fib::RouteChange<K>)>);
+
 /// `nexthop controller --redis`: hold the lease and publish (see the
 /// module docs) until --duration or a signal ends it; then the lease is
 /// released, so a standby takes over at once.
@@ -264,7 +267,7 @@ fn serve_redis<K: NameKey>(
     a: &ControllerArgs,
     url: &str,
     fib: ConciseFib<K>,
-    files: &[(&Path, Vec<(usize, nexthop_othello::fib::RouteChange<K>)>)],
+    files: &[ChangesFile<'_, K>],
     key: &AuthKey,
     duration: Option<Duration>,
     delay: Duration,

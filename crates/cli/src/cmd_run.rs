@@ -990,6 +990,67 @@ mod tests {
         a: RunArgs,
     }
 
+    #[test]
+    fn redis_flags_and_config_keys() {
+        // --fib is the FIB's name in Redis, not a path.
+        let s = settings(
+            &[
+                "--redis",
+                "redis://127.0.0.1:6379/",
+                "--fib",
+                "core",
+                "--key-file",
+                "k",
+                "--port",
+                "0=e",
+            ],
+            None,
+        )
+        .unwrap();
+        let (url, name, key) = s.redis.unwrap();
+        assert_eq!(
+            (url.as_str(), name.as_str()),
+            ("redis://127.0.0.1:6379/", "core")
+        );
+        assert_eq!(key, PathBuf::from("k"));
+        assert!(s.fib.is_none() && s.controller.is_none());
+        // The same from the file: the name is not joined to its directory.
+        let s = settings(
+            &["--port", "0=e"],
+            Some("redis = \"unix:///tmp/r.sock\"\nfib = \"core\"\nkey_file = \"k\"\n"),
+        )
+        .unwrap();
+        assert_eq!(s.redis.unwrap().1, "core");
+        for (args, want) in [
+            (
+                &["--redis", "redis://h/", "--key-file", "k", "--port", "0=e"][..],
+                "--fib NAME",
+            ),
+            (
+                &["--redis", "redis://h/", "--fib", "core", "--port", "0=e"][..],
+                "--key-file",
+            ),
+            (
+                &[
+                    "--redis",
+                    "redis://h/",
+                    "--fib",
+                    "c",
+                    "--key-file",
+                    "k",
+                    "--controller",
+                    "127.0.0.1:1",
+                    "--port",
+                    "0=e",
+                ][..],
+                "give one",
+            ),
+        ] {
+            let e = settings(args, None).unwrap_err().to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
+
     fn settings(args: &[&str], file: Option<&str>) -> Result<Settings> {
         use clap::Parser;
         let dir = tempfile::tempdir().unwrap();
