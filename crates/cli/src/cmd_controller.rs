@@ -7,17 +7,27 @@
 //! the key file and the changes files, and logs what it serves and applies
 //! as `tracing` events on stderr (`--log-level`, `--log-format`).
 //!
+//! With `--redis URL` the FIB goes through Redis instead
+//! (`nexthop_control::RedisController`): the controller waits for the
+//! FIB's lease (a standby while another holds it), rebuilds the FIB from
+//! Redis (the directory is the state only when Redis holds none), publishes
+//! a snapshot, applies the changes files, renews the lease, and takes the
+//! lease again (rebuilding) when it loses it or Redis.
+//!
 //! `nexthop controller push` and `nexthop controller stats` are admin
 //! clients of a running controller (`nexthop_control::AdminClient`): they
 //! push a changes file to it, or print its counters.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use nexthop_control::{AdminClient, AuthKey, Controller, ControllerConfig};
+use nexthop_control::{
+    AdminClient, AuthKey, Controller, ControllerConfig, RedisController, RedisControllerConfig,
+};
 use nexthop_othello::fib::{parse_changes, ConciseFib, KeyType, NameKey};
 
 use crate::cmd_fib::read_text;
@@ -72,6 +82,26 @@ pub struct ControllerArgs {
     /// Deadline in seconds for a connection's whole handshake.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub handshake_timeout: f64,
+    /// Publish the FIB through the Redis at this URL (`redis://HOST:PORT/`,
+    /// `unix:///PATH`) instead of serving it on --listen: snapshots and a
+    /// delta stream under --redis-fib, authenticated with --key-file
+    /// (`docs/control.md`, "Redis bus"). Another controller on the same
+    /// Redis and name is a standby: it takes over when this one stops
+    /// renewing its lease.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// With --redis: the FIB's name in Redis (what `nexthop run --redis URL
+    /// --fib NAME` follows).
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub redis_fib: String,
+    /// With --redis: lease time in seconds (a standby takes over at most
+    /// this long after the active one stopped).
+    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
+    pub lease: f64,
+    /// With --redis: publish a fresh snapshot, and trim the stream, after
+    /// this many changes (0: only on start).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub snapshot_every: u64,
 }
 
 /// `nexthop controller push|stats`.
@@ -179,6 +209,9 @@ fn serve<K: NameKey + Send + 'static>(
     let (fib, generation) = fibdir::open_retrying(fib_dir, |c| {
         Ok::<_, anyhow::Error>((load::<K>(&c)?, c.manifest.generation))
     })?;
+    if let Some(url) = &a.redis {
+        return serve_redis(a, url, fib, &files, &key, duration, delay);
+    }
     tracing::info!(
         fib = %fib_dir.display(),
         names = fib.len(),
@@ -222,6 +255,121 @@ fn serve<K: NameKey + Send + 'static>(
         "controller stopped"
     );
     Ok(())
+}
+
+/// A parsed changes file: its path and its numbered changes.
+type ChangesFile<'a, K> = (&'a Path, Vec<(usize, nexthop_othello::fib::RouteChange<K>)>);
+
+/// `nexthop controller --redis`: hold the lease and publish (see the
+/// module docs) until --duration or a signal ends it; then the lease is
+/// released, so a standby takes over at once.
+fn serve_redis<K: NameKey>(
+    a: &ControllerArgs,
+    url: &str,
+    fib: ConciseFib<K>,
+    files: &[ChangesFile<'_, K>],
+    key: &AuthKey,
+    duration: Option<Duration>,
+    delay: Duration,
+) -> Result<()> {
+    let lease = secs("--lease", a.lease)?.max(Duration::from_millis(100));
+    let mut cfg = RedisControllerConfig::new(url, a.redis_fib.as_str());
+    cfg.lease = lease;
+    cfg.poll = (lease / 10).max(Duration::from_millis(20));
+    cfg.snapshot_every = a.snapshot_every;
+    cfg.changes_per_delta = a.changes_per_delta as usize;
+    let start = Instant::now();
+    let stop = AtomicBool::new(false);
+    let stop_at = |d: Option<Duration>| d.is_some_and(|d| start.elapsed() >= d);
+    let mut state = Some(Box::new((fib, 0u64)));
+    let mut pending = files.iter();
+    let mut applied_files = false;
+    loop {
+        eprintln!(
+            "controller: waiting for the lease of FIB {} on {url}",
+            a.redis_fib
+        );
+        let Some(st) = state.take() else {
+            return Ok(());
+        };
+        let (fib, version) = *st;
+        // Waiting for the lease ends with --duration.
+        let done = AtomicBool::new(false);
+        let c = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop_at(duration) && !done.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                stop.store(true, Ordering::SeqCst);
+            });
+            let r = RedisController::acquire(key, cfg.clone(), fib, version, &stop);
+            done.store(true, Ordering::SeqCst);
+            r
+        });
+        if stop_at(duration) {
+            if let Ok(c) = c {
+                c.release();
+            }
+            return Ok(());
+        }
+        stop.store(false, Ordering::SeqCst);
+        let mut c = match c {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("redis: {e}; retrying");
+                std::thread::sleep(cfg.poll);
+                state = e.state;
+                continue;
+            }
+        };
+        eprintln!(
+            "controller: active for FIB {} at version {} ({} names)",
+            a.redis_fib,
+            c.version(),
+            c.fib().len()
+        );
+        if !applied_files {
+            applied_files = true;
+            if !files.is_empty() {
+                std::thread::sleep(delay);
+            }
+        }
+        let mut lost = None;
+        for (path, changes) in pending.by_ref() {
+            match c.apply_numbered(changes) {
+                Ok(r) => eprintln!(
+                    "controller: {}: {} changes published, version {}",
+                    path.display(),
+                    r.changes,
+                    r.version
+                ),
+                Err(e @ nexthop_control::BusError::Fib(_)) => {
+                    bail!("{}: {e}", path.display())
+                }
+                Err(e) => {
+                    lost = Some(format!("{}: {e}", path.display()));
+                    break;
+                }
+            }
+        }
+        while lost.is_none() && !stop_at(duration) {
+            std::thread::sleep(lease / 4);
+            if let Err(e) = c.renew() {
+                lost = Some(e.to_string());
+            }
+        }
+        match lost {
+            None => {
+                tracing::info!(version = c.version(), "controller stopped; lease released");
+                c.release();
+                return Ok(());
+            }
+            Some(why) => {
+                tracing::warn!("lost the lease or Redis ({why}); taking the lease again");
+                state = Some(Box::new(c.into_state()));
+            }
+        }
+    }
 }
 
 fn connect(c: &ConnectArgs) -> Result<AdminClient> {
@@ -349,6 +497,10 @@ mod tests {
             max_connections: 1024,
             max_handshakes: 64,
             handshake_timeout: 10.0,
+            redis: None,
+            redis_fib: "default".into(),
+            lease: 3.0,
+            snapshot_every: 100_000,
         };
         let server = std::thread::spawn(move || run(&args));
         let key = AuthKey::from_file(&key_file).expect("key");
@@ -505,6 +657,10 @@ mod tests {
             max_connections: 1024,
             max_handshakes: 64,
             handshake_timeout: 10.0,
+            redis: None,
+            redis_fib: "default".into(),
+            lease: 3.0,
+            snapshot_every: 100_000,
         };
         let e = run(&args).expect_err("open key file");
         assert!(e.to_string().contains("chmod 600"), "{e}");
@@ -528,6 +684,10 @@ mod tests {
             max_connections: 1024,
             max_handshakes: 64,
             handshake_timeout: 10.0,
+            redis: None,
+            redis_fib: "default".into(),
+            lease: 3.0,
+            snapshot_every: 100_000,
         };
         let e = run(&args).expect_err("short key");
         assert!(e.to_string().contains("too short"), "{e}");

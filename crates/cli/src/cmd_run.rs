@@ -15,7 +15,9 @@
 //! it is adapted to the engine's refresh (`engine::Follow` over
 //! [`Followed`]), so before each group of frames a worker takes its
 //! current table once and swaps it into the pipeline when it changed
-//! (rebuilding the action resolution when the action table changed). The
+//! (rebuilding the action resolution when the action table changed). With
+//! `--redis URL --fib NAME` a `nexthop_control::RedisFollower` keeps it
+//! the same way, following FIB NAME through Redis. The
 //! contract is in `docs/dataplane.md` ("Live ports", "Live updates", "The
 //! engine").
 //!
@@ -34,7 +36,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use nexthop_control::{AuthKey, FibFollower, FollowerConfig, FollowerStats, Table};
+use nexthop_control::{
+    AuthKey, FibFollower, FollowerConfig, FollowerStats, RedisFollower, RedisFollowerConfig, Table,
+};
 use nexthop_dataplane::affinity;
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
 use nexthop_dataplane::engine::{
@@ -89,9 +93,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// FIB directory (made by `nexthop fib build`). With --controller it
-    /// is the table until the controller's first snapshot arrives.
-    #[arg(long, value_name = "DIR")]
+    /// is the table until the controller's first snapshot arrives. With
+    /// --redis it is instead the FIB's name in Redis (`--fib NAME`).
+    #[arg(long, value_name = "DIR|NAME")]
     fib: Option<PathBuf>,
+    /// Follow FIB --fib NAME through the Redis at this URL
+    /// (`redis://HOST:PORT/`, `unix:///PATH`), as `nexthop controller
+    /// --redis` publishes it: its latest snapshot, then its delta stream.
+    /// Needs --key-file (the controller's shared secret).
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
     /// Follow the FIB this controller serves (`nexthop controller`):
     /// snapshots replace the table, deltas update it in place while
     /// frames flow. Needs --key-file.
@@ -220,6 +231,7 @@ struct RunFile {
     lpm: Option<PathBuf>,
     neighbors: Option<PathBuf>,
     controller: Option<SocketAddr>,
+    redis: Option<String>,
     key_file: Option<PathBuf>,
     key_type: Option<String>,
     snapshot_wait: Option<f64>,
@@ -254,6 +266,8 @@ struct Settings {
     /// The IP pipeline's LPM table and neighbour file.
     ip: Option<(PathBuf, PathBuf)>,
     controller: Option<(SocketAddr, PathBuf)>,
+    /// Redis URL, FIB name and key file.
+    redis: Option<(String, String, PathBuf)>,
     key_type: KeyType,
     snapshot_wait: Duration,
     ports: Vec<PortMap>,
@@ -312,15 +326,34 @@ impl Settings {
         // Paths in the file are relative to the file.
         let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
 
-        let fib = a.fib.or(file.fib.map(rel));
         let controller = a.controller.or(file.controller);
         let key_file = a.key_file.or(file.key_file.map(rel));
+        // With --redis, --fib names the FIB in Redis (not a path).
+        let (fib, redis) = match a.redis.or(file.redis) {
+            Some(url) => {
+                let Some(name) = a.fib.or(file.fib) else {
+                    bail!("--redis needs --fib NAME (the FIB's name in Redis)");
+                };
+                let Some(name) = name.to_str().map(str::to_owned) else {
+                    bail!("--fib {}: not a valid FIB name", name.display());
+                };
+                if controller.is_some() {
+                    bail!("--redis and --controller are two ways to follow a FIB: give one");
+                }
+                let Some(k) = key_file.clone() else {
+                    bail!("--redis needs --key-file (the controller's shared secret)");
+                };
+                (None, Some((url, name, k)))
+            }
+            None => (a.fib.or(file.fib.map(rel)), None),
+        };
+        let key_file = if redis.is_some() { None } else { key_file };
         let controller = match (controller, key_file) {
             (Some(c), Some(k)) => Some((c, k)),
             (Some(_), None) => {
                 bail!("--controller needs --key-file (the controller's shared secret)")
             }
-            (None, Some(_)) => bail!("--key-file is only used with --controller"),
+            (None, Some(_)) => bail!("--key-file is only used with --controller or --redis"),
             (None, None) => None,
         };
         let ip = match (
@@ -332,8 +365,9 @@ impl Settings {
             (None, Some(_)) => bail!("--neighbors is only used with --lpm"),
             (None, None) => None,
         };
+        let followed = controller.is_some() || redis.is_some();
         if ip.is_some() {
-            if fib.is_some() || controller.is_some() || a.trivial_port.is_some() {
+            if fib.is_some() || followed || a.trivial_port.is_some() {
                 bail!(
                     "--lpm replaces the FIB: give it without --fib, --controller or --trivial-port"
                 );
@@ -342,10 +376,10 @@ impl Settings {
                 bail!("--name and --miss are for the flat-name pipeline, not --lpm (frames without a route are dropped)");
             }
         }
-        if a.trivial_port.is_some() && (fib.is_some() || controller.is_some()) {
+        if a.trivial_port.is_some() && (fib.is_some() || followed) {
             bail!("--trivial-port replaces the table: give it without --fib or --controller");
         }
-        if fib.is_none() && controller.is_none() && a.trivial_port.is_none() && ip.is_none() {
+        if fib.is_none() && !followed && a.trivial_port.is_none() && ip.is_none() {
             bail!("no table: give --fib DIR, --controller ADDR or --lpm FILE --neighbors FILE (flags or --config)");
         }
         let key_type = match (a.key_type, file.key_type) {
@@ -494,6 +528,7 @@ impl Settings {
             fib,
             ip,
             controller,
+            redis,
             key_type: key_type.unwrap_or(KeyType::Mac),
             snapshot_wait,
             ports,
@@ -559,13 +594,23 @@ pub fn run(a: RunArgs) -> Result<()> {
         affinity::pin_current_thread(&st.control_cpus)
             .map_err(|e| anyhow!("--control-cpus: {e}"))?;
     }
-    let follower = match &st.controller {
-        Some((addr, key_file)) => {
+    let id = format!("nexthop-run-{}", std::process::id());
+    let follower = match (&st.controller, &st.redis) {
+        (Some((addr, key_file)), _) => {
             let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
-            let id = format!("nexthop-run-{}", std::process::id());
-            Some(FibFollower::start(key, FollowerConfig::new(*addr, id))?)
+            Some(Source::Tcp(FibFollower::start(
+                key,
+                FollowerConfig::new(*addr, id),
+            )?))
         }
-        None => None,
+        (None, Some((url, name, key_file))) => {
+            let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
+            let cfg = RedisFollowerConfig::new(url.as_str(), name.as_str(), id);
+            Some(Source::Redis(
+                RedisFollower::start(&key, cfg).map_err(|e| anyhow!("--redis {url}: {e}"))?,
+            ))
+        }
+        (None, None) => None,
     };
     let fib = st.fib.as_deref().map(open_lookup).transpose()?;
     let ip = st.ip.as_ref().map(|(l, n)| open_ip(l, n)).transpose()?;
@@ -583,10 +628,11 @@ pub fn run(a: RunArgs) -> Result<()> {
         (None, None) if ip.is_some() => None,
         (None, None) if st.trivial_port.is_some() => None,
         (None, Some(f)) => {
-            let addr = st
-                .controller
-                .as_ref()
-                .map_or_else(String::new, |c| c.0.to_string());
+            let addr = match (&st.controller, &st.redis) {
+                (Some(c), _) => c.0.to_string(),
+                (None, Some((url, name, _))) => format!("{url} (FIB {name})"),
+                (None, None) => String::new(),
+            };
             Some(first_table(f, &addr, st.snapshot_wait, &stop)?)
         }
         (None, None) => bail!("no table: give --fib DIR or --controller ADDR"),
@@ -597,7 +643,10 @@ pub fn run(a: RunArgs) -> Result<()> {
         }),
         (Some(d), _) => d.display().to_string(),
         (None, Some((addr, _))) => format!("controller {addr}"),
-        (None, None) => "the trivial pipeline".to_string(),
+        (None, None) => match &st.redis {
+            Some((url, name, _)) => format!("Redis {url} FIB {name}"),
+            None => "the trivial pipeline".to_string(),
+        },
     };
     let new_pipeline = || -> Result<Pipeline<Current<'_>>> {
         let p = match (&fib, &first) {
@@ -758,7 +807,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         )
     } else {
         // Before each group, the follower's current table (if any).
-        let follow = Follow(|| follower.as_ref().and_then(FibFollower::table).map(Followed));
+        let follow = Follow(|| follower.as_ref().and_then(Source::table).map(Followed));
         engine.run(
             workers(flat_pipelines, worker_ports, &st.worker_cpus),
             &follow,
@@ -786,7 +835,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     if let Some(f) = follower {
         line.push_str(&follower_fields(&f.stats(), done.swaps, true));
-        f.stop();
+        drop(f);
     }
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{line}")?;
@@ -835,8 +884,30 @@ impl FibSnapshot for Followed {
 /// action.
 pub(crate) type Current<'a> = LiveTable<'a, Followed>;
 
+/// What keeps a followed table: a controller's TCP protocol, or Redis.
+enum Source {
+    Tcp(FibFollower),
+    Redis(RedisFollower),
+}
+
+impl Source {
+    fn table(&self) -> Option<Arc<Table>> {
+        match self {
+            Source::Tcp(f) => f.table(),
+            Source::Redis(f) => f.table(),
+        }
+    }
+
+    fn stats(&self) -> FollowerStats {
+        match self {
+            Source::Tcp(f) => f.stats(),
+            Source::Redis(f) => f.stats().into(),
+        }
+    }
+}
+
 /// Wait for the follower's first table, at most `wait` (or until a signal).
-fn first_table(f: &FibFollower, addr: &str, wait: Duration, stop: &StopFlag) -> Result<Arc<Table>> {
+fn first_table(f: &Source, addr: &str, wait: Duration, stop: &StopFlag) -> Result<Arc<Table>> {
     tracing::info!("waiting for the first snapshot from {addr}");
     let end = Instant::now() + wait;
     loop {
@@ -917,6 +988,67 @@ mod tests {
     struct T {
         #[command(flatten)]
         a: RunArgs,
+    }
+
+    #[test]
+    fn redis_flags_and_config_keys() {
+        // --fib is the FIB's name in Redis, not a path.
+        let s = settings(
+            &[
+                "--redis",
+                "redis://127.0.0.1:6379/",
+                "--fib",
+                "core",
+                "--key-file",
+                "k",
+                "--port",
+                "0=e",
+            ],
+            None,
+        )
+        .unwrap();
+        let (url, name, key) = s.redis.unwrap();
+        assert_eq!(
+            (url.as_str(), name.as_str()),
+            ("redis://127.0.0.1:6379/", "core")
+        );
+        assert_eq!(key, PathBuf::from("k"));
+        assert!(s.fib.is_none() && s.controller.is_none());
+        // The same from the file: the name is not joined to its directory.
+        let s = settings(
+            &["--port", "0=e"],
+            Some("redis = \"unix:///tmp/r.sock\"\nfib = \"core\"\nkey_file = \"k\"\n"),
+        )
+        .unwrap();
+        assert_eq!(s.redis.unwrap().1, "core");
+        for (args, want) in [
+            (
+                &["--redis", "redis://h/", "--key-file", "k", "--port", "0=e"][..],
+                "--fib NAME",
+            ),
+            (
+                &["--redis", "redis://h/", "--fib", "core", "--port", "0=e"][..],
+                "--key-file",
+            ),
+            (
+                &[
+                    "--redis",
+                    "redis://h/",
+                    "--fib",
+                    "c",
+                    "--key-file",
+                    "k",
+                    "--controller",
+                    "127.0.0.1:1",
+                    "--port",
+                    "0=e",
+                ][..],
+                "give one",
+            ),
+        ] {
+            let e = settings(args, None).unwrap_err().to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
     }
 
     fn settings(args: &[&str], file: Option<&str>) -> Result<Settings> {

@@ -174,8 +174,8 @@ impl FollowerConfig {
 /// index.
 #[derive(Debug)]
 pub struct Table {
-    query: Arc<Query>,
-    actions: Arc<ActionTable>,
+    pub(crate) query: Arc<Query>,
+    pub(crate) actions: Arc<ActionTable>,
 }
 
 impl Table {

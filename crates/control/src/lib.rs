@@ -18,7 +18,10 @@
 //! message flow, authentication, replay protection, resync and threading
 //! are documented in `docs/control.md`. An [`AdminClient`] pushes route
 //! changes to a running controller and reads its counters over the same
-//! listener and handshake ([`admin`]).
+//! listener and handshake ([`admin`]). The [`redis_bus`] carries the same
+//! snapshots and deltas through Redis instead: a [`RedisController`]
+//! publishes them (holding a lease, so a standby can take over), a
+//! [`RedisFollower`] follows them.
 #![forbid(unsafe_code)]
 
 pub mod admin;
@@ -27,6 +30,7 @@ pub mod follower;
 pub mod frame;
 pub mod handshake;
 pub mod message;
+pub mod redis_bus;
 
 pub use admin::{AdminClient, AdminError, PushReport};
 pub use controller::{
@@ -37,4 +41,8 @@ pub use frame::{AuthKey, Frame, FrameError, KeyError, MsgType, ReadError};
 pub use handshake::{HandshakeError, SessionKeys};
 pub use message::{
     BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH, ROLE_ADMIN,
+};
+pub use redis_bus::{
+    AcquireError, BusError, BusReport, RedisController, RedisControllerConfig, RedisFollower,
+    RedisFollowerConfig, RedisFollowerStats,
 };

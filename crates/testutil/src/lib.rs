@@ -13,6 +13,7 @@
 //!   `1e7`, words from a list), refusing bad input.
 //! * [`pool`]: long-lived worker threads pinned to their own CPUs, the
 //!   harness of multi-core benchmarks.
+//! * [`redis`](mod@redis): a test's own `redis-server`, stopped when its guard drops.
 //!
 //! Everything is deterministic from an explicit `u64` seed: a test that fails
 //! can be rerun with the seed it printed.
@@ -23,6 +24,7 @@ pub mod bench;
 pub mod clock;
 pub mod cuckoo;
 pub mod pool;
+pub mod redis;
 
 /// The seeded key generators (`nexthop_othello::keys`, re-exported so
 /// tests and benchmarks keep their paths).

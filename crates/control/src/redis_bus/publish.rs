@@ -1,0 +1,681 @@
+//! The controller side of the Redis bus: hold the lease, publish
+//! snapshots and deltas, rebuild from Redis on start.
+//!
+//! A change is committed when its entry is in the stream: every publish
+//! is one Lua script that checks, atomically, that this controller still
+//! holds the lease and that the head is the one it published last (the
+//! fencing check), then appends the entry and moves the head. A controller
+//! killed mid-publish leaves either the whole entry or nothing; a stale
+//! controller (its lease expired, another took over) publishes nothing.
+//! After any failed publish the controller is poisoned (its FIB may hold a
+//! change Redis lacks): drop it and [`RedisController::acquire`] again,
+//! which rebuilds from Redis.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use nexthop_othello::fib::{ConciseFib, LinedChange, NameKey, RouteChange};
+
+use super::{
+    connect, fresh_epoch, read_part, stream_entries, value_bytes, BusError, Entry, Keys, Manifest,
+    Part, RecordKey,
+};
+use crate::frame::AuthKey;
+use crate::message::{delta_payload, parse_snapshot_body, snapshot_body};
+
+/// Append an entry if this controller holds the lease and the head is the
+/// one it expects. KEYS: lease, head, stream. ARGV: holder, expected head,
+/// entry, new head without its stream id.
+const PUBLISH: &str = r"
+local l = redis.call('GET', KEYS[1])
+if l ~= ARGV[1] then return {-1, l or ''} end
+local h = redis.call('GET', KEYS[2]) or ''
+if h ~= ARGV[2] then return {-2, h} end
+local id = redis.call('XADD', KEYS[3], '*', 'e', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[4] .. ' ' .. id)
+return {1, id}
+";
+
+/// Commit a snapshot whose chunks are written. KEYS: lease, head,
+/// manifest, stream, chunk keys... ARGV: holder, expected head, manifest,
+/// new head, MINID to trim the stream to ('' for none).
+const COMMIT: &str = r"
+local l = redis.call('GET', KEYS[1])
+if l ~= ARGV[1] then return {-1, l or ''} end
+local h = redis.call('GET', KEYS[2]) or ''
+if h ~= ARGV[2] then return {-2, h} end
+redis.call('SET', KEYS[3], ARGV[3])
+redis.call('SET', KEYS[2], ARGV[4])
+for i = 5, #KEYS do redis.call('PERSIST', KEYS[i]) end
+if ARGV[5] ~= '' then redis.call('XTRIM', KEYS[4], 'MINID', ARGV[5]) end
+return {1, ''}
+";
+
+/// Renew the lease if held. KEYS: lease. ARGV: holder, ms.
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+";
+
+/// Release the lease if held. KEYS: lease. ARGV: holder.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// Redis controller settings.
+#[derive(Clone, Debug)]
+pub struct RedisControllerConfig {
+    /// Redis URL (`redis://HOST:PORT/DB`, `unix:///PATH`).
+    pub url: String,
+    /// The FIB's name in Redis (1 to 128 letters, digits, `.`, `_`, `-`).
+    pub fib: String,
+    /// This controller's id in the lease (default: random).
+    pub holder: String,
+    /// Lease time (default 3 s): renew it ([`RedisController::renew`])
+    /// well within it; a standby takes over at most this long after the
+    /// last renewal.
+    pub lease: Duration,
+    /// How often a standby tries to take the lease (default 200 ms).
+    pub poll: Duration,
+    /// Largest snapshot chunk stored under one key (default 4 MiB).
+    pub chunk_bytes: usize,
+    /// A fresh snapshot is published (and the stream trimmed) after this
+    /// many changes (default 100 000; 0: only on start).
+    pub snapshot_every: u64,
+    /// Route changes per stream entry (default 256; see
+    /// [`crate::ControllerConfig::changes_per_delta`]).
+    pub changes_per_delta: usize,
+    /// Connect, read and write timeout (default 5 s).
+    pub timeout: Duration,
+    /// Emit `tracing` events.
+    pub log: bool,
+}
+
+impl RedisControllerConfig {
+    /// Defaults for FIB `fib` on the Redis at `url`.
+    pub fn new(url: impl Into<String>, fib: impl Into<String>) -> Self {
+        RedisControllerConfig {
+            url: url.into(),
+            fib: fib.into(),
+            holder: format!("ctl-{:016x}", fresh_epoch()),
+            lease: Duration::from_secs(3),
+            poll: Duration::from_millis(200),
+            chunk_bytes: 4 << 20,
+            snapshot_every: 100_000,
+            changes_per_delta: 256,
+            timeout: Duration::from_secs(5),
+            log: true,
+        }
+    }
+}
+
+/// What one [`RedisController::apply_changes`] call published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BusReport {
+    /// Changes applied and published.
+    pub changes: usize,
+    /// Stream entries appended.
+    pub entries: usize,
+    /// FIB version after the call.
+    pub version: u64,
+    /// A fresh snapshot was published after the entries.
+    pub snapshot: bool,
+}
+
+/// Why [`RedisController::acquire`] failed, with the FIB it was given (or
+/// had rebuilt) and its version, for the next try.
+pub struct AcquireError<K> {
+    /// What failed.
+    pub error: BusError,
+    /// The state to try again with (`None` only when stopped or the name
+    /// is invalid before anything was taken).
+    pub state: Option<Box<(ConciseFib<K>, u64)>>,
+}
+
+impl<K> std::fmt::Debug for AcquireError<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcquireError")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> std::fmt::Display for AcquireError<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<K> std::error::Error for AcquireError<K> {}
+
+/// The active controller of one FIB in Redis (holds its lease).
+pub struct RedisController<K: NameKey> {
+    cfg: RedisControllerConfig,
+    keys: Keys,
+    rk: RecordKey,
+    con: redis::Connection,
+    fib: ConciseFib<K>,
+    epoch: u64,
+    version: u64,
+    /// Id of the last stream entry published (`0-0`: none).
+    last_id: String,
+    /// The head this controller wrote last.
+    head: String,
+    /// Stream id and keys of the current snapshot.
+    snap: Option<(String, Vec<String>)>,
+    since_snapshot: u64,
+    poisoned: bool,
+    /// Entries refused while rebuilding (bad tag, malformed, replayed).
+    refused: u64,
+}
+
+impl<K: NameKey> std::fmt::Debug for RedisController<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisController")
+            .field("fib", &self.cfg.fib)
+            .field("holder", &self.cfg.holder)
+            .field("epoch", &self.epoch)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+fn script_reply(v: &redis::Value) -> Option<(i64, String)> {
+    let redis::Value::Array(a) = v else {
+        return None;
+    };
+    let [code, text] = a.as_slice() else {
+        return None;
+    };
+    let redis::Value::Int(code) = code else {
+        return None;
+    };
+    let text =
+        value_bytes(text).map_or_else(String::new, |b| String::from_utf8_lossy(b).into_owned());
+    Some((*code, text))
+}
+
+impl<K: NameKey> RedisController<K> {
+    /// Wait for the lease (a standby polls every [`RedisControllerConfig::poll`]
+    /// until `stop`), then rebuild the FIB from Redis: the latest snapshot's
+    /// control state plus the changes of every stream entry after it. When
+    /// Redis holds nothing for this FIB, or an older version than
+    /// `fallback_version` (Redis restarted and lost data), `fallback` is the
+    /// state. Publishes a fresh snapshot (a new epoch) before returning.
+    /// On failure the error carries the state back.
+    pub fn acquire(
+        key: &AuthKey,
+        cfg: RedisControllerConfig,
+        fallback: ConciseFib<K>,
+        fallback_version: u64,
+        stop: &AtomicBool,
+    ) -> Result<Self, AcquireError<K>> {
+        let back = |error, fib, v| AcquireError {
+            error,
+            state: Some(Box::new((fib, v))),
+        };
+        let keys = match Keys::new(&cfg.fib) {
+            Ok(k) => k,
+            Err(e) => return Err(back(e, fallback, fallback_version)),
+        };
+        let rk = RecordKey::new(key, &cfg.fib);
+        let mut con = loop {
+            if stop.load(Ordering::SeqCst) {
+                return Err(back(BusError::Stopped, fallback, fallback_version));
+            }
+            match Self::try_lease(&cfg, &keys) {
+                Ok(Some(con)) => break con,
+                Ok(None) => {}
+                Err(e) => {
+                    if cfg.log {
+                        tracing::warn!(target: "nexthop_control::redis", "lease: {e}");
+                    }
+                }
+            }
+            std::thread::sleep(cfg.poll.max(Duration::from_millis(1)));
+        };
+        let head: Option<String> = match redis::cmd("GET").arg(keys.head()).query(&mut con) {
+            Ok(h) => h,
+            Err(e) => return Err(back(e.into(), fallback, fallback_version)),
+        };
+        let mut c = RedisController {
+            fib: fallback,
+            epoch: 0,
+            version: fallback_version,
+            last_id: "0-0".into(),
+            head: head.clone().unwrap_or_default(),
+            snap: None,
+            since_snapshot: 0,
+            poisoned: false,
+            refused: 0,
+            cfg,
+            keys,
+            rk,
+            con,
+        };
+        let r = c.rebuild(fallback_version).and_then(|()| {
+            c.info(format_args!(
+                "active for FIB {} at version {} (holder {})",
+                c.cfg.fib, c.version, c.cfg.holder
+            ));
+            c.publish_snapshot()
+        });
+        match r {
+            Ok(()) => Ok(c),
+            Err(e) => Err(back(e, c.fib, c.version)),
+        }
+    }
+
+    /// A connection holding the lease, or `None` if another holds it.
+    fn try_lease(
+        cfg: &RedisControllerConfig,
+        keys: &Keys,
+    ) -> Result<Option<redis::Connection>, BusError> {
+        let mut con = connect(&cfg.url, cfg.timeout)?;
+        let ms = cfg.lease.as_millis().max(1) as u64;
+        let set: Option<String> = redis::cmd("SET")
+            .arg(keys.lease())
+            .arg(&cfg.holder)
+            .arg("NX")
+            .arg("PX")
+            .arg(ms)
+            .query(&mut con)?;
+        if set.is_some() {
+            return Ok(Some(con));
+        }
+        let renewed: i64 = redis::cmd("EVAL")
+            .arg(RENEW)
+            .arg(1)
+            .arg(keys.lease())
+            .arg(&cfg.holder)
+            .arg(ms)
+            .query(&mut con)?;
+        Ok((renewed == 1).then_some(con))
+    }
+
+    fn info(&self, msg: std::fmt::Arguments<'_>) {
+        if self.cfg.log {
+            tracing::info!(target: "nexthop_control::redis", "{msg}");
+        }
+    }
+
+    fn warn(&self, msg: std::fmt::Arguments<'_>) {
+        if self.cfg.log {
+            tracing::warn!(target: "nexthop_control::redis", "{msg}");
+        }
+    }
+
+    /// Load the snapshot's control state and replay the stream after it.
+    fn rebuild(&mut self, fallback_version: u64) -> Result<(), BusError> {
+        let rec: Option<Vec<u8>> = redis::cmd("GET")
+            .arg(self.keys.manifest())
+            .query(&mut self.con)?;
+        let Some(rec) = rec else {
+            self.info(format_args!(
+                "no snapshot in Redis for FIB {}: starting from the given FIB at version {}",
+                self.cfg.fib, fallback_version
+            ));
+            return Ok(());
+        };
+        let m = Manifest::open(&rec, &self.rk)
+            .map_err(|e| BusError::State(format!("snapshot manifest: {e}")))?;
+        let body = read_part(&mut self.con, &self.keys, &m, 'c', u64::MAX)?;
+        let (ctl, actions) =
+            parse_snapshot_body(&body).map_err(|e| BusError::State(format!("control: {e}")))?;
+        let mut fib = ConciseFib::<K>::load_control(ctl, actions)?;
+        let mut version = m.version;
+        let mut last = m.stream_id.clone();
+        let stream = self.keys.stream(0);
+        loop {
+            let page: redis::Value = redis::cmd("XRANGE")
+                .arg(&stream)
+                .arg(format!("({last}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(1024)
+                .query(&mut self.con)?;
+            let entries = stream_entries(&page)
+                .ok_or_else(|| BusError::State("unexpected XRANGE reply".into()))?;
+            if entries.is_empty() {
+                break;
+            }
+            for (id, rec) in entries {
+                last = id.clone();
+                let e = match Entry::open(&rec, &self.rk) {
+                    Ok(e) => e,
+                    Err(err) => {
+                        self.refused += 1;
+                        self.warn(format_args!("stream entry {id} refused: {err}"));
+                        continue;
+                    }
+                };
+                if e.epoch != m.epoch || e.from < version {
+                    self.refused += 1;
+                    self.warn(format_args!(
+                        "stream entry {id} refused: epoch {:x} versions {}..{} (at {version}, \
+                         epoch {:x})",
+                        e.epoch, e.from, e.to, m.epoch
+                    ));
+                    continue;
+                }
+                if e.from > version {
+                    return Err(BusError::State(format!(
+                        "stream entry {id} applies to version {}, the log reached {version}",
+                        e.from
+                    )));
+                }
+                let changes = nexthop_othello::fib::parse_changes::<K>(&e.changes)
+                    .map_err(|err| BusError::State(format!("entry {id} changes: {err}")))?;
+                if changes.len() as u64 != e.to - e.from {
+                    return Err(BusError::State(format!(
+                        "entry {id} holds {} changes for versions {}..{}",
+                        changes.len(),
+                        e.from,
+                        e.to
+                    )));
+                }
+                fib.apply_changes(&changes)?;
+                version = e.to;
+            }
+        }
+        self.last_id = last;
+        if version < fallback_version {
+            self.warn(format_args!(
+                "Redis holds version {version} of FIB {}, older than this controller's {}: \
+                 publishing this controller's state",
+                self.cfg.fib, fallback_version
+            ));
+            return Ok(());
+        }
+        self.fib = fib;
+        self.version = version;
+        self.epoch = m.epoch;
+        Ok(())
+    }
+
+    /// The FIB.
+    pub fn fib(&self) -> &ConciseFib<K> {
+        &self.fib
+    }
+
+    /// Changes published since the FIB's start.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The current snapshot lineage.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// This controller's id in the lease.
+    pub fn holder(&self) -> &str {
+        &self.cfg.holder
+    }
+
+    /// Stream entries refused while rebuilding.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The FIB and its version (for a later [`Self::acquire`] after this
+    /// controller failed).
+    pub fn into_state(self) -> (ConciseFib<K>, u64) {
+        (self.fib, self.version)
+    }
+
+    fn check(&mut self, reply: &redis::Value, expected: &str) -> Result<String, BusError> {
+        match script_reply(reply) {
+            Some((1, text)) => Ok(text),
+            Some((-1, holder)) => {
+                self.poisoned = true;
+                Err(BusError::LeaseLost { holder })
+            }
+            Some((_, found)) => {
+                self.poisoned = true;
+                Err(BusError::Fenced {
+                    expected: expected.to_owned(),
+                    found,
+                })
+            }
+            None => {
+                self.poisoned = true;
+                Err(BusError::State("unexpected script reply".into()))
+            }
+        }
+    }
+
+    /// Renew the lease; `LeaseLost` if another controller holds it now.
+    pub fn renew(&mut self) -> Result<(), BusError> {
+        if self.poisoned {
+            return Err(BusError::Poisoned);
+        }
+        let r: Result<i64, _> = redis::cmd("EVAL")
+            .arg(RENEW)
+            .arg(1)
+            .arg(self.keys.lease())
+            .arg(&self.cfg.holder)
+            .arg(self.cfg.lease.as_millis().max(1) as u64)
+            .query(&mut self.con);
+        match r {
+            Ok(1) => Ok(()),
+            Ok(_) => {
+                self.poisoned = true;
+                let holder: Option<String> = redis::cmd("GET")
+                    .arg(self.keys.lease())
+                    .query(&mut self.con)
+                    .unwrap_or(None);
+                Err(BusError::LeaseLost {
+                    holder: holder.unwrap_or_default(),
+                })
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Give the lease up (a standby takes over at its next poll).
+    pub fn release(mut self) {
+        let _: Result<i64, _> = redis::cmd("EVAL")
+            .arg(RELEASE)
+            .arg(1)
+            .arg(self.keys.lease())
+            .arg(&self.cfg.holder)
+            .query(&mut self.con);
+    }
+
+    /// Publish a snapshot of the FIB as it is now, under a fresh epoch,
+    /// and trim the stream to the previous snapshot's position.
+    pub fn publish_snapshot(&mut self) -> Result<(), BusError> {
+        if self.poisoned {
+            return Err(BusError::Poisoned);
+        }
+        let r = self.snapshot_inner();
+        if r.is_err() {
+            self.poisoned = true;
+        }
+        r
+    }
+
+    fn snapshot_inner(&mut self) -> Result<(), BusError> {
+        let started = Instant::now();
+        let epoch = fresh_epoch();
+        let actions = self.fib.action_table().to_text();
+        let data = snapshot_body(&self.fib.othello().snapshot(0), &actions);
+        let control = snapshot_body(&self.fib.save_control(), &actions);
+        let chunk = self.cfg.chunk_bytes.max(1024);
+        let m = Manifest {
+            epoch,
+            version: self.version,
+            stream_id: self.last_id.clone(),
+            data: Part::of(&data, chunk),
+            control: Part::of(&control, chunk),
+        };
+        let mut chunk_keys = Vec::new();
+        for (which, body) in [('d', &data), ('c', &control)] {
+            let mut pipe = redis::pipe();
+            let parts: Vec<&[u8]> = if body.is_empty() {
+                vec![&[][..]]
+            } else {
+                body.chunks(chunk).collect()
+            };
+            for (i, part) in parts.into_iter().enumerate() {
+                let k = self.keys.chunk(epoch, self.version, which, i as u32);
+                // Expires unless the commit below makes it persistent: a
+                // controller killed here leaves nothing behind for long.
+                pipe.cmd("SET")
+                    .arg(&k)
+                    .arg(part)
+                    .arg("PX")
+                    .arg(600_000)
+                    .ignore();
+                chunk_keys.push(k);
+            }
+            pipe.query::<()>(&mut self.con)?;
+        }
+        let new_head = format!("{epoch:x} {} {}", self.version, self.last_id);
+        let trim = self
+            .snap
+            .as_ref()
+            .map_or(String::new(), |(id, _)| id.clone());
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(COMMIT)
+            .arg(4 + chunk_keys.len())
+            .arg(self.keys.lease())
+            .arg(self.keys.head())
+            .arg(self.keys.manifest())
+            .arg(self.keys.stream(0));
+        for k in &chunk_keys {
+            cmd.arg(k);
+        }
+        cmd.arg(&self.cfg.holder)
+            .arg(&self.head)
+            .arg(m.seal(&self.rk))
+            .arg(&new_head)
+            .arg(if trim == "0-0" { "" } else { trim.as_str() });
+        let reply: redis::Value = cmd.query(&mut self.con)?;
+        let expected = self.head.clone();
+        self.check(&reply, &expected)?;
+        self.head = new_head;
+        self.epoch = epoch;
+        self.since_snapshot = 0;
+        // The superseded snapshot's chunks stay a minute for followers
+        // still reading them.
+        if let Some((_, old)) = self.snap.take() {
+            let mut pipe = redis::pipe();
+            for k in old {
+                pipe.cmd("PEXPIRE").arg(k).arg(60_000).ignore();
+            }
+            pipe.query::<()>(&mut self.con)?;
+        }
+        self.snap = Some((self.last_id.clone(), chunk_keys));
+        self.info(format_args!(
+            "published snapshot of FIB {} at version {} (epoch {epoch:x}, {} + {} bytes) in {:?}",
+            self.cfg.fib,
+            self.version,
+            data.len(),
+            control.len(),
+            started.elapsed()
+        ));
+        Ok(())
+    }
+
+    /// Apply route changes and publish them, a stream entry per chunk of
+    /// [`RedisControllerConfig::changes_per_delta`]; all or nothing at
+    /// validation. An error after validation poisons the controller.
+    pub fn apply_changes(&mut self, changes: &[RouteChange<K>]) -> Result<BusReport, BusError> {
+        let numbered: Vec<(usize, &RouteChange<K>)> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i + 1, c))
+            .collect();
+        self.apply_numbered(&numbered)
+    }
+
+    /// [`Self::apply_changes`] with the line numbers of a changes file.
+    pub fn apply_numbered<C: LinedChange<K>>(
+        &mut self,
+        changes: &[C],
+    ) -> Result<BusReport, BusError> {
+        if self.poisoned {
+            return Err(BusError::Poisoned);
+        }
+        self.fib.validate_changes(changes)?;
+        let per = self.cfg.changes_per_delta.max(1);
+        let mut r = BusReport::default();
+        for chunk in changes.chunks(per) {
+            let before = self.fib.action_table().len();
+            let m = self.fib.apply_changes_merged(chunk);
+            if m.applied > 0 {
+                let delta = self.fib.othello().delta(&m.change, 0);
+                let mut new_actions = String::new();
+                for (id, a) in self.fib.action_table().iter().skip(before) {
+                    let _ = writeln!(new_actions, "{id} {a}");
+                }
+                let mut text = String::new();
+                for c in &chunk[..m.applied] {
+                    let _ = match c.change() {
+                        RouteChange::Add(k, a) => writeln!(text, "+ {} {a}", k.fmt_name()),
+                        RouteChange::Delete(k) => writeln!(text, "- {}", k.fmt_name()),
+                        RouteChange::Set(k, a) => writeln!(text, "= {} {a}", k.fmt_name()),
+                    };
+                }
+                let e = Entry {
+                    epoch: self.epoch,
+                    from: self.version,
+                    to: self.version + m.applied as u64,
+                    column: 0,
+                    payload: delta_payload(&delta.encode(), &new_actions),
+                    changes: text,
+                };
+                if let Err(err) = self.publish(&e) {
+                    // The FIB holds the chunk (Redis may or may not): its
+                    // version says so, for `into_state`.
+                    self.poisoned = true;
+                    self.version = e.to;
+                    return Err(err);
+                }
+                r.changes += m.applied;
+                r.entries += 1;
+            }
+            if let Some(err) = m.error {
+                self.poisoned = true;
+                return Err(err.into());
+            }
+        }
+        if self.cfg.snapshot_every > 0 && self.since_snapshot >= self.cfg.snapshot_every {
+            self.publish_snapshot()?;
+            r.snapshot = true;
+        }
+        r.version = self.version;
+        Ok(r)
+    }
+
+    fn publish(&mut self, e: &Entry) -> Result<(), BusError> {
+        let reply: redis::Value = redis::cmd("EVAL")
+            .arg(PUBLISH)
+            .arg(3)
+            .arg(self.keys.lease())
+            .arg(self.keys.head())
+            .arg(self.keys.stream(0))
+            .arg(&self.cfg.holder)
+            .arg(&self.head)
+            .arg(e.seal(&self.rk))
+            .arg(format!("{:x} {}", e.epoch, e.to))
+            .query(&mut self.con)?;
+        let expected = self.head.clone();
+        let id = self.check(&reply, &expected)?;
+        self.head = format!("{:x} {} {id}", e.epoch, e.to);
+        self.last_id = id;
+        self.since_snapshot += e.to - e.from;
+        self.version = e.to;
+        Ok(())
+    }
+}
