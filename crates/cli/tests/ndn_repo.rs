@@ -127,3 +127,112 @@ fn failures_carry_a_status() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A child killed on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `nexthop ndn repo` serving through the forwarder at `fw`; returns
+/// once it printed its `serving` line.
+fn start_repo(redis: &Path, fw: &Path) -> Proc {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(NEXTHOP)
+        .args(["ndn", "repo", "--redis"])
+        .arg(redis)
+        .args(["--name", "/repo", "--register", "/demo", "--forwarder"])
+        .arg(format!("unix://{}", fw.display()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert_eq!(first, "nexthop ndn repo: serving /repo /demo");
+    std::thread::spawn(move || for _ in lines {});
+    Proc(child)
+}
+
+fn express(fw: &Path, uri: &str, cbp: bool, mbf: bool) -> Option<nexthop_wire::ndn::Data> {
+    use nexthop_ndnd::client::{Client, Target};
+    let mut c =
+        Client::connect(&Target::Unix(fw.to_path_buf()), Duration::from_millis(500)).unwrap();
+    let mut i = nexthop_wire::ndn::Interest::new(nexthop_wire::ndn::Name::from_uri(uri).unwrap());
+    i.can_be_prefix = cbp;
+    i.must_be_fresh = mbf;
+    i.nonce = Some(rand_nonce());
+    i.lifetime_ms = Some(500);
+    c.express(&i).ok()
+}
+
+fn rand_nonce() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0x5eed);
+    N.fetch_add(0x9e37_79b9, Ordering::Relaxed) ^ std::process::id()
+}
+
+#[test]
+fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
+    let r = Redis::start("serve", &[]);
+    let fw_sock = r.dir.join("fw.sock");
+    let _fw = Proc(
+        Command::new(NEXTHOP)
+            .args(["ndn", "run", "--unix"])
+            .arg(&fw_sock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !fw_sock.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "forwarder did not open {fw_sock:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let content: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+    let f = r.dir.join("in");
+    std::fs::write(&f, &content).unwrap();
+    ok(&repo(
+        &r.sock,
+        &[
+            "put",
+            "--prefix",
+            "/demo/f",
+            "--freshness-ms",
+            "60000",
+            f.to_str().unwrap(),
+        ],
+    ));
+    ok(&repo(
+        &r.sock,
+        &["put", "--prefix", "/demo/stale", f.to_str().unwrap()],
+    ));
+    for round in 0..2 {
+        // The second round is a restarted Repo: it serves what Redis holds.
+        let _repo = start_repo(&r.sock, &fw_sock);
+        let mut got = Vec::new();
+        for s in 0..3 {
+            let d = express(&fw_sock, &format!("/demo/f/seg={s}"), false, false)
+                .unwrap_or_else(|| panic!("round {round}: segment {s} unanswered"));
+            assert!(d.verify_digest_sha256());
+            got.extend_from_slice(d.content.as_deref().unwrap());
+        }
+        assert_eq!(got, content, "round {round}");
+        // CanBePrefix: the first stored name under the prefix.
+        let d = express(&fw_sock, "/demo/f", true, false).unwrap();
+        assert_eq!(d.name.to_string(), "/demo/f/seg=0");
+        // Without CanBePrefix the prefix itself is not stored.
+        assert!(express(&fw_sock, "/demo/f", false, false).is_none());
+        // MustBeFresh: /demo/stale has no FreshnessPeriod, so never fresh.
+        assert!(express(&fw_sock, "/demo/stale/seg=0", false, true).is_none());
+        assert!(express(&fw_sock, "/demo/stale/seg=0", false, false).is_some());
+        assert!(express(&fw_sock, "/demo/f/seg=1", false, true).is_some());
+    }
+}
