@@ -22,7 +22,8 @@ need_pkgs=()
 # libdpdk-dev (DPDK 22.11): rte_lpm/rte_lpm6 for nexthop-lpm's `dpdk` feature.
 # libxdp-dev, libbpf-dev (libxdp 1.3, libbpf 1.1): AF_XDP ports, nexthop-cli's
 # default `afxdp` feature.
-# redis-server (Redis 7): the Redis bus tests start their own server.
+# redis-server (Redis 7): the Redis bus tests and nexthop-repo's / `nexthop ndn
+# repo`'s tests start their own servers (the system service is not used).
 pkgs=(build-essential pkg-config ca-certificates curl iproute2 procps jq libxdp-dev libbpf-dev redis-server)
 if [ "$dpdk" = 1 ]; then pkgs+=(libdpdk-dev); fi
 for p in "${pkgs[@]}"; do

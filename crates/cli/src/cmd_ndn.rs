@@ -25,6 +25,7 @@
 //! * `bench` and `lab`: see `crate::ndnlab::{bench, lab}`.
 //! * `route add|remove|list`, `face list`, `strategy set|unset|list`,
 //!   `status`: see `cmd_ndn_mgmt`.
+//! * `repo put|get|delete|list`: see `cmd_ndn_repo`.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -50,6 +51,8 @@ pub enum NdnCmd {
     Fib(NdnFibCmd),
     /// Run the NDN forwarder in the foreground until SIGINT/SIGTERM.
     Run(RunArgs),
+    /// The Repo's Redis store: put, get, delete, list (see `cmd_ndn_repo`).
+    Repo(crate::cmd_ndn_repo::RepoArgs),
     /// Satisfied Interests/s through one forwarding thread over loopback UDP.
     Bench(crate::ndnlab::bench::BenchArgs),
     /// The NDN demo: a forwarder, a producer and consumers fetching an
@@ -246,6 +249,7 @@ pub fn run(cmd: NdnCmd) -> Result<()> {
         NdnCmd::Fib(NdnFibCmd::Lookup(a)) => lookup(&a),
         NdnCmd::Fib(NdnFibCmd::Stats(a)) => stats(&a.fib, a.json),
         NdnCmd::Run(a) => ndn_run(a),
+        NdnCmd::Repo(a) => crate::cmd_ndn_repo::run(a),
         NdnCmd::Bench(a) => crate::ndnlab::bench::run(&a),
         NdnCmd::Lab(a) => crate::ndnlab::lab::run(&a),
         NdnCmd::Route { cmd, conn } => mgmt::route(cmd, &conn),

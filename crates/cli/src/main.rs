@@ -13,6 +13,7 @@ mod cmd_gen;
 mod cmd_lpm;
 mod cmd_ndn;
 mod cmd_ndn_mgmt;
+mod cmd_ndn_repo;
 mod cmd_run;
 mod cmd_sdf;
 mod cmd_stats;

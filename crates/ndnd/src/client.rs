@@ -127,7 +127,9 @@ impl Client {
         z ^ (z >> 31)
     }
 
-    fn send(&mut self, wire: &[u8]) -> Result<(), ClientError> {
+    /// Send one packet (wire bytes) on this face, e.g. a Data an
+    /// application face answers with.
+    pub fn send(&mut self, wire: &[u8]) -> Result<(), ClientError> {
         match &mut self.conn {
             Conn::Unix(s, _) => s.write_all(wire)?,
             Conn::Udp(s) => {
@@ -137,8 +139,8 @@ impl Client {
         Ok(())
     }
 
-    /// The next whole packet, before `deadline`.
-    fn recv(&mut self, deadline: Instant) -> Result<Vec<u8>, ClientError> {
+    /// The next whole packet received on this face, before `deadline`.
+    pub fn recv(&mut self, deadline: Instant) -> Result<Vec<u8>, ClientError> {
         let left = deadline
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())

@@ -1,0 +1,259 @@
+//! The store against a real `redis-server` on a temporary Unix socket.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nexthop_repo::{reassemble, segment_name, segment_object, RepoError, Store};
+use nexthop_wire::ndn::Data;
+use nexthop_wire::Name;
+
+/// A `redis-server` on a private socket, killed on drop (also on failure).
+struct Redis {
+    child: Child,
+    dir: PathBuf,
+    sock: PathBuf,
+}
+
+impl Redis {
+    fn start(tag: &str, extra: &[&str]) -> Redis {
+        let dir = std::env::temp_dir().join(format!("nexthop-repo-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("redis.sock");
+        Self::spawn(dir, sock, extra)
+    }
+
+    fn spawn(dir: PathBuf, sock: PathBuf, extra: &[&str]) -> Redis {
+        let child = Command::new("redis-server")
+            .args(["--port", "0", "--unixsocket"])
+            .arg(&sock)
+            .args(["--save", "", "--dir"])
+            .arg(&dir)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is installed");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !sock.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not open {sock:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis { child, dir, sock }
+    }
+
+    fn url(&self) -> String {
+        self.sock.to_string_lossy().into_owned()
+    }
+
+    fn sigkill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let _ = std::fs::remove_file(&self.sock);
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn n(uri: &str) -> Name {
+    Name::from_uri(uri).unwrap()
+}
+
+fn data(uri: &str, content: &[u8], fresh_ms: Option<u64>) -> Vec<u8> {
+    let mut d = Data::new(n(uri), content.to_vec());
+    d.meta_info.freshness_period_ms = fresh_ms;
+    d.sign_digest_sha256();
+    d.to_wire()
+}
+
+#[test]
+fn objects_round_trip_and_delete() {
+    let r = Redis::start("obj", &[]);
+    let mut s = Store::open(&r.url()).unwrap();
+    s.ping().unwrap();
+    for (i, len) in [1usize, 7999, 8000, 8001, 3 << 20].into_iter().enumerate() {
+        let p = n(&format!("/repo/file{i}"));
+        let content: Vec<u8> = (0..len).map(|j| (j * 31 + i) as u8).collect();
+        let segs = segment_object(&p, &content, 8000, 0);
+        assert_eq!(s.put_object(&p, &segs).unwrap(), segs.len());
+        let back = s.get_object(&p).unwrap().unwrap();
+        assert_eq!(back, segs, "stored as received");
+        assert_eq!(reassemble(&back).unwrap(), content);
+        assert_eq!(s.check_object(&p).unwrap(), Some(segs.len() as u64));
+    }
+    assert_eq!(
+        s.list(&n("/repo")).unwrap().len(),
+        1 + 1 + 1 + 2 + (3usize << 20).div_ceil(8000)
+    );
+    assert_eq!(s.delete(&n("/repo/file3")).unwrap(), 2);
+    assert_eq!(s.get_object(&n("/repo/file3")).unwrap(), None);
+    assert!(
+        s.get_object(&n("/repo/file2")).unwrap().is_some(),
+        "a sibling survives"
+    );
+    // A fresh store (a restarted Repo) serves what Redis holds.
+    let mut s2 = Store::open(&r.url()).unwrap();
+    assert!(s2.get_object(&n("/repo/file4")).unwrap().is_some());
+    let all = s2.list(&n("/")).unwrap().len();
+    assert_eq!(s2.delete(&n("/")).unwrap(), all);
+    assert!(s.list(&n("/")).unwrap().is_empty());
+}
+
+#[test]
+fn can_be_prefix_and_must_be_fresh_match_an_oracle() {
+    let r = Redis::start("cbp", &[]);
+    let mut s = Store::open(&r.url()).unwrap();
+    let stored = [
+        ("/a/b", Some(60_000)),
+        ("/a/b/c", None),
+        ("/a/b/c/d", Some(60_000)),
+        ("/a/bb", Some(60_000)),
+        ("/a/c", None),
+        ("/a/c/x", Some(1)),
+        ("/a/c/y", Some(60_000)),
+    ];
+    for (u, f) in stored {
+        s.put(&data(u, u.as_bytes(), f)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    // Oracle: the first stored name (in TLV byte order) that the query is
+    // a prefix of, with MustBeFresh skipping stale ones.
+    let oracle = |q: &Name, cbp: bool, mbf: bool| -> Option<&str> {
+        let mut c: Vec<_> = stored
+            .iter()
+            .filter(|(u, f)| {
+                let nm = n(u);
+                (if cbp { q.is_prefix_of(&nm) } else { &nm == q })
+                    && (!mbf || f.is_some_and(|f| f > 1))
+            })
+            .map(|(u, _)| (n(u).value().to_vec(), *u))
+            .collect();
+        c.sort();
+        c.first().map(|x| x.1)
+    };
+    for q in ["/a", "/a/b", "/a/b/c", "/a/c", "/a/bb", "/z", "/"] {
+        for cbp in [false, true] {
+            for mbf in [false, true] {
+                let qn = n(q);
+                let got = s
+                    .find(&qn, cbp, mbf)
+                    .unwrap()
+                    .map(|w| Data::decode(&w).unwrap().name.to_string());
+                let want = oracle(&qn, cbp, mbf).map(|u| n(u).to_string());
+                assert_eq!(got, want, "{q} cbp={cbp} mbf={mbf}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_refused_and_leaves_nothing() {
+    let r = Redis::start("bad", &[]);
+    let mut s = Store::open(&r.url()).unwrap();
+    let p = n("/repo/x");
+    // Out of prefix: one stray packet refuses the whole object.
+    let mut segs = segment_object(&p, &[7u8; 20_000], 8000, 0);
+    segs.push(data("/elsewhere/0", b"x", None));
+    let e = s.put_object(&p, &segs).unwrap_err();
+    assert!(matches!(e, RepoError::OutOfPrefix { .. }), "{e}");
+    assert_eq!(e.status(), 400);
+    // Malformed packet.
+    let e = s.put_object(&p, &[vec![0x06, 0x05, 1]]).unwrap_err();
+    assert!(matches!(e, RepoError::Malformed(_)), "{e}");
+    assert!(s.put(&[0xFF; 3]).is_err());
+    // Oversized.
+    s.set_max_object_bytes(10_000);
+    let e = s
+        .put_object(&p, &segment_object(&p, &[1u8; 20_000], 8000, 0))
+        .unwrap_err();
+    assert!(matches!(e, RepoError::TooLarge { .. }), "{e}");
+    assert!(
+        s.list(&n("/")).unwrap().is_empty(),
+        "nothing partial is visible"
+    );
+    // A missing segment makes the object incomplete, not silently short.
+    s.set_max_object_bytes(1 << 20);
+    let segs = segment_object(&p, &[3u8; 20_000], 8000, 0);
+    s.put_object(&p, &segs[..2]).unwrap();
+    assert!(matches!(s.get_object(&p), Err(RepoError::Incomplete(_))));
+}
+
+#[test]
+fn full_redis_refuses_the_whole_object() {
+    let r = Redis::start(
+        "full",
+        &["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"],
+    );
+    let mut s = Store::open(&r.url()).unwrap();
+    let small = n("/repo/small");
+    s.put_object(&small, &segment_object(&small, &[1u8; 10_000], 8000, 0))
+        .unwrap();
+    let mut refused = None;
+    for i in 0..20 {
+        let p = n(&format!("/repo/big{i}"));
+        match s.put_object(&p, &segment_object(&p, &vec![2u8; 1 << 20], 8000, 0)) {
+            Ok(_) => {}
+            Err(e) => {
+                refused = Some((p, e));
+                break;
+            }
+        }
+    }
+    let (p, e) = refused.expect("maxmemory is reached");
+    assert!(matches!(e, RepoError::Full(_)), "{e}");
+    assert_eq!(e.status(), 507);
+    assert!(s.list(&p).unwrap().is_empty(), "no partial object: {e}");
+    assert!(s.get_object(&small).unwrap().is_some());
+}
+
+#[test]
+fn redis_down_fails_with_a_status_then_reconnects_and_aof_keeps_acknowledged_writes() {
+    let mut r = Redis::start("aof", &["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut s = Store::open(&r.url()).unwrap();
+    let p = n("/repo/durable");
+    let content: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    s.put_object(&p, &segment_object(&p, &content, 8000, 0))
+        .unwrap();
+    r.sigkill();
+    let e = s.get(&segment_name(&p, 0)).unwrap_err();
+    assert!(matches!(e, RepoError::Unavailable(_)), "{e}");
+    assert_eq!(e.status(), 503);
+    let (dir, sock) = (r.dir.clone(), r.sock.clone());
+    let r2 = Redis::spawn(
+        dir,
+        sock,
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    std::mem::forget(r);
+    // The same store reconnects by itself; AOF replay loses nothing acknowledged.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let back = loop {
+        match s.get_object(&p) {
+            Ok(v) => break v,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(reassemble(&back.unwrap()).unwrap(), content);
+    drop(r2);
+}
+
+#[test]
+fn unreachable_redis_is_unavailable() {
+    let mut s = Store::open("/nonexistent/nexthop-repo.sock").unwrap();
+    let e = s.ping().unwrap_err();
+    assert!(matches!(e, RepoError::Unavailable(_)), "{e}");
+}
