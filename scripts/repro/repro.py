@@ -30,6 +30,7 @@ PAPER_CONCISE_THROUGHPUT = (
 )
 PAPER_CONCISE_MQPS_SMALL = 400.0
 PAPER_CONCISE_MQPS_LARGE = 100.0
+PAPER_CONCISE_CORES = 4
 PAPER_OTHELLO_FPR = (
     "Othello hashing (ToN), section on alien names: \"The false positive rate can be "
     "controlled to be as low as 10^{-5} with < 2MB memory overhead using the filter of "
@@ -45,16 +46,18 @@ PAPER_BLOOMFWD = (
 PAPER_BLOOMFWD_MLPS = 169.65
 PAPER_BLOOMFWD_CORES = 68
 PAPER_CONCISE_BUILD = (
-    "Othello/Concise: construction is expected linear in n (the papers' construction-time "
-    "figures); the project's target (docs/benchmarks.md) is Othello build <= 3x a "
-    "pre-sized hashbrown insert of the same pairs."
+    "Concise (ICNP 2017), Fig. 7: \"For 4M names, it takes only 1 second to construct the FIB\" "
+    "and \"the time of Concise is larger than that of Cuckoo and BUFFALO\". Beside it: a pre-sized "
+    "hashbrown insert of the same pairs (the project's target: Othello build <= 3x hashbrown)."
 )
+PAPER_BUILD_S_PER_4M = 1.0
 PAPER_BUILD_RATIO = 3.0
 PAPER_UPDATE = (
-    "Concise (ICNP 2017), section VII: the control plane handles name insertions, deletions "
-    "and alterations at millions per second (the papers' update-throughput figures); we "
-    "report batched insert / alter / delete rates of one core against n."
+    "Concise (ICNP 2017), Fig. 8: \"In most cases, the update speed is very fast (> 1M updates "
+    "per second)\"; and \"A single CPU core is able to perform millions of network updates per "
+    "second.\" Ours: batched insert / alter / delete rates of one core against n."
 )
+PAPER_UPDATE_MOPS = 1.0
 PAPER_FHT = (
     "NDN dissertation, Table 4.4 / section 4.3: \"Using 16-bit fingerprints, the total "
     "memory size of the FHT is 3.14 GB\" for one billion ~30-byte names, i.e. about "
@@ -67,9 +70,11 @@ PAPER_PIT = (
     "load 75%)."
 )
 PAPER_SDF = (
-    "Software-defined forwarding, section 4: decision caches with wildcard marks keep the "
-    "miss rate low with few entries; we report the real decision cache of crates/sdf: "
-    "wildcard lookups against a linear scan of the same entries at 1 to 64 masks."
+    "Software-defined forwarding, section 4, Fig. 3: \"The cache miss rate is less than 1% for "
+    "cache sizes larger than 64, and is nearly 0.01% for a cache with 256 entries\" (L2 learning, "
+    "enterprise trace). Ours: the real decision cache of crates/sdf, wildcard lookups (hit rate, "
+    "subtables probed) against a linear scan of the same entries at 1 to 64 masks; the miss-rate "
+    "curves against cache size (Figs. 3-6) need a trace-replay driver this report does not have."
 )
 
 
@@ -165,10 +170,11 @@ def exp_othello_lookup(b, quick):
         "ours": "%.0f Mlps batched, one core (n < 2M)" % best_small
         + ("; %.0f Mlps at n = %.0e" % (ours_large, large[-1]["n"]) if large else ""),
         "ratio": best_small / PAPER_CONCISE_MQPS_SMALL,
-        "verdict": "reproduced" if best_small * 4 >= PAPER_CONCISE_MQPS_SMALL else "below",
+        "verdict": "beyond" if best_small > PAPER_CONCISE_MQPS_SMALL / PAPER_CONCISE_CORES else "below",
         "reason": "ours is one core of a shared 2-core VM against the paper's 4 cores; per core "
-        + ("%.1fx" % (best_small / (PAPER_CONCISE_MQPS_SMALL / 4))) + " the paper's 100 Mqps per core; the floor "
-        "(two random byte reads) is beside it in the plot",
+        + ("%.1fx" % (best_small / (PAPER_CONCISE_MQPS_SMALL / PAPER_CONCISE_CORES)))
+        + (" the paper's %.0f Mqps per core; the floor " % (PAPER_CONCISE_MQPS_SMALL / PAPER_CONCISE_CORES))
+        + "(two random byte reads) is beside it in the plot",
     }
     return {"claim": PAPER_CONCISE_THROUGHPUT, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("n", ["single_mlps", "batched_mlps", "floor_mlps"], "names n", "million lookups/s (one core)", True, False)}
@@ -188,8 +194,8 @@ def exp_othello_update(b, quick):
         med = [sorted(float(v[i]) for v in vals)[len(vals) // 2] for i in range(3)]
         rows.append({"n": n, "insert_mops": med[0], "alter_mops": med[1], "delete_mops": med[2]})
     worst = min(min(r["insert_mops"], r["alter_mops"], r["delete_mops"]) for r in rows)
-    s = {"paper": "millions of updates/s", "ours": "slowest of insert/alter/delete: %.1f M/s" % worst,
-         "ratio": worst / 1.0, "verdict": "reproduced" if worst >= 1.0 else "below",
+    s = {"paper": "> %.0fM updates/s" % PAPER_UPDATE_MOPS, "ours": "slowest of insert/alter/delete: %.1f M/s" % worst,
+         "ratio": worst / PAPER_UPDATE_MOPS, "verdict": "beyond" if worst >= 2 * PAPER_UPDATE_MOPS else ("reproduced" if worst >= PAPER_UPDATE_MOPS else "below"),
          "reason": "batched updates of 4096, medians of 3 repetitions, one core"}
     return {"claim": PAPER_UPDATE, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("n", ["insert_mops", "alter_mops", "delete_mops"], "names n", "million updates/s", True, False)}
@@ -207,11 +213,14 @@ def exp_othello_build(b, quick):
             raise RuntimeError("build_probe output not understood:\n" + out)
         med = [sorted(float(v[i]) for v in vals)[len(vals) // 2] for i in range(3)]
         rows.append({"n": n, "build_s": med[0], "hashbrown_s": med[1], "ratio": med[2]})
-    r = rows[-1]["ratio"]
-    s = {"paper": "build <= %.0fx hashbrown (project target)" % PAPER_BUILD_RATIO,
-         "ours": "%.2fx hashbrown at n = %.0e" % (r, rows[-1]["n"]), "ratio": PAPER_BUILD_RATIO / r,
-         "verdict": "reproduced" if r <= PAPER_BUILD_RATIO else "below",
-         "reason": "small n is dominated by fixed costs" if r > PAPER_BUILD_RATIO else "linear construction"}
+    last = rows[-1]
+    r = last["ratio"]
+    per4m = last["build_s"] * 4e6 / last["n"]
+    s = {"paper": "%.0f s for 4M names" % PAPER_BUILD_S_PER_4M,
+         "ours": "%.3f s at n = %.0e (%.2f s per 4M names), %.2fx hashbrown" % (last["build_s"], last["n"], per4m, r),
+         "ratio": per4m / PAPER_BUILD_S_PER_4M,
+         "verdict": "beyond" if per4m < PAPER_BUILD_S_PER_4M / 2 else ("reproduced" if per4m <= PAPER_BUILD_S_PER_4M else "below"),
+         "reason": "time scaled linearly to 4M names; build %s the project's 3x-hashbrown target" % ("within" if r <= PAPER_BUILD_RATIO else "above")}
     return {"claim": PAPER_CONCISE_BUILD, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("n", ["build_s", "hashbrown_s"], "names n", "seconds (CPU)", True, True)}
 
@@ -229,7 +238,7 @@ def exp_othello_alien(b, quick):
     last = rows[-1]
     s = {"paper": "FPR %.0e" % PAPER_OTHELLO_FPR_VALUE,
          "ours": "r = %d: measured %.2e (target %.2e), %.1f bits/key" % (last["r"], last["measured"], last["target"], last["bits_per_key"]),
-         "ratio": PAPER_OTHELLO_FPR_VALUE / max(last["measured"], 1.0 / aliens),
+         "ratio": max(last["measured"], 1.0 / aliens) / PAPER_OTHELLO_FPR_VALUE,
          "verdict": "reproduced" if last["measured"] <= 2 * last["target"] + 3.0 / aliens else "below",
          "reason": "measured rate tracks 2^-r; %d alien keys bound the resolution to %.0e" % (aliens, 1.0 / aliens)}
     return {"claim": PAPER_OTHELLO_FPR, "rows": rows, "summary": s, "commands": [c],
@@ -279,16 +288,19 @@ def exp_ndn_fib(b, quick):
     if not rows:
         raise RuntimeError("fib bench output not understood")
     k15 = max((r for r in rows if r["k"] == max(x["k"] for x in rows)), key=lambda r: r["n"])
-    s = {"paper": "binary search needs ceil(log2(k+1)) probes against k for linear (chapter 3, Figs. 3.8-3.10)",
+    s = {"paper": "binary search faster than linear (Fig. 3.10)",
          "ours": "k = %d, n = %d: binary %.1f, linear %.1f Mlps, %.1f B/rule" % (k15["k"], k15["n"], k15["binary_mlps"], k15["linear_mlps"], k15["bytes_per_rule"]),
-         "ratio": k15["binary_mlps"] / k15["linear_mlps"],
+         "ratio": k15["binary_mlps"] / k15["linear_mlps"], "ratio_of": "binary / linear",
          "verdict": "reproduced" if k15["binary_mlps"] >= k15["linear_mlps"] else "below",
-         "reason": "the worst-case two-phase FIB of section 3.4.1; with every bucket cached (small n) linear search "
-         "reads fewer distinct lines, so binary search wins only once the table leaves the cache"}
+         "reason": "the worst-case two-phase FIB of section 3.4.1 at the run's largest n; the dissertation's gap "
+         "comes from tables far larger than the cache (its Fig. 3.10: up to 1B rules), where every probe is a miss"}
     for r in rows:
         r["label"] = "n=%d k=%d" % (r["n"], r["k"])
-    return {"claim": "NDN dissertation, chapter 3: binary search of name prefixes against linear search, "
-            "lookups per second and bytes per rule against FIB size and name length (k components).",
+    return {"claim": "NDN dissertation, section 3.5, Fig. 3.10: \"the performance of linear search is worse than "
+            "that of binary search, because more memory addresses need to be visited\"; \"In summary, the lookup "
+            "performance of binary search of hash tables is still better than the that of the linear search method, "
+            "although the performance differences become smaller when aggressive memory prefetching strategies are "
+            "applied.\" Ours: lookups per second and bytes per rule against FIB size and name length (k components).",
             "rows": rows, "summary": s, "commands": cmds,
             "plot": ("label", ["binary_mlps", "linear_mlps"], "FIB size / components", "million lookups/s (one core)", False, False)}
 
@@ -306,7 +318,7 @@ def exp_ndn_fht(b, quick):
     rows.sort(key=lambda r: r["w"])
     w16 = [r for r in rows if r["w"] == 16][0]
     s = {"paper": "%.2f B/name (w = 16, 1e9 names)" % PAPER_FHT_BYTES, "ours": "%.2f B/name (w = 16, n = %d)" % (w16["bytes_per_name"], w16["n"]),
-         "ratio": PAPER_FHT_BYTES / w16["bytes_per_name"],
+         "ratio": w16["bytes_per_name"] / PAPER_FHT_BYTES,
          "verdict": "reproduced" if w16["bytes_per_name"] <= PAPER_FHT_BYTES * 1.25 else "below",
          "reason": "table sized to the next power of two at load 0.93; n is smaller than the paper's 1e9"}
     return {"claim": PAPER_FHT, "rows": rows, "summary": s, "commands": [c],
@@ -326,7 +338,7 @@ def exp_ndn_pit(b, quick):
     ratio = w16["interest_collision"] / w16["dissertation_bound"]
     s = {"paper": "collision rate close to E*d*ld/2^w = %.2e (w = 16)" % w16["dissertation_bound"],
          "ours": "%.2e interest collisions, %.2e Data false matches" % (w16["interest_collision"], w16["data_false_match"]),
-         "ratio": ratio, "verdict": "reproduced" if 0.5 <= ratio <= 1.5 else "below",
+         "ratio": ratio, "ratio_of": "measured / the dissertation's bound", "verdict": "reproduced" if 0.5 <= ratio <= 1.5 else "below",
          "reason": "measured at steady state, d = 4, E = 8"}
     return {"claim": PAPER_PIT, "rows": rows, "summary": s, "commands": [c],
             "plot": ("w", ["interest_collision", "data_false_match", "dissertation_bound"], "fingerprint bits w", "false-match rate", False, True)}
@@ -344,11 +356,14 @@ def exp_ndn_cs(b, quick):
         raise RuntimeError("pit_cs --only cs output not understood:\n" + out)
     best = max(rows, key=lambda r: r["hit_rate"])
     lru = [r for r in rows if r["policy"] == "LRU" and r["zipf"] == best["zipf"]][0]
-    s = {"paper": "selective caching / LFU keep more of the popular content than LRU (chapter 5)",
+    s = {"paper": "LRU and LFU policies (section 6.3); no hit-rate figure",
          "ours": "best %s %.3f vs LRU %.3f (Zipf %.1f)" % (best["policy"], best["hit_rate"], lru["hit_rate"], best["zipf"]),
-         "ratio": best["hit_rate"] / lru["hit_rate"], "verdict": "reproduced" if best["hit_rate"] >= lru["hit_rate"] else "below",
+         "ratio": best["hit_rate"] / lru["hit_rate"], "ratio_of": "best / LRU hit rate", "verdict": "reproduced" if best["hit_rate"] >= lru["hit_rate"] else "below",
          "reason": "synthetic Zipf request stream (seeded), capacity a tenth of the catalog"}
-    return {"claim": "NDN dissertation, Content Store: hit rate of LRU, LFU and selective caching on a Zipf request stream.",
+    return {"claim": "NDN dissertation, chapter 6 (Content Store), section 6.3: \"To support the LFU policy, each hash "
+            "table entry is associated with a counter. When a Data packet needs to be evicted to make space for a new "
+            "packet, the Data packet with the smallest counter value is evicted.\" The dissertation gives no hit-rate "
+            "figure; ours: hit rate of LRU, LFU and selective caching (sel-k2) on a seeded synthetic Zipf stream.",
             "rows": rows, "summary": s, "commands": [c],
             "plot": ("label", ["hit_rate"], "policy / Zipf exponent", "hit rate", False, False)}
 
@@ -365,11 +380,12 @@ def exp_sdf_wildcard(b, quick):
     if not rows:
         raise RuntimeError("cache --only wildcard output not understood:\n" + out)
     r4 = [r for r in rows if r["masks"] == 4][0]
-    s = {"paper": "wildcard decisions cached once serve every packet they match (section 4)",
+    s = {"paper": "miss rate < 1% above 64 entries (Fig. 3, L2)",
          "ours": "4 masks: %.1f M lookups/s, %.2f probes, %.1fx a linear scan" % (r4["wildcard_mlps"], r4["probes"], r4["wildcard_mlps"] / r4["linear_mlps"]),
-         "ratio": r4["wildcard_mlps"] / r4["linear_mlps"], "verdict": "reproduced" if r4["hit_rate"] >= 0.99 else "below",
-         "reason": "synthetic keys (each lookup an entry's frame with unmarked bytes randomized); the miss-rate "
-         "curves of Figs. 3-6 need a trace-replay driver that this report does not have yet"}
+         "ratio": r4["wildcard_mlps"] / r4["linear_mlps"], "verdict": "not measured",
+         "reason": "the miss-rate curves need a trace-replay driver this report does not have; measured instead: "
+         "wildcard lookups on synthetic keys (an entry's frame with unmarked bytes randomized), ratio = wildcard / "
+         "linear scan", "ratio_of": "wildcard / linear scan"}
     return {"claim": PAPER_SDF, "rows": rows, "summary": s, "commands": [c],
             "plot": ("label", ["wildcard_mlps", "linear_mlps"], "masks / key mix", "million lookups/s", False, False)}
 
@@ -456,10 +472,11 @@ def write_report(path, results, meta, quick):
              "`../shared/papers/*.txt` and labelled as the paper's. Raw JSON and CSV: `reproduction/raw/`."
              % (" --quick" if quick else "", meta["date"], meta["machine"]["cpu"], meta["machine"]["cores"], meta["commit"]),
              "", "## Summary", "",
-             "| experiment | paper | ours | ratio (ours/paper) | verdict |", "|---|---|---|---|---|"]
+             "| experiment | paper's number | ours | ratio | verdict |", "|---|---|---|---|---|"]
     for name, title, _, res in results:
         s = res["summary"]
-        lines.append("| [%s](#%s) | %s | %s | %.3g | %s: %s |" % (title, name.replace("_", "-"), s["paper"], s["ours"], s["ratio"], s["verdict"], s["reason"]))
+        lines.append("| [%s](#%s) | %s | %s | %.3g (%s) | %s: %s |" % (title, name.replace("_", "-"), s["paper"], s["ours"], s["ratio"],
+                                                               s.get("ratio_of", "ours / paper"), s["verdict"], s["reason"]))
     lines.append("")
     section = None
     for name, title, group, res in results:
@@ -469,7 +486,7 @@ def write_report(path, results, meta, quick):
         s = res["summary"]
         lines += ['<a id="%s"></a>' % name.replace("_", "-"), "", "### " + title, "",
                   "**Paper:** " + res["claim"], "",
-                  "**Ours:** %s (ratio %.3g; verdict: %s, %s)." % (s["ours"], s["ratio"], s["verdict"], s["reason"]), "",
+                  "**Ours:** %s (ratio %.3g, %s; verdict: %s, %s)." % (s["ours"], s["ratio"], s.get("ratio_of", "ours / paper"), s["verdict"], s["reason"]), "",
                   "```sh"] + [rel(c) for c in res["commands"]] + ["```", ""]
         cols = list(res["rows"][0].keys())
         lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
