@@ -269,11 +269,11 @@ def exp_bloomfwd_lookup(b, quick):
 
 
 def exp_ndn_fib(b, quick):
-    ns = ["2e4", "2e5"] if quick else ["1e5", "1e6", "4e6"]
+    ns = ["2e4", "2e5"] if quick else ["1e5", "1e6"]
     ks = "3,7,15"
     rows, cmds = [], []
     for n in ns:
-        c = b.cmd("fib", "--n", n, "--k", ks, "--lookups", "2e5" if quick else "2e6", "--rounds", 1 if quick else 3, "--only", "fib")
+        c = b.cmd("fib", "--n", n, "--k", ks, "--lookups", "2e5" if quick else "1e6", "--rounds", 1 if quick else 3, "--only", "fib")
         cmds.append(c)
         out = sh(c)
         blocks = re.split(r"^(?=n=\d+ k=\d+ )", out, flags=re.M)
