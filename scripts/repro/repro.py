@@ -176,7 +176,7 @@ def exp_othello_lookup(b, quick):
         + (" the paper's %.0f Mqps per core; the floor " % (PAPER_CONCISE_MQPS_SMALL / PAPER_CONCISE_CORES))
         + "(two random byte reads) is beside it in the plot",
     }
-    return {"claim": PAPER_CONCISE_THROUGHPUT, "rows": rows, "summary": s, "commands": cmds,
+    return {"data": 'synthetic: seeded random u64 keys, 8-bit values, shuffled lookup order', "claim": PAPER_CONCISE_THROUGHPUT, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("n", ["single_mlps", "batched_mlps", "floor_mlps"], "names n", "million lookups/s (one core)", True, False)}
 
 
@@ -197,7 +197,7 @@ def exp_othello_update(b, quick):
     s = {"paper": "> %.0fM updates/s" % PAPER_UPDATE_MOPS, "ours": "slowest of insert/alter/delete: %.1f M/s" % worst,
          "ratio": worst / PAPER_UPDATE_MOPS, "verdict": "beyond" if worst >= 2 * PAPER_UPDATE_MOPS else ("reproduced" if worst >= PAPER_UPDATE_MOPS else "below"),
          "reason": "batched updates of 4096, medians of 3 repetitions, one core"}
-    return {"claim": PAPER_UPDATE, "rows": rows, "summary": s, "commands": cmds,
+    return {"data": 'synthetic: seeded random u64 keys, random present keys altered and removed', "claim": PAPER_UPDATE, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("n", ["insert_mops", "alter_mops", "delete_mops"], "names n", "million updates/s", True, False)}
 
 
@@ -221,7 +221,7 @@ def exp_othello_build(b, quick):
          "ratio": per4m / PAPER_BUILD_S_PER_4M,
          "verdict": "beyond" if per4m < PAPER_BUILD_S_PER_4M / 2 else ("reproduced" if per4m <= PAPER_BUILD_S_PER_4M else "below"),
          "reason": "time scaled linearly to 4M names; build %s the project's 3x-hashbrown target" % ("within" if r <= PAPER_BUILD_RATIO else "above")}
-    return {"claim": PAPER_CONCISE_BUILD, "rows": rows, "summary": s, "commands": cmds,
+    return {"data": 'synthetic: seeded random u64 keys with 8-bit values', "claim": PAPER_CONCISE_BUILD, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("n", ["build_s", "hashbrown_s"], "names n", "seconds (CPU)", True, True)}
 
 
@@ -241,7 +241,7 @@ def exp_othello_alien(b, quick):
          "ratio": max(last["measured"], 1.0 / aliens) / PAPER_OTHELLO_FPR_VALUE,
          "verdict": "reproduced" if last["measured"] <= 2 * last["target"] + 3.0 / aliens else "below",
          "reason": "measured rate tracks 2^-r; %d alien keys bound the resolution to %.0e" % (aliens, 1.0 / aliens)}
-    return {"claim": PAPER_OTHELLO_FPR, "rows": rows, "summary": s, "commands": [c],
+    return {"data": 'synthetic: seeded random u64 known keys and disjoint alien keys', "claim": PAPER_OTHELLO_FPR, "rows": rows, "summary": s, "commands": [c],
             "plot": ("r", ["measured", "target"], "check bits r", "alien false-positive rate", False, True)}
 
 
@@ -264,7 +264,7 @@ def exp_bloomfwd_lookup(b, quick):
          "reason": "one core of ours against the paper's 68-core accelerator; per core %.1fx the paper's %.2f Mlps"
          % (best / (PAPER_BLOOMFWD_MLPS / PAPER_BLOOMFWD_CORES), PAPER_BLOOMFWD_MLPS / PAPER_BLOOMFWD_CORES)
          + "; the MIHT speedup table needs the lpm bench (`cargo bench -p nexthop-lpm --bench lpm`), not run here"}
-    return {"claim": PAPER_BLOOMFWD, "rows": rows, "summary": s, "commands": cmds,
+    return {"data": 'real: the 2015 RouteViews IPv4 and IPv6 tables (../shared/data); addresses synthetic (uniform, inside random table prefixes, inside Zipf-drawn prefixes)', "claim": PAPER_BLOOMFWD, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("label", ["batch_mlps"], "family / address stream", "million lookups/s (one core, batched)", False, False)}
 
 
@@ -296,7 +296,7 @@ def exp_ndn_fib(b, quick):
          "comes from tables far larger than the cache (its Fig. 3.10: up to 1B rules), where every probe is a miss"}
     for r in rows:
         r["label"] = "n=%d k=%d" % (r["n"], r["k"])
-    return {"claim": "NDN dissertation, section 3.5, Fig. 3.10: \"the performance of linear search is worse than "
+    return {"data": 'synthetic: the worst-case two-phase FIB of section 3.4.1 (every binary-search level its own rule)', "claim": "NDN dissertation, section 3.5, Fig. 3.10: \"the performance of linear search is worse than "
             "that of binary search, because more memory addresses need to be visited\"; \"In summary, the lookup "
             "performance of binary search of hash tables is still better than the that of the linear search method, "
             "although the performance differences become smaller when aggressive memory prefetching strategies are "
@@ -321,7 +321,7 @@ def exp_ndn_fht(b, quick):
          "ratio": w16["bytes_per_name"] / PAPER_FHT_BYTES,
          "verdict": "reproduced" if w16["bytes_per_name"] <= PAPER_FHT_BYTES * 1.25 else "below",
          "reason": "table sized to the next power of two at load 0.93; n is smaller than the paper's 1e9"}
-    return {"claim": PAPER_FHT, "rows": rows, "summary": s, "commands": [c],
+    return {"data": "synthetic: seeded random 30-byte names, as the dissertation's Table 4.4", "claim": PAPER_FHT, "rows": rows, "summary": s, "commands": [c],
             "plot": ("w", ["bytes_per_name"], "fingerprint bits w", "bytes per name", False, False)}
 
 
@@ -340,7 +340,7 @@ def exp_ndn_pit(b, quick):
          "ours": "%.2e interest collisions, %.2e Data false matches" % (w16["interest_collision"], w16["data_false_match"]),
          "ratio": ratio, "ratio_of": "measured / the dissertation's bound", "verdict": "reproduced" if 0.5 <= ratio <= 1.5 else "below",
          "reason": "measured at steady state, d = 4, E = 8"}
-    return {"claim": PAPER_PIT, "rows": rows, "summary": s, "commands": [c],
+    return {"data": 'synthetic: seeded unique Interest names at steady state', "claim": PAPER_PIT, "rows": rows, "summary": s, "commands": [c],
             "plot": ("w", ["interest_collision", "data_false_match", "dissertation_bound"], "fingerprint bits w", "false-match rate", False, True)}
 
 
@@ -360,7 +360,7 @@ def exp_ndn_cs(b, quick):
          "ours": "best %s %.3f vs LRU %.3f (Zipf %.1f)" % (best["policy"], best["hit_rate"], lru["hit_rate"], best["zipf"]),
          "ratio": best["hit_rate"] / lru["hit_rate"], "ratio_of": "best / LRU hit rate", "verdict": "reproduced" if best["hit_rate"] >= lru["hit_rate"] else "below",
          "reason": "synthetic Zipf request stream (seeded), capacity a tenth of the catalog"}
-    return {"claim": "NDN dissertation, chapter 6 (Content Store), section 6.3: \"To support the LFU policy, each hash "
+    return {"data": 'synthetic: seeded Zipf request stream over a name catalog', "claim": "NDN dissertation, chapter 6 (Content Store), section 6.3: \"To support the LFU policy, each hash "
             "table entry is associated with a counter. When a Data packet needs to be evicted to make space for a new "
             "packet, the Data packet with the smallest counter value is evicted.\" The dissertation gives no hit-rate "
             "figure; ours: hit rate of LRU, LFU and selective caching (sel-k2) on a seeded synthetic Zipf stream.",
@@ -386,7 +386,7 @@ def exp_sdf_wildcard(b, quick):
          "reason": "the miss-rate curves need a trace-replay driver this report does not have; measured instead: "
          "wildcard lookups on synthetic keys (an entry's frame with unmarked bytes randomized), ratio = wildcard / "
          "linear scan", "ratio_of": "wildcard / linear scan"}
-    return {"claim": PAPER_SDF, "rows": rows, "summary": s, "commands": [c],
+    return {"data": "synthetic: seeded frames, each lookup an entry's frame with its unmarked bytes randomized", "claim": PAPER_SDF, "rows": rows, "summary": s, "commands": [c],
             "plot": ("label", ["wildcard_mlps", "linear_mlps"], "masks / key mix", "million lookups/s", False, False)}
 
 
@@ -439,7 +439,7 @@ def plot(name, res, figdir):
 
 def write_raw(name, res, meta, rawdir):
     doc = dict(meta)
-    doc.update({"experiment": name, "commands": [" ".join(c) for c in res["commands"]], "claim": res["claim"],
+    doc.update({"experiment": name, "commands": [" ".join(c) for c in res["commands"]], "claim": res["claim"], "data": res["data"],
                 "summary": res["summary"], "rows": res["rows"]})
     with open(os.path.join(rawdir, name + ".json"), "w") as f:
         json.dump(doc, f, indent=1)
@@ -486,6 +486,7 @@ def write_report(path, results, meta, quick):
         s = res["summary"]
         lines += ['<a id="%s"></a>' % name.replace("_", "-"), "", "### " + title, "",
                   "**Paper:** " + res["claim"], "",
+                  "**Data:** " + res["data"] + ".", "",
                   "**Ours:** %s (ratio %.3g, %s; verdict: %s, %s)." % (s["ours"], s["ratio"], s.get("ratio_of", "ours / paper"), s["verdict"], s["reason"]), "",
                   "```sh"] + [rel(c) for c in res["commands"]] + ["```", ""]
         cols = list(res["rows"][0].keys())
