@@ -67,3 +67,5 @@ rm -rf target/wheels/nexthop-*.whl
 # From the root, so that python/nexthop (the sources, without the compiled
 # module) does not shadow the installed package.
 "$PY_TEST_VENV/bin/python" -m pytest -q python/tests
+echo "== reproduction report (scripts/repro.sh --quick into a temporary directory, checked)"
+bash scripts/repro/test.sh

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The reproduction report's test: `scripts/repro.sh --quick` into a
+# temporary directory produces every section, summary row, raw JSON/CSV
+# and linked figure (scripts/repro/check.py); the check itself fails on a
+# report with a section or a figure removed; an unknown --only is refused.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+scripts/repro.sh --quick --out "$tmp/full"
+py=target/repro-venv/bin/python
+"$py" scripts/repro/check.py "$tmp/full"
+# The check catches a missing figure and a missing section.
+cp -r "$tmp/full" "$tmp/nofig"
+rm "$tmp/nofig/reproduction/ndn_pit.svg"
+if "$py" scripts/repro/check.py "$tmp/nofig" 2>/dev/null; then
+    echo "repro test: check.py accepted a report with a figure missing" >&2
+    exit 1
+fi
+cp -r "$tmp/full" "$tmp/nosec"
+sed -i 's/^### NDN: Content Store hit rate$/### removed/' "$tmp/nosec/reproduction.md"
+if "$py" scripts/repro/check.py "$tmp/nosec" 2>/dev/null; then
+    echo "repro test: check.py accepted a report with a section missing" >&2
+    exit 1
+fi
+if scripts/repro.sh --only no_such_experiment --out "$tmp/bad" 2>/dev/null; then
+    echo "repro test: an unknown --only was accepted" >&2
+    exit 1
+fi
+echo "repro test: ok"
