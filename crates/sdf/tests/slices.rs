@@ -258,12 +258,12 @@ fn sliced_cache_matches_its_apps_run_uncached() {
         s ^= s << 17;
         // Hosts mostly stay on their port; one frame in 16 moves one.
         let src = (s >> 24) as u32 % 12;
-        let port = if (s >> 40) % 16 == 0 {
+        let port = if (s >> 40).is_multiple_of(16) {
             1 + (s % 4) as u16
         } else {
             1 + (src % 4) as u16
         };
-        let vlan = (s >> 8) % 3 == 0;
+        let vlan = (s >> 8).is_multiple_of(3);
         let f = eth(mac((s >> 16) as u32 % 12), mac(src), vlan.then_some(5));
         assert_eq!(cached.process(port, &f), oracle.process(port, &f));
     }
