@@ -122,6 +122,11 @@ fn bad_slice_sets_are_refused() {
         mk(&["a:l2:ports=1:share=100", "b:l2:ports=2"]),
         Err(SliceError::Shares(100, 100))
     );
+    let huge = format!("b:l2:ports=2:share={}", usize::MAX);
+    assert_eq!(
+        mk(&["a:l2:ports=1:share=60", &huge]),
+        Err(SliceError::Shares(usize::MAX, 100))
+    );
     assert_eq!(mk(&["a:l2:ports=1:share=60", "b:l2:ports=2"]), Ok(()));
 }
 

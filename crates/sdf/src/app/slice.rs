@@ -209,7 +209,11 @@ impl<A: App> SlicedSwitch<A> {
         if slices.is_empty() || slices.len() > MAX_SLICES {
             return Err(SliceError::Count(slices.len()));
         }
-        let given: usize = slices.iter().filter_map(|(s, _)| s.share).sum();
+        let given = slices
+            .iter()
+            .filter_map(|(s, _)| s.share)
+            .try_fold(0usize, usize::checked_add)
+            .ok_or(SliceError::Shares(usize::MAX, cfg.capacity))?;
         let unshared = slices.iter().filter(|(s, _)| s.share.is_none()).count();
         let left = cfg.capacity.checked_sub(given);
         let equal = match (left, unshared) {
