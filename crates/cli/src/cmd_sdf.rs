@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// Misses queued to the app at most.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     queue: usize,
+    /// Turn the pending-miss table off: every miss is an app call, even
+    /// of a flow whose decision is in flight (a baseline to compare with).
+    #[arg(long)]
+    no_pending_table: bool,
     /// Print the summary as JSON instead of one line.
     #[arg(long)]
     json: bool,
@@ -270,6 +274,7 @@ fn sdf_config(a: &RunArgs, ports: Vec<u16>) -> SdfConfig {
         },
         ports,
         queue: a.queue,
+        pending_table: !a.no_pending_table,
         ..SdfConfig::default()
     }
 }

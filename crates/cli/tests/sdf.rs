@@ -196,6 +196,53 @@ fn sdf_run_json_counts_cache_levels_and_pipeline() {
 }
 
 #[test]
+fn no_pending_table_makes_every_miss_an_app_call() {
+    // One group of 32 frames of one flow, then its own reply: with the
+    // pending-miss table the group makes one app call and 31 waits,
+    // without it 32 app calls; the same frames come out either way.
+    let fx = Fixture::new();
+    let burst: Vec<(u32, Vec<u8>)> = (0..32).map(|_| (1, eth(mac(2), mac(1), 1))).collect();
+    let input = fx.file("burst.pcap", pcap(&burst));
+    let run = |extra: &[&str], out: &str| {
+        let out = fx.path(out);
+        let mut cmd = nexthop();
+        cmd.args(["sdf", "run", "--app", "l2switch", "--in-pcap"])
+            .arg(format!("1={}", input.display()))
+            .arg("--out-dir")
+            .arg(&out)
+            .args(extra);
+        let ok = cmd.assert().success();
+        let f = fields(stdout(&ok).trim());
+        let sent: Vec<Vec<Vec<u8>>> = (0..4)
+            .map(|p| {
+                let path = out.join(format!("port-{p}.pcap"));
+                if path.exists() {
+                    frames_of(&path)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        (f, sent)
+    };
+    let (on, sent_on) = run(&[], "on");
+    assert_eq!(on["misses"], "32", "{on:?}");
+    assert_eq!(on["app_calls"], "1", "{on:?}");
+    assert_eq!(on["pending_waits"], "31", "{on:?}");
+    let (off, sent_off) = run(&["--no-pending-table"], "off");
+    assert_eq!(off["misses"], "32", "{off:?}");
+    assert_eq!(off["app_calls"], "32", "{off:?}");
+    assert_eq!(off["pending_waits"], "0", "{off:?}");
+    assert_eq!(on["forwarded"], off["forwarded"]);
+    assert_eq!(sent_on, sent_off);
+    assert_eq!(
+        sent_on.iter().map(Vec::len).sum::<usize>(),
+        32 * 3,
+        "flooded"
+    );
+}
+
+#[test]
 fn one_input_defaults_to_port_zero() {
     let fx = Fixture::new();
     let frames = vec![

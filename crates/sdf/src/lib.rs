@@ -21,7 +21,9 @@
 //! * [`app`]: the paper's API (§6.1): the [`app::App`] trait the switch
 //!   calls on a miss, `InPkt` marks, `OutPkt` registrations and
 //!   destinations, `Control`; [`app::Switch`], the cache in front of an app
-//!   on one thread; [`app::L2Switch`], a learning switch.
+//!   on one thread; [`app::L2Switch`], a learning switch;
+//!   [`app::SlicedSwitch`], several apps on one switch, each owning the
+//!   traffic of a port set or a VLAN id with its own share of the cache.
 //!
 //! A worker looks frames up in batches ([`DecisionCache::lookup_batch`])
 //! and applies the hit entries' actions; on a miss the app decides, and the

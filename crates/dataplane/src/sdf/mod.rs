@@ -86,6 +86,10 @@ pub struct SdfConfig {
     pub pending_timeout: Duration,
     /// How often the app's `on_tick` runs.
     pub tick_every: Duration,
+    /// The pending-miss table: misses of a flow whose decision is in
+    /// flight wait for it (one app call per flow). Off, every miss is a
+    /// request of its own (the miss-path benchmark's baseline).
+    pub pending_table: bool,
 }
 
 impl Default for SdfConfig {
@@ -99,6 +103,7 @@ impl Default for SdfConfig {
             max_waiting_total: 16384,
             pending_timeout: Duration::from_secs(2),
             tick_every: Duration::from_millis(100),
+            pending_table: true,
         }
     }
 }
@@ -373,7 +378,7 @@ impl SdfRuntime {
             cfg: self.cfg.clone(),
             ports,
             pending: HashMap::new(),
-            by_token: HashMap::new(),
+            by_key: HashMap::new(),
             waiting_total: 0,
             next_token: 1,
             next_scan: Instant::now(),
@@ -506,9 +511,10 @@ fn app_thread(mut app: Box<dyn App>, shared: &Shared, cfg: &SdfConfig, rx: &Rece
     }
 }
 
-/// A flow whose decision is in flight.
+/// A request in flight, with the frames of its flow that wait for it.
 struct Pending {
-    token: u64,
+    /// The flow (its exact header key).
+    key: HeaderKey,
     since: Instant,
     in_port: u16,
     /// The frame the app is deciding (sent as the reply says).
@@ -529,10 +535,12 @@ pub struct SdfStage {
     reply_rx: Receiver<Response>,
     cfg: SdfConfig,
     ports: Vec<u16>,
+    /// Requests in flight by token.
+    pending: HashMap<u64, Pending>,
     /// The pending-miss table: exact header key (the whole key and the
-    /// port) → the flow in flight.
-    pending: HashMap<HeaderKey, Pending>,
-    by_token: HashMap<u64, HeaderKey>,
+    /// port) → the token of the flow's request in flight (empty when
+    /// `pending_table` is off).
+    by_key: HashMap<HeaderKey, u64>,
     waiting_total: usize,
     next_token: u64,
     next_scan: Instant,
@@ -596,7 +604,8 @@ impl SdfStage {
         &self.ports
     }
 
-    /// Flows with a decision in flight.
+    /// Requests in flight (with the pending-miss table: flows with a
+    /// decision in flight).
     pub fn pending_flows(&self) -> usize {
         self.pending.len()
     }
@@ -684,7 +693,8 @@ impl SdfStage {
 
     /// A miss: wait for the flow's decision in flight, or ask the app.
     fn miss(&mut self, key: HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
-        if let Some(p) = self.pending.get_mut(&key) {
+        let waits_for = self.by_key.get(&key).copied();
+        if let Some(p) = waits_for.and_then(|t| self.pending.get_mut(&t)) {
             if p.waiting.len() >= self.cfg.max_waiting
                 || self.waiting_total >= self.cfg.max_waiting_total
             {
@@ -704,11 +714,13 @@ impl SdfStage {
         }
         match self.request(in_port, frame.to_vec()) {
             Ok(token) => {
-                self.by_token.insert(token, key.clone());
+                if self.cfg.pending_table {
+                    self.by_key.insert(key.clone(), token);
+                }
                 self.pending.insert(
-                    key,
+                    token,
                     Pending {
-                        token,
+                        key,
                         since: Instant::now(),
                         in_port,
                         stamp,
@@ -786,15 +798,15 @@ impl SdfStage {
         }
         self.next_scan = now + self.cfg.pending_timeout / 4;
         let timeout = self.cfg.pending_timeout;
-        let old: Vec<HeaderKey> = self
+        let old: Vec<u64> = self
             .pending
             .iter()
             .filter(|(_, p)| now.duration_since(p.since) >= timeout)
-            .map(|(k, _)| k.clone())
+            .map(|(&t, _)| t)
             .collect();
-        for k in old {
-            if let Some(p) = self.pending.remove(&k) {
-                self.by_token.remove(&p.token);
+        for t in old {
+            if let Some(p) = self.pending.remove(&t) {
+                self.forget(&p.key, t);
                 let n = 1 + p.waiting.len() as u64;
                 self.waiting_total -= p.waiting.len();
                 self.sdf.drops.app_timeout += n;
@@ -804,13 +816,11 @@ impl SdfStage {
     }
 
     fn answer(&mut self, r: Response, sink: &mut impl Sink) {
-        let Some(key) = self.by_token.remove(&r.token) else {
+        let Some(mut p) = self.pending.remove(&r.token) else {
             self.sdf.late_replies += 1;
             return;
         };
-        let Some(mut p) = self.pending.remove(&key) else {
-            return;
-        };
+        self.forget(&p.key, r.token);
         self.waiting_total -= p.waiting.len();
         // The frame the app decided.
         if r.drop.is_some() {
@@ -856,11 +866,10 @@ impl SdfStage {
                 match self.request(p.in_port, frame) {
                     Ok(token) => {
                         self.waiting_total += p.waiting.len();
-                        self.by_token.insert(token, key.clone());
-                        p.token = token;
+                        self.by_key.insert(p.key.clone(), token);
                         p.stamp = stamp;
                         p.since = Instant::now();
-                        self.pending.insert(key, p);
+                        self.pending.insert(token, p);
                     }
                     Err(gone) => {
                         let n = 1 + p.waiting.len() as u64;
@@ -873,6 +882,14 @@ impl SdfStage {
                     }
                 }
             }
+        }
+    }
+
+    /// Take `key` out of the pending-miss table if `token` is its
+    /// request there.
+    fn forget(&mut self, key: &HeaderKey, token: u64) {
+        if self.by_key.get(key) == Some(&token) {
+            self.by_key.remove(key);
         }
     }
 

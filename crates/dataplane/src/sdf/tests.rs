@@ -120,6 +120,36 @@ fn pending_miss_table_makes_one_app_call_per_flow_in_flight() {
 }
 
 #[test]
+fn without_the_pending_table_every_miss_is_an_app_call() {
+    let (rt, calls, closed) = gated(SdfConfig {
+        pending_table: false,
+        ..cfg()
+    });
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    closed.store(true, Ordering::SeqCst);
+    let frames: Vec<Vec<u8>> = (0..200).map(|i| frame((i % 4) as u8 + 1, 7)).collect();
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    stage.process(0, &refs, &[], &mut sink);
+    assert_eq!(stage.pending_flows(), 200);
+    assert_eq!(stage.waiting_frames(), 0);
+    closed.store(false, Ordering::SeqCst);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    let c = *stage.sdf_counters();
+    assert_eq!(calls.load(Ordering::SeqCst), 200, "one app call per miss");
+    assert_eq!(c.app_requests, 200);
+    assert_eq!((c.misses, c.pending_waits, c.pending_resolved), (200, 0, 0));
+    assert_eq!(c.drops.total(), 0);
+    assert_eq!(sink.total(), 200);
+    assert_eq!(sink.0[&1].len(), 50);
+    // The decisions were cached all the same.
+    stage.process(0, &refs, &[], &mut sink);
+    assert_eq!(stage.sdf_counters().hits, 200);
+    assert_eq!(calls.load(Ordering::SeqCst), 200);
+    assert!(stage.counters().is_consistent());
+}
+
+#[test]
 fn stage_counters_merge_what_every_stage_published_and_outlive_the_stages() {
     let (rt, _calls, _closed) = gated(cfg());
     let mut a = rt.stage();

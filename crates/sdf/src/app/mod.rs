@@ -35,6 +35,7 @@
 //! `nexthop-dataplane` runs the app on its own thread instead.
 
 mod l2;
+mod slice;
 mod switch;
 
 use std::collections::BTreeMap;
@@ -50,6 +51,9 @@ use crate::cache::{Counters, Decision, DecisionCache, InstallError, Installed, S
 use crate::key::{HeaderKey, Mask, PortId, KEY_BITS, KEY_BYTES};
 
 pub use l2::{L2Config, L2Switch};
+pub use slice::{
+    vlan_of, SliceCounters, SliceError, SliceMatch, SliceSpec, SlicedSwitch, MAX_SLICES,
+};
 pub use switch::{Switch, SwitchCounters};
 
 /// Ports a switch may have at most (physical and tunnel together).
