@@ -187,6 +187,8 @@ impl PyOutPkt {
     }
 
     /// Also send to the control port.
+    // The paper's (and the Rust OutPkt's) name, not a conversion.
+    #[allow(clippy::wrong_self_convention)]
     fn to_controller(&mut self) {
         self.out.to_controller();
     }
@@ -383,7 +385,7 @@ fn call_app(
     ctl: &mut Control<'_>,
 ) -> Result<(), AppError> {
     let alive = Rc::new(Cell::new(true));
-    let ctl_ptr = ctl as *mut Control<'_> as *mut Control<'static>;
+    let ctl_ptr: *mut Control<'static> = (ctl as *mut Control<'_>).cast();
     let r = (|| -> PyResult<()> {
         let c = Bound::new(
             py,
@@ -566,7 +568,7 @@ impl PySwitch {
         let c = Bound::new(
             py,
             PyControl {
-                ptr: &mut ctl as *mut Control<'_> as *mut Control<'static>,
+                ptr: (&mut ctl as *mut Control<'_>).cast(),
                 alive: alive.clone(),
             },
         )?;

@@ -360,3 +360,49 @@ def test_run_pcap_and_module_cli_match_the_in_process_switch(tmp_path):
         capture_output=True, text=True,
     )
     assert bad.returncode == 1 and "error:" in bad.stderr
+
+
+def test_nexthop_sdf_run_with_a_py_app_runs_it_through_the_package(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import nexthop.apps.l2switch as l2
+    from conftest import ROOT
+
+    exe = Path(os.environ.get("NEXTHOP_BIN", ROOT / "target" / "release" / "nexthop"))
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: run `cargo build --release -p nexthop-cli` first")
+    frames = [f for p, f in l2_traffic(11, 200) if p != "tick"]
+    write_pcap(tmp_path / "in.pcap", frames)
+    args = [str(exe), "sdf", "run", "--app", l2.__file__, "--in-pcap", str(tmp_path / "in.pcap"),
+            "--out-dir", str(tmp_path / "out"), "--json"]
+    r = subprocess.run(args, capture_output=True, text=True,
+                       env={**os.environ, "NEXTHOP_PYTHON": sys.executable})
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["frames_in"] == len(frames) and s["app_calls"] >= 1
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(s["outputs"])
+    r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "NEXTHOP_PYTHON": "false"})
+    assert r.returncode != 0
+    assert "Python apps need the nexthop Python package" in r.stderr
+
+
+def test_on_tick_errors_are_reported_not_raised(monkeypatch):
+    import sys
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(str(u.exc_value)))
+
+    class App:
+        def on_packet(self, pkt, ctl):
+            pass
+
+        def on_tick(self, ctl):
+            raise ZeroDivisionError("tock")
+
+    sw = Switch(App(), ports=[1])
+    sw.tick(1.0)
+    assert len(seen) == 1 and "tock" in seen[0]
+    assert sw.process(1, eth(mac(1), mac(2))) == []
