@@ -406,3 +406,86 @@ def test_on_tick_errors_are_reported_not_raised(monkeypatch):
     sw.tick(1.0)
     assert len(seen) == 1 and "tock" in seen[0]
     assert sw.process(1, eth(mac(1), mac(2))) == []
+
+
+IFACES = {1: ("02:00:00:00:01:01", "10.1.0.1"), 2: ("02:00:00:00:02:01", "10.2.0.1"), 3: ("02:00:00:00:03:01", "10.3.0.1")}
+
+
+def ip_frame(dst: str, ttl: int = 64, src: str = "10.9.9.9") -> bytes:
+    import ipaddress
+
+    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 46, 0, 0, ttl, 17, 0,
+                              ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
+    h[10:12] = struct.pack("!H", checksum(bytes(h)))
+    return eth(bytes.fromhex("020000000101"), mac(9), 0x0800, bytes(h) + b"\0" * 26)
+
+
+def make_router(tmp_path):
+    from nexthop.apps.router import Router
+
+    routes = tmp_path / "routes.txt"
+    routes.write_text("# prefix port next-hop\n10.0.0.0/8 2 02:00:00:00:00:aa\n192.168.0.0/16 3 02:00:00:00:00:bb\n")
+    app = Router(IFACES)
+    sw = Switch(app, ports=[1, 2, 3])
+    sw.control(lambda ctl: app.load_routes(routes, ctl))
+    return app, sw
+
+
+def test_router_forwards_rewrites_and_decrements_ttl(tmp_path):
+    app, sw = make_router(tmp_path)
+    for _ in range(2):  # miss, then hit
+        [(port, b)] = sw.process(1, ip_frame("10.5.5.5"))
+        assert port == 2 and b[0:12] == bytes.fromhex("0200000000aa" "020000000201")
+        assert b[14 + 8] == 63 and checksum(b[14:34]) == 0
+    assert sw.counters()["hits"] == 1
+    assert sw.process(1, ip_frame("10.5.5.6", ttl=1)) == []
+    assert sw.process(1, ip_frame("8.8.8.8")) == []  # no route
+    assert sw.process(1, ip_frame("10.2.0.1")) == [(None, ip_frame("10.2.0.1"))]  # to the router
+
+
+def test_router_answers_arp_for_its_addresses_uncached(tmp_path):
+    app, sw = make_router(tmp_path)
+    req = (b"\xff" * 6 + mac(9) + b"\x08\x06" + b"\x00\x01\x08\x00\x06\x04\x00\x01"
+           + mac(9) + bytes([10, 1, 0, 9]) + b"\0" * 6 + bytes([10, 1, 0, 1]))
+    for _ in range(2):
+        [(port, r)] = sw.process(1, req)
+        assert port == 1 and r[0:6] == mac(9) and r[20:22] == b"\x00\x02"
+        assert r[22:28] == bytes.fromhex("020000000101") and r[28:32] == bytes([10, 1, 0, 1])
+    assert sw.counters()["hits"] == 0
+    other = req[:38] + bytes([10, 1, 0, 77])
+    assert sw.process(1, other) == []
+
+
+def test_router_route_change_revokes_only_that_prefix(tmp_path):
+    app, sw = make_router(tmp_path)
+    for d in ("10.1.1.1", "10.7.7.7", "192.168.1.1", "192.168.2.2"):
+        sw.process(1, ip_frame(d))
+    assert sw.counters()["entries"] == 4
+    # A more specific route inside 10/8 takes over: 10/8's two decisions go.
+    assert sw.control(lambda ctl: app.announce(ctl, "10.7.0.0/16", 3, "02:00:00:00:00:cc")) == 2
+    hits = sw.counters()["hits"]
+    assert sw.process(1, ip_frame("192.168.1.1"))[0][0] == 3 and sw.counters()["hits"] == hits + 1
+    assert sw.process(1, ip_frame("10.7.7.7"))[0][0] == 3
+    assert sw.process(1, ip_frame("10.1.1.1"))[0][0] == 2
+    assert sw.control(lambda ctl: app.withdraw(ctl, "10.7.0.0/16")) == 1
+    assert sw.process(1, ip_frame("10.7.7.7"))[0][0] == 2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_router_cache_oracle_with_route_changes(tmp_path, seed):
+    changes = [("announce", "10.7.0.0/16", 3, "02:00:00:00:00:cc"), ("withdraw", "10.0.0.0/8"),
+               ("announce", "10.0.0.0/8", 1, "02:00:00:00:00:dd"), ("announce", "0.0.0.0/0", 2, "02:00:00:00:00:ee"),
+               ("withdraw", "10.7.0.0/16"), ("announce", "192.168.7.0/24", 1, "02:00:00:00:00:ff")]
+    rng = random.Random(seed)
+    (app_c, cached), (app_u, _) = make_router(tmp_path), make_router(tmp_path)
+    uncached = Switch(app_u, ports=[1, 2, 3], caching=False)
+    for i in range(1500):
+        if i % 250 == 249:
+            op, *args = changes[(i // 250) % len(changes)]
+            for a, s in ((app_c, cached), (app_u, uncached)):
+                s.control(lambda ctl, a=a: getattr(a, op)(ctl, *args))
+        d = rng.choice(["10.1.1.1", "10.7.1.2", "10.7.200.1", "192.168.7.7", "192.168.1.1", "8.8.8.8", "10.2.0.1"])
+        f = ip_frame(d, ttl=rng.choice([1, 2, 64]))
+        port = rng.randrange(1, 4)
+        assert cached.process(port, f) == uncached.process(port, f)
+    assert cached.counters()["hits"] > 0
