@@ -489,3 +489,26 @@ def test_router_cache_oracle_with_route_changes(tmp_path, seed):
         port = rng.randrange(1, 4)
         assert cached.process(port, f) == uncached.process(port, f)
     assert cached.counters()["hits"] > 0
+
+
+def test_router_app_file_runs_over_pcap(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import nexthop.apps.router as router
+
+    (tmp_path / "routes.txt").write_text("10.0.0.0/8 2 02:00:00:00:00:aa\n")
+    frames = [ip_frame("10.5.5.5"), ip_frame("10.5.5.5", ttl=9), ip_frame("8.8.8.8")]
+    write_pcap(tmp_path / "in.pcap", frames)
+    env = {**os.environ, "NEXTHOP_ROUTER_ROUTES": str(tmp_path / "routes.txt"),
+           "NEXTHOP_ROUTER_IFACES": ";".join(f"{p}={m},{a}" for p, (m, a) in IFACES.items())}
+    r = subprocess.run(
+        [sys.executable, "-m", "nexthop.sdf", "run", "--app", router.__file__, "--in-pcap",
+         f"1={tmp_path / 'in.pcap'}", "--out-dir", str(tmp_path / "out"), "--json"],
+        capture_output=True, text=True, env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    out = read_pcap(tmp_path / "out" / "port-2.pcap")
+    assert [b[14 + 8] for b in out] == [63, 8] and all(checksum(b[14:34]) == 0 for b in out)
+    assert json.loads(r.stdout)["frames_in"] == 3
