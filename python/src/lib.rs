@@ -13,6 +13,7 @@ mod flat;
 mod lpm;
 mod namefib;
 mod ndn;
+mod sdf;
 mod stats;
 
 /// The compiled half of the `nexthop` package (import `nexthop`, not this).
@@ -36,5 +37,6 @@ fn _nexthop(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndn::canonical_uri, m)?)?;
     m.add_function(wrap_pyfunction!(ndn::name_to_wire, m)?)?;
     m.add_function(wrap_pyfunction!(ndn::name_from_wire, m)?)?;
+    sdf::register(m)?;
     Ok(())
 }

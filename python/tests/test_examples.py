@@ -52,3 +52,14 @@ def test_native_batch_rate_hooks():
     mac = nexthop.FlatFib.build([("02:00:00:00:00:01", "1")], "mac")
     with pytest.raises(TypeError, match="u64"):
         mac._native_batch_rate(np.arange(10, dtype=np.uint64))
+
+
+def test_sdf_miss_bench_runs():
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "python" / "examples" / "sdf_miss_bench.py"),
+         "--hosts", "64", "--flows", "2000", "--rounds", "1"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "python L2 app, in-process Switch:" in r.stdout
+    assert "python / rust:" in r.stdout

@@ -101,7 +101,9 @@ impl FromStr for PortList {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The app: a built-in app by name (l2switch: an Ethernet learning
-    /// switch).
+    /// switch), or a Python app file `APP.py` (offline only; run by
+    /// `${NEXTHOP_PYTHON:-python3} -m nexthop.sdf run`, which needs the
+    /// nexthop Python package).
     #[arg(long, value_name = "NAME")]
     app: String,
     /// Offline input: a classic pcap file of Ethernet frames, received on
@@ -185,6 +187,7 @@ pub struct RunArgs {
 /// `nexthop sdf`.
 pub fn run(cmd: SdfCmd) -> Result<()> {
     match cmd {
+        SdfCmd::Run(a) if a.app.ends_with(".py") => run_python(&a),
         SdfCmd::Run(a) => {
             let live = !a.live_ports.is_empty();
             match (live, a.in_pcap.is_empty(), &a.out_dir) {
@@ -198,6 +201,63 @@ pub fn run(cmd: SdfCmd) -> Result<()> {
             }
         }
     }
+}
+
+/// A Python app: the same offline run through the Python package.
+fn run_python(a: &RunArgs) -> Result<()> {
+    if !a.live_ports.is_empty() {
+        bail!(
+            "--app {}: a Python app runs offline only (--in-pcap, --out-dir)",
+            a.app
+        );
+    }
+    let Some(out_dir) = &a.out_dir else {
+        bail!(
+            "--app {}: a Python app needs --in-pcap FILE --out-dir DIR",
+            a.app
+        );
+    };
+    if a.in_pcap.is_empty() {
+        bail!(
+            "--app {}: a Python app needs --in-pcap FILE --out-dir DIR",
+            a.app
+        );
+    }
+    let py = std::env::var_os("NEXTHOP_PYTHON").unwrap_or_else(|| "python3".into());
+    let importable = std::process::Command::new(&py)
+        .args(["-c", "import nexthop.sdf"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !importable {
+        bail!(
+            "--app {}: Python apps need the nexthop Python package, but `{} -c 'import nexthop.sdf'` failed (install the wheel built from python/, or point NEXTHOP_PYTHON at an interpreter that has it)",
+            a.app,
+            py.to_string_lossy()
+        );
+    }
+    let mut cmd = std::process::Command::new(&py);
+    cmd.args(["-m", "nexthop.sdf", "run", "--app", &a.app]);
+    for i in &a.in_pcap {
+        cmd.arg("--in-pcap")
+            .arg(format!("{}={}", i.port, i.path.display()));
+    }
+    let ports: Vec<String> = a.ports.0.iter().map(u16::to_string).collect();
+    cmd.arg("--out-dir").arg(out_dir);
+    cmd.args(["--ports", &ports.join(",")]);
+    cmd.args(["--cache-capacity", &a.cache_capacity.to_string()]);
+    cmd.args(["--max-masks", &a.max_masks.to_string()]);
+    if a.json {
+        cmd.arg("--json");
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| anyhow!("{}: {e}", py.to_string_lossy()))?;
+    if !status.success() {
+        bail!("--app {}: the Python app run failed ({status})", a.app);
+    }
+    Ok(())
 }
 
 fn builtin(a: &RunArgs) -> Result<Box<dyn App>> {

@@ -1,0 +1,1 @@
+"""SDF apps that ship with nexthop (see :mod:`nexthop.sdf`)."""

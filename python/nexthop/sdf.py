@@ -1,0 +1,109 @@
+"""Software-defined forwarding apps in Python (the SDF paper's API).
+
+An app is an object with ``on_packet(self, pkt, ctl)`` and optionally
+``on_tick(self, ctl)``. For each packet the decision cache misses, the
+switch calls ``on_packet`` with the packet (:class:`InPkt`) and the switch's
+:class:`Control`; the app reads header fields (which *marks* them: the
+cached decision will match exactly those bits), builds an :class:`OutPkt`
+with ``pkt.new_out_pkt()``, adds destinations, registers the
+:class:`StateId` s the decision depended on, and sends it with
+``pkt.send(out)``. When that state changes, ``ctl.removed(state_id)``
+revokes exactly the cached decisions that registered it.
+
+``pkt`` and ``ctl`` are valid only during the call: a later use raises
+:class:`RuntimeError`. An exception raised by the app (or a return value
+other than ``None``) drops the packet and is counted as ``app_error``; a
+mark beyond the header drops it as ``mark_beyond_header``.
+
+:class:`Switch` runs the whole switch (cache in front of the app) in the
+calling thread: ``process(in_port, frame)`` returns the frames to send as
+``(port, bytes)`` pairs, ``port`` None for the control port.
+:func:`run_pcap` runs an app over pcap files through the data plane's SDF
+pipeline, as ``python -m nexthop.sdf run --app APP.py --in-pcap [PORT=]FILE
+--out-dir DIR`` and ``nexthop sdf run --app APP.py ...`` do. An app file
+defines ``make_app()`` (or an ``app`` object).
+"""
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from ._nexthop import Control, InPkt, OutPkt, StateId, Switch, drop_reasons, run_pcap
+
+__all__ = ["Control", "InPkt", "OutPkt", "StateId", "Switch", "drop_reasons", "load_app", "run_pcap"]
+
+
+def load_app(path: "str | Path") -> Any:
+    """The app of the Python file ``path``: its ``make_app()``, else its ``app``."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"_nexthop_sdf_app_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{path}: not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses and pickling look the module up
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    if callable(getattr(mod, "make_app", None)):
+        return mod.make_app()
+    if hasattr(mod, "app"):
+        return mod.app
+    raise ValueError(f"{path}: defines neither make_app() nor app")
+
+
+def _in_pcap(s: str) -> "tuple[int, str]":
+    port, sep, f = s.partition("=")
+    if sep and port.isdigit():
+        if not f:
+            raise argparse.ArgumentTypeError(f"{s!r}: no file after {port}=")
+        return int(port), f
+    return 0, s
+
+
+def _ports(s: str) -> "list[int]":
+    try:
+        return [int(p) for p in s.split(",") if p]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected a comma list of port numbers") from None
+
+
+def main(argv: Optional["list[str]"] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nexthop.sdf", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a Python app over pcap files")
+    r.add_argument("--app", required=True, metavar="APP.py")
+    r.add_argument("--in-pcap", action="append", type=_in_pcap, required=True, metavar="[PORT=]FILE")
+    r.add_argument("--out-dir", required=True, metavar="DIR")
+    r.add_argument("--ports", type=_ports, default=[0, 1, 2, 3], metavar="LIST")
+    r.add_argument("--cache-capacity", type=int, default=None)
+    r.add_argument("--max-masks", type=int, default=None)
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    a = ap.parse_args(argv)
+    try:
+        app = load_app(a.app)
+    except Exception as e:  # the app file's own failure, reported as such
+        print(f"error: {a.app}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    try:
+        Path(a.out_dir).mkdir(parents=True, exist_ok=True)
+        s = run_pcap(app, a.in_pcap, a.out_dir, a.ports, a.cache_capacity, a.max_masks)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        print(json.dumps(s, indent=2, sort_keys=True))
+    else:
+        keys = ("frames_in", "forwarded", "dropped", "punted", "hits", "misses", "app_calls", "entries")
+        print(" ".join(f"{k}={s[k]}" for k in keys))
+    for m in s["stopped_by"]:
+        print(f"warning: {m}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
