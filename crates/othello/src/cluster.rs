@@ -187,8 +187,8 @@ fn snapshot_bytes(dir: &Path) -> Result<u64, DirError> {
         .map_or(0, |f| f.bytes))
 }
 
-/// Build a cluster of `nodes` nodes from `routes` into `dir` (which must
-/// not hold anything but an earlier cluster): the owner map with
+/// Build a cluster of `nodes` nodes from `routes` into `dir` (created if
+/// missing; an earlier cluster there is replaced table by table): the owner map with
 /// [`owner_value_bits`] value bits and no check bits, and per node a
 /// Concise FIB of its partition with `cfg`. `cfg.seed` seeds every table.
 ///
