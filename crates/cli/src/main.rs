@@ -6,6 +6,7 @@
 //! `error: ...` with a non-zero exit.
 #![forbid(unsafe_code)]
 
+mod cmd_cluster;
 mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
@@ -62,6 +63,9 @@ enum Cmd {
     /// Concise FIB directories: build, lookup, update, stats.
     #[command(subcommand)]
     Fib(FibCmd),
+    /// A FIB split across a cluster of nodes: build, forward (offline).
+    #[command(subcommand)]
+    Cluster(cmd_cluster::ClusterCmd),
     /// Generate a dataset, build a FIB, verify it, measure lookups and updates.
     Demo(DemoArgs),
     /// Forward a pcap file's frames through a Concise FIB (--fib) or an IP
@@ -291,6 +295,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json: a.json,
         }),
         Cmd::Forward(a) => cmd_forward::run(a),
+        Cmd::Cluster(c) => cmd_cluster::run(c),
         Cmd::Gen(a) => cmd_gen::run(&a),
         Cmd::Run(a) => cmd_run::run(a),
         Cmd::Controller(a) => cmd_controller::run(&a),

@@ -5,6 +5,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod delta;
