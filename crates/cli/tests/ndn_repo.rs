@@ -1,58 +1,22 @@
 //! `nexthop ndn repo put|get|delete|list` against a real `redis-server`
 //! started on a temporary Unix socket (and stopped, also on failure).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use nexthop_testutil::redis::RedisServer;
+
+#[path = "common/proc.rs"]
+mod proc;
+use proc::Proc;
 
 const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
 
-struct Redis {
-    child: Child,
-    dir: PathBuf,
-    sock: PathBuf,
-}
-
-impl Redis {
-    fn start(tag: &str, extra: &[&str]) -> Redis {
-        let dir =
-            std::env::temp_dir().join(format!("nexthop-ndn-repo-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let sock = dir.join("redis.sock");
-        let child = Self::spawn(&dir, &sock, extra);
-        Redis { child, dir, sock }
-    }
-
-    fn spawn(dir: &Path, sock: &Path, extra: &[&str]) -> Child {
-        let child = Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket"])
-            .arg(sock)
-            .args(["--save", "", "--dir"])
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !sock.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not open {sock:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A `redis-server` of the test's own on a private Unix socket (stopped
+/// on drop, also on failure); its directory holds the test's other files.
+fn redis(extra: &[&str]) -> RedisServer {
+    RedisServer::start_unix(extra).expect("redis-server is installed")
 }
 
 fn repo(sock: &Path, args: &[&str]) -> Output {
@@ -71,14 +35,14 @@ fn ok(o: &Output) -> String {
 
 #[test]
 fn put_get_list_delete_byte_compared() {
-    let r = Redis::start("cli", &[]);
+    let r = redis(&[]);
     for (i, len) in [1usize, 8000, 8001, 2 << 20].into_iter().enumerate() {
         let content: Vec<u8> = (0..len).map(|j| (j * 7 + i) as u8).collect();
-        let f = r.dir.join(format!("in{i}"));
+        let f = r.dir().join(format!("in{i}"));
         std::fs::write(&f, &content).unwrap();
         let name = format!("/demo/file{i}");
         let out = ok(&repo(
-            &r.sock,
+            &r.socket(),
             &["put", "--prefix", &name, f.to_str().unwrap()],
         ));
         let segs = len.div_ceil(8000);
@@ -86,21 +50,24 @@ fn put_get_list_delete_byte_compared() {
             out.trim(),
             format!("stored {name} segments={segs} bytes={len}")
         );
-        assert_eq!(repo(&r.sock, &["get", &name]).stdout, content);
-        let o = r.dir.join(format!("out{i}"));
-        ok(&repo(&r.sock, &["get", &name, "-o", o.to_str().unwrap()]));
+        assert_eq!(repo(&r.socket(), &["get", &name]).stdout, content);
+        let o = r.dir().join(format!("out{i}"));
+        ok(&repo(
+            &r.socket(),
+            &["get", &name, "-o", o.to_str().unwrap()],
+        ));
         assert_eq!(std::fs::read(&o).unwrap(), content);
     }
-    let listed = ok(&repo(&r.sock, &["list", "/demo/file2"]));
+    let listed = ok(&repo(&r.socket(), &["list", "/demo/file2"]));
     assert_eq!(
         listed.lines().collect::<Vec<_>>(),
         ["/demo/file2/seg=0", "/demo/file2/seg=1"]
     );
     assert_eq!(
-        ok(&repo(&r.sock, &["delete", "/demo/file2"])).trim(),
+        ok(&repo(&r.socket(), &["delete", "/demo/file2"])).trim(),
         "deleted 2"
     );
-    let o = repo(&r.sock, &["get", "/demo/file2"]);
+    let o = repo(&r.socket(), &["get", "/demo/file2"]);
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("status 404"),
@@ -108,22 +75,22 @@ fn put_get_list_delete_byte_compared() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert_eq!(
-        ok(&repo(&r.sock, &["list", "/demo"])).lines().count(),
+        ok(&repo(&r.socket(), &["list", "/demo"])).lines().count(),
         1 + 1 + (2usize << 20).div_ceil(8000)
     );
 }
 
 #[test]
 fn failures_carry_a_status() {
-    let r = Redis::start("clibad", &[]);
-    let o = repo(&r.sock, &["list", "/a//b"]);
+    let r = redis(&[]);
+    let o = repo(&r.socket(), &["list", "/a//b"]);
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("status 400"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let down = r.dir.join("absent.sock");
+    let down = r.dir().join("absent.sock");
     let o = repo(&down, &["list", "/"]);
     assert!(!o.status.success());
     assert!(
@@ -133,33 +100,27 @@ fn failures_carry_a_status() {
     );
 }
 
-/// A child killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `nexthop ndn run` on the Unix socket `fw`, once it is ready.
+fn start_forwarder(fw: &Path) -> Proc {
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "run", "--unix"]).arg(fw);
+    let p = Proc::spawn(cmd, true);
+    p.wait_line("nexthop ndn: ready", Duration::from_secs(10));
+    p
 }
 
 /// Start `nexthop ndn repo` serving through the forwarder at `fw`; returns
 /// once it printed its `serving` line.
 fn start_repo(redis: &Path, fw: &Path) -> Proc {
-    use std::io::{BufRead, BufReader};
-    let mut child = Command::new(NEXTHOP)
-        .args(["ndn", "repo", "--redis"])
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "repo", "--redis"])
         .arg(redis)
         .args(["--name", "/repo", "--register", "/demo", "--forwarder"])
-        .arg(format!("unix://{}", fw.display()))
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+        .arg(format!("unix://{}", fw.display()));
+    let p = Proc::spawn(cmd, true);
+    let first = p.lines.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(first, "nexthop ndn repo: serving /repo /demo");
-    std::thread::spawn(move || for _ in lines {});
-    Proc(child)
+    p
 }
 
 fn express(fw: &Path, uri: &str, cbp: bool, mbf: bool) -> Option<nexthop_wire::ndn::Data> {
@@ -182,30 +143,14 @@ fn rand_nonce() -> u32 {
 
 #[test]
 fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
-    let r = Redis::start("serve", &[]);
-    let fw_sock = r.dir.join("fw.sock");
-    let _fw = Proc(
-        Command::new(NEXTHOP)
-            .args(["ndn", "run", "--unix"])
-            .arg(&fw_sock)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !fw_sock.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "forwarder did not open {fw_sock:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let r = redis(&[]);
+    let fw_sock = r.dir().join("fw.sock");
+    let _fw = start_forwarder(&fw_sock);
     let content: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
-    let f = r.dir.join("in");
+    let f = r.dir().join("in");
     std::fs::write(&f, &content).unwrap();
     ok(&repo(
-        &r.sock,
+        &r.socket(),
         &[
             "put",
             "--prefix",
@@ -216,12 +161,12 @@ fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
         ],
     ));
     ok(&repo(
-        &r.sock,
+        &r.socket(),
         &["put", "--prefix", "/demo/stale", f.to_str().unwrap()],
     ));
     for round in 0..2 {
         // The second round is a restarted Repo: it serves what Redis holds.
-        let _repo = start_repo(&r.sock, &fw_sock);
+        let _repo = start_repo(&r.socket(), &fw_sock);
         let mut got = Vec::new();
         for s in 0..3 {
             let d = express(&fw_sock, &format!("/demo/f/seg={s}"), false, false)
@@ -245,29 +190,13 @@ fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
 #[test]
 fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let mut r = Redis::start("down", &aof);
-    let fw_sock = r.dir.join("fw.sock");
-    let _fw = Proc(
-        Command::new(NEXTHOP)
-            .args(["ndn", "run", "--unix"])
-            .arg(&fw_sock)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !fw_sock.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "forwarder did not open {fw_sock:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let f = r.dir.join("in");
+    let mut r = redis(&aof);
+    let fw_sock = r.dir().join("fw.sock");
+    let _fw = start_forwarder(&fw_sock);
+    let f = r.dir().join("in");
     std::fs::write(&f, b"acknowledged before the kill").unwrap();
     ok(&repo(
-        &r.sock,
+        &r.socket(),
         &[
             "put",
             "--prefix",
@@ -279,19 +208,17 @@ fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
     ));
     // 10-byte segments: each phase below asks for a segment the forwarder's
     // Content Store has not seen yet.
-    let mut repo_proc = start_repo(&r.sock, &fw_sock);
+    let mut repo_proc = start_repo(&r.socket(), &fw_sock);
     assert!(express(&fw_sock, "/demo/k/seg=0", false, false).is_some());
     // Redis killed: Interests go unanswered, the Repo keeps running.
-    r.child.kill().unwrap();
-    r.child.wait().unwrap();
-    let _ = std::fs::remove_file(&r.sock);
+    r.kill();
     assert!(express(&fw_sock, "/demo/k/seg=1", false, false).is_none());
     assert!(
-        repo_proc.0.try_wait().unwrap().is_none(),
+        repo_proc.child.try_wait().unwrap().is_none(),
         "the Repo survives Redis going away"
     );
     // Redis back with its AOF: the same Repo reconnects and serves the object.
-    r.child = Redis::spawn(&r.dir, &r.sock, &aof);
+    r.restart().unwrap();
     // (A few tries: Redis may still be loading its AOF for a moment.)
     let d = (0..10)
         .find_map(|_| express(&fw_sock, "/demo/k/seg=2", false, false))

@@ -1,68 +1,21 @@
 //! The store against a real `redis-server` on a temporary Unix socket.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use nexthop_testutil::redis::RedisServer;
 
 use nexthop_repo::{reassemble, segment_name, segment_object, RepoError, Store};
 use nexthop_wire::ndn::Data;
 use nexthop_wire::Name;
 
-/// A `redis-server` on a private socket, killed on drop (also on failure).
-struct Redis {
-    child: Child,
-    dir: PathBuf,
-    sock: PathBuf,
+/// A `redis-server` of the test's own on a private Unix socket (stopped
+/// on drop, also on failure).
+fn redis(extra: &[&str]) -> RedisServer {
+    RedisServer::start_unix(extra).expect("redis-server is installed")
 }
 
-impl Redis {
-    fn start(tag: &str, extra: &[&str]) -> Redis {
-        let dir = std::env::temp_dir().join(format!("nexthop-repo-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let sock = dir.join("redis.sock");
-        Self::spawn(dir, sock, extra)
-    }
-
-    fn spawn(dir: PathBuf, sock: PathBuf, extra: &[&str]) -> Redis {
-        let child = Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket"])
-            .arg(&sock)
-            .args(["--save", "", "--dir"])
-            .arg(&dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !sock.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not open {sock:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Redis { child, dir, sock }
-    }
-
-    fn url(&self) -> String {
-        self.sock.to_string_lossy().into_owned()
-    }
-
-    fn sigkill(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        let _ = std::fs::remove_file(&self.sock);
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+fn url(r: &RedisServer) -> String {
+    r.socket().to_string_lossy().into_owned()
 }
 
 fn n(uri: &str) -> Name {
@@ -78,8 +31,8 @@ fn data(uri: &str, content: &[u8], fresh_ms: Option<u64>) -> Vec<u8> {
 
 #[test]
 fn objects_round_trip_and_delete() {
-    let r = Redis::start("obj", &[]);
-    let mut s = Store::open(&r.url()).unwrap();
+    let r = redis(&[]);
+    let mut s = Store::open(&url(&r)).unwrap();
     s.ping().unwrap();
     for (i, len) in [1usize, 7999, 8000, 8001, 3 << 20].into_iter().enumerate() {
         let p = n(&format!("/repo/file{i}"));
@@ -102,7 +55,7 @@ fn objects_round_trip_and_delete() {
         "a sibling survives"
     );
     // A fresh store (a restarted Repo) serves what Redis holds.
-    let mut s2 = Store::open(&r.url()).unwrap();
+    let mut s2 = Store::open(&url(&r)).unwrap();
     assert!(s2.get_object(&n("/repo/file4")).unwrap().is_some());
     let all = s2.list(&n("/")).unwrap().len();
     assert_eq!(s2.delete(&n("/")).unwrap(), all);
@@ -111,8 +64,8 @@ fn objects_round_trip_and_delete() {
 
 #[test]
 fn can_be_prefix_and_must_be_fresh_match_an_oracle() {
-    let r = Redis::start("cbp", &[]);
-    let mut s = Store::open(&r.url()).unwrap();
+    let r = redis(&[]);
+    let mut s = Store::open(&url(&r)).unwrap();
     let stored = [
         ("/a/b", Some(60_000)),
         ("/a/b/c", None),
@@ -158,8 +111,8 @@ fn can_be_prefix_and_must_be_fresh_match_an_oracle() {
 
 #[test]
 fn bad_input_is_refused_and_leaves_nothing() {
-    let r = Redis::start("bad", &[]);
-    let mut s = Store::open(&r.url()).unwrap();
+    let r = redis(&[]);
+    let mut s = Store::open(&url(&r)).unwrap();
     let p = n("/repo/x");
     // Out of prefix: one stray packet refuses the whole object.
     let mut segs = segment_object(&p, &[7u8; 20_000], 8000, 0);
@@ -190,11 +143,8 @@ fn bad_input_is_refused_and_leaves_nothing() {
 
 #[test]
 fn full_redis_refuses_the_whole_object() {
-    let r = Redis::start(
-        "full",
-        &["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"],
-    );
-    let mut s = Store::open(&r.url()).unwrap();
+    let r = redis(&["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"]);
+    let mut s = Store::open(&url(&r)).unwrap();
     let small = n("/repo/small");
     s.put_object(&small, &segment_object(&small, &[1u8; 10_000], 8000, 0))
         .unwrap();
@@ -218,23 +168,17 @@ fn full_redis_refuses_the_whole_object() {
 
 #[test]
 fn redis_down_fails_with_a_status_then_reconnects_and_aof_keeps_acknowledged_writes() {
-    let mut r = Redis::start("aof", &["--appendonly", "yes", "--appendfsync", "always"]);
-    let mut s = Store::open(&r.url()).unwrap();
+    let mut r = redis(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut s = Store::open(&url(&r)).unwrap();
     let p = n("/repo/durable");
     let content: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
     s.put_object(&p, &segment_object(&p, &content, 8000, 0))
         .unwrap();
-    r.sigkill();
+    r.kill();
     let e = s.get(&segment_name(&p, 0)).unwrap_err();
     assert!(matches!(e, RepoError::Unavailable(_)), "{e}");
     assert_eq!(e.status(), 503);
-    let (dir, sock) = (r.dir.clone(), r.sock.clone());
-    let r2 = Redis::spawn(
-        dir,
-        sock,
-        &["--appendonly", "yes", "--appendfsync", "always"],
-    );
-    std::mem::forget(r);
+    r.restart().unwrap();
     // The same store reconnects by itself; AOF replay loses nothing acknowledged.
     let deadline = Instant::now() + Duration::from_secs(10);
     let back = loop {
@@ -248,7 +192,6 @@ fn redis_down_fails_with_a_status_then_reconnects_and_aof_keeps_acknowledged_wri
         }
     };
     assert_eq!(reassemble(&back.unwrap()).unwrap(), content);
-    drop(r2);
 }
 
 #[test]

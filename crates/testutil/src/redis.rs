@@ -1,9 +1,11 @@
-//! A `redis-server` of a test's own: started on a free loopback port with a
-//! temporary directory, stopped (and the directory removed) when the guard
-//! drops, also when the test fails. Needs `redis-server` on `PATH`.
+//! A `redis-server` of a test's own: started on a free loopback port (or a
+//! Unix socket, [`RedisServer::start_unix`]) with a temporary directory,
+//! stopped (and the directory removed) when the guard drops, also when the
+//! test fails. Needs `redis-server` on `PATH`.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +17,10 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     persist: bool,
+    /// Listen on `dir/redis.sock` instead of the TCP port.
+    unix: bool,
+    /// More `redis-server` arguments (e.g. `--maxmemory 3mb`).
+    extra: Vec<String>,
 }
 
 fn free_port() -> io::Result<u16> {
@@ -30,26 +36,54 @@ impl RedisServer {
     /// Start one; with `persist`, an append-only file synced on every write
     /// (a restart comes back with everything acknowledged).
     pub fn start_with(persist: bool) -> io::Result<RedisServer> {
+        let mut s = Self::unstarted(persist)?;
+        s.port = free_port()?;
+        s.spawn()?;
+        Ok(s)
+    }
+
+    /// Start one listening only on the Unix socket [`Self::socket`] (no TCP
+    /// port), with `extra` arguments after the defaults (no snapshots, no
+    /// append-only file unless `extra` turns it on).
+    pub fn start_unix(extra: &[&str]) -> io::Result<RedisServer> {
+        let mut s = Self::unstarted(false)?;
+        s.unix = true;
+        s.extra = extra.iter().map(|a| a.to_string()).collect();
+        s.spawn()?;
+        Ok(s)
+    }
+
+    fn unstarted(persist: bool) -> io::Result<RedisServer> {
         let dir = std::env::temp_dir().join(format!(
             "nexthop-redis-{}-{:x}",
             std::process::id(),
             rand::random::<u64>()
         ));
         std::fs::create_dir_all(&dir)?;
-        let mut s = RedisServer {
+        Ok(RedisServer {
             child: None,
-            port: free_port()?,
+            port: 0,
             dir,
             persist,
-        };
-        s.spawn()?;
-        Ok(s)
+            unix: false,
+            extra: Vec::new(),
+        })
+    }
+
+    /// The Unix socket path (listened on only by [`Self::start_unix`]).
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("redis.sock")
     }
 
     fn spawn(&mut self) -> io::Result<()> {
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
+        if self.unix {
+            let _ = std::fs::remove_file(self.socket());
+            cmd.args(["--port", "0", "--unixsocket"]).arg(self.socket());
+        } else {
+            cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"]);
+        }
+        cmd.args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
             .arg("--dir")
             .arg(&self.dir)
             .arg("--logfile")
@@ -59,6 +93,7 @@ impl RedisServer {
         } else {
             cmd.args(["--appendonly", "no"]);
         }
+        cmd.args(&self.extra);
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -75,17 +110,27 @@ impl RedisServer {
         self.kill();
         Err(io::Error::new(
             io::ErrorKind::TimedOut,
-            format!("redis-server on port {} did not answer PING", self.port),
+            format!("redis-server in {} did not answer PING", self.dir.display()),
         ))
     }
 
     fn ping(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut b = [0u8; 7];
-        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n"
+        fn pong(mut s: impl Read + Write) -> bool {
+            let mut b = [0u8; 7];
+            s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n"
+        }
+        let t = Some(Duration::from_secs(1));
+        if self.unix {
+            UnixStream::connect(self.socket()).is_ok_and(|s| {
+                let _ = s.set_read_timeout(t);
+                pong(s)
+            })
+        } else {
+            TcpStream::connect(("127.0.0.1", self.port)).is_ok_and(|s| {
+                let _ = s.set_read_timeout(t);
+                pong(s)
+            })
+        }
     }
 
     /// `redis://127.0.0.1:PORT/`.
@@ -103,11 +148,15 @@ impl RedisServer {
         &self.dir
     }
 
-    /// Kill it (SIGKILL) and wait for it to exit.
+    /// Kill it (SIGKILL) and wait for it to exit (a Unix socket file is
+    /// removed, so clients see the server gone).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        if self.unix {
+            let _ = std::fs::remove_file(self.socket());
         }
     }
 
