@@ -1002,7 +1002,7 @@ mod tests {
     use nexthop_wire::ndn::{Interest, Name};
 
     use super::*;
-    use crate::tools::producer::{Content, DataTemplate, Producer};
+    use crate::tools::producer::{Content, DataTemplate, Producer, ProducerCounters};
     use crate::tools::{decode_received, Received, UdpFace};
 
     fn udp_config() -> NdndConfig {
@@ -1026,18 +1026,30 @@ mod tests {
         (addr, stop, h)
     }
 
+    /// A producer of `prefix` (content `payload`, FreshnessPeriod
+    /// `freshness_ms`, 0: none) on the daemon at `addr`, running in a
+    /// thread until its flag is set.
+    fn spawn_producer(
+        addr: SocketAddr,
+        prefix: &str,
+        payload: &[u8],
+        freshness_ms: u64,
+    ) -> (Arc<AtomicBool>, JoinHandle<ProducerCounters>) {
+        let mut p = Producer::start(
+            addr,
+            Name::from_uri(prefix).unwrap(),
+            Content::Sized(DataTemplate::new(payload, freshness_ms)),
+        )
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        (stop, std::thread::spawn(move || p.run(&s).unwrap()))
+    }
+
     #[test]
     fn bursts_from_several_udp_endpoints_each_get_their_own_data_back() {
         let (addr, stop, daemon) = spawn(udp_config());
-        let mut producer = Producer::start(
-            addr,
-            Name::from_uri("/p").unwrap(),
-            Content::Sized(DataTemplate::new(b"payload", 1000)),
-        )
-        .unwrap();
-        let pstop = Arc::new(AtomicBool::new(false));
-        let ps = pstop.clone();
-        let prod = std::thread::spawn(move || producer.run(&ps).unwrap());
+        let (pstop, prod) = spawn_producer(addr, "/p", b"payload", 1000);
 
         // Three consumers, each with a burst of several recvmmsg batches
         // in flight at once, all through the one listener socket.
@@ -1170,15 +1182,7 @@ mod tests {
     fn two_and_four_threads_return_every_data_and_use_every_thread() {
         for threads in [2, 4] {
             let (addr, stop, daemon) = spawn(threaded(threads));
-            let mut producer = Producer::start(
-                addr,
-                Name::from_uri("/p").unwrap(),
-                Content::Sized(DataTemplate::new(b"payload", 0)),
-            )
-            .unwrap();
-            let pstop = Arc::new(AtomicBool::new(false));
-            let ps = pstop.clone();
-            let prod = std::thread::spawn(move || producer.run(&ps).unwrap());
+            let (pstop, prod) = spawn_producer(addr, "/p", b"payload", 0);
             const BURST: usize = 300;
             let mut faces: Vec<UdpFace> = (0..3).map(|_| UdpFace::connect(addr).unwrap()).collect();
             for (j, f) in faces.iter_mut().enumerate() {
@@ -1312,15 +1316,7 @@ mod tests {
             got.iter().all(|r| matches!(r, Received::Nack(..))),
             "{got:?}"
         );
-        let mut producer = Producer::start(
-            addr,
-            Name::from_uri("/r").unwrap(),
-            Content::Sized(DataTemplate::new(b"r", 0)),
-        )
-        .unwrap();
-        let pstop = Arc::new(AtomicBool::new(false));
-        let ps = pstop.clone();
-        let prod = std::thread::spawn(move || producer.run(&ps).unwrap());
+        let (pstop, prod) = spawn_producer(addr, "/r", b"r", 0);
         // The register reply came back: every Interest after it is routed.
         for round in 1..4 {
             let got = exchange(&mut cons, &window(round), 64, Duration::from_secs(5));
@@ -1369,17 +1365,7 @@ mod tests {
             ..threaded(4)
         });
         let prods: Vec<_> = (0..2)
-            .map(|_| {
-                let mut p = Producer::start(
-                    addr,
-                    Name::from_uri("/s").unwrap(),
-                    Content::Sized(DataTemplate::new(b"s", 0)),
-                )
-                .unwrap();
-                let ps = Arc::new(AtomicBool::new(false));
-                let s = ps.clone();
-                (ps, std::thread::spawn(move || p.run(&s).unwrap()))
-            })
+            .map(|_| spawn_producer(addr, "/s", b"s", 0))
             .collect();
         // Routes change all the time: /s/<k> to one producer or the other
         // (faces 1 and 2, opened in that order), added and removed.
