@@ -578,12 +578,7 @@ impl<K: NameKey + Send + 'static> Controller<K> {
     pub fn apply_changes(&self, changes: &[RouteChange<K>]) -> Result<ApplyReport, ControlError> {
         // Numbered by reference: no change is cloned (a port set's clone
         // allocated, 12% of the lab's controller time at 1e6 names).
-        let numbered: Vec<(usize, &RouteChange<K>)> = changes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i + 1, c))
-            .collect();
-        self.apply_numbered(&numbered)
+        self.apply_numbered(&nexthop_othello::fib::numbered(changes))
     }
 
     /// [`Self::apply_changes`] with the line numbers of a changes file.

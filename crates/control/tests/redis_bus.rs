@@ -374,13 +374,7 @@ fn controller_cut_off_mid_publish_leaves_whole_entries_only() {
     );
     let mut expect = fib(2000);
     expect
-        .apply_changes(
-            &all[..v as usize]
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (i + 1, c))
-                .collect::<Vec<_>>(),
-        )
+        .apply_changes(&nexthop_othello::fib::numbered(&all[..v as usize]))
         .unwrap();
     for i in (0..2000).chain(2000..2000 + v + 64) {
         assert_eq!(b.fib().get(&mac(i)), expect.get(&mac(i)), "name {i}");

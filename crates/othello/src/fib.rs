@@ -604,6 +604,16 @@ impl<K> LinedChange<K> for (usize, &RouteChange<K>) {
     }
 }
 
+/// `changes` numbered 1, 2, ... by reference (errors name the number; no
+/// change is cloned, which for port sets would allocate).
+pub fn numbered<K>(changes: &[RouteChange<K>]) -> Vec<(usize, &RouteChange<K>)> {
+    changes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i + 1, c))
+        .collect()
+}
+
 /// One line of a changes file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RouteChange<K> {

@@ -591,12 +591,7 @@ impl<K: NameKey> RedisController<K> {
     /// [`RedisControllerConfig::changes_per_delta`]; all or nothing at
     /// validation. An error after validation poisons the controller.
     pub fn apply_changes(&mut self, changes: &[RouteChange<K>]) -> Result<BusReport, BusError> {
-        let numbered: Vec<(usize, &RouteChange<K>)> = changes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i + 1, c))
-            .collect();
-        self.apply_numbered(&numbered)
+        self.apply_numbered(&nexthop_othello::fib::numbered(changes))
     }
 
     /// [`Self::apply_changes`] with the line numbers of a changes file.
