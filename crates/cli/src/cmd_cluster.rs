@@ -129,15 +129,17 @@ fn build(a: &BuildArgs) -> Result<()> {
             a.out.display()
         ));
     }
-    let cfg = Config {
+    // The same configuration rules as `fib build`.
+    let cfg = crate::cmd_fib::BuildOpts {
+        key_type: a.key_type,
         value_bits: a.value_bits,
         check_bits: a.check_bits,
         sizing: a.sizing,
-        seed: a.seed.unwrap_or(Config::default().seed),
-        ..Config::default()
-    };
-    cfg.validate()
-        .map_err(|e| anyhow!("invalid configuration: {e}"))?;
+        capacity: None,
+        seed: a.seed,
+        stash_capacity: Config::default().stash_capacity,
+    }
+    .config()?;
     let t = Instant::now();
     let r = match a.key_type {
         KeyType::Mac => build_typed::<[u8; 6]>(a, cfg)?,
