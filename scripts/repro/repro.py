@@ -86,6 +86,16 @@ def sh(cmd, cwd=ROOT, env=None):
     return p.stdout
 
 
+def column_medians(cmd, pattern, what):
+    """Runs `cmd`; the median of each regex group over every line matching
+    `pattern` (one line per repetition)."""
+    out = sh(cmd)
+    vals = re.findall(pattern, out)
+    if not vals:
+        raise RuntimeError("%s output not understood:\n%s" % (what, out))
+    return [sorted(float(v[i]) for v in vals)[len(vals) // 2] for i in range(len(vals[0]))]
+
+
 def machine():
     model, cores = "unknown", os.cpu_count()
     try:
@@ -187,11 +197,7 @@ def exp_othello_update(b, quick):
         ops = min(n, 10**5 if quick else 10**6)
         c = b.cmd("update_probe", n, ops, "pow2", 3)
         cmds.append(c)
-        out = sh(c)
-        vals = re.findall(r"insert ([\d.]+) M/s, alter ([\d.]+) M/s, delete ([\d.]+) M/s", out)
-        if not vals:
-            raise RuntimeError("update_probe output not understood:\n" + out)
-        med = [sorted(float(v[i]) for v in vals)[len(vals) // 2] for i in range(3)]
+        med = column_medians(c, r"insert ([\d.]+) M/s, alter ([\d.]+) M/s, delete ([\d.]+) M/s", "update_probe")
         rows.append({"n": n, "insert_mops": med[0], "alter_mops": med[1], "delete_mops": med[2]})
     worst = min(min(r["insert_mops"], r["alter_mops"], r["delete_mops"]) for r in rows)
     s = {"paper": "> %.0fM updates/s" % PAPER_UPDATE_MOPS, "ours": "slowest of insert/alter/delete: %.1f M/s" % worst,
@@ -207,11 +213,7 @@ def exp_othello_build(b, quick):
     for n in sizes:
         c = b.cmd("build_probe", n, "pow2", 3)
         cmds.append(c)
-        out = sh(c)
-        vals = re.findall(r"build ([\d.]+) s, hashbrown insert ([\d.]+) s, ratio ([\d.]+)", out)
-        if not vals:
-            raise RuntimeError("build_probe output not understood:\n" + out)
-        med = [sorted(float(v[i]) for v in vals)[len(vals) // 2] for i in range(3)]
+        med = column_medians(c, r"build ([\d.]+) s, hashbrown insert ([\d.]+) s, ratio ([\d.]+)", "build_probe")
         rows.append({"n": n, "build_s": med[0], "hashbrown_s": med[1], "ratio": med[2]})
     last = rows[-1]
     r = last["ratio"]
