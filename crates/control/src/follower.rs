@@ -353,16 +353,7 @@ impl FibFollower {
 
     /// Wait until `pred(stats)` holds or `timeout` passes; whether it held.
     pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&FollowerStats) -> bool) -> bool {
-        let end = Instant::now() + timeout;
-        loop {
-            if pred(&self.stats()) {
-                return true;
-            }
-            if Instant::now() >= end {
-                return false;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        crate::poll_until(timeout, Duration::from_micros(200), || pred(&self.stats()))
     }
 
     /// Stop the thread and close the connection.

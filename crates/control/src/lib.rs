@@ -46,3 +46,22 @@ pub use redis_bus::{
     AcquireError, BusError, BusReport, RedisController, RedisControllerConfig, RedisFollower,
     RedisFollowerConfig, RedisFollowerStats,
 };
+
+/// Poll `done` every `step` until it holds or `timeout` passes; whether
+/// it held (the followers' `wait_for`).
+pub(crate) fn poll_until(
+    timeout: std::time::Duration,
+    step: std::time::Duration,
+    mut done: impl FnMut() -> bool,
+) -> bool {
+    let end = std::time::Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(step);
+    }
+}

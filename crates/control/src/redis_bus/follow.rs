@@ -255,16 +255,7 @@ impl RedisFollower {
 
     /// Wait until `pred(stats)` holds or `timeout` passes; whether it held.
     pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&RedisFollowerStats) -> bool) -> bool {
-        let end = Instant::now() + timeout;
-        loop {
-            if pred(&self.stats()) {
-                return true;
-            }
-            if Instant::now() >= end {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        crate::poll_until(timeout, Duration::from_millis(1), || pred(&self.stats()))
     }
 
     /// Stop the thread.
