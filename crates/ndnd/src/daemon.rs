@@ -139,6 +139,8 @@ pub struct Daemon {
     /// The Ethernet sockets (one per `--ether` interface) and the
     /// multicast face each one is.
     ether: Vec<(EtherSocket, FaceId)>,
+    /// The receive buffer of the Ethernet sockets (one frame at a time).
+    ether_buf: Vec<u8>,
     faces: HashMap<FaceId, Face>,
     udp_faces: HashMap<SocketAddr, FaceId>,
     free_ids: VecDeque<FaceId>,
@@ -226,6 +228,7 @@ impl Daemon {
             tcp,
             unix,
             ether: Vec::new(),
+            ether_buf: Vec::new(),
             faces: HashMap::new(),
             udp_faces: HashMap::new(),
             free_ids: VecDeque::new(),
@@ -262,6 +265,7 @@ impl Daemon {
             },
         );
         self.ether.push((sock, id));
+        self.ether_buf.resize(MAX_PACKET, 0);
         self.core.face_opened(id, info);
         self.sync_changes();
         Ok(())
@@ -762,10 +766,10 @@ impl Daemon {
     /// Take the frames waiting on Ethernet socket `k` (a bounded number,
     /// then let the others run) into its multicast face.
     fn on_ether(&mut self, k: usize, send: &mut Vec<(FaceId, Vec<u8>)>) {
-        let mut buf = vec![0u8; MAX_PACKET];
+        let mut buf = std::mem::take(&mut self.ether_buf);
         for _ in 0..BATCH {
             let Some((sock, id)) = self.ether.get(k) else {
-                return;
+                break;
             };
             let id = *id;
             let n = match sock.recv(&mut buf) {
@@ -778,6 +782,7 @@ impl Daemon {
             let now = self.now();
             self.take_in(id, false, &buf[..n], now, send);
         }
+        self.ether_buf = buf;
         self.flush_workers(send);
     }
 
