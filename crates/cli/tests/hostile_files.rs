@@ -71,6 +71,57 @@ fn fib_build_with_a_capacity_beyond_memory_names_the_bytes() {
     refused(&o, &["capacity 1000000000 needs", "bytes"]);
 }
 
+/// Capacities whose arrays fit under the limit but whose saved control
+/// state does not (it aborted in `Othello::save` before): every build either
+/// succeeds or is refused with the bytes, never killed by a signal, and the
+/// window between the two refusals is hit.
+#[test]
+fn fib_build_whose_files_do_not_fit_is_refused_not_aborted() {
+    let f = Fixture::new();
+    let routes = f.file("routes.txt", "1 1\n2 2\n");
+    let mut saw_file_refusal = false;
+    for capacity in [
+        12_000_000u32,
+        18_000_000,
+        20_000_000,
+        22_000_000,
+        24_000_000,
+    ] {
+        let out = f.path(&format!("fib-{capacity}"));
+        let cap = capacity.to_string();
+        let Some(o) = limited(&[
+            "fib",
+            "build",
+            "--key-type",
+            "u64",
+            "--routes",
+            s(&routes),
+            "--out",
+            s(&out),
+            "--capacity",
+            &cap,
+        ]) else {
+            return;
+        };
+        let err = String::from_utf8_lossy(&o.stderr);
+        match o.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                assert!(err.contains("bytes, which could not be allocated"), "{err}");
+                if err.contains("control state needs") || err.contains("snapshot needs") {
+                    saw_file_refusal = true;
+                    assert!(!out.join("current").exists(), "a refused build committed");
+                }
+            }
+            _ => panic!("capacity {capacity}: {:?}: {err}", o.status),
+        }
+    }
+    assert!(
+        saw_file_refusal,
+        "no capacity fell between the array and the file limits"
+    );
+}
+
 #[test]
 fn fib_update_that_must_grow_past_memory_is_refused_and_changes_nothing() {
     let f = Fixture::new();

@@ -57,7 +57,7 @@ use crate::frame::{
 };
 use crate::handshake::{self, fresh_nonce, HandshakeError, SessionKeys};
 use crate::message::{
-    batch_entry_len, delta_payload, snapshot_body, write_delta_batch, ErrorCode, Message,
+    batch_entry_len, delta_payload, try_snapshot_body, write_delta_batch, ErrorCode, Message,
     FEATURE_DELTA_BATCH, ROLE_ADMIN, SNAPSHOT_PART_HEADER,
 };
 
@@ -739,13 +739,18 @@ struct SnapshotOut {
     version: u64,
 }
 
-fn take_snapshot<K: NameKey>(st: &State<K>) -> SnapshotOut {
+/// The current snapshot, or an error of kind `OutOfMemory` where its
+/// buffers cannot be allocated: that follower is refused (told so in an
+/// Error frame) and the controller goes on serving the others.
+fn take_snapshot<K: NameKey>(st: &State<K>) -> io::Result<SnapshotOut> {
     let o = st.fib.othello();
-    SnapshotOut {
-        body: snapshot_body(&o.snapshot(0), &st.fib.action_table().to_text()),
+    let oom = |e: nexthop_othello::AllocError| io::Error::new(io::ErrorKind::OutOfMemory, e);
+    let snapshot = o.try_snapshot(0).map_err(oom)?;
+    Ok(SnapshotOut {
+        body: try_snapshot_body(&snapshot, &st.fib.action_table().to_text()).map_err(oom)?,
         generation: o.meta().generation,
         version: st.version,
-    }
+    })
 }
 
 /// Send a snapshot in as many Snapshot frames as the frame limit needs;
@@ -893,6 +898,17 @@ fn serve<K: NameKey + Send + 'static>(sh: Arc<Shared<K>>, s: TcpStream, peer: So
             .spawn(move || read_loop(sh, rd, session, recv_key, otx, who, inflight))
     };
     let result = (|| -> io::Result<()> {
+        let first = match first {
+            Ok(f) => f,
+            Err(e) => {
+                let m = Message::Error {
+                    code: ErrorCode::Unavailable,
+                    text: format!("controller cannot send its snapshot: {e}"),
+                };
+                let _ = tx.send(MsgType::Error, 0, &m.encode());
+                return Err(e);
+            }
+        };
         let have = send_snapshot(&sh, &mut tx, &inflight, &first)?;
         sh.info(format_args!(
             "{who}: sent snapshot ({} bytes, version {have})",
@@ -989,7 +1005,7 @@ impl<K: NameKey> Writer<'_, K> {
                     have = self.send_call(tx, &call, have, &mut buf)?;
                 }
                 Out::Resync => {
-                    let snap = take_snapshot(&lock(&sh.state));
+                    let snap = take_snapshot(&lock(&sh.state))?;
                     have = send_snapshot(sh, tx, self.inflight, &snap)?;
                 }
                 Out::Close => {
@@ -1018,7 +1034,7 @@ impl<K: NameKey> Writer<'_, K> {
         // a snapshot instead, taken now, so it holds this whole call.
         let limit = sh.cfg.frame_cap();
         if fresh.iter().any(|d| d.payload.len() > limit) {
-            let snap = take_snapshot(&lock(&sh.state));
+            let snap = take_snapshot(&lock(&sh.state))?;
             return send_snapshot(sh, tx, self.inflight, &snap);
         }
         // Each frame noted before the write so its Ack cannot overtake it.

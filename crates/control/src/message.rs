@@ -42,7 +42,7 @@
 //! passed through) and the forwarder resyncs as for a Delta that does not
 //! apply. A batch that does not parse is rejected whole before any apply.
 
-use nexthop_othello::{Delta, FormatError};
+use nexthop_othello::{AllocError, Delta, FormatError};
 use nexthop_wire::cursor::{CursorError, Reader};
 use thiserror::Error;
 
@@ -102,6 +102,10 @@ pub enum ErrorCode {
     /// apply, with its line and reason); nothing of it was applied and the
     /// connection stays open.
     Refused,
+    /// The controller cannot serve the request now (a snapshot whose
+    /// buffers it cannot allocate); the forwarder keeps its table and
+    /// reconnects later.
+    Unavailable,
     /// A code this version does not know.
     Other(u16),
 }
@@ -113,6 +117,7 @@ impl ErrorCode {
             ErrorCode::UnknownColumn => 2,
             ErrorCode::Shutdown => 3,
             ErrorCode::Refused => 4,
+            ErrorCode::Unavailable => 5,
             ErrorCode::Other(c) => c,
         }
     }
@@ -122,6 +127,7 @@ impl ErrorCode {
             2 => ErrorCode::UnknownColumn,
             3 => ErrorCode::Shutdown,
             4 => ErrorCode::Refused,
+            5 => ErrorCode::Unavailable,
             c => ErrorCode::Other(c),
         }
     }
@@ -494,12 +500,27 @@ impl Message {
 }
 
 /// A snapshot body: the structure's bytes and the action table.
+///
+/// # Panics
+/// If the buffer cannot be allocated ([`try_snapshot_body`] says so
+/// instead).
 pub fn snapshot_body(snapshot: &[u8], actions: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + snapshot.len() + actions.len());
+    try_snapshot_body(snapshot, actions).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`snapshot_body`], or [`AllocError`] where its buffer cannot be
+/// allocated (a controller refuses that follower rather than aborting).
+pub fn try_snapshot_body(snapshot: &[u8], actions: &str) -> Result<Vec<u8>, AllocError> {
+    let bytes = 8 + snapshot.len() + actions.len();
+    let mut out = Vec::new();
+    out.try_reserve_exact(bytes).map_err(|_| AllocError {
+        what: "snapshot body",
+        bytes,
+    })?;
     out.extend_from_slice(&(snapshot.len() as u64).to_le_bytes());
     out.extend_from_slice(snapshot);
     out.extend_from_slice(actions.as_bytes());
-    out
+    Ok(out)
 }
 
 /// Bytes a Snapshot payload adds before its part.

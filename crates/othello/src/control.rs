@@ -35,7 +35,7 @@ use nexthop_mem::HugeBox;
 
 use crate::config::{mask, Config};
 use crate::delta::{Delta, Op};
-use crate::error::UpdateError;
+use crate::error::{try_buffer, AllocError, UpdateError};
 use crate::query::{Query, QueryMeta};
 use crate::snapshot;
 
@@ -851,8 +851,18 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
     /// The snapshot bytes of `column` (what [`Self::export`] holds).
     ///
     /// # Panics
-    /// If `column >= config().columns`.
+    /// If `column >= config().columns`, or if the buffer cannot be
+    /// allocated ([`Self::try_snapshot`] says so instead).
     pub fn snapshot(&self, column: usize) -> Vec<u8> {
+        self.try_snapshot(column).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::snapshot`], or [`AllocError`] where its buffer cannot be
+    /// allocated (a server answers that rather than aborting).
+    ///
+    /// # Panics
+    /// If `column >= config().columns`.
+    pub fn try_snapshot(&self, column: usize) -> Result<Vec<u8>, AllocError> {
         assert!(column < self.cols(), "column out of range");
         let ma = self.meta.ma as usize;
         snapshot::write(
@@ -930,11 +940,35 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
 }
 
 impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
+    /// Bytes [`Self::save`] writes.
+    pub fn saved_len(&self) -> usize {
+        use crate::persist::{varint_len, HEADER_BYTES};
+        let keys: usize = self
+            .edges
+            .iter()
+            .filter_map(|ed| ed.key.as_ref())
+            .map(|k| k.with_bytes(|b| varint_len(b.len() as u64) + b.len()))
+            .sum();
+        let nv = (self.meta.ma + self.meta.mb) as usize;
+        HEADER_BYTES + keys + self.len * (1 + 8 * self.cols()) + nv * self.cols() * 8 + 8
+    }
+
     /// Serialise the whole control state (see [`crate::persist`]).
+    ///
+    /// # Panics
+    /// If the buffer cannot be allocated ([`Self::try_save`] says so
+    /// instead).
     pub fn save(&self) -> Vec<u8> {
+        self.try_save().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::save`], or [`AllocError`] where its buffer cannot be
+    /// allocated: the whole size is reserved before anything is written.
+    pub fn try_save(&self) -> Result<Vec<u8>, AllocError> {
         use crate::persist::{finish, write_header, write_key, Header};
         let cols = self.cols();
-        let mut out = Vec::with_capacity(64 + self.len * (16 + 8 * cols) + self.verts.len() * 8);
+        let bytes = self.saved_len();
+        let mut out = try_buffer("control state", bytes)?;
         let c = self.counters;
         write_header(
             &mut out,
@@ -962,7 +996,8 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
             }
         }
         finish(&mut out);
-        out
+        debug_assert_eq!(out.len(), bytes, "saved_len is what save writes");
+        Ok(out)
     }
 
     /// Load a control state written by [`Self::save`]. The graph is rebuilt

@@ -2,6 +2,27 @@
 
 use thiserror::Error;
 
+/// A buffer for a file or a snapshot that could not be allocated: the
+/// structure is unchanged and nothing was written.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{what} needs {bytes} bytes, which could not be allocated")]
+pub struct AllocError {
+    /// What the buffer was for.
+    pub what: &'static str,
+    /// Its size.
+    pub bytes: usize,
+}
+
+/// An empty vector with room for `bytes`, or [`AllocError`] where the
+/// allocator refuses (over the address-space limit, past what the kernel
+/// will commit) instead of the abort a plain `Vec::with_capacity` gives.
+pub(crate) fn try_buffer(what: &'static str, bytes: usize) -> Result<Vec<u8>, AllocError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes)
+        .map_err(|_| AllocError { what, bytes })?;
+    Ok(v)
+}
+
 /// A configuration value out of range.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -141,5 +162,18 @@ impl From<nexthop_wire::cursor::CursorError> for FormatError {
             CursorError::Malformed(what) => FormatError::Malformed(what),
             _ => FormatError::Malformed("unreadable field"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_past_what_can_be_allocated_is_an_error_naming_it() {
+        let e = try_buffer("snapshot", usize::MAX / 2).unwrap_err();
+        assert_eq!(e.bytes, usize::MAX / 2);
+        assert!(e.to_string().starts_with("snapshot needs "), "{e}");
+        assert!(try_buffer("snapshot", 4096).unwrap().capacity() >= 4096);
     }
 }

@@ -940,6 +940,12 @@ impl<K: NameKey> ConciseFib<K> {
         self.othello.save()
     }
 
+    /// [`Self::save_control`], or [`crate::AllocError`] where its buffer
+    /// cannot be allocated.
+    pub fn try_save_control(&self) -> Result<Vec<u8>, crate::AllocError> {
+        self.othello.try_save()
+    }
+
     /// Load what [`Self::save_control`] and [`ActionTable::to_text`] wrote.
     /// Every stored action id must be in the table.
     pub fn load_control(bytes: &[u8], actions_text: &str) -> Result<Self, FibError> {

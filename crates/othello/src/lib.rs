@@ -22,7 +22,7 @@ pub mod view;
 pub use config::{Config, Sizing, MAX_STASH};
 pub use control::{BatchError, BatchOp, Change, Counters, Othello, Stats};
 pub use delta::{Delta, Op};
-pub use error::{ConfigError, FormatError, UpdateError};
+pub use error::{AllocError, ConfigError, FormatError, UpdateError};
 pub use nexthop_mem::HugeBox;
 pub use persist::StoredKey;
 pub use query::{Query, QueryMeta, BATCH_GROUP, MISS, STRIPES};

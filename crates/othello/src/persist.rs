@@ -97,6 +97,14 @@ pub(crate) struct Saved<K> {
 }
 
 /// Write the header, with `len` keys to follow.
+/// Bytes [`write_header`] writes.
+pub(crate) const HEADER_BYTES: usize = 8 + 4 + 4 + 4 + 4 + 4 * 8 + 4 + 4 + 8 + 8 + 4 * 8;
+
+/// Bytes `put_varint` writes for `v`.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, len: usize) {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
@@ -240,4 +248,18 @@ pub(crate) fn read<K: StoredKey>(bytes: &[u8]) -> Result<Saved<K>, FormatError> 
         keys,
         arr,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_len_is_what_put_varint_writes() {
+        for v in [0, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
+    }
 }

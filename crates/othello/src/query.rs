@@ -40,7 +40,7 @@ use nexthop_mem::{prefetch, two_stage, HugeBox};
 
 use crate::config::{mask, slot_bytes_for, Sizing, MAX_STASH};
 use crate::delta::{Delta, Op};
-use crate::error::FormatError;
+use crate::error::{AllocError, FormatError};
 use crate::snapshot;
 
 /// Keys per group of [`Query::lookup_batch`]: a group's slots are
@@ -493,7 +493,17 @@ impl Query {
 
     /// Serialise to the snapshot format. Consistent if no writer runs
     /// concurrently (the writer lock is taken).
+    ///
+    /// # Panics
+    /// If the buffer cannot be allocated ([`Self::try_to_snapshot`] says so
+    /// instead).
     pub fn to_snapshot(&self) -> Vec<u8> {
+        self.try_to_snapshot().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::to_snapshot`], or [`AllocError`] where its buffer cannot be
+    /// allocated.
+    pub fn try_to_snapshot(&self) -> Result<Vec<u8>, AllocError> {
         let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         with_slots!(&self.storage, s => snapshot::write(
             self.meta,

@@ -32,7 +32,7 @@
 //! a truncated, corrupted or foreign file is refused with a [`FormatError`].
 
 use crate::config::{slot_bytes_for, Sizing};
-use crate::error::FormatError;
+use crate::error::{try_buffer, AllocError, FormatError};
 use crate::query::QueryMeta;
 use nexthop_wire::cursor::Reader;
 
@@ -77,14 +77,17 @@ impl Layout {
 }
 
 /// Write a snapshot. `a(i)`, `b(j)` give slot words; `stash` the entries.
+/// The buffer is reserved first: where it cannot be allocated the answer
+/// is [`AllocError`], not an abort.
 pub(crate) fn write(
     meta: QueryMeta,
     a: impl Fn(usize) -> u64,
     b: impl Fn(usize) -> u64,
     stash: &[(u128, u64)],
-) -> Vec<u8> {
+) -> Result<Vec<u8>, AllocError> {
     let lay = Layout::new(meta, stash.len());
-    let mut out = vec![0u8; lay.total];
+    let mut out = try_buffer("snapshot", lay.total)?;
+    out.resize(lay.total, 0);
     out[0..8].copy_from_slice(MAGIC);
     out[8..12].copy_from_slice(&VERSION.to_le_bytes());
     out[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
@@ -121,7 +124,7 @@ pub(crate) fn write(
     out[80..88].copy_from_slice(&payload.to_le_bytes());
     let head = nexthop_hash::hash64(&out[..120], 0);
     out[120..128].copy_from_slice(&head.to_le_bytes());
-    out
+    Ok(out)
 }
 
 /// Validate a snapshot and return its layout. Checks everything that the

@@ -736,3 +736,24 @@ fn failing_batch_operation_reports_index_and_keeps_earlier_ones() {
     assert_eq!(err.index, 0);
     assert_eq!(o.len(), 2);
 }
+
+#[test]
+fn saved_len_is_exactly_what_save_writes() {
+    // Keys of 0 to 300 bytes: varint lengths of one and two bytes.
+    // Distinct keys: the index, then filler.
+    let keys = (0..600usize).map(|i| {
+        let mut k = (i as u16).to_le_bytes().to_vec();
+        k.resize(2 + i / 2, 0xab);
+        (k, vec![(i & 0x3f) as u64, 1, 2])
+    });
+    let cfg = Config {
+        columns: 3,
+        ..Config::default()
+    };
+    let o: Othello<Vec<u8>> = Othello::build_columns(cfg, keys).unwrap();
+    let bytes = o.try_save().unwrap();
+    assert_eq!(bytes.len(), o.saved_len());
+    assert_eq!(bytes, o.save());
+    let u: Othello<u64> = Othello::build(Config::default(), (0..1000u64).map(|k| (k, 1))).unwrap();
+    assert_eq!(u.save().len(), u.saved_len());
+}

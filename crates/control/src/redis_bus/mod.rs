@@ -76,6 +76,9 @@ pub enum BusError {
     /// The FIB refused the changes.
     #[error(transparent)]
     Fib(#[from] nexthop_othello::fib::FibError),
+    /// A snapshot's buffer could not be allocated: nothing was published.
+    #[error(transparent)]
+    OutOfMemory(#[from] nexthop_othello::AllocError),
     /// A change could not be applied and the controller's state may no
     /// longer match Redis: drop it and acquire again.
     #[error("the controller must be acquired again (an earlier publish failed)")]

@@ -22,7 +22,7 @@ use super::{
     Part, RecordKey,
 };
 use crate::frame::AuthKey;
-use crate::message::{delta_payload, parse_snapshot_body, snapshot_body};
+use crate::message::{delta_payload, parse_snapshot_body, try_snapshot_body};
 
 /// Append an entry if this controller holds the lease and the head is the
 /// one it expects. KEYS: lease, head, stream. ARGV: holder, expected head,
@@ -508,8 +508,8 @@ impl<K: NameKey> RedisController<K> {
         let started = Instant::now();
         let epoch = fresh_epoch();
         let actions = self.fib.action_table().to_text();
-        let data = snapshot_body(&self.fib.othello().snapshot(0), &actions);
-        let control = snapshot_body(&self.fib.save_control(), &actions);
+        let data = try_snapshot_body(&self.fib.othello().try_snapshot(0)?, &actions)?;
+        let control = try_snapshot_body(&self.fib.try_save_control()?, &actions)?;
         let chunk = self.cfg.chunk_bytes.max(1024);
         let m = Manifest {
             epoch,
