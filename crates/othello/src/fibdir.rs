@@ -126,6 +126,9 @@ pub enum DirError {
         /// The directory.
         dir: PathBuf,
     },
+    /// A file's buffer could not be allocated; nothing was written.
+    #[error(transparent)]
+    OutOfMemory(#[from] crate::AllocError),
     /// The generation counter would wrap.
     #[error("{}: generation counter overflow", dir.display())]
     GenerationOverflow {
@@ -479,7 +482,7 @@ pub fn commit_with(
     // The new generation is committed; what cannot be tidied up is reported.
     let mut not_removed = Vec::new();
     for path in expired(dir, gen, retention) {
-        if let Err(err) = fs::remove_dir_all(&path) {
+        if let Err(err) = remove_generation(&path) {
             not_removed.push((path, err));
         }
     }
@@ -487,6 +490,22 @@ pub fn commit_with(
         generation: gen,
         not_removed,
     })
+}
+
+/// Remove a generation directory. A `gen-N` is first renamed to
+/// `gen-N.tmp` (atomic), so a reader never finds it half emptied under its
+/// own name: its files are all there or the directory is gone, which
+/// [`open_retrying`] takes as the sign to resolve `current` again. A crash
+/// between the two steps leaves a `*.tmp` that the next commit removes.
+fn remove_generation(path: &Path) -> io::Result<()> {
+    let is_tmp = path.extension().is_some_and(|e| e == "tmp");
+    if is_tmp {
+        return fs::remove_dir_all(path);
+    }
+    let mut doomed = path.as_os_str().to_owned();
+    doomed.push(".tmp");
+    fs::rename(path, &doomed)?;
+    fs::remove_dir_all(&doomed)
 }
 
 /// What a commit of generation `gen` removes: every `*.tmp` generation,
@@ -539,8 +558,8 @@ pub fn commit_fib<K: NameKey>(
     fib: &ConciseFib<K>,
 ) -> Result<Committed, DirError> {
     let cfg = *fib.othello().config();
-    let control = fib.save_control();
-    let snapshot = fib.othello().snapshot(0);
+    let control = fib.try_save_control()?;
+    let snapshot = fib.othello().try_snapshot(0)?;
     let actions = fib.action_table().to_text();
     let mut manifest = Manifest {
         format: FORMAT.into(),
@@ -624,32 +643,40 @@ impl Current {
 
 /// Open the current generation with [`open`] and give it to `read`; if
 /// that fails and the generation is gone by then (removed by commits in
-/// between), resolve `current` again and try once more. Errors of `read`
-/// on a generation that still exists are returned as they are.
+/// between), resolve `current` again and try again, at most
+/// [`OPEN_RETRIES`] times: each retry means several generations were
+/// committed during one read, so only a writer committing without pause
+/// faster than a reader reads (or a reader descheduled that long) exhausts
+/// them. Errors of `read` on a generation that still exists are returned
+/// as they are.
 pub fn open_retrying<T, E: From<DirError>>(
     dir: &Path,
     mut read: impl FnMut(Current) -> Result<T, E>,
 ) -> Result<T, E> {
-    let mut retried = false;
+    let mut retries = 0;
     loop {
         let current = match open(dir) {
             Ok(c) => c,
             // `current` named a generation already removed.
             Err(DirError::Io { ref source, .. })
-                if !retried && source.kind() == io::ErrorKind::NotFound =>
+                if retries < OPEN_RETRIES && source.kind() == io::ErrorKind::NotFound =>
             {
-                retried = true;
+                retries += 1;
                 continue;
             }
             Err(e) => return Err(e.into()),
         };
         let gen_dir = current.gen_dir.clone();
         match read(current) {
-            Err(_) if !retried && !gen_dir.exists() => retried = true,
+            Err(_) if retries < OPEN_RETRIES && !gen_dir.exists() => retries += 1,
             done => return done,
         }
     }
 }
+
+/// Times [`open_retrying`] resolves `current` again after the generation it
+/// read was removed under it.
+pub const OPEN_RETRIES: u32 = 16;
 
 /// Open the current generation of the FIB at `dir` and validate its manifest.
 pub fn open(dir: &Path) -> Result<Current, DirError> {
@@ -837,6 +864,21 @@ mod tests {
         .unwrap_err();
         assert!(matches!(e, DirError::NotListed { .. }), "{e}");
         assert_eq!(calls, 1);
+        // A generation removed under every read: the retries are bounded.
+        let only_previous = Retention {
+            max_kept: 1,
+            ..Retention::default()
+        };
+        let mut calls = 0;
+        let e = open_retrying(dir, |cur| {
+            calls += 1;
+            commit_kept(dir, b"a", &only_previous);
+            commit_kept(dir, b"b", &only_previous);
+            cur.read_verified(CONTROL)
+        })
+        .unwrap_err();
+        assert!(matches!(e, DirError::Io { .. }), "{e}");
+        assert_eq!(calls, OPEN_RETRIES + 1);
     }
 
     #[test]
