@@ -8,8 +8,10 @@
 //! `--cs-policy` and `--pit fingerprint` reaching the forwarder,
 //! and a clean stop on SIGTERM; the status datasets read by python-ndn's
 //! `nfd_mgmt` (`tests/ndn_run/mgmt.py`) and `nexthop ndn route|face|
-//! strategy|status` acting on the running forwarder. Every child is killed on drop, also when
-//! an assertion fails.
+//! strategy|status` acting on the running forwarder; python-ndn's own tools
+//! (`python -m ndn.bin.tools`): `poke`/`peek` over Unix and UDP, and
+//! `putchunks`/`catchunks` of a 5 MB file byte-compared through 2 forwarding
+//! threads. Every child is killed on drop, also when an assertion fails.
 
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
@@ -694,4 +696,120 @@ fn threads_come_from_the_toml_config_and_are_checked() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// python-ndn's command-line tools (`python -m ndn.bin.tools`) against the
+/// forwarder at `face`, as a user runs them.
+fn ndn_tool(face: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.args(["-m", "ndn.bin.tools"])
+        .args(args)
+        .env("NDN_CLIENT_TRANSPORT", face);
+    cmd
+}
+
+/// Run a tool to its end within `limit` seconds (GNU `timeout` kills it
+/// past that); its output, failing the test on a non-zero exit.
+fn ndn_tool_output(face: &str, args: &[&str], limit: u32) -> std::process::Output {
+    let tool = ndn_tool(face, args);
+    let mut cmd = Command::new("timeout");
+    cmd.arg(limit.to_string())
+        .arg(tool.get_program())
+        .args(tool.get_args());
+    cmd.envs(tool.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let out = cmd.output().expect("run the python-ndn tool");
+    assert!(
+        out.status.success(),
+        "{args:?} failed ({:?}): {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn python_ndn_poke_and_peek_over_unix_and_udp() {
+    let mut f = start_forwarder();
+    let dir = TempDir::new().unwrap();
+    for (i, face) in [face_uri_unix(&f), face_uri_udp(&f)].iter().enumerate() {
+        let name = format!("/nexthop/poke/{i}");
+        let content = format!("poked content {i}");
+        let file = dir.path().join(format!("content-{i}"));
+        std::fs::write(&file, &content).unwrap();
+        // poke registers its name and serves one Data.
+        let poke = Proc::spawn(
+            ndn_tool(face, &["poke", &name, file.to_str().unwrap()]),
+            false,
+        );
+        poke.wait_line("Start serving", Duration::from_secs(10));
+        let out = ndn_tool_output(face, &["peek", &name], 20);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("Received Data Name: {name}")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("Content: (size {})", content.len())),
+            "{text}"
+        );
+    }
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    assert_eq!(field(&line, "commands"), 2, "{line}");
+    assert_eq!(field(&line, "commands_refused"), 0, "{line}");
+    assert!(field(&line, "satisfied") >= 2, "{line}");
+}
+
+#[test]
+fn python_ndn_putchunks_and_catchunks_move_a_5_mb_file_byte_for_byte() {
+    let mut f = start_forwarder_with(&["--threads", "2"]);
+    let dir = TempDir::new().unwrap();
+    // 5 MB of pseudo-random bytes (xorshift): incompressible, reproducible.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut file = Vec::with_capacity(5_000_000);
+    while file.len() < 5_000_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        file.extend_from_slice(&x.to_le_bytes());
+    }
+    file.truncate(5_000_000);
+    let src = dir.path().join("object.bin");
+    std::fs::write(&src, &file).unwrap();
+    // The producer over the Unix socket, the consumer over UDP.
+    let put = Proc::spawn(
+        ndn_tool(
+            &face_uri_unix(&f),
+            &["putchunks", "/nexthop/chunks/object", src.to_str().unwrap()],
+        ),
+        false,
+    );
+    let created = put.wait_line("Created", Duration::from_secs(30));
+    put.wait_line("Start serving", Duration::from_secs(30));
+    let got = dir.path().join("fetched.bin");
+    let out = ndn_tool_output(
+        &face_uri_udp(&f),
+        &[
+            "catchunks",
+            "-o",
+            got.to_str().unwrap(),
+            "/nexthop/chunks/object",
+        ],
+        60,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Content size: 5000000"), "{text}");
+    let fetched = std::fs::read(&got).unwrap();
+    assert_eq!(fetched.len(), file.len());
+    assert!(fetched == file, "the fetched object differs from the file");
+    let segments: u64 = created
+        .split(' ')
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no chunk count in {created:?}"));
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    // Every segment and the metadata packet came through the forwarder.
+    assert!(field(&line, "satisfied") > segments, "{line}");
 }
