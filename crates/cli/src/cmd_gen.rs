@@ -32,7 +32,8 @@ pub struct GenArgs {
     #[arg(long, value_name = "N", default_value_t = 64, requires = "ip_routes")]
     ttl: u8,
     /// Number of frames to write.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000,
+          value_parser = crate::textio::count_arg_u64)]
     frames: u64,
     /// Percentage of frames sent to random names that are not in the file.
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]

@@ -131,7 +131,7 @@ struct BuildArgs {
     #[arg(long, value_name = "RULE", default_value = "pow2")]
     sizing: Sizing,
     /// Size the arrays for this many names, so adds up to it never rebuild.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = textio::count_arg)]
     capacity: Option<usize>,
     /// Start of the hash seed sequence (default: a fixed constant).
     #[arg(long, value_name = "S")]
@@ -185,10 +185,10 @@ struct StatsArgs {
 #[derive(Debug, Args)]
 struct DemoArgs {
     /// Number of MAC names.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = textio::count_arg)]
     names: usize,
     /// Number of changes in the update step (default: min(100000, N/10)).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = textio::count_arg)]
     changes: Option<usize>,
     /// FIB directory (replaced if it holds a FIB); routes.txt and
     /// changes.txt are written beside current/ in it.
@@ -206,7 +206,7 @@ struct DemoArgs {
 #[derive(Debug, Args)]
 struct LabArgs {
     /// Number of MAC names in the FIB (traffic goes to all of them).
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = textio::count_arg)]
     names: usize,
     /// Seconds of traffic.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
@@ -220,7 +220,7 @@ struct LabArgs {
     #[arg(long, value_name = "PPS", default_value_t = 0.0)]
     rate: f64,
     /// Names checked one frame each after the traffic (exact ports).
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = textio::count_arg)]
     final_names: usize,
     /// Output directory: FIB, key, forwarder logs, pcaps.
     #[arg(long, value_name = "DIR", default_value = "out/lab")]
@@ -232,7 +232,7 @@ struct LabArgs {
     #[arg(long)]
     pcap: bool,
     /// Frames of the pcap variant.
-    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 2_000_000, value_parser = textio::count_arg)]
     pcap_frames: usize,
     /// Forwarder worker threads (PACKET_FANOUT round robin among them).
     #[arg(long, value_name = "N", default_value_t = 1)]

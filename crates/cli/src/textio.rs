@@ -90,6 +90,32 @@ fn remove_stale_temporaries(dir: &Path, prefix: &str) {
     }
 }
 
+/// A count on the command line (clap `value_parser`): a whole number
+/// written `10000000` or, for large ones, `1e7` / `2.5e6`. A fraction, a
+/// sign or a value past 2^53 is refused with a message saying what was
+/// expected.
+pub fn count_arg(s: &str) -> std::result::Result<usize, String> {
+    count_arg_u64(s).and_then(|n| usize::try_from(n).map_err(|_| format!("{s} is too large")))
+}
+
+/// [`count_arg`] for a `u64`.
+pub fn count_arg_u64(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(n);
+    }
+    let bad = || format!("expected a whole number such as 1000000 or 1e6, got {s:?}");
+    if !t.contains(['e', 'E']) {
+        return Err(bad());
+    }
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= (1u64 << 53) as f64 => {
+            Ok(x as u64)
+        }
+        _ => Err(bad()),
+    }
+}
+
 /// `n` and the noun for it: `1 name`, `2 names` (`one` for one, `many`
 /// otherwise).
 pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
@@ -127,6 +153,23 @@ pub fn for_each_input(args: &[String], mut f: impl FnMut(&str) -> Result<()>) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn counts_are_whole_numbers_in_either_notation() {
+        use super::{count_arg, count_arg_u64};
+        assert_eq!(count_arg("10000000"), Ok(10_000_000));
+        assert_eq!(count_arg("1e7"), Ok(10_000_000));
+        assert_eq!(count_arg("2.5e6"), Ok(2_500_000));
+        assert_eq!(count_arg("0"), Ok(0));
+        assert_eq!(count_arg_u64("9007199254740992"), Ok(1 << 53));
+        assert_eq!(count_arg_u64("18446744073709551615"), Ok(u64::MAX));
+        for bad in [
+            "", "1.5", "1.5e0", "-1", "-1e3", "1e300", "inf", "NaN", "1e", "ten", "1_000",
+        ] {
+            let e = count_arg(bad).unwrap_err();
+            assert!(e.contains("whole number"), "{bad}: {e}");
+        }
+    }
+
     use super::*;
 
     #[test]

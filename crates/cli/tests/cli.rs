@@ -422,7 +422,7 @@ fn rebuilding_replaces_the_fib_with_a_new_generation() {
     f.build(
         "u64",
         "1 2\n2 3\n",
-        &["--sizing", "tight", "--capacity", "100"],
+        &["--sizing", "tight", "--capacity", "1e2"],
     )
     .success();
     let mut names: Vec<String> = fs::read_dir(f.fib())
@@ -440,6 +440,10 @@ fn rebuilding_replaces_the_fib_with_a_new_generation() {
     let s = f.stats_json();
     assert_eq!(s["sizing"], "tight");
     assert!(s["capacity"].as_u64().unwrap() >= 100);
+    // A count that is not a whole number is refused before anything runs.
+    f.build("u64", "1 2\n", &["--capacity", "2.5"])
+        .failure()
+        .stderr(predicates::str::contains("expected a whole number"));
 }
 
 #[test]
