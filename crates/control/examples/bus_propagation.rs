@@ -324,6 +324,34 @@ fn used_memory(con: &mut redis::Connection) -> u64 {
         .expect("used_memory")
 }
 
+/// `MEMORY USAGE KEY SAMPLES 0` (exact) of `key`, 0 when absent.
+fn key_usage(con: &mut redis::Connection, key: &str) -> u64 {
+    let n: Option<u64> = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query(con)
+        .expect("MEMORY USAGE");
+    n.unwrap_or(0)
+}
+
+/// The summed usage of every key of FIB `name` but its stream, and of its
+/// stream (column 0).
+fn fib_usage(con: &mut redis::Connection, name: &str) -> (u64, u64) {
+    let prefix = format!("nexthop:fib:{name}:");
+    let stream = format!("{prefix}log:0");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}*"))
+        .query(con)
+        .expect("KEYS");
+    let mut rest = 0;
+    for k in keys.iter().filter(|k| **k != stream) {
+        rest += key_usage(con, k);
+    }
+    (rest, key_usage(con, &stream))
+}
+
 fn memory(args: &[String], redis: &RedisServer) {
     let names: u64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(NAMES);
     let entries: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
@@ -338,6 +366,7 @@ fn memory(args: &[String], redis: &RedisServer) {
     cfg.snapshot_every = 0;
     let mut c = RedisController::acquire(&key(), cfg, fib(names), 0, &AtomicBool::new(false))
         .expect("acquire");
+    let (snap, _) = fib_usage(&mut con, "mem");
     let with_fib = used_memory(&mut con);
     for k in 0..entries {
         c.apply_changes(&[change(k, names)]).expect("apply");
@@ -345,15 +374,19 @@ fn memory(args: &[String], redis: &RedisServer) {
             c.renew().expect("renew");
         }
     }
+    let (_, log) = fib_usage(&mut con, "mem");
     let with_log = used_memory(&mut con);
     c.release();
     println!("names {names} entries {entries}");
-    println!("used_memory before {before} with_fib {with_fib} with_log {with_log}");
     println!(
-        "per FIB {} B ({:.1} B/name); per pending entry {:.1} B",
-        with_fib - before,
-        (with_fib - before) as f64 / names as f64,
-        (with_log - with_fib) as f64 / entries as f64
+        "keys: snapshot (manifest, chunks, head, lease) {snap} B ({:.1} B/name); stream of \
+         {entries} one-change entries {log} B ({:.1} B/entry)",
+        snap as f64 / names as f64,
+        log as f64 / entries as f64
+    );
+    println!(
+        "used_memory: before {before}, after the snapshot {with_fib}, after the entries \
+         {with_log} (includes transient client buffers)"
     );
 }
 
