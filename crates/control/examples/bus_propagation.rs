@@ -69,6 +69,9 @@ fn key() -> AuthKey {
     AuthKey::new(SECRET).expect("key")
 }
 
+/// Reads one of a follower's counters.
+type Counter = Box<dyn Fn() -> u64>;
+
 /// Child mode: `follow tcp ADDR` or `follow redis URL FIB`. Prints
 /// `ready` once the first snapshot is installed, then, when its standard
 /// input closes, `COUNT NS` lines (the count: deltas applied for TCP, the
@@ -81,7 +84,7 @@ fn follow(args: &[String]) {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
         d.store(true, Ordering::SeqCst);
     });
-    let (count, snapshots): (Box<dyn Fn() -> u64>, Box<dyn Fn() -> u64>) = match args[0].as_str() {
+    let (count, snapshots): (Counter, Counter) = match args[0].as_str() {
         "tcp" => {
             let mut fc = FollowerConfig::new(args[1].parse().expect("address"), "bench");
             fc.log = false;
