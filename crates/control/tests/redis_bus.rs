@@ -439,3 +439,52 @@ fn standby_takes_over_in_order_and_fences_the_old_active() {
     assert_eq!(f.stats().bad_mac + f.stats().replays, 0);
     stop.store(true, Ordering::SeqCst);
 }
+
+/// Publishing a snapshot that takes longer than the lease (a FIB of
+/// 300 000 names in 1 KiB chunks, a 100 ms lease): the lease is renewed
+/// while the chunks are written, so the commit succeeds, no standby could
+/// have taken over meanwhile, and a follower installs the snapshot.
+#[test]
+fn snapshot_longer_than_the_lease_is_committed_under_a_renewed_lease() {
+    let redis = RedisServer::start().expect("redis-server");
+    let url = redis.url();
+    let mut cfg = ctl_cfg(&url);
+    cfg.lease = Duration::from_millis(100);
+    cfg.chunk_bytes = 1024;
+    let t = Instant::now();
+    let mut c = Ctl::acquire(
+        &key(),
+        cfg.clone(),
+        fib(300_000),
+        0,
+        &AtomicBool::new(false),
+    )
+    .expect("acquire: the lease expired during the snapshot");
+    let took = t.elapsed();
+    assert!(
+        took > cfg.lease * 2,
+        "the snapshot took {took:?}, not longer than the lease: nothing was tested"
+    );
+    // A standby finds the lease held all along.
+    let mut scfg = ctl_cfg(&url);
+    scfg.lease = Duration::from_millis(100);
+    let stop = AtomicBool::new(false);
+    let standby = std::thread::scope(|s| {
+        let h = s.spawn(|| Ctl::acquire(&key(), scfg, fib(10), 0, &stop));
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_millis(20));
+            c.renew().expect("renew");
+        }
+        stop.store(true, Ordering::SeqCst);
+        h.join().expect("standby thread")
+    });
+    assert!(
+        matches!(standby, Err(ref e) if matches!(e.error, BusError::Stopped)),
+        "the standby took the lease: {standby:?}"
+    );
+    let r = c.apply_changes(&changes(300_000, 0, 9)).expect("apply");
+    let f = RedisFollower::start(&key(), fol_cfg(&url, "big")).expect("follower");
+    converge(&f, &c);
+    assert_eq!(f.stats().version, r.version);
+    eprintln!("snapshot of 300 000 names in 1 KiB chunks published in {took:?}");
+}

@@ -258,13 +258,15 @@ impl<K: NameKey> RedisController<K> {
             rk,
             con,
         };
-        let r = c.rebuild(fallback_version).and_then(|()| {
-            c.info(format_args!(
-                "active for FIB {} at version {} (holder {})",
-                c.cfg.fib, c.version, c.cfg.holder
-            ));
-            c.publish_snapshot()
-        });
+        let r = c
+            .keeping_lease(|c| c.rebuild(fallback_version))
+            .and_then(|()| {
+                c.info(format_args!(
+                    "active for FIB {} at version {} (holder {})",
+                    c.cfg.fib, c.version, c.cfg.holder
+                ));
+                c.publish_snapshot()
+            });
         match r {
             Ok(()) => Ok(c),
             Err(e) => Err(back(e, c.fib, c.version)),
@@ -481,6 +483,61 @@ impl<K: NameKey> RedisController<K> {
         }
     }
 
+    /// Run `f` while a second connection renews the lease every quarter
+    /// of the lease time: a snapshot or a rebuild of a large FIB takes
+    /// longer than the lease, and a publish checks the lease when it
+    /// commits. The renewal only extends a lease this controller holds; it
+    /// stops when `f` returns or the lease is another's (then the commit
+    /// fails with [`BusError::LeaseLost`]).
+    fn keeping_lease<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let done = AtomicBool::new(false);
+        let (url, timeout) = (self.cfg.url.clone(), self.cfg.timeout);
+        let (lease_key, holder) = (self.keys.lease(), self.cfg.holder.clone());
+        let lease = self.cfg.lease;
+        let (log, fib) = (self.cfg.log, self.cfg.fib.clone());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let every = (lease / 4).max(Duration::from_millis(1));
+                let mut con = None;
+                let mut next = Instant::now() + every;
+                while !done.load(Ordering::SeqCst) {
+                    if Instant::now() < next {
+                        std::thread::sleep(Duration::from_millis(1).min(every));
+                        continue;
+                    }
+                    next = Instant::now() + every;
+                    if con.is_none() {
+                        con = connect(&url, timeout).ok();
+                    }
+                    let Some(c) = con.as_mut() else { continue };
+                    let r: Result<i64, _> = redis::cmd("EVAL")
+                        .arg(RENEW)
+                        .arg(1)
+                        .arg(&lease_key)
+                        .arg(&holder)
+                        .arg(lease.as_millis().max(1) as u64)
+                        .query(c);
+                    match r {
+                        Ok(1) => {}
+                        Ok(_) => {
+                            if log {
+                                tracing::warn!(
+                                    target: "nexthop_control::redis",
+                                    "FIB {fib}: the lease was lost during a snapshot or rebuild"
+                                );
+                            }
+                            return;
+                        }
+                        Err(_) => con = None,
+                    }
+                }
+            });
+            let r = f(self);
+            done.store(true, Ordering::SeqCst);
+            r
+        })
+    }
+
     /// Give the lease up (a standby takes over at its next poll).
     pub fn release(mut self) {
         let _: Result<i64, _> = redis::cmd("EVAL")
@@ -497,7 +554,7 @@ impl<K: NameKey> RedisController<K> {
         if self.poisoned {
             return Err(BusError::Poisoned);
         }
-        let r = self.snapshot_inner();
+        let r = self.keeping_lease(Self::snapshot_inner);
         if r.is_err() {
             self.poisoned = true;
         }
