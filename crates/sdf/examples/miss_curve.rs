@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p nexthop-sdf --example miss_curve -- --trace FILE
 //!     [--app l2|fib|16|24] [--sizes 16,64,256,...] [--dos 0,0.1,0.5]
-//!     [--warmup 0.5] [--max-packets N] [--timeout 15]
+//!     [--caches wildcard,exact] [--warmup 0.5] [--max-packets N] [--timeout 15]
 //!     [--table ../shared/data/routeviews-20151101-ipv4.txt.gz] [--json]
 //! ```
 //!
@@ -37,7 +37,8 @@
 //!   assumption for its anonymized traces): the first 16 or 24 destination
 //!   bits marked, the port a function of them.
 //!
-//! Each app runs with two caches for every size in `--sizes`: `wildcard`
+//! Each app runs with the caches of `--caches` (default both) for every
+//! size in `--sizes`: `wildcard`
 //! (the app's marks, as SDF caches decisions) and `exact` (the same app,
 //! but every header byte and the ingress port marked: one entry per
 //! distinct header, a microflow cache). `--dos` adds uniformly random
@@ -60,7 +61,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const USAGE: &str = "miss_curve --trace FILE|synthetic:FLOWS [--app l2|fib|16|24] \
-[--sizes 16,64,...] [--dos 0,0.1,...] [--warmup F] [--max-packets N] [--timeout S] \
+[--sizes 16,64,...] [--caches wildcard,exact] [--dos 0,0.1,...] [--warmup F] [--max-packets N] [--timeout S] \
 [--table FILE] [--json]";
 const FRAME_LEN: usize = 60;
 /// The byte offset of the IPv4 destination in our frames.
@@ -138,7 +139,11 @@ fn port_number(s: &str) -> u16 {
 }
 
 fn number(s: &str) -> f64 {
-    s.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).unwrap_or(0.0)
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .unwrap_or(0.0)
 }
 
 /// Zeek conn.log: both directions of every IPv4 flow.
@@ -155,8 +160,19 @@ fn parse_zeek(text: &str) -> Vec<Flow> {
             .position(|f| *f == name)
             .unwrap_or_else(|| fail(&format!("Zeek log without the {name} field")))
     };
-    let (ts, oh, op, rh, rp) = (col("ts"), col("id.orig_h"), col("id.orig_p"), col("id.resp_h"), col("id.resp_p"));
-    let (proto, dur, opk, rpk) = (col("proto"), col("duration"), col("orig_pkts"), col("resp_pkts"));
+    let (ts, oh, op, rh, rp) = (
+        col("ts"),
+        col("id.orig_h"),
+        col("id.orig_p"),
+        col("id.resp_h"),
+        col("id.resp_p"),
+    );
+    let (proto, dur, opk, rpk) = (
+        col("proto"),
+        col("duration"),
+        col("orig_pkts"),
+        col("resp_pkts"),
+    );
     let mut flows = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let f: Vec<&str> = line.split('\t').collect();
@@ -166,10 +182,21 @@ fn parse_zeek(text: &str) -> Vec<Flow> {
         };
         let (start, duration, p) = (number(get(ts)), number(get(dur)), proto_number(get(proto)));
         let (pa, pb) = (port_number(get(op)), port_number(get(rp)));
-        for (src, dst, sport, dport, packets) in [(a, b, pa, pb, get(opk)), (b, a, pb, pa, get(rpk))] {
+        for (src, dst, sport, dport, packets) in
+            [(a, b, pa, pb, get(opk)), (b, a, pb, pa, get(rpk))]
+        {
             let packets = number(packets) as u64;
             if packets > 0 {
-                flows.push(Flow { start, duration, src, dst, proto: p, sport, dport, packets });
+                flows.push(Flow {
+                    start,
+                    duration,
+                    src,
+                    dst,
+                    proto: p,
+                    sport,
+                    dport,
+                    packets,
+                });
             }
         }
     }
@@ -192,7 +219,10 @@ fn argus_time(s: &str) -> Option<f64> {
     let mut d = date.split('/').map(|x| x.parse::<i64>().ok());
     let (y, m, dd) = (d.next()??, d.next()??, d.next()??);
     let mut t = time.split(':');
-    let (h, mi) = (t.next()?.parse::<f64>().ok()?, t.next()?.parse::<f64>().ok()?);
+    let (h, mi) = (
+        t.next()?.parse::<f64>().ok()?,
+        t.next()?.parse::<f64>().ok()?,
+    );
     let sec = t.next()?.parse::<f64>().ok()?;
     Some(days_from_civil(y, m, dd) as f64 * 86_400.0 + h * 3600.0 + mi * 60.0 + sec)
 }
@@ -207,24 +237,48 @@ fn parse_argus(text: &str) -> Vec<Flow> {
             .position(|f| *f == name)
             .unwrap_or_else(|| fail(&format!("binetflow without the {name} column")))
     };
-    let (st, dur, pr, sa, sp, da, dp) = (col("StartTime"), col("Dur"), col("Proto"), col("SrcAddr"), col("Sport"), col("DstAddr"), col("Dport"));
+    let (st, dur, pr, sa, sp, da, dp) = (
+        col("StartTime"),
+        col("Dur"),
+        col("Proto"),
+        col("SrcAddr"),
+        col("Sport"),
+        col("DstAddr"),
+        col("Dport"),
+    );
     let (tp, tb, sb) = (col("TotPkts"), col("TotBytes"), col("SrcBytes"));
     let mut flows = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.splitn(header.len(), ',').collect();
         let get = |i: usize| f.get(i).copied().unwrap_or("");
-        let (Some(a), Some(b), Some(start)) = (ipv4(get(sa)), ipv4(get(da)), argus_time(get(st))) else {
+        let (Some(a), Some(b), Some(start)) = (ipv4(get(sa)), ipv4(get(da)), argus_time(get(st)))
+        else {
             continue;
         };
         let total = number(get(tp)) as u64;
         let (bytes, src_bytes) = (number(get(tb)), number(get(sb)));
-        let share = if bytes > 0.0 { (src_bytes / bytes).min(1.0) } else { 1.0 };
+        let share = if bytes > 0.0 {
+            (src_bytes / bytes).min(1.0)
+        } else {
+            1.0
+        };
         let forward = ((total as f64 * share).round() as u64).clamp(total.min(1), total);
         let (duration, p) = (number(get(dur)), proto_number(get(pr)));
         let (pa, pb) = (port_number(get(sp)), port_number(get(dp)));
-        for (src, dst, sport, dport, packets) in [(a, b, pa, pb, forward), (b, a, pb, pa, total - forward)] {
+        for (src, dst, sport, dport, packets) in
+            [(a, b, pa, pb, forward), (b, a, pb, pa, total - forward)]
+        {
             if packets > 0 {
-                flows.push(Flow { start, duration, src, dst, proto: p, sport, dport, packets });
+                flows.push(Flow {
+                    start,
+                    duration,
+                    src,
+                    dst,
+                    proto: p,
+                    sport,
+                    dport,
+                    packets,
+                });
             }
         }
     }
@@ -253,10 +307,28 @@ fn synthetic(flows: usize, routes: &[(u32, u8, u32)]) -> Vec<Flow> {
         let (dst, sport, dport) = (pool[rank], r.gen_range(1024..u16::MAX), 443);
         let start = r.gen_range(0.0..3600.0);
         let duration = packets as f64 * 0.02;
-        out.push(Flow { start, duration, src, dst, proto: 6, sport, dport, packets });
+        out.push(Flow {
+            start,
+            duration,
+            src,
+            dst,
+            proto: 6,
+            sport,
+            dport,
+            packets,
+        });
         if packets > 1 {
             let back = packets / 2;
-            out.push(Flow { start, duration, src: dst, dst: src, proto: 6, sport: dport, dport: sport, packets: back });
+            out.push(Flow {
+                start,
+                duration,
+                src: dst,
+                dst: src,
+                proto: 6,
+                sport: dport,
+                dport: sport,
+                packets: back,
+            });
         }
     }
     out
@@ -268,7 +340,15 @@ fn packets_of(flows: &[Flow]) -> Vec<Packet> {
     for f in flows {
         for i in 0..f.packets {
             let time = f.start + f.duration * i as f64 / f.packets as f64;
-            out.push(Packet { time, src: f.src, dst: f.dst, proto: f.proto, sport: f.sport, dport: f.dport, attack: false });
+            out.push(Packet {
+                time,
+                src: f.src,
+                dst: f.dst,
+                proto: f.proto,
+                sport: f.sport,
+                dport: f.dport,
+                attack: false,
+            });
         }
     }
     out.sort_by(|a, b| a.time.total_cmp(&b.time));
@@ -289,7 +369,15 @@ fn with_attack(trace: &[Packet], share: f64, seed: u64) -> Vec<Packet> {
         credit += per;
         while credit >= 1.0 {
             credit -= 1.0;
-            out.push(Packet { time: p.time, src: r.gen(), dst: r.gen(), proto: 17, sport: r.gen(), dport: r.gen(), attack: true });
+            out.push(Packet {
+                time: p.time,
+                src: r.gen(),
+                dst: r.gen(),
+                proto: 17,
+                sport: r.gen(),
+                dport: r.gen(),
+                attack: true,
+            });
         }
         out.push(*p);
     }
@@ -298,7 +386,10 @@ fn with_attack(trace: &[Packet], share: f64, seed: u64) -> Vec<Packet> {
 
 fn is_lan(a: u32) -> bool {
     let o = a.to_be_bytes();
-    o[0] == 10 || (o[0] == 172 && o[1] & 0xf0 == 16) || (o[0] == 192 && o[1] == 168) || (o[0] == 169 && o[1] == 254)
+    o[0] == 10
+        || (o[0] == 172 && o[1] & 0xf0 == 16)
+        || (o[0] == 192 && o[1] == 168)
+        || (o[0] == 169 && o[1] == 254)
 }
 
 const GATEWAY_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
@@ -331,7 +422,11 @@ fn ingress(p: &Packet) -> PortId {
 
 fn frame(p: &Packet, buf: &mut [u8; FRAME_LEN]) {
     *buf = [0; FRAME_LEN];
-    let src_mac = if is_lan(p.src) && !p.attack { mac_of(p.src) } else { GATEWAY_MAC };
+    let src_mac = if is_lan(p.src) && !p.attack {
+        mac_of(p.src)
+    } else {
+        GATEWAY_MAC
+    };
     buf[0..6].copy_from_slice(&mac_of(p.dst));
     buf[6..12].copy_from_slice(&src_mac);
     buf[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
@@ -341,7 +436,10 @@ fn frame(p: &Packet, buf: &mut [u8; FRAME_LEN]) {
     buf[23] = p.proto;
     buf[26..30].copy_from_slice(&p.src.to_be_bytes());
     buf[30..34].copy_from_slice(&p.dst.to_be_bytes());
-    let mut sum: u32 = buf[14..34].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    let mut sum: u32 = buf[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -361,7 +459,10 @@ struct Trie {
 
 impl Trie {
     fn new(routes: &[(u32, u8, u32)]) -> Trie {
-        let mut t = Trie { kids: vec![[0, 0]], hop: vec![None] };
+        let mut t = Trie {
+            kids: vec![[0, 0]],
+            hop: vec![None],
+        };
         for &(addr, len, nh) in routes {
             let mut n = 0usize;
             for bit in 0..len {
@@ -451,13 +552,19 @@ impl App for Router<'_> {
             return Ok(());
         }
         let data = pkt.data();
-        let d = u32::from_be_bytes([data[DST_AT], data[DST_AT + 1], data[DST_AT + 2], data[DST_AT + 3]]);
+        let d = u32::from_be_bytes([
+            data[DST_AT],
+            data[DST_AT + 1],
+            data[DST_AT + 2],
+            data[DST_AT + 3],
+        ]);
         let (port, bits) = match self.granularity {
             Granularity::Fib => self.trie.decide(d),
             Granularity::Bits(b) => ((d >> (32 - b)) % ROUTE_PORTS + 1, b),
         };
         if bits > 0 {
-            pkt.mark(DST_AT * 8, bits).map_err(|e| AppError(e.to_string()))?;
+            pkt.mark(DST_AT * 8, bits)
+                .map_err(|e| AppError(e.to_string()))?;
         }
         let mut out = pkt.new_out_pkt();
         out.add_destination(port as PortId);
@@ -499,7 +606,11 @@ struct Outcome {
 }
 
 fn replay<A: App>(app: A, capacity: usize, packets: &[Packet], warm: usize) -> Outcome {
-    let cfg = Config { capacity, front_slots: capacity.next_power_of_two().clamp(4, 1 << 14), ..Config::default() };
+    let cfg = Config {
+        capacity,
+        front_slots: capacity.next_power_of_two().clamp(4, 1 << 14),
+        ..Config::default()
+    };
     let ports: Vec<PortId> = (0..=ROUTE_PORTS as PortId + 1).collect();
     let mut sw = Switch::new(app, cfg, Ports::physical(&ports), true)
         .unwrap_or_else(|e| fail(&format!("cache config: {e}")));
@@ -530,13 +641,20 @@ fn replay<A: App>(app: A, capacity: usize, packets: &[Packet], warm: usize) -> O
     let stats = sw.stats();
     o.entries = sw.cache().len();
     o.masks = sw.cache().masks();
-    o.uncached = stats.app.uncacheable + stats.cache.not_cached_no_deps + stats.cache.not_cached_stale + stats.cache.admission_refusals();
+    o.uncached = stats.app.uncacheable
+        + stats.cache.not_cached_no_deps
+        + stats.cache.not_cached_stale
+        + stats.cache.admission_refusals();
     o
 }
 
 fn list<T: std::str::FromStr>(s: &str, what: &str) -> Vec<T> {
     s.split(',')
-        .map(|x| x.trim().parse::<T>().unwrap_or_else(|_| fail(&format!("{what}: {x:?} is not understood"))))
+        .map(|x| {
+            x.trim()
+                .parse::<T>()
+                .unwrap_or_else(|_| fail(&format!("{what}: {x:?} is not understood")))
+        })
         .collect()
 }
 
@@ -557,20 +675,27 @@ fn json_str(s: &str) -> String {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut trace, mut app, mut json) = (None, "fib".to_string(), false);
+    let mut caches: Vec<String> = vec!["wildcard".into(), "exact".into()];
     let mut sizes: Vec<usize> = vec![16, 64, 256, 1024, 4096, 16384, 65536];
-    let (mut dos, mut warmup, mut max_packets, mut timeout) = (vec![0.0f64], 0.0f64, usize::MAX, 15.0f64);
+    let (mut dos, mut warmup, mut max_packets, mut timeout) =
+        (vec![0.0f64], 0.0f64, usize::MAX, 15.0f64);
     let mut table = "../shared/data/routeviews-20151101-ipv4.txt.gz".to_string();
     while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| fail(&format!("{a} needs a value")));
+        let mut val = || {
+            args.next()
+                .unwrap_or_else(|| fail(&format!("{a} needs a value")))
+        };
         match a.as_str() {
             "--trace" => trace = Some(val()),
             "--app" => app = val(),
             "--sizes" => sizes = list(&val(), "--sizes"),
             "--dos" => dos = list(&val(), "--dos"),
+            "--caches" => caches = list(&val(), "--caches"),
             "--warmup" => warmup = list::<f64>(&val(), "--warmup")[0],
             "--max-packets" => {
                 let v = val();
-                max_packets = nexthop_testutil::args::parse_count(&v).unwrap_or_else(|| fail(&format!("--max-packets: {v:?}")));
+                max_packets = nexthop_testutil::args::parse_count(&v)
+                    .unwrap_or_else(|| fail(&format!("--max-packets: {v:?}")));
             }
             "--timeout" => timeout = list::<f64>(&val(), "--timeout")[0],
             "--table" => table = val(),
@@ -586,19 +711,29 @@ fn main() {
         "24" => Some(Granularity::Bits(24)),
         _ => fail(&format!("--app {app:?}: l2, fib, 16 or 24")),
     };
+    if caches.is_empty() || caches.iter().any(|c| c != "wildcard" && c != "exact") {
+        fail("--caches: wildcard, exact or both");
+    }
     if sizes.iter().any(|&s| s == 0 || s > 1 << 31) {
         fail("--sizes: each from 1 to 2^31");
     }
-    if dos.iter().any(|&s| !(0.0..1.0).contains(&s)) || (granularity.is_none() && dos.iter().any(|&s| s > 0.0)) {
+    if dos.iter().any(|&s| !(0.0..1.0).contains(&s))
+        || (granularity.is_none() && dos.iter().any(|&s| s > 0.0))
+    {
         fail("--dos: shares in [0, 1), IP apps only");
     }
     if !(0.0..1.0).contains(&warmup) || !(timeout.is_finite() && timeout > 0.0) {
         fail("--warmup in [0, 1), --timeout > 0");
     }
     let needs_table = granularity == Some(Granularity::Fib) || trace.starts_with("synthetic:");
-    let routes = if needs_table { load_table(Path::new(&table)) } else { Vec::new() };
+    let routes = if needs_table {
+        load_table(Path::new(&table))
+    } else {
+        Vec::new()
+    };
     let flows = if let Some(n) = trace.strip_prefix("synthetic:") {
-        let n = nexthop_testutil::args::parse_count(n).unwrap_or_else(|| fail(&format!("{trace:?}: FLOWS is a count")));
+        let n = nexthop_testutil::args::parse_count(n)
+            .unwrap_or_else(|| fail(&format!("{trace:?}: FLOWS is a count")));
         synthetic(n, &routes)
     } else {
         let text = read_text(Path::new(&trace));
@@ -607,7 +742,9 @@ fn main() {
         } else if text.starts_with("#separator") {
             parse_zeek(&text)
         } else {
-            fail(&format!("{trace}: neither a Zeek conn.log nor an Argus binetflow"))
+            fail(&format!(
+                "{trace}: neither a Zeek conn.log nor an Argus binetflow"
+            ))
         }
     };
     let mut packets = packets_of(&flows);
@@ -627,13 +764,34 @@ fn main() {
         let stream = with_attack(&packets, share, 0xd05);
         let warm = (stream.len() as f64 * warmup) as usize;
         for &size in &sizes {
-            for cache in ["wildcard", "exact"] {
-                let l2 = || L2Switch::new(L2Config { timeout: Duration::from_secs_f64(timeout), ..L2Config::default() });
+            for cache in caches.iter().map(String::as_str) {
+                let l2 = || {
+                    L2Switch::new(L2Config {
+                        timeout: Duration::from_secs_f64(timeout),
+                        ..L2Config::default()
+                    })
+                };
                 let o = match (granularity, cache) {
                     (None, "wildcard") => replay(l2(), size, &stream, warm),
                     (None, _) => replay(Exact(l2()), size, &stream, warm),
-                    (Some(g), "wildcard") => replay(Router { trie: &trie, granularity: g }, size, &stream, warm),
-                    (Some(g), _) => replay(Exact(Router { trie: &trie, granularity: g }), size, &stream, warm),
+                    (Some(g), "wildcard") => replay(
+                        Router {
+                            trie: &trie,
+                            granularity: g,
+                        },
+                        size,
+                        &stream,
+                        warm,
+                    ),
+                    (Some(g), _) => replay(
+                        Exact(Router {
+                            trie: &trie,
+                            granularity: g,
+                        }),
+                        size,
+                        &stream,
+                        warm,
+                    ),
                 };
                 let rate = |m: u64, n: u64| if n == 0 { 0.0 } else { m as f64 / n as f64 };
                 if !json {
@@ -671,5 +829,223 @@ fn main() {
             dsts.len(),
             microflows.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A nested table in a small corner of the address space, so that
+    /// prefixes overlap and addresses fall on their edges.
+    fn table(seed: u64) -> Vec<(u32, u8, u32)> {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut routes = vec![(0, 0, 0)];
+        for i in 0..300 {
+            let len = r.gen_range(8..=32u8);
+            let a = 0x0a00_0000 | (r.gen::<u32>() & 0x0000_ffff);
+            let mask = u32::MAX << (32 - u32::from(len));
+            routes.push((a & mask, len, i + 1));
+        }
+        routes
+    }
+
+    fn brute(routes: &[(u32, u8, u32)], d: u32) -> u32 {
+        let mut best = (0u8, 0u32);
+        for &(a, len, nh) in routes {
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+            if d & mask == a && len >= best.0 {
+                best = (len, nh);
+            }
+        }
+        best.1
+    }
+
+    #[test]
+    fn trie_marks_exactly_bits_that_fix_the_longest_match() {
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(1);
+        for seed in 0..4 {
+            let routes = table(seed);
+            let trie = Trie::new(&routes);
+            for _ in 0..2000 {
+                let d = 0x0a00_0000 | (r.gen::<u32>() & 0x0001_ffff);
+                let (nh, bits) = trie.decide(d);
+                assert_eq!(nh, brute(&routes, d), "longest match of {d:#x}");
+                let keep = if bits == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - bits)
+                };
+                for _ in 0..20 {
+                    let e = (d & keep)
+                        | (r.gen::<u32>() & !keep & 0x0001_ffff)
+                        | (d & !keep & !0x0001_ffff);
+                    assert_eq!(
+                        brute(&routes, e),
+                        nh,
+                        "{e:#x} shares {bits} bits with {d:#x}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cached_router_forwards_as_the_app_does() {
+        let routes = table(9);
+        let trie = Trie::new(&routes);
+        let ports: Vec<PortId> = (0..=ROUTE_PORTS as PortId + 1).collect();
+        for g in [
+            Granularity::Fib,
+            Granularity::Bits(16),
+            Granularity::Bits(24),
+        ] {
+            let cfg = Config {
+                capacity: 1024,
+                ..Config::default()
+            };
+            let mut cached = Switch::new(
+                Router {
+                    trie: &trie,
+                    granularity: g,
+                },
+                cfg,
+                Ports::physical(&ports),
+                true,
+            )
+            .unwrap();
+            let mut oracle = Switch::new(
+                Router {
+                    trie: &trie,
+                    granularity: g,
+                },
+                cfg,
+                Ports::physical(&ports),
+                false,
+            )
+            .unwrap();
+            let mut r = Xoshiro256PlusPlus::seed_from_u64(2);
+            let mut buf = [0u8; FRAME_LEN];
+            for _ in 0..20_000 {
+                let p = Packet {
+                    time: 0.0,
+                    src: r.gen(),
+                    dst: 0x0a00_0000 | (r.gen::<u32>() & 0x0001_ffff),
+                    proto: 17,
+                    sport: r.gen(),
+                    dport: r.gen(),
+                    attack: false,
+                };
+                frame(&p, &mut buf);
+                assert_eq!(
+                    cached.process(ingress(&p), &buf),
+                    oracle.process(ingress(&p), &buf)
+                );
+            }
+            assert!(
+                cached.counters().hits > 2_000,
+                "{g:?}: {:?}",
+                cached.counters()
+            );
+        }
+    }
+
+    #[test]
+    fn exact_cache_keys_on_the_whole_header() {
+        let routes = table(3);
+        let trie = Trie::new(&routes);
+        let p = Packet {
+            time: 0.0,
+            src: 0x0a00_0001,
+            dst: 0x0a00_0102,
+            proto: 6,
+            sport: 1000,
+            dport: 80,
+            attack: false,
+        };
+        let other_port = Packet { sport: 1001, ..p };
+        let stream = [p, p, other_port, p];
+        let wild = replay(
+            Router {
+                trie: &trie,
+                granularity: Granularity::Fib,
+            },
+            16,
+            &stream,
+            0,
+        );
+        let exact = replay(
+            Exact(Router {
+                trie: &trie,
+                granularity: Granularity::Fib,
+            }),
+            16,
+            &stream,
+            0,
+        );
+        assert_eq!((wild.misses, exact.misses), (1, 2));
+        assert_eq!((wild.entries, exact.entries), (1, 2));
+    }
+
+    #[test]
+    fn attack_share_is_kept_and_trace_order_too() {
+        let trace: Vec<Packet> = (0..1000)
+            .map(|i| Packet {
+                time: f64::from(i),
+                src: 1,
+                dst: i as u32,
+                proto: 6,
+                sport: 1,
+                dport: 2,
+                attack: false,
+            })
+            .collect();
+        let s = with_attack(&trace, 0.5, 1);
+        assert_eq!(s.iter().filter(|p| p.attack).count(), 1000);
+        let kept: Vec<u32> = s.iter().filter(|p| !p.attack).map(|p| p.dst).collect();
+        assert_eq!(kept, (0..1000).collect::<Vec<u32>>());
+        assert_eq!(with_attack(&trace, 0.0, 1).len(), 1000);
+    }
+
+    #[test]
+    fn flow_records_parse_into_both_directions() {
+        let zeek = "#separator \\x09\n#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\tduration\torig_pkts\tresp_pkts\n\
+                    10.5\tC1\t192.168.1.2\t5000\t8.8.8.8\t53\tudp\t2.0\t3\t1\n\
+                    11.0\tC2\tfe80::1\t1\tfe80::2\t2\tudp\t-\t1\t1\n\
+                    12.0\tC3\t192.168.1.2\t5001\t1.2.3.4\t80\ttcp\t-\t2\t0\n";
+        let f = parse_zeek(zeek);
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert_eq!(
+            (f[0].src, f[0].dst, f[0].packets, f[0].proto, f[0].dport),
+            (0xc0a8_0102, 0x0808_0808, 3, 17, 53)
+        );
+        assert_eq!((f[1].src, f[1].sport, f[1].packets), (0x0808_0808, 53, 1));
+        assert_eq!((f[2].duration, f[2].packets), (0.0, 2));
+        let argus = "StartTime,Dur,Proto,SrcAddr,Sport,Dir,DstAddr,Dport,State,sTos,dTos,TotPkts,TotBytes,SrcBytes,Label\n\
+                     2013/12/17 22:09:19.5,10.0,icmp,10.0.0.46,0x0008,  ->,1.1.1.1,0x0000,ECO,0,,4,400,300,x,y\n\
+                     2013/12/17 22:09:20,1.0,arp,00:11,,who,00:22,,INT,,,1,60,60,z\n";
+        let f = parse_argus(argus);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].start, 1_387_318_159.5);
+        assert_eq!(
+            (f[0].packets, f[1].packets, f[0].sport, f[0].proto),
+            (3, 1, 8, 1)
+        );
+        let p = packets_of(&f);
+        assert_eq!(p.len(), 4);
+        assert!(p.windows(2).all(|w| w[0].time <= w[1].time));
+        let last = p.last().map_or(0.0, |x| x.time);
+        assert!(
+            (last - (1_387_318_159.5 + 20.0 / 3.0)).abs() < 1e-6,
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn lan_hosts_get_their_own_macs_and_the_internet_the_gateways() {
+        assert_eq!(mac_of(0xc0a8_0102), [0x02, 0x01, 192, 168, 1, 2]);
+        assert_eq!(mac_of(0x0808_0808), GATEWAY_MAC);
+        assert_eq!(mac_of(0xc0a8_01ff), [0xff; 6]);
+        assert_eq!(mac_of(0xe000_00fb), [0x01, 0x00, 0x5e, 0, 0, 0xfb]);
     }
 }
