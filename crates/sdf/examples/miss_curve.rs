@@ -722,7 +722,8 @@ fn main() {
     {
         fail("--dos: shares in [0, 1), IP apps only");
     }
-    if !(0.0..1.0).contains(&warmup) || !(timeout.is_finite() && timeout > 0.0) {
+    let timeout_ok = timeout.is_finite() && timeout > 0.0;
+    if !(0.0..1.0).contains(&warmup) || !timeout_ok {
         fail("--warmup in [0, 1), --timeout > 0");
     }
     let needs_table = granularity == Some(Granularity::Fib) || trace.starts_with("synthetic:");
