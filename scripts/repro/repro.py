@@ -444,7 +444,12 @@ def lpm_bench(b, quick):
 
 
 def bench_cmd(c):
-    return ["cd", "crates/lpm", "&&"] + c
+    """The lpm bench's command as run: from crates/lpm (it finds
+    ../shared/data from there)."""
+    lpm = os.path.join(ROOT, "crates", "lpm")
+    parts = ["(cd", "crates/lpm", "&&", os.path.relpath(c[0], lpm)] + c[1:]
+    parts[-1] += ")"
+    return parts
 
 
 def exp_bloomfwd_fig1(b, quick):
