@@ -70,6 +70,15 @@ const UPLINK: PortId = 0;
 const GATEWAY_PORT: PortId = 1;
 const ACCESS_PORTS: u32 = 46;
 const ROUTE_PORTS: u32 = 250;
+/// Packets a replay holds at most (records claiming more are refused).
+const MAX_PACKETS: u64 = 1 << 25;
+/// The largest number a record's field may hold (about 31,700 years in
+/// seconds), so that times stay exact enough and durations convertible.
+const MAX_NUMBER: f64 = 1e12;
+/// Synthetic flows at most.
+const MAX_FLOWS: usize = 1 << 24;
+/// Cache sizes at most.
+const MAX_SIZE: usize = 1 << 24;
 
 fn fail(msg: &str) -> ! {
     eprintln!("miss_curve: {msg}\nusage: {USAGE}");
@@ -138,11 +147,13 @@ fn port_number(s: &str) -> u16 {
     }
 }
 
+/// A count, time or duration of a record: finite, from 0 to [`MAX_NUMBER`]
+/// (anything else reads as 0).
 fn number(s: &str) -> f64 {
     s.trim()
         .parse::<f64>()
         .ok()
-        .filter(|x| x.is_finite() && *x >= 0.0)
+        .filter(|x| (0.0..=MAX_NUMBER).contains(x))
         .unwrap_or(0.0)
 }
 
@@ -218,12 +229,19 @@ fn argus_time(s: &str) -> Option<f64> {
     let (date, time) = s.trim().split_once(' ')?;
     let mut d = date.split('/').map(|x| x.parse::<i64>().ok());
     let (y, m, dd) = (d.next()??, d.next()??, d.next()??);
+    if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&dd) {
+        return None;
+    }
     let mut t = time.split(':');
     let (h, mi) = (
         t.next()?.parse::<f64>().ok()?,
         t.next()?.parse::<f64>().ok()?,
     );
     let sec = t.next()?.parse::<f64>().ok()?;
+    let clock = [(h, 24.0), (mi, 60.0), (sec, 61.0)];
+    if clock.iter().any(|&(v, max)| !(0.0..max).contains(&v)) {
+        return None;
+    }
     Some(days_from_civil(y, m, dd) as f64 * 86_400.0 + h * 3600.0 + mi * 60.0 + sec)
 }
 
@@ -334,9 +352,16 @@ fn synthetic(flows: usize, routes: &[(u32, u8, u32)]) -> Vec<Flow> {
     out
 }
 
-/// Every flow's packets spread evenly over its duration, in time order.
-fn packets_of(flows: &[Flow]) -> Vec<Packet> {
-    let mut out = Vec::with_capacity(flows.iter().map(|f| f.packets as usize).sum());
+/// Every flow's packets spread evenly over its duration, in time order;
+/// an error if the records claim more than [`MAX_PACKETS`] packets.
+fn packets_of(flows: &[Flow]) -> Result<Vec<Packet>, String> {
+    let total = flows.iter().fold(0u64, |t, f| t.saturating_add(f.packets));
+    if total > MAX_PACKETS {
+        return Err(format!(
+            "the records hold {total} packets, more than {MAX_PACKETS}"
+        ));
+    }
+    let mut out = Vec::with_capacity(total as usize);
     for f in flows {
         for i in 0..f.packets {
             let time = f.start + f.duration * i as f64 / f.packets as f64;
@@ -352,7 +377,7 @@ fn packets_of(flows: &[Flow]) -> Vec<Packet> {
         }
     }
     out.sort_by(|a, b| a.time.total_cmp(&b.time));
-    out
+    Ok(out)
 }
 
 /// `share` of all packets replaced by uniformly random attack packets,
@@ -714,17 +739,17 @@ fn main() {
     if caches.is_empty() || caches.iter().any(|c| c != "wildcard" && c != "exact") {
         fail("--caches: wildcard, exact or both");
     }
-    if sizes.iter().any(|&s| s == 0 || s > 1 << 31) {
-        fail("--sizes: each from 1 to 2^31");
+    if sizes.iter().any(|&s| s == 0 || s > MAX_SIZE) {
+        fail("--sizes: each from 1 to 2^24");
     }
-    if dos.iter().any(|&s| !(0.0..1.0).contains(&s))
+    if dos.iter().any(|&s| !(0.0..=0.9).contains(&s))
         || (granularity.is_none() && dos.iter().any(|&s| s > 0.0))
     {
-        fail("--dos: shares in [0, 1), IP apps only");
+        fail("--dos: shares from 0 to 0.9, IP apps only");
     }
-    let timeout_ok = timeout.is_finite() && timeout > 0.0;
+    let timeout_ok = timeout > 0.0 && timeout <= MAX_NUMBER;
     if !(0.0..1.0).contains(&warmup) || !timeout_ok {
-        fail("--warmup in [0, 1), --timeout > 0");
+        fail("--warmup in [0, 1), --timeout in (0, 1e12]");
     }
     let needs_table = granularity == Some(Granularity::Fib) || trace.starts_with("synthetic:");
     let routes = if needs_table {
@@ -734,7 +759,8 @@ fn main() {
     };
     let flows = if let Some(n) = trace.strip_prefix("synthetic:") {
         let n = nexthop_testutil::args::parse_count(n)
-            .unwrap_or_else(|| fail(&format!("{trace:?}: FLOWS is a count")));
+            .filter(|&n| n <= MAX_FLOWS)
+            .unwrap_or_else(|| fail(&format!("{trace:?}: FLOWS is a count up to 2^24")));
         synthetic(n, &routes)
     } else {
         let text = read_text(Path::new(&trace));
@@ -748,7 +774,7 @@ fn main() {
             ))
         }
     };
-    let mut packets = packets_of(&flows);
+    let mut packets = packets_of(&flows).unwrap_or_else(|e| fail(&format!("{trace}: {e}")));
     packets.truncate(max_packets);
     if packets.is_empty() {
         fail(&format!("{trace}: no IPv4 packets"));
@@ -1032,7 +1058,7 @@ mod tests {
             (f[0].packets, f[1].packets, f[0].sport, f[0].proto),
             (3, 1, 8, 1)
         );
-        let p = packets_of(&f);
+        let p = packets_of(&f).unwrap();
         assert_eq!(p.len(), 4);
         assert!(p.windows(2).all(|w| w[0].time <= w[1].time));
         let last = p.last().map_or(0.0, |x| x.time);
@@ -1040,6 +1066,28 @@ mod tests {
             (last - (1_387_318_159.5 + 20.0 / 3.0)).abs() < 1e-6,
             "{last}"
         );
+    }
+
+    #[test]
+    fn hostile_records_are_skipped_or_refused_without_panicking() {
+        let argus = "StartTime,Dur,Proto,SrcAddr,Sport,Dir,DstAddr,Dport,State,sTos,dTos,TotPkts,TotBytes,SrcBytes,Label\n\
+                     99999999999/12/17 22:09:19,1,tcp,1.1.1.1,1,->,2.2.2.2,2,X,0,,1,1,1,x\n\
+                     2013/13/40 99:99:99,1,tcp,1.1.1.1,1,->,2.2.2.2,2,X,0,,1,1,1,x\n\
+                     2013/12/17 22:09:19,1e308,tcp,1.1.1.1,0xzz,->,2.2.2.2,99999999,X,0,,1e300,-5,NaN\n\
+                     garbage\n,,,,\n";
+        let f = parse_argus(argus);
+        assert_eq!(f.len(), 0, "{f:?}");
+        let zeek = "#separator \\x09\n#fields\tts\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\tduration\torig_pkts\tresp_pkts\n\
+                    1e300\t1.1.1.1\t1\t2.2.2.2\t2\ttcp\tinf\t20000000\t20000000\n\
+                    short line\n";
+        let f = parse_zeek(zeek);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!((f[0].start, f[0].duration), (0.0, 0.0));
+        assert!(packets_of(&f).is_err());
+        let ok: Vec<Flow> = f.iter().map(|x| Flow { packets: 3, ..*x }).collect();
+        let p = packets_of(&ok).unwrap();
+        let o = replay(L2Switch::new(L2Config::default()), 4, &p, 0);
+        assert_eq!(o.measured, 6);
     }
 
     #[test]
