@@ -16,6 +16,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import repro  # noqa: E402
 
 
+def check_miss_curve(name, rows):
+    """A miss-rate sweep: rows by growing cache size, every rate in [0, 1],
+    and no curve ending above where it started (LRU gains with size)."""
+    errors = []
+    sizes = [r.get("size") for r in rows]
+    if len(rows) < 2 or sizes != sorted(sizes):
+        return ["%s: rows are not a sweep of growing cache sizes" % name]
+    for col in rows[0]:
+        if col == "size":
+            continue
+        vals = [r.get(col) for r in rows]
+        if any(not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0 for v in vals):
+            errors.append("%s: %s holds a value that is not a miss rate" % (name, col))
+        elif vals[-1] > vals[0] + 1e-9:
+            errors.append("%s: %s ends above where it started" % (name, col))
+    return errors
+
+
 def check(out):
     errors = []
     report = os.path.join(out, "reproduction.md")
@@ -41,6 +59,10 @@ def check(out):
                 errors.append("%s: raw JSON lacks %s" % (name, key))
         if not os.path.exists(os.path.join(out, "reproduction", "raw", name + ".csv")):
             errors.append("no raw CSV for %s" % name)
+        if name.startswith("sdf_") and name != "sdf_wildcard":
+            errors += check_miss_curve(name, doc["rows"])
+    if len(re.findall(r"^\*\*Run:\*\* ", text, re.M)) != len(repro.EXPERIMENTS):
+        errors.append("not every section names the run its numbers come from")
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     if len(links) < len(repro.EXPERIMENTS):
         errors.append("%d figures linked, %d experiments" % (len(links), len(repro.EXPERIMENTS)))

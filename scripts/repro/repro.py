@@ -73,8 +73,8 @@ PAPER_SDF = (
     "Software-defined forwarding, section 4, Fig. 3: \"The cache miss rate is less than 1% for "
     "cache sizes larger than 64, and is nearly 0.01% for a cache with 256 entries\" (L2 learning, "
     "enterprise trace). Ours: the real decision cache of crates/sdf, wildcard lookups (hit rate, "
-    "subtables probed) against a linear scan of the same entries at 1 to 64 masks; the miss-rate "
-    "curves against cache size (Figs. 3-6) need a trace-replay driver this report does not have."
+    "subtables probed) against a linear scan of the same entries at 1 to 64 masks (the miss-rate "
+    "curves of Figs. 3-6 are the sections above)."
 )
 
 
@@ -126,11 +126,12 @@ class Build:
     def run(self, need_benches):
         env = dict(os.environ)
         cargo = ["cargo", "build", "--release", "--message-format=json-render-diagnostics"]
-        out = sh(cargo + ["-p", "nexthop-othello", "-p", "nexthop-lpm", "--examples"], env=env)
+        out = sh(cargo + ["-p", "nexthop-othello", "-p", "nexthop-lpm", "-p", "nexthop-sdf", "--examples"], env=env)
         self._collect(out)
         if need_benches:
             out = sh(
-                cargo + ["-p", "nexthop-ndn", "--bench", "fib", "--bench", "pit_cs", "-p", "nexthop-sdf", "--bench", "cache"],
+                cargo + ["-p", "nexthop-ndn", "--bench", "fib", "--bench", "pit_cs", "-p", "nexthop-sdf", "--bench", "cache",
+                         "-p", "nexthop-lpm", "--bench", "lpm"],
                 env=env,
             )
             self._collect(out)
@@ -265,7 +266,7 @@ def exp_bloomfwd_lookup(b, quick):
          "verdict": "beyond" if best > PAPER_BLOOMFWD_MLPS / PAPER_BLOOMFWD_CORES else "below",
          "reason": "one core of ours against the paper's 68-core accelerator; per core %.1fx the paper's %.2f Mlps"
          % (best / (PAPER_BLOOMFWD_MLPS / PAPER_BLOOMFWD_CORES), PAPER_BLOOMFWD_MLPS / PAPER_BLOOMFWD_CORES)
-         + "; the MIHT speedup table needs the lpm bench (`cargo bench -p nexthop-lpm --bench lpm`), not run here"}
+         + "; the MIHT and DIR-24-8 comparison is in its own section below"}
     return {"data": 'real: the 2015 RouteViews IPv4 and IPv6 tables (../shared/data); addresses synthetic (uniform, inside random table prefixes, inside Zipf-drawn prefixes)', "claim": PAPER_BLOOMFWD, "rows": rows, "summary": s, "commands": cmds,
             "plot": ("label", ["batch_mlps"], "family / address stream", "million lookups/s (one core, batched)", False, False)}
 
@@ -382,14 +383,361 @@ def exp_sdf_wildcard(b, quick):
     if not rows:
         raise RuntimeError("cache --only wildcard output not understood:\n" + out)
     r4 = [r for r in rows if r["masks"] == 4][0]
-    s = {"paper": "miss rate < 1% above 64 entries (Fig. 3, L2)",
+    s = {"paper": "no lookup rate for the decision cache (a TCAM in hardware)",
          "ours": "4 masks: %.1f M lookups/s, %.2f probes, %.1fx a linear scan" % (r4["wildcard_mlps"], r4["probes"], r4["wildcard_mlps"] / r4["linear_mlps"]),
          "ratio": r4["wildcard_mlps"] / r4["linear_mlps"], "verdict": "not measured",
-         "reason": "the miss-rate curves need a trace-replay driver this report does not have; measured instead: "
+         "reason": "the paper gives no lookup rate for its cache (its miss-rate curves are the sections above); measured: "
          "wildcard lookups on synthetic keys (an entry's frame with unmarked bytes randomized), ratio = wildcard / "
          "linear scan", "ratio_of": "wildcard / linear scan"}
     return {"data": "synthetic: seeded frames, each lookup an entry's frame with its unmarked bytes randomized", "claim": PAPER_SDF, "rows": rows, "summary": s, "commands": [c],
             "plot": ("label", ["wildcard_mlps", "linear_mlps"], "masks / key mix", "million lookups/s", False, False)}
+
+
+# ------------------------------------------------- Bloomfwd: the lpm bench
+# One run of `cargo bench -p nexthop-lpm --bench lpm` (`--smoke` with
+# --quick) feeds the Fig. 1, Table 4 / Fig. 7 and MIHT / DIR-24-8
+# experiments; its JSON copy is read, not its text.
+
+PAPER_BLOOMFWD_FIG1 = (
+    "Bloomfwd (IP lookup), section 6.2, Fig. 1: execution times for the hash functions (Knuth, Murmur, H2 "
+    "in the filters + in the hash tables) and FPR targets, 244 threads on the Xeon Phi 7120P: \"the best "
+    "average performance was reached with 30% of FPR\" and \"the best performance was attained when H2 was "
+    "used in both stages\"."
+)
+PAPER_BLOOMFWD_FIG1_FPR = 0.3
+PAPER_BLOOMFWD_DPCPE = (
+    "Bloomfwd (IP lookup), section 6.6, Table 4 and Fig. 7 (AS65000-V6, 31,645 prefixes in 34 lengths): "
+    "CPE5 {33, 38, 44, 48, 64} expands to 385K prefixes estimated, 380K actual (estimates are \"half of the "
+    "actual results for most of the configurations\" of the other tables); \"the expansion with 5 levels is "
+    "about 5.1x faster than the performance without CPE\"."
+)
+PAPER_DPCPE_SPEEDUP = 5.1
+PAPER_BLOOMFWD_MIHT = (
+    "Bloomfwd (IP lookup), sections 1 and 6.6: \"In a parallel execution using IPv4 and IPv6 prefix datasets, "
+    "our BFs algorithm was, respectively, up to 3.8x and 5.1x faster than MIHT\" ((16,16)-MIHT for IPv4, "
+    "(32,32)-MIHT for IPv6, 2^26 random addresses). Beside it: our DIR-24-8 (the DPDK rte_lpm layout) and "
+    "the binary trie on the same streams, and the LINX update replay."
+)
+PAPER_MIHT_V4, PAPER_MIHT_V6 = 3.8, 5.1
+PAPER_LENGTHS = (
+    "Bloomfwd (IP lookup), section 6.1 and Table 3: seven real IPv4 tables; for IPv6 \"AS65000-V6 has 31,645 "
+    "unique prefixes distributed in 34 distinct prefix lengths\" (EQUINIX 42,663 in 43, LINX 44,103 in 45). "
+    "The number of distinct lengths is what Bloomfwd pays for (one filter per length) and what (DP)CPE reduces."
+)
+PAPER_V6_PREFIXES, PAPER_V6_LENGTHS = 31645, 34
+
+_LPM_BENCH = {}
+
+
+def lpm_bench(b, quick):
+    """The lpm bench's JSON report (run once per process)."""
+    if quick not in _LPM_BENCH:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            c = b.cmd("lpm", "--bench", *(["--smoke"] if quick else []))
+            env = dict(os.environ, TMPDIR=tmp)
+            sh(c, cwd=os.path.join(ROOT, "crates", "lpm"), env=env)
+            with open(os.path.join(tmp, "nexthop-lpm-bench.json")) as f:
+                _LPM_BENCH[quick] = (c, json.load(f))
+    return _LPM_BENCH[quick]
+
+
+def bench_cmd(c):
+    """The lpm bench's command as run: from crates/lpm (it finds
+    ../shared/data from there)."""
+    lpm = os.path.join(ROOT, "crates", "lpm")
+    parts = ["(cd", "crates/lpm", "&&", os.path.relpath(c[0], lpm)] + c[1:]
+    parts[-1] += ")"
+    return parts
+
+
+def exp_bloomfwd_fig1(b, quick):
+    c, rep = lpm_bench(b, quick)
+    fig = rep["fig1"]
+    hashes = []
+    for r in fig:
+        if r["hash"] not in hashes:
+            hashes.append(r["hash"])
+    rows = []
+    for f in sorted({r["fpr_target"] for r in fig}):
+        row = {"fpr_target": f}
+        for r in fig:
+            if r["fpr_target"] == f:
+                row[r["hash"]] = r["mlps"]
+                row[r["hash"] + " measured_fpr"] = max(r["measured_fpr"])
+        rows.append(row)
+    best = max(fig, key=lambda r: r["mlps"])
+    at_paper = [r for r in fig if abs(r["fpr_target"] - PAPER_BLOOMFWD_FIG1_FPR) < 1e-9 and r["hash"] == "H2+H2"]
+    paper_pick = at_paper[0]["mlps"] if at_paper else None
+    ratio = (paper_pick / best["mlps"]) if paper_pick else 0.0
+    s = {"paper": "best at FPR 30%, H2 in both stages",
+         "ours": "best %s at FPR %.0f%% (%.1f Mlps, IPv4 uniform, one core); the paper's pick %s" % (
+             best["hash"], 100 * best["fpr_target"], best["mlps"], "%.1f Mlps" % paper_pick if paper_pick else "not in the sweep"),
+         "ratio": ratio, "ratio_of": "the paper's pick / our best",
+         "verdict": "reproduced" if ratio >= 0.9 else "below",
+         "reason": "the paper's pick is within 10%% of our best configuration" if ratio >= 0.9 else
+         "on one x86 core with 16 KiB-per-line filters the optimum moves (ours: %s at FPR %.2f); the Xeon Phi's "
+         "244 threads hide memory latency that our filter size trades against" % (best["hash"], best["fpr_target"])}
+    return {"data": "real: the 2015 RouteViews IPv4 table (../shared/data), uniform random addresses", "claim": PAPER_BLOOMFWD_FIG1,
+            "rows": rows, "summary": s, "commands": [bench_cmd(c)],
+            "plot": ("fpr_target", hashes, "false-positive target", "million lookups/s (IPv4 uniform)", True, False)}
+
+
+def exp_bloomfwd_dpcpe(b, quick):
+    c, rep = lpm_bench(b, quick)
+    rows = []
+    for r in sorted(rep["dpcpe"], key=lambda r: r["levels"]):
+        rows.append({"levels": r["levels"], "chosen": " ".join(str(x) for x in r["chosen"]), "estimated": int(r["estimated"]),
+                     "actual": r["actual"], "estimate_ratio": r["estimated"] / r["actual"] if r["actual"] else 0.0,
+                     "uniform_mlps": r["uniform_mlps"], "inside_mlps": r["inside_mlps"]})
+    none = max(rows, key=lambda r: r["levels"])
+    best = max(rows, key=lambda r: r["inside_mlps"])
+    speed = best["inside_mlps"] / none["inside_mlps"] if none["inside_mlps"] else 0.0
+    five = [r for r in rows if r["levels"] == 5]
+    est = ("; 5 levels: estimated %d, actual %d" % (five[0]["estimated"], five[0]["actual"])) if five else ""
+    s = {"paper": "CPE5 %.1fx faster than no CPE; estimate 385K vs actual 380K (AS65000-V6)" % PAPER_DPCPE_SPEEDUP,
+         "ours": "best %d levels %.1fx no expansion (%d lengths), inside-prefix addresses%s" % (best["levels"], speed, none["levels"], est),
+         "ratio": speed / PAPER_DPCPE_SPEEDUP, "ratio_of": "our speedup / the paper's",
+         "verdict": "reproduced" if speed >= 0.5 * PAPER_DPCPE_SPEEDUP else "below",
+         "reason": "the 2015 RouteViews IPv6 table (27,693 prefixes); the expansion's gain is measured on addresses inside "
+         "table prefixes (uniform IPv6 addresses almost all miss at the first level, whatever the levels)"}
+    return {"data": "real: the 2015 RouteViews IPv6 table (../shared/data); addresses synthetic (uniform, inside random table prefixes)",
+            "claim": PAPER_BLOOMFWD_DPCPE, "rows": rows, "summary": s, "commands": [bench_cmd(c)],
+            "plot": ("levels", ["uniform_mlps", "inside_mlps"], "DPCPE levels (the most: no expansion)", "million lookups/s (IPv6, one core)", False, True)}
+
+
+def exp_bloomfwd_miht(b, quick):
+    c, rep = lpm_bench(b, quick)
+    rows = []
+    for fam, key in (("v4", "ipv4"), ("v6", "ipv6")):
+        for r in rep[key]["rows"]:
+            m = {x["name"]: x["median"] for x in r["mlps"]}
+            miht = m.get("miht") or m.get("miht6")
+            row = {"label": "%s %s" % (fam, r["stream"]), "family": fam, "stream": r["stream"],
+                   "bloomfwd_mlps": m["bloomfwd-batch"], "miht_mlps": miht, "dir248_mlps": m.get("dir-24-8", 0.0),
+                   "trie_mlps": m.get("trie", 0.0), "bloomfwd_over_miht": m["bloomfwd-batch"] / miht}
+            if m.get("dir-24-8"):
+                row["bloomfwd_over_dir248"] = m["bloomfwd-batch"] / m["dir-24-8"]
+            rows.append(row)
+    v4 = [r for r in rows if r["family"] == "v4" and r["stream"] == "uniform"][0]
+    v6 = [r for r in rows if r["family"] == "v6" and r["stream"] == "uniform"][0]
+    linx = rep.get("linx", {})
+    s = {"paper": "Bloomfwd / MIHT: %.1fx IPv4, %.1fx IPv6" % (PAPER_MIHT_V4, PAPER_MIHT_V6),
+         "ours": "uniform addresses, one core: %.1fx IPv4, %.1fx IPv6; DIR-24-8 %.1f vs Bloomfwd %.1f Mlps; LINX replay %.2f M updates/s"
+         % (v4["bloomfwd_over_miht"], v6["bloomfwd_over_miht"], v4["dir248_mlps"], v4["bloomfwd_mlps"], linx.get("updates_per_s", 0) / 1e6),
+         "ratio": v4["bloomfwd_over_miht"] / PAPER_MIHT_V4, "ratio_of": "our IPv4 speedup / the paper's",
+         "verdict": "beyond" if v4["bloomfwd_over_miht"] > PAPER_MIHT_V4 and v6["bloomfwd_over_miht"] > PAPER_MIHT_V6 else (
+             "reproduced" if v4["bloomfwd_over_miht"] >= PAPER_MIHT_V4 / 2 and v6["bloomfwd_over_miht"] >= PAPER_MIHT_V6 / 2 else "below"),
+         "reason": "same process, same address streams, structures alternating in each repetition (medians); ours is one "
+         "core of a shared 2-core VM against the paper's parallel runs; DIR-24-8 beside it as the rte_lpm layout; "
+         "%d LINX updates replayed with %d lookups checked against the oracle" % (linx.get("updates", 0), linx.get("checked", 0))}
+    return {"data": "real: the 2015 RouteViews IPv4 and IPv6 tables and the 2014 LINX update stream (../shared/data); addresses synthetic",
+            "claim": PAPER_BLOOMFWD_MIHT, "rows": rows, "summary": s, "commands": [bench_cmd(c)],
+            "plot": ("label", ["bloomfwd_mlps", "miht_mlps", "dir248_mlps", "trie_mlps"], "family / address stream", "million lookups/s (one core)", False, True)}
+
+
+def exp_bloomfwd_lengths(b, quick):
+    counts, cmds = {}, []
+    for fam in ("ipv4", "ipv6"):
+        path = "../shared/data/routeviews-20151101-%s.txt.gz" % fam
+        c = ["zcat", path]
+        cmds.append(c)
+        hist = {}
+        for line in sh(c).splitlines():
+            p = line.split()
+            if p and "/" in p[0]:
+                try:
+                    ln = int(p[0].rsplit("/", 1)[1])
+                except ValueError:
+                    continue
+                hist[ln] = hist.get(ln, 0) + 1
+        counts[fam] = hist
+    lengths = sorted(set(counts["ipv4"]) | set(counts["ipv6"]))
+    rows = [{"length": ln, "ipv4": counts["ipv4"].get(ln, 0), "ipv6": counts["ipv6"].get(ln, 0)} for ln in lengths]
+    n4, n6 = sum(counts["ipv4"].values()), sum(counts["ipv6"].values())
+    l4, l6 = len(counts["ipv4"]), len(counts["ipv6"])
+    s = {"paper": "AS65000-V6: %d prefixes in %d lengths" % (PAPER_V6_PREFIXES, PAPER_V6_LENGTHS),
+         "ours": "IPv4 %d prefixes in %d lengths (/24: %.0f%%); IPv6 %d prefixes in %d lengths" % (n4, l4, 100.0 * counts["ipv4"].get(24, 0) / n4, n6, l6),
+         "ratio": l6 / PAPER_V6_LENGTHS, "ratio_of": "our IPv6 lengths / AS65000-V6's",
+         "verdict": "reproduced" if 0.5 <= l6 / PAPER_V6_LENGTHS <= 2.0 else "below",
+         "reason": "a RouteViews table of the same era (2015) as the paper's; the distinct lengths set the filters "
+         "Bloomfwd probes before (DP)CPE"}
+    return {"data": "real: the 2015 RouteViews IPv4 and IPv6 tables (../shared/data)", "claim": PAPER_LENGTHS, "rows": rows,
+            "summary": s, "commands": cmds + [["(prefix lengths counted by scripts/repro/repro.py)"]],
+            "plot": ("length", ["ipv4", "ipv6"], "prefix length", "prefixes", False, True)}
+
+
+# ------------------------------------------------- SDF: miss rate against cache size
+# crates/sdf/examples/miss_curve.rs replays flow records through the real
+# Switch (decision cache with LRU in front of the app) and prints JSON.
+
+TRACE_M57 = "../shared/data/traces/M57-2009-11-18.conn.log.gz"
+TRACE_CTU = "../shared/data/traces/CTU-Normal-7-2013-13-07.binetflow.gz"
+TABLE_V4 = "../shared/data/routeviews-20151101-ipv4.txt.gz"
+PAPER_SDF_L2 = (
+    "Software-defined forwarding, section 5, Fig. 3 (left): \"Our MAC learning implementation uses 15 second "
+    "timeouts ... The cache miss rate is less than 1% for cache sizes larger than 64, and is nearly 0.01% for a "
+    "cache with 256 entries\" (LBNL enterprise trace, 1 hour, 1,977,405 packets; cache warmed on the first half)."
+)
+PAPER_SDF_LPM = (
+    "Software-defined forwarding, section 5, Figs. 3 (right), 4 and 5: IPv4 forwarding with decisions by the FIB, "
+    "by /16 or by /24, LRU, no warm-up: \"the miss rate is less than 1% when the cache holds more than about 64k "
+    "entries\" (FIB, ISP trace); \"the /16 granularity is a better estimate of the hit rate, and ... the /24 "
+    "granularity is very conservative (roughly two orders of magnitude higher miss rate than the FIB results for "
+    "large caches)\"; with /16, 1k-2k entries reach 1% on the CAIDA traces, with /24 20k-40k. Added: the same "
+    "apps behind an exact-match (whole-header) cache, the entries the marks save."
+)
+PAPER_SDF_DOS = (
+    "Software-defined forwarding, section 5, Fig. 6: random-destination DoS traffic making up 50% of all packets "
+    "(ISP trace) \"only has a very limited impact on the miss rate\", and \"for the larger cache sizes, the miss "
+    "rate with the attack traffic is lower than without\"; the ISP2 trace at several attack rates agrees."
+)
+
+
+def miss_curve(b, trace, app, sizes, *extra):
+    c = b.cmd("miss_curve", "--trace", trace, "--app", app, "--sizes", ",".join(str(s) for s in sizes), "--json", *extra)
+    return c, json.loads(sh(c))
+
+
+def first_below(rows, col, limit=0.01):
+    """The smallest cache size whose miss rate in `col` is below `limit`."""
+    for r in rows:
+        if r[col] < limit:
+            return r["size"]
+    return None
+
+
+def size_text(s, sizes):
+    return "%d" % s if s is not None else "> %d" % sizes[-1]
+
+
+def exp_sdf_l2(b, quick):
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256] if not quick else [1, 4, 16, 64, 256]
+    lim = ["--max-packets", "2e5"] if quick else []
+    c1, d1 = miss_curve(b, TRACE_M57, "l2", sizes, "--warmup", "0.5", *lim)
+    c2, d2 = miss_curve(b, TRACE_M57, "l2", sizes, "--warmup", "0.5", "--timeout", "300", "--caches", "wildcard", *lim)
+    rows = []
+    for s in sizes:
+        w = [r for r in d1["rows"] if r["size"] == s and r["cache"] == "wildcard"][0]
+        e = [r for r in d1["rows"] if r["size"] == s and r["cache"] == "exact"][0]
+        w3 = [r for r in d2["rows"] if r["size"] == s][0]
+        rows.append({"size": s, "wildcard": w["miss_rate"], "exact": e["miss_rate"], "wildcard_timeout_300s": w3["miss_rate"]})
+    at = {r["size"]: r for r in rows}
+    w64, w256 = at[64]["wildcard"], at[256]["wildcard"]
+    need_w, need_e = first_below(rows, "wildcard"), first_below(rows, "exact")
+    s = {"paper": "< 1% above 64 entries; ~0.01% at 256",
+         "ours": "wildcard %.3f%% at 64, %.3f%% at 256 (300 s timeout: %.3f%%); exact %.2f%% at 256; 1%% reached at %s (wildcard) vs %s (exact) entries"
+         % (100 * w64, 100 * w256, 100 * at[256]["wildcard_timeout_300s"], 100 * at[256]["exact"], size_text(need_w, sizes), size_text(need_e, sizes)),
+         "ratio": w256 / 1e-4, "ratio_of": "our miss rate at 256 / the paper's 0.01%",
+         "verdict": "reproduced" if w64 < 0.01 else "below",
+         "reason": ("the 1% claim holds; " if w64 < 0.01 else "the 1% claim does not hold on this trace; ")
+         + "the 0.01%% point is not reached: with a 15 s hard timeout every binding of the %d-hour "
+         "office trace (%d packets, %d destinations, %d microflows) is relearned every 15 s, a floor that the "
+         "300 s curve lowers to %.3f%%" % (round(d1["seconds"] / 3600), d1["packets"], d1["destinations"], d1["microflows"], 100 * at[256]["wildcard_timeout_300s"])}
+    return {"data": "real: M57-Patents Zeek conn.log (a small office, 24 h; ../shared/data/traces), each flow's packets spread "
+            "over its duration; no MAC addresses in the records, so LAN hosts get MACs derived from their address and every "
+            "other address lies behind the gateway's MAC", "claim": PAPER_SDF_L2, "rows": rows, "summary": s, "commands": [c1, c2],
+            "plot": ("size", ["wildcard", "exact", "wildcard_timeout_300s"], "cache entries", "miss rate (second half)", True, True)}
+
+
+def exp_sdf_lpm(b, quick):
+    sizes = [16, 64, 256, 1024, 4096, 16384] if not quick else [16, 256, 4096]
+    lim = ["--max-packets", "1e5"] if quick else []
+    cmds, cols, meta = [], {}, {}
+    for tname, trace in (("m57", TRACE_M57), ("ctu", TRACE_CTU)):
+        for app in ("fib", "16", "24"):
+            caches = "wildcard,exact" if app == "fib" else "wildcard"
+            c, d = miss_curve(b, trace, app, sizes, "--caches", caches, "--table", TABLE_V4, *lim)
+            cmds.append(c)
+            meta[tname] = d
+            for r in d["rows"]:
+                name = "%s_%s" % (tname, app if r["cache"] == "wildcard" else "exact")
+                cols.setdefault(name, {})[r["size"]] = r["miss_rate"]
+    names = list(cols)
+    rows = [dict([("size", s)] + [(n, cols[n][s]) for n in names]) for s in sizes]
+    need = {n: first_below(rows, n) for n in names}
+    ratio_e = [(need[t + "_exact"] or 2 * sizes[-1]) / (need[t + "_fib"] or 2 * sizes[-1]) for t in ("m57", "ctu")]
+    big = rows[-1]
+    s = {"paper": "FIB: < 1% above ~64k entries (ISP trace); /24 ~100x the FIB at large caches",
+         "ours": "1%% reached at: M57 FIB %s, /16 %s, /24 %s, exact %s; CTU FIB %s, /16 %s, /24 %s, exact %s entries; at %d: /24 / FIB %.1fx (M57), %.1fx (CTU)"
+         % tuple([size_text(need[n], sizes) for n in ("m57_fib", "m57_16", "m57_24", "m57_exact", "ctu_fib", "ctu_16", "ctu_24", "ctu_exact")]
+                 + [sizes[-1], big["m57_24"] / max(big["m57_fib"], 1e-9), big["ctu_24"] / max(big["ctu_fib"], 1e-9)]),
+         "ratio": min(ratio_e), "ratio_of": "entries for 1%: exact / wildcard (FIB), the smaller of the two traces",
+         "verdict": "reproduced" if need["m57_fib"] is not None and need["ctu_fib"] is not None else "below",
+         "reason": "the FIB-based wildcard cache gets under 1%% at small sizes, an exact-match cache needs more entries; our real "
+         "traces are an office (%d destinations) and one PC (%d), not an ISP link, so the 1%% point comes far below the paper's "
+         "64k and FIB, /16 and /24 stay close (the synthetic section below has an ISP-scale working set)"
+         % (meta["m57"]["destinations"], meta["ctu"]["destinations"])}
+    return {"data": "real: M57-Patents Zeek conn.log (office, 24 h) and CTU-Normal-7 Argus binetflow (one PC, 21 min) from "
+            "../shared/data/traces, each flow's packets spread over its duration; the 2015 RouteViews IPv4 table as the FIB",
+            "claim": PAPER_SDF_LPM, "rows": rows, "summary": s, "commands": cmds,
+            "plot": ("size", names, "cache entries", "miss rate (no warm-up)", True, True)}
+
+
+def exp_sdf_synthetic(b, quick):
+    sizes = [256, 1024, 4096, 16384, 65536, 262144, 1048576] if not quick else [256, 4096, 65536]
+    trace = "synthetic:%d" % (20000 if quick else 200000)
+    cmds, cols, meta = [], {}, None
+    for app in ("fib", "16", "24"):
+        caches = "wildcard,exact" if app == "fib" else "wildcard"
+        c, d = miss_curve(b, trace, app, sizes, "--caches", caches, "--table", TABLE_V4)
+        cmds.append(c)
+        meta = d
+        for r in d["rows"]:
+            name = app if r["cache"] == "wildcard" else "exact"
+            cols.setdefault(name, {})[r["size"]] = r["miss_rate"]
+    names = list(cols)
+    rows = [dict([("size", s)] + [(n, cols[n][s]) for n in names]) for s in sizes]
+    need = {n: first_below(rows, n) for n in names}
+    at64 = [r for r in rows if r["size"] == 65536][0]
+    floor = rows[-1]["fib"]
+    s = {"paper": "FIB: < 1% above ~64k entries; /24 ~100x the FIB at large caches",
+         "ours": "at 65536 entries: FIB %.2f%%, /16 %.2f%%, /24 %.2f%%, exact %.2f%%; 1%% reached at FIB %s, /16 %s, /24 %s; FIB floor (largest cache) %.2f%%"
+         % (100 * at64["fib"], 100 * at64["16"], 100 * at64["24"], 100 * at64["exact"], size_text(need["fib"], sizes),
+            size_text(need["16"], sizes), size_text(need["24"], sizes), 100 * floor),
+         "ratio": at64["fib"] / 0.01, "ratio_of": "our FIB miss rate at 65536 / the paper's 1%",
+         "verdict": "reproduced" if at64["fib"] < 0.01 else "below",
+         "reason": "a seeded synthetic trace (%d packets, %d destinations): with no warm-up its compulsory misses, one per "
+         "decision region and (exact) one per flow, set a floor of %.2f%% that a %d-packet trace cannot amortize as the "
+         "paper's 17.5M-packet ISP trace does" % (meta["packets"], meta["destinations"], 100 * floor, meta["packets"])}
+    return {"data": "synthetic (seeded): flows over one hour, destinations inside random RouteViews prefixes drawn Zipf (s = 1), "
+            "Pareto (alpha 1.2) flow sizes, replies half the requests' packets; parameters chosen as the usual heavy-tailed "
+            "model, not fitted to a published trace", "claim": PAPER_SDF_LPM, "rows": rows, "summary": s, "commands": cmds,
+            "plot": ("size", names, "cache entries", "miss rate (no warm-up)", True, True)}
+
+
+def exp_sdf_dos(b, quick):
+    sizes = [64, 256, 1024, 4096, 16384, 65536] if not quick else [64, 1024, 16384]
+    lim = ["--max-packets", "1e5"] if quick else []
+    c, d = miss_curve(b, TRACE_CTU, "fib", sizes, "--dos", "0,0.1,0.5", "--table", TABLE_V4, *lim)
+    rows = []
+    for s in sizes:
+        row = {"size": s}
+        for r in d["rows"]:
+            if r["size"] != s:
+                continue
+            tag = "%s_dos%g" % (r["cache"], r["dos"])
+            row[tag] = r["miss_rate"]
+            if r["dos"] > 0 and r["cache"] == "wildcard":
+                row[tag + "_legit"] = r["legit_miss_rate"]
+        rows.append(row)
+    big = rows[-1]
+    legit, clean = big["wildcard_dos0.5_legit"], big["wildcard_dos0"]
+    s = {"paper": "50% random-destination attack: very limited impact; lower miss rate at large caches",
+         "ours": "at %d entries: trace traffic %.3f%% without attack, %.3f%% with 50%% attack (all packets %.1f%%); exact cache %.2f%% -> %.1f%%"
+         % (sizes[-1], 100 * clean, 100 * legit, 100 * big["wildcard_dos0.5"], 100 * big["exact_dos0"], 100 * big["exact_dos0.5"]),
+         "ratio": legit / max(clean, 1e-9), "ratio_of": "trace traffic's miss rate with / without the 50% attack",
+         "verdict": "reproduced" if legit < 0.01 else "below",
+         "reason": "the hot decisions survive the attack, so the trace's own miss rate stays under 1%"
+         + ("; at the largest cache it is even lower with the attack than without, as in the paper: attack packets "
+            "install decisions for regions the trace reaches later" if legit < clean else "")
+         + "; but the attack packets themselves mostly miss against the 2015 table's 606K prefixes (random "
+         "addresses fall into many small decision regions), so the miss rate over all packets rises, unlike the paper's"}
+    return {"data": "real: CTU-Normal-7 Argus binetflow (one PC, ../shared/data/traces) with seeded uniformly random attack "
+            "packets interleaved; the 2015 RouteViews IPv4 table as the FIB", "claim": PAPER_SDF_DOS, "rows": rows, "summary": s,
+            "commands": [c],
+            "plot": ("size", [k for k in rows[0] if k != "size"], "cache entries", "miss rate (no warm-up)", True, True)}
 
 
 EXPERIMENTS = [
@@ -398,10 +746,18 @@ EXPERIMENTS = [
     ("othello_build", "Othello / Concise: construction time against n", "Othello / Concise", exp_othello_build, False),
     ("othello_alien", "Othello / Concise: alien-key false positives against r", "Othello / Concise", exp_othello_alien, False),
     ("bloomfwd_lookup", "Bloomfwd: IPv4 and IPv6 lookup rate", "Bloomfwd", exp_bloomfwd_lookup, False),
+    ("bloomfwd_lengths", "Bloomfwd: prefix-length distribution of the tables", "Bloomfwd", exp_bloomfwd_lengths, False),
+    ("bloomfwd_fig1", "Bloomfwd: lookup rate against FPR target and hash functions (Fig. 1)", "Bloomfwd", exp_bloomfwd_fig1, True),
+    ("bloomfwd_dpcpe", "Bloomfwd: DPCPE levels, prefixes after expansion and lookup rate (Table 4, Fig. 7)", "Bloomfwd", exp_bloomfwd_dpcpe, True),
+    ("bloomfwd_miht", "Bloomfwd against MIHT and DIR-24-8, LINX replay", "Bloomfwd", exp_bloomfwd_miht, True),
     ("ndn_fib", "NDN: binary vs linear search, bytes per rule", "NDN dissertation", exp_ndn_fib, True),
     ("ndn_fht", "NDN: fingerprint hash table memory (Table 4.4)", "NDN dissertation", exp_ndn_fht, True),
     ("ndn_pit", "NDN: fingerprint PIT false matches (Table 5.4)", "NDN dissertation", exp_ndn_pit, True),
     ("ndn_cs", "NDN: Content Store hit rate", "NDN dissertation", exp_ndn_cs, True),
+    ("sdf_l2", "SDF: L2 learning miss rate against cache size (Fig. 3, left)", "SDF", exp_sdf_l2, False),
+    ("sdf_lpm", "SDF: IPv4 forwarding miss rate against cache size, real traces (Figs. 3-5)", "SDF", exp_sdf_lpm, False),
+    ("sdf_synthetic", "SDF: IPv4 forwarding miss rate against cache size, synthetic ISP-scale trace", "SDF", exp_sdf_synthetic, False),
+    ("sdf_dos", "SDF: miss rate under random-destination DoS traffic (Fig. 6)", "SDF", exp_sdf_dos, False),
     ("sdf_wildcard", "SDF: wildcard decision cache against a linear scan", "SDF", exp_sdf_wildcard, True),
 ]
 
@@ -458,6 +814,10 @@ def write_raw(name, res, meta, rawdir):
 
 
 def rel(cmd):
+    """A command (a list, or the string a raw JSON keeps) with paths under
+    the checkout made relative to it."""
+    if isinstance(cmd, str):
+        cmd = cmd.split(" ")
     return " ".join(os.path.relpath(c, ROOT) if os.path.isabs(c) and c.startswith(ROOT) else c for c in cmd)
 
 
@@ -467,12 +827,14 @@ def fmt(v):
     return str(v)
 
 
-def write_report(path, results, meta, quick):
+def write_report(path, results, meta, quick, only=""):
     lines = ["# Reproduction report", "",
              "Generated by `scripts/repro.sh%s` at %s on %s (%d cores), commit `%s`. "
-             "Every number below comes from that run; the papers' numbers are quoted from "
+             "Every number below comes from the run named in its section (**Run:**): this one, or, for sections "
+             "an `--only` run did not redo, the earlier run whose raw JSON it kept; the papers' numbers are quoted from "
              "`../shared/papers/*.txt` and labelled as the paper's. Raw JSON and CSV: `reproduction/raw/`."
-             % (" --quick" if quick else "", meta["date"], meta["machine"]["cpu"], meta["machine"]["cores"], meta["commit"]),
+             % ((" --quick" if quick else "") + (" --only " + only if only else ""), meta["date"], meta["machine"]["cpu"],
+                meta["machine"]["cores"], meta["commit"]),
              "", "## Summary", "",
              "| experiment | paper's number | ours | ratio | verdict |", "|---|---|---|---|---|"]
     for name, title, _, res in results:
@@ -482,11 +844,15 @@ def write_report(path, results, meta, quick):
     lines.append("")
     section = None
     for name, title, group, res in results:
+        run = res.get("run", meta)
         if group != section:
             lines += ["## " + group, ""]
             section = group
         s = res["summary"]
         lines += ['<a id="%s"></a>' % name.replace("_", "-"), "", "### " + title, "",
+                  "**Run:** %s, commit `%s`%s%s%s." % (run["date"], run["commit"], " (`--quick`)" if run.get("quick") else "",
+                                                       ", load average %s at its start" % run["load"] if run.get("load") is not None else "",
+                                                       "" if run is meta else " (kept from an earlier run)"), "",
                   "**Paper:** " + res["claim"], "",
                   "**Data:** " + res["data"] + ".", "",
                   "**Ours:** %s (ratio %.3g, %s; verdict: %s, %s)." % (s["ours"], s["ratio"], s.get("ratio_of", "ours / paper"), s["verdict"], s["reason"]), "",
@@ -503,7 +869,8 @@ def write_report(path, results, meta, quick):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, every section (under 5 minutes)")
-    ap.add_argument("--only", default="", help="comma-separated experiment names: " + ", ".join(e[0] for e in EXPERIMENTS))
+    ap.add_argument("--only", default="", help="comma-separated experiment names (the report keeps the other sections from the raw JSON of "
+                    "DIR's earlier run, labelled as such): " + ", ".join(e[0] for e in EXPERIMENTS))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs"), help="directory for reproduction.md and reproduction/")
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n]
@@ -523,9 +890,20 @@ def main():
     b.run(any(e[4] for e in todo))
     print("repro: built in %.0f s" % (time.time() - t0), flush=True)
     meta = {"commit": git_commit(), "machine": machine(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "quick": args.quick}
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "quick": args.quick,
+            "load": round(os.getloadavg()[0], 1)}
     results = []
     start = time.time()
+    kept = {}
+    if names:
+        # The sections this run does not redo keep the earlier run's raw
+        # results (and figures), each labelled with its own run.
+        for name, _, _, _, _ in EXPERIMENTS:
+            raw = os.path.join(rawdir, name + ".json")
+            if name not in names and os.path.exists(raw):
+                with open(raw) as f:
+                    doc = json.load(f)
+                kept[name] = dict(doc, run={k: doc.get(k) for k in ("date", "commit", "machine", "quick", "load")})
     for i, (name, title, group, fn, _) in enumerate(todo):
         elapsed = time.time() - start
         eta = "" if i == 0 else ", ETA %.0f s" % (elapsed / i * (len(todo) - i))
@@ -534,8 +912,15 @@ def main():
         write_raw(name, res, meta, rawdir)
         plot(name, res, figdir)
         results.append((name, title, group, res))
+    done = {r[0]: r for r in results}
+    ordered = []
+    for name, title, group, _, _ in EXPERIMENTS:
+        if name in done:
+            ordered.append(done[name])
+        elif name in kept:
+            ordered.append((name, title, group, kept[name]))
     report = os.path.join(out, "reproduction.md")
-    write_report(report, results, meta, args.quick)
+    write_report(report, ordered, meta, args.quick, ",".join(names))
     print("repro: wrote %s in %.0f s" % (report, time.time() - t0), flush=True)
 
 

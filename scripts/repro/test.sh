@@ -2,7 +2,9 @@
 # The reproduction report's test: `scripts/repro.sh --quick` into a
 # temporary directory produces every section, summary row, raw JSON/CSV
 # and linked figure (scripts/repro/check.py); the check itself fails on a
-# report with a section or a figure removed; an unknown --only is refused.
+# report with a section or a figure removed and on an SDF miss-rate sweep
+# that is not one; `--only` into an existing report redoes its sections and
+# keeps the others, labelled; an unknown --only is refused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
@@ -21,6 +23,28 @@ cp -r "$tmp/full" "$tmp/nosec"
 sed -i 's/^### NDN: Content Store hit rate$/### removed/' "$tmp/nosec/reproduction.md"
 if "$py" scripts/repro/check.py "$tmp/nosec" 2>/dev/null; then
     echo "repro test: check.py accepted a report with a section missing" >&2
+    exit 1
+fi
+# ... and a miss-rate sweep whose cache sizes are out of order.
+cp -r "$tmp/full" "$tmp/nosweep"
+"$py" - "$tmp/nosweep/reproduction/raw/sdf_lpm.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["rows"].reverse()
+json.dump(doc, open(sys.argv[1], "w"))
+PY
+if "$py" scripts/repro/check.py "$tmp/nosweep" 2>/dev/null; then
+    echo "repro test: check.py accepted an SDF sweep out of order" >&2
+    exit 1
+fi
+# --only redoes one section and keeps the others from the earlier run.
+cp -r "$tmp/full" "$tmp/only"
+scripts/repro.sh --quick --only bloomfwd_lengths --out "$tmp/only"
+"$py" scripts/repro/check.py "$tmp/only"
+kept=$(grep -c '(kept from an earlier run)\.$' "$tmp/only/reproduction.md")
+total=$(grep -c '^\*\*Run:\*\* ' "$tmp/only/reproduction.md")
+if [ "$kept" -ne $((total - 1)) ]; then
+    echo "repro test: --only kept $kept of $((total - 1)) other sections" >&2
     exit 1
 fi
 if scripts/repro.sh --only no_such_experiment --out "$tmp/bad" 2>/dev/null; then
