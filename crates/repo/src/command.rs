@@ -641,7 +641,8 @@ impl Commands {
         if self.seen.contains_key(&p.nonce) || self.messages >= self.cfg.max_message_fetches {
             return Vec::new();
         }
-        self.seen.insert(p.nonce.clone(), now + self.cfg.keep_status);
+        self.seen
+            .insert(p.nonce.clone(), now + self.cfg.keep_status);
         // P/msg/R/<verb>/<nonce>
         let mut msg = with(&p.publisher_prefix, &generic(b"msg"));
         for c in self.repo.components() {
@@ -651,7 +652,12 @@ impl Commands {
         msg.push(&generic(&p.nonce));
         let notify = i.name.clone();
         self.messages += 1;
-        self.express(msg, p.forwarding_hint, Purpose::Message { verb, notify }, now)
+        self.express(
+            msg,
+            p.forwarding_hint,
+            Purpose::Message { verb, notify },
+            now,
+        )
     }
 
     fn express(
@@ -830,7 +836,11 @@ impl Commands {
             };
             // Until the last segment is known (END, else the first
             // FinalBlockId), one Interest at a time.
-            let window = if ins.last.is_some() { self.cfg.window } else { 1 };
+            let window = if ins.last.is_some() {
+                self.cfg.window
+            } else {
+                1
+            };
             if ins.in_flight >= window || ins.last.is_some_and(|l| ins.next > l) {
                 return out;
             }
@@ -980,7 +990,9 @@ impl Commands {
             }
             match p.purpose {
                 Purpose::Message { .. } => self.messages -= 1,
-                Purpose::Segment { process, seg } => out.extend(self.segment_lost(&process, seg, now)),
+                Purpose::Segment { process, seg } => {
+                    out.extend(self.segment_lost(&process, seg, now))
+                }
             }
         }
         out

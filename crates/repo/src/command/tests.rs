@@ -62,7 +62,10 @@ fn malformed_command_bytes_are_errors_not_panics() {
         Err(CommandError::UnknownCritical(1))
     );
     assert!(CommandParam::decode(&hex("cc05")).is_err());
-    assert!(CommandParam::decode(&hex("cc03010203")).is_err(), "3-byte NNI");
+    assert!(
+        CommandParam::decode(&hex("cc03010203")).is_err(),
+        "3-byte NNI"
+    );
     assert_eq!(
         NotifyParam::decode(&hex("07080806636c69656e74")),
         Err(CommandError::Missing("notify nonce"))
@@ -70,7 +73,9 @@ fn malformed_command_bytes_are_errors_not_panics() {
     assert!(CommandParam::decode(&hex("d3020800")).is_err());
     // An unknown non-critical field is skipped.
     assert_eq!(
-        CommandParam::decode(&hex("fd01f400ce0109")).unwrap().process_id,
+        CommandParam::decode(&hex("fd01f400ce0109"))
+            .unwrap()
+            .process_id,
         Some(vec![9])
     );
 }
@@ -124,7 +129,10 @@ impl Harness {
             forwarding_hint: None,
         };
         i.set_app_parameters(np.encode());
-        let acts = self.c.on_interest(&i, self.now).expect("a command Interest");
+        let acts = self
+            .c
+            .on_interest(&i, self.now)
+            .expect("a command Interest");
         let asked = sent_interests(&acts);
         assert_eq!(asked.len(), 1);
         let mut want = n(&format!("/client/msg/repo/{verb}"));
@@ -184,7 +192,11 @@ fn insert_fetches_every_segment_within_the_window_and_stores_once_complete() {
         ..Config::default()
     };
     let mut h = Harness::new(cfg);
-    let acts = h.publish("insert", &insert_param("/data/f", Some(0), Some(9), b"p1"), 1);
+    let acts = h.publish(
+        "insert",
+        &insert_param("/data/f", Some(0), Some(9), b"p1"),
+        1,
+    );
     assert_eq!(sent_interests(&acts).len(), 4, "window of 4");
     assert_eq!(h.check("insert", b"p1").status_code, Some(300));
     let Some(Action::Store {
@@ -201,7 +213,11 @@ fn insert_fetches_every_segment_within_the_window_and_stores_once_complete() {
         let d = Data::decode(p).unwrap();
         assert_eq!(d.name.to_string(), format!("/data/f/seg={i}"));
     }
-    assert_eq!(h.check("insert", b"p1").status_code, Some(300), "until stored");
+    assert_eq!(
+        h.check("insert", b"p1").status_code,
+        Some(300),
+        "until stored"
+    );
     h.c.stored(b"p1", Ok(10), h.now);
     let r = h.check("insert", b"p1");
     assert_eq!((r.status_code, r.insert_num), (Some(200), Some(10)));
@@ -211,7 +227,11 @@ fn insert_fetches_every_segment_within_the_window_and_stores_once_complete() {
 #[test]
 fn a_vanished_client_abandons_the_insert_after_its_tries() {
     let mut h = Harness::new(Config::default());
-    let acts = h.publish("insert", &insert_param("/data/v", Some(0), Some(5), b"pv"), 2);
+    let acts = h.publish(
+        "insert",
+        &insert_param("/data/v", Some(0), Some(5), b"pv"),
+        2,
+    );
     // Segment 0 arrives, then the client goes silent.
     let first = sent_interests(&acts)[0].clone();
     let (d, w) = data_wire(&first.name, b"x", Some(5));
@@ -236,7 +256,11 @@ fn a_vanished_client_abandons_the_insert_after_its_tries() {
 fn without_an_end_the_final_block_id_bounds_the_object() {
     let mut h = Harness::new(Config::default());
     let acts = h.publish("insert", &insert_param("/data/e", Some(0), None, b"pe"), 3);
-    assert_eq!(sent_interests(&acts).len(), 1, "one Interest until the end is known");
+    assert_eq!(
+        sent_interests(&acts).len(),
+        1,
+        "one Interest until the end is known"
+    );
     let Some(Action::Store { packets, .. }) = serve_all(&mut h, acts, 2) else {
         panic!("no Store")
     };
@@ -283,7 +307,10 @@ fn refused_commands_get_400_and_unknown_processes_404() {
     let r = CommandResponse::decode(d[0].content.as_deref().unwrap()).unwrap();
     assert_eq!(r.status_code, Some(403));
     // Non-command names are left to the store.
-    assert!(h.c.on_interest(&Interest::new(n("/data/f/seg=0")), h.now).is_none());
+    assert!(h
+        .c
+        .on_interest(&Interest::new(n("/data/f/seg=0")), h.now)
+        .is_none());
 }
 
 #[test]
@@ -294,8 +321,16 @@ fn inserts_over_the_cap_get_503_and_oversized_objects_are_abandoned() {
         window: 1,
         ..Config::default()
     });
-    let acts = h.publish("insert", &insert_param("/data/a", Some(0), Some(9), b"a"), 30);
-    h.publish("insert", &insert_param("/data/b", Some(0), Some(1), b"b"), 31);
+    let acts = h.publish(
+        "insert",
+        &insert_param("/data/a", Some(0), Some(9), b"a"),
+        30,
+    );
+    h.publish(
+        "insert",
+        &insert_param("/data/b", Some(0), Some(1), b"b"),
+        31,
+    );
     assert_eq!(h.check("insert", b"b").status_code, Some(503));
     // Each segment is ~60 bytes: the fourth passes 200 bytes.
     assert!(serve_all(&mut h, acts, 9).is_none());
