@@ -23,7 +23,7 @@
 //!    the process runs, 200 with `insert_num`/`delete_num` when it is done,
 //!    400 when the command was refused or the insert abandoned (a client
 //!    that stopped answering, an object over the size limit), 503 when the
-//!    Repo runs its maximum of inserts, 404 for an unknown process and 403
+//!    Repo runs its maximum of inserts or one for an overlapping name, 404 for an unknown process and 403
 //!    for a check whose parameter does not decode. Codes the store gives
 //!    ([`crate::RepoError::status`]) pass through.
 //!
@@ -363,7 +363,7 @@ pub mod status {
     pub const BAD_CHECK: u64 = 403;
     /// No such process.
     pub const UNKNOWN: u64 = 404;
-    /// Too many inserts running.
+    /// Too many inserts running, or one running for an overlapping name.
     pub const BUSY: u64 = 503;
 }
 
@@ -651,22 +651,26 @@ impl Commands {
         msg.push(&generic(verb.keyword()));
         msg.push(&generic(&p.nonce));
         let notify = i.name.clone();
-        self.messages += 1;
-        self.express(
-            msg,
-            p.forwarding_hint,
-            Purpose::Message { verb, notify },
-            now,
-        )
+        let purpose = Purpose::Message { verb, notify };
+        let sent = self.express(msg, p.forwarding_hint, purpose, now);
+        if sent.is_some() {
+            self.messages += 1;
+        }
+        sent.into_iter().collect()
     }
 
+    /// Send an Interest for `name` and remember why; `None` (nothing sent)
+    /// when an Interest for that name is pending already.
     fn express(
         &mut self,
         name: Name,
         hint: Option<Name>,
         purpose: Purpose,
         now: Instant,
-    ) -> Vec<Action> {
+    ) -> Option<Action> {
+        if self.pending.contains_key(&name) {
+            return None;
+        }
         let mut interest = Interest::new(name.clone());
         interest.forwarding_hint = hint.into_iter().collect();
         interest.lifetime_ms = Some(self.cfg.lifetime.as_millis() as u64);
@@ -681,7 +685,7 @@ impl Commands {
                 deadline: now + self.cfg.lifetime,
             },
         );
-        vec![Action::Send(wire)]
+        Some(Action::Send(wire))
     }
 
     /// Handle a Data received from the forwarder (`wire` its bytes as
@@ -693,7 +697,7 @@ impl Commands {
         };
         match p.purpose {
             Purpose::Message { verb, notify } => {
-                self.messages -= 1;
+                self.messages = self.messages.saturating_sub(1);
                 let msg = d.content.as_deref().unwrap_or_default();
                 let mut out = self.on_message(verb, msg, now);
                 // The acknowledgement: an empty Data for the notify Interest.
@@ -807,7 +811,11 @@ impl Commands {
             self.set_status(Verb::Insert, &pid, status::REFUSED, 0, now);
             return Vec::new();
         }
-        if self.inserts.len() >= self.cfg.max_inserts {
+        let overlaps = self
+            .inserts
+            .values()
+            .any(|o| o.name.is_prefix_of(&name) || name.is_prefix_of(&o.name));
+        if self.inserts.len() >= self.cfg.max_inserts || overlaps {
             self.counters.failed_inserts += 1;
             self.set_status(Verb::Insert, &pid, status::BUSY, 0, now);
             return Vec::new();
@@ -858,7 +866,14 @@ impl Commands {
                 process: pid.to_vec(),
                 seg,
             };
-            out.extend(self.express(name, hint, purpose, now));
+            match self.express(name, hint, purpose, now) {
+                Some(a) => out.push(a),
+                None => {
+                    // Another process waits for the same name.
+                    out.extend(self.abandon(pid, now));
+                    return out;
+                }
+            }
         }
     }
 
@@ -874,7 +889,7 @@ impl Commands {
         let Some(ins) = self.inserts.get_mut(&pid) else {
             return Vec::new();
         };
-        ins.in_flight -= 1;
+        ins.in_flight = ins.in_flight.saturating_sub(1);
         // The pending entry was keyed by the exact name asked for, so the
         // Data is under the object's name; check it anyway.
         if !ins.name.is_prefix_of(&d.name) {
@@ -989,7 +1004,7 @@ impl Commands {
                 continue;
             }
             match p.purpose {
-                Purpose::Message { .. } => self.messages -= 1,
+                Purpose::Message { .. } => self.messages = self.messages.saturating_sub(1),
                 Purpose::Segment { process, seg } => {
                     out.extend(self.segment_lost(&process, seg, now))
                 }
@@ -1005,7 +1020,7 @@ impl Commands {
         let Some(ins) = self.inserts.get_mut(pid) else {
             return Vec::new();
         };
-        ins.in_flight -= 1;
+        ins.in_flight = ins.in_flight.saturating_sub(1);
         let first = ins.start.unwrap_or(0);
         match (ins.last, seg) {
             (None, Some(s)) if s > first => {
@@ -1019,7 +1034,7 @@ impl Commands {
                 });
                 let dropped = before - self.pending.len();
                 if let Some(ins) = self.inserts.get_mut(pid) {
-                    ins.in_flight -= dropped;
+                    ins.in_flight = ins.in_flight.saturating_sub(dropped);
                 }
                 self.maybe_complete(pid)
             }

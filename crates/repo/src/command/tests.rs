@@ -380,3 +380,23 @@ fn delete_reports_the_count_from_the_store() {
     // The insert table is separate.
     assert_eq!(h.check("insert", b"d").status_code, Some(404));
 }
+
+#[test]
+fn an_insert_overlapping_a_running_one_gets_503() {
+    let mut h = Harness::new(Config::default());
+    h.publish(
+        "insert",
+        &insert_param("/data/x", Some(0), Some(3), b"x1"),
+        50,
+    );
+    h.publish(
+        "insert",
+        &insert_param("/data/x", Some(0), Some(3), b"x2"),
+        51,
+    );
+    h.publish("insert", &insert_param("/data/x/y", None, None, b"x3"), 52);
+    assert_eq!(h.check("insert", b"x1").status_code, Some(300));
+    assert_eq!(h.check("insert", b"x2").status_code, Some(503));
+    assert_eq!(h.check("insert", b"x3").status_code, Some(503));
+    assert_eq!(h.c.inserts_running(), 1);
+}
