@@ -383,6 +383,8 @@ pub struct Config {
     /// Interests are ignored until one ends.
     pub max_message_fetches: usize,
     /// Processes whose status is kept; the oldest finished one makes room.
+    /// Also the most notify nonces remembered (each for `keep_status`);
+    /// past it, notify Interests are ignored.
     pub max_processes: usize,
     /// InterestLifetime of every Interest the Repo sends.
     pub lifetime: Duration,
@@ -640,6 +642,13 @@ impl Commands {
         };
         if self.seen.contains_key(&p.nonce) || self.messages >= self.cfg.max_message_fetches {
             return Vec::new();
+        }
+        // The nonces remembered are bounded like the process records.
+        if self.seen.len() >= self.cfg.max_processes {
+            self.seen.retain(|_, e| *e > now);
+            if self.seen.len() >= self.cfg.max_processes {
+                return Vec::new();
+            }
         }
         self.seen
             .insert(p.nonce.clone(), now + self.cfg.keep_status);

@@ -400,3 +400,38 @@ fn an_insert_overlapping_a_running_one_gets_503() {
     assert_eq!(h.check("insert", b"x3").status_code, Some(503));
     assert_eq!(h.c.inserts_running(), 1);
 }
+
+#[test]
+fn remembered_notify_nonces_are_bounded() {
+    let mut h = Harness::new(Config {
+        max_processes: 2,
+        ..Config::default()
+    });
+    let delete = |pid: &[u8]| {
+        CommandParam {
+            name: Some(n("/data/f")),
+            process_id: Some(pid.to_vec()),
+            ..CommandParam::default()
+        }
+        .encode()
+    };
+    h.publish("delete", &delete(b"1"), 1);
+    h.publish("delete", &delete(b"2"), 2);
+    // A third nonce within the minute is not fetched.
+    let mut i = Interest::new(n("/repo/delete/notify"));
+    i.set_app_parameters(
+        NotifyParam {
+            publisher_prefix: n("/client"),
+            nonce: vec![3],
+            forwarding_hint: None,
+        }
+        .encode(),
+    );
+    assert!(h.c.on_interest(&i, h.now).unwrap().is_empty());
+    // Once the first two are forgotten it is.
+    h.now += Duration::from_secs(61);
+    assert_eq!(
+        sent_interests(&h.c.on_interest(&i, h.now).unwrap()).len(),
+        1
+    );
+}
