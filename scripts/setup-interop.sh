@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the NDN interoperability peers that crates/wire's ndn_interop tests
 # run against: python-ndn 0.5.2 (PyPI, into a venv under target/interop-venv)
-# and NDNts @ndn/{packet,tlv,lp} 0.0.20250307 (npm, into
+# with ndn-python-repo 0.3 beside it (its clients drive crates/cli's ndn_repo
+# tests), and NDNts @ndn/{packet,tlv,lp} 0.0.20250307 (npm, into
 # crates/wire/tests/interop/node_modules), with @ndn/{node-transport,endpoint,
 # fw,nfdmgmt,keychain} for crates/cli's ndn_ndnts tests (NDNts peers of
 # `nexthop ndn run`). Idempotent: skips what is there.
@@ -12,6 +13,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/target/interop-venv"
 NODE_DIR="$ROOT/crates/wire/tests/interop"
 PY_NDN_VERSION="0.5.2"
+PY_REPO_VERSION="0.3"
 NDNTS_VERSION="0.0.20250307"
 
 SUDO=""
@@ -35,6 +37,10 @@ if ! "$VENV/bin/python" -c "import ndn, importlib.metadata as m; assert m.versio
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "python-ndn==$PY_NDN_VERSION"
 fi
+if ! "$VENV/bin/python" -c "import importlib.metadata as m; assert m.version('ndn-python-repo') == '$PY_REPO_VERSION'" >/dev/null 2>&1; then
+    echo "setup-interop: installing ndn-python-repo $PY_REPO_VERSION into $VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "python-ndn==$PY_NDN_VERSION" "ndn-python-repo==$PY_REPO_VERSION"
+fi
 
 ndnts_ok() {
     for p in packet tlv lp node-transport endpoint fw nfdmgmt keychain; do
@@ -48,4 +54,4 @@ if ! ndnts_ok; then
     # package.json pins the @ndn packages; package-lock.json pins the rest.
     (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
-echo "setup-interop: python-ndn $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("python-ndn"))'), NDNts $NDNTS_VERSION, node $(node --version)"
+echo "setup-interop: python-ndn $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("python-ndn"))'), ndn-python-repo $PY_REPO_VERSION, NDNts $NDNTS_VERSION, node $(node --version)"

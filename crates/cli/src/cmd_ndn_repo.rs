@@ -12,7 +12,15 @@
 //!   of `nexthop_repo::Store::find`) until the forwarder goes away. Nothing
 //!   is cached in memory: a restarted Repo serves what Redis holds; an
 //!   Interest met while Redis is down goes unanswered and the Repo
-//!   reconnects by itself.
+//!   reconnects by itself. It also speaks ndn-python-repo 0.3's command
+//!   protocol (`nexthop_repo::command`): `PutfileClient.insert_file`,
+//!   `DeleteClient.delete_file` and their status checks work against it,
+//!   for object names under REPO_NAME or a `--register` prefix (outside the
+//!   command names `REPO_NAME/insert...`, `/delete...`); each insert is
+//!   fetched from the client (`--window N` Interests in flight, at most
+//!   `--max-inserts N` inserts at once, objects up to `--max-object-bytes`)
+//!   and stored as one atomic object. Stderr gets one line per insert
+//!   (`nexthop ndn repo: inserted NAME segments=N` or `... status CODE`).
 //! * `put --prefix NAME FILE [--segment-size N] [--freshness-ms MS]`: cuts
 //!   FILE into Data packets `NAME/seg=i` (FinalBlockId set, DigestSha256
 //!   signed) and stores them as one atomic object; prints
@@ -27,14 +35,17 @@
 use std::io::Write;
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
 use nexthop_ndnd::client::{Client, ClientError, Target};
 use nexthop_ndnd::mgmt::ControlParameters;
-use nexthop_repo::{reassemble, segment_object, RepoError, Store, DEFAULT_SEGMENT_SIZE};
-use nexthop_wire::ndn::{Interest, Name, Packet};
+use nexthop_repo::command::{Action, Commands, Config as CommandConfig};
+use nexthop_repo::{
+    reassemble, segment_object, RepoError, Store, DEFAULT_MAX_OBJECT_BYTES, DEFAULT_SEGMENT_SIZE,
+};
+use nexthop_wire::ndn::{Name, NetPacket, Packet};
 
 /// `nexthop ndn repo ...`
 #[derive(Debug, Args)]
@@ -51,6 +62,15 @@ pub struct RepoArgs {
     /// More prefixes to register and serve (repeatable).
     #[arg(long)]
     pub register: Vec<String>,
+    /// Inserts (ndn-python-repo commands) running at once; more get 503.
+    #[arg(long, default_value_t = 4)]
+    pub max_inserts: usize,
+    /// Segment Interests in flight per insert.
+    #[arg(long, default_value_t = 32)]
+    pub window: usize,
+    /// Largest object an insert or `put` may store (sum of Data sizes).
+    #[arg(long, global = true, default_value_t = DEFAULT_MAX_OBJECT_BYTES)]
+    pub max_object_bytes: usize,
     #[command(subcommand)]
     pub cmd: Option<RepoCmd>,
 }
@@ -117,16 +137,71 @@ fn target(t: &str) -> Result<Target> {
     }
 }
 
-/// The Interest inside a received packet, if it holds one.
-fn interest_of(wire: &[u8]) -> Option<Interest> {
-    match Packet::decode(wire).ok()? {
-        Packet::Interest(i) => Some(i),
-        Packet::Lp(lp) if lp.nack.is_none() => Interest::decode(lp.fragment.as_deref()?).ok(),
-        _ => None,
+/// The network packet inside a received packet and its wire bytes (a
+/// Data is stored as received); Nacks and fragments are skipped.
+fn net_packet(wire: Vec<u8>) -> Option<(NetPacket, Vec<u8>)> {
+    match Packet::decode(&wire).ok()? {
+        Packet::Interest(i) => Some((NetPacket::Interest(i), wire)),
+        Packet::Data(d) => Some((NetPacket::Data(d), wire)),
+        Packet::Lp(lp) if lp.nack.is_none() && lp.is_whole() => {
+            let frag = lp.fragment?;
+            let p = NetPacket::decode(&frag).ok()?;
+            Some((p, frag))
+        }
+        Packet::Lp(_) => None,
     }
 }
 
-fn serve(store: &mut Store, repo_name: &str, forwarder: &str, extra: &[String]) -> Result<()> {
+/// Carry out what the command state asks: send packets, store or delete
+/// objects (reporting the outcome back).
+fn execute(
+    face: &mut Client,
+    store: &mut Store,
+    cmds: &mut Commands,
+    actions: Vec<Action>,
+) -> Result<()> {
+    for a in actions {
+        match a {
+            Action::Send(w) => face.send(&w).map_err(|e| anyhow!("sending: {e}"))?,
+            Action::Store {
+                process,
+                prefix,
+                packets,
+            } => {
+                let r = store.put_object(&prefix, &packets);
+                match &r {
+                    Ok(n) => eprintln!("nexthop ndn repo: inserted {prefix} segments={n}"),
+                    Err(e) => eprintln!(
+                        "nexthop ndn repo: insert {prefix} status {}: {e}",
+                        e.status()
+                    ),
+                }
+                cmds.stored(&process, r.map_err(|e| e.status()), Instant::now());
+            }
+            Action::Delete {
+                process,
+                name,
+                start,
+                end,
+            } => {
+                let r = store.delete_segments(&name, start, end);
+                if let Err(e) = &r {
+                    eprintln!("nexthop ndn repo: delete {name} status {}: {e}", e.status());
+                }
+                cmds.deleted(&process, r.map_err(|e| e.status()), Instant::now());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn serve(
+    store: &mut Store,
+    repo_name: &str,
+    forwarder: &str,
+    extra: &[String],
+    cfg: CommandConfig,
+) -> Result<()> {
     let mut prefixes = vec![name(repo_name)?];
     for p in extra {
         prefixes.push(name(p)?);
@@ -147,43 +222,75 @@ fn serve(store: &mut Store, repo_name: &str, forwarder: &str, extra: &[String]) 
     }
     let listed: Vec<String> = prefixes.iter().map(Name::to_string).collect();
     eprintln!("nexthop ndn repo: serving {}", listed.join(" "));
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        ^ u64::from(std::process::id());
+    let mut cmds = Commands::new(prefixes[0].clone(), prefixes.clone(), cfg, seed);
     let (mut answered, mut unanswered, mut failed) = (0u64, 0u64, 0u64);
     loop {
-        let wire = match face.recv(Instant::now() + Duration::from_secs(3600)) {
-            Ok(w) => w,
-            Err(ClientError::Timeout) => continue,
+        let idle = Instant::now() + Duration::from_secs(3600);
+        let deadline = cmds.next_deadline().map_or(idle, |d| d.min(idle));
+        let packet = match face.recv(deadline) {
+            Ok(w) => net_packet(w),
+            Err(ClientError::Timeout) => None,
             Err(e) => {
+                let c = cmds.counters();
                 eprintln!(
-                    "nexthop ndn repo: stopped ({e}) answered={answered} unanswered={unanswered} failed={failed}"
+                    "nexthop ndn repo: stopped ({e}) answered={answered} unanswered={unanswered} failed={failed} inserted={} failed_inserts={} deletes={} malformed_commands={}",
+                    c.inserted, c.failed_inserts, c.deletes, c.malformed
                 );
                 return Ok(());
             }
         };
-        let Some(i) = interest_of(&wire) else {
-            continue;
-        };
-        match store.find(&i.name, i.can_be_prefix, i.must_be_fresh) {
-            Ok(Some(d)) => {
-                face.send(&d).map_err(|e| anyhow!("sending Data: {e}"))?;
-                answered += 1;
+        let now = Instant::now();
+        match packet {
+            Some((NetPacket::Interest(i), _)) => {
+                if let Some(actions) = cmds.on_interest(&i, now) {
+                    execute(&mut face, store, &mut cmds, actions)?;
+                } else {
+                    match store.find(&i.name, i.can_be_prefix, i.must_be_fresh) {
+                        Ok(Some(d)) => {
+                            face.send(&d).map_err(|e| anyhow!("sending Data: {e}"))?;
+                            answered += 1;
+                        }
+                        Ok(None) => unanswered += 1,
+                        Err(e) => {
+                            failed += 1;
+                            eprintln!("nexthop ndn repo: {} status {}: {e}", i.name, e.status());
+                        }
+                    }
+                }
             }
-            Ok(None) => unanswered += 1,
-            Err(e) => {
-                failed += 1;
-                eprintln!("nexthop ndn repo: {} status {}: {e}", i.name, e.status());
+            Some((NetPacket::Data(d), wire)) => {
+                let actions = cmds.on_data(&d, &wire, now);
+                execute(&mut face, store, &mut cmds, actions)?;
             }
+            None => {}
         }
+        let actions = cmds.poll(Instant::now());
+        execute(&mut face, store, &mut cmds, actions)?;
     }
 }
 
 /// Serve (no subcommand) or run one bulk operation.
 pub fn run(a: RepoArgs) -> Result<()> {
     let mut store = Store::open(&a.redis).map_err(status)?;
+    store.set_max_object_bytes(a.max_object_bytes);
     let Some(cmd) = a.cmd else {
         let n = a.name.ok_or_else(|| {
             anyhow!("nexthop ndn repo: --name REPO_NAME (to serve) or a subcommand is required")
         })?;
-        return serve(&mut store, &n, &a.forwarder, &a.register);
+        if a.window == 0 || a.max_inserts == 0 {
+            return Err(anyhow!("--window and --max-inserts must be at least 1"));
+        }
+        let cfg = CommandConfig {
+            window: a.window,
+            max_inserts: a.max_inserts,
+            max_object_bytes: a.max_object_bytes,
+            ..CommandConfig::default()
+        };
+        return serve(&mut store, &n, &a.forwarder, &a.register, cfg);
     };
     match cmd {
         RepoCmd::Put {

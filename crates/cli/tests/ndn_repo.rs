@@ -1,5 +1,7 @@
 //! `nexthop ndn repo put|get|delete|list` against a real `redis-server`
-//! started on a temporary Unix socket (and stopped, also on failure).
+//! started on a temporary Unix socket (and stopped, also on failure), and
+//! the serving Repo through `nexthop ndn run` with ndn-python-repo 0.3's own
+//! clients (`tests/ndn_repo/client.py`, run with the interop venv's Python).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -224,4 +226,235 @@ fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
         .find_map(|_| express(&fw_sock, "/demo/k/seg=2", false, false))
         .expect("served after Redis restart");
     assert_eq!(d.content.as_deref().unwrap(), b"the kill");
+}
+
+/// The interop venv's Python when it has ndn-python-repo 0.3 (installed by
+/// `bash scripts/setup-interop.sh`); `None`, with a message, when it lacks it.
+fn python_repo() -> Option<std::path::PathBuf> {
+    let py = proc::python();
+    let ok = Command::new(&py)
+        .args([
+            "-c",
+            "import importlib.metadata as m; assert m.version('ndn-python-repo') == '0.3'",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: ndn-python-repo 0.3 is not in {}; install it with `bash scripts/setup-interop.sh`",
+            py.display()
+        );
+        return None;
+    }
+    Some(py)
+}
+
+/// `nexthop ndn run` without a Content Store, so that every Interest
+/// reaches the Repo (a deleted object is not served from the cache).
+fn start_forwarder_without_cs(fw: &Path) -> Proc {
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "run", "--cs-packets", "0", "--unix"])
+        .arg(fw);
+    let p = Proc::spawn(cmd, true);
+    p.wait_line("nexthop ndn: ready", Duration::from_secs(10));
+    p
+}
+
+/// `nexthop ndn repo --name /testrepo --register /data` through `fw`.
+fn start_testrepo(redis: &Path, fw: &Path) -> Proc {
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "repo", "--redis"])
+        .arg(redis)
+        .args(["--name", "/testrepo", "--register", "/data", "--forwarder"])
+        .arg(format!("unix://{}", fw.display()));
+    let p = Proc::spawn(cmd, true);
+    p.wait_line(
+        "nexthop ndn repo: serving /testrepo /data",
+        Duration::from_secs(10),
+    );
+    p
+}
+
+/// One run of `tests/ndn_repo/client.py` (HOME is the test's directory,
+/// where it keeps its python-ndn keychain); its stdout, checked for success.
+fn client(py: &Path, home: &Path, fw: &Path, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ndn_repo/client.py");
+    let o = Command::new(py)
+        .arg(script)
+        .arg(format!("unix://{}", fw.display()))
+        .arg("/testrepo")
+        .args(args)
+        .env("HOME", home)
+        .current_dir(home)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "client.py {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// Insert `content` as NAME with `PutfileClient`, then fetch it back with
+/// `GetfileClient` and compare.
+fn insert_and_fetch(py: &Path, r: &RedisServer, fw: &Path, name: &str, content: &[u8]) {
+    let f = r.dir().join("upload");
+    std::fs::write(&f, content).unwrap();
+    let segs = content.len().div_ceil(8000);
+    assert_eq!(
+        client(py, r.dir(), fw, &["insert", name, f.to_str().unwrap()]),
+        format!("inserted {segs}")
+    );
+    fetch_equals(py, r, fw, name, content);
+}
+
+fn fetch_equals(py: &Path, r: &RedisServer, fw: &Path, name: &str, content: &[u8]) {
+    let out = r.dir().join("download");
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(
+        client(py, r.dir(), fw, &["fetch", name, out.to_str().unwrap()]),
+        format!("fetched {}", content.len())
+    );
+    assert!(
+        std::fs::read(&out).unwrap() == content,
+        "{name}: bytes differ"
+    );
+}
+
+fn pattern(len: usize, salt: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + i / 7 + salt) as u8).collect()
+}
+
+#[test]
+fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
+    let Some(py) = python_repo() else { return };
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let mut serving = start_testrepo(&r.socket(), &fw);
+    let small = pattern(1, 1);
+    let medium = pattern(100_000, 2);
+    insert_and_fetch(&py, &r, &fw, "/data/one", &small);
+    // Under the Repo's own name, outside its command names.
+    insert_and_fetch(&py, &r, &fw, "/testrepo/files/medium", &medium);
+    // The objects are in Redis as the CLI reads them.
+    assert_eq!(repo(&r.socket(), &["get", "/data/one"]).stdout, small);
+    // A restarted Repo serves what Redis holds.
+    drop(std::mem::replace(
+        &mut serving,
+        start_testrepo(&r.socket(), &fw),
+    ));
+    fetch_equals(&py, &r, &fw, "/testrepo/files/medium", &medium);
+    // Delete: every segment goes, fetching then fails.
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["delete", "/testrepo/files/medium"]),
+        "deleted 13"
+    );
+    let out = r.dir().join("gone");
+    assert_eq!(
+        client(
+            &py,
+            r.dir(),
+            &fw,
+            &["fetch", "/testrepo/files/medium", out.to_str().unwrap()]
+        ),
+        "fetched none"
+    );
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/testrepo"])), "");
+    fetch_equals(&py, &r, &fw, "/data/one", &small);
+}
+
+#[test]
+fn python_repo_clients_move_a_20_mb_file() {
+    let Some(py) = python_repo() else { return };
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let _repo = start_testrepo(&r.socket(), &fw);
+    insert_and_fetch(&py, &r, &fw, "/data/big", &pattern(20 << 20, 3));
+}
+
+#[test]
+fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
+    let Some(py) = python_repo() else { return };
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let _repo = start_testrepo(&r.socket(), &fw);
+    // Not a RepoCommandParameter at all: acknowledged, no process.
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["publish", "ffff"]),
+        "acknowledged True"
+    );
+    // A process id but no name: refused with 400.
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["publish", "ce0401020304"]),
+        "acknowledged True"
+    );
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["check", "insert", "01020304"]),
+        "status 400"
+    );
+    // A name outside the served prefixes: refused with 400.
+    // (Name /elsewhere/f, blocks 0..=0, process id 05060708.)
+    assert_eq!(
+        client(
+            &py,
+            r.dir(),
+            &fw,
+            &[
+                "publish",
+                "070e0809656c73657768657265080166cc0100cd0100ce0405060708"
+            ]
+        ),
+        "acknowledged True"
+    );
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["check", "insert", "05060708"]),
+        "status 400"
+    );
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["check", "delete", "01020304"]),
+        "status 404"
+    );
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/"])), "");
+    insert_and_fetch(&py, &r, &fw, "/data/after", &pattern(20_000, 4));
+}
+
+#[test]
+fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
+    let Some(py) = python_repo() else { return };
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let mut repo_proc = start_testrepo(&r.socket(), &fw);
+    let f = r.dir().join("partial");
+    std::fs::write(&f, pattern(50_000, 5)).unwrap();
+    let said = client(
+        &py,
+        r.dir(),
+        &fw,
+        &["vanish", "/data/v", f.to_str().unwrap()],
+    );
+    let pid = said.strip_prefix("vanished ").unwrap().to_string();
+    assert_ne!(pid, "unacknowledged");
+    // Each missing segment is tried 3 times with a 1 s lifetime.
+    let mut last = String::new();
+    for _ in 0..10 {
+        last = client(&py, r.dir(), &fw, &["check", "insert", &pid]);
+        if last == "status 400" {
+            break;
+        }
+        assert_eq!(last, "status 300", "in progress until abandoned");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(last, "status 400", "abandoned");
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/data"])), "");
+    let o = repo(&r.socket(), &["get", "/data/v"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("status 404"));
+    assert!(
+        repo_proc.child.try_wait().unwrap().is_none(),
+        "the Repo keeps running after an abandoned insert"
+    );
 }

@@ -19,6 +19,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub mod command;
+
 use nexthop_wire::ndn::{Data, NameComponent};
 use nexthop_wire::Name;
 
@@ -362,8 +364,53 @@ impl Store {
     /// many were deleted.
     pub fn delete(&mut self, prefix: &Name) -> Result<usize, RepoError> {
         let members = self.members(prefix)?;
+        self.remove(&members)?;
+        Ok(members.len())
+    }
+
+    /// Delete the segments `prefix/seg=start ..= end` up to the first one
+    /// not stored (ndn-python-repo's delete command), in one transaction;
+    /// returns how many were deleted.
+    pub fn delete_segments(
+        &mut self,
+        prefix: &Name,
+        start: u64,
+        end: u64,
+    ) -> Result<usize, RepoError> {
+        let mut members = Vec::new();
+        let mut next = start;
+        'scan: while next <= end {
+            let last = end.min(next.saturating_add(255));
+            let names: Vec<Vec<u8>> = (next..=last)
+                .map(|i| segment_name(prefix, i).value().to_vec())
+                .collect();
+            let keys: Vec<Vec<u8>> = names.iter().map(|n| self.data_key(n)).collect();
+            let present: Vec<bool> = self.with_conn(|c, _| {
+                let mut p = redis::pipe();
+                for k in &keys {
+                    p.cmd("EXISTS").arg(k.as_slice());
+                }
+                p.query(c)
+            })?;
+            for (name, here) in names.into_iter().zip(present) {
+                if !here {
+                    break 'scan;
+                }
+                members.push(name);
+            }
+            if last == u64::MAX {
+                break;
+            }
+            next = last + 1;
+        }
+        self.remove(&members)?;
+        Ok(members.len())
+    }
+
+    /// Remove the packets named `members` (Name TLV-VALUEs) in one transaction.
+    fn remove(&mut self, members: &[Vec<u8>]) -> Result<(), RepoError> {
         if members.is_empty() {
-            return Ok(0);
+            return Ok(());
         }
         self.with_conn(|c, s| {
             let mut p = redis::pipe();
@@ -373,7 +420,7 @@ impl Store {
             zrem.arg(s.index_key());
             let mut hdel = redis::cmd("HDEL");
             hdel.arg(s.time_key());
-            for m in &members {
+            for m in members {
                 del.arg(s.data_key(m));
                 zrem.arg(m.as_slice());
                 hdel.arg(m.as_slice());
@@ -385,8 +432,7 @@ impl Store {
                 .add_command(hdel)
                 .ignore();
             p.query::<()>(c)
-        })?;
-        Ok(members.len())
+        })
     }
 
     /// Whether the object under `prefix` is stored whole: its segments
