@@ -187,7 +187,7 @@ impl<A: App> Controller<A> {
     pub fn new(app: A, cfg: &BackendConfig) -> Result<Controller<A>, ConfigError> {
         Ok(Controller {
             app,
-            cache: DecisionCache::new(cfg.cache.clone())?,
+            cache: DecisionCache::new(cfg.cache)?,
             ports: Ports::physical(&cfg.ports),
             app_counters: AppCounters::default(),
             idle_timeout: cfg.idle_timeout,

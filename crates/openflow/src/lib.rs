@@ -12,9 +12,9 @@
 //!   exactly the marked bits (OXM with masks), priority from the mark's
 //!   specificity, outputs, rewrites and the TTL primitive as actions; or
 //!   why it cannot be one.
-//! * [`backend`]: the controller without I/O: packet-in → app → flow-mod
-//!   + barrier + packet-out; `removed(state_id)` → deletes filtered by
-//!   cookie; flush on every (re)connect; counters.
+//! * [`backend`]: the controller without I/O: packet-in, app, then
+//!   flow-mod, barrier and packet-out; `removed(state_id)` as deletes
+//!   filtered by cookie; a flush on every (re)connect; counters.
 //! * [`conn`]: the controller over TCP, one switch session at a time.
 //!
 //! See the crate README for the cookie layout and what is not expressible.
