@@ -1143,7 +1143,7 @@ mod tests {
         let mut v1 = b.clone();
         v1[0] = 1;
         assert_eq!(Message::decode(&v1), Err(DecodeError::Version(1)));
-        assert_eq!(frame_len(&[4, 0, 0, 3, 0, 0, 0, 0]).is_err(), true);
+        assert!(frame_len(&[4, 0, 0, 3, 0, 0, 0, 0]).is_err());
         assert_eq!(frame_len(&[4, 0, 0]), Ok(None));
         // A hello of another version is accepted: versions are negotiated.
         let h = unhex("06 00 0008 00000001");
