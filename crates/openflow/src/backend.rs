@@ -493,7 +493,9 @@ impl<A: App> Controller<A> {
             );
             decide(&mut self.app, &mut ctl, p.data.clone(), in_port)
         };
-        let mut fenced = self.revoke(out);
+        let decided = Instant::now();
+        let revoked = self.revoke(out);
+        let mut fenced = revoked;
         if let Some(d) = &reply.decision {
             fenced |= self.install(&p.data, u32::from(in_port), d, out);
         }
@@ -526,7 +528,7 @@ impl<A: App> Controller<A> {
             self.waiting.push_back(Waiting {
                 barrier: b,
                 outs,
-                revocation: None,
+                revocation: revoked.then_some(decided),
             });
         } else {
             self.counters.packet_outs += outs.len() as u64;

@@ -27,4 +27,4 @@ pub mod flow;
 
 pub use backend::{BackendConfig, Controller, Counters};
 pub use codec::{Body, DecodeError, Message};
-pub use conn::{serve, ServeConfig};
+pub use conn::{serve, Channel, ServeConfig};

@@ -182,6 +182,14 @@ fn learning_a_mac_revokes_exactly_the_flows_that_flooded_to_it() {
     assert_eq!(c.counters().revoked_flows, 1);
     assert_eq!(c.flows(), 1);
     assert_eq!(c.cookie(flood.priority, &flood.matches), None);
+    // The barrier after the deletes confirms the revocation.
+    let b = barrier(&out);
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    assert_eq!(c.counters().revocations_confirmed, 1);
 }
 
 #[test]
