@@ -147,7 +147,7 @@ fn flows_when(ovs: &Ovs, done: impl Fn(&[String]) -> bool) -> Vec<String> {
 }
 
 /// The flow from `src` to `dst` entering on `in_port`, if installed.
-fn flow<'a>(flows: &'a [String], in_port: u16, src: [u8; 6], dst: [u8; 6]) -> Option<&'a str> {
+fn flow(flows: &[String], in_port: u16, src: [u8; 6], dst: [u8; 6]) -> Option<&str> {
     let needles = [
         format!("in_port={in_port},"),
         format!("dl_src={},", mac_text(src)),
