@@ -1180,3 +1180,34 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod seed_tests {
+    use super::*;
+
+    #[test]
+    fn the_fuzz_seeds_are_valid_messages() {
+        let seeds: [&[u8]; 4] = [
+            include_bytes!("../../../fuzz/seeds/openflow_decode/packet_in"),
+            include_bytes!("../../../fuzz/seeds/openflow_decode/barrier_reply"),
+            include_bytes!("../../../fuzz/seeds/openflow_decode/error"),
+            include_bytes!("../../../fuzz/seeds/openflow_decode/flow_removed"),
+        ];
+        for s in seeds {
+            let m = Message::decode(s).unwrap();
+            assert_eq!(m.encode().unwrap(), s);
+        }
+        let Body::PacketIn(p) = Message::decode(include_bytes!(
+            "../../../fuzz/seeds/openflow_decode/packet_in"
+        ))
+        .unwrap()
+        .body
+        else {
+            panic!("not a packet-in")
+        };
+        assert_eq!((p.matches.in_port(), p.data.len()), (Some(1), 60));
+        let two = include_bytes!("../../../fuzz/seeds/openflow_decode/echo_hello");
+        let n = frame_len(two).unwrap().unwrap();
+        assert!(Message::decode(&two[..n]).is_ok() && Message::decode(&two[n..]).is_ok());
+    }
+}

@@ -6,7 +6,8 @@
 //!
 //! One thread: reads with a short timeout so the app's clock ticks
 //! ([`Controller::tick`]) every `tick` even when no packet arrives, and
-//! between sessions.
+//! between sessions. A session with nothing received for 5 s is sent an
+//! echo request; after 15 s of silence it is dropped.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -15,7 +16,11 @@ use std::time::{Duration, Instant};
 use nexthop_sdf::app::App;
 
 use crate::backend::Controller;
-use crate::codec::{frame_len, Message};
+use crate::codec::{frame_len, Body, Message};
+
+/// A session quiet this long gets an echo request; quiet three times as
+/// long, it is dropped (and the switch flushed when it comes back).
+const PROBE_AFTER: Duration = Duration::from_secs(5);
 
 /// How the serving loop runs.
 #[derive(Clone, Copy, Debug)]
@@ -88,14 +93,31 @@ fn session<A: App>(
     let mut wbuf = Vec::new();
     let mut rbuf: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut tmp = vec![0u8; 1 << 16];
+    let mut last_rx = Instant::now();
+    let mut probed = false;
     ctl.connected(&mut out);
     loop {
         if flush(ctl, &mut stream, &mut out, &mut wbuf).is_err() || stop() {
             return;
         }
+        // A switch that went away without closing the connection: probe
+        // it after a quiet while, give up when the probe goes unanswered.
+        let quiet = last_rx.elapsed();
+        if quiet >= PROBE_AFTER * 3 {
+            return;
+        }
+        if quiet >= PROBE_AFTER && !probed {
+            out.push(Message::new(0, Body::EchoRequest(Vec::new())));
+            probed = true;
+            continue;
+        }
         match stream.read(&mut tmp) {
             Ok(0) => return,
-            Ok(n) => rbuf.extend_from_slice(&tmp[..n]),
+            Ok(n) => {
+                rbuf.extend_from_slice(&tmp[..n]);
+                last_rx = Instant::now();
+                probed = false;
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -179,7 +201,7 @@ impl<S: Read + Write> Channel<S> {
     }
 
     /// Queue `body` under a fresh xid (sent by [`Self::flush`]); the xid.
-    pub fn queue(&mut self, body: crate::codec::Body) -> io::Result<u32> {
+    pub fn queue(&mut self, body: Body) -> io::Result<u32> {
         let xid = self.xid();
         Message::new(xid, body)
             .encode_into(&mut self.wbuf)
@@ -195,7 +217,7 @@ impl<S: Read + Write> Channel<S> {
     }
 
     /// Send `body` now; its xid.
-    pub fn send(&mut self, body: crate::codec::Body) -> io::Result<u32> {
+    pub fn send(&mut self, body: Body) -> io::Result<u32> {
         let xid = self.queue(body)?;
         self.flush()?;
         Ok(xid)
@@ -213,8 +235,8 @@ impl<S: Read + Write> Channel<S> {
                     .map_err(|e| io::Error::new(ErrorKind::InvalidData, e));
                 self.rbuf.drain(..len);
                 let m = m?;
-                if let crate::codec::Body::EchoRequest(d) = m.body {
-                    Message::new(m.xid, crate::codec::Body::EchoReply(d))
+                if let Body::EchoRequest(d) = m.body {
+                    Message::new(m.xid, Body::EchoReply(d))
                         .encode_into(&mut self.wbuf)
                         .map_err(|e| io::Error::new(ErrorKind::InvalidInput, e))?;
                     self.flush()?;
@@ -233,11 +255,11 @@ impl<S: Read + Write> Channel<S> {
     /// Send a barrier and wait for its reply; the messages that came
     /// before it (errors, flow-removed notices, ...).
     pub fn barrier(&mut self) -> io::Result<Vec<Message>> {
-        let xid = self.send(crate::codec::Body::BarrierRequest)?;
+        let xid = self.send(Body::BarrierRequest)?;
         let mut before = Vec::new();
         loop {
             let m = self.recv()?;
-            if m.xid == xid && m.body == crate::codec::Body::BarrierReply {
+            if m.xid == xid && m.body == Body::BarrierReply {
                 return Ok(before);
             }
             before.push(m);
@@ -248,7 +270,6 @@ impl<S: Read + Write> Channel<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::Body;
 
     /// A stream that reads from a fixed buffer and records writes.
     struct Pipe {

@@ -154,14 +154,17 @@ fn masked_matches_half_cookie_deletes_and_errors_on_a_real_switch() {
         .unwrap();
     ch.flush().unwrap();
     let before = ch.barrier().expect("barrier");
-    // OVS tells of each deleted flow (send_flow_rem), reason 2.
-    let removed: Vec<u64> = before
-        .iter()
-        .filter_map(|m| match &m.body {
-            Body::FlowRemoved(f) if f.reason == 2 => Some(f.cookie),
-            _ => None,
-        })
-        .collect();
+    // OVS tells of each deleted flow (send_flow_rem), reason 2: before
+    // the barrier's reply or, the notices being asynchronous, after it.
+    let removed_cookie = |m: &nexthop_openflow::Message| match &m.body {
+        Body::FlowRemoved(f) if f.reason == 2 => Some(f.cookie),
+        _ => None,
+    };
+    let mut removed: Vec<u64> = before.iter().filter_map(removed_cookie).collect();
+    while removed.len() < 2 {
+        let m = ch.recv().expect("a flow-removed notice");
+        removed.extend(removed_cookie(&m));
+    }
     assert_eq!(removed.len(), 2, "{before:?}");
     assert!(removed.contains(&(1 << 32 | 2)) && removed.contains(&(2 << 32 | 3)));
     let flows = ovs.flows(BRIDGE).unwrap();
