@@ -341,3 +341,24 @@ fn broadcast_decisions_share_no_tag_with_unicast_ones() {
         ])]
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn the_controller_never_panics_on_decodable_junk(
+        msgs in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 8..120), 1..20),
+        typ in proptest::collection::vec(0u8..25, 20),
+    ) {
+        let mut c = switch(1);
+        let mut out = Vec::new();
+        for (i, mut m) in msgs.into_iter().enumerate() {
+            m[0] = 4;
+            m[1] = typ[i];
+            let len = m.len() as u16;
+            m[2..4].copy_from_slice(&len.to_be_bytes());
+            if let Ok(msg) = Message::decode(&m) {
+                c.handle(msg, Duration::from_secs(i as u64), &mut out);
+            }
+        }
+        c.tick(Duration::from_secs(100), &mut out);
+    }
+}
