@@ -24,7 +24,9 @@ need_pkgs=()
 # default `afxdp` feature.
 # redis-server (Redis 7): the Redis bus tests and nexthop-repo's / `nexthop ndn
 # repo`'s tests start their own servers (the system service is not used).
-pkgs=(build-essential pkg-config ca-certificates curl iproute2 procps jq libxdp-dev libbpf-dev redis-server)
+# openvswitch-switch (OVS 3.1): `nexthop sdf run --backend ovs` and its tests,
+# which start their own ovsdb-server/ovs-vswitchd (userspace datapath).
+pkgs=(build-essential pkg-config ca-certificates curl iproute2 procps jq libxdp-dev libbpf-dev redis-server openvswitch-switch)
 if [ "$dpdk" = 1 ]; then pkgs+=(libdpdk-dev); fi
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")

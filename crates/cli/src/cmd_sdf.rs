@@ -182,11 +182,16 @@ pub struct RunArgs {
     /// Print the summary as JSON instead of one line.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    ovs: crate::cmd_sdf_ovs::OvsArgs,
 }
 
 /// `nexthop sdf`.
 pub fn run(cmd: SdfCmd) -> Result<()> {
     match cmd {
+        SdfCmd::Run(a) if a.ovs.is_ovs() => {
+            crate::cmd_sdf_ovs::run(&a.ovs, builtin(&a)?, a.duration, a.json)
+        }
         SdfCmd::Run(a) if a.app.ends_with(".py") => run_python(&a),
         SdfCmd::Run(a) => {
             let live = !a.live_ports.is_empty();

@@ -17,6 +17,7 @@ mod cmd_ndn_mgmt;
 mod cmd_ndn_repo;
 mod cmd_run;
 mod cmd_sdf;
+mod cmd_sdf_ovs;
 mod cmd_stats;
 mod demo;
 mod lab;

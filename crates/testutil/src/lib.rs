@@ -14,6 +14,8 @@
 //! * [`pool`]: long-lived worker threads pinned to their own CPUs, the
 //!   harness of multi-core benchmarks.
 //! * [`redis`](mod@redis): a test's own `redis-server`, stopped when its guard drops.
+//! * [`ovs`]: a test's own Open vSwitch (`ovsdb-server` + `ovs-vswitchd`,
+//!   userspace datapath), stopped when its guard drops.
 //!
 //! Everything is deterministic from an explicit `u64` seed: a test that fails
 //! can be rerun with the seed it printed.
@@ -23,6 +25,7 @@ pub mod args;
 pub mod bench;
 pub mod clock;
 pub mod cuckoo;
+pub mod ovs;
 pub mod pool;
 pub mod redis;
 

@@ -1,0 +1,364 @@
+use super::*;
+use crate::codec::{field, FlowCommand, Instruction, Oxm, PacketIn, PORT_ANY};
+use nexthop_sdf::app::{L2Config, L2Switch};
+
+const A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+const B: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
+
+fn frame(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    f
+}
+
+fn packet_in(port: u32, data: Vec<u8>) -> Message {
+    Message::new(
+        0,
+        Body::PacketIn(PacketIn {
+            buffer_id: NO_BUFFER,
+            total_len: data.len() as u16,
+            reason: 0,
+            table_id: 0,
+            cookie: 0,
+            matches: Match {
+                fields: vec![Oxm::exact(field::IN_PORT, &port.to_be_bytes())],
+            },
+            data,
+        }),
+    )
+}
+
+fn switch(timeout: u64) -> Controller<L2Switch> {
+    let app = L2Switch::new(L2Config {
+        timeout: Duration::from_secs(timeout),
+        max_macs: 16,
+    });
+    let cfg = BackendConfig {
+        ports: vec![1, 2, 3],
+        idle_timeout: 7,
+        ..BackendConfig::default()
+    };
+    let mut c = Controller::new(app, &cfg).unwrap();
+    c.connected(&mut Vec::new());
+    c
+}
+
+fn flow_mods(out: &[Message]) -> Vec<&FlowMod> {
+    out.iter()
+        .filter_map(|m| match &m.body {
+            Body::FlowMod(f) => Some(f),
+            _ => None,
+        })
+        .collect()
+}
+
+fn barrier(out: &[Message]) -> u32 {
+    out.iter()
+        .find(|m| m.body == Body::BarrierRequest)
+        .expect("a barrier")
+        .xid
+}
+
+fn packet_outs(out: &[Message]) -> Vec<&PacketOut> {
+    out.iter()
+        .filter_map(|m| match &m.body {
+            Body::PacketOut(p) => Some(p),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_starts_with_hello_config_and_a_flush() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.connected(&mut out);
+    let kinds: Vec<_> = out
+        .iter()
+        .map(|m| std::mem::discriminant(&m.body))
+        .collect();
+    assert_eq!(kinds.len(), 6);
+    assert!(matches!(out[0].body, Body::Hello(_)));
+    assert_eq!(out[1].body, Body::FeaturesRequest);
+    assert_eq!(
+        out[2].body,
+        Body::SetConfig {
+            flags: 0,
+            miss_send_len: NO_BUFFER_LEN
+        }
+    );
+    let fm = flow_mods(&out);
+    assert_eq!(fm[0].command, FlowCommand::Delete);
+    assert_eq!((fm[0].cookie_mask, fm[0].out_port), (0, PORT_ANY));
+    assert_eq!((fm[1].priority, fm[1].matches.fields.len()), (0, 0));
+    assert_eq!(
+        fm[1].instructions,
+        vec![Instruction::ApplyActions(vec![Action::output(
+            PORT_CONTROLLER
+        )])]
+    );
+    assert_eq!(out[5].body, Body::BarrierRequest);
+    assert_eq!(c.counters().reconnects, 1);
+}
+
+#[test]
+fn a_miss_installs_the_decision_and_releases_the_packet_after_the_barrier() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    let fm = flow_mods(&out);
+    assert_eq!(fm.len(), 1);
+    let f = fm[0];
+    assert_eq!(f.command, FlowCommand::Add);
+    assert_eq!((f.idle_timeout, f.flags), (7, FLAG_SEND_FLOW_REM));
+    assert_eq!(
+        f.matches.fields,
+        vec![
+            Oxm::exact(field::IN_PORT, &1u32.to_be_bytes()),
+            Oxm::exact(field::ETH_DST, &B),
+            Oxm::exact(field::ETH_SRC, &A),
+        ]
+    );
+    // Two state ids: A's binding (port 1) and B's "unknown" binding.
+    assert_ne!(f.cookie >> 32, f.cookie & LOW_TAG);
+    assert_eq!(
+        f.instructions,
+        vec![Instruction::ApplyActions(vec![
+            Action::output(2),
+            Action::output(3)
+        ])]
+    );
+    // The flood waits for the barrier.
+    assert!(packet_outs(&out).is_empty());
+    assert_eq!(c.waiting(), 1);
+    let b = barrier(&out);
+    let mut out2 = Vec::new();
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut out2,
+    );
+    let po = packet_outs(&out2);
+    assert_eq!(po.len(), 1);
+    assert_eq!(po[0].in_port, 1);
+    assert_eq!(po[0].actions, vec![Action::output(2), Action::output(3)]);
+    assert_eq!(po[0].data, frame(B, A));
+    assert_eq!(c.flows(), 1);
+}
+
+#[test]
+fn learning_a_mac_revokes_exactly_the_flows_that_flooded_to_it() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    let flood = flow_mods(&out)[0].clone();
+    let b_unknown_tag = flood.cookie & LOW_TAG;
+    out.clear();
+    // B answers from port 2: B's "unknown" binding is removed.
+    c.handle(packet_in(2, frame(A, B)), Duration::ZERO, &mut out);
+    let fm = flow_mods(&out);
+    let deletes: Vec<_> = fm
+        .iter()
+        .filter(|f| f.command == FlowCommand::Delete)
+        .collect();
+    assert_eq!(deletes.len(), 2);
+    assert_eq!(
+        (deletes[0].cookie, deletes[0].cookie_mask),
+        (b_unknown_tag << 32, HIGH_TAG)
+    );
+    assert_eq!(
+        (deletes[1].cookie, deletes[1].cookie_mask),
+        (b_unknown_tag, LOW_TAG)
+    );
+    // The new flow B -> A goes to port 1 only, after the deletes.
+    let add = fm.iter().find(|f| f.command == FlowCommand::Add).unwrap();
+    assert_eq!(
+        add.instructions,
+        vec![Instruction::ApplyActions(vec![Action::output(1)])]
+    );
+    assert_eq!(c.counters().revoked_states, 1);
+    assert_eq!(c.counters().revoked_flows, 1);
+    assert_eq!(c.flows(), 1);
+    assert_eq!(c.cookie(flood.priority, &flood.matches), None);
+    // The barrier after the deletes confirms the revocation.
+    let b = barrier(&out);
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    assert_eq!(c.counters().revocations_confirmed, 1);
+}
+
+#[test]
+fn a_mac_timeout_revokes_through_tick_and_the_barrier_confirms_it() {
+    let mut c = switch(5);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    c.handle(
+        Message::new(barrier(&out), Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    out.clear();
+    c.tick(Duration::from_secs(1), &mut out);
+    assert!(out.is_empty());
+    c.tick(Duration::from_secs(6), &mut out);
+    // A's and B's bindings both expired: four deletes, one barrier.
+    assert_eq!(flow_mods(&out).len(), 4);
+    assert_eq!(c.flows(), 0);
+    let b = barrier(&out);
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    assert_eq!(c.counters().revocations_confirmed, 1);
+}
+
+#[test]
+fn flow_removed_and_errors_keep_the_view_consistent() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    let f = flow_mods(&out)[0].clone();
+    let xid = out
+        .iter()
+        .find(|m| matches!(&m.body, Body::FlowMod(_)))
+        .unwrap()
+        .xid;
+    let removed = |reason| {
+        Message::new(
+            0,
+            Body::FlowRemoved(FlowRemoved {
+                cookie: f.cookie,
+                priority: f.priority,
+                reason,
+                table_id: 0,
+                duration_sec: 7,
+                duration_nsec: 0,
+                idle_timeout: 7,
+                hard_timeout: 0,
+                packet_count: 0,
+                byte_count: 0,
+                matches: f.matches.clone(),
+            }),
+        )
+    };
+    // A delete notice is the backend's own doing: ignored.
+    c.handle(removed(2), Duration::ZERO, &mut Vec::new());
+    assert_eq!(c.flows(), 1);
+    c.handle(removed(0), Duration::ZERO, &mut Vec::new());
+    assert_eq!((c.flows(), c.counters().flows_expired), (0, 1));
+
+    // The same decision again, refused by the switch.
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    let xid2 = out
+        .iter()
+        .find(|m| matches!(&m.body, Body::FlowMod(_)))
+        .unwrap()
+        .xid;
+    assert_ne!(xid, xid2);
+    assert_eq!(c.flows(), 1);
+    let err = Body::Error {
+        typ: 5,
+        code: 0,
+        data: vec![],
+    };
+    c.handle(Message::new(xid2, err), Duration::ZERO, &mut Vec::new());
+    assert_eq!(c.flows(), 0);
+    assert_eq!(c.counters().refused_flows, 1);
+    assert_eq!(c.last_error(), Some((5, 0)));
+}
+
+#[test]
+fn a_reconnect_flushes_and_counts_the_flows_and_drops_waiting_packets() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    c.disconnected();
+    assert_eq!(c.counters().dropped_waiting, 1);
+    let mut out = Vec::new();
+    c.connected(&mut out);
+    assert_eq!(c.counters().reconnects, 1);
+    assert_eq!(c.counters().flushed_flows, 1);
+    assert_eq!(c.flows(), 0);
+    // The learned state survives: the next packet is decided the same.
+    let mut out = Vec::new();
+    c.handle(packet_in(2, frame(A, B)), Duration::ZERO, &mut out);
+    let add = flow_mods(&out)
+        .into_iter()
+        .find(|f| f.command == FlowCommand::Add)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        add.instructions,
+        vec![Instruction::ApplyActions(vec![Action::output(1)])]
+    );
+}
+
+#[test]
+fn echo_is_answered_and_bad_packet_ins_are_refused() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.handle(
+        Message::new(9, Body::EchoRequest(vec![1, 2])),
+        Duration::ZERO,
+        &mut out,
+    );
+    assert_eq!(out, vec![Message::new(9, Body::EchoReply(vec![1, 2]))]);
+    out.clear();
+    c.handle(packet_in(9, frame(B, A)), Duration::ZERO, &mut out);
+    let mut no_port = packet_in(1, frame(B, A));
+    if let Body::PacketIn(p) = &mut no_port.body {
+        p.matches.fields.clear();
+    }
+    c.handle(no_port, Duration::ZERO, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.counters().bad_packet_ins, 2);
+    // A runt frame: the app drops it, nothing is installed or sent.
+    c.handle(packet_in(1, vec![1, 2, 3]), Duration::ZERO, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.counters().bad_packet_ins, 2);
+}
+
+#[test]
+fn broadcast_decisions_share_no_tag_with_unicast_ones() {
+    let mut c = switch(300);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame([0xff; 6], A)), Duration::ZERO, &mut out);
+    let f = flow_mods(&out)[0].clone();
+    // One state id (A's binding): the tag is in both halves.
+    assert_eq!(f.cookie >> 32, f.cookie & LOW_TAG);
+    assert_eq!(
+        f.instructions,
+        vec![Instruction::ApplyActions(vec![
+            Action::output(2),
+            Action::output(3)
+        ])]
+    );
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_controller_never_panics_on_decodable_junk(
+        msgs in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 8..120), 1..20),
+        typ in proptest::collection::vec(0u8..25, 20),
+    ) {
+        let mut c = switch(1);
+        let mut out = Vec::new();
+        for (i, mut m) in msgs.into_iter().enumerate() {
+            m[0] = 4;
+            m[1] = typ[i];
+            let len = m.len() as u16;
+            m[2..4].copy_from_slice(&len.to_be_bytes());
+            if let Ok(msg) = Message::decode(&m) {
+                c.handle(msg, Duration::from_secs(i as u64), &mut out);
+            }
+        }
+        c.tick(Duration::from_secs(100), &mut out);
+    }
+}
