@@ -970,6 +970,56 @@ mod tests {
     }
 
     #[test]
+    fn each_slice_has_its_labelled_metrics_and_summary_field() {
+        let mut stats = SdfStats {
+            entries: 3,
+            capacity: 100,
+            ..SdfStats::default()
+        };
+        stats.app.app_calls = 2;
+        stats.cache.evictions = 9;
+        let pipeline = SdfCounters {
+            hits: 5,
+            misses: 2,
+            ..SdfCounters::default()
+        };
+        let slices = [
+            SliceReport {
+                name: "a".into(),
+                app: "l2switch".into(),
+                owns: "ports=1,2".into(),
+                pipeline,
+                stats,
+            },
+            SliceReport {
+                name: "b".into(),
+                app: "l2switch".into(),
+                owns: "vlan=10".into(),
+                pipeline: SdfCounters::default(),
+                stats: SdfStats::default(),
+            },
+        ];
+        let text = slice_metrics(MetricsSnapshot::default(), &slices).to_prometheus_text();
+        for want in [
+            "nexthop_sdf_slice_hits_total{slice=\"a\"} 5",
+            "nexthop_sdf_slice_misses_total{slice=\"a\"} 2",
+            "nexthop_sdf_slice_app_calls_total{slice=\"a\"} 2",
+            "nexthop_sdf_slice_evictions_total{slice=\"a\"} 9",
+            "nexthop_sdf_slice_entries{slice=\"a\"} 3",
+            "nexthop_sdf_slice_share{slice=\"a\"} 100",
+            "nexthop_sdf_slice_hits_total{slice=\"b\"} 0",
+        ] {
+            assert!(text.contains(want), "no {want:?} in\n{text}");
+        }
+        assert_eq!(
+            slice_fields(&slices),
+            " slice.a=hits:5,misses:2,app_calls:2,entries:3,share:100,evictions:9,drops:0 \
+             slice.b=hits:0,misses:0,app_calls:0,entries:0,share:0,evictions:0,drops:0"
+        );
+        assert_eq!(slice_fields(&[]), "");
+    }
+
+    #[test]
     fn the_live_summary_fields_name_drops_or_say_none() {
         let mut sdf = SdfCounters::default();
         let stats = SdfStats::default();
