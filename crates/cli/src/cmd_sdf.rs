@@ -42,17 +42,27 @@ use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceMatch, SliceSpec};
 
 use crate::cmd_run::{PortMap, MAX_WORKERS};
 
+#[path = "sdflab/mod.rs"]
+mod sdflab;
+
 /// The built-in apps, by name.
 const APPS: &[&str] = &["l2switch"];
 
 /// `nexthop sdf` subcommands.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the larger variant does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum SdfCmd {
     /// Run an app (or one app per slice) over pcap files (`--in-pcap`,
     /// `--out-dir`) or live interfaces (`--port N=IFACE`): misses go to
     /// the app, its decisions are cached (marks + state ids) and revoked
     /// when its state changes.
     Run(RunArgs),
+    /// The l2switch through the SDF pipeline over generated traffic (no
+    /// root): progress lines (hit rate, app calls per second,
+    /// revocations), a summary, and PASS when every frame went where the
+    /// app without a cache sends it.
+    Lab(sdflab::LabArgs),
 }
 
 /// An `--in-pcap` value: `[PORT=]FILE`.
@@ -215,6 +225,7 @@ pub struct RunArgs {
 /// `nexthop sdf`.
 pub fn run(cmd: SdfCmd) -> Result<()> {
     match cmd {
+        SdfCmd::Lab(a) => sdflab::run(&a),
         SdfCmd::Run(a) if a.app.as_deref().is_some_and(|x| x.ends_with(".py")) => run_python(&a),
         SdfCmd::Run(a) => {
             let live = !a.live_ports.is_empty();

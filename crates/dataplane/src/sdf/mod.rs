@@ -1042,11 +1042,11 @@ impl SdfStage {
                         .count();
                 let mut cache = lock(&shared.slices[s].cache);
                 cache.lookup_batch(&self.keys[run..end], &mut self.hits[run..end]);
-                for j in run..end {
+                for (j, missed) in miss.iter_mut().enumerate().take(end).skip(run) {
                     let i = self.order[j];
                     let f = chunk[i];
                     let Some(actions) = self.hits[j].and_then(|id| cache.actions(id)) else {
-                        miss[j] = true;
+                        *missed = true;
                         continue;
                     };
                     self.sdf.hits += 1;
