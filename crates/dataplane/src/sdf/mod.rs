@@ -20,14 +20,15 @@
 //!
 //! # Threading contract
 //!
-//! * One app thread owns the app and calls it, one packet at a time; it
-//!   locks the cache only to issue or remove state ids and to install a
-//!   decision, never while the app computes.
-//! * Each worker owns its stage and pending-miss table; it locks the cache
-//!   once per group for the batched lookups and the hits' actions. A slow,
-//!   hung or panicking app never blocks a worker: the request queue is
-//!   bounded and full means a counted drop; a pending flow not answered
-//!   within `pending_timeout` is dropped, counted.
+//! * One app thread per slice owns its app and calls it, one packet at a
+//!   time; it locks its slice's cache only to issue or remove state ids
+//!   and to install a decision, never while the app computes.
+//! * Each worker owns its stage and pending-miss table; it locks each
+//!   slice's cache once per group (for that slice's frames) for the
+//!   batched lookups and the hits' actions. A slow, hung or panicking app
+//!   never blocks a worker: the request queues are bounded (a lock held
+//!   only to push or pop) and full means a counted drop; a pending flow
+//!   not answered within `pending_timeout` is dropped, counted.
 //! * Replies go back on a per-worker channel; they are bounded by the
 //!   worker's pending flows (one reply per request in flight).
 //!
