@@ -8,6 +8,11 @@
 //! until a signal or `--duration`, the counters (the engine's and the
 //! SDF's) on the Prometheus endpoint with `--metrics`.
 //!
+//! `--slice NAME:APP:ports=P,..|vlan=V[:share=N]` (repeatable, instead of
+//! `--app`) runs several built-in apps on one switch, each owning the
+//! frames of its ports or VLAN id, with its own share of the cache, app
+//! thread and counters; a frame no slice owns is dropped (`no_slice`).
+//!
 //! Glue only: the app API and the cache are `nexthop-sdf`'s, the pipeline
 //! and its pcap driver `nexthop-dataplane::sdf`'s. The contract is in
 //! `docs/dataplane.md` ("The SDF pipeline").
@@ -33,20 +38,31 @@ use nexthop_dataplane::sdf::{
     forward_pcap_sdf, App, PcapInput, SdfConfig, SdfCounters, SdfPcapRun, SdfRuntime, SdfStats,
 };
 use nexthop_dataplane::Counters;
-use nexthop_sdf::app::{DropReason, L2Config, L2Switch};
+use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceMatch, SliceSpec};
 
 use crate::cmd_run::{PortMap, MAX_WORKERS};
+
+#[path = "sdflab/mod.rs"]
+mod sdflab;
 
 /// The built-in apps, by name.
 const APPS: &[&str] = &["l2switch"];
 
 /// `nexthop sdf` subcommands.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the larger variant does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum SdfCmd {
-    /// Run an app over pcap files (`--in-pcap`, `--out-dir`) or live
-    /// interfaces (`--port N=IFACE`): misses go to the app, its decisions
-    /// are cached (marks + state ids) and revoked when its state changes.
+    /// Run an app (or one app per slice) over pcap files (`--in-pcap`,
+    /// `--out-dir`) or live interfaces (`--port N=IFACE`): misses go to
+    /// the app, its decisions are cached (marks + state ids) and revoked
+    /// when its state changes.
     Run(RunArgs),
+    /// The l2switch through the SDF pipeline over generated traffic (no
+    /// root): progress lines (hit rate, app calls per second,
+    /// revocations), a summary, and PASS when every frame went where the
+    /// app without a cache sends it.
+    Lab(sdflab::LabArgs),
 }
 
 /// An `--in-pcap` value: `[PORT=]FILE`.
@@ -104,8 +120,21 @@ pub struct RunArgs {
     /// switch), or a Python app file `APP.py` (offline only; run by
     /// `${NEXTHOP_PYTHON:-python3} -m nexthop.sdf run`, which needs the
     /// nexthop Python package).
-    #[arg(long, value_name = "NAME")]
-    app: String,
+    #[arg(
+        long,
+        value_name = "NAME",
+        required_unless_present = "slices",
+        conflicts_with = "slices"
+    )]
+    app: Option<String>,
+    /// A slice instead of one app (repeatable): the built-in APP runs the
+    /// frames received on the listed ports, or tagged with VLAN id V on
+    /// any port (the VLAN wins), with its own share of --cache-capacity
+    /// (N entries; slices without share= split what is left equally), its
+    /// own app thread, queues and counters. A frame no slice owns is
+    /// dropped (`no_slice`). Excludes --app.
+    #[arg(long = "slice", value_name = "NAME:APP:ports=P,..|vlan=V[:share=N]")]
+    slices: Vec<SliceSpec>,
     /// Offline input: a classic pcap file of Ethernet frames, received on
     /// PORT (default 0). Repeat for several ports: the files are merged in
     /// timestamp order. Needs --out-dir; excludes --port.
@@ -172,9 +201,18 @@ pub struct RunArgs {
     /// Distinct masks (wildcard subtables) at most.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_masks: usize,
-    /// Misses queued to the app at most.
+    /// Data misses queued to the app at most (per slice).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     queue: usize,
+    /// Control misses (ARP) queued to the app at most (per slice): a
+    /// queue of their own, so a storm of data misses cannot crowd them
+    /// out.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    control_queue: usize,
+    /// Control requests the app serves for each data request while both
+    /// wait.
+    #[arg(long, value_name = "W", default_value_t = 4)]
+    control_weight: u32,
     /// Turn the pending-miss table off: every miss is an app call, even
     /// of a flow whose decision is in flight (a baseline to compare with).
     #[arg(long)]
@@ -189,10 +227,14 @@ pub struct RunArgs {
 /// `nexthop sdf`.
 pub fn run(cmd: SdfCmd) -> Result<()> {
     match cmd {
+        SdfCmd::Lab(a) => sdflab::run(&a),
         SdfCmd::Run(a) if a.ovs.is_ovs() => {
-            crate::cmd_sdf_ovs::run(&a.ovs, builtin(&a)?, a.duration, a.json)
+            let Some(name) = a.app.as_deref() else {
+                bail!("--backend ovs runs one --app; slices are not supported on Open vSwitch");
+            };
+            crate::cmd_sdf_ovs::run(&a.ovs, builtin(&a, name)?, a.duration, a.json)
         }
-        SdfCmd::Run(a) if a.app.ends_with(".py") => run_python(&a),
+        SdfCmd::Run(a) if a.app.as_deref().is_some_and(|x| x.ends_with(".py")) => run_python(&a),
         SdfCmd::Run(a) => {
             let live = !a.live_ports.is_empty();
             match (live, a.in_pcap.is_empty(), &a.out_dir) {
@@ -208,24 +250,38 @@ pub fn run(cmd: SdfCmd) -> Result<()> {
     }
 }
 
+/// What `--app` or the slices name (`NAME=APP,...`).
+fn app_label(a: &RunArgs) -> String {
+    match &a.app {
+        Some(app) => app.clone(),
+        None => a
+            .slices
+            .iter()
+            .map(|s| format!("{}={}", s.name, s.app))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
 /// A Python app: the same offline run through the Python package.
 fn run_python(a: &RunArgs) -> Result<()> {
+    let app = app_label(a);
     if !a.live_ports.is_empty() {
         bail!(
             "--app {}: a Python app runs offline only (--in-pcap, --out-dir)",
-            a.app
+            app
         );
     }
     let Some(out_dir) = &a.out_dir else {
         bail!(
             "--app {}: a Python app needs --in-pcap FILE --out-dir DIR",
-            a.app
+            app
         );
     };
     if a.in_pcap.is_empty() {
         bail!(
             "--app {}: a Python app needs --in-pcap FILE --out-dir DIR",
-            a.app
+            app
         );
     }
     let py = std::env::var_os("NEXTHOP_PYTHON").unwrap_or_else(|| "python3".into());
@@ -238,12 +294,12 @@ fn run_python(a: &RunArgs) -> Result<()> {
     if !importable {
         bail!(
             "--app {}: Python apps need the nexthop Python package, but `{} -c 'import nexthop.sdf'` failed (install the wheel built from python/, or point NEXTHOP_PYTHON at an interpreter that has it)",
-            a.app,
+            app,
             py.to_string_lossy()
         );
     }
     let mut cmd = std::process::Command::new(&py);
-    cmd.args(["-m", "nexthop.sdf", "run", "--app", &a.app]);
+    cmd.args(["-m", "nexthop.sdf", "run", "--app", &app]);
     for i in &a.in_pcap {
         cmd.arg("--in-pcap")
             .arg(format!("{}={}", i.port, i.path.display()));
@@ -260,13 +316,13 @@ fn run_python(a: &RunArgs) -> Result<()> {
         .status()
         .map_err(|e| anyhow!("{}: {e}", py.to_string_lossy()))?;
     if !status.success() {
-        bail!("--app {}: the Python app run failed ({status})", a.app);
+        bail!("--app {app}: the Python app run failed ({status})");
     }
     Ok(())
 }
 
-fn builtin(a: &RunArgs) -> Result<Box<dyn App>> {
-    match a.app.as_str() {
+fn builtin(a: &RunArgs, name: &str) -> Result<Box<dyn App>> {
+    match name {
         "l2switch" => {
             if a.max_macs == 0 {
                 bail!("--max-macs must be at least 1");
@@ -276,6 +332,12 @@ fn builtin(a: &RunArgs) -> Result<Box<dyn App>> {
                 max_macs: a.max_macs,
             })))
         }
+        other if other.ends_with(".py") => {
+            bail!(
+                "app {other:?}: a slice runs a built-in app (built in: {})",
+                APPS.join(", ")
+            )
+        }
         other => bail!(
             "--app {other:?}: no such built-in app (built in: {})",
             APPS.join(", ")
@@ -283,8 +345,23 @@ fn builtin(a: &RunArgs) -> Result<Box<dyn App>> {
     }
 }
 
+/// The runtime: `--app`'s app, or one per `--slice`.
+fn start_runtime(a: &RunArgs, cfg: SdfConfig) -> Result<SdfRuntime> {
+    let rt = match &a.app {
+        Some(name) => SdfRuntime::start(builtin(a, name)?, cfg),
+        None => {
+            let mut slices = Vec::with_capacity(a.slices.len());
+            for spec in &a.slices {
+                let app = builtin(a, &spec.app)?;
+                slices.push((spec.clone(), app));
+            }
+            SdfRuntime::start_sliced(slices, cfg)
+        }
+    };
+    rt.map_err(|e| anyhow!("{e}"))
+}
+
 fn run_pcap(a: &RunArgs, out_dir: &std::path::Path) -> Result<()> {
-    let app = builtin(a)?;
     let mut ports = a.ports.0.clone();
     ports.extend(a.in_pcap.iter().map(|i| i.port));
     ports.sort_unstable();
@@ -299,19 +376,25 @@ fn run_pcap(a: &RunArgs, out_dir: &std::path::Path) -> Result<()> {
         });
     }
     let header = inputs[0].input.header();
-    let rt = SdfRuntime::start(app, cfg).map_err(|e| anyhow!("{e}"))?;
+    let rt = start_runtime(a, cfg)?;
     let mut stage = rt.stage();
     let out = PcapPorts::create(out_dir, header)?;
     let run = forward_pcap_sdf(&mut stage, &mut inputs, out, Duration::from_secs(10))?;
     drop(stage);
+    let slices = slice_reports(a, &rt, &run.slices);
     let stats = rt.shutdown();
     let mut stdout = io::stdout().lock();
     if a.json {
-        serde_json::to_writer_pretty(&mut stdout, &summary_json(a, out_dir, &run, &stats))
-            .map_err(io::Error::from)?;
+        let json = summary_json(a, out_dir, &run, &stats, &slices);
+        serde_json::to_writer_pretty(&mut stdout, &json).map_err(io::Error::from)?;
         writeln!(stdout)?;
     } else {
-        writeln!(stdout, "{}", summary_line(&run, &stats))?;
+        writeln!(
+            stdout,
+            "{}{}",
+            summary_line(&run, &stats),
+            slice_fields(&slices)
+        )?;
     }
     stdout.flush()?;
     for (port, e) in &run.stopped_by {
@@ -339,6 +422,8 @@ fn sdf_config(a: &RunArgs, ports: Vec<u16>) -> SdfConfig {
         },
         ports,
         queue: a.queue,
+        control_queue: a.control_queue,
+        control_weight: a.control_weight,
         pending_table: !a.no_pending_table,
         ..SdfConfig::default()
     }
@@ -382,7 +467,6 @@ fn run_live(a: &RunArgs) -> Result<()> {
             bail!("--in {p}: port {p} has no interface (add --port {p}=IFACE)");
         }
     }
-    let app = builtin(a)?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let ports_cfg = PortsConfig {
         workers: a.workers,
@@ -398,8 +482,7 @@ fn run_live(a: &RunArgs) -> Result<()> {
         e => e.into(),
     })?;
     let io_names = io_list(&worker_ports[0], by_port.keys().copied());
-    let rt = SdfRuntime::start(app, sdf_config(a, by_port.keys().copied().collect()))
-        .map_err(|e| anyhow!("{e}"))?;
+    let rt = start_runtime(a, sdf_config(a, by_port.keys().copied().collect()))?;
     let workers: Vec<Worker<_>> = worker_ports
         .into_iter()
         .map(|ports| Worker::new(rt.stage(), ports))
@@ -415,7 +498,7 @@ fn run_live(a: &RunArgs) -> Result<()> {
     // The readiness line (output, not a log event: scripts wait for it).
     eprintln!(
         "nexthop sdf run: forwarding app={} in={} out={} io={io_names} workers={} (Ctrl-C stops)",
-        a.app,
+        app_label(a),
         show(&|p| inputs.contains(&p)),
         show(&|_| true),
         a.workers
@@ -424,13 +507,18 @@ fn run_live(a: &RunArgs) -> Result<()> {
     let _metrics_server =
         crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
     let snapshot = |c: &Counters, ps: &PortStats, elapsed: Duration| {
-        sdf_metrics(
+        let m = sdf_metrics(
             MetricsSnapshot::from_counters(c)
                 .with_port_stats(ps)
                 .with_uptime(elapsed),
             &rt.stage_counters(),
             &rt.stats(),
-        )
+        );
+        if a.slices.is_empty() {
+            m
+        } else {
+            slice_metrics(m, &slice_reports(a, &rt, &rt.slice_counters()))
+        }
     };
     let mut on_report = |r: &Report<'_>| {
         let p = &r.merged;
@@ -463,10 +551,12 @@ fn run_live(a: &RunArgs) -> Result<()> {
     if a.metrics.is_some() {
         shared.publish(snapshot(&run.counters, &run.ports, run.elapsed));
     }
+    let slices = slice_reports(a, &rt, &rt.slice_counters());
     let line = format!(
-        "{} io={io_names} {}",
+        "{} io={io_names} {}{}",
         engine_summary(run),
-        live_sdf_fields(&sdf, &stats)
+        live_sdf_fields(&sdf, &stats),
+        slice_fields(&slices)
     );
     let _ = rt.shutdown();
     let mut stdout = io::stdout().lock();
@@ -570,6 +660,18 @@ fn sdf_metrics(m: MetricsSnapshot, sdf: &SdfCounters, stats: &SdfStats) -> Metri
             "Wildcard masks (subtables) now.",
             &[],
             stats.masks as f64,
+        )
+        .with_counter(
+            "sdf_control_requests_total",
+            "Misses sent to the app's control queue.",
+            &[],
+            sdf.control_requests,
+        )
+        .with_counter(
+            "sdf_control_calls_total",
+            "Requests the app took from its control queue.",
+            &[],
+            stats.control_calls,
         );
     for (reason, n) in sdf.drops.named() {
         m = m.with_counter(
@@ -616,12 +718,13 @@ fn app_drops(stats: &SdfStats) -> String {
 
 /// `frames_in=N forwarded=N out=PORT:N,... dropped=N punted=N hits=N
 /// misses=N app_calls=N pending_waits=N installs=N revocations=N
-/// entries=N masks=N app_drops=REASON:N,...|-`.
+/// entries=N masks=N app_drops=REASON:N,...|- control_calls=N no_slice=N`.
 fn summary_line(run: &SdfPcapRun, stats: &SdfStats) -> String {
     let c = &run.counters;
     format!(
         "frames_in={} forwarded={} out={} dropped={} punted={} hits={} misses={} app_calls={} \
-         pending_waits={} installs={} revocations={} entries={} masks={} app_drops={}",
+         pending_waits={} installs={} revocations={} entries={} masks={} app_drops={} \
+         control_calls={} no_slice={}",
         c.frames_in,
         c.forwarded,
         crate::cmd_forward::out_list(&run.counters),
@@ -636,7 +739,112 @@ fn summary_line(run: &SdfPcapRun, stats: &SdfStats) -> String {
         stats.entries,
         stats.masks,
         app_drops(stats),
+        stats.control_calls,
+        run.sdf.drops.no_slice,
     )
+}
+
+/// One slice's name, app, what it owns and counters, for the summaries.
+struct SliceReport {
+    name: String,
+    app: String,
+    owns: String,
+    pipeline: SdfCounters,
+    stats: SdfStats,
+}
+
+/// Each `--slice`'s report (none without slices), `pipeline` being each
+/// slice's SDF counters.
+fn slice_reports(a: &RunArgs, rt: &SdfRuntime, pipeline: &[SdfCounters]) -> Vec<SliceReport> {
+    a.slices
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| SliceReport {
+            name: spec.name.clone(),
+            app: spec.app.clone(),
+            owns: match &spec.matcher {
+                SliceMatch::Ports(p) => format!(
+                    "ports={}",
+                    p.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
+                ),
+                SliceMatch::Vlan(v) => format!("vlan={v}"),
+            },
+            pipeline: pipeline.get(i).copied().unwrap_or_default(),
+            stats: rt.slice_stats(i).unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// ` slice.NAME=hits:N,misses:N,app_calls:N,entries:N,share:N,evictions:N,drops:N`
+/// per slice (nothing without slices).
+fn slice_fields(slices: &[SliceReport]) -> String {
+    slices
+        .iter()
+        .map(|s| {
+            format!(
+                " slice.{}=hits:{},misses:{},app_calls:{},entries:{},share:{},evictions:{},drops:{}",
+                s.name,
+                s.pipeline.hits,
+                s.pipeline.misses,
+                s.stats.app.app_calls,
+                s.stats.entries,
+                s.stats.capacity,
+                s.stats.cache.evictions,
+                s.pipeline.drops.total() + s.stats.app.drops.total(),
+            )
+        })
+        .collect()
+}
+
+/// `m` with each slice's counters (`nexthop_sdf_slice_*{slice="NAME"}`).
+fn slice_metrics(mut m: MetricsSnapshot, slices: &[SliceReport]) -> MetricsSnapshot {
+    for s in slices {
+        let l = [("slice", s.name.as_str())];
+        m = m
+            .with_counter(
+                "sdf_slice_hits_total",
+                "Frames a slice's cache answered.",
+                &l,
+                s.pipeline.hits,
+            )
+            .with_counter(
+                "sdf_slice_misses_total",
+                "Frames a slice's cache missed.",
+                &l,
+                s.pipeline.misses,
+            )
+            .with_counter(
+                "sdf_slice_app_calls_total",
+                "Packets a slice's app decided.",
+                &l,
+                s.stats.app.app_calls,
+            )
+            .with_counter(
+                "sdf_slice_evictions_total",
+                "Decisions evicted from a slice's cache.",
+                &l,
+                s.stats.cache.evictions,
+            )
+            .with_counter(
+                "sdf_slice_drops_total",
+                "Frames of a slice dropped (pipeline and app reasons).",
+                &l,
+                s.pipeline.drops.total() + s.stats.app.drops.total(),
+            )
+            .with_gauge(
+                "sdf_slice_entries",
+                "Decisions in a slice's cache now.",
+                &l,
+                s.stats.entries as f64,
+            )
+            .with_gauge(
+                "sdf_slice_share",
+                "A slice's share of the cache (entries).",
+                &l,
+                s.stats.capacity as f64,
+            );
+    }
+    m
 }
 
 fn summary_json(
@@ -644,6 +852,7 @@ fn summary_json(
     out_dir: &std::path::Path,
     run: &SdfPcapRun,
     stats: &SdfStats,
+    slices: &[SliceReport],
 ) -> serde_json::Value {
     let c = &run.counters;
     let ports = |it: &mut dyn Iterator<Item = (u16, nexthop_dataplane::PortCounter)>| {
@@ -666,9 +875,29 @@ fn summary_json(
         .iter()
         .map(|i| serde_json::json!({"port": i.port, "path": i.path.display().to_string()}))
         .collect();
+    let slices: Vec<serde_json::Value> = slices
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name,
+                "app": s.app,
+                "owns": s.owns,
+                "share": s.stats.capacity,
+                "pipeline": s.pipeline,
+                "app_calls": s.stats.app.app_calls,
+                "entries": s.stats.entries,
+                "masks": s.stats.masks,
+                "installs": s.stats.cache.installs,
+                "evictions": s.stats.cache.evictions,
+                "revocations": s.stats.cache.revocations,
+                "app_drops": s.stats.app.drops.total(),
+            })
+        })
+        .collect();
     let k = &stats.cache;
     serde_json::json!({
-        "app": a.app,
+        "app": app_label(a),
+        "slices": slices,
         "inputs": inputs,
         "out_dir": out_dir.display().to_string(),
         "frames_in": c.frames_in,
@@ -703,6 +932,8 @@ fn summary_json(
             "cacheable": stats.app.cacheable,
             "uncacheable": stats.app.uncacheable,
             "install_errors": stats.app.install_errors,
+            "control_calls": stats.control_calls,
+            "data_calls": stats.data_calls,
             "drops": app_drops,
         },
         "unanswered": run.unanswered,
@@ -755,6 +986,56 @@ mod tests {
         assert_eq!(text.matches("# TYPE nexthop_sdf_hits_total").count(), 1);
         let back = MetricsSnapshot::from_json(&m.to_json()).unwrap();
         assert_eq!(back.extra.len(), m.extra.len());
+    }
+
+    #[test]
+    fn each_slice_has_its_labelled_metrics_and_summary_field() {
+        let mut stats = SdfStats {
+            entries: 3,
+            capacity: 100,
+            ..SdfStats::default()
+        };
+        stats.app.app_calls = 2;
+        stats.cache.evictions = 9;
+        let pipeline = SdfCounters {
+            hits: 5,
+            misses: 2,
+            ..SdfCounters::default()
+        };
+        let slices = [
+            SliceReport {
+                name: "a".into(),
+                app: "l2switch".into(),
+                owns: "ports=1,2".into(),
+                pipeline,
+                stats,
+            },
+            SliceReport {
+                name: "b".into(),
+                app: "l2switch".into(),
+                owns: "vlan=10".into(),
+                pipeline: SdfCounters::default(),
+                stats: SdfStats::default(),
+            },
+        ];
+        let text = slice_metrics(MetricsSnapshot::default(), &slices).to_prometheus_text();
+        for want in [
+            "nexthop_sdf_slice_hits_total{slice=\"a\"} 5",
+            "nexthop_sdf_slice_misses_total{slice=\"a\"} 2",
+            "nexthop_sdf_slice_app_calls_total{slice=\"a\"} 2",
+            "nexthop_sdf_slice_evictions_total{slice=\"a\"} 9",
+            "nexthop_sdf_slice_entries{slice=\"a\"} 3",
+            "nexthop_sdf_slice_share{slice=\"a\"} 100",
+            "nexthop_sdf_slice_hits_total{slice=\"b\"} 0",
+        ] {
+            assert!(text.contains(want), "no {want:?} in\n{text}");
+        }
+        assert_eq!(
+            slice_fields(&slices),
+            " slice.a=hits:5,misses:2,app_calls:2,entries:3,share:100,evictions:9,drops:0 \
+             slice.b=hits:0,misses:0,app_calls:0,entries:0,share:0,evictions:0,drops:0"
+        );
+        assert_eq!(slice_fields(&[]), "");
     }
 
     #[test]

@@ -684,3 +684,123 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
     assert!(metric(&snap, "sdf_entries", &[]) >= 1.0);
     assert_eq!(metric(&snap, "sdf_pending_waits_total", &[]), 0.0);
 }
+
+#[test]
+fn live_slice_keeps_floods_in_its_ports_and_drops_frames_of_other_ports() {
+    let Some(mut lab) = lab_or_skip("sdfsl", &["h1", "h2", "h3", "sw"]) else {
+        return;
+    };
+    for i in 1..=3 {
+        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("sp{i}"));
+    }
+    let me = std::env::current_exe().expect("current exe");
+    let mut caps = Vec::new();
+    for i in 1..=3u8 {
+        let env = helper_env(&lab, "hostcap", &format!("h{i}"));
+        caps.push(lab.spawn(
+            &format!("h{i}"),
+            &format!("cap{i}"),
+            &me,
+            &HELPER_ARGS,
+            &env,
+        ));
+        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
+    }
+    // Slice a owns ports 1 and 2; port 3 is nobody's.
+    let sw = lab.spawn(
+        "sw",
+        "sw",
+        Path::new(NEXTHOP),
+        &[
+            "sdf",
+            "run",
+            "--slice",
+            "a:l2switch:ports=1,2:share=1000",
+            "--port",
+            "1=sp1",
+            "--port",
+            "2=sp2",
+            "--port",
+            "3=sp3",
+            "--metrics",
+            METRICS,
+            "--duration",
+            "60",
+        ],
+        &[],
+    );
+    lab.wait_for(
+        "sw.err",
+        "nexthop sdf run: forwarding app=a=l2switch",
+        Duration::from_secs(10),
+    );
+    // 1. h1 → h2, unknown: flooded within the slice, so to h2 only.
+    let first = host_frame(1, host_mac(2), 2, 0);
+    send_from(&mut lab, 1, std::slice::from_ref(&first), 1);
+    // 2. h2 → h1, learned: h1.
+    let reply = host_frame(2, host_mac(1), 1, 1);
+    send_from(&mut lab, 2, std::slice::from_ref(&reply), 2);
+    // 3. One frame decides h1 → h2, 20 more hit the slice's cache.
+    let one = host_frame(1, host_mac(2), 2, 2);
+    send_from(&mut lab, 1, std::slice::from_ref(&one), 3);
+    let burst: Vec<Vec<u8>> = (3..23).map(|s| host_frame(1, host_mac(2), 2, s)).collect();
+    send_from(&mut lab, 1, &burst, 23);
+    // 4. h3 broadcasts on port 3: no slice owns it, nobody gets it.
+    let bcast = host_frame(3, [0xff; 6], 255, 23);
+    send_from(&mut lab, 3, std::slice::from_ref(&bcast), 23);
+
+    let snap = stats_when(&mut lab, METRICS, |s| s.frames_in >= 24);
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    for i in 1..=3u8 {
+        fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
+    }
+    for (i, c) in caps.into_iter().enumerate() {
+        let name = format!("cap{}", i + 1);
+        let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
+        assert!(ok, "{name} failed:\n{o}\n{e}");
+    }
+    let got = |i: u8| -> Vec<Vec<u8>> {
+        lab.read(&format!("h{i}.txt"))
+            .lines()
+            .map(|l| unhex(l).expect("hex"))
+            .collect()
+    };
+    let mut want_h2 = vec![first, one];
+    want_h2.extend(burst.iter().cloned());
+    assert_eq!(got(1), vec![reply], "h1");
+    assert_eq!(got(2), want_h2, "h2");
+    assert!(got(3).is_empty(), "h3 is outside the slice");
+
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("frames_in="))
+        .unwrap_or_default();
+    let f = fields(line);
+    assert_eq!(f["frames_in"], "24", "{line}");
+    assert_eq!(f["sdf_drops"], "no_slice:1", "{line}");
+    assert!(
+        f["slice.a"].starts_with("hits:20,misses:3,app_calls:3,"),
+        "{line}"
+    );
+    assert_eq!(snap.frames_in, 24);
+    assert_eq!(
+        metric(&snap, "sdf_slice_hits_total", &[("slice", "a")]),
+        20.0
+    );
+    assert_eq!(
+        metric(&snap, "sdf_slice_app_calls_total", &[("slice", "a")]),
+        3.0
+    );
+    assert_eq!(metric(&snap, "sdf_slice_share", &[("slice", "a")]), 1000.0);
+    assert_eq!(
+        metric(&snap, "sdf_drops_total", &[("reason", "no_slice")]),
+        1.0
+    );
+}

@@ -303,6 +303,27 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Add `o` (another cache's, in another slice) to these.
+    pub fn merge(&mut self, o: &Counters) {
+        self.lookups += o.lookups;
+        self.front_hits += o.front_hits;
+        self.wildcard_hits += o.wildcard_hits;
+        self.misses += o.misses;
+        self.subtables_probed += o.subtables_probed;
+        self.installs += o.installs;
+        self.replaced += o.replaced;
+        self.evictions += o.evictions;
+        self.revocations += o.revocations;
+        self.removed_calls += o.removed_calls;
+        self.not_cached_no_deps += o.not_cached_no_deps;
+        self.not_cached_stale += o.not_cached_stale;
+        self.mask_probation += o.mask_probation;
+        self.mask_refused += o.mask_refused;
+        self.mask_displaced += o.mask_displaced;
+        self.masks_created += o.masks_created;
+        self.reranks += o.reranks;
+    }
+
     /// Decisions not admitted by mask admission control.
     pub fn admission_refusals(&self) -> u64 {
         self.mask_probation + self.mask_refused

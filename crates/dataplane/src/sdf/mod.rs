@@ -6,7 +6,9 @@
 //! and the waiting frames are sent by their worker.
 //!
 //! * [`SdfRuntime::start`] starts the app's thread around an
-//!   [`App`] and owns the cache they share; [`SdfRuntime::stage`] makes a
+//!   [`App`] and owns the cache they share; [`SdfRuntime::start_sliced`]
+//!   starts one app thread and one cache (its share) per slice
+//!   ([`SliceSpec`]); [`SdfRuntime::stage`] makes a
 //!   worker's stage ([`SdfStage`]), which implements the engine's
 //!   [`Stage`](crate::engine::Stage) on Linux and drives
 //!   [`forward_pcap_sdf`] offline.
@@ -18,16 +20,40 @@
 //!
 //! # Threading contract
 //!
-//! * One app thread owns the app and calls it, one packet at a time; it
-//!   locks the cache only to issue or remove state ids and to install a
-//!   decision, never while the app computes.
-//! * Each worker owns its stage and pending-miss table; it locks the cache
-//!   once per group for the batched lookups and the hits' actions. A slow,
-//!   hung or panicking app never blocks a worker: the request queue is
-//!   bounded and full means a counted drop; a pending flow not answered
-//!   within `pending_timeout` is dropped, counted.
+//! * One app thread per slice owns its app and calls it, one packet at a
+//!   time; it locks its slice's cache only to issue or remove state ids
+//!   and to install a decision, never while the app computes.
+//! * Each worker owns its stage and pending-miss table; it locks each
+//!   slice's cache once per group (for that slice's frames) for the
+//!   batched lookups and the hits' actions. A slow, hung or panicking app
+//!   never blocks a worker: the request queues are bounded (a lock held
+//!   only to push or pop) and full means a counted drop; a pending flow
+//!   not answered within `pending_timeout` is dropped, counted.
 //! * Replies go back on a per-worker channel; they are bounded by the
 //!   worker's pending flows (one reply per request in flight).
+//!
+//! # Slices
+//!
+//! With [`SdfRuntime::start_sliced`] a worker first demultiplexes each
+//! frame ([`SliceDemux`]: its VLAN's slice, else its ingress port's); a
+//! frame no slice owns is dropped (`no_slice`). Each slice has its own
+//! cache (its share of the capacity: a flood of flows in one slice evicts
+//! only its own entries), its own app thread and queues (a slow app stalls
+//! only its slice's misses) and its own counters
+//! ([`SdfRuntime::slice_counters`], [`SdfRuntime::slice_stats`]). Within
+//! a group the hits are sent slice by slice (the order of frames of one
+//! slice is kept). [`SdfRuntime::start`] is one slice that owns every
+//! frame.
+//!
+//! # The control queue
+//!
+//! A miss the app's [`ControlFilter`] ([`App::control_filter`], by default
+//! ARP) classifies as control goes to the slice's control queue
+//! (`control_queue` requests at most), any other to its data queue
+//! (`queue`). The app thread serves up to `control_weight` control
+//! requests for each data request while both are waiting, so a storm of
+//! data misses that fills the data queue neither drops nor delays control
+//! frames behind it.
 //!
 //! # Counters
 //!
@@ -46,14 +72,17 @@ mod stage;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nexthop_sdf::app::{decide, AppCounters, Control, DropReason, Emit, Ports};
+use nexthop_sdf::app::{
+    decide, plan_slices, AppCounters, Control, ControlFilter, DropReason, Emit, Ports, SliceDemux,
+    SliceError, SliceSpec,
+};
 use nexthop_sdf::{Config, ConfigError, Counters as CacheCounters, Decision, DecisionCache};
 use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
@@ -73,8 +102,15 @@ pub struct SdfConfig {
     /// The switch's ports (what the app's `get_ports` answers and where
     /// it may send).
     pub ports: Vec<u16>,
-    /// Misses queued to the app at most (all workers together).
+    /// Data misses queued to the app at most (all workers together; per
+    /// slice).
     pub queue: usize,
+    /// Control misses queued to the app at most (all workers together;
+    /// per slice).
+    pub control_queue: usize,
+    /// Control requests the app thread serves for each data request while
+    /// both queues hold some.
+    pub control_weight: u32,
     /// Flows with a decision in flight, per worker.
     pub max_pending_flows: usize,
     /// Frames waiting for one flow's decision.
@@ -98,6 +134,8 @@ impl Default for SdfConfig {
             cache: Config::default(),
             ports: Vec::new(),
             queue: 1024,
+            control_queue: 256,
+            control_weight: 4,
             max_pending_flows: 4096,
             max_waiting: 64,
             max_waiting_total: 16384,
@@ -121,6 +159,12 @@ pub enum SdfError {
     /// The app thread could not be started.
     #[error("starting the app thread: {0}")]
     Spawn(#[from] std::io::Error),
+    /// The slices cannot be laid out.
+    #[error("{0}")]
+    Slices(#[from] SliceError),
+    /// Slices and apps do not pair up.
+    #[error("{0} slices but {1} apps")]
+    Apps(usize, usize),
 }
 
 impl SdfConfig {
@@ -129,6 +173,8 @@ impl SdfConfig {
         self.cache.validate()?;
         for (v, name) in [
             (self.queue, "queue"),
+            (self.control_queue, "control_queue"),
+            (self.control_weight as usize, "control_weight"),
             (self.max_pending_flows, "max_pending_flows"),
             (self.max_waiting_total, "max_waiting_total"),
         ] {
@@ -168,8 +214,12 @@ pub trait Sink {
 /// Drops the pipeline counts, by reason.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SdfDrops {
-    /// The app's queue was full.
+    /// The app's (data) queue was full.
     pub queue_full: u64,
+    /// The app's control queue was full.
+    pub control_queue_full: u64,
+    /// No slice owns the frame (its ingress port and VLAN id).
+    pub no_slice: u64,
     /// The worker's pending-flow table was full.
     pub pending_full: u64,
     /// A flow's (or the worker's) waiting frames were at their bound.
@@ -188,9 +238,11 @@ pub struct SdfDrops {
 
 impl SdfDrops {
     /// Each reason's name (as in the Serialize form) and count.
-    pub fn named(&self) -> [(&'static str, u64); 7] {
+    pub fn named(&self) -> [(&'static str, u64); 9] {
         [
             ("queue_full", self.queue_full),
+            ("control_queue_full", self.control_queue_full),
+            ("no_slice", self.no_slice),
             ("pending_full", self.pending_full),
             ("waiting_full", self.waiting_full),
             ("app_timeout", self.app_timeout),
@@ -203,6 +255,8 @@ impl SdfDrops {
     /// All drops.
     pub fn total(&self) -> u64 {
         self.queue_full
+            + self.control_queue_full
+            + self.no_slice
             + self.pending_full
             + self.waiting_full
             + self.app_timeout
@@ -213,6 +267,8 @@ impl SdfDrops {
 
     fn merge(&mut self, o: &SdfDrops) {
         self.queue_full += o.queue_full;
+        self.control_queue_full += o.control_queue_full;
+        self.no_slice += o.no_slice;
         self.pending_full += o.pending_full;
         self.waiting_full += o.waiting_full;
         self.app_timeout += o.app_timeout;
@@ -231,6 +287,8 @@ pub struct SdfCounters {
     pub misses: u64,
     /// Misses sent to the app (one per distinct flow in flight).
     pub app_requests: u64,
+    /// Of those, to its control queue.
+    pub control_requests: u64,
     /// Misses that waited for a decision already in flight.
     pub pending_waits: u64,
     /// Waiting frames sent by the decision they waited for.
@@ -251,6 +309,7 @@ impl SdfCounters {
         self.hits += o.hits;
         self.misses += o.misses;
         self.app_requests += o.app_requests;
+        self.control_requests += o.control_requests;
         self.pending_waits += o.pending_waits;
         self.pending_resolved += o.pending_resolved;
         self.resubmitted += o.resubmitted;
@@ -272,15 +331,167 @@ pub struct SdfStats {
     pub state_ids: usize,
     /// The app side: calls, cacheable decisions, drops by reason.
     pub app: AppCounters,
+    /// Requests the app thread took from the control queue.
+    pub control_calls: u64,
+    /// Requests the app thread took from the data queue.
+    pub data_calls: u64,
+    /// The cache's capacity (a slice's share).
+    pub capacity: usize,
+}
+
+impl SdfStats {
+    /// Add `o` (another slice's) to these.
+    pub fn merge(&mut self, o: &SdfStats) {
+        self.cache.merge(&o.cache);
+        self.entries += o.entries;
+        self.masks += o.masks;
+        self.state_ids += o.state_ids;
+        self.app.merge(&o.app);
+        self.control_calls += o.control_calls;
+        self.data_calls += o.data_calls;
+        self.capacity += o.capacity;
+    }
+}
+
+/// What the app thread counts besides the app's own counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct AppSide {
+    counters: AppCounters,
+    control_calls: u64,
+    data_calls: u64,
+}
+
+/// The two bounded queues to one slice's app thread.
+struct Queues {
+    control: VecDeque<Request>,
+    data: VecDeque<Request>,
+    /// Control requests served since the last data request.
+    streak: u32,
+    /// The app thread is gone: nothing will be served.
+    closed: bool,
+}
+
+/// Why a request was not queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refused {
+    Full,
+    Gone,
+}
+
+struct AppQueue {
+    q: Mutex<Queues>,
+    ready: Condvar,
+    data_cap: usize,
+    control_cap: usize,
+    weight: u32,
+}
+
+impl AppQueue {
+    fn new(cfg: &SdfConfig) -> AppQueue {
+        AppQueue {
+            q: Mutex::new(Queues {
+                control: VecDeque::new(),
+                data: VecDeque::new(),
+                streak: 0,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+            data_cap: cfg.queue,
+            control_cap: cfg.control_queue,
+            weight: cfg.control_weight,
+        }
+    }
+
+    fn push(&self, req: Request, control: bool) -> Result<(), Refused> {
+        let mut q = lock(&self.q);
+        if q.closed {
+            return Err(Refused::Gone);
+        }
+        let (queue, cap) = if control {
+            (&mut q.control, self.control_cap)
+        } else {
+            (&mut q.data, self.data_cap)
+        };
+        if queue.len() >= cap {
+            return Err(Refused::Full);
+        }
+        queue.push_back(req);
+        drop(q);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// The next request (and whether it is control), waiting at most
+    /// `wait`: up to `weight` control requests for each data request
+    /// while both queues hold some.
+    fn pop(&self, wait: Duration) -> Option<(Request, bool)> {
+        let mut q = lock(&self.q);
+        if q.control.is_empty() && q.data.is_empty() {
+            q = self
+                .ready
+                .wait_timeout(q, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let control_turn = !q.control.is_empty() && (q.streak < self.weight || q.data.is_empty());
+        if control_turn {
+            q.streak = q.streak.saturating_add(1);
+            q.control.pop_front().map(|r| (r, true))
+        } else {
+            q.streak = 0;
+            q.data.pop_front().map(|r| (r, false))
+        }
+    }
+
+    /// Requests queued now: (control, data).
+    fn lens(&self) -> (usize, usize) {
+        let q = lock(&self.q);
+        (q.control.len(), q.data.len())
+    }
+
+    fn close(&self) {
+        let mut q = lock(&self.q);
+        q.closed = true;
+        q.control.clear();
+        q.data.clear();
+    }
+}
+
+/// Closes its slice's queues when the app thread ends, however it ends.
+struct CloseOnExit(Arc<Shared>, usize);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.slices.get(self.1) {
+            s.queue.close();
+        }
+    }
+}
+
+/// One slice's shared side: its cache, its app's counters, its queues.
+struct SliceShared {
+    name: String,
+    cache: Mutex<DecisionCache>,
+    app: Mutex<AppSide>,
+    queue: AppQueue,
+    filter: ControlFilter,
+}
+
+/// A stage's published counters: all its slices', and each slice's.
+#[derive(Clone, Debug, Default)]
+struct Published {
+    total: SdfCounters,
+    slices: Vec<SdfCounters>,
 }
 
 struct Shared {
-    cache: Mutex<DecisionCache>,
-    app: Mutex<AppCounters>,
+    slices: Vec<SliceShared>,
+    /// Which slice a frame belongs to (`None`: one slice owns all).
+    demux: Option<SliceDemux>,
     /// Each stage's counters as it last published them (slot = the
     /// stage's number), so another thread can read them while the
     /// workers run and after their stages are gone.
-    stages: Mutex<Vec<SdfCounters>>,
+    stages: Mutex<Vec<Published>>,
     stop: AtomicBool,
 }
 
@@ -304,11 +515,11 @@ struct Response {
     drop: Option<DropReason>,
 }
 
-/// The app's thread and the cache it shares with the workers.
+/// The app's thread and the cache it shares with the workers (one of
+/// each per slice).
 pub struct SdfRuntime {
     shared: Arc<Shared>,
-    requests: SyncSender<Request>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
     cfg: SdfConfig,
     app_name: String,
 }
@@ -328,32 +539,102 @@ const LOG_FIRST: u64 = 10;
 const LOG_EVERY: u64 = 10_000;
 
 impl SdfRuntime {
-    /// Start the app's thread (`sdf-app`) around `app`.
+    /// Start the app's thread (`sdf-app`) around `app`: one slice that
+    /// owns every frame, with the whole cache.
     ///
     /// # Errors
     /// A bad configuration; the thread could not start.
     pub fn start(app: Box<dyn App>, cfg: SdfConfig) -> Result<SdfRuntime, SdfError> {
         cfg.validate()?;
+        let ports = Ports::physical(&cfg.ports);
+        let app_name = app.name().to_owned();
+        let one = vec![(app_name.clone(), cfg.cache, ports, app)];
+        SdfRuntime::spawn(one, None, cfg, app_name)
+    }
+
+    /// Start one app thread (`sdf-NAME`) and one cache per slice: `slices`
+    /// pairs each [`SliceSpec`] with its app; the cache's capacity is split
+    /// into the slices' shares (see
+    /// [`plan_slices`](nexthop_sdf::app::plan_slices)).
+    ///
+    /// # Errors
+    /// A bad configuration or slice layout; a thread could not start.
+    pub fn start_sliced(
+        slices: Vec<(SliceSpec, Box<dyn App>)>,
+        cfg: SdfConfig,
+    ) -> Result<SdfRuntime, SdfError> {
+        cfg.validate()?;
+        let specs: Vec<SliceSpec> = slices.iter().map(|(s, _)| s.clone()).collect();
+        let plan = plan_slices(cfg.cache, &Ports::physical(&cfg.ports), &specs)?;
+        if plan.slices.len() != slices.len() {
+            return Err(SdfError::Apps(plan.slices.len(), slices.len()));
+        }
+        let app_name = specs
+            .iter()
+            .map(|s| format!("{}={}", s.name, s.app))
+            .collect::<Vec<_>>()
+            .join(",");
+        let each = plan
+            .slices
+            .into_iter()
+            .zip(slices)
+            .map(|(p, (_, app))| (p.name, p.cache, p.ports, app))
+            .collect();
+        SdfRuntime::spawn(each, Some(plan.demux), cfg, app_name)
+    }
+
+    fn spawn(
+        slices: Vec<(String, Config, Ports, Box<dyn App>)>,
+        demux: Option<SliceDemux>,
+        cfg: SdfConfig,
+        app_name: String,
+    ) -> Result<SdfRuntime, SdfError> {
+        let mut parts = Vec::with_capacity(slices.len());
+        let mut apps = Vec::with_capacity(slices.len());
+        for (name, cache, ports, app) in slices {
+            parts.push(SliceShared {
+                name,
+                cache: Mutex::new(DecisionCache::new(cache)?),
+                app: Mutex::new(AppSide::default()),
+                queue: AppQueue::new(&cfg),
+                filter: app.control_filter(),
+            });
+            apps.push((ports, app));
+        }
+        let sliced = demux.is_some();
         let shared = Arc::new(Shared {
-            cache: Mutex::new(DecisionCache::new(cfg.cache)?),
-            app: Mutex::new(AppCounters::default()),
+            slices: parts,
+            demux,
             stages: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
-        let (tx, rx) = mpsc::sync_channel(cfg.queue);
-        let app_name = app.name().to_owned();
-        let thread = std::thread::Builder::new().name("sdf-app".into()).spawn({
-            let shared = shared.clone();
-            let cfg = cfg.clone();
-            move || app_thread(app, &shared, &cfg, &rx)
-        })?;
-        Ok(SdfRuntime {
-            shared,
-            requests: tx,
-            thread: Some(thread),
-            cfg,
+        let mut rt = SdfRuntime {
+            shared: shared.clone(),
+            threads: Vec::new(),
+            cfg: cfg.clone(),
             app_name,
-        })
+        };
+        for (i, (ports, app)) in apps.into_iter().enumerate() {
+            let name = if sliced {
+                format!("sdf-{}", shared.slices[i].name)
+            } else {
+                "sdf-app".to_string()
+            };
+            let thread = std::thread::Builder::new().name(name).spawn({
+                let shared = shared.clone();
+                let cfg = cfg.clone();
+                move || {
+                    let _close = CloseOnExit(shared.clone(), i);
+                    app_thread(app, &shared, i, ports, &cfg)
+                }
+            });
+            match thread {
+                Ok(t) => rt.threads.push(t),
+                // Dropping `rt` stops the threads already started.
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(rt)
     }
 
     /// A worker's stage.
@@ -363,16 +644,19 @@ impl SdfRuntime {
         let mut ports = self.cfg.ports.clone();
         ports.sort_unstable();
         ports.dedup();
+        let nslices = self.shared.slices.len();
         let slot = {
             let mut stages = lock(&self.shared.stages);
-            stages.push(SdfCounters::default());
+            stages.push(Published {
+                total: SdfCounters::default(),
+                slices: vec![SdfCounters::default(); nslices],
+            });
             stages.len() - 1
         };
         SdfStage {
             slot,
             published: Instant::now(),
             shared: self.shared.clone(),
-            requests: self.requests.clone(),
             reply_tx,
             reply_rx,
             cfg: self.cfg.clone(),
@@ -387,20 +671,61 @@ impl SdfRuntime {
             buf: Vec::new(),
             counters: Counters::with_tx_ports(max_port),
             sdf: SdfCounters::default(),
+            slice_sdf: vec![SdfCounters::default(); nslices],
+            order: Vec::with_capacity(BATCH),
+            slice_at: Vec::with_capacity(BATCH),
         }
     }
 
-    /// The cache's and the app side's counters now.
+    /// The cache's and the app side's counters now (all slices added up).
     pub fn stats(&self) -> SdfStats {
-        let app = *lock(&self.shared.app);
-        let c = lock(&self.shared.cache);
-        SdfStats {
+        let mut all = SdfStats::default();
+        for i in 0..self.shared.slices.len() {
+            if let Some(s) = self.slice_stats(i) {
+                all.merge(&s);
+            }
+        }
+        all
+    }
+
+    /// Slice `i`'s cache and app side counters now.
+    pub fn slice_stats(&self, i: usize) -> Option<SdfStats> {
+        let s = self.shared.slices.get(i)?;
+        let app = *lock(&s.app);
+        let c = lock(&s.cache);
+        Some(SdfStats {
             cache: *c.counters(),
             entries: c.len(),
             masks: c.masks(),
             state_ids: c.state_ids(),
-            app,
+            app: app.counters,
+            control_calls: app.control_calls,
+            data_calls: app.data_calls,
+            capacity: c.config().capacity,
+        })
+    }
+
+    /// The slices' names, in order (one slice named after the app without
+    /// slices).
+    pub fn slice_names(&self) -> Vec<&str> {
+        self.shared.slices.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Requests queued to slice `i`'s app now: (control, data).
+    pub fn queued(&self, i: usize) -> Option<(usize, usize)> {
+        self.shared.slices.get(i).map(|s| s.queue.lens())
+    }
+
+    /// Each slice's SDF counters, every stage's merged, as the stages
+    /// last published them.
+    pub fn slice_counters(&self) -> Vec<SdfCounters> {
+        let mut all = vec![SdfCounters::default(); self.shared.slices.len()];
+        for p in lock(&self.shared.stages).iter() {
+            for (a, c) in all.iter_mut().zip(&p.slices) {
+                a.merge(c);
+            }
         }
+        all
     }
 
     /// Every stage's SDF counters, merged, as the stages last published
@@ -410,7 +735,7 @@ impl SdfRuntime {
     pub fn stage_counters(&self) -> SdfCounters {
         let mut all = SdfCounters::default();
         for c in lock(&self.shared.stages).iter() {
-            all.merge(c);
+            all.merge(&c.total);
         }
         all
     }
@@ -430,8 +755,11 @@ impl SdfRuntime {
 
     fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let deadline = Instant::now() + Duration::from_secs(1);
+        for s in &self.shared.slices {
+            s.queue.ready.notify_all();
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for t in self.threads.drain(..) {
             while !t.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -457,55 +785,66 @@ impl Drop for SdfRuntime {
     }
 }
 
-/// The app thread's loop: decide each request, install the decision,
-/// answer the worker; tick the app every `tick_every`.
-fn app_thread(mut app: Box<dyn App>, shared: &Shared, cfg: &SdfConfig, rx: &Receiver<Request>) {
-    let mut ports = Ports::physical(&cfg.ports);
-    let mut counters = AppCounters::default();
+/// Slice `slice`'s app thread: take each request (control first, by
+/// weight), decide it, install the decision, answer the worker; tick the
+/// app every `tick_every`.
+fn app_thread(
+    mut app: Box<dyn App>,
+    shared: &Shared,
+    slice: usize,
+    mut ports: Ports,
+    cfg: &SdfConfig,
+) {
+    let Some(me) = shared.slices.get(slice) else {
+        return;
+    };
+    let mut side = AppSide::default();
     let start = Instant::now();
     let mut next_tick = start + cfg.tick_every;
     let wait = cfg.tick_every.min(Duration::from_millis(20));
     let mut faults = 0u64;
     while !shared.stop.load(Ordering::Acquire) {
-        match rx.recv_timeout(wait) {
-            Ok(req) => {
-                let key = HeaderKey::from_frame(&req.frame, req.in_port);
-                let mut ctl =
-                    Control::shared(&shared.cache, &mut ports, &mut counters, start.elapsed());
-                let reply = decide(app.as_mut(), &mut ctl, req.frame, req.in_port);
-                if let (Some(r), Some(msg)) = (reply.drop, &reply.message) {
-                    faults += 1;
-                    if faults <= LOG_FIRST || faults.is_multiple_of(LOG_EVERY) {
-                        tracing::warn!(
-                            app = app.name(),
-                            reason = r.name(),
-                            faults,
-                            "sdf app fault, packet dropped: {msg}"
-                        );
-                    }
-                }
-                if let Some(d) = &reply.decision {
-                    if lock(&shared.cache).install(&key, d).is_err() {
-                        counters.install_errors += 1;
-                    }
-                }
-                *lock(&shared.app) = counters;
-                // A worker that went away does not need its answer.
-                let _ = req.reply.send(Response {
-                    token: req.token,
-                    emits: reply.emits,
-                    decision: reply.decision,
-                    drop: reply.drop,
-                });
+        if let Some((req, control)) = me.queue.pop(wait) {
+            if control {
+                side.control_calls += 1;
+            } else {
+                side.data_calls += 1;
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
+            let key = HeaderKey::from_frame(&req.frame, req.in_port);
+            let mut ctl =
+                Control::shared(&me.cache, &mut ports, &mut side.counters, start.elapsed());
+            let reply = decide(app.as_mut(), &mut ctl, req.frame, req.in_port);
+            if let (Some(r), Some(msg)) = (reply.drop, &reply.message) {
+                faults += 1;
+                if faults <= LOG_FIRST || faults.is_multiple_of(LOG_EVERY) {
+                    tracing::warn!(
+                        app = app.name(),
+                        slice = me.name.as_str(),
+                        reason = r.name(),
+                        faults,
+                        "sdf app fault, packet dropped: {msg}"
+                    );
+                }
+            }
+            if let Some(d) = &reply.decision {
+                if lock(&me.cache).install(&key, d).is_err() {
+                    side.counters.install_errors += 1;
+                }
+            }
+            *lock(&me.app) = side;
+            // A worker that went away does not need its answer.
+            let _ = req.reply.send(Response {
+                token: req.token,
+                emits: reply.emits,
+                decision: reply.decision,
+                drop: reply.drop,
+            });
         }
         if Instant::now() >= next_tick {
             let mut ctl =
-                Control::shared(&shared.cache, &mut ports, &mut counters, start.elapsed());
+                Control::shared(&me.cache, &mut ports, &mut side.counters, start.elapsed());
             app.on_tick(&mut ctl);
-            *lock(&shared.app) = counters;
+            *lock(&me.app) = side;
             next_tick = Instant::now() + cfg.tick_every;
         }
     }
@@ -515,6 +854,10 @@ fn app_thread(mut app: Box<dyn App>, shared: &Shared, cfg: &SdfConfig, rx: &Rece
 struct Pending {
     /// The flow (its exact header key).
     key: HeaderKey,
+    /// Its slice.
+    slice: usize,
+    /// Whether it went to the control queue.
+    control: bool,
     since: Instant,
     in_port: u16,
     /// The frame the app is deciding (sent as the reply says).
@@ -530,7 +873,6 @@ pub struct SdfStage {
     slot: usize,
     /// When the counters were last published.
     published: Instant,
-    requests: SyncSender<Request>,
     reply_tx: Sender<Response>,
     reply_rx: Receiver<Response>,
     cfg: SdfConfig,
@@ -549,6 +891,12 @@ pub struct SdfStage {
     buf: Vec<u8>,
     counters: Counters,
     sdf: SdfCounters,
+    /// Each slice's share of `sdf` (`no_slice` drops are only in `sdf`).
+    slice_sdf: Vec<SdfCounters>,
+    /// A group's frames (their index in it) ordered by slice.
+    order: Vec<usize>,
+    /// Each frame's slice in the group being decided.
+    slice_at: Vec<usize>,
 }
 
 impl std::fmt::Debug for SdfStage {
@@ -578,17 +926,32 @@ impl SdfStage {
         self.counters = counters;
     }
 
-    /// The SDF counters.
+    /// The SDF counters (all slices).
     pub fn sdf_counters(&self) -> &SdfCounters {
         &self.sdf
     }
 
-    /// Publish the SDF counters for [`SdfRuntime::stage_counters`].
+    /// Each slice's SDF counters.
+    pub fn slice_counters(&self) -> &[SdfCounters] {
+        &self.slice_sdf
+    }
+
+    /// Publish the SDF counters for [`SdfRuntime::stage_counters`] and
+    /// [`SdfRuntime::slice_counters`].
     pub fn publish(&mut self) {
         if let Some(c) = lock(&self.shared.stages).get_mut(self.slot) {
-            *c = self.sdf;
+            c.total = self.sdf;
+            c.slices.clone_from(&self.slice_sdf);
         }
         self.published = Instant::now();
+    }
+
+    /// Count an event of slice `s` in its counters and the stage's.
+    fn bump(&mut self, s: usize, f: impl Fn(&mut SdfCounters)) {
+        f(&mut self.sdf);
+        if let Some(c) = self.slice_sdf.get_mut(s) {
+            f(c);
+        }
     }
 
     /// Publish the counters if the last publication is [`PUBLISH_EVERY`]
@@ -628,27 +991,67 @@ impl SdfStage {
     ) {
         self.poll(sink);
         let stamp = |i: usize| stamps.get(i).copied().unwrap_or_default();
+        let shared = self.shared.clone();
         for (c, chunk) in frames.chunks(BATCH).enumerate() {
-            self.keys.clear();
-            for f in chunk {
+            // Each frame's slice; the group's frames ordered by slice
+            // (stable: a slice's frames keep their order).
+            self.order.clear();
+            self.slice_at.clear();
+            for (i, f) in chunk.iter().enumerate() {
                 self.counters.frames_in += 1;
                 self.counters.bytes_in += f.len() as u64;
                 let rx = self.counters.rx_mut(in_port);
                 rx.frames += 1;
                 rx.bytes += f.len() as u64;
-                self.keys.push(HeaderKey::from_frame(f, in_port));
+                let s = match &shared.demux {
+                    None => Some(0),
+                    Some(d) => d.slice_of(in_port, f),
+                };
+                match s {
+                    Some(s) => {
+                        self.slice_at.push(s);
+                        self.order.push(i);
+                    }
+                    None => {
+                        // No slice's table can answer it: a miss in the
+                        // frame counters, dropped with its reason in the
+                        // SDF ones.
+                        self.slice_at.push(usize::MAX);
+                        self.sdf.drops.no_slice += 1;
+                        self.counters.misses += 1;
+                        self.counters.dropped += 1;
+                    }
+                }
             }
-            let n = chunk.len();
+            if shared.demux.is_some() {
+                let at = &self.slice_at;
+                self.order.sort_by_key(|&i| at[i]);
+            }
+            self.keys.clear();
+            for &i in &self.order {
+                self.keys.push(HeaderKey::from_frame(chunk[i], in_port));
+            }
+            let n = self.order.len();
             let mut miss = [false; BATCH];
-            {
-                let mut cache = lock(&self.shared.cache);
-                cache.lookup_batch(&self.keys, &mut self.hits[..n]);
-                for (i, f) in chunk.iter().enumerate() {
-                    let Some(actions) = self.hits[i].and_then(|id| cache.actions(id)) else {
-                        miss[i] = true;
+            let mut run = 0;
+            while run < n {
+                let s = self.slice_at[self.order[run]];
+                let end = run
+                    + self.order[run..n]
+                        .iter()
+                        .take_while(|&&i| self.slice_at[i] == s)
+                        .count();
+                let mut cache = lock(&shared.slices[s].cache);
+                cache.lookup_batch(&self.keys[run..end], &mut self.hits[run..end]);
+                for (j, missed) in miss.iter_mut().enumerate().take(end).skip(run) {
+                    let i = self.order[j];
+                    let f = chunk[i];
+                    let Some(actions) = self.hits[j].and_then(|id| cache.actions(id)) else {
+                        *missed = true;
                         continue;
                     };
                     self.sdf.hits += 1;
+                    self.slice_sdf[s].hits += 1;
                     let hk = &mut self.counters.hits;
                     match (actions.ports().len(), actions.controller()) {
                         (0, false) => hk.drop += 1,
@@ -662,6 +1065,7 @@ impl SdfStage {
                         Outcome::Forward => {}
                         Outcome::Expired | Outcome::TooShort => {
                             self.sdf.drops.ttl_expired += 1;
+                            self.slice_sdf[s].drops.ttl_expired += 1;
                             self.counters.dropped += 1;
                             continue;
                         }
@@ -679,40 +1083,48 @@ impl SdfStage {
                         stamp(c * BATCH + i),
                     );
                 }
+                run = end;
             }
-            for (i, f) in chunk.iter().enumerate() {
-                if miss[i] {
+            for (j, &missed) in miss.iter().enumerate().take(n) {
+                if missed {
+                    let i = self.order[j];
+                    let s = self.slice_at[i];
                     self.counters.misses += 1;
-                    self.sdf.misses += 1;
-                    let key = std::mem::replace(&mut self.keys[i], HeaderKey::empty(0));
-                    self.miss(key, in_port, f, stamp(c * BATCH + i));
+                    self.bump(s, |c| c.misses += 1);
+                    let key = std::mem::replace(&mut self.keys[j], HeaderKey::empty(0));
+                    self.miss(s, key, in_port, chunk[i], stamp(c * BATCH + i));
                 }
             }
         }
     }
 
     /// A miss: wait for the flow's decision in flight, or ask the app.
-    fn miss(&mut self, key: HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
+    fn miss(&mut self, slice: usize, key: HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
         let waits_for = self.by_key.get(&key).copied();
         if let Some(p) = waits_for.and_then(|t| self.pending.get_mut(&t)) {
             if p.waiting.len() >= self.cfg.max_waiting
                 || self.waiting_total >= self.cfg.max_waiting_total
             {
-                self.sdf.drops.waiting_full += 1;
+                self.bump(slice, |c| c.drops.waiting_full += 1);
                 self.counters.dropped += 1;
                 return;
             }
             p.waiting.push((frame.to_vec(), stamp));
             self.waiting_total += 1;
-            self.sdf.pending_waits += 1;
+            self.bump(slice, |c| c.pending_waits += 1);
             return;
         }
         if self.pending.len() >= self.cfg.max_pending_flows {
-            self.sdf.drops.pending_full += 1;
+            self.bump(slice, |c| c.drops.pending_full += 1);
             self.counters.dropped += 1;
             return;
         }
-        match self.request(in_port, frame.to_vec()) {
+        let control = self
+            .shared
+            .slices
+            .get(slice)
+            .is_some_and(|s| s.filter.matches(frame));
+        match self.request(slice, control, in_port, frame.to_vec()) {
             Ok(token) => {
                 if self.cfg.pending_table {
                     self.by_key.insert(key.clone(), token);
@@ -721,6 +1133,8 @@ impl SdfStage {
                     token,
                     Pending {
                         key,
+                        slice,
+                        control,
                         since: Instant::now(),
                         in_port,
                         stamp,
@@ -728,20 +1142,31 @@ impl SdfStage {
                     },
                 );
             }
-            Err(gone) => {
-                if gone {
-                    self.sdf.drops.app_gone += 1;
-                } else {
-                    self.sdf.drops.queue_full += 1;
-                }
-                self.counters.dropped += 1;
+            Err(why) => {
+                self.refused(slice, control, why, 1);
             }
         }
     }
 
-    /// Queue `frame` to the app; `Err(true)`: the app thread is gone,
-    /// `Err(false)`: the queue is full.
-    fn request(&mut self, in_port: u16, frame: Vec<u8>) -> Result<u64, bool> {
+    /// Count `n` frames dropped because their request was refused.
+    fn refused(&mut self, slice: usize, control: bool, why: Refused, n: u64) {
+        match (why, control) {
+            (Refused::Gone, _) => self.bump(slice, |c| c.drops.app_gone += n),
+            (Refused::Full, true) => self.bump(slice, |c| c.drops.control_queue_full += n),
+            (Refused::Full, false) => self.bump(slice, |c| c.drops.queue_full += n),
+        }
+        self.counters.dropped += n;
+    }
+
+    /// Queue `frame` to slice `slice`'s app (its control queue with
+    /// `control`).
+    fn request(
+        &mut self,
+        slice: usize,
+        control: bool,
+        in_port: u16,
+        frame: Vec<u8>,
+    ) -> Result<u64, Refused> {
         let token = self.next_token;
         let req = Request {
             token,
@@ -749,15 +1174,16 @@ impl SdfStage {
             frame,
             reply: self.reply_tx.clone(),
         };
-        match self.requests.try_send(req) {
-            Ok(()) => {
-                self.next_token += 1;
-                self.sdf.app_requests += 1;
-                Ok(token)
-            }
-            Err(TrySendError::Full(_)) => Err(false),
-            Err(TrySendError::Disconnected(_)) => Err(true),
-        }
+        let Some(s) = self.shared.slices.get(slice) else {
+            return Err(Refused::Gone);
+        };
+        s.queue.push(req, control)?;
+        self.next_token += 1;
+        self.bump(slice, |c| {
+            c.app_requests += 1;
+            c.control_requests += u64::from(control);
+        });
+        Ok(token)
     }
 
     /// Send what the app answered since the last call, and drop flows it
@@ -809,7 +1235,7 @@ impl SdfStage {
                 self.forget(&p.key, t);
                 let n = 1 + p.waiting.len() as u64;
                 self.waiting_total -= p.waiting.len();
-                self.sdf.drops.app_timeout += n;
+                self.bump(p.slice, |c| c.drops.app_timeout += n);
                 self.counters.dropped += n;
             }
         }
@@ -817,14 +1243,16 @@ impl SdfStage {
 
     fn answer(&mut self, r: Response, sink: &mut impl Sink) {
         let Some(mut p) = self.pending.remove(&r.token) else {
+            // The flow timed out: its slice is no longer known.
             self.sdf.late_replies += 1;
             return;
         };
+        let s = p.slice;
         self.forget(&p.key, r.token);
         self.waiting_total -= p.waiting.len();
         // The frame the app decided.
         if r.drop.is_some() {
-            self.sdf.drops.app_fault += 1;
+            self.bump(s, |c| c.drops.app_fault += 1);
             self.counters.dropped += 1;
         } else {
             self.emit_all(&r.emits, p.stamp, sink);
@@ -836,8 +1264,8 @@ impl SdfStage {
             // Same header, same port: the same decision, as a hit would
             // have answered had it been cached before they came.
             (Some(d), None) if !(d.mask.is_empty() && d.states.is_empty()) => {
-                for (mut f, stamp) in p.waiting.drain(..) {
-                    self.sdf.pending_resolved += 1;
+                for (mut f, stamp) in std::mem::take(&mut p.waiting) {
+                    self.bump(s, |c| c.pending_resolved += 1);
                     match d.actions.apply(&mut f) {
                         Outcome::Forward => {
                             let (ports, ctl) = (d.actions.ports(), d.actions.controller());
@@ -845,7 +1273,7 @@ impl SdfStage {
                             sink.emit(ports, ctl, &f, stamp);
                         }
                         Outcome::Expired | Outcome::TooShort => {
-                            self.sdf.drops.ttl_expired += 1;
+                            self.bump(s, |c| c.drops.ttl_expired += 1);
                             self.counters.dropped += 1;
                         }
                     }
@@ -855,15 +1283,15 @@ impl SdfStage {
             // header meets the same fault.
             (_, Some(_)) => {
                 let n = p.waiting.len() as u64;
-                self.sdf.drops.app_fault += n;
+                self.bump(s, |c| c.drops.app_fault += n);
                 self.counters.dropped += n;
             }
             // Not cacheable: the app must see each packet. The first
             // waiting one becomes the flow's request; the rest wait on.
             _ => {
                 let (frame, stamp) = p.waiting.remove(0);
-                self.sdf.resubmitted += 1;
-                match self.request(p.in_port, frame) {
+                self.bump(s, |c| c.resubmitted += 1);
+                match self.request(s, p.control, p.in_port, frame) {
                     Ok(token) => {
                         self.waiting_total += p.waiting.len();
                         self.by_key.insert(p.key.clone(), token);
@@ -871,14 +1299,9 @@ impl SdfStage {
                         p.since = Instant::now();
                         self.pending.insert(token, p);
                     }
-                    Err(gone) => {
+                    Err(why) => {
                         let n = 1 + p.waiting.len() as u64;
-                        if gone {
-                            self.sdf.drops.app_gone += n;
-                        } else {
-                            self.sdf.drops.queue_full += n;
-                        }
-                        self.counters.dropped += n;
+                        self.refused(s, p.control, why, n);
                     }
                 }
             }

@@ -28,6 +28,8 @@ pub struct SdfPcapRun {
     pub counters: Counters,
     /// The stage's SDF counters for this run.
     pub sdf: SdfCounters,
+    /// Each slice's SDF counters for this run.
+    pub slices: Vec<SdfCounters>,
     /// Wall time of the run (reading, deciding, waiting for the app,
     /// writing).
     pub elapsed: Duration,
@@ -99,6 +101,7 @@ pub fn forward_pcap_sdf<R: Read>(
     let start = Instant::now();
     let before = stage.take_counters();
     let sdf_before = *stage.sdf_counters();
+    let slices_before = stage.slice_counters().to_vec();
     let mut heads: Vec<Option<PcapFrame>> = Vec::with_capacity(inputs.len());
     let mut stopped_by = Vec::new();
     let read = |i: usize, inputs: &mut [PcapInput<R>], stopped: &mut Vec<(u16, PcapInError)>| {
@@ -176,11 +179,17 @@ pub fn forward_pcap_sdf<R: Read>(
     let mut carried = before;
     carried.merge(&counters);
     stage.set_counters(carried);
-    let mut sdf = *stage.sdf_counters();
-    sdf = diff(&sdf, &sdf_before);
+    let sdf = diff(stage.sdf_counters(), &sdf_before);
+    let slices = stage
+        .slice_counters()
+        .iter()
+        .zip(&slices_before)
+        .map(|(a, b)| diff(a, b))
+        .collect();
     Ok(SdfPcapRun {
         counters,
         sdf,
+        slices,
         elapsed: start.elapsed(),
         stopped_by,
         unanswered,
@@ -195,12 +204,15 @@ fn diff(a: &SdfCounters, b: &SdfCounters) -> SdfCounters {
         hits: d(a.hits, b.hits),
         misses: d(a.misses, b.misses),
         app_requests: d(a.app_requests, b.app_requests),
+        control_requests: d(a.control_requests, b.control_requests),
         pending_waits: d(a.pending_waits, b.pending_waits),
         pending_resolved: d(a.pending_resolved, b.pending_resolved),
         resubmitted: d(a.resubmitted, b.resubmitted),
         late_replies: d(a.late_replies, b.late_replies),
         drops: super::SdfDrops {
             queue_full: d(a.drops.queue_full, b.drops.queue_full),
+            control_queue_full: d(a.drops.control_queue_full, b.drops.control_queue_full),
+            no_slice: d(a.drops.no_slice, b.drops.no_slice),
             pending_full: d(a.drops.pending_full, b.drops.pending_full),
             waiting_full: d(a.drops.waiting_full, b.drops.waiting_full),
             app_timeout: d(a.drops.app_timeout, b.drops.app_timeout),

@@ -388,6 +388,8 @@ fn engine_runs_the_sdf_stage_and_sends_decisions_while_idle() {
 fn drop_reason_names_are_the_serialized_field_names() {
     let d = SdfDrops {
         queue_full: 1,
+        control_queue_full: 8,
+        no_slice: 9,
         pending_full: 2,
         waiting_full: 3,
         app_timeout: 4,
@@ -402,4 +404,256 @@ fn drop_reason_names_are_the_serialized_field_names() {
         assert_eq!(v[name], n, "{name}");
     }
     assert_eq!(named.iter().map(|(_, n)| n).sum::<u64>(), d.total());
+}
+
+/// Forwards a frame back out of the other port of its pair (0↔1, 2↔3, …),
+/// marking the destination MAC and the ingress port; counts its calls;
+/// records whether each frame it decided was ARP; blocks while `closed`.
+struct Pairs {
+    calls: Arc<AtomicU64>,
+    closed: Arc<AtomicBool>,
+    arp: Arc<std::sync::Mutex<Vec<bool>>>,
+}
+
+impl App for Pairs {
+    fn name(&self) -> &str {
+        "pairs"
+    }
+
+    fn on_packet(&mut self, pkt: &mut InPkt, _ctl: &mut Control<'_>) -> Result<(), AppError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        while self.closed.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        pkt.bytes(0, 6)?;
+        let is_arp = pkt.field(96, 16)? == 0x0806;
+        self.arp.lock().unwrap().push(is_arp);
+        let port = pkt.mark_ingress() ^ 1;
+        let mut out = pkt.new_out_pkt();
+        out.add_destination(port);
+        pkt.send(out, true)?;
+        Ok(())
+    }
+}
+
+struct PairsRig {
+    calls: Arc<AtomicU64>,
+    closed: Arc<AtomicBool>,
+    arp: Arc<std::sync::Mutex<Vec<bool>>>,
+}
+
+impl PairsRig {
+    fn new() -> PairsRig {
+        PairsRig {
+            calls: Arc::new(AtomicU64::new(0)),
+            closed: Arc::new(AtomicBool::new(false)),
+            arp: Arc::default(),
+        }
+    }
+
+    fn app(&self) -> Box<dyn App> {
+        Box::new(Pairs {
+            calls: self.calls.clone(),
+            closed: self.closed.clone(),
+            arp: self.arp.clone(),
+        })
+    }
+}
+
+/// An Ethernet frame to `dst` (6 bytes from `d`) of EtherType `ethertype`.
+fn eth_to(d: u32, ethertype: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 64];
+    f[..2].copy_from_slice(&[0x02, 0x00]);
+    f[2..6].copy_from_slice(&d.to_be_bytes());
+    f[6..12].copy_from_slice(&[0x02, 0xaa, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    f
+}
+
+fn refs(frames: &[Vec<u8>]) -> Vec<&[u8]> {
+    frames.iter().map(|f| &f[..]).collect()
+}
+
+#[test]
+fn a_flood_in_one_slice_leaves_the_other_slices_entries_and_hits() {
+    let rig = PairsRig::new();
+    let cfg = SdfConfig {
+        cache: Config {
+            capacity: 64,
+            ..Config::default()
+        },
+        ports: vec![0, 1, 2, 3, 5],
+        ..SdfConfig::default()
+    };
+    let slices = vec![
+        ("a:pairs:ports=0,1:share=16".parse().unwrap(), rig.app()),
+        ("b:pairs:ports=2,3".parse().unwrap(), rig.app()),
+    ];
+    let rt = SdfRuntime::start_sliced(slices, cfg).unwrap();
+    assert_eq!(rt.slice_names(), ["a", "b"]);
+    assert_eq!(rt.slice_stats(0).unwrap().capacity, 16);
+    assert_eq!(rt.slice_stats(1).unwrap().capacity, 48);
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    // Slice b learns 8 flows, then hits them.
+    let b: Vec<Vec<u8>> = (0..8).map(|d| eth_to(d, 0x0800)).collect();
+    stage.process(2, &refs(&b), &[], &mut sink);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    stage.process(2, &refs(&b), &[], &mut sink);
+    assert_eq!(stage.slice_counters()[1].hits, 8);
+    // A flood of 1000 distinct flows in slice a.
+    let flood: Vec<Vec<u8>> = (0..1000).map(|d| eth_to(1000 + d, 0x0800)).collect();
+    for group in flood.chunks(50) {
+        stage.process(0, &refs(group), &[], &mut sink);
+        assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    }
+    let a = rt.slice_stats(0).unwrap();
+    assert!(a.entries <= 16, "{a:?}");
+    assert!(a.cache.evictions >= 1000 - 16, "{a:?}");
+    // Slice b's entries are all still there: 8 more hits, no app call.
+    stage.process(2, &refs(&b), &[], &mut sink);
+    let c = stage.slice_counters().to_vec();
+    assert_eq!(c[1].hits, 16);
+    assert_eq!(c[1].app_requests, 8);
+    assert_eq!(rt.slice_stats(1).unwrap().cache.evictions, 0);
+    assert_eq!(c[0].misses, 1000);
+    // Frames of a port no slice owns are dropped, counted.
+    stage.process(5, &refs(&b), &[], &mut sink);
+    assert_eq!(stage.sdf_counters().drops.no_slice, 8);
+    assert_eq!(sink.0[&3].len(), 24, "slice b's frames leave on port 3");
+    assert_eq!(sink.0[&1].len(), 1000);
+    assert!(!sink.0.contains_key(&5) && !sink.0.contains_key(&4));
+    stage.publish();
+    let merged = rt.stage_counters();
+    assert_eq!(merged.hits, c[0].hits + c[1].hits);
+    assert_eq!(merged.misses, c[0].misses + c[1].misses);
+    assert_eq!(rt.slice_counters(), c);
+    let s = stage.counters();
+    assert_eq!(s.frames_in, 8 * 4 + 1000);
+    assert_eq!(s.dropped, 8);
+    assert!(s.is_consistent(), "{s:?}");
+}
+
+#[test]
+fn a_vlan_slice_takes_its_tagged_frames_from_any_port() {
+    let rig = PairsRig::new();
+    let cfg = SdfConfig {
+        ports: vec![0, 1, 2, 3],
+        ..SdfConfig::default()
+    };
+    let slices = vec![
+        ("ports:pairs:ports=0,1".parse().unwrap(), rig.app()),
+        ("v10:pairs:vlan=10".parse().unwrap(), rig.app()),
+    ];
+    let rt = SdfRuntime::start_sliced(slices, cfg).unwrap();
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    let mut tagged = eth_to(7, 0x8100);
+    tagged[14..16].copy_from_slice(&10u16.to_be_bytes());
+    let mut other_vlan = tagged.clone();
+    other_vlan[15] = 11;
+    // Tagged 10 on port 0 and on port 2: slice v10; tagged 11 on port 0:
+    // port 0's slice; tagged 11 on port 2: nobody's.
+    stage.process(0, &[&tagged, &other_vlan], &[], &mut sink);
+    stage.process(2, &[&tagged, &other_vlan], &[], &mut sink);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    let c = stage.slice_counters();
+    assert_eq!(c[0].misses, 1);
+    assert_eq!(c[1].misses, 2);
+    assert_eq!(stage.sdf_counters().drops.no_slice, 1);
+}
+
+#[test]
+fn bad_slice_layouts_are_refused() {
+    let rig = PairsRig::new();
+    let cfg = SdfConfig {
+        ports: vec![0, 1],
+        ..SdfConfig::default()
+    };
+    let two = |a: &str, b: &str| {
+        vec![
+            (a.parse::<SliceSpec>().unwrap(), rig.app()),
+            (b.parse::<SliceSpec>().unwrap(), rig.app()),
+        ]
+    };
+    for (a, b) in [
+        ("a:x:ports=0", "b:x:ports=0"),
+        ("a:x:ports=0", "a:x:ports=1"),
+        ("a:x:ports=0", "b:x:ports=7"),
+        ("a:x:ports=0:share=65536", "b:x:ports=1"),
+    ] {
+        let e = SdfRuntime::start_sliced(two(a, b), cfg.clone()).unwrap_err();
+        assert!(matches!(e, SdfError::Slices(_)), "{a} {b}: {e}");
+    }
+}
+
+#[test]
+fn a_data_miss_storm_neither_drops_nor_delays_control_frames() {
+    let rig = PairsRig::new();
+    let rt = SdfRuntime::start(
+        rig.app(),
+        SdfConfig {
+            ports: vec![0, 1],
+            queue: 8,
+            control_queue: 16,
+            control_weight: 4,
+            ..SdfConfig::default()
+        },
+    )
+    .unwrap();
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    rig.closed.store(true, Ordering::SeqCst);
+    // The app takes one data miss and hangs on it.
+    stage.process(0, &[&eth_to(0, 0x0800)], &[], &mut sink);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rig.calls.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(rig.calls.load(Ordering::SeqCst), 1);
+    // A storm of 100 distinct data misses fills the data queue (8).
+    let storm: Vec<Vec<u8>> = (1..=100).map(|d| eth_to(d, 0x0800)).collect();
+    stage.process(0, &refs(&storm), &[], &mut sink);
+    // 20 distinct ARP frames: 16 fit the control queue.
+    let arp: Vec<Vec<u8>> = (0..20).map(|d| eth_to(5000 + d, 0x0806)).collect();
+    stage.process(0, &refs(&arp), &[], &mut sink);
+    assert_eq!(rt.queued(0), Some((16, 8)), "the bounds hold");
+    let c = *stage.sdf_counters();
+    assert_eq!(c.drops.queue_full, 92);
+    assert_eq!(c.drops.control_queue_full, 4);
+    assert_eq!(c.control_requests, 16);
+    rig.closed.store(false, Ordering::SeqCst);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    // Every queued control frame was answered (sent back out of port 1).
+    assert_eq!(sink.0[&1].len(), 1 + 8 + 16);
+    let order = rig.arp.lock().unwrap().clone();
+    assert_eq!(order.len(), 25);
+    // After the hung data miss: 4 control, 1 data, 4 control, 1 data, …
+    let want: Vec<bool> = std::iter::once(false)
+        .chain((0..4).flat_map(|_| [true, true, true, true, false]))
+        .chain(std::iter::repeat_n(false, 4))
+        .collect();
+    assert_eq!(order, want);
+    let st = rt.stats();
+    assert_eq!((st.control_calls, st.data_calls), (16, 9));
+    assert_eq!(rt.queued(0), Some((0, 0)));
+}
+
+#[test]
+fn the_default_control_filter_is_arp_under_at_most_one_tag() {
+    let f = ControlFilter::default();
+    assert!(f.matches(&eth_to(1, 0x0806)));
+    assert!(!f.matches(&eth_to(1, 0x0800)));
+    let mut tagged = eth_to(1, 0x8100);
+    tagged[16..18].copy_from_slice(&0x0806u16.to_be_bytes());
+    assert!(f.matches(&tagged));
+    assert!(!f.matches(&tagged[..17]));
+    assert!(!f.matches(&[]));
+    let own = ControlFilter {
+        ethertypes: Vec::new(),
+        dst_macs: vec![[0x02, 0, 0, 0, 0, 9]],
+    };
+    assert!(own.matches(&eth_to(9, 0x0800)));
+    assert!(!own.matches(&eth_to(8, 0x0806)));
+    assert!(!ControlFilter::none().matches(&eth_to(1, 0x0806)));
 }

@@ -52,7 +52,8 @@ use crate::key::{HeaderKey, Mask, PortId, KEY_BITS, KEY_BYTES};
 
 pub use l2::{L2Config, L2Switch};
 pub use slice::{
-    vlan_of, SliceCounters, SliceError, SliceMatch, SliceSpec, SlicedSwitch, MAX_SLICES,
+    plan_slices, vlan_of, PlannedSlice, SliceCounters, SliceDemux, SliceError, SliceMatch,
+    SlicePlan, SliceSpec, SlicedSwitch, MAX_SLICES,
 };
 pub use switch::{Switch, SwitchCounters};
 
@@ -77,6 +78,67 @@ pub trait App: Send {
     /// Time passed ([`Control::now`]): expire state, revoking what
     /// depended on it. Called by the switch between packets.
     fn on_tick(&mut self, _ctl: &mut Control<'_>) {}
+
+    /// Which missed frames are control traffic, served from the control
+    /// queue with weighted priority over data misses. Asked once, when the
+    /// switch starts; by default ARP ([`ControlFilter::default`]).
+    fn control_filter(&self) -> ControlFilter {
+        ControlFilter::default()
+    }
+}
+
+/// Which frames an app counts as control traffic ([`App::control_filter`]):
+/// those of one of `ethertypes` (the EtherType after at most one 802.1Q
+/// tag) or sent to one of `dst_macs` (the switch's own addresses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlFilter {
+    /// EtherTypes that are control.
+    pub ethertypes: Vec<u16>,
+    /// Destination MAC addresses that are control.
+    pub dst_macs: Vec<[u8; 6]>,
+}
+
+impl Default for ControlFilter {
+    /// ARP.
+    fn default() -> Self {
+        ControlFilter {
+            ethertypes: vec![ControlFilter::ARP],
+            dst_macs: Vec::new(),
+        }
+    }
+}
+
+impl ControlFilter {
+    /// The EtherType of ARP.
+    pub const ARP: u16 = 0x0806;
+
+    /// No frame is control.
+    pub fn none() -> ControlFilter {
+        ControlFilter {
+            ethertypes: Vec::new(),
+            dst_macs: Vec::new(),
+        }
+    }
+
+    /// Whether `frame` (any bytes) is control.
+    pub fn matches(&self, frame: &[u8]) -> bool {
+        let dst_is_ours = frame
+            .get(..6)
+            .is_some_and(|d| self.dst_macs.iter().any(|m| m[..] == *d));
+        if dst_is_ours {
+            return true;
+        }
+        let at = |i: usize| {
+            frame
+                .get(i..i + 2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+        };
+        let ethertype = match at(12) {
+            Some(0x8100) => at(16),
+            t => t,
+        };
+        ethertype.is_some_and(|t| self.ethertypes.contains(&t))
+    }
 }
 
 /// An app's own failure: the packet is dropped with
@@ -543,6 +605,18 @@ pub struct AppCounters {
     pub drops: DropCounts,
     /// Proactive decisions pushed ([`Control::push`]).
     pub proactive: u64,
+}
+
+impl AppCounters {
+    /// Add `o` (another app's, in another slice) to these.
+    pub fn merge(&mut self, o: &AppCounters) {
+        self.app_calls += o.app_calls;
+        self.cacheable += o.cacheable;
+        self.uncacheable += o.uncacheable;
+        self.install_errors += o.install_errors;
+        self.drops.merge(&o.drops);
+        self.proactive += o.proactive;
+    }
 }
 
 enum CacheRef<'a> {

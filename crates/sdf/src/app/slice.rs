@@ -179,8 +179,7 @@ struct Slice<A> {
 #[derive(Debug)]
 pub struct SlicedSwitch<A> {
     slices: Vec<Slice<A>>,
-    by_port: HashMap<PortId, usize>,
-    by_vlan: HashMap<u16, usize>,
+    demux: SliceDemux,
     unmatched: u64,
 }
 
@@ -194,10 +193,120 @@ pub fn vlan_of(frame: &[u8]) -> Option<u16> {
     }
 }
 
+/// Which slice a frame belongs to: the ports and VLAN ids each slice
+/// owns (built and checked by [`plan_slices`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SliceDemux {
+    by_port: HashMap<PortId, usize>,
+    by_vlan: HashMap<u16, usize>,
+}
+
+impl SliceDemux {
+    /// The slice a frame received on `in_port` belongs to: its VLAN's
+    /// slice if it is tagged with one a slice owns, else its port's.
+    pub fn slice_of(&self, in_port: PortId, frame: &[u8]) -> Option<usize> {
+        vlan_of(frame)
+            .and_then(|v| self.by_vlan.get(&v))
+            .or_else(|| self.by_port.get(&in_port))
+            .copied()
+    }
+}
+
+/// One slice as [`plan_slices`] laid it out.
+#[derive(Clone, Debug)]
+pub struct PlannedSlice {
+    /// Its name.
+    pub name: String,
+    /// The app to run in it, by name.
+    pub app: String,
+    /// What it owns.
+    pub matcher: SliceMatch,
+    /// Its cache's configuration (`capacity`: its share).
+    pub cache: Config,
+    /// The ports its app sees: its own for a port slice, the switch's for
+    /// a VLAN slice.
+    pub ports: Ports,
+}
+
+/// Slices laid out on a switch: the demultiplexer and each slice's cache
+/// configuration and ports, in the order of the specs.
+#[derive(Clone, Debug)]
+pub struct SlicePlan {
+    /// Which slice a frame belongs to.
+    pub demux: SliceDemux,
+    /// The slices.
+    pub slices: Vec<PlannedSlice>,
+}
+
+/// Lay `specs` out on a switch with `ports` whose cache is `cfg`:
+/// `cfg.capacity` is split into the slices' shares (the slices without a
+/// share split what the others left equally), every other setting is each
+/// slice's own. Checks the count, names, ports, VLAN ids and shares.
+pub fn plan_slices(
+    cfg: Config,
+    ports: &Ports,
+    specs: &[SliceSpec],
+) -> Result<SlicePlan, SliceError> {
+    cfg.validate()?;
+    if specs.is_empty() || specs.len() > MAX_SLICES {
+        return Err(SliceError::Count(specs.len()));
+    }
+    let given = specs
+        .iter()
+        .filter_map(|s| s.share)
+        .try_fold(0usize, usize::checked_add)
+        .ok_or(SliceError::Shares(usize::MAX, cfg.capacity))?;
+    let unshared = specs.iter().filter(|s| s.share.is_none()).count();
+    let left = cfg.capacity.checked_sub(given);
+    let equal = match (left, unshared) {
+        (Some(_), 0) => 0,
+        (Some(l), n) if l / n > 0 => l / n,
+        _ => return Err(SliceError::Shares(given, cfg.capacity)),
+    };
+    let mut demux = SliceDemux::default();
+    let mut out: Vec<PlannedSlice> = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        if out.iter().any(|s| s.name == spec.name) {
+            return Err(SliceError::DuplicateName(spec.name.clone()));
+        }
+        let slice_ports = match &spec.matcher {
+            SliceMatch::Ports(list) => {
+                for &p in list {
+                    if !ports.contains(p) {
+                        return Err(SliceError::UnknownPort(spec.name.clone(), p));
+                    }
+                    if demux.by_port.insert(p, i).is_some() {
+                        return Err(SliceError::PortTwice(p));
+                    }
+                }
+                Ports::physical(list)
+            }
+            SliceMatch::Vlan(v) => {
+                if demux.by_vlan.insert(*v, i).is_some() {
+                    return Err(SliceError::VlanTwice(*v));
+                }
+                ports.clone()
+            }
+        };
+        let cache = Config {
+            capacity: spec.share.unwrap_or(equal),
+            ..cfg
+        };
+        cache.validate()?;
+        out.push(PlannedSlice {
+            name: spec.name.clone(),
+            app: spec.app.clone(),
+            matcher: spec.matcher.clone(),
+            cache,
+            ports: slice_ports,
+        });
+    }
+    Ok(SlicePlan { demux, slices: out })
+}
+
 impl<A: App> SlicedSwitch<A> {
     /// A switch with `ports` whose slices are `slices` (each with its
-    /// app); `cfg.capacity` is split into the slices' shares, every other
-    /// setting (the exact front's slots included) is each slice's own.
+    /// app), laid out by [`plan_slices`].
     /// `caching` false sends every packet to its slice's app.
     pub fn new(
         cfg: Config,
@@ -205,62 +314,19 @@ impl<A: App> SlicedSwitch<A> {
         slices: Vec<(SliceSpec, A)>,
         caching: bool,
     ) -> Result<SlicedSwitch<A>, SliceError> {
-        cfg.validate()?;
-        if slices.is_empty() || slices.len() > MAX_SLICES {
-            return Err(SliceError::Count(slices.len()));
-        }
-        let given = slices
-            .iter()
-            .filter_map(|(s, _)| s.share)
-            .try_fold(0usize, usize::checked_add)
-            .ok_or(SliceError::Shares(usize::MAX, cfg.capacity))?;
-        let unshared = slices.iter().filter(|(s, _)| s.share.is_none()).count();
-        let left = cfg.capacity.checked_sub(given);
-        let equal = match (left, unshared) {
-            (Some(_), 0) => 0,
-            (Some(l), n) if l / n > 0 => l / n,
-            _ => return Err(SliceError::Shares(given, cfg.capacity)),
-        };
-        let mut by_port = HashMap::new();
-        let mut by_vlan = HashMap::new();
-        let mut out: Vec<Slice<A>> = Vec::with_capacity(slices.len());
-        for (i, (spec, app)) in slices.into_iter().enumerate() {
-            if out.iter().any(|s| s.name == spec.name) {
-                return Err(SliceError::DuplicateName(spec.name));
-            }
-            let slice_ports = match &spec.matcher {
-                SliceMatch::Ports(list) => {
-                    for &p in list {
-                        if !ports.contains(p) {
-                            return Err(SliceError::UnknownPort(spec.name, p));
-                        }
-                        if by_port.insert(p, i).is_some() {
-                            return Err(SliceError::PortTwice(p));
-                        }
-                    }
-                    Ports::physical(list)
-                }
-                SliceMatch::Vlan(v) => {
-                    if by_vlan.insert(*v, i).is_some() {
-                        return Err(SliceError::VlanTwice(*v));
-                    }
-                    ports.clone()
-                }
-            };
-            let slice_cfg = Config {
-                capacity: spec.share.unwrap_or(equal),
-                ..cfg
-            };
+        let specs: Vec<SliceSpec> = slices.iter().map(|(s, _)| s.clone()).collect();
+        let plan = plan_slices(cfg, ports, &specs)?;
+        let mut out = Vec::with_capacity(slices.len());
+        for (p, (_, app)) in plan.slices.into_iter().zip(slices) {
             out.push(Slice {
-                name: spec.name,
-                matcher: spec.matcher,
-                switch: Switch::new(app, slice_cfg, slice_ports, caching)?,
+                name: p.name,
+                matcher: p.matcher,
+                switch: Switch::new(app, p.cache, p.ports, caching)?,
             });
         }
         Ok(SlicedSwitch {
             slices: out,
-            by_port,
-            by_vlan,
+            demux: plan.demux,
             unmatched: 0,
         })
     }
@@ -298,10 +364,7 @@ impl<A: App> SlicedSwitch<A> {
     /// The slice a frame received on `in_port` belongs to: its VLAN's
     /// slice if it is tagged with one a slice owns, else its port's.
     pub fn slice_of(&self, in_port: PortId, frame: &[u8]) -> Option<usize> {
-        vlan_of(frame)
-            .and_then(|v| self.by_vlan.get(&v))
-            .or_else(|| self.by_port.get(&in_port))
-            .copied()
+        self.demux.slice_of(in_port, frame)
     }
 
     /// Frames no slice owned (dropped).
@@ -361,5 +424,9 @@ impl<T: App + ?Sized> App for Box<T> {
 
     fn on_tick(&mut self, ctl: &mut super::Control<'_>) {
         (**self).on_tick(ctl)
+    }
+
+    fn control_filter(&self) -> super::ControlFilter {
+        (**self).control_filter()
     }
 }
