@@ -27,6 +27,7 @@
 //! time of the worker loop (two threads: the worker and the app), medians
 //! of `--rounds`.
 
+use nexthop_testutil::args::count_or_exit;
 use std::time::{Duration, Instant};
 
 use nexthop_dataplane::sdf::{SdfConfig, SdfRuntime, SdfStage, Sink, Stamp};
@@ -41,12 +42,6 @@ struct Opts {
     flows: usize,
     rounds: usize,
     hosts: usize,
-}
-
-fn parse_num(s: &str) -> usize {
-    s.parse::<f64>()
-        .map(|x| x as usize)
-        .unwrap_or_else(|_| panic!("bad number {s}"))
 }
 
 fn opts() -> Opts {
@@ -67,9 +62,9 @@ fn opts() -> Opts {
                 i += 1;
                 continue;
             }
-            "--flows" => o.flows = parse_num(&v).max(BATCH),
-            "--rounds" => o.rounds = parse_num(&v).max(1),
-            "--hosts" => o.hosts = parse_num(&v).clamp(2, 1 << 15),
+            "--flows" => o.flows = count_or_exit(&v).max(BATCH),
+            "--rounds" => o.rounds = count_or_exit(&v).max(1),
+            "--hosts" => o.hosts = count_or_exit(&v).clamp(2, 1 << 15),
             "--bench" => {
                 i += 1;
                 continue;

@@ -35,6 +35,7 @@
 //! descheduled is not counted): medians of `--rounds` rounds.
 
 use nexthop_sdf::{Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, BATCH};
+use nexthop_testutil::args::count_or_exit;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::hint::black_box;
@@ -53,12 +54,6 @@ struct Opts {
     deps: usize,
     revoke_rounds: usize,
     only: Option<String>,
-}
-
-fn parse_num(s: &str) -> usize {
-    s.parse::<f64>()
-        .map(|x| x as usize)
-        .unwrap_or_else(|_| panic!("bad number {s}"))
 }
 
 fn opts() -> Opts {
@@ -87,11 +82,11 @@ fn opts() -> Opts {
                 i += 1;
                 continue;
             }
-            "--entries" => o.entries = parse_num(&v).max(1),
-            "--lookups" => o.lookups = parse_num(&v).max(BATCH),
-            "--rounds" => o.rounds = parse_num(&v).max(1),
-            "--deps" => o.deps = parse_num(&v).max(1),
-            "--revoke-rounds" => o.revoke_rounds = parse_num(&v).max(1),
+            "--entries" => o.entries = count_or_exit(&v).max(1),
+            "--lookups" => o.lookups = count_or_exit(&v).max(BATCH),
+            "--rounds" => o.rounds = count_or_exit(&v).max(1),
+            "--deps" => o.deps = count_or_exit(&v).max(1),
+            "--revoke-rounds" => o.revoke_rounds = count_or_exit(&v).max(1),
             "--only" => o.only = Some(v),
             // cargo bench passes --bench through.
             "--bench" => {

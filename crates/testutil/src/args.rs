@@ -14,6 +14,15 @@ pub fn parse_count(s: &str) -> Option<usize> {
     })
 }
 
+/// A benchmark flag's count ([`parse_count`]), or exit 2 with a message
+/// naming the value: a bench never runs on a number it did not understand.
+pub fn count_or_exit(s: &str) -> usize {
+    parse_count(s).unwrap_or_else(|| {
+        eprintln!("not a count: {s:?} (write it as 1000000 or 1e6)");
+        std::process::exit(2)
+    })
+}
+
 /// The process's positional arguments with the probe's usage line.
 #[derive(Debug)]
 pub struct Positional {
