@@ -555,7 +555,7 @@ impl SdfRuntime {
     /// Start one app thread (`sdf-NAME`) and one cache per slice: `slices`
     /// pairs each [`SliceSpec`] with its app; the cache's capacity is split
     /// into the slices' shares (see
-    /// [`plan_slices`](nexthop_sdf::app::plan_slices)).
+    /// [`plan_slices`]).
     ///
     /// # Errors
     /// A bad configuration or slice layout; a thread could not start.
