@@ -362,6 +362,12 @@ impl Core {
         }
     }
 
+    /// What each forwarding thread last published (empty on a core with
+    /// no forwarding threads).
+    pub fn peer_thread_stats(&self) -> Vec<ThreadStats> {
+        self.peer_stats()
+    }
+
     fn peer_stats(&self) -> Vec<ThreadStats> {
         self.peers
             .iter()
