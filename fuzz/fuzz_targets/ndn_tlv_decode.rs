@@ -1,15 +1,26 @@
 //! Untrusted NDN packet bytes: decoding never panics; a packet that decodes
 //! re-encodes to bytes that decode to the same packet, and re-encoding is
-//! stable from then on.
+//! stable from then on; the borrowed views (`PacketView`) accept exactly
+//! what the owned decoder accepts and convert to the same packet.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nexthop_wire::ndn::{params_digest_ok_wire, verify_digest_sha256_wire, Name, Packet};
+use nexthop_wire::ndn::{
+    params_digest_ok_wire, verify_digest_sha256_wire, Name, NetPacketView, Packet, PacketView,
+};
 
 fuzz_target!(|data: &[u8]| {
     let _ = Name::from_value(data);
     let _ = verify_digest_sha256_wire(data);
     let _ = params_digest_ok_wire(data);
-    let Ok(p) = Packet::decode(data) else {
+    let owned = Packet::decode(data);
+    assert_eq!(PacketView::parse(data).map(|v| v.to_owned()), owned);
+    if let Ok(PacketView::Lp(lp)) = PacketView::parse(data) {
+        if let Some(f) = lp.fragment {
+            let view = NetPacketView::parse(f).map(|v| v.to_owned());
+            assert_eq!(view, nexthop_wire::ndn::NetPacket::decode(f));
+        }
+    }
+    let Ok(p) = owned else {
         return;
     };
     let wire = p.to_wire();

@@ -331,7 +331,8 @@ fn ndn_run(a: RunArgs) -> Result<()> {
 /// The forwarder's counters as a metrics snapshot: faces are the ports
 /// (rx/tx = Interests + Data + Nacks and bytes per face), drops by reason
 /// (`nexthop_drops_total{reason}`), the rest as `nexthop_ndn_*` extras
-/// (per-face packets by kind and bytes too).
+/// (per-face packets by kind and bytes too, and each forwarding thread's
+/// counters with the label `thread`).
 fn ndn_snapshot(m: &DaemonMetrics) -> MetricsSnapshot {
     let mut s = MetricsSnapshot {
         uptime_seconds: m.uptime_secs,
@@ -367,6 +368,56 @@ fn ndn_snapshot(m: &DaemonMetrics) -> MetricsSnapshot {
     }
     for &(name, help, v) in &m.gauges {
         s = s.with_gauge(name, help, &[], v as f64);
+    }
+    for (i, t) in m.threads.iter().enumerate() {
+        let id = i.to_string();
+        let l = [("thread", id.as_str())];
+        for (name, help, v) in [
+            (
+                "ndn_thread_packets_total",
+                "Packets a forwarding thread took",
+                t.packets,
+            ),
+            (
+                "ndn_thread_satisfied_total",
+                "Data that satisfied a thread's PIT entry",
+                t.satisfied,
+            ),
+            (
+                "ndn_thread_cs_hits_total",
+                "Interests a thread answered from its Content Store",
+                t.cs_hits,
+            ),
+            (
+                "ndn_thread_cs_misses_total",
+                "Interests that missed a thread's Content Store",
+                t.cs_misses,
+            ),
+            (
+                "ndn_thread_suppressed_total",
+                "Interests a thread aggregated",
+                t.suppressed,
+            ),
+            (
+                "ndn_thread_drops_total",
+                "Packets a thread's pipeline dropped",
+                t.drops,
+            ),
+        ] {
+            s = s.with_counter(name, help, &l, v);
+        }
+        s = s.with_gauge(
+            "ndn_thread_pit_entries",
+            "A thread's PIT entries",
+            &l,
+            t.pit_entries as f64,
+        );
+        s = s.with_gauge(
+            "ndn_thread_cs_entries",
+            "A thread's Content Store entries",
+            &l,
+            t.cs_entries as f64,
+        );
     }
     for f in &m.faces {
         let id = f.face_id.to_string();
@@ -555,4 +606,43 @@ fn stats(path: &Path, json: bool) -> Result<()> {
     println!("bytes: {bytes}");
     println!("bytes_per_rule: {bytes_per_rule:.1}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nexthop_ndnd::ThreadMetrics;
+
+    #[test]
+    fn snapshot_has_a_series_per_forwarding_thread_beside_the_sums() {
+        let m = DaemonMetrics {
+            counters: vec![("ndn_satisfied_total", "Data", 12)],
+            threads: vec![
+                ThreadMetrics {
+                    packets: 20,
+                    satisfied: 7,
+                    pit_entries: 3,
+                    ..ThreadMetrics::default()
+                },
+                ThreadMetrics {
+                    packets: 10,
+                    satisfied: 5,
+                    cs_hits: 2,
+                    ..ThreadMetrics::default()
+                },
+            ],
+            ..DaemonMetrics::default()
+        };
+        let text = ndn_snapshot(&m).to_prometheus_text();
+        for line in [
+            "nexthop_ndn_satisfied_total 12",
+            "nexthop_ndn_thread_satisfied_total{thread=\"0\"} 7",
+            "nexthop_ndn_thread_satisfied_total{thread=\"1\"} 5",
+            "nexthop_ndn_thread_packets_total{thread=\"0\"} 20",
+            "nexthop_ndn_thread_cs_hits_total{thread=\"1\"} 2",
+            "nexthop_ndn_thread_pit_entries{thread=\"0\"} 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
 }

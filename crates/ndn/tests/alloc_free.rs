@@ -5,6 +5,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use nexthop_ndn::names::WorstCase;
 use nexthop_ndn::{BatchScratch, Config, Fib, NameView, NextHop, Prefetch, Strategy};
@@ -36,8 +37,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The counter is process-wide: the tests take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn batched_lookups_do_not_allocate() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for strategy in [Strategy::VerifyEach, Strategy::VerifyAtEnd] {
         let ws = WorstCase::new(30_000, 15, 9);
         let (fib, _) = Fib::build(
@@ -69,4 +74,90 @@ fn batched_lookups_do_not_allocate() {
             );
         }
     }
+}
+
+/// Interest/Data exchanges through `Forwarder::process` (LpPacket with a
+/// PitToken, then the Data), steady state: PIT slots are reused, the
+/// Content Store is full and evicts. The decode path (borrowed views into
+/// the forwarder's scratch Interest and Name) allocates nothing; what is
+/// left is amortized table growth (the PIT's index and expiry heap, the
+/// dead-nonce list: the clock stands still here, so the last two keep
+/// growing), under 1 in 100 Interests and 1 in 10 Data. Before the views,
+/// an exchange made about 12 allocations in decoding alone.
+#[test]
+fn forwarder_exchanges_decode_without_allocating() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use nexthop_ndn::cs::CsConfig;
+    use nexthop_ndn::fw::{Actions, Forwarder, FwConfig, PitMode};
+    use nexthop_ndn::pit::ExactPitConfig;
+    use nexthop_wire::ndn::{Data, Interest, LpPacket, Name, NameComponent};
+
+    let rule = |k: usize| {
+        Name::from_components([
+            NameComponent::generic(format!("s{k}")),
+            NameComponent::generic("d"),
+        ])
+    };
+    let (fib, _) = Fib::build(
+        Config::default(),
+        (0..64).map(|k| (rule(k), [NextHop { face: 2, cost: 0 }])),
+    )
+    .unwrap();
+    let mut fw = Forwarder::new(FwConfig {
+        pit: PitMode::Exact(ExactPitConfig::default()),
+        cs: Some(CsConfig {
+            capacity_packets: 256,
+            ..CsConfig::default()
+        }),
+        ..FwConfig::default()
+    })
+    .unwrap();
+    let packets: Vec<(Vec<u8>, Vec<u8>)> = (0..3000u32)
+        .map(|j| {
+            let mut n = rule(j as usize % 64);
+            n.push(&NameComponent::generic(format!("obj{j}")));
+            n.push(&NameComponent::segment(0));
+            let mut i = Interest::new(n.clone());
+            i.nonce = Some(j);
+            i.lifetime_ms = Some(4000);
+            let lp = LpPacket {
+                pit_token: Some(u64::from(j).to_be_bytes().to_vec()),
+                ..LpPacket::wrap(i.to_wire())
+            };
+            let mut d = Data::new(n, vec![0xab; 100]);
+            d.meta_info.freshness_period_ms = Some(10_000);
+            d.sign_digest_sha256();
+            (lp.to_wire(), d.to_wire())
+        })
+        .collect();
+    let mut out = Actions::new();
+    let (mut interests, mut data) = (0u64, 0u64);
+    for (k, (i, d)) in packets.iter().enumerate() {
+        out.clear();
+        let before = ALLOCS.load(Ordering::Relaxed);
+        fw.process(&fib, 1, i, 0, &mut out);
+        let mid = ALLOCS.load(Ordering::Relaxed);
+        out.clear();
+        fw.process(&fib, 2, d, 0, &mut out);
+        let after = ALLOCS.load(Ordering::Relaxed);
+        assert_eq!(out.sends().len(), 1, "Data to the consumer");
+        // Warm-up: scratch buffers, the CS (256 packets) and the action
+        // buffers grow during the first exchanges.
+        if k >= 1000 {
+            interests += mid - before;
+            data += after - mid;
+        }
+    }
+    let n = (packets.len() - 1000) as u64;
+    eprintln!(
+        "allocations per exchange: Interest {:.2}, Data {:.2}",
+        interests as f64 / n as f64,
+        data as f64 / n as f64
+    );
+    assert_eq!(fw.counters().satisfied, packets.len() as u64);
+    assert!(
+        interests * 100 <= n,
+        "{interests} allocations for {n} Interests"
+    );
+    assert!(data * 10 <= n, "{data} allocations for {n} Data");
 }

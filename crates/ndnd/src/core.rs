@@ -13,7 +13,7 @@ use nexthop_ndn::fw::{
 };
 use nexthop_ndn::nexthop::NextHop;
 use nexthop_ndn::pit::{ExactPitConfig, FaceId, FingerprintPitConfig, Millis, PitToken};
-use nexthop_wire::ndn::{tt, Interest, LpPacket, Nack, Name, NameComponent};
+use nexthop_wire::ndn::{tt, Interest, InterestView, LpPacket, Nack, Name, NameComponent};
 
 use crate::config::{CsPolicy, NdndConfig, PitKind, MAX_PACKET};
 use crate::dataset::{self, FaceStatus, FibEntry, GeneralStatus, StrategyChoiceEntry};
@@ -362,6 +362,12 @@ impl Core {
         }
     }
 
+    /// What each forwarding thread last published (empty on a core with
+    /// no forwarding threads).
+    pub fn peer_thread_stats(&self) -> Vec<ThreadStats> {
+        self.peer_stats()
+    }
+
     fn peer_stats(&self) -> Vec<ThreadStats> {
         self.peers
             .iter()
@@ -671,12 +677,15 @@ impl Core {
         if nack || frag.first() != Some(&(tt::INTEREST as u8)) {
             return false;
         }
-        let Ok(interest) = Interest::decode(frag) else {
+        // Most Interests are not management: look at the name through the
+        // borrowed view, and decode the owned Interest only for commands.
+        let Ok(view) = InterestView::parse(frag) else {
             return false;
         };
-        if !mgmt::is_management(&interest.name) {
+        if !mgmt::is_management_name(view.name) {
             return false;
         }
+        let interest = view.to_owned();
         let with_token = |data: Vec<u8>| match &token {
             Some(t) => LpPacket {
                 pit_token: Some(t.clone()),

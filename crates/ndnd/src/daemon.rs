@@ -71,6 +71,47 @@ pub struct DaemonMetrics {
     pub faces: Vec<FaceStatus>,
     /// Packets each forwarding thread took, in thread order.
     pub thread_packets: Vec<u64>,
+    /// Each forwarding thread's own counters, in thread order (one entry,
+    /// the polling thread's pipeline, with one thread); the sums are in
+    /// `counters`, `gauges` and `drops`.
+    pub threads: Vec<ThreadMetrics>,
+}
+
+/// One forwarding thread's counters (published with the label
+/// `thread="i"` beside the sums).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadMetrics {
+    /// Packets the thread took.
+    pub packets: u64,
+    /// Data that satisfied one of its PIT entries.
+    pub satisfied: u64,
+    /// Interests answered from its Content Store.
+    pub cs_hits: u64,
+    /// Interests that missed its Content Store.
+    pub cs_misses: u64,
+    /// Interests aggregated into one of its pending entries.
+    pub suppressed: u64,
+    /// Packets its pipeline dropped (every reason).
+    pub drops: u64,
+    /// Its PIT entries.
+    pub pit_entries: u64,
+    /// Its Content Store entries.
+    pub cs_entries: u64,
+}
+
+impl ThreadMetrics {
+    fn of(t: &crate::core::ThreadStats) -> ThreadMetrics {
+        ThreadMetrics {
+            packets: t.packets,
+            satisfied: t.fw.satisfied,
+            cs_hits: t.fw.cs_hits,
+            cs_misses: t.fw.cs_misses,
+            suppressed: t.fw.suppressed,
+            drops: t.fw.drops.total(),
+            pit_entries: t.general.pit_entries,
+            cs_entries: t.general.cs_entries,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -341,6 +382,23 @@ impl Daemon {
         }
     }
 
+    /// Each forwarding thread's counters (one thread: the pipeline of the
+    /// polling thread, which is then the forwarding thread).
+    pub fn thread_metrics(&self) -> Vec<ThreadMetrics> {
+        match self.workers {
+            Some(_) => self
+                .core
+                .peer_thread_stats()
+                .iter()
+                .map(ThreadMetrics::of)
+                .collect(),
+            None => {
+                let own = self.core.thread_stats(self.core.counters().packets_in);
+                vec![ThreadMetrics::of(&own)]
+            }
+        }
+    }
+
     /// Drops at the queues between the polling and forwarding threads
     /// (zero with one thread).
     pub fn queue_drops(&self) -> crate::threads::QueueDrops {
@@ -449,6 +507,7 @@ impl Daemon {
             ],
             faces: self.core.face_statuses(),
             thread_packets: self.thread_packets(),
+            threads: self.thread_metrics(),
         }
     }
 
@@ -1101,6 +1160,10 @@ mod tests {
         let m = d.metrics();
         assert_eq!(m.faces.len(), 4, "three consumers and the producer");
         assert_eq!(d.core.fw_counters().satisfied, 3 * BURST as u64);
+        // One thread: one per-thread series, the polling thread's own.
+        assert_eq!(m.threads.len(), 1);
+        assert_eq!(m.threads[0].satisfied, 3 * BURST as u64);
+        assert_eq!(m.threads[0].packets, m.packets_in);
         assert_eq!(d.counters.send_drops, 0);
         assert_eq!(d.counters.face_cap_drops, 0);
         // Every Interest out to the producer and every Data back, plus
@@ -1303,6 +1366,21 @@ mod tests {
         assert_eq!(f.cs_hits, u64::from(NAMES));
         assert_eq!(f.drops.total(), 0);
         assert!(d.thread_packets().iter().filter(|&&n| n > 0).count() >= 2);
+        // Per-thread series add up to the sums.
+        let m = d.metrics();
+        assert_eq!(m.threads.len(), m.thread_packets.len());
+        let per: Vec<u64> = m.threads.iter().map(|t| t.packets).collect();
+        assert_eq!(per, m.thread_packets);
+        let sum = |g: fn(&ThreadMetrics) -> u64| m.threads.iter().map(g).sum::<u64>();
+        assert_eq!(sum(|t| t.satisfied), f.satisfied);
+        assert_eq!(sum(|t| t.cs_hits), f.cs_hits);
+        assert_eq!(sum(|t| t.cs_misses), f.cs_misses);
+        assert_eq!(sum(|t| t.suppressed), f.suppressed);
+        assert_eq!(sum(|t| t.drops), 0);
+        assert!(m.threads.iter().filter(|t| t.satisfied > 0).count() >= 2);
+        let gauge = |n: &str| m.gauges.iter().find(|g| g.0 == n).map(|g| g.2);
+        assert_eq!(Some(sum(|t| t.pit_entries)), gauge("ndn_pit_entries"));
+        assert_eq!(Some(sum(|t| t.cs_entries)), gauge("ndn_cs_entries"));
     }
 
     #[test]

@@ -34,4 +34,4 @@ pub mod udp;
 
 pub use config::{CsPolicy, NdndConfig, PitKind};
 pub use core::{Core, CoreCounters, FaceInfo};
-pub use daemon::{Daemon, DaemonMetrics};
+pub use daemon::{Daemon, DaemonMetrics, ThreadMetrics};

@@ -9,7 +9,7 @@
 //! not verified against a trust schema.
 
 use nexthop_wire::ndn::tlv::{self, TlvReader};
-use nexthop_wire::ndn::{Data, Interest, Name};
+use nexthop_wire::ndn::{Data, Interest, Name, NameRef};
 
 const CONTROL_PARAMETERS: u32 = 0x68;
 const FACE_ID: u32 = 0x69;
@@ -130,9 +130,15 @@ pub struct Command {
 
 /// Whether `name` is under `/localhost/nfd` or `/localhop/nfd`.
 pub fn is_management(name: &Name) -> bool {
-    let scope = name.get(0).map(|c| c.value());
+    is_management_name(name.as_name_ref())
+}
+
+/// [`is_management`] on a borrowed name.
+pub fn is_management_name(name: NameRef<'_>) -> bool {
+    let mut c = name.components();
+    let scope = c.next().map(|c| c.value());
     matches!(scope, Some(b"localhost") | Some(b"localhop"))
-        && name.get(1).map(|c| c.value()) == Some(b"nfd")
+        && c.next().map(|c| c.value()) == Some(b"nfd")
 }
 
 /// Parse a command Interest; `Err((code, text))` is the ControlResponse
@@ -243,4 +249,27 @@ pub fn command_name(
     tlv::write_tlv(&mut sv, u32::from(SIGNATURE_VALUE), &digest);
     n.push(&NameComponent::generic(sv));
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn management_scope_is_the_first_two_components() {
+        for (uri, want) in [
+            ("/localhost/nfd/rib/register", true),
+            ("/localhop/nfd/rib/register", true),
+            ("/localhost/nfd", true),
+            ("/localhost", false),
+            ("/localhost/nfdx/rib", false),
+            ("/a/localhost/nfd", false),
+            ("/", false),
+            ("/nexthop/bench/1/2", false),
+        ] {
+            let n = Name::from_uri(uri).unwrap();
+            assert_eq!(is_management(&n), want, "{uri}");
+            assert_eq!(is_management_name(n.as_name_ref()), want, "{uri}");
+        }
+    }
 }

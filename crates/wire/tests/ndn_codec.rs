@@ -1,10 +1,11 @@
 //! Property tests of the NDN codec: encode/decode round trips for every
 //! packet type, URI print/parse round trips, and arbitrary or mutated bytes
-//! never panic.
+//! never panic; the borrowed views (`PacketView` and the rest) against the
+//! owned decoders on valid, mutated and random bytes.
 
 use nexthop_wire::ndn::{
     component_type as ct, tlv, Data, Interest, KeyLocator, LpPacket, MetaInfo, Nack, NackReason,
-    Name, NameComponent, NameRef, Packet, SignatureInfo,
+    Name, NameComponent, NameRef, NetPacket, NetPacketView, Packet, PacketView, SignatureInfo,
 };
 use proptest::prelude::*;
 
@@ -134,8 +135,83 @@ prop_compose! {
     }
 }
 
+/// The borrowed views accept and reject exactly what the owned decoders
+/// do, with the same error, and convert to the same packets; a scratch
+/// Interest and Name refilled from the views equal fresh decodes.
+fn views_match_owned(bytes: &[u8], scratch: &mut Interest, name: &mut Name) {
+    let owned = Packet::decode(bytes);
+    let view = PacketView::parse(bytes);
+    assert_eq!(view.map(|v| v.to_owned()), owned.clone(), "{bytes:02x?}");
+    assert_eq!(
+        NetPacketView::parse(bytes).map(|v| v.to_owned()),
+        NetPacket::decode(bytes),
+        "{bytes:02x?}"
+    );
+    match (PacketView::parse(bytes), owned) {
+        (Ok(PacketView::Interest(v)), Ok(Packet::Interest(i))) => {
+            v.write_into(scratch);
+            assert_eq!(scratch, &i);
+            assert_eq!(scratch.name.prefix_hashes(), i.name.prefix_hashes());
+            assert_eq!(scratch.name.component_ends(), i.name.component_ends());
+            let fh: Vec<Name> = v.forwarding_hint().map(|n| n.to_name()).collect();
+            assert_eq!(fh, i.forwarding_hint);
+            if let Some(at) = v.hop_limit_at {
+                assert_eq!(Some(bytes[at]), i.hop_limit);
+            }
+        }
+        (Ok(PacketView::Data(v)), Ok(Packet::Data(d))) => {
+            name.assign(v.name);
+            assert_eq!(name, &d.name);
+            assert_eq!(name.prefix_hashes(), d.name.prefix_hashes());
+            // The view's signed portion is the received bytes; the owned
+            // packet's is re-encoded (unknown non-critical elements gone).
+            if d.to_wire() == bytes {
+                assert_eq!(v.signed_portion, d.signed_portion().as_slice());
+            }
+        }
+        (Ok(PacketView::Lp(v)), Ok(Packet::Lp(l))) => {
+            assert_eq!(v.is_whole(), l.is_whole());
+            if let Some(f) = v.fragment {
+                views_match_owned(f, scratch, name);
+            }
+        }
+        (Err(_), Err(_)) => {}
+        (v, o) => panic!("view {v:?} but owned {o:?}"),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn views_decode_like_owned_on_valid_packets(
+        p in prop_oneof![interest().prop_map(|i| i.to_wire()), data().prop_map(|d| d.to_wire()), lp().prop_map(|l| l.to_wire())],
+        q in prop_oneof![interest().prop_map(|i| i.to_wire()), data().prop_map(|d| d.to_wire())],
+    ) {
+        // One scratch pair across packets, as the forwarder keeps them.
+        let (mut scratch, mut name) = (Interest::default(), Name::new());
+        views_match_owned(&p, &mut scratch, &mut name);
+        views_match_owned(&q, &mut scratch, &mut name);
+        views_match_owned(&p, &mut scratch, &mut name);
+    }
+
+    #[test]
+    fn views_decode_like_owned_on_mutated_and_random_bytes(
+        p in prop_oneof![interest().prop_map(|i| i.to_wire()), data().prop_map(|d| d.to_wire()), lp().prop_map(|l| l.to_wire())],
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in any::<prop::sample::Index>(),
+        random in proptest::collection::vec(any::<u8>(), 0..128),
+    ) {
+        let mut w = p.clone();
+        for (at, b) in flips {
+            let i = at.index(w.len());
+            w[i] = b;
+        }
+        let (mut scratch, mut name) = (Interest::default(), Name::new());
+        for bytes in [&w[..], &p[..cut.index(p.len())], &random[..]] {
+            views_match_owned(bytes, &mut scratch, &mut name);
+        }
+    }
 
     #[test]
     fn var_number_round_trips(n in any::<u64>()) {
@@ -268,4 +344,52 @@ fn trailing_data_after_a_packet_is_rejected() {
         Packet::decode(&w),
         Err(nexthop_wire::ndn::NdnError::TrailingData { .. })
     ));
+}
+
+#[test]
+fn views_match_owned_on_static_vectors() {
+    let (mut scratch, mut name) = (Interest::default(), Name::new());
+    let cases: &[&[u8]] = &[
+        // Interest /a with Nonce and HopLimit 3.
+        &[5, 14, 7, 3, 8, 1, b'a', 10, 4, 1, 2, 3, 4, 34, 1, 3],
+        // HopLimit of 2 bytes: Malformed in both.
+        &[5, 10, 7, 3, 8, 1, b'a', 34, 2, 0, 1],
+        // Data /a, empty MetaInfo kept, empty Content, DigestSha256.
+        &[
+            6, 16, 7, 3, 8, 1, b'a', 20, 0, 21, 0, 22, 3, 27, 1, 0, 23, 0,
+        ],
+        // Data without SignatureValue: Missing in both.
+        &[6, 10, 7, 3, 8, 1, b'a', 22, 3, 27, 1, 0],
+        // LpPacket with PitToken and a Fragment holding Interest /a.
+        &[100, 13, 98, 2, 0xd7, 1, 80, 7, 5, 5, 7, 3, 8, 1, b'a'],
+        // LpPacket with an unknown critical header.
+        &[100, 5, 0xfd, 0x03, 0x21, 0, 80, 0],
+        // Zero-component Interest name (valid TLV).
+        &[5, 2, 7, 0],
+        &[],
+        &[0xff],
+    ];
+    for c in cases {
+        views_match_owned(c, &mut scratch, &mut name);
+    }
+    let v = nexthop_wire::ndn::InterestView::parse(cases[0]).unwrap();
+    assert_eq!(v.hop_limit_at, Some(15));
+    assert_eq!(v.nonce, Some(0x0102_0304));
+    let Ok(PacketView::Lp(lp)) = PacketView::parse(cases[4]) else {
+        panic!("LpPacket expected");
+    };
+    assert_eq!(lp.pit_token, Some(&[0xd7, 1][..]));
+}
+
+#[test]
+fn assign_reuses_a_name_of_any_previous_length() {
+    let mut n = Name::from_uri("/a/b/c/d/e/f").unwrap();
+    for uri in ["/x", "/", "/p/q/r/s/t/u/v/w", "/a"] {
+        let want = Name::from_uri(uri).unwrap();
+        n.assign(want.as_name_ref());
+        assert_eq!(n, want);
+        assert_eq!(n.prefix_hashes(), want.prefix_hashes());
+        assert_eq!(n.component_ends(), want.component_ends());
+        assert_eq!(n.to_wire(), want.to_wire());
+    }
 }

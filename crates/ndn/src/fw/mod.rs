@@ -49,7 +49,8 @@ pub mod strategy;
 use std::borrow::Cow;
 
 use nexthop_wire::ndn::{
-    implicit_digest, Data, Interest, LpPacket, Nack, NackReason, NdnError, NetPacket, Packet,
+    implicit_digest, Data, DataView, Interest, InterestView, LpPacket, Nack, NackReason, Name,
+    NdnError, NetPacket, NetPacketView, Packet, PacketView,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -419,6 +420,12 @@ pub struct Forwarder {
     rng: Xoshiro256PlusPlus,
     faces_scratch: Vec<FaceId>,
     down_scratch: Vec<Downstream>,
+    /// What [`Forwarder::process`] decodes an Interest into (its buffers
+    /// reused from packet to packet; an `Option` so that taking it out
+    /// while the pipeline runs allocates no placeholder).
+    interest_scratch: Option<Interest>,
+    /// What [`Forwarder::process`] copies a Data's name into.
+    name_scratch: Option<Name>,
 }
 
 impl Forwarder {
@@ -440,6 +447,8 @@ impl Forwarder {
             faces: Vec::new(),
             faces_scratch: Vec::new(),
             down_scratch: Vec::new(),
+            interest_scratch: None,
+            name_scratch: None,
         })
     }
 
@@ -561,6 +570,16 @@ impl Forwarder {
     }
 
     /// Process one packet received on `face`.
+    ///
+    /// The packet is parsed as borrowed views ([`PacketView`]: the name a
+    /// [`nexthop_wire::ndn::NameRef`] over `wire`, the LpPacket's fragment
+    /// and PitToken slices of it) and copied into scratch buffers the
+    /// forwarder keeps, so decoding allocates nothing once they have grown:
+    /// an Interest's name (and its prefix hashes) into a reused
+    /// [`Interest`], a Data's name into a reused [`Name`] (its Content and
+    /// signature are not copied; the CS and the downstreams get `wire`).
+    /// Results equal [`Self::interest`], [`Self::data`] and [`Self::nack`]
+    /// on the owned decoder's packets.
     pub fn process(
         &mut self,
         fib: &Fib,
@@ -569,8 +588,66 @@ impl Forwarder {
         now: Millis,
         out: &mut Actions,
     ) {
-        let input = self.decode(face, wire);
-        self.dispatch(fib, face, input, now, out);
+        if face >= self.cfg.max_faces {
+            return self.drop_pkt(face, DropReason::BadFace, out);
+        }
+        let (frag, token, nack) = match PacketView::parse(wire) {
+            Err(e) => return self.drop_pkt(face, DropReason::of(&e), out),
+            Ok(PacketView::Interest(v)) => {
+                return self.interest_view(fib, face, &v, None, wire, now, out)
+            }
+            Ok(PacketView::Data(v)) => return self.data_view(face, &v, wire, now, out),
+            Ok(PacketView::Lp(lp)) => match lp.fragment {
+                Some(f) if lp.is_whole() => (f, lp.pit_token.and_then(PitToken::new), lp.nack),
+                _ => return self.drop_pkt(face, DropReason::NotWhole, out),
+            },
+        };
+        match NetPacketView::parse(frag) {
+            Err(e) => self.drop_pkt(face, DropReason::of(&e), out),
+            Ok(NetPacketView::Interest(v)) => match nack {
+                Some(n) => self.dispatch(fib, face, Input::Nack(v.to_owned(), n.reason), now, out),
+                None => self.interest_view(fib, face, &v, token, frag, now, out),
+            },
+            Ok(NetPacketView::Data(_)) if nack.is_some() => {
+                self.drop_pkt(face, DropReason::Malformed, out)
+            }
+            Ok(NetPacketView::Data(v)) => self.data_view(face, &v, frag, now, out),
+        }
+    }
+
+    /// An Interest parsed by [`Self::process`]: into the scratch Interest.
+    #[allow(clippy::too_many_arguments)]
+    fn interest_view(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        v: &InterestView<'_>,
+        token: Option<PitToken>,
+        wire: &[u8],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        self.face_mut(face).in_interests += 1;
+        let mut i = self.interest_scratch.take().unwrap_or_default();
+        v.write_into(&mut i);
+        self.on_interest(fib, face, &mut i, Some(wire), token, now, out);
+        self.interest_scratch = Some(i);
+    }
+
+    /// A Data parsed by [`Self::process`]: its name into the scratch name.
+    fn data_view(
+        &mut self,
+        face: FaceId,
+        v: &DataView<'_>,
+        wire: &[u8],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        self.face_mut(face).in_data += 1;
+        let mut name = self.name_scratch.take().unwrap_or_default();
+        name.assign(v.name);
+        self.on_data(face, &name, v.freshness_period_ms, wire, now, out);
+        self.name_scratch = Some(name);
     }
 
     /// Process a batch of packets `(face, bytes)` in order, with their
@@ -681,13 +758,14 @@ impl Forwarder {
     ) {
         match input {
             Input::Bad(r) => self.drop_pkt(face, r, out),
-            Input::Interest(i, token, wire) => {
+            Input::Interest(mut i, token, wire) => {
                 self.face_mut(face).in_interests += 1;
-                self.on_interest(fib, face, i, wire.as_deref(), token, now, out)
+                self.on_interest(fib, face, &mut i, wire.as_deref(), token, now, out)
             }
             Input::Data(d, wire) => {
                 self.face_mut(face).in_data += 1;
-                self.on_data(face, &d, &wire, now, out)
+                let fresh = d.meta_info.freshness_period_ms;
+                self.on_data(face, &d.name, fresh, &wire, now, out)
             }
             Input::Nack(i, r) => {
                 self.face_mut(face).in_nacks += 1;
@@ -714,7 +792,7 @@ impl Forwarder {
         &mut self,
         fib: &Fib,
         face: FaceId,
-        mut i: Interest,
+        i: &mut Interest,
         wire: Option<&[u8]>,
         token: Option<PitToken>,
         now: Millis,
@@ -763,7 +841,7 @@ impl Forwarder {
                         self.counters.drops.0[DropReason::DuplicateNonce as usize] += 1;
                         self.face_mut(face).dropped += 1;
                         out.drops.push((face, DropReason::DuplicateNonce));
-                        self.nack_back(face, &i, NackReason::Duplicate, token, out);
+                        self.nack_back(face, i, NackReason::Duplicate, token, out);
                         self.faces_scratch = faces;
                         return;
                     }
@@ -776,7 +854,7 @@ impl Forwarder {
                         return self.drop_pkt(face, DropReason::PitRecordsFull, out);
                     }
                     InsertOutcome::New(id) => {
-                        if self.cs_answer(face, &i, token, now, out) {
+                        if self.cs_answer(face, i, token, now, out) {
                             if let Pit::Exact(pit) = &mut self.pit {
                                 pit.remove(id, now);
                             }
@@ -787,7 +865,7 @@ impl Forwarder {
                     }
                     InsertOutcome::Aggregated(id) | InsertOutcome::Retransmitted(id) => id,
                 };
-                let m = lookup(&i);
+                let m = lookup(i);
                 let entry = match &self.pit {
                     Pit::Exact(pit) => pit.entry(id),
                     Pit::Fp(_) => None,
@@ -813,21 +891,21 @@ impl Forwarder {
                                 pit.set_retx_interval(id, next);
                             }
                         }
-                        self.send_interest(Some(id), &i, wire, &faces, face, now, out)
+                        self.send_interest(Some(id), i, wire, &faces, face, now, out)
                     }
                     Decision::Suppressed | Decision::Wait => self.counters.suppressed += 1,
                     Decision::NoRoute => {
                         self.drop_pkt(face, DropReason::NoRoute, out);
-                        self.reject(id, &mut i, NackReason::NoRoute, now, out);
+                        self.reject(id, i, NackReason::NoRoute, now, out);
                     }
                 }
             }
             Pit::Fp(_) => {
-                if self.cs_answer(face, &i, token, now, out) {
+                if self.cs_answer(face, i, token, now, out) {
                     self.faces_scratch = faces;
                     return;
                 }
-                let hops = lookup(&i).map(|m| fib.next_hops(m.nh)).unwrap_or(&[]);
+                let hops = lookup(i).map(|m| fib.next_hops(m.nh)).unwrap_or(&[]);
                 let sup = self.cfg.retx_suppression_ms;
                 let d = match strategy {
                     Strategy::BestRoute => best_route(hops, face, &[], now, sup, &mut faces),
@@ -835,7 +913,7 @@ impl Forwarder {
                 };
                 if d != Decision::Send {
                     self.drop_pkt(face, DropReason::NoRoute, out);
-                    self.nack_back(face, &i, NackReason::NoRoute, token, out);
+                    self.nack_back(face, i, NackReason::NoRoute, token, out);
                 } else {
                     let ins = match &mut self.pit {
                         Pit::Fp(pit) => pit.insert(i.name.value(), face, i.lifetime_ms, now),
@@ -843,7 +921,7 @@ impl Forwarder {
                     };
                     match ins {
                         FpInsert::Forward { .. } => {
-                            self.send_interest(None, &i, wire, &faces, face, now, out)
+                            self.send_interest(None, i, wire, &faces, face, now, out)
                         }
                         FpInsert::Full => self.drop_pkt(face, DropReason::PitFull, out),
                         FpInsert::BadFace => self.drop_pkt(face, DropReason::BadFace, out),
@@ -967,8 +1045,18 @@ impl Forwarder {
         i.nonce = keep;
     }
 
-    fn on_data(&mut self, face: FaceId, d: &Data, wire: &[u8], now: Millis, out: &mut Actions) {
-        if d.name.is_empty() {
+    /// A Data named `name` with FreshnessPeriod `fresh`; `wire` is its
+    /// encoding.
+    fn on_data(
+        &mut self,
+        face: FaceId,
+        name: &Name,
+        fresh: Option<u64>,
+        wire: &[u8],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        if name.is_empty() {
             return self.drop_pkt(face, DropReason::ZeroComponentName, out);
         }
         let mut downs = std::mem::take(&mut self.down_scratch);
@@ -977,13 +1065,13 @@ impl Forwarder {
             Pit::Exact(pit) => {
                 let dg = pit.needs_digest().then(|| implicit_digest(wire));
                 let m = DataMatch {
-                    name: &d.name,
+                    name,
                     digest: dg.as_ref(),
                 };
                 pit.satisfy(&m, face, now, &mut downs) > 0
             }
             Pit::Fp(pit) => {
-                let s = pit.satisfy(d.name.value(), now);
+                let s = pit.satisfy(name.value(), now);
                 for f in 0..64u32 {
                     if s.faces >> f & 1 != 0 && f != face {
                         downs.push(Downstream {
@@ -998,7 +1086,7 @@ impl Forwarder {
         if !satisfied {
             if self.cfg.cache_unsolicited {
                 if let Some(cs) = &mut self.cs {
-                    cs.insert(&d.name, wire, d.meta_info.freshness_period_ms, 1, now);
+                    cs.insert(name, wire, fresh, 1, now);
                 }
             }
             self.down_scratch = downs;
@@ -1007,13 +1095,7 @@ impl Forwarder {
         self.counters.satisfied += 1;
         if let Some(cs) = &mut self.cs {
             let requests = downs.len().max(1) as u32;
-            cs.insert(
-                &d.name,
-                wire,
-                d.meta_info.freshness_period_ms,
-                requests,
-                now,
-            );
+            cs.insert(name, wire, fresh, requests, now);
         }
         if !downs.is_empty() {
             let r = out.push_bytes(|b| b.extend_from_slice(wire));

@@ -10,7 +10,7 @@
 use sha2::{Digest, Sha256};
 
 use super::error::NdnError;
-use super::name::{component_type as ct, Name, NameComponent};
+use super::name::{component_type as ct, Name, NameComponent, NameRef};
 use super::tlv::{self, TlvReader};
 use super::tt;
 
@@ -70,6 +70,23 @@ pub(crate) fn read_leading_name(
         Some(tt::NAME) => {
             let e = r.read()?;
             Name::from_value(e.value)
+        }
+        _ => Err(NdnError::Missing {
+            context,
+            field: "Name (first element)",
+        }),
+    }
+}
+
+/// [`read_leading_name`] without the copy: the Name as a view.
+pub(crate) fn read_leading_name_ref<'a>(
+    r: &mut TlvReader<'a>,
+    context: &'static str,
+) -> Result<NameRef<'a>, NdnError> {
+    match r.peek_type()? {
+        Some(tt::NAME) => {
+            let e = r.read()?;
+            NameRef::from_value(e.value)
         }
         _ => Err(NdnError::Missing {
             context,

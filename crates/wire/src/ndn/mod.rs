@@ -9,12 +9,15 @@ pub mod lp;
 pub mod name;
 pub mod tlv;
 mod uri;
+pub mod view;
 
 pub use data::{
     implicit_digest, verify_digest_sha256_wire, Data, KeyLocator, MetaInfo, SignatureInfo,
 };
 pub use interest::{params_digest_ok_wire, Interest};
 pub use lp::{LpPacket, Nack, NackReason, NetPacket, Packet};
+
+pub use view::{DataView, InterestView, KeyLocatorRef, LpView, NetPacketView, PacketView};
 
 pub use error::{NdnError, ParseNameError, ParseNameErrorKind};
 pub use name::{

@@ -455,6 +455,25 @@ impl Name {
         Ok(NameRef::from_value(value)?.to_name())
     }
 
+    /// Make this name a copy of `name`, reusing its buffers: no
+    /// allocation when they already hold as many bytes and components
+    /// (the decode path of a receiver that keeps one scratch name).
+    pub fn assign(&mut self, name: NameRef<'_>) {
+        self.value.clear();
+        self.value.extend_from_slice(name.value());
+        self.ends.clear();
+        self.hashes.clear();
+        let mut h = empty_prefix_hash(PREFIX_HASH_SEED);
+        self.hashes.push(h);
+        let mut end = 0usize;
+        for c in name.components() {
+            end += c.tlv.len();
+            self.ends.push(end as u32);
+            h = extend_prefix_hash(h, c.tlv);
+            self.hashes.push(h);
+        }
+    }
+
     /// Build from a whole Name element (TLV-TYPE 7), which must fill `wire`.
     pub fn from_wire(wire: &[u8]) -> Result<Self, NdnError> {
         Ok(NameRef::from_wire(wire)?.to_name())
