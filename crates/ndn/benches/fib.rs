@@ -22,6 +22,7 @@
 //! * Fingerprint hash table: `--fht-n` random 30-byte names, 16-bit
 //!   fingerprints: bytes per name, collision table size, lookups/s.
 
+use nexthop_testutil::args::count_or_exit;
 use std::hint::black_box;
 
 use nexthop_ndn::fht::{Fht, FhtConfig};
@@ -42,12 +43,6 @@ struct Opts {
     only: Option<String>,
     control: bool,
     one_strategy: bool,
-}
-
-fn parse_num(s: &str) -> usize {
-    s.parse::<f64>()
-        .map(|x| x as usize)
-        .unwrap_or_else(|_| panic!("bad number {s}"))
 }
 
 fn opts() -> Opts {
@@ -79,11 +74,11 @@ fn opts() -> Opts {
                 i += 1;
                 continue;
             }
-            "--n" => o.n = v.split(',').map(parse_num).collect(),
-            "--k" => o.k = v.split(',').map(parse_num).collect(),
-            "--lookups" => o.lookups = parse_num(&v),
-            "--rounds" => o.rounds = parse_num(&v),
-            "--fht-n" => o.fht_n = parse_num(&v),
+            "--n" => o.n = v.split(',').map(count_or_exit).collect(),
+            "--k" => o.k = v.split(',').map(count_or_exit).collect(),
+            "--lookups" => o.lookups = count_or_exit(&v),
+            "--rounds" => o.rounds = count_or_exit(&v),
+            "--fht-n" => o.fht_n = count_or_exit(&v),
             "--only" => o.only = Some(v),
             "--control" => {
                 o.control = true;

@@ -26,6 +26,7 @@
 //! has CanBePrefix (as python-ndn and NDNts send some), so the edge CS
 //! keeps its CanBePrefix index and the exact PIT probes Data prefixes.
 
+use nexthop_testutil::args::count_or_exit;
 use std::hint::black_box;
 
 use nexthop_ndn::cs::CsConfig;
@@ -47,12 +48,6 @@ struct Opts {
     rounds: usize,
     cs: usize,
     cbp_every: usize,
-}
-
-fn parse_num(s: &str) -> usize {
-    s.parse::<f64>()
-        .map(|x| x as usize)
-        .unwrap_or_else(|_| panic!("bad number {s}"))
 }
 
 fn opts() -> Opts {
@@ -80,13 +75,13 @@ fn opts() -> Opts {
                 i += 1;
                 continue;
             }
-            "--fib" => o.fib = parse_num(&v()),
-            "--pit" => o.pit = parse_num(&v()),
-            "--exchanges" => o.exchanges = parse_num(&v()),
-            "--group" => o.group = parse_num(&v()).max(1),
-            "--rounds" => o.rounds = parse_num(&v()),
-            "--cs" => o.cs = parse_num(&v()),
-            "--cbp-every" => o.cbp_every = parse_num(&v()),
+            "--fib" => o.fib = count_or_exit(&v()),
+            "--pit" => o.pit = count_or_exit(&v()),
+            "--exchanges" => o.exchanges = count_or_exit(&v()),
+            "--group" => o.group = count_or_exit(&v()).max(1),
+            "--rounds" => o.rounds = count_or_exit(&v()),
+            "--cs" => o.cs = count_or_exit(&v()),
+            "--cbp-every" => o.cbp_every = count_or_exit(&v()),
             "--bench" => {
                 i += 1;
                 continue;

@@ -31,6 +31,7 @@
 //!   evicting a packet), for LRU, LFU and selective caching (LRU, admit
 //!   after 2 requests).
 
+use nexthop_testutil::args::count_or_exit;
 use std::hint::black_box;
 
 use nexthop_ndn::cs::{ContentStore, CsConfig, CsQuery, Policy};
@@ -58,12 +59,6 @@ struct Opts {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
-}
-
-fn parse_num(s: &str) -> usize {
-    s.parse::<f64>()
-        .map(|x| x as usize)
-        .unwrap_or_else(|_| panic!("bad number {s}"))
 }
 
 fn opts() -> Opts {
@@ -101,12 +96,12 @@ fn opts() -> Opts {
                 i += 1;
                 continue;
             }
-            "--n" => o.n = v.split(',').map(parse_num).collect(),
-            "--exact-n" => o.exact_n = v.split(',').map(parse_num).collect(),
-            "--fp-bits" => o.fp_bits = v.split(',').map(|x| parse_num(x) as u32).collect(),
-            "--catalog" => o.catalog = parse_num(&v),
-            "--cs" => o.cs = parse_num(&v),
-            "--requests" => o.requests = parse_num(&v),
+            "--n" => o.n = v.split(',').map(count_or_exit).collect(),
+            "--exact-n" => o.exact_n = v.split(',').map(count_or_exit).collect(),
+            "--fp-bits" => o.fp_bits = v.split(',').map(|x| count_or_exit(x) as u32).collect(),
+            "--catalog" => o.catalog = count_or_exit(&v),
+            "--cs" => o.cs = count_or_exit(&v),
+            "--requests" => o.requests = count_or_exit(&v),
             "--zipf" => {
                 o.zipf = v
                     .split(',')
@@ -114,7 +109,7 @@ fn opts() -> Opts {
                     .collect()
             }
             "--only" => o.only = Some(v),
-            "--rounds" => o.rounds = parse_num(&v).max(1),
+            "--rounds" => o.rounds = count_or_exit(&v).max(1),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
