@@ -422,7 +422,7 @@ pub struct Forwarder {
     down_scratch: Vec<Downstream>,
     /// What [`Forwarder::process`] decodes an Interest into (its buffers
     /// reused from packet to packet; an `Option` so that taking it out
-    /// while the pipeline runs allocates no placeholder).
+    /// while the pipeline runs leaves `None`, not a freshly allocated stand-in).
     interest_scratch: Option<Interest>,
     /// What [`Forwarder::process`] copies a Data's name into.
     name_scratch: Option<Name>,
