@@ -464,11 +464,7 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             });
         }
         let vmask = mask(self.cfg.value_bits as u32);
-        let check = if self.cfg.check_bits == 0 {
-            0
-        } else {
-            self.meta.check(h) << self.cfg.value_bits
-        };
+        let check = self.meta.check_field(h);
         for &v in vals {
             if v & !vmask != 0 {
                 return Err(UpdateError::ValueTooWide {
@@ -747,15 +743,14 @@ impl<K: KeyBytes + Eq + Clone + Debug> Othello<K> {
             self.resize(capacity);
             // Pass 1 (sequential): hash each key once, re-encode its check
             // field (it depends on the seed) and record its slots.
-            let l = self.cfg.value_bits;
-            let vmask = mask(l as u32);
+            let vmask = mask(self.cfg.value_bits as u32);
             for &e in &live {
                 let Some(k) = self.edges[e as usize].key.as_ref() else {
                     continue;
                 };
                 let h = k.hash128(seed);
                 if self.cfg.check_bits != 0 {
-                    let chk = self.meta.check(h) << l;
+                    let chk = self.meta.check_field(h);
                     for w in &mut self.words[e as usize * cols..(e as usize + 1) * cols] {
                         *w = (*w & vmask) | chk;
                     }
@@ -1046,7 +1041,7 @@ impl<K: crate::persist::StoredKey + Eq + Clone + Debug> Othello<K> {
         }
         for (k, stashed, words) in saved.keys {
             let h = k.hash128(o.meta.seed);
-            let check = o.meta.check(h) << o.cfg.value_bits;
+            let check = o.meta.check_field(h);
             let vmask = mask(o.cfg.value_bits as u32);
             if words
                 .iter()

@@ -107,6 +107,18 @@ impl QueryMeta {
         }
     }
 
+    /// The check field of a hash in its place in a slot word, above the
+    /// `l` value bits (0 when `r == 0`, which covers `l == 64`, where a
+    /// shift by `l` would overflow).
+    #[inline(always)]
+    pub fn check_field(&self, h: Hash128) -> u64 {
+        if self.check_bits == 0 {
+            0
+        } else {
+            self.check(h) << self.value_bits
+        }
+    }
+
     /// Turn a slot word into a lookup result (`None`: the check field says
     /// the key is alien).
     #[inline(always)]

@@ -577,6 +577,34 @@ fn control_state_round_trips_and_continues_identically() {
     assert_eq!(l.snapshot(0), o.snapshot(0));
 }
 
+/// With `l = 64` there is no room for a check field (`r = 0`): saving and
+/// loading must not place one (a shift by 64 overflows; the fuzz target
+/// `control_load` found this in `load`).
+#[test]
+fn control_state_with_64_value_bits_round_trips() {
+    let cfg = Config {
+        value_bits: 64,
+        check_bits: 0,
+        ..Config::default()
+    };
+    let vals = |k: u64| k.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1 << 63;
+    let o: Othello<u64> = Othello::build(cfg, (0..500u64).map(|k| (k, vals(k)))).unwrap();
+    let l: Othello<u64> = Othello::load(&o.save()).unwrap();
+    l.check_invariants().unwrap();
+    assert_eq!(l.snapshot(0), o.snapshot(0));
+    for k in 0..500u64 {
+        assert_eq!(l.get(&k), Some(vals(k)));
+    }
+    let o: Othello<Vec<u8>> = Othello::build(
+        cfg,
+        (0..500u64).map(|k| (k.to_le_bytes().to_vec(), vals(k))),
+    )
+    .unwrap();
+    let l: Othello<Vec<u8>> = Othello::load(&o.save()).unwrap();
+    l.check_invariants().unwrap();
+    assert_eq!(l.snapshot(0), o.snapshot(0));
+}
+
 #[test]
 fn damaged_control_state_is_refused() {
     let o = Othello::build(Config::default(), (0..300u64).map(|k| (k, k & 0xff))).unwrap();
