@@ -107,8 +107,14 @@ pub struct Config {
     /// Distinct masks (subtables) at most: bounds the subtables a lookup
     /// probes.
     pub max_masks: usize,
-    /// A mask without a subtable gets one only after this many decisions
-    /// asked for it within one ranking epoch (1: at once).
+    /// Subtables a new mask gets at once: while fewer than this many
+    /// exist, a mask without a subtable is admitted on its first decision.
+    /// An app's few masks never wait; a flood of one-shot masks (the
+    /// tuple-space-explosion attack) fills at most these before probation.
+    pub free_masks: usize,
+    /// Past `free_masks` subtables, a mask without a subtable gets one
+    /// only after this many decisions asked for it within one ranking
+    /// epoch (1: at once, always).
     pub admit_after: u32,
     /// Lookups between re-rankings of the subtables by hits (each
     /// re-ranking also halves the hit counts, so ranks follow recent
@@ -129,7 +135,8 @@ impl Default for Config {
             capacity: 1 << 16,
             front_slots: 1 << 14,
             max_masks: 64,
-            admit_after: 1,
+            free_masks: 8,
+            admit_after: 2,
             rerank_every: 1 << 16,
             max_states_per_entry: 16,
             max_state_ids: 1 << 22,
@@ -838,7 +845,8 @@ impl DecisionCache {
         if let Some(&sid) = self.mask_index.get(mask) {
             return Ok(sid);
         }
-        let requests = if self.cfg.admit_after <= 1 {
+        let free = self.cfg.admit_after <= 1 || self.rank.len() < self.cfg.free_masks;
+        let requests = if free {
             1
         } else {
             if self.candidates.len() >= 4 * self.cfg.max_masks
@@ -848,12 +856,12 @@ impl DecisionCache {
             }
             let c = self.candidates.entry(mask.clone()).or_insert(0);
             *c += 1;
+            if *c < self.cfg.admit_after {
+                self.counters.mask_probation += 1;
+                return Err(NotCached::MaskProbation);
+            }
             *c
         };
-        if requests < self.cfg.admit_after {
-            self.counters.mask_probation += 1;
-            return Err(NotCached::MaskProbation);
-        }
         if self.rank.len() >= self.cfg.max_masks {
             // Displace the coldest subtable if it has had fewer recent hits
             // than the newcomer has requests; otherwise refuse.

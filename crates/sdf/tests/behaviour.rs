@@ -313,9 +313,49 @@ fn mask_cap_bounds_subtables_and_hot_masks_survive_a_mask_flood() {
     assert_eq!(c.len(), 4, "the displaced mask's entry went with it");
 }
 
+/// The default admission: an app's first `free_masks` masks are admitted on
+/// their first decision; past them a new mask waits for `admit_after`
+/// requests within an epoch, so one-shot masks (the tuple-space-explosion
+/// pattern) stop at `free_masks` subtables.
+#[test]
+fn the_first_free_masks_are_admitted_at_once_then_probation() {
+    let cfg = Config::default();
+    assert!(cfg.free_masks < cfg.max_masks && cfg.admit_after > 1);
+    let mut c = DecisionCache::new(cfg).unwrap();
+    for b in 0..cfg.free_masks {
+        cached(
+            c.install(&key(1, 1), &decide(byte_mask(&[b]), vec![], 1))
+                .unwrap(),
+        );
+    }
+    assert_eq!(c.masks(), cfg.free_masks);
+    // A flood of one-shot masks: every one on probation, none admitted.
+    for b in 0..200usize {
+        let m = byte_mask(&[cfg.free_masks + b % 40, 58 + b / 40]);
+        assert_eq!(
+            c.install(&key(1, 1), &decide(m, vec![], 1)).unwrap(),
+            Installed::NotCached(NotCached::MaskProbation)
+        );
+    }
+    assert_eq!(c.masks(), cfg.free_masks);
+    assert_eq!(c.counters().mask_probation, 200);
+    // A mask the app keeps asking for is admitted on its `admit_after`th.
+    let m = byte_mask(&[50]);
+    for _ in 1..cfg.admit_after {
+        assert_eq!(
+            c.install(&key(1, 1), &decide(m.clone(), vec![], 1))
+                .unwrap(),
+            Installed::NotCached(NotCached::MaskProbation)
+        );
+    }
+    cached(c.install(&key(1, 1), &decide(m, vec![], 1)).unwrap());
+    assert_eq!(c.masks(), cfg.free_masks + 1);
+}
+
 #[test]
 fn probation_admits_a_mask_only_after_repeated_requests() {
     let mut c = DecisionCache::new(Config {
+        free_masks: 0,
         admit_after: 3,
         ..Config::default()
     })

@@ -76,6 +76,9 @@ fn run(seed: u64, steps: usize, capacity: usize, front_slots: usize) -> nexthop_
         capacity,
         front_slots,
         max_masks: 64,
+        // Every mask at once: this oracle has no admission control (that
+        // is tested in behaviour.rs).
+        admit_after: 1,
         rerank_every: 7,
         ..Config::default()
     };

@@ -12,6 +12,7 @@ fn small_cache() -> DecisionCache {
         capacity: 16,
         front_slots: 16,
         max_masks: 4,
+        free_masks: 1,
         admit_after: 2,
         rerank_every: 5,
         ..Config::default()
