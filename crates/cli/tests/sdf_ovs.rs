@@ -1,16 +1,20 @@
-//! End-to-end tests of `nexthop sdf run --app l2switch --backend ovs`:
-//! three host namespaces joined by veth to a switch namespace in which a
+//! End-to-end tests of `nexthop sdf run --backend ovs` with the built-in
+//! apps: host namespaces joined by veth to a switch namespace in which a
 //! test's own Open vSwitch (userspace datapath, `nexthop-testutil`'s
 //! `Ovs` guard) runs a netdev bridge whose controller is nexthop. Frames
-//! are sent from the hosts and captured on them; the flows are read with
-//! `ovs-ofctl -O OpenFlow13 dump-flows` after every step: the decisions
-//! installed with their cookies, a MAC move revoking exactly the flows
-//! that depended on the old binding, an OVS restart flushed and
-//! reinstalled. Without root, `ip` or Open vSwitch the test says why and
+//! are sent from the hosts and captured on them (`tests/common/hosts.rs`);
+//! the flows are read with `ovs-ofctl -O OpenFlow13 dump-flows` after
+//! every step. The l2switch: the decisions installed with their cookies, a
+//! MAC move revoking exactly the flows that depended on the old binding,
+//! an OVS restart flushed and reinstalled. The router: two subnets, ARP
+//! and ping through it, frames delivered with the next hop's MAC and the
+//! TTL decremented by OVS, a route change revoking exactly its flows. Without root, `ip` or Open vSwitch the test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
 
 mod common;
+#[path = "common/hosts.rs"]
+mod hosts;
 
 use std::fs;
 use std::path::Path;
@@ -18,8 +22,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_env, helper_main, hex, lab_or_skip, unhex, Lab, HELPER_ARGS, NEXTHOP};
-use nexthop_dataplane::afpacket::{RingConfig, RxRing};
+use common::{helper_main, lab_or_skip, Lab, NEXTHOP};
 use nexthop_testutil::ovs::Ovs;
 
 const BRIDGE: &str = "nhbr";
@@ -32,7 +35,7 @@ const MAGIC: &[u8; 4] = b"NHOF";
 fn live_helper() {
     if let Some((mode, dir)) = helper_main() {
         match mode.as_str() {
-            "hostcap" => helper_hostcap(&dir),
+            "hostcap" => hosts::hostcap(&dir, MAGIC),
             _ => panic!("unknown helper mode {mode}"),
         }
     }
@@ -57,77 +60,6 @@ fn frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
     f[14..18].copy_from_slice(MAGIC);
     f[18..20].copy_from_slice(&seq.to_be_bytes());
     f
-}
-
-/// Capture on host interface `NEXTHOP_LIVE_IFACES` until `DIR/IFACE.stop`
-/// exists; write `DIR/IFACE.txt`: the hex of each frame with [`MAGIC`]
-/// that arrived (outgoing frames are left out), in order; `DIR/IFACE.ready`
-/// once the ring is open.
-fn helper_hostcap(dir: &Path) {
-    let iface = std::env::var("NEXTHOP_LIVE_IFACES").expect("NEXTHOP_LIVE_IFACES");
-    let cfg = RingConfig {
-        block_size: 1 << 16,
-        block_count: 64,
-        frame_size: 2048,
-        block_timeout_ms: 10,
-    };
-    let mut ring = RxRing::open(&iface, &cfg).expect("open rx ring");
-    fs::write(dir.join(format!("{iface}.ready")), "ready\n").expect("write ready");
-    let stop = dir.join(format!("{iface}.stop"));
-    let sent_by_me = dir.join(format!("{iface}.sent-frames"));
-    let mut lines = String::new();
-    let mut last_round = false;
-    loop {
-        while let Some(mut block) = ring.next_block() {
-            let mut frames = Vec::new();
-            block.frames_into(&mut frames);
-            for f in frames {
-                if f.len() >= 20 && f[14..18] == MAGIC[..] {
-                    lines.push_str(&hex(f));
-                    lines.push('\n');
-                }
-            }
-        }
-        if last_round {
-            break;
-        }
-        if stop.exists() {
-            sleep(Duration::from_millis(50));
-            last_round = true;
-        } else {
-            sleep(Duration::from_millis(2));
-        }
-    }
-    // The ring also sees the host's own frames: the test lists them.
-    let own = fs::read_to_string(sent_by_me).unwrap_or_default();
-    let kept: String = lines
-        .lines()
-        .filter(|l| !own.lines().any(|o| o == *l))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    fs::write(dir.join(format!("{iface}.txt")), kept).expect("write capture");
-}
-
-/// Send `frames` from host `host` and wait for the sender.
-fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
-    let name = format!("send{host}");
-    let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
-    fs::write(lab.file(&format!("{name}.frames")), &text).expect("write frames");
-    let own = lab.file(&format!("h{host}.sent-frames"));
-    let before = fs::read_to_string(&own).unwrap_or_default();
-    fs::write(&own, before + &text).expect("record own frames");
-    let mut env = helper_env(lab, "send", &format!("h{host}"));
-    env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
-    env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
-    let me = std::env::current_exe().expect("current exe");
-    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
-    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
-    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
-    let sent = lab.read(&format!("{name}.sent"));
-    assert!(
-        sent.starts_with(&format!("sent={} failed=0", frames.len())),
-        "{sent}"
-    );
 }
 
 /// The bridge's flows (statistics removed), once `done` holds for them
@@ -173,6 +105,20 @@ fn actions(line: &str) -> &str {
     line.split_once("actions=").map_or("", |(_, a)| a)
 }
 
+/// The packet count of the first flow whose dump-flows line `pred`
+/// accepts (0 if none).
+fn packets(ovs: &Ovs, pred: &dyn Fn(&str) -> bool) -> u64 {
+    let out = ovs.ofctl(&["dump-flows", BRIDGE]).expect("dump-flows");
+    out.lines()
+        .filter(|l| pred(l))
+        .find_map(|l| {
+            l.split([',', ' '])
+                .find_map(|x| x.strip_prefix("n_packets="))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 const TABLE_MISS: &str = "priority=0,actions=CONTROLLER:65535";
 
 #[test]
@@ -193,19 +139,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
         ovs.add_port(BRIDGE, &format!("op{i}"), i)
             .expect("add port");
     }
-    let me = std::env::current_exe().expect("current exe");
-    let mut caps = Vec::new();
-    for i in 1..=3u8 {
-        let env = helper_env(&lab, "hostcap", &format!("h{i}"));
-        caps.push(lab.spawn(
-            &format!("h{i}"),
-            &format!("cap{i}"),
-            &me,
-            &HELPER_ARGS,
-            &env,
-        ));
-        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
-    }
+    let caps = hosts::capture(&mut lab, &[1, 2, 3]);
     let sw = lab.spawn(
         "sw",
         "sw",
@@ -239,7 +173,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     let (h1, h2, h3) = (host_mac(1), host_mac(2), host_mac(3));
     // 1. h1 → h2, unknown: flooded to h2 and h3; the flood is a flow.
     let first = frame(h1, h2, 0);
-    send_from(&mut lab, 1, std::slice::from_ref(&first));
+    hosts::send(&mut lab, 1, std::slice::from_ref(&first));
     let f = flows_when(&ovs, |f| flow(f, 1, h1, h2).is_some());
     let flood = flow(&f, 1, h1, h2).expect("flood flow").to_owned();
     assert_eq!(actions(&flood), "output:2,output:3", "{flood}");
@@ -249,7 +183,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
 
     // 2. h2 → h1: learning h2 revokes the flood to it; h1 only.
     let reply = frame(h2, h1, 1);
-    send_from(&mut lab, 2, std::slice::from_ref(&reply));
+    hosts::send(&mut lab, 2, std::slice::from_ref(&reply));
     let f = flows_when(&ovs, |f| {
         flow(f, 2, h2, h1).is_some() && flow(f, 1, h1, h2).is_none()
     });
@@ -260,25 +194,15 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     // 3. h1 → h2 again: one frame installs the flow, then OVS forwards a
     // burst of 20 by itself.
     let one = frame(h1, h2, 2);
-    send_from(&mut lab, 1, std::slice::from_ref(&one));
+    hosts::send(&mut lab, 1, std::slice::from_ref(&one));
     let f = flows_when(&ovs, |f| flow(f, 1, h1, h2).is_some());
     let fwd = flow(&f, 1, h1, h2).expect("h1 -> h2").to_owned();
     assert_eq!(actions(&fwd), "output:2");
     // Both flows depend on h1's binding: they share its tag.
     assert_eq!(cookie(&back) & 0xffff_ffff, cookie(&fwd) >> 32);
     let burst: Vec<Vec<u8>> = (3..23).map(|s| frame(h1, h2, s)).collect();
-    send_from(&mut lab, 1, &burst);
-    let packets = |line_pred: &dyn Fn(&str) -> bool| -> u64 {
-        let out = ovs.ofctl(&["dump-flows", BRIDGE]).expect("dump-flows");
-        out.lines()
-            .filter(|l| line_pred(l))
-            .find_map(|l| {
-                l.split([',', ' '])
-                    .find_map(|x| x.strip_prefix("n_packets="))
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
-    };
+    hosts::send(&mut lab, 1, &burst);
+    let packets = |pred: &dyn Fn(&str) -> bool| packets(&ovs, pred);
     let h1h2 = |l: &str| {
         l.contains("in_port=1,")
             && l.contains(&format!("dl_dst={}", mac_text(h2)))
@@ -292,7 +216,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
 
     // 4. h3 broadcasts: to h1 and h2.
     let bcast = frame(h3, [0xff; 6], 23);
-    send_from(&mut lab, 3, std::slice::from_ref(&bcast));
+    hosts::send(&mut lab, 3, std::slice::from_ref(&bcast));
     let f = flows_when(&ovs, |f| flow(f, 3, h3, [0xff; 6]).is_some());
     let bflow = flow(&f, 3, h3, [0xff; 6])
         .expect("broadcast flow")
@@ -302,7 +226,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     // 5. h1's MAC moves to h3's port: exactly the two flows that used
     // h1's old binding go; the broadcast flow stays.
     let moved = frame(h1, h2, 24);
-    send_from(&mut lab, 3, std::slice::from_ref(&moved));
+    hosts::send(&mut lab, 3, std::slice::from_ref(&moved));
     let f = flows_when(&ovs, |f| flow(f, 3, h1, h2).is_some());
     assert!(flow(&f, 2, h2, h1).is_none(), "{f:?}");
     assert!(flow(&f, 1, h1, h2).is_none(), "{f:?}");
@@ -318,7 +242,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     assert_eq!(f.len(), 1, "after the restart: {f:?}\n{}", ovs.log());
     // The app's state survived: h2 → h1 now goes to h3's port.
     let after = frame(h2, h1, 25);
-    send_from(&mut lab, 2, std::slice::from_ref(&after));
+    hosts::send(&mut lab, 2, std::slice::from_ref(&after));
     let f = flows_when(&ovs, |f| flow(f, 2, h2, h1).is_some());
     assert_eq!(actions(flow(&f, 2, h2, h1).expect("h2 -> h1")), "output:3");
 
@@ -331,22 +255,10 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     assert!(killed.success());
     let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
     assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
-    for i in 1..=3u8 {
-        fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
-    }
-    for (i, c) in caps.into_iter().enumerate() {
-        let name = format!("cap{}", i + 1);
-        let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
-        assert!(ok, "{name} failed:\n{o}\n{e}");
-    }
+    caps.finish(&mut lab);
 
     // What each host received, in order.
-    let got = |i: u8| -> Vec<Vec<u8>> {
-        lab.read(&format!("h{i}.txt"))
-            .lines()
-            .map(|l| unhex(l).expect("hex"))
-            .collect()
-    };
+    let got = |i: u8| hosts::received(&lab, i);
     let mut want_h2 = vec![first.clone(), one];
     want_h2.extend(burst.iter().cloned());
     want_h2.push(bcast.clone());
@@ -402,4 +314,259 @@ fn the_ovs_backend_needs_its_ports_and_refuses_port_zero() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(msg), "{err}");
     }
+}
+
+/// The router's MAC on port `p`.
+fn router_mac(p: u8) -> [u8; 6] {
+    [0x02, 0x00, 0x5e, 0x00, 0x53, 0xf0 | p]
+}
+
+/// Run `ip -n NS ARGS` for host `h` of `lab`; its stdout.
+fn ip(lab: &Lab, h: u8, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["-n", &lab.ns(&format!("h{h}"))])
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An IPv4/UDP frame from h1 (192.0.2.2) to the router's port-1 MAC and
+/// `dst`, TTL 64, with the magic and `seq` in its payload.
+fn udp_frame(dst: [u8; 4], seq: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend_from_slice(&router_mac(1));
+    f.extend_from_slice(&host_mac(1));
+    f.extend_from_slice(&[0x08, 0x00]);
+    let mut ipv4 = [
+        0x45, 0, 0, 34, 0, 0, 0x40, 0, 64, 17, 0, 0, 192, 0, 2, 2, dst[0], dst[1], dst[2], dst[3],
+    ];
+    let ck = nexthop_wire::checksum::ipv4_header_checksum(&ipv4);
+    ipv4[10..12].copy_from_slice(&ck.to_be_bytes());
+    f.extend_from_slice(&ipv4);
+    f.extend_from_slice(&[0x27, 0x0f, 0x27, 0x0f, 0, 14, 0, 0]);
+    f.extend_from_slice(MAGIC);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(60, 0);
+    f
+}
+
+/// `sent` as the router forwards it to `next_hop` out of port 2.
+fn routed(sent: &[u8], next_hop: [u8; 6]) -> Vec<u8> {
+    let mut f = sent.to_vec();
+    f[..6].copy_from_slice(&next_hop);
+    f[6..12].copy_from_slice(&router_mac(2));
+    f[22] -= 1;
+    f[24..26].fill(0);
+    let ck = nexthop_wire::checksum::ipv4_header_checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&ck.to_be_bytes());
+    f
+}
+
+/// The flow of dump-flows lines that matches `needle` (an IPv4 match).
+fn ip_flow<'a>(flows: &'a [String], needle: &str) -> Option<&'a str> {
+    flows
+        .iter()
+        .find(|f| f.contains(needle))
+        .map(String::as_str)
+}
+
+#[test]
+fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flows() {
+    if let Some(why) = Ovs::missing() {
+        eprintln!("SKIP sdf_ovs: {why}");
+        return;
+    }
+    let Some(mut lab) = lab_or_skip("sdfovsrt", &["h1", "h2", "sw"]) else {
+        return;
+    };
+    for i in 1..=2 {
+        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
+    }
+    // h1 192.0.2.2/24 and h2 198.51.100.2/24, each with the router as
+    // its gateway (.1).
+    for (h, net) in [(1u8, "192.0.2"), (2, "198.51.100")] {
+        let iface = format!("h{h}");
+        ip(
+            &lab,
+            h,
+            &["link", "set", &iface, "address", &mac_text(host_mac(h))],
+        );
+        ip(
+            &lab,
+            h,
+            &["addr", "add", &format!("{net}.2/24"), "dev", &iface],
+        );
+        ip(
+            &lab,
+            h,
+            &["route", "add", "default", "via", &format!("{net}.1")],
+        );
+    }
+    let mut ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
+    ovs.add_bridge(BRIDGE).expect("add bridge");
+    for i in 1..=2u16 {
+        ovs.add_port(BRIDGE, &format!("op{i}"), i)
+            .expect("add port");
+    }
+    let routes = lab.file("routes");
+    let table = |h2_next_hop: [u8; 6]| {
+        format!(
+            "# the two subnets\n192.0.2.0/24 1 {}\n198.51.100.0/24 2 {}\n",
+            mac_text(host_mac(1)),
+            mac_text(h2_next_hop)
+        )
+    };
+    fs::write(&routes, table(host_mac(2))).expect("write routes");
+    let caps = hosts::capture(&mut lab, &[1, 2]);
+    let if1 = format!("1={},192.0.2.1", mac_text(router_mac(1)));
+    let if2 = format!("2={},198.51.100.1", mac_text(router_mac(2)));
+    let sw = lab.spawn(
+        "sw",
+        "sw",
+        Path::new(NEXTHOP),
+        &[
+            "sdf",
+            "run",
+            "--app",
+            "router",
+            "--router-iface",
+            &if1,
+            "--router-iface",
+            &if2,
+            "--router-routes",
+            &routes.display().to_string(),
+            "--backend",
+            "ovs",
+            "--ovs-listen",
+            "127.0.0.1:0",
+            "--ovs-bridge",
+            BRIDGE,
+            "--ovs-ports",
+            "1,2",
+            "--ovs-idle-timeout",
+            "60",
+            "--duration",
+            "90",
+            "--json",
+        ],
+        &ovs.env(),
+    );
+    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
+    let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+
+    // 1. h1 pings h2 through the router: both hosts resolve their gateway
+    // by ARP (answered by the app through packet-outs), the echo and its
+    // reply become one flow per direction, each matching the destination
+    // bits that settle the route (up to the bit that tells the host from
+    // the router's own .1) and doing the router's rewrites in OVS.
+    let ping = Command::new("ip")
+        .args(["netns", "exec", &lab.ns("h1")])
+        .args(["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.51.100.2"])
+        .output()
+        .expect("run ping");
+    assert!(
+        ping.status.success(),
+        "ping through the router failed:\n{}\n{}",
+        String::from_utf8_lossy(&ping.stdout),
+        lab.read("sw.err")
+    );
+    let neigh = ip(&lab, 1, &["neigh", "show", "192.0.2.1"]);
+    assert!(neigh.contains(&mac_text(router_mac(1))), "{neigh}");
+    let to_h2 = "ip,nw_dst=198.51.100.2/31";
+    let to_h1 = "ip,nw_dst=192.0.2.2/31";
+    let f = flows_when(&ovs, |f| {
+        ip_flow(f, to_h2).is_some() && ip_flow(f, to_h1).is_some()
+    });
+    let fwd = ip_flow(&f, to_h2).expect("flow to h2").to_owned();
+    let back = ip_flow(&f, to_h1).expect("flow to h1").to_owned();
+    assert_eq!(
+        actions(&fwd),
+        format!(
+            "set_field:{}->eth_dst,set_field:{}->eth_src,dec_ttl,output:2",
+            mac_text(host_mac(2)),
+            mac_text(router_mac(2))
+        ),
+        "{fwd}"
+    );
+    assert!(actions(&back).ends_with("dec_ttl,output:1"), "{back}");
+    assert_ne!(cookie(&fwd), cookie(&back), "one state id per route");
+    assert_eq!(f.len(), 3, "table-miss and the two routes' flows: {f:?}");
+
+    // 2. UDP frames from h1 to 198.51.100.3 (in the flow's /31, not h2's
+    // address: h2 drops them without an ICMP answer): OVS forwards them
+    // by itself, rewritten.
+    let burst: Vec<Vec<u8>> = (0..5).map(|s| udp_frame([198, 51, 100, 3], s)).collect();
+    let fwd_packets = |ovs: &Ovs| packets(ovs, &|l: &str| l.contains(to_h2));
+    let before = fwd_packets(&ovs);
+    hosts::send(&mut lab, 1, &burst);
+    let t = Instant::now();
+    while fwd_packets(&ovs) < before + 5 && t.elapsed() < Duration::from_secs(10) {
+        sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        fwd_packets(&ovs),
+        before + 5,
+        "the burst went through the flow"
+    );
+
+    // 3. A route change: 198.51.100.0/24 gets another next hop. Exactly
+    // its flow goes (before any packet uses it again); h1's stays.
+    let new_hop = [0x02, 0x00, 0x5e, 0x00, 0x53, 0x99];
+    let changed = Instant::now();
+    fs::write(&routes, table(new_hop)).expect("rewrite routes");
+    let f = flows_when(&ovs, |f| ip_flow(f, to_h2).is_none());
+    eprintln!(
+        "route change seen in dump-flows after {} ms",
+        changed.elapsed().as_millis()
+    );
+    assert!(ip_flow(&f, to_h2).is_none(), "{f:?}");
+    assert_eq!(ip_flow(&f, to_h1), Some(back.as_str()), "{f:?}");
+    assert_eq!(f.len(), 2, "{f:?}");
+    let again = udp_frame([198, 51, 100, 3], 5);
+    hosts::send(&mut lab, 1, std::slice::from_ref(&again));
+    let f = flows_when(&ovs, |f| ip_flow(f, to_h2).is_some());
+    let fwd2 = ip_flow(&f, to_h2).expect("the new flow to h2").to_owned();
+    assert!(
+        actions(&fwd2).starts_with(&format!("set_field:{}->eth_dst", mac_text(new_hop))),
+        "{fwd2}"
+    );
+
+    // Stop nexthop (SIGTERM) and the captures.
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    caps.finish(&mut lab);
+    let mut want: Vec<Vec<u8>> = burst.iter().map(|f| routed(f, host_mac(2))).collect();
+    want.push(routed(&again, new_hop));
+    assert_eq!(hosts::received(&lab, 2), want, "h2");
+    assert!(hosts::received(&lab, 1).is_empty(), "h1");
+
+    let s: serde_json::Value = serde_json::from_str(out.trim()).expect("summary JSON");
+    eprintln!("nexthop sdf run --app router --backend ovs: {s}");
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("no {k} in {s}"));
+    assert_eq!(s["app"], "router");
+    assert_eq!(n("errors"), 0, "{s}");
+    assert_eq!(n("not_installed"), 0, "{s}");
+    assert_eq!(n("dropped_waiting"), 0, "{s}");
+    // The route change: one state id, one flow.
+    assert_eq!(n("revoked_states"), 1, "{s}");
+    assert_eq!(n("revoked_flows"), 1, "{s}");
+    assert_eq!(n("flows_installed"), 3, "{s}");
+    // A changed route counts as its old and its new version.
+    assert!(
+        err.contains("2 routes, 2 added, changed or withdrawn"),
+        "{err}"
+    );
 }
