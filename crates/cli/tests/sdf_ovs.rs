@@ -6,8 +6,8 @@
 //! the flows are read with `ovs-ofctl -O OpenFlow13 dump-flows` after
 //! every step. The l2switch: the decisions installed with their cookies, a
 //! MAC move revoking exactly the flows that depended on the old binding,
-//! an OVS restart flushed and reinstalled. The router: two subnets, ARP
-//! and ping through it, frames delivered with the next hop's MAC and the
+//! an OVS restart flushed and reinstalled. The router: two subnets, the
+//! hosts' ARP and datagrams through it, frames delivered with the next hop's MAC and the
 //! TTL decremented by OVS, a route change revoking exactly its flows. Without root, `ip` or Open vSwitch the test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
@@ -22,7 +22,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_main, lab_or_skip, Lab, NEXTHOP};
+use common::{helper_main, hex, lab_or_skip, Lab, NEXTHOP};
 use nexthop_testutil::ovs::Ovs;
 
 const BRIDGE: &str = "nhbr";
@@ -368,11 +368,12 @@ fn routed(sent: &[u8], next_hop: [u8; 6]) -> Vec<u8> {
     f
 }
 
-/// The flow of dump-flows lines that matches `needle` (an IPv4 match).
+/// The flow of dump-flows lines with all the space-separated parts of
+/// `needle`.
 fn ip_flow<'a>(flows: &'a [String], needle: &str) -> Option<&'a str> {
     flows
         .iter()
-        .find(|f| f.contains(needle))
+        .find(|f| needle.split(' ').all(|n| f.contains(n)))
         .map(String::as_str)
 }
 
@@ -408,7 +409,7 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
             &["route", "add", "default", "via", &format!("{net}.1")],
         );
     }
-    let mut ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
+    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
     ovs.add_bridge(BRIDGE).expect("add bridge");
     for i in 1..=2u16 {
         ovs.add_port(BRIDGE, &format!("op{i}"), i)
@@ -461,26 +462,42 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
     let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
     assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
 
-    // 1. h1 pings h2 through the router: both hosts resolve their gateway
-    // by ARP (answered by the app through packet-outs), the echo and its
-    // reply become one flow per direction, each matching the destination
-    // bits that settle the route (up to the bit that tells the host from
-    // the router's own .1) and doing the router's rewrites in OVS.
-    let ping = Command::new("ip")
-        .args(["netns", "exec", &lab.ns("h1")])
-        .args(["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.51.100.2"])
-        .output()
-        .expect("run ping");
-    assert!(
-        ping.status.success(),
-        "ping through the router failed:\n{}\n{}",
-        String::from_utf8_lossy(&ping.stdout),
-        lab.read("sw.err")
-    );
-    let neigh = ip(&lab, 1, &["neigh", "show", "192.0.2.1"]);
-    assert!(neigh.contains(&mac_text(router_mac(1))), "{neigh}");
-    let to_h2 = "ip,nw_dst=198.51.100.2/31";
-    let to_h1 = "ip,nw_dst=192.0.2.2/31";
+    // 1. Each host's kernel sends a UDP datagram to the other subnet
+    // (bash's /dev/udp; to .3, which the receiving kernel drops without
+    // an answer): first it resolves its gateway by ARP, answered by the
+    // app through a packet-out; then the datagram becomes one flow per
+    // direction, matching the destination bits that settle the route (up
+    // to the bit that tells .3 from the router's .1) and doing the
+    // router's rewrites in OVS.
+    for (h, dst) in [(1u8, "198.51.100.3"), (2, "192.0.2.3")] {
+        let payload = format!("{}k{h}", std::str::from_utf8(MAGIC).unwrap());
+        let send = Command::new("ip")
+            .args(["netns", "exec", &lab.ns(&format!("h{h}"))])
+            .args(["bash", "-c"])
+            .arg(format!("printf {payload} > /dev/udp/{dst}/9999"))
+            .output()
+            .expect("run bash");
+        assert!(send.status.success(), "{send:?}");
+        let gw = if h == 1 { "192.0.2.1" } else { "198.51.100.1" };
+        let t = Instant::now();
+        let mut neigh = String::new();
+        while t.elapsed() < Duration::from_secs(10) {
+            neigh = ip(&lab, h, &["neigh", "show", gw]);
+            if neigh.contains("lladdr") {
+                break;
+            }
+            sleep(Duration::from_millis(20));
+        }
+        assert!(
+            neigh.contains(&format!("lladdr {}", mac_text(router_mac(h)))),
+            "h{h}'s ARP for {gw}: {neigh}\n{}",
+            lab.read("sw.err")
+        );
+    }
+    // Outputs make the ingress port part of the match (an output back to
+    // it would be OVS's IN_PORT).
+    let to_h2 = "ip, in_port=1, nw_dst=198.51.100.2/31";
+    let to_h1 = "ip, in_port=2, nw_dst=192.0.2.2/31";
     let f = flows_when(&ovs, |f| {
         ip_flow(f, to_h2).is_some() && ip_flow(f, to_h1).is_some()
     });
@@ -503,7 +520,7 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
     // address: h2 drops them without an ICMP answer): OVS forwards them
     // by itself, rewritten.
     let burst: Vec<Vec<u8>> = (0..5).map(|s| udp_frame([198, 51, 100, 3], s)).collect();
-    let fwd_packets = |ovs: &Ovs| packets(ovs, &|l: &str| l.contains(to_h2));
+    let fwd_packets = |ovs: &Ovs| packets(ovs, &|l: &str| to_h2.split(' ').all(|n| l.contains(n)));
     let before = fwd_packets(&ovs);
     hosts::send(&mut lab, 1, &burst);
     let t = Instant::now();
@@ -548,10 +565,22 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
     let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
     assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
     caps.finish(&mut lab);
+    // The kernels' datagrams, routed: the next hop's MAC from the
+    // router's, TTL 63 (Linux sends with 64), a valid header checksum.
+    let (mut got1, mut got2) = (hosts::received(&lab, 1), hosts::received(&lab, 2));
+    for (h, got) in [(1u8, &mut got1), (2, &mut got2)] {
+        assert!(!got.is_empty(), "h{h} received nothing");
+        let k = got.remove(0);
+        assert_eq!(k[..6], host_mac(h), "h{h}: {}", hex(&k));
+        assert_eq!(k[6..12], router_mac(h), "h{h}: {}", hex(&k));
+        assert_eq!(k[22], 63, "h{h}: {}", hex(&k));
+        let ck = nexthop_wire::checksum::ipv4_header_checksum(&k[14..34]);
+        assert_eq!(ck.to_be_bytes(), k[24..26], "h{h}: {}", hex(&k));
+    }
     let mut want: Vec<Vec<u8>> = burst.iter().map(|f| routed(f, host_mac(2))).collect();
     want.push(routed(&again, new_hop));
-    assert_eq!(hosts::received(&lab, 2), want, "h2");
-    assert!(hosts::received(&lab, 1).is_empty(), "h1");
+    assert_eq!(got2, want, "h2");
+    assert!(got1.is_empty(), "h1: {got1:?}");
 
     let s: serde_json::Value = serde_json::from_str(out.trim()).expect("summary JSON");
     eprintln!("nexthop sdf run --app router --backend ovs: {s}");

@@ -38,7 +38,7 @@ use crate::codec::{
     hello_elements, Action, Body, FlowMod, FlowRemoved, Match, Message, PacketIn, PacketOut,
     FLAG_SEND_FLOW_REM, NO_BUFFER, NO_BUFFER_LEN, PORT_CONTROLLER,
 };
-use crate::flow::{translate, Inexpressible};
+use crate::flow::{out_port, translate, Inexpressible};
 
 /// Cookie mask of the high tag.
 pub const HIGH_TAG: u64 = 0xffff_ffff_0000_0000;
@@ -227,6 +227,27 @@ impl<A: App> Controller<A> {
             now,
             false,
         )
+    }
+
+    /// Run `f` on the app with a [`Control`] at `now` (a driver changing
+    /// the app's state, a route table say), then send the revocations it
+    /// caused ([`Self::sync`]).
+    pub fn with_app<R>(
+        &mut self,
+        now: Duration,
+        out: &mut Vec<Message>,
+        f: impl FnOnce(&mut A, &mut Control<'_>) -> R,
+    ) -> R {
+        let mut ctl = Control::owned(
+            &mut self.cache,
+            &mut self.ports,
+            &mut self.app_counters,
+            now,
+            false,
+        );
+        let r = f(&mut self.app, &mut ctl);
+        self.sync(out);
+        r
     }
 
     /// The backend's counters.
@@ -510,7 +531,7 @@ impl<A: App> Controller<A> {
             let actions = e
                 .ports
                 .iter()
-                .map(|&q| Action::output(u32::from(q)))
+                .map(|&q| Action::output(out_port(u32::from(q), u32::from(in_port))))
                 .collect();
             outs.push(Message::new(
                 self.xid(),
