@@ -20,9 +20,8 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_env, helper_main, hex, lab_or_skip, unhex, Lab, HELPER_ARGS, NEXTHOP};
+use common::{helper_main, lab_or_skip, Lab, NEXTHOP};
 use fixture::{nexthop, stdout, Fixture};
-use nexthop_dataplane::afpacket::{RingConfig, RxRing};
 use nexthop_dataplane::metrics::MetricsSnapshot;
 
 /// A little-endian microsecond pcap file of `frames`, each with its time
