@@ -377,14 +377,46 @@ fn ip_flow<'a>(flows: &'a [String], needle: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-#[test]
-fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flows() {
+/// A router run: the lab (hosts h1 and h2 on 192.0.2.0/24 and
+/// 198.51.100.0/24, their gateways the router's .1), OVS, the route file
+/// (its text for a next hop of 198.51.100.0/24 from `table`), captures on
+/// both hosts and the `nexthop sdf run --app router --backend ovs` child,
+/// connected and flushed; `None` (with the reason printed) where it cannot
+/// run.
+struct RouterRun {
+    lab: Lab,
+    ovs: Ovs,
+    routes: std::path::PathBuf,
+    caps: hosts::Captures,
+    sw: usize,
+}
+
+/// The route file with `h2_next_hop` as 198.51.100.0/24's next hop.
+fn table(h2_next_hop: [u8; 6]) -> String {
+    format!(
+        "# the two subnets\n192.0.2.0/24 1 {}\n198.51.100.0/24 2 {}\n",
+        mac_text(host_mac(1)),
+        mac_text(h2_next_hop)
+    )
+}
+
+/// The router's `--router-iface` flags.
+fn router_ifaces() -> [String; 4] {
+    [
+        "--router-iface".into(),
+        format!("1={},192.0.2.1", mac_text(router_mac(1))),
+        "--router-iface".into(),
+        format!("2={},198.51.100.1", mac_text(router_mac(2))),
+    ]
+}
+
+fn start_router(test: &str) -> Option<RouterRun> {
     if let Some(why) = Ovs::missing() {
         eprintln!("SKIP sdf_ovs: {why}");
-        return;
+        return None;
     }
-    let Some(mut lab) = lab_or_skip("sdfovsrt", &["h1", "h2", "sw"]) else {
-        return;
+    let Some(mut lab) = lab_or_skip(test, &["h1", "h2", "sw"]) else {
+        return None;
     };
     for i in 1..=2 {
         lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
@@ -416,52 +448,54 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
             .expect("add port");
     }
     let routes = lab.file("routes");
-    let table = |h2_next_hop: [u8; 6]| {
-        format!(
-            "# the two subnets\n192.0.2.0/24 1 {}\n198.51.100.0/24 2 {}\n",
-            mac_text(host_mac(1)),
-            mac_text(h2_next_hop)
-        )
-    };
     fs::write(&routes, table(host_mac(2))).expect("write routes");
     let caps = hosts::capture(&mut lab, &[1, 2]);
-    let if1 = format!("1={},192.0.2.1", mac_text(router_mac(1)));
-    let if2 = format!("2={},198.51.100.1", mac_text(router_mac(2)));
-    let sw = lab.spawn(
-        "sw",
-        "sw",
-        Path::new(NEXTHOP),
-        &[
-            "sdf",
-            "run",
-            "--app",
-            "router",
-            "--router-iface",
-            &if1,
-            "--router-iface",
-            &if2,
-            "--router-routes",
-            &routes.display().to_string(),
-            "--backend",
-            "ovs",
-            "--ovs-listen",
-            "127.0.0.1:0",
-            "--ovs-bridge",
-            BRIDGE,
-            "--ovs-ports",
-            "1,2",
-            "--ovs-idle-timeout",
-            "60",
-            "--duration",
-            "90",
-            "--json",
-        ],
-        &ovs.env(),
-    );
+    let ifaces = router_ifaces();
+    let route_file = routes.display().to_string();
+    let mut args: Vec<&str> = vec!["sdf", "run", "--app", "router"];
+    args.extend(ifaces.iter().map(String::as_str));
+    args.extend([
+        "--router-routes",
+        &route_file,
+        "--backend",
+        "ovs",
+        "--ovs-listen",
+        "127.0.0.1:0",
+        "--ovs-bridge",
+        BRIDGE,
+        "--ovs-ports",
+        "1,2",
+        "--ovs-idle-timeout",
+        "60",
+        "--duration",
+        "90",
+        "--json",
+    ]);
+    let sw = lab.spawn("sw", "sw", Path::new(NEXTHOP), &args, &ovs.env());
     lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
     let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
     assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    Some(RouterRun {
+        lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    })
+}
 
+#[test]
+fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flows() {
+    let Some(RouterRun {
+        mut lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    }) = start_router("sdfovsrt")
+    else {
+        return;
+    };
     // 1. Each host's kernel sends a UDP datagram to the other subnet
     // (bash's /dev/udp; to .3, which the receiving kernel drops without
     // an answer): first it resolves its gateway by ARP, answered by the
@@ -598,4 +632,155 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
         err.contains("2 routes, 2 added, changed or withdrawn"),
         "{err}"
     );
+}
+
+/// `frames` (received on port 1) as a pcap file.
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        b.extend_from_slice(&(i as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(f);
+    }
+    b
+}
+
+/// `ovs-appctl -t VSWITCHD ARGS` (the daemon runs without a pid file: its
+/// control socket is found in the run directory).
+fn appctl(ovs: &Ovs, args: &[&str]) -> String {
+    let ctl = fs::read_dir(ovs.dir())
+        .expect("OVS run directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ovs-vswitchd.") && n.ends_with(".ctl"))
+        })
+        .expect("ovs-vswitchd's control socket");
+    let ctl = ctl.display().to_string();
+    let mut all = vec!["-t", ctl.as_str()];
+    all.extend_from_slice(args);
+    ovs.run("ovs-appctl", &all)
+        .unwrap_or_else(|e| panic!("ovs-appctl {args:?}: {e}"))
+}
+
+/// `ovs-appctl dpctl/show`'s datapath lookups: (hit, missed).
+fn dp_lookups(ovs: &Ovs) -> (u64, u64) {
+    let out = appctl(ovs, &["dpctl/show"]);
+    let n = |k: &str| {
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in {out}"))
+    };
+    (n("hit:"), n("missed:"))
+}
+
+/// Not a test: the figures of docs/benchmarks.md ("SDF on Open vSwitch",
+/// megaflow hit rate and revocation): `cargo test -p nexthop-cli --release
+/// --test sdf_ovs -- --ignored --nocapture megaflow`. The same frames (h1
+/// to 198.51.100.0/24, destinations cycling over .2 to .254, source ports
+/// varying) go through the router on OVS and through `nexthop sdf run
+/// --app router` over a pcap file; then 20 route changes, each followed by
+/// one frame, give the backend's revocation latencies.
+#[test]
+#[ignore = "measurement: docs/benchmarks.md, SDF on Open vSwitch"]
+fn router_megaflow_hit_rate_against_the_nexthop_cache() {
+    let Some(RouterRun {
+        mut lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    }) = start_router("sdfovsmf")
+    else {
+        return;
+    };
+    let n = 4000u16;
+    let frames: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let mut f = udp_frame([198, 51, 100, 2 + (i % 253) as u8], i);
+            f[34..36].copy_from_slice(&(1024 + i).to_be_bytes());
+            f
+        })
+        .collect();
+    let (hit0, miss0) = dp_lookups(&ovs);
+    hosts::send(&mut lab, 1, &frames);
+    let t = Instant::now();
+    let (mut hit, mut miss) = dp_lookups(&ovs);
+    while hit + miss < hit0 + miss0 + u64::from(n) && t.elapsed() < Duration::from_secs(10) {
+        sleep(Duration::from_millis(50));
+        (hit, miss) = dp_lookups(&ovs);
+    }
+    let (hit, miss) = (hit - hit0, miss - miss0);
+    let megaflows = appctl(&ovs, &["dpctl/dump-flows"]);
+    let openflow = ovs.flows(BRIDGE).expect("dump-flows");
+    eprintln!("datapath megaflows:\n{megaflows}");
+    eprintln!("OpenFlow flows:\n{}", openflow.join("\n"));
+    eprintln!(
+        "OVS datapath: {n} frames, hit={hit} missed={miss}, hit rate {:.4}, {} megaflows, {} OpenFlow flows (table-miss included)",
+        hit as f64 / (hit + miss) as f64,
+        megaflows.lines().count(),
+        openflow.len()
+    );
+    // Revocation: 20 next-hop changes, a frame after each (its flow back).
+    for k in 0..20u8 {
+        let hop = [0x02, 0x00, 0x5e, 0x00, 0x54, k];
+        fs::write(&routes, table(hop)).expect("rewrite routes");
+        flows_when(&ovs, |f| {
+            !f.iter()
+                .any(|l| l.contains("nw_dst=198.51.100") && !l.contains(&mac_text(hop)))
+        });
+        hosts::send(
+            &mut lab,
+            1,
+            &[udp_frame([198, 51, 100, 7], 5000 + u16::from(k))],
+        );
+        flows_when(&ovs, |f| f.iter().any(|l| l.contains(&mac_text(hop))));
+    }
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    caps.finish(&mut lab);
+    eprintln!("nexthop sdf run --backend ovs: {}", out.trim());
+
+    // The same frames through nexthop's own cache.
+    fs::write(&routes, table(host_mac(2))).expect("write routes");
+    let file = lab.file("traffic.pcap");
+    fs::write(&file, pcap(&frames)).expect("write pcap");
+    let out_dir = lab.file("out");
+    let ifaces = router_ifaces();
+    let route_file = routes.display().to_string();
+    let input = format!("1={}", file.display());
+    let outd = out_dir.display().to_string();
+    let mut args: Vec<&str> = vec!["sdf", "run", "--app", "router"];
+    args.extend(ifaces.iter().map(String::as_str));
+    args.extend([
+        "--router-routes",
+        &route_file,
+        "--in-pcap",
+        &input,
+        "--out-dir",
+        &outd,
+        "--json",
+    ]);
+    let o = Command::new(NEXTHOP).args(&args).output().expect("nexthop");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    eprintln!("nexthop sdf run (pcap): {s}");
+    assert!(hit > miss, "OVS's megaflow cache answered most frames");
 }
