@@ -16,7 +16,10 @@
 //!   packet wait for a barrier sent after the flow-mod and go when its
 //!   reply comes, so the flow is in place before the packet leaves.
 //!   A decision OpenFlow cannot express is not installed: the packet is
-//!   sent, the reason counted.
+//!   sent, the reason counted. A decision whose flow is already in the
+//!   view with the same cookie (more packets of a flow that missed before
+//!   its flow-mod took effect) sends no flow-mod; its packet-outs queue
+//!   behind those still waiting for a barrier, so packets leave in order.
 //! * Cookies: each state id a flow depends on gets a 32-bit tag (its own,
 //!   while the id lives); a flow's cookie is `tag_a << 32 | tag_b` for a
 //!   decision with two ids, `tag << 32 | tag` for one, 0 for none.
@@ -86,6 +89,10 @@ pub struct Counters {
     pub bad_packet_ins: u64,
     /// Flow-mod adds sent.
     pub flows_installed: u64,
+    /// Decisions whose flow was already installed (or on its way) with
+    /// the same cookie: no flow-mod (a re-add would make OVS revalidate
+    /// its datapath flows, sending more packets to the controller).
+    pub flows_present: u64,
     /// Cacheable decisions not installed: bits OpenFlow cannot match.
     pub not_installed_bits: u64,
     /// ... a required frame length no field implies.
@@ -551,6 +558,9 @@ impl<A: App> Controller<A> {
                 outs,
                 revocation: revoked.then_some(decided),
             });
+        } else if let Some(last) = self.waiting.back_mut().filter(|_| self.connected) {
+            // Behind packets still waiting for a barrier: in order.
+            last.outs.extend(outs);
         } else {
             self.counters.packet_outs += outs.len() as u64;
             out.extend(outs);
@@ -591,10 +601,17 @@ impl<A: App> Controller<A> {
             }
             [a, b, ..] => u64::from(self.tag_for(*a)) << 32 | u64::from(self.tag_for(*b)),
         };
-        let mut fm = FlowMod::add(spec.priority, cookie, spec.matches, spec.actions);
+        let key = (spec.priority, spec.matches);
+        if self.view.get(&key) == Some(&cookie) {
+            // The same decision (a live tag means the same state ids, and
+            // the app is deterministic): the packets of a flow that missed
+            // before its flow-mod took effect.
+            self.counters.flows_present += 1;
+            return false;
+        }
+        let mut fm = FlowMod::add(key.0, cookie, key.1.clone(), spec.actions);
         fm.idle_timeout = self.idle_timeout;
         fm.flags = FLAG_SEND_FLOW_REM;
-        let key = (fm.priority, fm.matches.clone());
         let xid = self.send(out, Body::FlowMod(fm));
         self.view.insert(key.clone(), cookie);
         self.unconfirmed.insert(xid, key);

@@ -371,6 +371,40 @@ fn ipv4_to(dst: [u8; 4]) -> Vec<u8> {
 }
 
 #[test]
+fn a_second_miss_of_a_flow_on_its_way_sends_no_flow_mod_and_keeps_the_order() {
+    let mut c = router();
+    let mut out = Vec::new();
+    c.handle(
+        packet_in(1, ipv4_to([198, 51, 100, 7])),
+        Duration::ZERO,
+        &mut out,
+    );
+    assert_eq!(flow_mods(&out).len(), 1);
+    let b = barrier(&out);
+    // The same /30 again before the barrier reply: no flow-mod, no
+    // packet-out yet.
+    let mut out2 = Vec::new();
+    c.handle(
+        packet_in(1, ipv4_to([198, 51, 100, 6])),
+        Duration::ZERO,
+        &mut out2,
+    );
+    assert!(flow_mods(&out2).is_empty() && packet_outs(&out2).is_empty());
+    assert_eq!(c.counters().flows_present, 1);
+    assert_eq!(c.waiting(), 2);
+    let mut out3 = Vec::new();
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut out3,
+    );
+    let po = packet_outs(&out3);
+    assert_eq!(po.len(), 2);
+    assert_eq!((po[0].data[33], po[1].data[33]), (7, 6));
+    assert_eq!(c.counters().flows_installed, 1);
+}
+
+#[test]
 fn router_arp_replies_go_back_out_of_the_ingress_port_and_are_never_flows() {
     let mut c = router();
     let mut arp = frame([0xff; 6], A);
