@@ -415,9 +415,7 @@ fn start_router(test: &str) -> Option<RouterRun> {
         eprintln!("SKIP sdf_ovs: {why}");
         return None;
     }
-    let Some(mut lab) = lab_or_skip(test, &["h1", "h2", "sw"]) else {
-        return None;
-    };
+    let mut lab = lab_or_skip(test, &["h1", "h2", "sw"])?;
     for i in 1..=2 {
         lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
     }
