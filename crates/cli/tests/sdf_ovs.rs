@@ -7,8 +7,10 @@
 //! every step. The l2switch: the decisions installed with their cookies, a
 //! MAC move revoking exactly the flows that depended on the old binding,
 //! an OVS restart flushed and reinstalled. The router: two subnets, the
-//! hosts' ARP and datagrams through it, frames delivered with the next hop's MAC and the
-//! TTL decremented by OVS, a route change revoking exactly its flows. Without root, `ip` or Open vSwitch the test says why and
+//! hosts' ARP and datagrams through it, frames delivered with the next
+//! hop's MAC and the TTL decremented by OVS, a route change revoking
+//! exactly its flows; and the same router over a pcap file on nexthop's
+//! own backend. Without root, `ip` or Open vSwitch a test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
 
@@ -788,4 +790,73 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
     let s: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
     eprintln!("nexthop sdf run (pcap): {s}");
     assert!(cached > upcalls, "OVS's caches answered most frames");
+}
+
+/// The frames of a pcap file written by `nexthop sdf run --out-dir`.
+fn pcap_frames(b: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        out.push(b[at + 16..at + 16 + len].to_vec());
+        at += 16 + len;
+    }
+    out
+}
+
+#[test]
+fn the_router_runs_unchanged_on_the_nexthop_backend() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let routes = dir.path().join("routes");
+    fs::write(&routes, table(host_mac(2))).expect("write routes");
+    let mut ttl1 = udp_frame([198, 51, 100, 9], 3);
+    ttl1[22] = 1;
+    ttl1[24..26].fill(0);
+    let ck = nexthop_wire::checksum::ipv4_header_checksum(&ttl1[14..34]);
+    ttl1[24..26].copy_from_slice(&ck.to_be_bytes());
+    let frames = vec![
+        udp_frame([198, 51, 100, 3], 0),
+        udp_frame([198, 51, 100, 200], 1),
+        udp_frame([203, 0, 113, 1], 2),
+        ttl1,
+        udp_frame([198, 51, 100, 2], 4),
+    ];
+    let input = dir.path().join("in.pcap");
+    fs::write(&input, pcap(&frames)).expect("write pcap");
+    let out_dir = dir.path().join("out");
+    let mut c = Command::new(NEXTHOP);
+    c.args(["sdf", "run", "--app", "router"])
+        .args(router_ifaces())
+        .arg("--router-routes")
+        .arg(&routes)
+        .arg("--in-pcap")
+        .arg(format!("1={}", input.display()))
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .arg("--json");
+    let o = c.output().expect("run nexthop");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Routed with the next hop's MAC and TTL 63; no route and TTL 1:
+    // dropped.
+    let got = pcap_frames(&fs::read(out_dir.join("port-2.pcap")).expect("port-2.pcap"));
+    let want: Vec<Vec<u8>> = [0, 1, 4]
+        .iter()
+        .map(|&i| routed(&frames[i], host_mac(2)))
+        .collect();
+    assert_eq!(got, want);
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    assert_eq!(s["forwarded"], 3, "{s}");
+    assert_eq!(s["dropped"], 2, "{s}");
+
+    // Without an interface the router cannot start.
+    let o = Command::new(NEXTHOP)
+        .args(["sdf", "run", "--app", "router", "--in-pcap"])
+        .arg(format!("1={}", input.display()))
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .output()
+        .expect("run nexthop");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--router-iface"), "{err}");
 }
