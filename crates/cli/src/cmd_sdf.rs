@@ -46,7 +46,7 @@ use crate::cmd_run::{PortMap, MAX_WORKERS};
 mod sdflab;
 
 /// The built-in apps, by name.
-const APPS: &[&str] = &["l2switch"];
+const APPS: &[&str] = &["l2switch", "router"];
 
 /// `nexthop sdf` subcommands.
 #[derive(Debug, Subcommand)]
@@ -117,7 +117,7 @@ impl FromStr for PortList {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The app: a built-in app by name (l2switch: an Ethernet learning
-    /// switch), or a Python app file `APP.py` (offline only; run by
+    /// switch; router: an IPv4 router, --router-* flags), or a Python app file `APP.py` (offline only; run by
     /// `${NEXTHOP_PYTHON:-python3} -m nexthop.sdf run`, which needs the
     /// nexthop Python package).
     #[arg(
@@ -222,6 +222,8 @@ pub struct RunArgs {
     json: bool,
     #[command(flatten)]
     ovs: crate::cmd_sdf_ovs::OvsArgs,
+    #[command(flatten)]
+    router: crate::cmd_sdf_router::RouterArgs,
 }
 
 /// `nexthop sdf`.
@@ -332,6 +334,7 @@ fn builtin(a: &RunArgs, name: &str) -> Result<Box<dyn App>> {
                 max_macs: a.max_macs,
             })))
         }
+        "router" => crate::cmd_sdf_router::app(&a.router),
         other if other.ends_with(".py") => {
             bail!(
                 "app {other:?}: a slice runs a built-in app (built in: {})",

@@ -139,6 +139,7 @@ fn summary_fields(c: &Counters, a: &AppCounters) -> Vec<(&'static str, u64)> {
         ("app_calls", a.app_calls),
         ("app_drops", a.drops.total()),
         ("flows_installed", c.flows_installed),
+        ("flows_present", c.flows_present),
         ("not_installed", c.not_installed()),
         ("not_installed_bits", c.not_installed_bits),
         ("not_installed_length", c.not_installed_length),

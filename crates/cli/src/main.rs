@@ -18,6 +18,7 @@ mod cmd_ndn_repo;
 mod cmd_run;
 mod cmd_sdf;
 mod cmd_sdf_ovs;
+mod cmd_sdf_router;
 mod cmd_stats;
 mod demo;
 mod lab;

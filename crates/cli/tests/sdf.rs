@@ -10,6 +10,8 @@
 
 mod common;
 mod fixture;
+#[path = "common/hosts.rs"]
+mod hosts;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,9 +20,8 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_env, helper_main, hex, lab_or_skip, unhex, Lab, HELPER_ARGS, NEXTHOP};
+use common::{helper_main, lab_or_skip, Lab, NEXTHOP};
 use fixture::{nexthop, stdout, Fixture};
-use nexthop_dataplane::afpacket::{RingConfig, RxRing};
 use nexthop_dataplane::metrics::MetricsSnapshot;
 
 /// A little-endian microsecond pcap file of `frames`, each with its time
@@ -394,7 +395,7 @@ fn live_and_offline_flags_exclude_each_other() {
 fn live_helper() {
     if let Some((mode, dir)) = helper_main() {
         match mode.as_str() {
-            "hostcap" => helper_hostcap(&dir),
+            "hostcap" => hosts::hostcap(&dir, MAGIC),
             _ => panic!("unknown helper mode {mode}"),
         }
     }
@@ -431,71 +432,10 @@ fn host_frame(from: u8, dst: [u8; 6], to: u8, seq: u16) -> Vec<u8> {
     f
 }
 
-/// Capture on host `NEXTHOP_LIVE_IFACES` (one interface) until
-/// `DIR/IFACE.stop` exists; write `DIR/IFACE.txt`: the hex of each frame
-/// that carries [`MAGIC`] and was not sent by this host (an AF_PACKET ring
-/// also sees the host's own frames), in arrival order; `DIR/IFACE.ready`
-/// once the ring is open.
-fn helper_hostcap(dir: &Path) {
-    let iface = std::env::var("NEXTHOP_LIVE_IFACES").expect("NEXTHOP_LIVE_IFACES");
-    let own: u8 = iface
-        .strip_prefix('h')
-        .and_then(|i| i.parse().ok())
-        .expect("host interface hN");
-    let cfg = RingConfig {
-        block_size: 1 << 16,
-        block_count: 64,
-        frame_size: 2048,
-        block_timeout_ms: 10,
-    };
-    let mut ring = RxRing::open(&iface, &cfg).expect("open rx ring");
-    fs::write(dir.join(format!("{iface}.ready")), "ready\n").expect("write ready");
-    let stop = dir.join(format!("{iface}.stop"));
-    let mut lines = String::new();
-    let mut last_round = false;
-    loop {
-        while let Some(mut block) = ring.next_block() {
-            let mut frames = Vec::new();
-            block.frames_into(&mut frames);
-            for f in frames {
-                let ours = f.len() >= 48 && f[42..46] == MAGIC[..];
-                if ours && f[6..12] != host_mac(own) {
-                    lines.push_str(&hex(f));
-                    lines.push('\n');
-                }
-            }
-        }
-        if last_round {
-            break;
-        }
-        if stop.exists() {
-            sleep(Duration::from_millis(50));
-            last_round = true;
-        } else {
-            sleep(Duration::from_millis(2));
-        }
-    }
-    fs::write(dir.join(format!("{iface}.txt")), lines).expect("write capture");
-}
-
 /// Send `frames` from host `host` (its helper process), wait for it, then
 /// until the switch has sent `tx_after` frames in all.
 fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>], tx_after: u64) {
-    let name = format!("send{host}");
-    let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
-    fs::write(lab.file(&format!("{name}.frames")), text).expect("write frames");
-    let mut env = helper_env(lab, "send", &format!("h{host}"));
-    env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
-    env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
-    let me = std::env::current_exe().expect("current exe");
-    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
-    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
-    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
-    let sent = lab.read(&format!("{name}.sent"));
-    assert!(
-        sent.starts_with(&format!("sent={} failed=0", frames.len())),
-        "{sent}"
-    );
+    hosts::send(lab, host, frames);
     // Each step starts once the frames of the one before crossed the
     // switch (a miss goes to the app first): the switch's transmitted
     // frames reach `tx_after`.
@@ -555,19 +495,7 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
     for i in 1..=3 {
         lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("sp{i}"));
     }
-    let me = std::env::current_exe().expect("current exe");
-    let mut caps = Vec::new();
-    for i in 1..=3u8 {
-        let env = helper_env(&lab, "hostcap", &format!("h{i}"));
-        caps.push(lab.spawn(
-            &format!("h{i}"),
-            &format!("cap{i}"),
-            &me,
-            &HELPER_ARGS,
-            &env,
-        ));
-        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
-    }
+    let caps = hosts::capture(&mut lab, &[1, 2, 3]);
     let sw = lab.spawn(
         "sw",
         "sw",
@@ -625,22 +553,10 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
     assert!(killed.success());
     let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
     assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
-    for i in 1..=3u8 {
-        fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
-    }
-    for (i, c) in caps.into_iter().enumerate() {
-        let name = format!("cap{}", i + 1);
-        let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
-        assert!(ok, "{name} failed:\n{o}\n{e}");
-    }
+    caps.finish(&mut lab);
 
     // What each host received, in order.
-    let got = |i: u8| -> Vec<Vec<u8>> {
-        lab.read(&format!("h{i}.txt"))
-            .lines()
-            .map(|l| unhex(l).expect("hex"))
-            .collect()
-    };
+    let got = |i: u8| hosts::received(&lab, i);
     let mut want_h2 = vec![first.clone(), one];
     want_h2.extend(burst.iter().cloned());
     want_h2.push(bcast.clone());
@@ -693,19 +609,7 @@ fn live_slice_keeps_floods_in_its_ports_and_drops_frames_of_other_ports() {
     for i in 1..=3 {
         lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("sp{i}"));
     }
-    let me = std::env::current_exe().expect("current exe");
-    let mut caps = Vec::new();
-    for i in 1..=3u8 {
-        let env = helper_env(&lab, "hostcap", &format!("h{i}"));
-        caps.push(lab.spawn(
-            &format!("h{i}"),
-            &format!("cap{i}"),
-            &me,
-            &HELPER_ARGS,
-            &env,
-        ));
-        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
-    }
+    let caps = hosts::capture(&mut lab, &[1, 2, 3]);
     // Slice a owns ports 1 and 2; port 3 is nobody's.
     let sw = lab.spawn(
         "sw",
@@ -758,20 +662,8 @@ fn live_slice_keeps_floods_in_its_ports_and_drops_frames_of_other_ports() {
     assert!(killed.success());
     let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
     assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
-    for i in 1..=3u8 {
-        fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
-    }
-    for (i, c) in caps.into_iter().enumerate() {
-        let name = format!("cap{}", i + 1);
-        let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
-        assert!(ok, "{name} failed:\n{o}\n{e}");
-    }
-    let got = |i: u8| -> Vec<Vec<u8>> {
-        lab.read(&format!("h{i}.txt"))
-            .lines()
-            .map(|l| unhex(l).expect("hex"))
-            .collect()
-    };
+    caps.finish(&mut lab);
+    let got = |i: u8| hosts::received(&lab, i);
     let mut want_h2 = vec![first, one];
     want_h2.extend(burst.iter().cloned());
     assert_eq!(got(1), vec![reply], "h1");

@@ -1,16 +1,22 @@
-//! End-to-end tests of `nexthop sdf run --app l2switch --backend ovs`:
-//! three host namespaces joined by veth to a switch namespace in which a
+//! End-to-end tests of `nexthop sdf run --backend ovs` with the built-in
+//! apps: host namespaces joined by veth to a switch namespace in which a
 //! test's own Open vSwitch (userspace datapath, `nexthop-testutil`'s
 //! `Ovs` guard) runs a netdev bridge whose controller is nexthop. Frames
-//! are sent from the hosts and captured on them; the flows are read with
-//! `ovs-ofctl -O OpenFlow13 dump-flows` after every step: the decisions
-//! installed with their cookies, a MAC move revoking exactly the flows
-//! that depended on the old binding, an OVS restart flushed and
-//! reinstalled. Without root, `ip` or Open vSwitch the test says why and
+//! are sent from the hosts and captured on them (`tests/common/hosts.rs`);
+//! the flows are read with `ovs-ofctl -O OpenFlow13 dump-flows` after
+//! every step. The l2switch: the decisions installed with their cookies, a
+//! MAC move revoking exactly the flows that depended on the old binding,
+//! an OVS restart flushed and reinstalled. The router: two subnets, the
+//! hosts' ARP and datagrams through it, frames delivered with the next
+//! hop's MAC and the TTL decremented by OVS, a route change revoking
+//! exactly its flows; and the same router over a pcap file on nexthop's
+//! own backend. Without root, `ip` or Open vSwitch a test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
 
 mod common;
+#[path = "common/hosts.rs"]
+mod hosts;
 
 use std::fs;
 use std::path::Path;
@@ -18,8 +24,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_env, helper_main, hex, lab_or_skip, unhex, Lab, HELPER_ARGS, NEXTHOP};
-use nexthop_dataplane::afpacket::{RingConfig, RxRing};
+use common::{helper_main, hex, lab_or_skip, Lab, NEXTHOP};
 use nexthop_testutil::ovs::Ovs;
 
 const BRIDGE: &str = "nhbr";
@@ -32,7 +37,7 @@ const MAGIC: &[u8; 4] = b"NHOF";
 fn live_helper() {
     if let Some((mode, dir)) = helper_main() {
         match mode.as_str() {
-            "hostcap" => helper_hostcap(&dir),
+            "hostcap" => hosts::hostcap(&dir, MAGIC),
             _ => panic!("unknown helper mode {mode}"),
         }
     }
@@ -57,77 +62,6 @@ fn frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
     f[14..18].copy_from_slice(MAGIC);
     f[18..20].copy_from_slice(&seq.to_be_bytes());
     f
-}
-
-/// Capture on host interface `NEXTHOP_LIVE_IFACES` until `DIR/IFACE.stop`
-/// exists; write `DIR/IFACE.txt`: the hex of each frame with [`MAGIC`]
-/// that arrived (outgoing frames are left out), in order; `DIR/IFACE.ready`
-/// once the ring is open.
-fn helper_hostcap(dir: &Path) {
-    let iface = std::env::var("NEXTHOP_LIVE_IFACES").expect("NEXTHOP_LIVE_IFACES");
-    let cfg = RingConfig {
-        block_size: 1 << 16,
-        block_count: 64,
-        frame_size: 2048,
-        block_timeout_ms: 10,
-    };
-    let mut ring = RxRing::open(&iface, &cfg).expect("open rx ring");
-    fs::write(dir.join(format!("{iface}.ready")), "ready\n").expect("write ready");
-    let stop = dir.join(format!("{iface}.stop"));
-    let sent_by_me = dir.join(format!("{iface}.sent-frames"));
-    let mut lines = String::new();
-    let mut last_round = false;
-    loop {
-        while let Some(mut block) = ring.next_block() {
-            let mut frames = Vec::new();
-            block.frames_into(&mut frames);
-            for f in frames {
-                if f.len() >= 20 && f[14..18] == MAGIC[..] {
-                    lines.push_str(&hex(f));
-                    lines.push('\n');
-                }
-            }
-        }
-        if last_round {
-            break;
-        }
-        if stop.exists() {
-            sleep(Duration::from_millis(50));
-            last_round = true;
-        } else {
-            sleep(Duration::from_millis(2));
-        }
-    }
-    // The ring also sees the host's own frames: the test lists them.
-    let own = fs::read_to_string(sent_by_me).unwrap_or_default();
-    let kept: String = lines
-        .lines()
-        .filter(|l| !own.lines().any(|o| o == *l))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    fs::write(dir.join(format!("{iface}.txt")), kept).expect("write capture");
-}
-
-/// Send `frames` from host `host` and wait for the sender.
-fn send_from(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
-    let name = format!("send{host}");
-    let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
-    fs::write(lab.file(&format!("{name}.frames")), &text).expect("write frames");
-    let own = lab.file(&format!("h{host}.sent-frames"));
-    let before = fs::read_to_string(&own).unwrap_or_default();
-    fs::write(&own, before + &text).expect("record own frames");
-    let mut env = helper_env(lab, "send", &format!("h{host}"));
-    env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
-    env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
-    let me = std::env::current_exe().expect("current exe");
-    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
-    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
-    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
-    let sent = lab.read(&format!("{name}.sent"));
-    assert!(
-        sent.starts_with(&format!("sent={} failed=0", frames.len())),
-        "{sent}"
-    );
 }
 
 /// The bridge's flows (statistics removed), once `done` holds for them
@@ -173,6 +107,20 @@ fn actions(line: &str) -> &str {
     line.split_once("actions=").map_or("", |(_, a)| a)
 }
 
+/// The packet count of the first flow whose dump-flows line `pred`
+/// accepts (0 if none).
+fn packets(ovs: &Ovs, pred: &dyn Fn(&str) -> bool) -> u64 {
+    let out = ovs.ofctl(&["dump-flows", BRIDGE]).expect("dump-flows");
+    out.lines()
+        .filter(|l| pred(l))
+        .find_map(|l| {
+            l.split([',', ' '])
+                .find_map(|x| x.strip_prefix("n_packets="))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 const TABLE_MISS: &str = "priority=0,actions=CONTROLLER:65535";
 
 #[test]
@@ -193,19 +141,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
         ovs.add_port(BRIDGE, &format!("op{i}"), i)
             .expect("add port");
     }
-    let me = std::env::current_exe().expect("current exe");
-    let mut caps = Vec::new();
-    for i in 1..=3u8 {
-        let env = helper_env(&lab, "hostcap", &format!("h{i}"));
-        caps.push(lab.spawn(
-            &format!("h{i}"),
-            &format!("cap{i}"),
-            &me,
-            &HELPER_ARGS,
-            &env,
-        ));
-        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
-    }
+    let caps = hosts::capture(&mut lab, &[1, 2, 3]);
     let sw = lab.spawn(
         "sw",
         "sw",
@@ -239,7 +175,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     let (h1, h2, h3) = (host_mac(1), host_mac(2), host_mac(3));
     // 1. h1 → h2, unknown: flooded to h2 and h3; the flood is a flow.
     let first = frame(h1, h2, 0);
-    send_from(&mut lab, 1, std::slice::from_ref(&first));
+    hosts::send(&mut lab, 1, std::slice::from_ref(&first));
     let f = flows_when(&ovs, |f| flow(f, 1, h1, h2).is_some());
     let flood = flow(&f, 1, h1, h2).expect("flood flow").to_owned();
     assert_eq!(actions(&flood), "output:2,output:3", "{flood}");
@@ -249,7 +185,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
 
     // 2. h2 → h1: learning h2 revokes the flood to it; h1 only.
     let reply = frame(h2, h1, 1);
-    send_from(&mut lab, 2, std::slice::from_ref(&reply));
+    hosts::send(&mut lab, 2, std::slice::from_ref(&reply));
     let f = flows_when(&ovs, |f| {
         flow(f, 2, h2, h1).is_some() && flow(f, 1, h1, h2).is_none()
     });
@@ -260,25 +196,15 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     // 3. h1 → h2 again: one frame installs the flow, then OVS forwards a
     // burst of 20 by itself.
     let one = frame(h1, h2, 2);
-    send_from(&mut lab, 1, std::slice::from_ref(&one));
+    hosts::send(&mut lab, 1, std::slice::from_ref(&one));
     let f = flows_when(&ovs, |f| flow(f, 1, h1, h2).is_some());
     let fwd = flow(&f, 1, h1, h2).expect("h1 -> h2").to_owned();
     assert_eq!(actions(&fwd), "output:2");
     // Both flows depend on h1's binding: they share its tag.
     assert_eq!(cookie(&back) & 0xffff_ffff, cookie(&fwd) >> 32);
     let burst: Vec<Vec<u8>> = (3..23).map(|s| frame(h1, h2, s)).collect();
-    send_from(&mut lab, 1, &burst);
-    let packets = |line_pred: &dyn Fn(&str) -> bool| -> u64 {
-        let out = ovs.ofctl(&["dump-flows", BRIDGE]).expect("dump-flows");
-        out.lines()
-            .filter(|l| line_pred(l))
-            .find_map(|l| {
-                l.split([',', ' '])
-                    .find_map(|x| x.strip_prefix("n_packets="))
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
-    };
+    hosts::send(&mut lab, 1, &burst);
+    let packets = |pred: &dyn Fn(&str) -> bool| packets(&ovs, pred);
     let h1h2 = |l: &str| {
         l.contains("in_port=1,")
             && l.contains(&format!("dl_dst={}", mac_text(h2)))
@@ -292,7 +218,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
 
     // 4. h3 broadcasts: to h1 and h2.
     let bcast = frame(h3, [0xff; 6], 23);
-    send_from(&mut lab, 3, std::slice::from_ref(&bcast));
+    hosts::send(&mut lab, 3, std::slice::from_ref(&bcast));
     let f = flows_when(&ovs, |f| flow(f, 3, h3, [0xff; 6]).is_some());
     let bflow = flow(&f, 3, h3, [0xff; 6])
         .expect("broadcast flow")
@@ -302,7 +228,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     // 5. h1's MAC moves to h3's port: exactly the two flows that used
     // h1's old binding go; the broadcast flow stays.
     let moved = frame(h1, h2, 24);
-    send_from(&mut lab, 3, std::slice::from_ref(&moved));
+    hosts::send(&mut lab, 3, std::slice::from_ref(&moved));
     let f = flows_when(&ovs, |f| flow(f, 3, h1, h2).is_some());
     assert!(flow(&f, 2, h2, h1).is_none(), "{f:?}");
     assert!(flow(&f, 1, h1, h2).is_none(), "{f:?}");
@@ -318,7 +244,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     assert_eq!(f.len(), 1, "after the restart: {f:?}\n{}", ovs.log());
     // The app's state survived: h2 → h1 now goes to h3's port.
     let after = frame(h2, h1, 25);
-    send_from(&mut lab, 2, std::slice::from_ref(&after));
+    hosts::send(&mut lab, 2, std::slice::from_ref(&after));
     let f = flows_when(&ovs, |f| flow(f, 2, h2, h1).is_some());
     assert_eq!(actions(flow(&f, 2, h2, h1).expect("h2 -> h1")), "output:3");
 
@@ -331,22 +257,10 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     assert!(killed.success());
     let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
     assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
-    for i in 1..=3u8 {
-        fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
-    }
-    for (i, c) in caps.into_iter().enumerate() {
-        let name = format!("cap{}", i + 1);
-        let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
-        assert!(ok, "{name} failed:\n{o}\n{e}");
-    }
+    caps.finish(&mut lab);
 
     // What each host received, in order.
-    let got = |i: u8| -> Vec<Vec<u8>> {
-        lab.read(&format!("h{i}.txt"))
-            .lines()
-            .map(|l| unhex(l).expect("hex"))
-            .collect()
-    };
+    let got = |i: u8| hosts::received(&lab, i);
     let mut want_h2 = vec![first.clone(), one];
     want_h2.extend(burst.iter().cloned());
     want_h2.push(bcast.clone());
@@ -402,4 +316,547 @@ fn the_ovs_backend_needs_its_ports_and_refuses_port_zero() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(msg), "{err}");
     }
+}
+
+/// The router's MAC on port `p`.
+fn router_mac(p: u8) -> [u8; 6] {
+    [0x02, 0x00, 0x5e, 0x00, 0x53, 0xf0 | p]
+}
+
+/// Run `ip -n NS ARGS` for host `h` of `lab`; its stdout.
+fn ip(lab: &Lab, h: u8, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["-n", &lab.ns(&format!("h{h}"))])
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An IPv4/UDP frame from h1 (192.0.2.2) to the router's port-1 MAC and
+/// `dst`, TTL 64, with the magic and `seq` in its payload.
+fn udp_frame(dst: [u8; 4], seq: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend_from_slice(&router_mac(1));
+    f.extend_from_slice(&host_mac(1));
+    f.extend_from_slice(&[0x08, 0x00]);
+    let mut ipv4 = [
+        0x45, 0, 0, 34, 0, 0, 0x40, 0, 64, 17, 0, 0, 192, 0, 2, 2, dst[0], dst[1], dst[2], dst[3],
+    ];
+    let ck = nexthop_wire::checksum::ipv4_header_checksum(&ipv4);
+    ipv4[10..12].copy_from_slice(&ck.to_be_bytes());
+    f.extend_from_slice(&ipv4);
+    f.extend_from_slice(&[0x27, 0x0f, 0x27, 0x0f, 0, 14, 0, 0]);
+    f.extend_from_slice(MAGIC);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(60, 0);
+    f
+}
+
+/// `sent` as the router forwards it to `next_hop` out of port 2.
+fn routed(sent: &[u8], next_hop: [u8; 6]) -> Vec<u8> {
+    let mut f = sent.to_vec();
+    f[..6].copy_from_slice(&next_hop);
+    f[6..12].copy_from_slice(&router_mac(2));
+    f[22] -= 1;
+    f[24..26].fill(0);
+    let ck = nexthop_wire::checksum::ipv4_header_checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&ck.to_be_bytes());
+    f
+}
+
+/// The flow of dump-flows lines with all the space-separated parts of
+/// `needle`.
+fn ip_flow<'a>(flows: &'a [String], needle: &str) -> Option<&'a str> {
+    flows
+        .iter()
+        .find(|f| needle.split(' ').all(|n| f.contains(n)))
+        .map(String::as_str)
+}
+
+/// A router run: the lab (hosts h1 and h2 on 192.0.2.0/24 and
+/// 198.51.100.0/24, their gateways the router's .1), OVS, the route file
+/// (its text for a next hop of 198.51.100.0/24 from `table`), captures on
+/// both hosts and the `nexthop sdf run --app router --backend ovs` child,
+/// connected and flushed; `None` (with the reason printed) where it cannot
+/// run.
+struct RouterRun {
+    lab: Lab,
+    ovs: Ovs,
+    routes: std::path::PathBuf,
+    caps: hosts::Captures,
+    sw: usize,
+}
+
+/// The route file with `h2_next_hop` as 198.51.100.0/24's next hop.
+fn table(h2_next_hop: [u8; 6]) -> String {
+    format!(
+        "# the two subnets\n192.0.2.0/24 1 {}\n198.51.100.0/24 2 {}\n",
+        mac_text(host_mac(1)),
+        mac_text(h2_next_hop)
+    )
+}
+
+/// The router's `--router-iface` flags.
+fn router_ifaces() -> [String; 4] {
+    [
+        "--router-iface".into(),
+        format!("1={},192.0.2.1", mac_text(router_mac(1))),
+        "--router-iface".into(),
+        format!("2={},198.51.100.1", mac_text(router_mac(2))),
+    ]
+}
+
+fn start_router(test: &str) -> Option<RouterRun> {
+    if let Some(why) = Ovs::missing() {
+        eprintln!("SKIP sdf_ovs: {why}");
+        return None;
+    }
+    let mut lab = lab_or_skip(test, &["h1", "h2", "sw"])?;
+    for i in 1..=2 {
+        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
+    }
+    // h1 192.0.2.2/24 and h2 198.51.100.2/24, each with the router as
+    // its gateway (.1).
+    for (h, net) in [(1u8, "192.0.2"), (2, "198.51.100")] {
+        let iface = format!("h{h}");
+        ip(
+            &lab,
+            h,
+            &["link", "set", &iface, "address", &mac_text(host_mac(h))],
+        );
+        ip(
+            &lab,
+            h,
+            &["addr", "add", &format!("{net}.2/24"), "dev", &iface],
+        );
+        ip(
+            &lab,
+            h,
+            &["route", "add", "default", "via", &format!("{net}.1")],
+        );
+    }
+    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
+    ovs.add_bridge(BRIDGE).expect("add bridge");
+    for i in 1..=2u16 {
+        ovs.add_port(BRIDGE, &format!("op{i}"), i)
+            .expect("add port");
+    }
+    let routes = lab.file("routes");
+    fs::write(&routes, table(host_mac(2))).expect("write routes");
+    let caps = hosts::capture(&mut lab, &[1, 2]);
+    let ifaces = router_ifaces();
+    let route_file = routes.display().to_string();
+    let mut args: Vec<&str> = vec!["sdf", "run", "--app", "router"];
+    args.extend(ifaces.iter().map(String::as_str));
+    args.extend([
+        "--router-routes",
+        &route_file,
+        "--backend",
+        "ovs",
+        "--ovs-listen",
+        "127.0.0.1:0",
+        "--ovs-bridge",
+        BRIDGE,
+        "--ovs-ports",
+        "1,2",
+        "--ovs-idle-timeout",
+        "60",
+        "--duration",
+        "90",
+        "--json",
+    ]);
+    let sw = lab.spawn("sw", "sw", Path::new(NEXTHOP), &args, &ovs.env());
+    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
+    let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    Some(RouterRun {
+        lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    })
+}
+
+#[test]
+fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flows() {
+    let Some(RouterRun {
+        mut lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    }) = start_router("sdfovsrt")
+    else {
+        return;
+    };
+    // 1. Each host's kernel sends a UDP datagram to the other subnet
+    // (bash's /dev/udp; to .3, which the receiving kernel drops without
+    // an answer): first it resolves its gateway by ARP, answered by the
+    // app through a packet-out; then the datagram becomes one flow per
+    // direction, matching the destination bits that settle the route (up
+    // to the bit that tells .3 from the router's .1) and doing the
+    // router's rewrites in OVS.
+    for (h, dst) in [(1u8, "198.51.100.3"), (2, "192.0.2.3")] {
+        let payload = format!("{}k{h}", std::str::from_utf8(MAGIC).unwrap());
+        let send = Command::new("ip")
+            .args(["netns", "exec", &lab.ns(&format!("h{h}"))])
+            .args(["bash", "-c"])
+            .arg(format!("printf {payload} > /dev/udp/{dst}/9999"))
+            .output()
+            .expect("run bash");
+        assert!(send.status.success(), "{send:?}");
+        let gw = if h == 1 { "192.0.2.1" } else { "198.51.100.1" };
+        let t = Instant::now();
+        let mut neigh = String::new();
+        while t.elapsed() < Duration::from_secs(10) {
+            neigh = ip(&lab, h, &["neigh", "show", gw]);
+            if neigh.contains("lladdr") {
+                break;
+            }
+            sleep(Duration::from_millis(20));
+        }
+        assert!(
+            neigh.contains(&format!("lladdr {}", mac_text(router_mac(h)))),
+            "h{h}'s ARP for {gw}: {neigh}\n{}",
+            lab.read("sw.err")
+        );
+    }
+    // Outputs make the ingress port part of the match (an output back to
+    // it would be OVS's IN_PORT).
+    let to_h2 = "ip, in_port=1, nw_dst=198.51.100.2/31";
+    let to_h1 = "ip, in_port=2, nw_dst=192.0.2.2/31";
+    let f = flows_when(&ovs, |f| {
+        ip_flow(f, to_h2).is_some() && ip_flow(f, to_h1).is_some()
+    });
+    let fwd = ip_flow(&f, to_h2).expect("flow to h2").to_owned();
+    let back = ip_flow(&f, to_h1).expect("flow to h1").to_owned();
+    assert_eq!(
+        actions(&fwd),
+        format!(
+            "set_field:{}->eth_dst,set_field:{}->eth_src,dec_ttl,output:2",
+            mac_text(host_mac(2)),
+            mac_text(router_mac(2))
+        ),
+        "{fwd}"
+    );
+    assert!(actions(&back).ends_with("dec_ttl,output:1"), "{back}");
+    assert_ne!(cookie(&fwd), cookie(&back), "one state id per route");
+    assert_eq!(f.len(), 3, "table-miss and the two routes' flows: {f:?}");
+
+    // 2. UDP frames from h1 to 198.51.100.3 (in the flow's /31, not h2's
+    // address: h2 drops them without an ICMP answer): OVS forwards them
+    // by itself, rewritten.
+    let burst: Vec<Vec<u8>> = (0..5).map(|s| udp_frame([198, 51, 100, 3], s)).collect();
+    let fwd_packets = |ovs: &Ovs| packets(ovs, &|l: &str| to_h2.split(' ').all(|n| l.contains(n)));
+    let before = fwd_packets(&ovs);
+    hosts::send(&mut lab, 1, &burst);
+    let t = Instant::now();
+    while fwd_packets(&ovs) < before + 5 && t.elapsed() < Duration::from_secs(10) {
+        sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        fwd_packets(&ovs),
+        before + 5,
+        "the burst went through the flow"
+    );
+
+    // 3. A route change: 198.51.100.0/24 gets another next hop. Exactly
+    // its flow goes (before any packet uses it again); h1's stays.
+    let new_hop = [0x02, 0x00, 0x5e, 0x00, 0x53, 0x99];
+    let changed = Instant::now();
+    fs::write(&routes, table(new_hop)).expect("rewrite routes");
+    let f = flows_when(&ovs, |f| ip_flow(f, to_h2).is_none());
+    eprintln!(
+        "route change seen in dump-flows after {} ms",
+        changed.elapsed().as_millis()
+    );
+    assert!(ip_flow(&f, to_h2).is_none(), "{f:?}");
+    assert_eq!(ip_flow(&f, to_h1), Some(back.as_str()), "{f:?}");
+    assert_eq!(f.len(), 2, "{f:?}");
+    let again = udp_frame([198, 51, 100, 3], 5);
+    hosts::send(&mut lab, 1, std::slice::from_ref(&again));
+    let f = flows_when(&ovs, |f| ip_flow(f, to_h2).is_some());
+    let fwd2 = ip_flow(&f, to_h2).expect("the new flow to h2").to_owned();
+    assert!(
+        actions(&fwd2).starts_with(&format!("set_field:{}->eth_dst", mac_text(new_hop))),
+        "{fwd2}"
+    );
+
+    // Stop nexthop (SIGTERM) and the captures.
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    caps.finish(&mut lab);
+    // The kernels' datagrams, routed: the next hop's MAC from the
+    // router's, TTL 63 (Linux sends with 64), a valid header checksum.
+    let (mut got1, mut got2) = (hosts::received(&lab, 1), hosts::received(&lab, 2));
+    for (h, got) in [(1u8, &mut got1), (2, &mut got2)] {
+        assert!(!got.is_empty(), "h{h} received nothing");
+        let k = got.remove(0);
+        assert_eq!(k[..6], host_mac(h), "h{h}: {}", hex(&k));
+        assert_eq!(k[6..12], router_mac(h), "h{h}: {}", hex(&k));
+        assert_eq!(k[22], 63, "h{h}: {}", hex(&k));
+        let ck = nexthop_wire::checksum::ipv4_header_checksum(&k[14..34]);
+        assert_eq!(ck.to_be_bytes(), k[24..26], "h{h}: {}", hex(&k));
+    }
+    let mut want: Vec<Vec<u8>> = burst.iter().map(|f| routed(f, host_mac(2))).collect();
+    want.push(routed(&again, new_hop));
+    assert_eq!(got2, want, "h2");
+    assert!(got1.is_empty(), "h1: {got1:?}");
+
+    let s: serde_json::Value = serde_json::from_str(out.trim()).expect("summary JSON");
+    eprintln!("nexthop sdf run --app router --backend ovs: {s}");
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("no {k} in {s}"));
+    assert_eq!(s["app"], "router");
+    assert_eq!(n("errors"), 0, "{s}");
+    assert_eq!(n("not_installed"), 0, "{s}");
+    assert_eq!(n("dropped_waiting"), 0, "{s}");
+    // The route change: one state id, one flow.
+    assert_eq!(n("revoked_states"), 1, "{s}");
+    assert_eq!(n("revoked_flows"), 1, "{s}");
+    assert_eq!(n("flows_installed"), 3, "{s}");
+    // A changed route counts as its old and its new version.
+    assert!(
+        err.contains("2 routes, 2 added, changed or withdrawn"),
+        "{err}"
+    );
+}
+
+/// `frames` (received on port 1) as a pcap file.
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        b.extend_from_slice(&(i as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(f);
+    }
+    b
+}
+
+/// `ovs-appctl -t VSWITCHD ARGS` (the daemon runs without a pid file: its
+/// control socket is found in the run directory).
+fn appctl(ovs: &Ovs, args: &[&str]) -> String {
+    let ctl = fs::read_dir(ovs.dir())
+        .expect("OVS run directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ovs-vswitchd.") && n.ends_with(".ctl"))
+        })
+        .expect("ovs-vswitchd's control socket");
+    let ctl = ctl.display().to_string();
+    let mut all = vec!["-t", ctl.as_str()];
+    all.extend_from_slice(args);
+    ovs.run("ovs-appctl", &all)
+        .unwrap_or_else(|e| panic!("ovs-appctl {args:?}: {e}"))
+}
+
+/// `ovs-appctl dpif-netdev/pmd-stats-show`, summed over the datapath's
+/// threads: counter name (`packets received`, `emc hits`, `megaflow hits`,
+/// `miss with success upcall`, ...) -> value.
+fn dp_stats(ovs: &Ovs) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for l in appctl(ovs, &["dpif-netdev/pmd-stats-show"]).lines() {
+        if let Some((k, v)) = l.split_once(':') {
+            if let Ok(v) = v.trim().parse::<u64>() {
+                *m.entry(k.trim().to_owned()).or_insert(0) += v;
+            }
+        }
+    }
+    m
+}
+
+/// Not a test: the figures of docs/benchmarks.md ("SDF on Open vSwitch",
+/// megaflow hit rate and revocation): `cargo test -p nexthop-cli --release
+/// --test sdf_ovs -- --ignored --nocapture megaflow`. The same frames (h1
+/// to 198.51.100.0/24, destinations cycling over .2 to .254, source ports
+/// varying) go through the router on OVS and through `nexthop sdf run
+/// --app router` over a pcap file; then 20 route changes, each followed by
+/// one frame, give the backend's revocation latencies.
+#[test]
+#[ignore = "measurement: docs/benchmarks.md, SDF on Open vSwitch"]
+fn router_megaflow_hit_rate_against_the_nexthop_cache() {
+    let Some(RouterRun {
+        mut lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    }) = start_router("sdfovsmf")
+    else {
+        return;
+    };
+    let n = 4000u16;
+    let frames: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let mut f = udp_frame([198, 51, 100, 2 + (i % 253) as u8], i);
+            f[34..36].copy_from_slice(&(1024 + i).to_be_bytes());
+            f
+        })
+        .collect();
+    appctl(&ovs, &["dpif-netdev/pmd-stats-clear"]);
+    hosts::send(&mut lab, 1, &frames);
+    let t = Instant::now();
+    let got = |m: &std::collections::BTreeMap<String, u64>, k: &str| m.get(k).copied().unwrap_or(0);
+    let mut st = dp_stats(&ovs);
+    while got(&st, "packets received") < u64::from(n) && t.elapsed() < Duration::from_secs(5) {
+        sleep(Duration::from_millis(20));
+        st = dp_stats(&ovs);
+    }
+    let megaflows = appctl(&ovs, &["dpctl/dump-flows"]);
+    let openflow = ovs.flows(BRIDGE).expect("dump-flows");
+    eprintln!("datapath megaflows:\n{megaflows}");
+    eprintln!("OpenFlow flows:\n{}", openflow.join("\n"));
+    eprintln!("datapath counters: {st:?}");
+    let cached = got(&st, "emc hits") + got(&st, "smc hits") + got(&st, "megaflow hits");
+    let upcalls = got(&st, "miss with success upcall") + got(&st, "miss with failed upcall");
+    eprintln!(
+        "OVS datapath: {n} frames sent, {} received, {cached} cache hits, {upcalls} upcalls, hit rate {:.4}, {} megaflows, {} OpenFlow flows (table-miss included)",
+        got(&st, "packets received"),
+        cached as f64 / (cached + upcalls).max(1) as f64,
+        megaflows.lines().count(),
+        openflow.len()
+    );
+    // Revocation: 20 next-hop changes, a frame after each (its flow back).
+    for k in 0..20u8 {
+        let hop = [0x02, 0x00, 0x5e, 0x00, 0x54, k];
+        fs::write(&routes, table(hop)).expect("rewrite routes");
+        flows_when(&ovs, |f| {
+            !f.iter()
+                .any(|l| l.contains("nw_dst=198.51.100") && !l.contains(&mac_text(hop)))
+        });
+        hosts::send(
+            &mut lab,
+            1,
+            &[udp_frame([198, 51, 100, 7], 5000 + u16::from(k))],
+        );
+        flows_when(&ovs, |f| f.iter().any(|l| l.contains(&mac_text(hop))));
+    }
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    caps.finish(&mut lab);
+    eprintln!("nexthop sdf run --backend ovs: {}", out.trim());
+
+    // The same frames through nexthop's own cache.
+    fs::write(&routes, table(host_mac(2))).expect("write routes");
+    let file = lab.file("traffic.pcap");
+    fs::write(&file, pcap(&frames)).expect("write pcap");
+    let out_dir = lab.file("out");
+    let ifaces = router_ifaces();
+    let route_file = routes.display().to_string();
+    let input = format!("1={}", file.display());
+    let outd = out_dir.display().to_string();
+    let mut args: Vec<&str> = vec!["sdf", "run", "--app", "router"];
+    args.extend(ifaces.iter().map(String::as_str));
+    args.extend([
+        "--router-routes",
+        &route_file,
+        "--in-pcap",
+        &input,
+        "--out-dir",
+        &outd,
+        "--json",
+    ]);
+    let o = Command::new(NEXTHOP).args(&args).output().expect("nexthop");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    eprintln!("nexthop sdf run (pcap): {s}");
+    assert!(cached > upcalls, "OVS's caches answered most frames");
+}
+
+/// The frames of a pcap file written by `nexthop sdf run --out-dir`.
+fn pcap_frames(b: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        out.push(b[at + 16..at + 16 + len].to_vec());
+        at += 16 + len;
+    }
+    out
+}
+
+#[test]
+fn the_router_runs_unchanged_on_the_nexthop_backend() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let routes = dir.path().join("routes");
+    fs::write(&routes, table(host_mac(2))).expect("write routes");
+    let mut ttl1 = udp_frame([198, 51, 100, 9], 3);
+    ttl1[22] = 1;
+    ttl1[24..26].fill(0);
+    let ck = nexthop_wire::checksum::ipv4_header_checksum(&ttl1[14..34]);
+    ttl1[24..26].copy_from_slice(&ck.to_be_bytes());
+    let frames = vec![
+        udp_frame([198, 51, 100, 3], 0),
+        udp_frame([198, 51, 100, 200], 1),
+        udp_frame([203, 0, 113, 1], 2),
+        ttl1,
+        udp_frame([198, 51, 100, 2], 4),
+    ];
+    let input = dir.path().join("in.pcap");
+    fs::write(&input, pcap(&frames)).expect("write pcap");
+    let out_dir = dir.path().join("out");
+    let mut c = Command::new(NEXTHOP);
+    c.args(["sdf", "run", "--app", "router"])
+        .args(router_ifaces())
+        .arg("--router-routes")
+        .arg(&routes)
+        .arg("--in-pcap")
+        .arg(format!("1={}", input.display()))
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .arg("--json");
+    let o = c.output().expect("run nexthop");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Routed with the next hop's MAC and TTL 63; no route and TTL 1:
+    // dropped.
+    let got = pcap_frames(&fs::read(out_dir.join("port-2.pcap")).expect("port-2.pcap"));
+    let want: Vec<Vec<u8>> = [0, 1, 4]
+        .iter()
+        .map(|&i| routed(&frames[i], host_mac(2)))
+        .collect();
+    assert_eq!(got, want);
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    assert_eq!(s["forwarded"], 3, "{s}");
+    assert_eq!(s["dropped"], 2, "{s}");
+
+    // Without an interface the router cannot start.
+    let o = Command::new(NEXTHOP)
+        .args(["sdf", "run", "--app", "router", "--in-pcap"])
+        .arg(format!("1={}", input.display()))
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .output()
+        .expect("run nexthop");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--router-iface"), "{err}");
 }

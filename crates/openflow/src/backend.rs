@@ -16,7 +16,10 @@
 //!   packet wait for a barrier sent after the flow-mod and go when its
 //!   reply comes, so the flow is in place before the packet leaves.
 //!   A decision OpenFlow cannot express is not installed: the packet is
-//!   sent, the reason counted.
+//!   sent, the reason counted. A decision whose flow is already in the
+//!   view with the same cookie (more packets of a flow that missed before
+//!   its flow-mod took effect) sends no flow-mod; its packet-outs queue
+//!   behind those still waiting for a barrier, so packets leave in order.
 //! * Cookies: each state id a flow depends on gets a 32-bit tag (its own,
 //!   while the id lives); a flow's cookie is `tag_a << 32 | tag_b` for a
 //!   decision with two ids, `tag << 32 | tag` for one, 0 for none.
@@ -38,7 +41,7 @@ use crate::codec::{
     hello_elements, Action, Body, FlowMod, FlowRemoved, Match, Message, PacketIn, PacketOut,
     FLAG_SEND_FLOW_REM, NO_BUFFER, NO_BUFFER_LEN, PORT_CONTROLLER,
 };
-use crate::flow::{translate, Inexpressible};
+use crate::flow::{out_port, translate, Inexpressible};
 
 /// Cookie mask of the high tag.
 pub const HIGH_TAG: u64 = 0xffff_ffff_0000_0000;
@@ -86,6 +89,10 @@ pub struct Counters {
     pub bad_packet_ins: u64,
     /// Flow-mod adds sent.
     pub flows_installed: u64,
+    /// Decisions whose flow was already installed (or on its way) with
+    /// the same cookie: no flow-mod (a re-add would make OVS revalidate
+    /// its datapath flows, sending more packets to the controller).
+    pub flows_present: u64,
     /// Cacheable decisions not installed: bits OpenFlow cannot match.
     pub not_installed_bits: u64,
     /// ... a required frame length no field implies.
@@ -227,6 +234,27 @@ impl<A: App> Controller<A> {
             now,
             false,
         )
+    }
+
+    /// Run `f` on the app with a [`Control`] at `now` (a driver changing
+    /// the app's state, a route table say), then send the revocations it
+    /// caused ([`Self::sync`]).
+    pub fn with_app<R>(
+        &mut self,
+        now: Duration,
+        out: &mut Vec<Message>,
+        f: impl FnOnce(&mut A, &mut Control<'_>) -> R,
+    ) -> R {
+        let mut ctl = Control::owned(
+            &mut self.cache,
+            &mut self.ports,
+            &mut self.app_counters,
+            now,
+            false,
+        );
+        let r = f(&mut self.app, &mut ctl);
+        self.sync(out);
+        r
     }
 
     /// The backend's counters.
@@ -510,7 +538,7 @@ impl<A: App> Controller<A> {
             let actions = e
                 .ports
                 .iter()
-                .map(|&q| Action::output(u32::from(q)))
+                .map(|&q| Action::output(out_port(u32::from(q), u32::from(in_port))))
                 .collect();
             outs.push(Message::new(
                 self.xid(),
@@ -530,6 +558,9 @@ impl<A: App> Controller<A> {
                 outs,
                 revocation: revoked.then_some(decided),
             });
+        } else if let Some(last) = self.waiting.back_mut().filter(|_| self.connected) {
+            // Behind packets still waiting for a barrier: in order.
+            last.outs.extend(outs);
         } else {
             self.counters.packet_outs += outs.len() as u64;
             out.extend(outs);
@@ -570,10 +601,17 @@ impl<A: App> Controller<A> {
             }
             [a, b, ..] => u64::from(self.tag_for(*a)) << 32 | u64::from(self.tag_for(*b)),
         };
-        let mut fm = FlowMod::add(spec.priority, cookie, spec.matches, spec.actions);
+        let key = (spec.priority, spec.matches);
+        if self.view.get(&key) == Some(&cookie) {
+            // The same decision (a live tag means the same state ids, and
+            // the app is deterministic): the packets of a flow that missed
+            // before its flow-mod took effect.
+            self.counters.flows_present += 1;
+            return false;
+        }
+        let mut fm = FlowMod::add(key.0, cookie, key.1.clone(), spec.actions);
         fm.idle_timeout = self.idle_timeout;
         fm.flags = FLAG_SEND_FLOW_REM;
-        let key = (fm.priority, fm.matches.clone());
         let xid = self.send(out, Body::FlowMod(fm));
         self.view.insert(key.clone(), cookie);
         self.unconfirmed.insert(xid, key);

@@ -20,6 +20,9 @@ pub const VERSION: u8 = 0x04;
 pub const HEADER_LEN: usize = 8;
 /// "No buffer": the packet travels in the message itself.
 pub const NO_BUFFER: u32 = 0xffff_ffff;
+/// Reserved port: the packet's ingress port (an output to the ingress
+/// port itself is skipped by the switch).
+pub const PORT_IN_PORT: u32 = 0xffff_fff8;
 /// Reserved port: the controller.
 pub const PORT_CONTROLLER: u32 = 0xffff_fffd;
 /// Reserved port: any (a wildcard in flow-mod deletes).

@@ -17,14 +17,19 @@
 //!
 //! An IPv4 field adds `eth_type=0x0800` to the match when the decision did
 //! not mark it (the flow then covers a subset of what the decision covers:
-//! safe, the rest still misses). A bit anywhere else, a partial ethertype,
+//! safe, the rest still misses). Likewise the ingress port: a switch never
+//! sends a packet back out of the port it came in on unless the action
+//! names the reserved `IN_PORT`, so a decision that outputs to ports
+//! without having marked the ingress port gets the ingress port of the
+//! packet that made it added to the match, and an output to that port
+//! becomes `IN_PORT` (a router's hairpin route stays one). A bit anywhere else, a partial ethertype,
 //! or a required length beyond the fields the switch parses anyway means
 //! the decision cannot be a flow: [`Inexpressible`] says why, and the
 //! backend sends the packet without installing anything.
 
 use nexthop_sdf::{Actions, Decision, Mask, Primitive, KEY_BITS, KEY_BYTES};
 
-use crate::codec::{field, Action, Match, Oxm, PORT_CONTROLLER, PORT_MAX};
+use crate::codec::{field, Action, Match, Oxm, PORT_CONTROLLER, PORT_IN_PORT, PORT_MAX};
 
 /// Why a decision cannot become a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,7 +123,7 @@ pub fn translate(frame: &[u8], in_port: u32, d: &Decision) -> Result<FlowSpec, I
     let mut covered = [false; KEY_BYTES];
     let mut fields = Vec::new();
     let mut uses_ip = false;
-    if d.mask.ingress_marked() {
+    if d.mask.ingress_marked() || !d.actions.ports().is_empty() {
         fields.push(Oxm::exact(field::IN_PORT, &in_port.to_be_bytes()));
     }
     for (f, at, len, ip_only, maskable) in FIELDS {
@@ -168,7 +173,7 @@ pub fn translate(frame: &[u8], in_port: u32, d: &Decision) -> Result<FlowSpec, I
         if p == 0 || p > PORT_MAX {
             return Err(Inexpressible::Port);
         }
-        actions.push(Action::output(p));
+        actions.push(Action::output(out_port(p, in_port)));
     }
     if d.actions.controller() {
         actions.push(Action::output(PORT_CONTROLLER));
@@ -202,6 +207,17 @@ pub fn translate(frame: &[u8], in_port: u32, d: &Decision) -> Result<FlowSpec, I
         matches: Match { fields },
         actions,
     })
+}
+
+/// The output action's port for port `p` of a packet that came in on
+/// `in_port`: the reserved `IN_PORT` for the ingress port itself (module
+/// docs).
+pub fn out_port(p: u32, in_port: u32) -> u32 {
+    if p == in_port {
+        PORT_IN_PORT
+    } else {
+        p
+    }
 }
 
 fn last_marked(mb: &[u8; KEY_BYTES]) -> usize {
@@ -294,10 +310,33 @@ mod tests {
         assert_eq!(
             f.matches.fields,
             vec![
+                Oxm::exact(field::IN_PORT, &1u32.to_be_bytes()),
                 Oxm::exact(field::ETH_TYPE, &ETH_TYPE_IPV4),
                 Oxm::masked(field::IPV4_DST, &[10, 1, 0, 0], &[0xff, 0xf0, 0, 0]),
             ]
         );
+    }
+
+    #[test]
+    fn outputs_without_a_marked_ingress_match_it_and_a_hairpin_is_in_port() {
+        let mut m = Mask::new();
+        m.mark_bytes(30, 4).unwrap();
+        let mut a = Actions::output(3);
+        a.add_port(1).unwrap();
+        let f = translate(&ipv4_frame(), 3, &decision(m.clone(), a)).unwrap();
+        assert_eq!(
+            f.matches.fields[0],
+            Oxm::exact(field::IN_PORT, &3u32.to_be_bytes())
+        );
+        assert_eq!(
+            f.actions,
+            vec![Action::output(1), Action::output(PORT_IN_PORT)]
+        );
+        // The priority is still the mask's.
+        assert_eq!(f.priority, priority(&m));
+        // A drop does not depend on the ingress port.
+        let f = translate(&ipv4_frame(), 3, &decision(m, Actions::drop())).unwrap();
+        assert!(f.matches.in_port().is_none());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use super::*;
-use crate::codec::{field, FlowCommand, Instruction, Oxm, PacketIn, PORT_ANY};
-use nexthop_sdf::app::{L2Config, L2Switch};
+use crate::codec::{field, FlowCommand, Instruction, Oxm, PacketIn, PORT_ANY, PORT_IN_PORT};
+use nexthop_sdf::app::{parse_routes, L2Config, L2Switch, Router};
 
 const A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
 const B: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
@@ -340,6 +340,138 @@ fn broadcast_decisions_share_no_tag_with_unicast_ones() {
             Action::output(3)
         ])]
     );
+}
+
+fn router() -> Controller<Router> {
+    let ifaces = [
+        "1=02:00:00:00:00:01,192.0.2.1".parse().unwrap(),
+        "2=02:00:00:00:00:02,198.51.100.1".parse().unwrap(),
+    ];
+    let cfg = BackendConfig {
+        ports: vec![1, 2],
+        ..BackendConfig::default()
+    };
+    let mut c = Controller::new(Router::new(&ifaces).unwrap(), &cfg).unwrap();
+    c.connected(&mut Vec::new());
+    let routes = parse_routes("198.51.100.0/24 2 02:00:00:00:02:02").unwrap();
+    c.with_app(Duration::ZERO, &mut Vec::new(), |r, ctl| {
+        r.set_routes(ctl, &routes)
+    })
+    .unwrap();
+    c
+}
+
+fn ipv4_to(dst: [u8; 4]) -> Vec<u8> {
+    let mut f = frame([2, 0, 0, 0, 0, 1], A);
+    f[12..14].copy_from_slice(&[8, 0]);
+    f[14] = 0x45;
+    f[22] = 64;
+    f[30..34].copy_from_slice(&dst);
+    f
+}
+
+#[test]
+fn a_second_miss_of_a_flow_on_its_way_sends_no_flow_mod_and_keeps_the_order() {
+    let mut c = router();
+    let mut out = Vec::new();
+    c.handle(
+        packet_in(1, ipv4_to([198, 51, 100, 7])),
+        Duration::ZERO,
+        &mut out,
+    );
+    assert_eq!(flow_mods(&out).len(), 1);
+    let b = barrier(&out);
+    // The same /30 again before the barrier reply: no flow-mod, no
+    // packet-out yet.
+    let mut out2 = Vec::new();
+    c.handle(
+        packet_in(1, ipv4_to([198, 51, 100, 6])),
+        Duration::ZERO,
+        &mut out2,
+    );
+    assert!(flow_mods(&out2).is_empty() && packet_outs(&out2).is_empty());
+    assert_eq!(c.counters().flows_present, 1);
+    assert_eq!(c.waiting(), 2);
+    let mut out3 = Vec::new();
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut out3,
+    );
+    let po = packet_outs(&out3);
+    assert_eq!(po.len(), 2);
+    assert_eq!((po[0].data[33], po[1].data[33]), (7, 6));
+    assert_eq!(c.counters().flows_installed, 1);
+}
+
+#[test]
+fn router_arp_replies_go_back_out_of_the_ingress_port_and_are_never_flows() {
+    let mut c = router();
+    let mut arp = frame([0xff; 6], A);
+    arp[12..14].copy_from_slice(&[8, 6]);
+    arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    arp[22..28].copy_from_slice(&A);
+    arp[28..32].copy_from_slice(&[192, 0, 2, 9]);
+    arp[38..42].copy_from_slice(&[192, 0, 2, 1]);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, arp), Duration::ZERO, &mut out);
+    assert!(flow_mods(&out).is_empty());
+    let po = packet_outs(&out);
+    assert_eq!(po.len(), 1);
+    // OVS skips an output to the packet's own in_port: IN_PORT it is.
+    assert_eq!(
+        (po[0].in_port, &po[0].actions[..]),
+        (1, &[Action::output(PORT_IN_PORT)][..])
+    );
+    assert_eq!(po[0].data[..6], A);
+    assert_eq!(po[0].data[20..22], [0, 2]);
+    assert_eq!(c.flows(), 0);
+}
+
+#[test]
+fn a_routed_decision_is_a_prefix_flow_and_a_route_change_deletes_it_by_cookie() {
+    let mut c = router();
+    let mut out = Vec::new();
+    c.handle(
+        packet_in(1, ipv4_to([198, 51, 100, 7])),
+        Duration::ZERO,
+        &mut out,
+    );
+    let f = flow_mods(&out)[0].clone();
+    // .7 and the router's .1 part at bit 29: a /30.
+    assert_eq!(
+        f.matches.fields,
+        vec![
+            Oxm::exact(field::IN_PORT, &1u32.to_be_bytes()),
+            Oxm::exact(field::ETH_TYPE, &[8, 0]),
+            Oxm::masked(field::IPV4_DST, &[198, 51, 100, 4], &[255, 255, 255, 252]),
+        ]
+    );
+    assert_eq!(
+        f.instructions,
+        vec![Instruction::ApplyActions(vec![
+            Action::SetField(Oxm::exact(field::ETH_DST, &[2, 0, 0, 0, 2, 2])),
+            Action::SetField(Oxm::exact(field::ETH_SRC, &[2, 0, 0, 0, 0, 2])),
+            Action::DecNwTtl,
+            Action::output(2),
+        ])]
+    );
+    let tag = f.cookie & LOW_TAG;
+    // The next hop changes: one state id revoked, its two deletes and a
+    // barrier.
+    let routes = parse_routes("198.51.100.0/24 2 02:00:00:00:02:03").unwrap();
+    let mut out = Vec::new();
+    c.with_app(Duration::ZERO, &mut out, |r, ctl| {
+        r.set_routes(ctl, &routes)
+    })
+    .unwrap();
+    let dels = flow_mods(&out);
+    assert_eq!(dels.len(), 2);
+    assert!(dels.iter().all(|d| d.command == FlowCommand::Delete));
+    assert_eq!((dels[0].cookie, dels[1].cookie), (tag << 32, tag));
+    barrier(&out);
+    assert_eq!(c.flows(), 0);
+    assert_eq!(c.counters().revoked_flows, 1);
 }
 
 proptest::proptest! {

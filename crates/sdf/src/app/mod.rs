@@ -35,6 +35,7 @@
 //! `nexthop-dataplane` runs the app on its own thread instead.
 
 mod l2;
+mod router;
 mod slice;
 mod switch;
 
@@ -51,6 +52,7 @@ use crate::cache::{Counters, Decision, DecisionCache, InstallError, Installed, S
 use crate::key::{HeaderKey, Mask, PortId, KEY_BITS, KEY_BYTES};
 
 pub use l2::{L2Config, L2Switch};
+pub use router::{parse_routes, Iface, Prefix, Route, RouteError, Router};
 pub use slice::{
     plan_slices, vlan_of, PlannedSlice, SliceCounters, SliceDemux, SliceError, SliceMatch,
     SlicePlan, SliceSpec, SlicedSwitch, MAX_SLICES,

@@ -93,6 +93,19 @@ impl<A: App> Switch<A> {
         )
     }
 
+    /// Run `f` on the app with a [`Control`] (a driver changing the app's
+    /// state, say a route table, and revoking what depended on it).
+    pub fn with_app<R>(&mut self, f: impl FnOnce(&mut A, &mut Control<'_>) -> R) -> R {
+        let mut ctl = Control::owned(
+            &mut self.cache,
+            &mut self.ports,
+            &mut self.app_counters,
+            self.now,
+            self.caching,
+        );
+        f(&mut self.app, &mut ctl)
+    }
+
     /// Advance the clock to `now` and let the app expire state
     /// ([`App::on_tick`]).
     pub fn tick(&mut self, now: Duration) {

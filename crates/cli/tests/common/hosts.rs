@@ -1,0 +1,139 @@
+//! Hosts of the SDF namespace tests (`tests/sdf.rs`, `tests/sdf_ovs.rs`,
+//! which include this file as `mod hosts` next to `mod common`): host `i`
+//! is namespace `hI` with interface `hI`; the tests send frames from a
+//! host ([`send`]) and capture what arrives on each one ([`capture`],
+//! the `hostcap` helper mode, then [`Captures::finish`]). A test file tags
+//! its frames with a magic of its own, which the capture looks for.
+// Each test binary uses a different subset.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::Path;
+use std::thread::sleep;
+use std::time::Duration;
+
+use nexthop_dataplane::afpacket::{RingConfig, RxRing};
+
+use crate::common::{helper_env, hex, unhex, Lab, HELPER_ARGS};
+
+/// The `hostcap` helper mode: capture on host interface
+/// `NEXTHOP_LIVE_IFACES` until `DIR/IFACE.stop` exists; write
+/// `DIR/IFACE.txt`, the hex of each frame that carries `magic` (anywhere)
+/// and that the host did not send itself (an AF_PACKET ring also sees
+/// outgoing frames; [`send`] lists them in `DIR/IFACE.sent-frames`), in
+/// arrival order; `DIR/IFACE.ready` once the ring is open.
+pub fn hostcap(dir: &Path, magic: &[u8]) {
+    let iface = std::env::var("NEXTHOP_LIVE_IFACES").expect("NEXTHOP_LIVE_IFACES");
+    let cfg = RingConfig {
+        block_size: 1 << 16,
+        block_count: 64,
+        frame_size: 2048,
+        block_timeout_ms: 10,
+    };
+    let mut ring = RxRing::open(&iface, &cfg).expect("open rx ring");
+    fs::write(dir.join(format!("{iface}.ready")), "ready\n").expect("write ready");
+    let stop = dir.join(format!("{iface}.stop"));
+    let mut lines = String::new();
+    let mut last_round = false;
+    loop {
+        while let Some(mut block) = ring.next_block() {
+            let mut frames = Vec::new();
+            block.frames_into(&mut frames);
+            for f in frames {
+                if f.windows(magic.len()).any(|w| w == magic) {
+                    lines.push_str(&hex(f));
+                    lines.push('\n');
+                }
+            }
+        }
+        if last_round {
+            break;
+        }
+        if stop.exists() {
+            // One more pass drains the blocks handed over meanwhile.
+            sleep(Duration::from_millis(50));
+            last_round = true;
+        } else {
+            sleep(Duration::from_millis(2));
+        }
+    }
+    let own = fs::read_to_string(dir.join(format!("{iface}.sent-frames"))).unwrap_or_default();
+    let kept: String = lines
+        .lines()
+        .filter(|l| !own.lines().any(|o| o == *l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(dir.join(format!("{iface}.txt")), kept).expect("write capture");
+}
+
+/// Send `frames` from host `host` (the `send` helper mode in namespace
+/// `hHOST`) and wait for the sender; the frames are listed as the host's
+/// own for its capture.
+pub fn send(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
+    let name = format!("send{host}");
+    let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
+    fs::write(lab.file(&format!("{name}.frames")), &text).expect("write frames");
+    let own = lab.file(&format!("h{host}.sent-frames"));
+    let before = fs::read_to_string(&own).unwrap_or_default();
+    fs::write(&own, before + &text).expect("record own frames");
+    let mut env = helper_env(lab, "send", &format!("h{host}"));
+    env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
+    env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
+    let me = std::env::current_exe().expect("current exe");
+    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
+    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
+    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
+    let sent = lab.read(&format!("{name}.sent"));
+    assert!(
+        sent.starts_with(&format!("sent={} failed=0", frames.len())),
+        "{sent}"
+    );
+}
+
+/// Captures running on some hosts.
+pub struct Captures {
+    hosts: Vec<(u8, usize)>,
+}
+
+/// Start the `hostcap` helper on each of `hosts` and wait until their
+/// rings are open.
+pub fn capture(lab: &mut Lab, hosts: &[u8]) -> Captures {
+    let me = std::env::current_exe().expect("current exe");
+    let mut caps = Vec::with_capacity(hosts.len());
+    for &i in hosts {
+        let env = helper_env(lab, "hostcap", &format!("h{i}"));
+        let c = lab.spawn(
+            &format!("h{i}"),
+            &format!("cap{i}"),
+            &me,
+            &HELPER_ARGS,
+            &env,
+        );
+        lab.wait_for(&format!("h{i}.ready"), "ready", Duration::from_secs(10));
+        caps.push((i, c));
+    }
+    Captures { hosts: caps }
+}
+
+impl Captures {
+    /// Stop the captures and wait for them; then [`received`] reads what
+    /// each host got.
+    pub fn finish(self, lab: &mut Lab) {
+        for &(i, _) in &self.hosts {
+            fs::write(lab.file(&format!("h{i}.stop")), "stop\n").expect("stop");
+        }
+        for (i, c) in self.hosts {
+            let name = format!("cap{i}");
+            let (ok, o, e) = lab.wait(c, &name, Duration::from_secs(10));
+            assert!(ok, "{name} failed:\n{o}\n{e}");
+        }
+    }
+}
+
+/// The frames host `i` received, in order (after [`Captures::finish`]).
+pub fn received(lab: &Lab, i: u8) -> Vec<Vec<u8>> {
+    lab.read(&format!("h{i}.txt"))
+        .lines()
+        .map(|l| unhex(l).expect("hex"))
+        .collect()
+}
