@@ -21,6 +21,14 @@
 //!   `--max-inserts N` inserts at once, objects up to `--max-object-bytes`)
 //!   and stored as one atomic object. Stderr gets one line per insert
 //!   (`nexthop ndn repo: inserted NAME segments=N` or `... status CODE`).
+//!   An insert whose command carries RegisterPrefix Q may name an object
+//!   under Q: the Repo registers Q (`nexthop ndn repo: registered Q`),
+//!   keeps it in Redis and registers it again when restarted (then listed
+//!   on the `serving` line); a delete carrying Q unregisters it. Packets
+//!   are taken from the face in batches and the batch's Interests answered
+//!   with one Redis round trip (`Store::find_many`). A lost Redis
+//!   connection is reopened by the next operation and logged
+//!   (`nexthop ndn repo: reconnected to Redis (reconnects=N)`).
 //! * `put --prefix NAME FILE [--segment-size N] [--freshness-ms MS]`: cuts
 //!   FILE into Data packets `NAME/seg=i` (FinalBlockId set, DigestSha256
 //!   signed) and stores them as one atomic object; prints
@@ -28,6 +36,14 @@
 //! * `get NAME [-o FILE]`: the object's content (stdout without `-o`).
 //! * `delete NAME`: deletes every packet under NAME; prints `deleted N`.
 //! * `list PREFIX`: one stored name per line, in TLV byte order.
+//! * `bench --repo REPO_NAME --forwarder TRANSPORT --prefix P [--count N]
+//!   [--size B] [--clients C] [--window W] [--register-prefix]`: writes and
+//!   reads per second of a serving Repo (ours or ndn-python-repo's) through
+//!   the forwarder; see `cmd_ndn_repo/bench.rs`. Prints
+//!   `nexthop ndn repo bench: write|read clients=C packets=N content=B
+//!   seconds=S packets_per_s=R`; fails (non-zero) on an insert status other
+//!   than 200/300 (`insert status Some(CODE)`), a packet read back that
+//!   differs from the one written, or a phase over `--timeout-s`.
 //!
 //! A failure exits non-zero with `status CODE: reason` (400 bad request,
 //! 404 missing/incomplete, 503 Redis down, 507 Redis full, 500 other).
@@ -287,6 +303,10 @@ impl Server<'_> {
                 );
             }
         }
+    }
+
+    /// Log a reconnection to Redis once (the store counts them).
+    fn note_reconnects(&mut self) {
         let r = self.store.reconnects();
         if r > self.reconnects {
             self.reconnects = r;
@@ -325,8 +345,8 @@ fn serve(
     for p in extra {
         prefixes.push(name(p)?);
     }
-    let mut face =
-        Face::connect(&target(forwarder)?).map_err(|e| anyhow!("connecting to {forwarder}: {e}"))?;
+    let mut face = Face::connect(&target(forwarder)?)
+        .map_err(|e| anyhow!("connecting to {forwarder}: {e}"))?;
     for p in &prefixes {
         face.rib("register", p, RIB_TIMEOUT)?;
     }
@@ -400,6 +420,7 @@ fn serve(
         let now = Instant::now();
         let actions = s.cmds.poll(now);
         s.execute(actions);
+        s.note_reconnects();
         s.rib_pending.retain(|_, (verb, p, until)| {
             let keep = *until > now;
             if !keep {

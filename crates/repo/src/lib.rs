@@ -34,6 +34,8 @@ pub const DEFAULT_MAX_OBJECT_BYTES: usize = 64 << 20;
 pub const DEFAULT_SEGMENT_SIZE: usize = 8000;
 /// Names read per `ZRANGEBYLEX` call while looking for a fresh match.
 const SCAN_BATCH: isize = 64;
+/// Packets per `MSET` (and `HSET`, `ZADD`) in a write.
+const WRITE_BATCH: usize = 1024;
 /// Names read per `MGET` by [`Store::find_many`].
 pub const MGET_BATCH: usize = 512;
 
@@ -294,22 +296,25 @@ impl Store {
         self.with_conn(|c, s| {
             let mut p = redis::pipe();
             p.atomic();
-            for (name, wire) in items {
-                p.cmd("SET").arg(s.data_key(name)).arg(*wire).ignore();
-                p.cmd("HSET")
-                    .arg(s.time_key())
-                    .arg(name.as_slice())
-                    .arg(&now)
-                    .ignore();
-            }
-            // One ZADD for the whole object keeps the transaction short.
-            if !items.is_empty() {
-                let mut z = redis::cmd("ZADD");
-                z.arg(s.index_key());
-                for (name, _) in items {
-                    z.arg(0).arg(name.as_slice());
+            // Variadic MSET / HSET / ZADD of WRITE_BATCH packets each: few
+            // commands (and replies) per object, one transaction.
+            for chunk in items.chunks(WRITE_BATCH) {
+                let mut set = redis::cmd("MSET");
+                let mut hset = redis::cmd("HSET");
+                hset.arg(s.time_key());
+                let mut zadd = redis::cmd("ZADD");
+                zadd.arg(s.index_key());
+                for (name, wire) in chunk {
+                    set.arg(s.data_key(name)).arg(*wire);
+                    hset.arg(name.as_slice()).arg(&now);
+                    zadd.arg(0).arg(name.as_slice());
                 }
-                p.add_command(z).ignore();
+                p.add_command(set)
+                    .ignore()
+                    .add_command(hset)
+                    .ignore()
+                    .add_command(zadd)
+                    .ignore();
             }
             p.query::<()>(c)
         })

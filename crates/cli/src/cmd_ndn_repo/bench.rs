@@ -106,7 +106,10 @@ fn segment_of(object: &Name, n: &Name) -> Option<u64> {
 
 impl Client {
     fn next_nonce(&mut self) -> u32 {
-        self.nonce = self.nonce.wrapping_mul(0x2c1b_3c6d).wrapping_add(0x297a_2d39);
+        self.nonce = self
+            .nonce
+            .wrapping_mul(0x2c1b_3c6d)
+            .wrapping_add(0x297a_2d39);
         self.nonce
     }
 
@@ -240,7 +243,11 @@ impl Client {
         while got < count {
             let now = Instant::now();
             if now >= end {
-                bail!("{}: {got} of {count} read within {:?}", self.object, self.timeout);
+                bail!(
+                    "{}: {got} of {count} read within {:?}",
+                    self.object,
+                    self.timeout
+                );
             }
             while in_flight < window && next < count {
                 let mut n = self.object.clone();
@@ -259,7 +266,10 @@ impl Client {
                     continue;
                 }
                 if sent[s].1 >= READ_TRIES {
-                    bail!("{}: segment {s} unanswered after {READ_TRIES} tries", self.object);
+                    bail!(
+                        "{}: segment {s} unanswered after {READ_TRIES} tries",
+                        self.object
+                    );
                 }
                 let mut n = self.object.clone();
                 n.push(&NameComponent::segment(s as u64));
@@ -337,7 +347,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                 let (repo, prefix, t, run, barrier) = (&repo, &prefix, &t, &run, &barrier);
                 sc.spawn(move || {
                     let setup = || -> Result<Client> {
-                        let object = with(&with(prefix, run.as_bytes()), format!("c{k}").as_bytes());
+                        let object =
+                            with(&with(prefix, run.as_bytes()), format!("c{k}").as_bytes());
                         let publisher = with(
                             &with(&Name::from_uri("/nexthop-repo-bench")?, run.as_bytes()),
                             format!("c{k}").as_bytes(),
@@ -363,7 +374,10 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                     };
                     let mut c = setup();
                     barrier.wait();
-                    let w = c.as_mut().map_err(|e| anyhow!("{e}")).and_then(|c| c.write());
+                    let w = c
+                        .as_mut()
+                        .map_err(|e| anyhow!("{e}"))
+                        .and_then(|c| c.write());
                     let unreg = match (&mut c, &w) {
                         (Ok(c), Ok(_)) => {
                             let o = c.object.clone();
@@ -383,7 +397,10 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a client panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a client panicked")))
+            })
             .collect()
     });
     let mut writes = Vec::new();

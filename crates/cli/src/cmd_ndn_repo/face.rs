@@ -122,8 +122,12 @@ impl Face {
                 .checked_duration_since(Instant::now())
                 .filter(|d| !d.is_zero())
         };
-        let timed_out =
-            |e: &io::Error| matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut);
+        let timed_out = |e: &io::Error| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            )
+        };
         match conn {
             Conn::Unix(s) => {
                 take_frames(rbuf, out)?;

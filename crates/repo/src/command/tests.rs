@@ -492,7 +492,11 @@ fn register_prefix_must_cover_the_name_and_is_bounded() {
     };
     let mut h = Harness::new(cfg);
     // A RegisterPrefix that does not cover the name does not admit it.
-    let acts = h.publish("insert", &param_with_register("/other/f", "/dyn", b"x1"), 60);
+    let acts = h.publish(
+        "insert",
+        &param_with_register("/other/f", "/dyn", b"x1"),
+        60,
+    );
     assert!(!acts.iter().any(|a| matches!(a, Action::Register(_))));
     assert_eq!(h.check("insert", b"x1").status_code, Some(400));
     // Nor does one in the Repo's command names.
