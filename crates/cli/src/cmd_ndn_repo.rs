@@ -407,13 +407,11 @@ fn serve(
                     Some(actions) => s.execute(actions),
                     None => reads.push(i),
                 },
-                Some((NetPacket::Data(d), wire)) => {
-                    if !s.on_rib_answer(&d) {
-                        let actions = s.cmds.on_data(&d, &wire, now);
-                        s.execute(actions);
-                    }
+                Some((NetPacket::Data(d), wire)) if !s.on_rib_answer(&d) => {
+                    let actions = s.cmds.on_data(&d, &wire, now);
+                    s.execute(actions);
                 }
-                None => {}
+                Some((NetPacket::Data(_), _)) | None => {}
             }
         }
         s.serve_reads(&reads);

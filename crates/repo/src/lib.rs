@@ -428,7 +428,7 @@ impl Store {
             let times: Vec<Option<u64>> =
                 self.with_conn(|c, _| redis::cmd("HMGET").arg(tk).arg(names).query(c))?;
             for (&(i, fp), t) in need.iter().zip(times) {
-                if !t.is_some_and(|t| t.saturating_add(fp) > now) {
+                if t.is_none_or(|t| t.saturating_add(fp) <= now) {
                     out[i] = None;
                 }
             }
