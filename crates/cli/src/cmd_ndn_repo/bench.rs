@@ -11,7 +11,10 @@
 //!    publishes an insert command (notify Interest `REPO/insert/notify`,
 //!    then the command message when the Repo fetches it), answers the
 //!    Repo's segment Interests from memory and polls `REPO/insert check`
-//!    every [`CHECK_EVERY`] until status 200 with every packet counted. The
+//!    every [`CHECK_EVERY`] until status 200 with every packet counted (a
+//!    404 before the process was seen running is waited out for
+//!    [`UNKNOWN_GRACE`]: ndn-python-repo creates the process after it
+//!    acknowledged the command). The
 //!    write time runs from the notify Interest to that status.
 //! 2. **read**: after every client has written, each unregisters its
 //!    object's name (so that Interests reach the Repo) and fetches its
@@ -40,6 +43,9 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(5);
 const READ_RTO: Duration = Duration::from_millis(1000);
 /// Tries per read Interest before the read fails.
 const READ_TRIES: u32 = 5;
+/// How long a check may answer 404 (no such process) before the process
+/// was seen running.
+const UNKNOWN_GRACE: Duration = Duration::from_secs(2);
 /// A notify Interest unanswered for this long is sent again.
 const NOTIFY_RTO: Duration = Duration::from_millis(1000);
 
@@ -170,6 +176,7 @@ impl Client {
         self.face.send_all(&[n.to_wire()])?;
         let (mut asked, mut next_notify) = (false, start + NOTIFY_RTO);
         let mut next_check = start + CHECK_EVERY;
+        let mut running = false;
         let (mut batch, mut out) = (Vec::new(), Vec::new());
         loop {
             let now = Instant::now();
@@ -211,7 +218,10 @@ impl Client {
                         let r = CommandResponse::decode(d.content.as_deref().unwrap_or_default())
                             .map_err(|e| anyhow!("check answer: {e}"))?;
                         match r.status_code {
-                            Some(300) => {}
+                            Some(300) => running = true,
+                            // ndn-python-repo starts the process after it
+                            // acknowledged the message: a check may come first.
+                            Some(404) if !running && start.elapsed() < UNKNOWN_GRACE => {}
                             Some(200) if r.insert_num == Some(self.packets.len() as u64) => {
                                 return Ok((start, Instant::now()));
                             }
