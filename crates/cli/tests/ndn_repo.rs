@@ -612,3 +612,37 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
         700
     );
 }
+
+#[test]
+fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
+    let Some(py) = python_repo() else { return };
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    // The Repo serves only its own name: /dyn comes from RegisterPrefix.
+    let serving = start_repo_with(&r.socket(), &fw, &[], "/testrepo");
+    let content = pattern(30_000, 6);
+    let f = r.dir().join("upload");
+    std::fs::write(&f, &content).unwrap();
+    assert_eq!(
+        client(
+            &py,
+            r.dir(),
+            &fw,
+            &["insert", "/dyn/f", f.to_str().unwrap(), "/dyn"]
+        ),
+        "inserted 4"
+    );
+    serving.wait_line("nexthop ndn repo: registered /dyn", Duration::from_secs(5));
+    // The inserting client is gone: the fetch reaches the Repo through /dyn.
+    fetch_equals(&py, &r, &fw, "/dyn/f", &content);
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["delete", "/dyn/f", "/dyn"]),
+        "deleted 4"
+    );
+    serving.wait_line(
+        "nexthop ndn repo: unregistered /dyn",
+        Duration::from_secs(5),
+    );
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/dyn"])), "");
+}
