@@ -16,8 +16,12 @@
 //!    stops at the FinalBlockId or at the first segment that cannot be
 //!    fetched. Only when every segment is in does it hand the whole object
 //!    to the store ([`Action::Store`]), so a reader sees all of it or none.
+//!    A command with RegisterPrefix `Q` may name an object under `Q` even
+//!    when the Repo does not serve it yet: `Q` is then served and registered
+//!    ([`Action::Register`], before the segments are fetched).
 //! 3. **Delete**: segments `NAME/seg=START ..` up to END or the first one
-//!    missing ([`Action::Delete`]).
+//!    missing ([`Action::Delete`]); a RegisterPrefix `Q` that an insert
+//!    registered is unregistered ([`Action::Unregister`]).
 //! 4. **Check**: the Interest `R/<verb> check/<CommandParam with the
 //!    process id>` is answered with a [`CommandResponse`]: status 300 while
 //!    the process runs, 200 with `insert_num`/`delete_num` when it is done,
