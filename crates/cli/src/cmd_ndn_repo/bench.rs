@@ -58,7 +58,7 @@ pub struct BenchArgs {
     /// The forwarder: `unix:///PATH` or `udp://HOST:PORT`.
     #[arg(long, default_value = "unix:///run/nfd/nfd.sock")]
     pub forwarder: String,
-    /// Objects are named PREFIX/<run>/c<k>; the Repo must serve PREFIX
+    /// Objects are named `PREFIX/<run>/c<k>`; the Repo must serve PREFIX
     /// (or be given it with `--register-prefix`).
     #[arg(long)]
     pub prefix: String,
