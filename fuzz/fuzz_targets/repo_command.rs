@@ -108,8 +108,10 @@ fuzz_target!(|data: &[u8]| {
                     c.stored(&process, r, now);
                 }
                 Action::Delete { process, .. } => c.deleted(&process, Ok(usize::from(*l0)), now),
+                Action::Register(_) | Action::Unregister(_) => {}
             }
         }
         assert!(c.inserts_running() <= 2);
+        assert!(c.served().len() <= 2 + Config::default().max_registered);
     }
 });

@@ -21,6 +21,14 @@
 //!   `--max-inserts N` inserts at once, objects up to `--max-object-bytes`)
 //!   and stored as one atomic object. Stderr gets one line per insert
 //!   (`nexthop ndn repo: inserted NAME segments=N` or `... status CODE`).
+//!   An insert whose command carries RegisterPrefix Q may name an object
+//!   under Q: the Repo registers Q (`nexthop ndn repo: registered Q`),
+//!   keeps it in Redis and registers it again when restarted (then listed
+//!   on the `serving` line); a delete carrying Q unregisters it. Packets
+//!   are taken from the face in batches and the batch's Interests answered
+//!   with one Redis round trip (`Store::find_many`). A lost Redis
+//!   connection is reopened by the next operation and logged
+//!   (`nexthop ndn repo: reconnected to Redis (reconnects=N)`).
 //! * `put --prefix NAME FILE [--segment-size N] [--freshness-ms MS]`: cuts
 //!   FILE into Data packets `NAME/seg=i` (FinalBlockId set, DigestSha256
 //!   signed) and stores them as one atomic object; prints
@@ -28,10 +36,22 @@
 //! * `get NAME [-o FILE]`: the object's content (stdout without `-o`).
 //! * `delete NAME`: deletes every packet under NAME; prints `deleted N`.
 //! * `list PREFIX`: one stored name per line, in TLV byte order.
+//! * `bench --repo REPO_NAME --forwarder TRANSPORT --prefix P [--count N]
+//!   [--size B] [--clients C] [--window W] [--register-prefix]`: writes and
+//!   reads per second of a serving Repo (ours or ndn-python-repo's) through
+//!   the forwarder; see `cmd_ndn_repo/bench.rs`. Prints
+//!   `nexthop ndn repo bench: write|read clients=C packets=N content=B
+//!   seconds=S packets_per_s=R`; fails (non-zero) on an insert status other
+//!   than 200/300 (`insert status Some(CODE)`), a packet read back that
+//!   differs from the one written, or a phase over `--timeout-s`.
 //!
 //! A failure exits non-zero with `status CODE: reason` (400 bad request,
 //! 404 missing/incomplete, 503 Redis down, 507 Redis full, 500 other).
 
+mod bench;
+mod face;
+
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
@@ -39,13 +59,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
-use nexthop_ndnd::client::{Client, ClientError, Target};
-use nexthop_ndnd::mgmt::ControlParameters;
+use nexthop_ndnd::client::Target;
+use nexthop_ndnd::tools::{command_interest, rand_nonce};
 use nexthop_repo::command::{Action, Commands, Config as CommandConfig};
 use nexthop_repo::{
     reassemble, segment_object, RepoError, Store, DEFAULT_MAX_OBJECT_BYTES, DEFAULT_SEGMENT_SIZE,
 };
-use nexthop_wire::ndn::{Name, NetPacket, Packet};
+use nexthop_wire::ndn::{Data, Interest, Name, NetPacket};
+
+use face::{check_rib_answer, net_packet, Face};
 
 /// `nexthop ndn repo ...`
 #[derive(Debug, Args)]
@@ -110,6 +132,9 @@ pub enum RepoCmd {
         /// The prefix.
         prefix: String,
     },
+    /// Writes and reads per second of a serving Repo through the forwarder
+    /// (ndn-python-repo 0.3's command protocol; see `bench.rs`).
+    Bench(bench::BenchArgs),
 }
 
 fn name(uri: &str) -> Result<Name> {
@@ -137,63 +162,177 @@ fn target(t: &str) -> Result<Target> {
     }
 }
 
-/// The network packet inside a received packet and its wire bytes (a
-/// Data is stored as received); Nacks and fragments are skipped.
-fn net_packet(wire: Vec<u8>) -> Option<(NetPacket, Vec<u8>)> {
-    match Packet::decode(&wire).ok()? {
-        Packet::Interest(i) => Some((NetPacket::Interest(i), wire)),
-        Packet::Data(d) => Some((NetPacket::Data(d), wire)),
-        Packet::Lp(lp) if lp.nack.is_none() && lp.is_whole() => {
-            let frag = lp.fragment?;
-            let p = NetPacket::decode(&frag).ok()?;
-            Some((p, frag))
+/// The serving Repo's state beside the command protocol: its face, the
+/// packets to send after this batch, the `rib` commands it waits on, and
+/// what it counts.
+struct Server<'a> {
+    face: Face,
+    store: &'a mut Store,
+    cmds: Commands,
+    out: Vec<Vec<u8>>,
+    /// `rib` command Interests sent and not answered yet: name -> (verb,
+    /// prefix, when to give up).
+    rib_pending: HashMap<Name, (&'static str, Name, Instant)>,
+    answered: u64,
+    unanswered: u64,
+    failed: u64,
+    registered: u64,
+    reconnects: u64,
+}
+
+/// Most `rib` commands the Repo waits on at once; past it, a command is
+/// sent without waiting for its answer.
+const MAX_RIB_PENDING: usize = 256;
+
+impl Server<'_> {
+    /// Carry out what the command state asks: queue packets, store or
+    /// delete objects (reporting the outcome back), register prefixes.
+    fn execute(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Send(w) => self.out.push(w),
+                Action::Store {
+                    process,
+                    prefix,
+                    packets,
+                } => {
+                    let r = self.store.put_object(&prefix, &packets);
+                    match &r {
+                        Ok(n) => eprintln!("nexthop ndn repo: inserted {prefix} segments={n}"),
+                        Err(e) => eprintln!(
+                            "nexthop ndn repo: insert {prefix} status {}: {e}",
+                            e.status()
+                        ),
+                    }
+                    self.cmds
+                        .stored(&process, r.map_err(|e| e.status()), Instant::now());
+                }
+                Action::Delete {
+                    process,
+                    name,
+                    start,
+                    end,
+                } => {
+                    let r = self.store.delete_segments(&name, start, end);
+                    if let Err(e) = &r {
+                        eprintln!("nexthop ndn repo: delete {name} status {}: {e}", e.status());
+                    }
+                    self.cmds
+                        .deleted(&process, r.map_err(|e| e.status()), Instant::now());
+                }
+                Action::Register(p) => {
+                    if let Err(e) = self.store.add_prefix(&p) {
+                        eprintln!(
+                            "nexthop ndn repo: keeping registered prefix {p} status {}: {e}",
+                            e.status()
+                        );
+                    }
+                    self.rib("register", p);
+                }
+                Action::Unregister(p) => {
+                    if let Err(e) = self.store.remove_prefix(&p) {
+                        eprintln!(
+                            "nexthop ndn repo: forgetting registered prefix {p} status {}: {e}",
+                            e.status()
+                        );
+                    }
+                    self.rib("unregister", p);
+                }
+            }
         }
-        Packet::Lp(_) => None,
+    }
+
+    /// Send a `rib/<verb>` command for `prefix`; its answer is logged when
+    /// it comes ([`Server::on_rib_answer`]).
+    fn rib(&mut self, verb: &'static str, prefix: Name) {
+        let cmd = command_interest(verb, &prefix, rand_nonce());
+        self.out.push(cmd.to_wire());
+        if self.rib_pending.len() < MAX_RIB_PENDING {
+            let until = Instant::now() + RIB_TIMEOUT;
+            self.rib_pending.insert(cmd.name, (verb, prefix, until));
+        }
+    }
+
+    /// A Data that answers a `rib` command: log the outcome. False when it
+    /// answers none.
+    fn on_rib_answer(&mut self, d: &Data) -> bool {
+        let Some((verb, prefix, _)) = self.rib_pending.remove(&d.name) else {
+            return false;
+        };
+        match check_rib_answer(verb, &prefix, d.content.as_deref().unwrap_or_default()) {
+            Ok(()) => {
+                if verb == "register" {
+                    self.registered += 1;
+                }
+                eprintln!("nexthop ndn repo: {verb}ed {prefix}");
+            }
+            Err(e) => eprintln!("nexthop ndn repo: {e}"),
+        }
+        true
+    }
+
+    /// Answer the Interests for stored Data of one batch, in few Redis
+    /// round trips ([`Store::find_many`]).
+    fn serve_reads(&mut self, reads: &[Interest]) {
+        if reads.is_empty() {
+            return;
+        }
+        let reqs: Vec<(&Name, bool, bool)> = reads
+            .iter()
+            .map(|i| (&i.name, i.can_be_prefix, i.must_be_fresh))
+            .collect();
+        match self.store.find_many(&reqs) {
+            Ok(found) => {
+                for d in found {
+                    match d {
+                        Some(d) => {
+                            self.out.push(d);
+                            self.answered += 1;
+                        }
+                        None => self.unanswered += 1,
+                    }
+                }
+            }
+            Err(e) => {
+                self.failed += reads.len() as u64;
+                eprintln!(
+                    "nexthop ndn repo: {} Interests ({} first) status {}: {e}",
+                    reads.len(),
+                    reads[0].name,
+                    e.status()
+                );
+            }
+        }
+    }
+
+    /// Log a reconnection to Redis once (the store counts them).
+    fn note_reconnects(&mut self) {
+        let r = self.store.reconnects();
+        if r > self.reconnects {
+            self.reconnects = r;
+            eprintln!("nexthop ndn repo: reconnected to Redis (reconnects={r})");
+        }
+    }
+
+    fn summary(&self, why: &str) {
+        let c = self.cmds.counters();
+        eprintln!(
+            "nexthop ndn repo: stopped ({why}) answered={} unanswered={} failed={} inserted={} failed_inserts={} deletes={} malformed_commands={} registered={} redis_reconnects={}",
+            self.answered,
+            self.unanswered,
+            self.failed,
+            c.inserted,
+            c.failed_inserts,
+            c.deletes,
+            c.malformed,
+            self.registered,
+            self.store.reconnects()
+        );
     }
 }
 
-/// Carry out what the command state asks: send packets, store or delete
-/// objects (reporting the outcome back).
-fn execute(
-    face: &mut Client,
-    store: &mut Store,
-    cmds: &mut Commands,
-    actions: Vec<Action>,
-) -> Result<()> {
-    for a in actions {
-        match a {
-            Action::Send(w) => face.send(&w).map_err(|e| anyhow!("sending: {e}"))?,
-            Action::Store {
-                process,
-                prefix,
-                packets,
-            } => {
-                let r = store.put_object(&prefix, &packets);
-                match &r {
-                    Ok(n) => eprintln!("nexthop ndn repo: inserted {prefix} segments={n}"),
-                    Err(e) => eprintln!(
-                        "nexthop ndn repo: insert {prefix} status {}: {e}",
-                        e.status()
-                    ),
-                }
-                cmds.stored(&process, r.map_err(|e| e.status()), Instant::now());
-            }
-            Action::Delete {
-                process,
-                name,
-                start,
-                end,
-            } => {
-                let r = store.delete_segments(&name, start, end);
-                if let Err(e) = &r {
-                    eprintln!("nexthop ndn repo: delete {name} status {}: {e}", e.status());
-                }
-                cmds.deleted(&process, r.map_err(|e| e.status()), Instant::now());
-            }
-        }
-    }
-    Ok(())
-}
+/// How long a `rib` command the Repo sent is waited for.
+const RIB_TIMEOUT: Duration = Duration::from_secs(4);
 
 fn serve(
     store: &mut Store,
@@ -206,70 +345,92 @@ fn serve(
     for p in extra {
         prefixes.push(name(p)?);
     }
-    let mut face = Client::connect(&target(forwarder)?, Duration::from_secs(4))
+    let mut face = Face::connect(&target(forwarder)?)
         .map_err(|e| anyhow!("connecting to {forwarder}: {e}"))?;
     for p in &prefixes {
-        let params = ControlParameters {
-            name: Some(p.clone()),
-            ..ControlParameters::default()
-        };
-        let (code, text, _) = face
-            .command("rib", "register", &params)
-            .map_err(|e| anyhow!("rib/register {p}: {e}"))?;
-        if code != 200 {
-            return Err(anyhow!("rib/register {p} refused: {code} {text}"));
-        }
+        face.rib("register", p, RIB_TIMEOUT)?;
     }
-    let listed: Vec<String> = prefixes.iter().map(Name::to_string).collect();
-    eprintln!("nexthop ndn repo: serving {}", listed.join(" "));
     let seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
         ^ u64::from(std::process::id());
     let mut cmds = Commands::new(prefixes[0].clone(), prefixes.clone(), cfg, seed);
-    let (mut answered, mut unanswered, mut failed) = (0u64, 0u64, 0u64);
-    loop {
-        let idle = Instant::now() + Duration::from_secs(3600);
-        let deadline = cmds.next_deadline().map_or(idle, |d| d.min(idle));
-        let packet = match face.recv(deadline) {
-            Ok(w) => net_packet(w),
-            Err(ClientError::Timeout) => None,
-            Err(e) => {
-                let c = cmds.counters();
-                eprintln!(
-                    "nexthop ndn repo: stopped ({e}) answered={answered} unanswered={unanswered} failed={failed} inserted={} failed_inserts={} deletes={} malformed_commands={}",
-                    c.inserted, c.failed_inserts, c.deletes, c.malformed
-                );
-                return Ok(());
-            }
-        };
-        let now = Instant::now();
-        match packet {
-            Some((NetPacket::Interest(i), _)) => {
-                if let Some(actions) = cmds.on_interest(&i, now) {
-                    execute(&mut face, store, &mut cmds, actions)?;
-                } else {
-                    match store.find(&i.name, i.can_be_prefix, i.must_be_fresh) {
-                        Ok(Some(d)) => {
-                            face.send(&d).map_err(|e| anyhow!("sending Data: {e}"))?;
-                            answered += 1;
-                        }
-                        Ok(None) => unanswered += 1,
-                        Err(e) => {
-                            failed += 1;
-                            eprintln!("nexthop ndn repo: {} status {}: {e}", i.name, e.status());
-                        }
-                    }
+    // The prefixes inserts registered before a restart (RegisterPrefix).
+    match store.prefixes() {
+        Ok(kept) => {
+            for p in kept {
+                if cmds.add_served(p.clone()) {
+                    face.rib("register", &p, RIB_TIMEOUT)?;
+                    prefixes.push(p);
                 }
             }
-            Some((NetPacket::Data(d), wire)) => {
-                let actions = cmds.on_data(&d, &wire, now);
-                execute(&mut face, store, &mut cmds, actions)?;
-            }
-            None => {}
         }
-        let actions = cmds.poll(Instant::now());
-        execute(&mut face, store, &mut cmds, actions)?;
+        Err(e) => eprintln!(
+            "nexthop ndn repo: registered prefixes not read back, status {}: {e}",
+            e.status()
+        ),
+    }
+    let listed: Vec<String> = prefixes.iter().map(Name::to_string).collect();
+    eprintln!("nexthop ndn repo: serving {}", listed.join(" "));
+    let mut s = Server {
+        face,
+        store,
+        cmds,
+        out: Vec::new(),
+        rib_pending: HashMap::new(),
+        answered: 0,
+        unanswered: 0,
+        failed: 0,
+        registered: 0,
+        reconnects: 0,
+    };
+    s.reconnects = s.store.reconnects();
+    let mut batch = Vec::new();
+    let mut reads = Vec::new();
+    loop {
+        let idle = Instant::now() + Duration::from_secs(3600);
+        let rib = s.rib_pending.values().map(|p| p.2).min();
+        let deadline = [s.cmds.next_deadline(), rib]
+            .into_iter()
+            .flatten()
+            .fold(idle, Instant::min);
+        batch.clear();
+        if let Err(e) = s.face.recv_batch(deadline, &mut batch) {
+            s.summary(&e.to_string());
+            return Ok(());
+        }
+        let now = Instant::now();
+        reads.clear();
+        for w in batch.drain(..) {
+            match net_packet(w) {
+                Some((NetPacket::Interest(i), _)) => match s.cmds.on_interest(&i, now) {
+                    Some(actions) => s.execute(actions),
+                    None => reads.push(i),
+                },
+                Some((NetPacket::Data(d), wire)) if !s.on_rib_answer(&d) => {
+                    let actions = s.cmds.on_data(&d, &wire, now);
+                    s.execute(actions);
+                }
+                Some((NetPacket::Data(_), _)) | None => {}
+            }
+        }
+        s.serve_reads(&reads);
+        let now = Instant::now();
+        let actions = s.cmds.poll(now);
+        s.execute(actions);
+        s.note_reconnects();
+        s.rib_pending.retain(|_, (verb, p, until)| {
+            let keep = *until > now;
+            if !keep {
+                eprintln!("nexthop ndn repo: rib/{verb} {p}: no answer from the forwarder");
+            }
+            keep
+        });
+        let out = std::mem::take(&mut s.out);
+        if let Err(e) = s.face.send_all(&out) {
+            s.summary(&format!("sending: {e}"));
+            return Ok(());
+        }
     }
 }
 
@@ -329,6 +490,7 @@ pub fn run(a: RepoArgs) -> Result<()> {
             let p = name(&n)?;
             println!("deleted {}", store.delete(&p).map_err(status)?);
         }
+        RepoCmd::Bench(b) => bench::run(&b)?,
         RepoCmd::List { prefix } => {
             let p = name(&prefix)?;
             let mut o = std::io::stdout().lock();

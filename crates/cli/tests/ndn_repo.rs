@@ -458,3 +458,191 @@ fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
         "the Repo keeps running after an abandoned insert"
     );
 }
+
+/// `nexthop ndn repo --name /testrepo [--register P ...] [more]` through
+/// `fw`; returns once it printed its `serving` line, which must be `serving`.
+fn start_repo_with(redis: &Path, fw: &Path, more: &[&str], serving: &str) -> Proc {
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "repo", "--redis"])
+        .arg(redis)
+        .args(["--name", "/testrepo"])
+        .args(more)
+        .arg("--forwarder")
+        .arg(format!("unix://{}", fw.display()));
+    let p = Proc::spawn(cmd, true);
+    p.wait_line(
+        &format!("nexthop ndn repo: serving {serving}"),
+        Duration::from_secs(10),
+    );
+    p
+}
+
+fn bench_cmd(fw: &Path, prefix: &str, count: u64, more: &[&str]) -> Command {
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "repo", "bench", "--repo", "/testrepo", "--forwarder"])
+        .arg(format!("unix://{}", fw.display()))
+        .args(["--prefix", prefix, "--count", &count.to_string()])
+        .args(["--timeout-s", "30"])
+        .args(more);
+    cmd
+}
+
+/// The `packets=` of the bench's `write` and `read` lines.
+fn bench_packets(out: &str) -> (u64, u64) {
+    let line = |phase: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("nexthop ndn repo bench: {phase} ")))
+            .unwrap_or_else(|| panic!("no {phase} line in {out:?}"))
+            .to_string()
+    };
+    (
+        proc::field(&line("write"), "packets"),
+        proc::field(&line("read"), "packets"),
+    )
+}
+
+#[test]
+fn bench_writes_through_the_command_protocol_and_reads_back_the_same_bytes() {
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let _repo = start_repo_with(
+        &r.socket(),
+        &fw,
+        &["--register", "/data"],
+        "/testrepo /data",
+    );
+    // Two clients, 100 B and 8000 B packets; the bench fails unless every
+    // packet read back equals the one written.
+    for (size, count) in [("100", 1500u64), ("8000", 200)] {
+        let out = ok(
+            &bench_cmd(&fw, "/data", count, &["--clients", "2", "--size", size])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(bench_packets(&out), (2 * count, 2 * count), "{out}");
+    }
+    assert_eq!(
+        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        2 * (1500 + 200)
+    );
+}
+
+#[test]
+fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() {
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let mut serving = start_repo_with(&r.socket(), &fw, &[], "/testrepo");
+    // Without RegisterPrefix an insert under /dyn is refused (not served).
+    let o = bench_cmd(&fw, "/dyn", 10, &[]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("insert status Some(400)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // With it the Repo registers /dyn: the reads, sent after the client
+    // withdrew its own route, reach the Repo through that registration.
+    let out = ok(&bench_cmd(&fw, "/dyn", 300, &["--register-prefix"])
+        .output()
+        .unwrap());
+    assert_eq!(bench_packets(&out), (300, 300));
+    serving.wait_line("nexthop ndn repo: registered /dyn", Duration::from_secs(5));
+    let stored = ok(&repo(&r.socket(), &["list", "/dyn"]));
+    let first = stored.lines().next().unwrap().to_string();
+    // A restarted Repo registers the prefixes inserts gave it, from Redis.
+    drop(std::mem::replace(
+        &mut serving,
+        start_repo_with(&r.socket(), &fw, &[], "/testrepo /dyn"),
+    ));
+    let d = express(&fw, &first, false, false).expect("served through /dyn");
+    assert_eq!(d.name.to_string(), first);
+}
+
+#[test]
+fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
+    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
+    let mut r = redis(&aof);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    // A window of 2 segments: the insert below takes many round trips, and
+    // Redis is gone before it can be stored.
+    let serving = start_repo_with(
+        &r.socket(),
+        &fw,
+        &["--register", "/data", "--window", "2"],
+        "/testrepo /data",
+    );
+    let out = ok(&bench_cmd(&fw, "/data", 400, &[]).output().unwrap());
+    assert_eq!(bench_packets(&out), (400, 400));
+    let running = bench_cmd(&fw, "/data", 5000, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    r.kill();
+    let o = running.wait_with_output().unwrap();
+    assert!(!o.status.success(), "the insert cannot be stored");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("insert status Some(503)"),
+        "reported failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Redis back from its AOF: what was acknowledged is there, nothing of
+    // the failed insert is, and the same Repo reconnects and stores again.
+    r.restart().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while repo(&r.socket(), &["list", "/data"]).status.code() != Some(0) {
+        assert!(std::time::Instant::now() < deadline, "redis is back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        400
+    );
+    let out = ok(&bench_cmd(&fw, "/data", 300, &[]).output().unwrap());
+    assert_eq!(bench_packets(&out), (300, 300));
+    serving.wait_line(
+        "nexthop ndn repo: reconnected to Redis (reconnects=1)",
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        700
+    );
+}
+
+#[test]
+fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
+    let Some(py) = python_repo() else { return };
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    // The Repo serves only its own name: /dyn comes from RegisterPrefix.
+    let serving = start_repo_with(&r.socket(), &fw, &[], "/testrepo");
+    let content = pattern(30_000, 6);
+    let f = r.dir().join("upload");
+    std::fs::write(&f, &content).unwrap();
+    assert_eq!(
+        client(
+            &py,
+            r.dir(),
+            &fw,
+            &["insert", "/dyn/f", f.to_str().unwrap(), "/dyn"]
+        ),
+        "inserted 4"
+    );
+    serving.wait_line("nexthop ndn repo: registered /dyn", Duration::from_secs(5));
+    // The inserting client is gone: the fetch reaches the Repo through /dyn.
+    fetch_equals(&py, &r, &fw, "/dyn/f", &content);
+    assert_eq!(
+        client(&py, r.dir(), &fw, &["delete", "/dyn/f", "/dyn"]),
+        "deleted 4"
+    );
+    serving.wait_line(
+        "nexthop ndn repo: unregistered /dyn",
+        Duration::from_secs(5),
+    );
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/dyn"])), "");
+}

@@ -16,8 +16,12 @@
 //!    stops at the FinalBlockId or at the first segment that cannot be
 //!    fetched. Only when every segment is in does it hand the whole object
 //!    to the store ([`Action::Store`]), so a reader sees all of it or none.
+//!    A command with RegisterPrefix `Q` may name an object under `Q` even
+//!    when the Repo does not serve it yet: `Q` is then served and registered
+//!    ([`Action::Register`], before the segments are fetched).
 //! 3. **Delete**: segments `NAME/seg=START ..` up to END or the first one
-//!    missing ([`Action::Delete`]).
+//!    missing ([`Action::Delete`]); a RegisterPrefix `Q` that an insert
+//!    registered is unregistered ([`Action::Unregister`]).
 //! 4. **Check**: the Interest `R/<verb> check/<CommandParam with the
 //!    process id>` is answered with a [`CommandResponse`]: status 300 while
 //!    the process runs, 200 with `insert_num`/`delete_num` when it is done,
@@ -92,8 +96,8 @@ pub struct CommandParam {
     pub end_block_id: Option<u64>,
     /// The client's process id.
     pub process_id: Option<Vec<u8>>,
-    /// RegisterPrefix's Name (kept for round trips; this Repo serves the
-    /// prefixes it was started with).
+    /// RegisterPrefix's Name: the prefix the Repo registers with the
+    /// forwarder for this insert (and unregisters on a delete naming it).
     pub register_prefix: Option<Name>,
     /// CheckPrefix's Name (kept for round trips; checks go to the Repo).
     pub check_prefix: Option<Name>,
@@ -393,6 +397,10 @@ pub struct Config {
     pub tries: u32,
     /// How long a finished process's status stays readable.
     pub keep_status: Duration,
+    /// Prefixes inserts may register (RegisterPrefix) beyond those the
+    /// Repo was started with; an insert that would register one more is
+    /// refused with 400.
+    pub max_registered: usize,
 }
 
 impl Default for Config {
@@ -407,6 +415,7 @@ impl Default for Config {
             lifetime: Duration::from_millis(1000),
             tries: 3,
             keep_status: Duration::from_secs(60),
+            max_registered: 1024,
         }
     }
 }
@@ -438,6 +447,13 @@ pub enum Action {
         /// Last segment.
         end: u64,
     },
+    /// Register this prefix with the forwarder (`rib/register`) and keep it
+    /// in the store, so that Interests under it reach the Repo (an insert's
+    /// RegisterPrefix, before its segments are fetched).
+    Register(Name),
+    /// Unregister this prefix (`rib/unregister`) and forget it in the store
+    /// (a delete's RegisterPrefix naming a prefix registered by an insert).
+    Unregister(Name),
 }
 
 /// Why an Interest is pending.
@@ -500,7 +516,11 @@ pub struct Counters {
 #[derive(Debug)]
 pub struct Commands {
     repo: Name,
+    /// Prefixes served: those the Repo was started with, then those
+    /// registered by inserts ([`Commands::add_served`]).
     served: Vec<Name>,
+    /// How many of `served` the Repo was started with (never unregistered).
+    fixed: usize,
     cfg: Config,
     nonce: u64,
     pending: HashMap<Name, Pending>,
@@ -530,6 +550,7 @@ impl Commands {
     pub fn new(repo: Name, served: Vec<Name>, cfg: Config, seed: u64) -> Self {
         Commands {
             repo,
+            fixed: served.len(),
             served,
             cfg,
             nonce: seed,
@@ -540,6 +561,31 @@ impl Commands {
             seen: HashMap::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// Serve `prefix` too (one an insert registered before a restart, read
+    /// back from the store); false when it was served already or lies in
+    /// the command names.
+    pub fn add_served(&mut self, prefix: Name) -> bool {
+        if self.served.contains(&prefix) || self.in_command_space(&prefix) {
+            return false;
+        }
+        self.served.push(prefix);
+        true
+    }
+
+    /// The prefixes served (see [`Commands::add_served`]).
+    pub fn served(&self) -> &[Name] {
+        &self.served
+    }
+
+    /// A command's RegisterPrefix when it is usable: non-empty and not
+    /// among the Repo's command names.
+    fn register_prefix_of(&self, param: &CommandParam) -> Option<Name> {
+        param
+            .register_prefix
+            .clone()
+            .filter(|p| !p.is_empty() && !self.in_command_space(p))
     }
 
     /// Counters so far.
@@ -788,12 +834,25 @@ impl Commands {
                     return Vec::new();
                 }
                 self.set_status(verb, &pid, status::IN_PROGRESS, 0, now);
-                vec![Action::Delete {
+                let mut out = Vec::new();
+                // A prefix an insert registered is unregistered when a
+                // delete names it (ndn-python-repo's semantics); the
+                // prefixes the Repo was started with stay.
+                if let Some(reg) = self.register_prefix_of(&param) {
+                    if let Some(at) = self.served.iter().position(|p| *p == reg) {
+                        if at >= self.fixed {
+                            self.served.remove(at);
+                            out.push(Action::Unregister(reg));
+                        }
+                    }
+                }
+                out.push(Action::Delete {
                     process: pid,
                     name,
                     start,
                     end,
-                }]
+                });
+                out
             }
             Verb::Insert => self.start_insert(pid, name, &param, now),
         }
@@ -814,8 +873,15 @@ impl Commands {
             (Some(s), Some(e)) => e < s || e - s >= self.cfg.max_segments,
             _ => false,
         };
-        let served = self.served.iter().any(|p| p.is_prefix_of(&name));
-        if too_many || !served || self.in_command_space(&name) || name.is_empty() {
+        // The name must fall under a served prefix or under the command's
+        // RegisterPrefix, which is then registered.
+        let reg = self.register_prefix_of(param);
+        let served = self.served.iter().any(|p| p.is_prefix_of(&name))
+            || reg.as_ref().is_some_and(|r| r.is_prefix_of(&name));
+        let no_room = reg.as_ref().is_some_and(|r| {
+            !self.served.contains(r) && self.served.len() - self.fixed >= self.cfg.max_registered
+        });
+        if too_many || !served || no_room || self.in_command_space(&name) || name.is_empty() {
             self.counters.failed_inserts += 1;
             self.set_status(Verb::Insert, &pid, status::REFUSED, 0, now);
             return Vec::new();
@@ -830,6 +896,12 @@ impl Commands {
             return Vec::new();
         }
         self.set_status(Verb::Insert, &pid, status::IN_PROGRESS, 0, now);
+        let mut out = Vec::new();
+        if let Some(reg) = reg {
+            if self.add_served(reg.clone()) {
+                out.push(Action::Register(reg));
+            }
+        }
         let ins = Insert {
             name,
             hint: param.forwarding_hint.clone(),
@@ -841,7 +913,8 @@ impl Commands {
             in_flight: 0,
         };
         self.inserts.insert(pid.clone(), ins);
-        self.fill_window(&pid, now)
+        out.extend(self.fill_window(&pid, now));
+        out
     }
 
     /// Ask for more segments of insert `pid`, up to the window.

@@ -10,7 +10,9 @@
 //! - `{ns}:i` (sorted set, every score 0): one member `<name>` per stored
 //!   packet, so `ZRANGEBYLEX` walks the names under a prefix in TLV byte order;
 //! - `{ns}:t` (hash): `<name>` -> the insert time (Unix milliseconds, decimal),
-//!   the arrival time that MustBeFresh is judged against.
+//!   the arrival time that MustBeFresh is judged against;
+//! - `{ns}:p` (set): the Name TLV-VALUEs of the prefixes inserts registered
+//!   (RegisterPrefix), registered again when the Repo restarts.
 //!
 //! An object (all segments of one put) is written in one `MULTI`/`EXEC`
 //! transaction, so readers see all of it or none of it. Redis refuses a
@@ -32,6 +34,10 @@ pub const DEFAULT_MAX_OBJECT_BYTES: usize = 64 << 20;
 pub const DEFAULT_SEGMENT_SIZE: usize = 8000;
 /// Names read per `ZRANGEBYLEX` call while looking for a fresh match.
 const SCAN_BATCH: isize = 64;
+/// Packets per `MSET` (and `HSET`, `ZADD`) in a write.
+const WRITE_BATCH: usize = 1024;
+/// Names read per `MGET` by [`Store::find_many`].
+pub const MGET_BATCH: usize = 512;
 
 /// Why a Repo operation failed; [`RepoError::status`] gives its status code.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +125,10 @@ pub struct Store {
     conn: Option<redis::Connection>,
     ns: String,
     max_object_bytes: usize,
+    /// Whether a connection was ever open (so that opening one again is a
+    /// reconnection).
+    was_connected: bool,
+    reconnects: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -127,6 +137,7 @@ impl std::fmt::Debug for Store {
             .field("namespace", &self.ns)
             .field("connected", &self.conn.is_some())
             .field("max_object_bytes", &self.max_object_bytes)
+            .field("reconnects", &self.reconnects)
             .finish()
     }
 }
@@ -148,7 +159,14 @@ impl Store {
             conn: None,
             ns: ns.to_string(),
             max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
+            was_connected: false,
+            reconnects: 0,
         })
+    }
+
+    /// How many times a connection was opened again after one was lost.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects
     }
 
     /// Set the largest object [`Store::put_object`] accepts.
@@ -172,6 +190,33 @@ impl Store {
         format!("{}:t", self.ns)
     }
 
+    fn prefix_key(&self) -> String {
+        format!("{}:p", self.ns)
+    }
+
+    /// Remember `prefix` as registered by an insert (RegisterPrefix), so a
+    /// restarted Repo registers it again.
+    pub fn add_prefix(&mut self, prefix: &Name) -> Result<(), RepoError> {
+        let k = self.prefix_key();
+        self.with_conn(|c, _| redis::cmd("SADD").arg(k).arg(prefix.value()).query(c))
+    }
+
+    /// Forget a prefix remembered by [`Store::add_prefix`].
+    pub fn remove_prefix(&mut self, prefix: &Name) -> Result<(), RepoError> {
+        let k = self.prefix_key();
+        self.with_conn(|c, _| redis::cmd("SREM").arg(k).arg(prefix.value()).query(c))
+    }
+
+    /// The prefixes remembered by [`Store::add_prefix`], in byte order.
+    pub fn prefixes(&mut self) -> Result<Vec<Name>, RepoError> {
+        let k = self.prefix_key();
+        let mut v: Vec<Vec<u8>> = self.with_conn(|c, _| redis::cmd("SMEMBERS").arg(k).query(c))?;
+        v.sort();
+        v.iter()
+            .map(|m| Name::from_value(m).map_err(|e| RepoError::Malformed(e.to_string())))
+            .collect()
+    }
+
     /// Run `f` on the connection, opening it first if needed; a failed
     /// connection is dropped so that the next call reconnects.
     fn with_conn<T>(
@@ -180,10 +225,17 @@ impl Store {
     ) -> Result<T, RepoError> {
         let mut conn = match self.conn.take() {
             Some(c) => c,
-            None => self
-                .client
-                .get_connection()
-                .map_err(RepoError::from_redis)?,
+            None => {
+                let c = self
+                    .client
+                    .get_connection()
+                    .map_err(RepoError::from_redis)?;
+                if self.was_connected {
+                    self.reconnects += 1;
+                }
+                self.was_connected = true;
+                c
+            }
         };
         let r = f(&mut conn, self);
         match r {
@@ -244,22 +296,25 @@ impl Store {
         self.with_conn(|c, s| {
             let mut p = redis::pipe();
             p.atomic();
-            for (name, wire) in items {
-                p.cmd("SET").arg(s.data_key(name)).arg(*wire).ignore();
-                p.cmd("HSET")
-                    .arg(s.time_key())
-                    .arg(name.as_slice())
-                    .arg(&now)
-                    .ignore();
-            }
-            // One ZADD for the whole object keeps the transaction short.
-            if !items.is_empty() {
-                let mut z = redis::cmd("ZADD");
-                z.arg(s.index_key());
-                for (name, _) in items {
-                    z.arg(0).arg(name.as_slice());
+            // Variadic MSET / HSET / ZADD of WRITE_BATCH packets each: few
+            // commands (and replies) per object, one transaction.
+            for chunk in items.chunks(WRITE_BATCH) {
+                let mut set = redis::cmd("MSET");
+                let mut hset = redis::cmd("HSET");
+                hset.arg(s.time_key());
+                let mut zadd = redis::cmd("ZADD");
+                zadd.arg(s.index_key());
+                for (name, wire) in chunk {
+                    set.arg(s.data_key(name)).arg(*wire);
+                    hset.arg(name.as_slice()).arg(&now);
+                    zadd.arg(0).arg(name.as_slice());
                 }
-                p.add_command(z).ignore();
+                p.add_command(set)
+                    .ignore()
+                    .add_command(hset)
+                    .ignore()
+                    .add_command(zadd)
+                    .ignore();
             }
             p.query::<()>(c)
         })
@@ -326,6 +381,64 @@ impl Store {
                 _ => return Ok(None),
             }
         }
+    }
+
+    /// Answer many Interests at once (`(name, can_be_prefix,
+    /// must_be_fresh)` each, results in the same order) with the rules of
+    /// [`Store::find`], in few round trips: the exact names with one `MGET`
+    /// per [`MGET_BATCH`] names and the insert times MustBeFresh needs with
+    /// one `HMGET`; CanBePrefix Interests one by one.
+    pub fn find_many(
+        &mut self,
+        reqs: &[(&Name, bool, bool)],
+    ) -> Result<Vec<Option<Vec<u8>>>, RepoError> {
+        let now = now_ms();
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; reqs.len()];
+        let exact: Vec<usize> = (0..reqs.len()).filter(|&i| !reqs[i].1).collect();
+        for chunk in exact.chunks(MGET_BATCH) {
+            let keys: Vec<Vec<u8>> = chunk
+                .iter()
+                .map(|&i| self.data_key(reqs[i].0.value()))
+                .collect();
+            let got: Vec<Option<Vec<u8>>> =
+                self.with_conn(|c, _| redis::cmd("MGET").arg(keys).query(c))?;
+            // MustBeFresh: the packets with a FreshnessPeriod need their
+            // insert times; the others are never fresh.
+            let mut need: Vec<(usize, u64)> = Vec::new();
+            for (&i, w) in chunk.iter().zip(got) {
+                let Some(w) = w else { continue };
+                if reqs[i].2 {
+                    let fp = Data::decode(&w)
+                        .ok()
+                        .and_then(|d| d.meta_info.freshness_period_ms)
+                        .unwrap_or(0);
+                    if fp > 0 {
+                        need.push((i, fp));
+                        out[i] = Some(w);
+                    }
+                } else {
+                    out[i] = Some(w);
+                }
+            }
+            if need.is_empty() {
+                continue;
+            }
+            let tk = self.time_key();
+            let names: Vec<&[u8]> = need.iter().map(|&(i, _)| reqs[i].0.value()).collect();
+            let times: Vec<Option<u64>> =
+                self.with_conn(|c, _| redis::cmd("HMGET").arg(tk).arg(names).query(c))?;
+            for (&(i, fp), t) in need.iter().zip(times) {
+                if t.is_none_or(|t| t.saturating_add(fp) <= now) {
+                    out[i] = None;
+                }
+            }
+        }
+        for (i, (name, cbp, mbf)) in reqs.iter().enumerate() {
+            if *cbp {
+                out[i] = self.find(name, true, *mbf)?;
+            }
+        }
+        Ok(out)
     }
 
     fn fresh(&mut self, name: &[u8], wire: &[u8], now: u64) -> Result<bool, RepoError> {

@@ -94,19 +94,35 @@ fn can_be_prefix_and_must_be_fresh_match_an_oracle() {
         c.sort();
         c.first().map(|x| x.1)
     };
-    for q in ["/a", "/a/b", "/a/b/c", "/a/c", "/a/bb", "/z", "/"] {
+    let queries = [
+        "/a", "/a/b", "/a/b/c", "/a/c", "/a/c/x", "/a/c/y", "/a/bb", "/z", "/",
+    ];
+    let names: Vec<Name> = queries.iter().map(|q| n(q)).collect();
+    let mut batch = Vec::new();
+    let mut wants = Vec::new();
+    for qn in &names {
         for cbp in [false, true] {
             for mbf in [false, true] {
-                let qn = n(q);
                 let got = s
-                    .find(&qn, cbp, mbf)
+                    .find(qn, cbp, mbf)
                     .unwrap()
                     .map(|w| Data::decode(&w).unwrap().name.to_string());
-                let want = oracle(&qn, cbp, mbf).map(|u| n(u).to_string());
-                assert_eq!(got, want, "{q} cbp={cbp} mbf={mbf}");
+                let want = oracle(qn, cbp, mbf).map(|u| n(u).to_string());
+                assert_eq!(got, want, "{qn} cbp={cbp} mbf={mbf}");
+                batch.push((qn, cbp, mbf));
+                wants.push(want);
             }
         }
     }
+    // The batched path (one MGET, one HMGET) answers the same, in order.
+    let got: Vec<Option<String>> = s
+        .find_many(&batch)
+        .unwrap()
+        .into_iter()
+        .map(|w| w.map(|w| Data::decode(&w).unwrap().name.to_string()))
+        .collect();
+    assert_eq!(got, wants);
+    assert!(s.find_many(&[]).unwrap().is_empty());
 }
 
 #[test]
@@ -192,6 +208,7 @@ fn redis_down_fails_with_a_status_then_reconnects_and_aof_keeps_acknowledged_wri
         }
     };
     assert_eq!(reassemble(&back.unwrap()).unwrap(), content);
+    assert_eq!(s.reconnects(), 1, "one reconnection, counted");
 }
 
 #[test]
@@ -199,4 +216,21 @@ fn unreachable_redis_is_unavailable() {
     let mut s = Store::open("/nonexistent/nexthop-repo.sock").unwrap();
     let e = s.ping().unwrap_err();
     assert!(matches!(e, RepoError::Unavailable(_)), "{e}");
+}
+
+#[test]
+fn registered_prefixes_are_kept_in_redis() {
+    let r = redis(&[]);
+    let mut s = Store::open(&url(&r)).unwrap();
+    assert!(s.prefixes().unwrap().is_empty());
+    s.add_prefix(&n("/b")).unwrap();
+    s.add_prefix(&n("/a/x")).unwrap();
+    s.add_prefix(&n("/b")).unwrap();
+    // A second process on the same Redis (a restarted Repo) reads them back.
+    let mut s2 = Store::open(&url(&r)).unwrap();
+    assert_eq!(s2.prefixes().unwrap(), vec![n("/a/x"), n("/b")]);
+    s2.remove_prefix(&n("/a/x")).unwrap();
+    assert_eq!(s.prefixes().unwrap(), vec![n("/b")]);
+    // They are not stored packets.
+    assert!(s.list(&n("/")).unwrap().is_empty());
 }

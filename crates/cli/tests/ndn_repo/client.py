@@ -1,9 +1,13 @@
 """ndn-python-repo 0.3 clients (from PyPI, unchanged) for crates/cli/tests/ndn_repo.rs.
 
-  client.py FACE REPO insert NAME FILE   PutfileClient.insert_file; prints "inserted N"
+  client.py FACE REPO insert NAME FILE [REGISTER]
+                                         PutfileClient.insert_file (with register_prefix
+                                         REGISTER when given); prints "inserted N"
   client.py FACE REPO fetch NAME OUT     GetfileClient.fetch_file; prints "fetched BYTES"
                                          or "fetched none" when nothing came back
-  client.py FACE REPO delete NAME        DeleteClient.delete_file; prints "deleted N"
+  client.py FACE REPO delete NAME [REGISTER]
+                                         DeleteClient.delete_file (with register_prefix
+                                         REGISTER when given); prints "deleted N"
   client.py FACE REPO publish HEX        publish the raw insert message HEX through the
                                          package's PubSub; prints "acknowledged True|False"
   client.py FACE REPO check VERB PID     CommandChecker.check_<VERB> for the hex process id;
@@ -78,15 +82,18 @@ async def run(app, argv):
     client = Name.from_str('/client')
     if verb == 'insert':
         name = Name.from_str(argv[4])
+        reg = Name.from_str(argv[6]) if len(argv) > 6 else None
         n = await PutfileClient(app, client, repo).insert_file(
-            argv[5], name, SEGMENT_SIZE, 0, 2)
+            argv[5], name, SEGMENT_SIZE, 0, 2, register_prefix=reg)
         print('inserted', n, flush=True)
     elif verb == 'fetch':
         out = argv[5]
         await GetfileClient(app, repo).fetch_file(Name.from_str(argv[4]), out, overwrite=True)
         print('fetched', os.path.getsize(out) if os.path.exists(out) else 'none', flush=True)
     elif verb == 'delete':
-        n = await DeleteClient(app, client, repo).delete_file(Name.from_str(argv[4]))
+        reg = Name.from_str(argv[5]) if len(argv) > 5 else None
+        n = await DeleteClient(app, client, repo).delete_file(
+            Name.from_str(argv[4]), register_prefix=reg)
         print('deleted', n, flush=True)
     elif verb == 'publish':
         pb = PubSub(app, client)

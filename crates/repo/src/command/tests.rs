@@ -435,3 +435,86 @@ fn remembered_notify_nonces_are_bounded() {
         1
     );
 }
+
+fn param_with_register(name: &str, reg: &str, pid: &[u8]) -> Vec<u8> {
+    CommandParam {
+        name: Some(n(name)),
+        start_block_id: Some(0),
+        end_block_id: Some(1),
+        process_id: Some(pid.to_vec()),
+        register_prefix: Some(n(reg)),
+        ..CommandParam::default()
+    }
+    .encode()
+}
+
+#[test]
+fn register_prefix_is_registered_once_and_unregistered_by_a_delete() {
+    let mut h = Harness::new(Config::default());
+    // /dyn is not served: the RegisterPrefix admits the insert and is
+    // registered before the segments are fetched.
+    let acts = h.publish("insert", &param_with_register("/dyn/f", "/dyn", b"r1"), 50);
+    assert_eq!(acts.first(), Some(&Action::Register(n("/dyn"))));
+    assert_eq!(sent_interests(&acts).len(), 2, "segments 0 and 1 asked for");
+    assert!(h.c.served().contains(&n("/dyn")));
+    let Some(Action::Store { .. }) = serve_all(&mut h, acts, 1) else {
+        panic!("no Store")
+    };
+    h.c.stored(b"r1", Ok(2), h.now);
+    // The same prefix again: no second registration.
+    let acts = h.publish("insert", &param_with_register("/dyn/g", "/dyn", b"r2"), 51);
+    assert!(!acts.iter().any(|a| matches!(a, Action::Register(_))));
+    assert_eq!(h.check("insert", b"r2").status_code, Some(300));
+    // A delete naming it unregisters it; one naming a prefix the Repo was
+    // started with does not.
+    let del = |reg: &str, pid: &[u8]| {
+        CommandParam {
+            name: Some(n("/dyn/f")),
+            process_id: Some(pid.to_vec()),
+            register_prefix: Some(n(reg)),
+            ..CommandParam::default()
+        }
+        .encode()
+    };
+    let acts = h.publish("delete", &del("/dyn", b"d1"), 52);
+    assert_eq!(acts.first(), Some(&Action::Unregister(n("/dyn"))));
+    assert!(!h.c.served().contains(&n("/dyn")));
+    let acts = h.publish("delete", &del("/data", b"d2"), 53);
+    assert!(!acts.iter().any(|a| matches!(a, Action::Unregister(_))));
+    assert!(h.c.served().contains(&n("/data")));
+}
+
+#[test]
+fn register_prefix_must_cover_the_name_and_is_bounded() {
+    let cfg = Config {
+        max_registered: 1,
+        ..Config::default()
+    };
+    let mut h = Harness::new(cfg);
+    // A RegisterPrefix that does not cover the name does not admit it.
+    let acts = h.publish(
+        "insert",
+        &param_with_register("/other/f", "/dyn", b"x1"),
+        60,
+    );
+    assert!(!acts.iter().any(|a| matches!(a, Action::Register(_))));
+    assert_eq!(h.check("insert", b"x1").status_code, Some(400));
+    // Nor does one in the Repo's command names.
+    let acts = h.publish(
+        "insert",
+        &param_with_register("/repo/insert/f", "/repo/insert", b"x2"),
+        61,
+    );
+    assert!(!acts.iter().any(|a| matches!(a, Action::Register(_))));
+    assert_eq!(h.check("insert", b"x2").status_code, Some(400));
+    // One registration allowed, the second refused.
+    let acts = h.publish("insert", &param_with_register("/one/f", "/one", b"x3"), 62);
+    assert_eq!(acts.first(), Some(&Action::Register(n("/one"))));
+    let acts = h.publish("insert", &param_with_register("/two/f", "/two", b"x4"), 63);
+    assert!(!acts.iter().any(|a| matches!(a, Action::Register(_))));
+    assert_eq!(h.check("insert", b"x4").status_code, Some(400));
+    // A prefix read back from the store after a restart is served again.
+    assert!(!h.c.add_served(n("/one")), "already served");
+    assert!(h.c.add_served(n("/three")));
+    assert!(!h.c.add_served(n("/repo/delete")), "command names");
+}
