@@ -4,11 +4,14 @@
 //! worker) on a thread that entered it; its veth peer `lhP` is in the
 //! hosts' namespace, where a second thread sends each step's frames from
 //! the port of their host and reads what the switch delivers to every
-//! port. A step is a group of the lab, less its last frame when that is a
-//! move: the move is a step of its own, so every frame before it has been
-//! decided before the host moves, as the oracle's order has it. The next
-//! step starts once the deliveries the oracle expects for this one have
-//! arrived (or [`STEP_WAIT`] passed: counted as unanswered).
+//! port. The worker may decide the frames of one send in any order across
+//! ports, so a step holds only frames whose order does not matter: a
+//! group of the lab is cut after its last hello and before a move (the
+//! move is a step of its own, sent once every frame before it has been
+//! decided, as the oracle's order has it). The next step starts once the
+//! deliveries the oracle expects for this one have arrived and the cache
+//! has looked up each of its frames (or [`STEP_WAIT`] passed: counted as
+//! unanswered).
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -229,31 +232,62 @@ fn steps(
     let mut done = 0u64;
     let fds = h.fds();
     for (g, &move_end) in t.groups.iter().zip(&t.move_ends) {
-        let split = if move_end && g.len() > 1 {
-            g.len() - 1
-        } else {
-            g.len()
-        };
-        for step in [&g[..split], &g[split..]] {
-            if step.is_empty() {
-                continue;
-            }
+        // Step boundaries: after the last hello (frames of one step may be
+        // decided in any order across ports, and a unicast frame must not
+        // overtake its destination's hello) and before a move.
+        let mut cuts = vec![0];
+        if let Some(i) = g
+            .iter()
+            .position(|(_, f)| seq_of(f).is_some_and(|s| s >= a.hosts))
+        {
+            cuts.push(i);
+        }
+        if move_end {
+            cuts.push(g.len() - 1);
+        }
+        cuts.push(g.len());
+        cuts.dedup();
+        for w in cuts.windows(2) {
+            let step = &g[w[0]..w[1]];
             if stop.is_raised() {
                 bail!("the switch stopped");
             }
             let seqs: Vec<u32> = step.iter().filter_map(|(_, f)| seq_of(f)).collect();
             let expect: usize = seqs.iter().map(|s| want.get(s).map_or(0, Vec::len)).sum();
+            let before = rt.stats();
             h.send(step)?;
             let deadline = Instant::now() + STEP_WAIT;
             let mut n = h.read(&mut got, &seqs);
+            let mut timed_out = false;
             while n < expect {
                 if Instant::now() >= deadline {
-                    unanswered += 1;
+                    timed_out = true;
                     break;
                 }
                 poll_fds(&fds, 5)?;
                 n += h.read(&mut got, &seqs);
             }
+            // A step that delivers nothing (a frame to a host on its own
+            // port) gives no sign that it was decided: wait until the
+            // cache has looked every frame up and, for a lone frame that
+            // missed, until the app has decided it (and revoked what a
+            // move revokes) before the next step.
+            while !timed_out {
+                let now = rt.stats();
+                let looked = now.cache.lookups >= before.cache.lookups + step.len() as u64;
+                let decided = step.len() > 1
+                    || now.cache.misses == before.cache.misses
+                    || now.app.app_calls > before.app.app_calls;
+                if looked && decided {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    timed_out = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            unanswered += usize::from(timed_out);
             done += step.len() as u64;
         }
         progress.update(done, &rt.stage_counters(), &rt.stats());
