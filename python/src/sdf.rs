@@ -19,7 +19,8 @@ use nexthop_dataplane::engine::{progress_line, EngineConfig, IoMode, PortsConfig
 use nexthop_dataplane::live::{StopAfter, StopFlag};
 use nexthop_dataplane::pcap::{PcapIn, PcapPorts};
 use nexthop_dataplane::sdf::{
-    forward_pcap_sdf, live_ports, run_live as run_sdf_live, PcapInput, SdfConfig, SdfRuntime,
+    forward_pcap_sdf, live_ports, run_live as run_sdf_live, PcapInput, SdfConfig, SdfLivePorts,
+    SdfRuntime,
 };
 use nexthop_sdf::app::{
     App, AppError, Control, ControlFilter, DropReason, InPkt, L2Config, L2Switch, OutPkt, PortKind,
@@ -910,11 +911,14 @@ pub fn run_live<'py>(
     // The app thread takes the GIL for each decision: release it while
     // the engine runs and while the runtime stops.
     let (done, stats) = py.allow_threads(|| {
+        let live = SdfLivePorts {
+            ifaces: &by_port,
+            inputs: &in_ports,
+            config: &ports_cfg,
+        };
         let done = run_sdf_live(
             &rt,
-            &by_port,
-            &in_ports,
-            &ports_cfg,
+            live,
             engine,
             &stop,
             |io| {

@@ -34,7 +34,7 @@ use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::pcap::{PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::sdf::{
     app_drops, forward_pcap_sdf, live_ports, run_live as run_sdf_live, App, PcapInput, SdfConfig,
-    SdfCounters, SdfLiveError, SdfPcapRun, SdfRuntime, SdfStats,
+    SdfCounters, SdfLiveError, SdfLivePorts, SdfPcapRun, SdfRuntime, SdfStats,
 };
 use nexthop_dataplane::Counters;
 use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceMatch, SliceSpec};
@@ -558,15 +558,18 @@ fn run_live(a: &RunArgs) -> Result<()> {
             a.workers
         );
     };
-    let done = run_sdf_live(
-        &rt, &by_port, &inputs, &ports_cfg, engine, &stop, on_ready, on_report,
-    )
-    .map_err(|e| match e {
-        SdfLiveError::Ports(e @ PortsError::Xdp { .. }) => {
-            anyhow!("{e} (--io auto falls back to AF_PACKET)")
-        }
-        e => e.into(),
-    })?;
+    let live = SdfLivePorts {
+        ifaces: &by_port,
+        inputs: &inputs,
+        config: &ports_cfg,
+    };
+    let done =
+        run_sdf_live(&rt, live, engine, &stop, on_ready, on_report).map_err(|e| match e {
+            SdfLiveError::Ports(e @ PortsError::Xdp { .. }) => {
+                anyhow!("{e} (--io auto falls back to AF_PACKET)")
+            }
+            e => e.into(),
+        })?;
     let run = &done.run;
     if a.metrics.is_some() {
         shared.publish(snapshot(&run.counters, &run.ports, run.elapsed));

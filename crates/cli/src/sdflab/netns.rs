@@ -22,7 +22,7 @@ use nexthop_dataplane::afpacket::{poll_fds, FanoutMode, RingConfig, RxRing, TxPo
 use nexthop_dataplane::engine::{EngineConfig, IoMode, PortsConfig, XdpAttach};
 use nexthop_dataplane::live::{StopAfter, StopFlag};
 use nexthop_dataplane::netns::{enter, is_root, Namespaces};
-use nexthop_dataplane::sdf::{live_ports, run_live, SdfRuntime};
+use nexthop_dataplane::sdf::{live_ports, run_live, SdfLivePorts, SdfRuntime};
 
 use super::{seq_of, LabArgs, Outcome, Progress, Record, Traffic};
 
@@ -167,11 +167,14 @@ pub(super) fn drive(
                 after: StopAfter::default(),
                 report_every: None,
             };
+            let live = SdfLivePorts {
+                ifaces: &by_port,
+                inputs: &inputs,
+                config: &ports_cfg,
+            };
             let run = run_live(
                 &rt,
-                &by_port,
-                &inputs,
-                &ports_cfg,
+                live,
                 engine,
                 &stop,
                 |_| {

@@ -88,8 +88,18 @@ pub fn live_ports<'a>(
     Ok((by_port, inputs))
 }
 
-/// Run `rt` over the interfaces `ifaces` (switch port → interface),
-/// receiving on `inputs`, until `stop` or `engine.after`: `on_ready` gets
+/// Where a live run receives and sends.
+#[derive(Clone, Copy, Debug)]
+pub struct SdfLivePorts<'a> {
+    /// Switch port → interface ([`live_ports`]).
+    pub ifaces: &'a BTreeMap<u16, &'a str>,
+    /// The ports received on.
+    pub inputs: &'a BTreeSet<u16>,
+    /// Workers, I/O and rings.
+    pub config: &'a PortsConfig,
+}
+
+/// Run `rt` over `ports` until `stop` or `engine.after`: `on_ready` gets
 /// the ports' I/O list once every port is open (the caller's readiness
 /// line), `on_report` the merged progress every `engine.report_every`.
 ///
@@ -97,15 +107,18 @@ pub fn live_ports<'a>(
 /// A port that cannot be opened, or the engine's failure.
 pub fn run_live(
     rt: &SdfRuntime,
-    ifaces: &BTreeMap<u16, &str>,
-    inputs: &BTreeSet<u16>,
-    ports: &PortsConfig,
+    ports: SdfLivePorts<'_>,
     engine: EngineConfig,
     stop: &StopFlag,
     on_ready: impl FnOnce(&str),
     on_report: impl FnMut(&Report<'_>),
 ) -> Result<SdfLiveRun, SdfLiveError> {
-    let worker_ports = open_ports(ifaces, inputs, ports)?;
+    let SdfLivePorts {
+        ifaces,
+        inputs,
+        config,
+    } = ports;
+    let worker_ports = open_ports(ifaces, inputs, config)?;
     let io = io_list(&worker_ports[0], ifaces.keys().copied());
     let workers: Vec<Worker<_>> = worker_ports
         .into_iter()
@@ -228,9 +241,11 @@ mod tests {
         let mut ready = false;
         let r = run_live(
             &rt,
-            &ifaces,
-            &inputs,
-            &ports,
+            SdfLivePorts {
+                ifaces: &ifaces,
+                inputs: &inputs,
+                config: &ports,
+            },
             EngineConfig {
                 after: Default::default(),
                 report_every: None,

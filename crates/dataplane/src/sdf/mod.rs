@@ -91,7 +91,9 @@ use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
 
 #[cfg(target_os = "linux")]
-pub use live::{app_drops, live_fields, live_ports, run_live, SdfLiveError, SdfLiveRun};
+pub use live::{
+    app_drops, live_fields, live_ports, run_live, SdfLiveError, SdfLivePorts, SdfLiveRun,
+};
 pub use nexthop_sdf::app::App;
 pub use pcap::{forward_pcap_sdf, PcapInput, SdfPcapRun};
 #[cfg(target_os = "linux")]
