@@ -311,6 +311,17 @@ class Control:
     def new_in_pkt(self, in_port: int, header: bytes) -> InPkt: ...
     def push(self, pkt: InPkt) -> bool: ...
 
+class ControlFilter:
+    """Which missed frames are control traffic (an app's ``control_filter()`` returns one)."""
+    def __init__(self, ethertypes: list[int] = [0x0806], dst_macs: list[bytes] = []) -> None: ...
+    @staticmethod
+    def none() -> ControlFilter: ...
+    @property
+    def ethertypes(self) -> list[int]: ...
+    @property
+    def dst_macs(self) -> list[bytes]: ...
+    def matches(self, frame: bytes) -> bool: ...
+
 class Switch:
     """The decision cache in front of an app, in the calling thread."""
     def __init__(
@@ -338,4 +349,19 @@ def run_pcap(
     ports: list[int] | None = None,
     capacity: int | None = None,
     max_masks: int | None = None,
+) -> dict[str, Any]: ...
+def run_live(
+    app: object,
+    ports: list[tuple[int, str]],
+    inputs: list[int] | None = None,
+    workers: int = 1,
+    io: str = "afpacket",
+    fanout: str = "hash",
+    xdp_mode: str = "auto",
+    xdp_queue: int = 0,
+    duration: float | None = None,
+    quiet: bool = False,
+    capacity: int | None = None,
+    max_masks: int | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]: ...

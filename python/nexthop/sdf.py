@@ -20,20 +20,50 @@ calling thread: ``process(in_port, frame)`` returns the frames to send as
 ``(port, bytes)`` pairs, ``port`` None for the control port.
 :func:`run_pcap` runs an app over pcap files through the data plane's SDF
 pipeline, as ``python -m nexthop.sdf run --app APP.py --in-pcap [PORT=]FILE
---out-dir DIR`` and ``nexthop sdf run --app APP.py ...`` do. An app file
-defines ``make_app()`` (or an ``app`` object).
+--out-dir DIR`` and ``nexthop sdf run --app APP.py ...`` do;
+:func:`run_live` runs it over live interfaces (the forwarder engine of
+``nexthop sdf run --port``), as ``python -m nexthop.sdf run --app APP.py
+--port N=IFACE ...`` does. An app file defines ``make_app()`` (or an
+``app`` object).
+
+An app may define ``control_filter(self)`` returning a
+:class:`ControlFilter` (EtherTypes and destination MACs) or None (ARP, the
+default): the misses it matches use the app's control queue, served
+before data misses. The switch asks once, when it starts.
 """
 
 import argparse
 import importlib.util
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from ._nexthop import Control, InPkt, OutPkt, StateId, Switch, drop_reasons, run_pcap
+from ._nexthop import (
+    Control,
+    ControlFilter,
+    InPkt,
+    OutPkt,
+    StateId,
+    Switch,
+    drop_reasons,
+    run_live,
+    run_pcap,
+)
 
-__all__ = ["Control", "InPkt", "OutPkt", "StateId", "Switch", "drop_reasons", "load_app", "run_pcap"]
+__all__ = [
+    "Control",
+    "ControlFilter",
+    "InPkt",
+    "OutPkt",
+    "StateId",
+    "Switch",
+    "drop_reasons",
+    "load_app",
+    "run_live",
+    "run_pcap",
+]
 
 
 def load_app(path: "str | Path") -> Any:
@@ -72,23 +102,80 @@ def _ports(s: str) -> "list[int]":
         raise argparse.ArgumentTypeError(f"{s!r}: expected a comma list of port numbers") from None
 
 
+def _port_map(s: str) -> "tuple[int, str]":
+    port, sep, iface = s.partition("=")
+    if not sep or not port.isdigit() or not iface or int(port) > 0xFFFF:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected N=IFACE")
+    return int(port), iface
+
+
+def _live(a: argparse.Namespace, app: Any) -> int:
+    """Run ``app`` on live ports; Python's signal handlers come back after."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        s = run_live(
+            app,
+            a.port,
+            inputs=a.inputs or None,
+            workers=a.workers,
+            io=a.io,
+            fanout=a.fanout,
+            xdp_mode=a.xdp_mode,
+            xdp_queue=a.xdp_queue,
+            duration=a.duration,
+            quiet=a.quiet,
+            capacity=a.cache_capacity,
+            max_masks=a.max_masks,
+            label=a.app,
+        )
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        for sig, h in saved.items():
+            if h is not None:
+                signal.signal(sig, h)
+    print(s["summary"], flush=True)
+    return 0
+
+
 def main(argv: Optional["list[str]"] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nexthop.sdf", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run a Python app over pcap files")
+    r = sub.add_parser("run", help="run a Python app over pcap files or live interfaces")
     r.add_argument("--app", required=True, metavar="APP.py")
-    r.add_argument("--in-pcap", action="append", type=_in_pcap, required=True, metavar="[PORT=]FILE")
-    r.add_argument("--out-dir", required=True, metavar="DIR")
+    r.add_argument("--in-pcap", action="append", type=_in_pcap, metavar="[PORT=]FILE")
+    r.add_argument("--out-dir", metavar="DIR")
+    r.add_argument("--port", action="append", type=_port_map, metavar="N=IFACE",
+                   help="live: switch port N is interface IFACE (repeat)")
+    r.add_argument("--in", dest="inputs", action="append", type=int, default=[], metavar="N",
+                   help="live: a port to receive on (default: every --port)")
+    r.add_argument("--workers", type=int, default=1, metavar="N")
+    r.add_argument("--io", default="afpacket", metavar="IO")
+    r.add_argument("--fanout", default="hash", metavar="MODE")
+    r.add_argument("--xdp-mode", default="auto", metavar="MODE")
+    r.add_argument("--xdp-queue", type=int, default=0, metavar="Q")
+    r.add_argument("--duration", type=float, default=None, metavar="SECS")
+    r.add_argument("--quiet", action="store_true", help="live: no progress lines")
     r.add_argument("--ports", type=_ports, default=[0, 1, 2, 3], metavar="LIST")
     r.add_argument("--cache-capacity", type=int, default=None)
     r.add_argument("--max-masks", type=int, default=None)
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     a = ap.parse_args(argv)
+    if a.port:
+        if a.in_pcap or a.out_dir:
+            ap.error("--port (live) excludes --in-pcap and --out-dir (offline)")
+        if a.json:
+            ap.error("--json is for the offline summary")
+    elif not a.in_pcap or not a.out_dir:
+        ap.error("give --port N=IFACE (live) or --in-pcap FILE --out-dir DIR")
     try:
         app = load_app(a.app)
     except Exception as e:  # the app file's own failure, reported as such
         print(f"error: {a.app}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    if a.port:
+        return _live(a, app)
     try:
         Path(a.out_dir).mkdir(parents=True, exist_ok=True)
         s = run_pcap(app, a.in_pcap, a.out_dir, a.ports, a.cache_capacity, a.max_masks)

@@ -14,11 +14,17 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
+use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
+use nexthop_dataplane::engine::{progress_line, EngineConfig, IoMode, PortsConfig, XdpAttach};
+use nexthop_dataplane::live::{StopAfter, StopFlag};
 use nexthop_dataplane::pcap::{PcapIn, PcapPorts};
-use nexthop_dataplane::sdf::{forward_pcap_sdf, PcapInput, SdfConfig, SdfRuntime};
+use nexthop_dataplane::sdf::{
+    forward_pcap_sdf, live_ports, run_live as run_sdf_live, PcapInput, SdfConfig, SdfLivePorts,
+    SdfRuntime,
+};
 use nexthop_sdf::app::{
-    App, AppError, Control, DropReason, InPkt, L2Config, L2Switch, OutPkt, PortKind, Ports, Stats,
-    Switch,
+    App, AppError, Control, ControlFilter, DropReason, InPkt, L2Config, L2Switch, OutPkt, PortKind,
+    Ports, Stats, Switch,
 };
 use nexthop_sdf::{Config, PortId, Primitive, StateId};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -353,11 +359,97 @@ impl PyControl {
     }
 }
 
+/// Which missed frames an app counts as control traffic: those of one of
+/// `ethertypes` (the EtherType after at most one 802.1Q tag) or sent to
+/// one of `dst_macs` (6-byte addresses). An app's `control_filter(self)`
+/// returns one (or None: ARP, the default); the switch asks once, when it
+/// starts, and its workers classify each miss with it: control misses
+/// use the control queue, served with weighted priority over data misses.
+#[pyclass(name = "ControlFilter", module = "nexthop.sdf", frozen)]
+#[derive(Clone)]
+pub struct PyControlFilter(ControlFilter);
+
+#[pymethods]
+impl PyControlFilter {
+    #[new]
+    #[pyo3(signature = (ethertypes = vec![ControlFilter::ARP], dst_macs = Vec::new()))]
+    fn new(ethertypes: Vec<u16>, dst_macs: Vec<Vec<u8>>) -> PyResult<PyControlFilter> {
+        let dst_macs = dst_macs
+            .into_iter()
+            .map(|m| {
+                <[u8; 6]>::try_from(m.as_slice()).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "dst_macs: a MAC address is 6 bytes, not {}",
+                        m.len()
+                    ))
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyControlFilter(ControlFilter {
+            ethertypes,
+            dst_macs,
+        }))
+    }
+
+    /// The filter that classifies no frame as control (every miss is data).
+    #[staticmethod]
+    fn none() -> PyControlFilter {
+        PyControlFilter(ControlFilter::none())
+    }
+
+    /// The control EtherTypes.
+    #[getter]
+    fn ethertypes(&self) -> Vec<u16> {
+        self.0.ethertypes.clone()
+    }
+
+    /// The control destination MAC addresses.
+    #[getter]
+    fn dst_macs<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
+        self.0
+            .dst_macs
+            .iter()
+            .map(|m| PyBytes::new(py, m))
+            .collect()
+    }
+
+    /// Whether `frame` (any bytes) is control.
+    fn matches(&self, frame: &[u8]) -> bool {
+        self.0.matches(frame)
+    }
+
+    fn __repr__(&self) -> String {
+        let types: Vec<String> = self
+            .0
+            .ethertypes
+            .iter()
+            .map(|t| format!("0x{t:04x}"))
+            .collect();
+        let macs: Vec<String> = self
+            .0
+            .dst_macs
+            .iter()
+            .map(|m| {
+                format!(
+                    "b'{}'",
+                    m.iter().map(|b| format!("\\x{b:02x}")).collect::<String>()
+                )
+            })
+            .collect();
+        format!(
+            "ControlFilter(ethertypes=[{}], dst_macs=[{}])",
+            types.join(", "),
+            macs.join(", ")
+        )
+    }
+}
+
 /// A Python object as an [`App`].
 pub struct PyApp {
     obj: Py<PyAny>,
     name: String,
     has_tick: bool,
+    filter: ControlFilter,
 }
 
 impl PyApp {
@@ -368,10 +460,33 @@ impl PyApp {
             ));
         }
         let name = obj.get_type().name()?.to_string();
+        // The Rust API asks for the filter once, when the switch starts:
+        // ask the Python app here, so a bad answer is the caller's error
+        // rather than a worker's.
+        let filter = if obj.hasattr("control_filter")? {
+            let f = obj.call_method0("control_filter")?;
+            if f.is_none() {
+                ControlFilter::default()
+            } else {
+                f.downcast::<PyControlFilter>()
+                    .map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "control_filter() returned {}, expected a nexthop.sdf.ControlFilter or None",
+                            f.repr().map(|r| r.to_string()).unwrap_or_default()
+                        ))
+                    })?
+                    .get()
+                    .0
+                    .clone()
+            }
+        } else {
+            ControlFilter::default()
+        };
         Ok(PyApp {
             has_tick: obj.hasattr("on_tick")?,
             obj: obj.unbind(),
             name,
+            filter,
         })
     }
 }
@@ -434,6 +549,10 @@ impl App for PyApp {
             }
         })
     }
+
+    fn control_filter(&self) -> ControlFilter {
+        self.filter.clone()
+    }
 }
 
 /// A Python app or one of the crate's built-in Rust apps.
@@ -450,6 +569,10 @@ impl App for AnyApp {
 
     fn on_tick(&mut self, ctl: &mut Control<'_>) {
         self.0.on_tick(ctl)
+    }
+
+    fn control_filter(&self) -> ControlFilter {
+        self.0.control_filter()
     }
 }
 
@@ -645,6 +768,9 @@ pub fn run_pcap<'py>(
     d.set_item("misses", run.sdf.misses)?;
     d.set_item("app_requests", run.sdf.app_requests)?;
     d.set_item("pending_waits", run.sdf.pending_waits)?;
+    d.set_item("control_requests", run.sdf.control_requests)?;
+    d.set_item("control_calls", stats.control_calls)?;
+    d.set_item("data_calls", stats.data_calls)?;
     d.set_item("unanswered", run.unanswered)?;
     d.set_item("elapsed_s", run.elapsed.as_secs_f64())?;
     let outputs = PyDict::new(py);
@@ -664,6 +790,193 @@ pub fn run_pcap<'py>(
     Ok(d)
 }
 
+/// A per-process hash seed: the cache keys of live traffic are chosen by
+/// whoever sends it.
+fn rand_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    h.finish()
+}
+
+fn parse<T: std::str::FromStr>(what: &str, s: &str) -> PyResult<T>
+where
+    T::Err: std::fmt::Display,
+{
+    s.parse()
+        .map_err(|e| PyValueError::new_err(format!("{what} {s}: {e}")))
+}
+
+/// Run `app` over live interfaces through the data plane's SDF pipeline
+/// (the forwarder engine of `nexthop sdf run --port`, one stage per
+/// worker): `ports` maps switch ports to interfaces, `inputs` are the
+/// ports received on (default: all). The app runs on the pipeline's app
+/// thread, which takes the GIL for each decision; the calling thread
+/// releases the GIL until the run ends, at `duration` seconds or at
+/// SIGINT/SIGTERM (this call installs handlers for both that end the run;
+/// restore Python's afterwards, as `python -m nexthop.sdf` does). Prints
+/// the readiness line (`nexthop sdf run: forwarding ...`) and, unless
+/// `quiet`, a progress line a second on stderr. Returns the counters and
+/// the summary line (`summary`) as `nexthop sdf run --port` prints it.
+#[pyfunction]
+#[pyo3(signature = (
+    app, ports, inputs = None, workers = 1, io = "afpacket", fanout = "hash",
+    xdp_mode = "auto", xdp_queue = 0, duration = None, quiet = false, capacity = None,
+    max_masks = None, label = None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn run_live<'py>(
+    py: Python<'py>,
+    app: Bound<'py, PyAny>,
+    ports: Vec<(PortId, String)>,
+    inputs: Option<Vec<PortId>>,
+    workers: usize,
+    io: &str,
+    fanout: &str,
+    xdp_mode: &str,
+    xdp_queue: u32,
+    duration: Option<f64>,
+    quiet: bool,
+    capacity: Option<usize>,
+    max_masks: Option<usize>,
+    label: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    const MAX_WORKERS: usize = 64;
+    if !(1..=MAX_WORKERS).contains(&workers) {
+        return Err(PyValueError::new_err(format!(
+            "--workers {workers}: expected 1 to {MAX_WORKERS}"
+        )));
+    }
+    let duration = match duration {
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(PyValueError::new_err(format!(
+                "--duration {s}: expected a positive number of seconds"
+            )))
+        }
+        None => None,
+    };
+    let maps: Vec<(u16, &str)> = ports.iter().map(|(p, i)| (*p, i.as_str())).collect();
+    if maps.is_empty() {
+        return Err(PyValueError::new_err("run_live needs at least one port"));
+    }
+    let (by_port, in_ports) =
+        live_ports(&maps, inputs.as_deref().unwrap_or_default()).map_err(PyValueError::new_err)?;
+    let ports_cfg = PortsConfig {
+        workers,
+        io: parse::<IoMode>("--io", io)?,
+        xdp_attach: parse::<XdpAttach>("--xdp-mode", xdp_mode)?,
+        xdp_queue,
+        ring: RingConfig::default(),
+        fanout: parse::<FanoutMode>("--fanout", fanout)?,
+        fanout_group_base: (std::process::id() & 0x7fff) as u16,
+    };
+    let label = label.unwrap_or_else(|| {
+        app.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    });
+    let app: Box<dyn App> = Box::new(PyApp::new(app)?);
+    let mut cache = config(capacity, max_masks);
+    cache.seed = rand_seed();
+    let cfg = SdfConfig {
+        cache,
+        ports: by_port.keys().copied().collect(),
+        ..SdfConfig::default()
+    };
+    let stop = StopFlag::install()
+        .map_err(|e| PyOSError::new_err(format!("installing signal handlers: {e}")))?;
+    let rt = SdfRuntime::start(app, cfg).map_err(api_err)?;
+    let show = |ps: &dyn Fn(u16) -> bool| {
+        by_port
+            .iter()
+            .filter(|(p, _)| ps(**p))
+            .map(|(p, i)| format!("{p}={i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let ready = format!(
+        "nexthop sdf run: forwarding app={label} in={} out={}",
+        show(&|p| in_ports.contains(&p)),
+        show(&|_| true),
+    );
+    let engine = EngineConfig {
+        after: StopAfter {
+            duration,
+            frames: None,
+        },
+        report_every: (!quiet).then_some(Duration::from_secs(1)),
+    };
+    // The app thread takes the GIL for each decision: release it while
+    // the engine runs and while the runtime stops.
+    let (done, stats) = py.allow_threads(|| {
+        let live = SdfLivePorts {
+            ifaces: &by_port,
+            inputs: &in_ports,
+            config: &ports_cfg,
+        };
+        let done = run_sdf_live(
+            &rt,
+            live,
+            engine,
+            &stop,
+            |io| {
+                // The readiness line (scripts wait for it).
+                eprintln!("{ready} io={io} workers={workers} (Ctrl-C stops)");
+            },
+            |r| {
+                eprintln!(
+                    "{} sdf_hits={} app_calls={}",
+                    progress_line(&r.merged),
+                    rt.stage_counters().hits,
+                    rt.stats().app.app_calls
+                );
+            },
+        );
+        (done, rt.shutdown())
+    });
+    let done = done.map_err(|e| PyOSError::new_err(e.to_string()))?;
+    let d = stats_dict(
+        py,
+        &Stats {
+            cache: stats.cache,
+            entries: stats.entries,
+            masks: stats.masks,
+            state_ids: stats.state_ids,
+            app: stats.app,
+        },
+    )?;
+    let c = &done.run.counters;
+    d.set_item("summary", done.summary_line())?;
+    d.set_item("frames_in", c.frames_in)?;
+    d.set_item("forwarded", c.forwarded)?;
+    d.set_item("dropped", c.dropped)?;
+    d.set_item("punted", c.punted)?;
+    d.set_item("hits", done.sdf.hits)?;
+    d.set_item("misses", done.sdf.misses)?;
+    d.set_item("app_requests", done.sdf.app_requests)?;
+    d.set_item("pending_waits", done.sdf.pending_waits)?;
+    d.set_item("control_requests", done.sdf.control_requests)?;
+    d.set_item("control_calls", stats.control_calls)?;
+    d.set_item("data_calls", stats.data_calls)?;
+    d.set_item("installs", stats.cache.installs)?;
+    d.set_item("revocations", stats.cache.revocations)?;
+    let sdf_drops = PyDict::new(py);
+    for (r, n) in done.sdf.drops.named() {
+        sdf_drops.set_item(r, n)?;
+    }
+    d.set_item("sdf_drops", sdf_drops)?;
+    let out = PyDict::new(py);
+    for (p, pc) in c.tx_ports() {
+        out.set_item(p, pc.frames)?;
+    }
+    d.set_item("out", out)?;
+    d.set_item("io", &done.io)?;
+    d.set_item("elapsed_s", done.run.elapsed.as_secs_f64())?;
+    Ok(d)
+}
+
 /// The drop reasons' names, as counted in `drop_reasons`.
 #[pyfunction]
 pub fn drop_reasons() -> Vec<&'static str> {
@@ -676,7 +989,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOutPkt>()?;
     m.add_class::<PyControl>()?;
     m.add_class::<PySwitch>()?;
+    m.add_class::<PyControlFilter>()?;
     m.add_function(wrap_pyfunction!(drop_reasons, m)?)?;
     m.add_function(wrap_pyfunction!(run_pcap, m)?)?;
+    m.add_function(wrap_pyfunction!(run_live, m)?)?;
     Ok(())
 }

@@ -512,3 +512,106 @@ def test_router_app_file_runs_over_pcap(tmp_path):
     out = read_pcap(tmp_path / "out" / "port-2.pcap")
     assert [b[14 + 8] for b in out] == [63, 8] and all(checksum(b[14:34]) == 0 for b in out)
     assert json.loads(r.stdout)["frames_in"] == 3
+
+
+class Flood:
+    """Floods every frame, marking the ingress port and the EtherType."""
+
+    def on_packet(self, pkt, ctl):
+        in_port = pkt.mark_ingress()
+        pkt.field(96, 16)
+        out = pkt.new_out_pkt()
+        for p in ctl.get_ports():
+            if p != in_port:
+                out.add_destination(p)
+        pkt.send(out)
+
+
+class OwnControl(Flood):
+    def control_filter(self):
+        from nexthop.sdf import ControlFilter
+
+        return ControlFilter(ethertypes=[0x88B6], dst_macs=[mac(9)])
+
+
+class NoControl(Flood):
+    def control_filter(self):
+        from nexthop.sdf import ControlFilter
+
+        return ControlFilter.none()
+
+
+class DefaultControl(Flood):
+    def control_filter(self):
+        return None
+
+
+def test_control_filter_values_and_matches():
+    from nexthop.sdf import ControlFilter
+
+    f = ControlFilter()
+    assert f.ethertypes == [0x0806] and f.dst_macs == []
+    assert f.matches(eth(mac(1), mac(2), 0x0806))
+    tagged = mac(1) + mac(2) + struct.pack("!HHH", 0x8100, 7, 0x0806) + b"x" * 42
+    assert f.matches(tagged), "ARP under one 802.1Q tag"
+    assert not f.matches(eth(mac(1), mac(2), 0x0800))
+    assert not f.matches(b"") and not f.matches(b"\x01" * 13)
+    own = ControlFilter(ethertypes=[0x88B6], dst_macs=[mac(9)])
+    assert own.dst_macs == [mac(9)]
+    assert own.matches(eth(mac(9), mac(2), 0x0800)) and own.matches(eth(mac(1), mac(2), 0x88B6))
+    assert not own.matches(eth(mac(1), mac(2), 0x0806)), "its own filter replaces ARP"
+    assert not ControlFilter.none().matches(eth(mac(1), mac(2), 0x0806))
+    assert "0x88b6" in repr(own)
+    with pytest.raises(ValueError, match="6 bytes"):
+        ControlFilter(dst_macs=[b"\x01\x02"])
+    with pytest.raises(OverflowError):
+        ControlFilter(ethertypes=[0x10000])
+
+
+@pytest.mark.parametrize(
+    "app,control",
+    [
+        (Flood, {0x0806}),  # no control_filter: ARP
+        (DefaultControl, {0x0806}),  # None: ARP
+        (OwnControl, {0x88B6, "to9"}),
+        (NoControl, set()),
+    ],
+)
+def test_the_apps_control_filter_decides_which_misses_use_the_control_queue(tmp_path, app, control):
+    from nexthop.sdf import run_pcap
+
+    kinds = {
+        0x0806: eth(mac(1), mac(2), 0x0806),
+        0x88B6: eth(mac(1), mac(3), 0x88B6),
+        0x0800: eth(mac(1), mac(4), 0x0800),
+        "to9": eth(mac(9), mac(5), 0x0800),
+    }
+    frames = list(kinds.values())
+    write_pcap(tmp_path / "in.pcap", frames)
+    s = run_pcap(app(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "out"))
+    assert s["frames_in"] == 4 and s["app_calls"] == 4
+    assert s["control_requests"] == len(control), s
+    assert s["control_calls"] == len(control), s
+    assert s["data_calls"] == 4 - len(control), s
+    # Control or data, every frame is decided and flooded the same way.
+    assert s["forwarded"] == 4
+
+
+def test_a_control_filter_of_the_wrong_type_is_refused_at_start(tmp_path):
+    from nexthop.sdf import run_pcap
+
+    class Wrong(Flood):
+        def control_filter(self):
+            return [0x0806]
+
+    class Raises(Flood):
+        def control_filter(self):
+            raise KeyError("no filter")
+
+    write_pcap(tmp_path / "in.pcap", [eth(mac(1), mac(2))])
+    with pytest.raises(ValueError, match="expected a nexthop.sdf.ControlFilter or None"):
+        run_pcap(Wrong(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "out"))
+    with pytest.raises(KeyError, match="no filter"):
+        run_pcap(Raises(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "out"))
+    with pytest.raises(ValueError, match="expected a nexthop.sdf.ControlFilter"):
+        Switch(Wrong(), ports=[0, 1])

@@ -17,7 +17,6 @@
 //! and its pcap driver `nexthop-dataplane::sdf`'s. The contract is in
 //! `docs/dataplane.md` ("The SDF pipeline").
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -28,14 +27,14 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
 use nexthop_dataplane::engine::{
-    io_list, open_ports, progress_line, summary_line as engine_summary, Engine, EngineConfig,
-    IoMode, NoRefresh, PortsConfig, PortsError, Report, Worker, XdpAttach,
+    progress_line, EngineConfig, IoMode, PortsConfig, PortsError, Report, XdpAttach,
 };
 use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
 use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::pcap::{PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::sdf::{
-    forward_pcap_sdf, App, PcapInput, SdfConfig, SdfCounters, SdfPcapRun, SdfRuntime, SdfStats,
+    app_drops, forward_pcap_sdf, live_ports, run_live as run_sdf_live, App, PcapInput, SdfConfig,
+    SdfCounters, SdfLiveError, SdfLivePorts, SdfPcapRun, SdfRuntime, SdfStats,
 };
 use nexthop_dataplane::Counters;
 use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceMatch, SliceSpec};
@@ -117,9 +116,9 @@ impl FromStr for PortList {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The app: a built-in app by name (l2switch: an Ethernet learning
-    /// switch; router: an IPv4 router, --router-* flags), or a Python app file `APP.py` (offline only; run by
+    /// switch; router: an IPv4 router, --router-* flags), or a Python app file `APP.py` (offline or live; run by
     /// `${NEXTHOP_PYTHON:-python3} -m nexthop.sdf run`, which needs the
-    /// nexthop Python package).
+    /// nexthop Python package and drives this data plane through it).
     #[arg(
         long,
         value_name = "NAME",
@@ -265,24 +264,28 @@ fn app_label(a: &RunArgs) -> String {
     }
 }
 
-/// A Python app: the same offline run through the Python package.
+/// A Python app: the same run (offline or live) by the Python package,
+/// `${NEXTHOP_PYTHON:-python3} -m nexthop.sdf run`, which drives this
+/// data plane through its bindings (the app runs on the pipeline's app
+/// thread in that process).
 fn run_python(a: &RunArgs) -> Result<()> {
     let app = app_label(a);
-    if !a.live_ports.is_empty() {
+    let live = !a.live_ports.is_empty();
+    if live && (!a.in_pcap.is_empty() || a.out_dir.is_some()) {
+        bail!("--port (live) excludes --in-pcap and --out-dir (offline)");
+    }
+    if !live && (a.out_dir.is_none() || a.in_pcap.is_empty()) {
         bail!(
-            "--app {}: a Python app runs offline only (--in-pcap, --out-dir)",
+            "--app {}: a Python app needs --port N=IFACE (live) or --in-pcap FILE --out-dir DIR",
             app
         );
     }
-    let Some(out_dir) = &a.out_dir else {
+    if live && a.json {
+        bail!("--json is for the offline summary");
+    }
+    if a.metrics.is_some() {
         bail!(
-            "--app {}: a Python app needs --in-pcap FILE --out-dir DIR",
-            app
-        );
-    };
-    if a.in_pcap.is_empty() {
-        bail!(
-            "--app {}: a Python app needs --in-pcap FILE --out-dir DIR",
+            "--app {}: --metrics serves the built-in apps' counters; a Python app prints them in its summary line",
             app
         );
     }
@@ -302,17 +305,56 @@ fn run_python(a: &RunArgs) -> Result<()> {
     }
     let mut cmd = std::process::Command::new(&py);
     cmd.args(["-m", "nexthop.sdf", "run", "--app", &app]);
-    for i in &a.in_pcap {
-        cmd.arg("--in-pcap")
-            .arg(format!("{}={}", i.port, i.path.display()));
+    if let Some(out_dir) = &a.out_dir {
+        for i in &a.in_pcap {
+            cmd.arg("--in-pcap")
+                .arg(format!("{}={}", i.port, i.path.display()));
+        }
+        let ports: Vec<String> = a.ports.0.iter().map(u16::to_string).collect();
+        cmd.arg("--out-dir").arg(out_dir);
+        cmd.args(["--ports", &ports.join(",")]);
     }
-    let ports: Vec<String> = a.ports.0.iter().map(u16::to_string).collect();
-    cmd.arg("--out-dir").arg(out_dir);
-    cmd.args(["--ports", &ports.join(",")]);
+    for m in &a.live_ports {
+        cmd.arg("--port").arg(format!("{}={}", m.port, m.iface));
+    }
+    if live {
+        for p in &a.inputs {
+            cmd.args(["--in", &p.to_string()]);
+        }
+        cmd.args(["--workers", &a.workers.to_string()]);
+        let io = match a.io {
+            IoMode::Auto => "auto",
+            IoMode::Afxdp => "afxdp",
+            IoMode::Afpacket => "afpacket",
+        };
+        let xdp_mode = match a.xdp_mode {
+            XdpAttach::Auto => "auto",
+            XdpAttach::Skb => "skb",
+            XdpAttach::Native => "native",
+        };
+        cmd.args(["--io", io]);
+        cmd.args(["--fanout", a.fanout.name()]);
+        cmd.args(["--xdp-mode", xdp_mode]);
+        cmd.args(["--xdp-queue", &a.xdp_queue.to_string()]);
+        if let Some(d) = a.duration {
+            cmd.args(["--duration", &d.to_string()]);
+        }
+        if a.quiet {
+            cmd.arg("--quiet");
+        }
+    }
     cmd.args(["--cache-capacity", &a.cache_capacity.to_string()]);
     cmd.args(["--max-masks", &a.max_masks.to_string()]);
     if a.json {
         cmd.arg("--json");
+    }
+    if live {
+        // Live, the Python process is the switch: it takes this process's
+        // place, so that SIGINT/SIGTERM (and `ip netns exec`'s pid) reach
+        // the run and its summary line.
+        use std::os::unix::process::CommandExt;
+        let e = cmd.exec();
+        bail!("{}: {e}", py.to_string_lossy());
     }
     let status = cmd
         .status()
@@ -445,31 +487,12 @@ fn run_live(a: &RunArgs) -> Result<()> {
         Some(s) => bail!("--duration {s}: expected a positive number of seconds"),
         None => None,
     };
-    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
-    let mut ifaces: BTreeSet<&str> = BTreeSet::new();
-    for m in &a.live_ports {
-        if by_port.insert(m.port, &m.iface).is_some() {
-            bail!("--port {}: port {} is mapped twice", m.port, m.port);
-        }
-        if !ifaces.insert(&m.iface) {
-            bail!(
-                "--port {}={}: interface {} is mapped twice",
-                m.port,
-                m.iface,
-                m.iface
-            );
-        }
-    }
-    let inputs: BTreeSet<u16> = if a.inputs.is_empty() {
-        by_port.keys().copied().collect()
-    } else {
-        a.inputs.iter().copied().collect()
-    };
-    for p in &inputs {
-        if !by_port.contains_key(p) {
-            bail!("--in {p}: port {p} has no interface (add --port {p}=IFACE)");
-        }
-    }
+    let maps: Vec<(u16, &str)> = a
+        .live_ports
+        .iter()
+        .map(|m| (m.port, m.iface.as_str()))
+        .collect();
+    let (by_port, inputs) = live_ports(&maps, &a.inputs).map_err(|e| anyhow!(e))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let ports_cfg = PortsConfig {
         workers: a.workers,
@@ -480,16 +503,7 @@ fn run_live(a: &RunArgs) -> Result<()> {
         fanout: a.fanout,
         fanout_group_base: (std::process::id() & 0x7fff) as u16,
     };
-    let worker_ports = open_ports(&by_port, &inputs, &ports_cfg).map_err(|e| match e {
-        PortsError::Xdp { .. } => anyhow!("{e} (--io auto falls back to AF_PACKET)"),
-        e => e.into(),
-    })?;
-    let io_names = io_list(&worker_ports[0], by_port.keys().copied());
     let rt = start_runtime(a, sdf_config(a, by_port.keys().copied().collect()))?;
-    let workers: Vec<Worker<_>> = worker_ports
-        .into_iter()
-        .map(|ports| Worker::new(rt.stage(), ports))
-        .collect();
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
             .iter()
@@ -498,14 +512,6 @@ fn run_live(a: &RunArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    // The readiness line (output, not a log event: scripts wait for it).
-    eprintln!(
-        "nexthop sdf run: forwarding app={} in={} out={} io={io_names} workers={} (Ctrl-C stops)",
-        app_label(a),
-        show(&|p| inputs.contains(&p)),
-        show(&|_| true),
-        a.workers
-    );
     let shared = SharedSnapshot::new();
     let _metrics_server =
         crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
@@ -523,7 +529,7 @@ fn run_live(a: &RunArgs) -> Result<()> {
             slice_metrics(m, &slice_reports(a, &rt, &rt.slice_counters()))
         }
     };
-    let mut on_report = |r: &Report<'_>| {
+    let on_report = |r: &Report<'_>| {
         let p = &r.merged;
         if a.metrics.is_some() {
             shared.publish(snapshot(p.counters, p.ports, p.elapsed));
@@ -538,65 +544,46 @@ fn run_live(a: &RunArgs) -> Result<()> {
             );
         }
     };
-    let engine = Engine::new(EngineConfig {
+    let engine = EngineConfig {
         after: StopAfter {
             duration,
             frames: None,
         },
         report_every: (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1)),
-    });
-    // Every stage has published its last counters once `run` returns (a
-    // stage publishes when its worker drops it).
-    let done = engine.run(workers, &NoRefresh, &stop, &mut on_report)?;
-    let run = &done.merged;
-    let sdf = rt.stage_counters();
-    let stats = rt.stats();
+    };
+    // The readiness line (output, not a log event: scripts wait for it).
+    let on_ready = |io_names: &str| {
+        eprintln!(
+            "nexthop sdf run: forwarding app={} in={} out={} io={io_names} workers={} (Ctrl-C stops)",
+            app_label(a),
+            show(&|p| inputs.contains(&p)),
+            show(&|_| true),
+            a.workers
+        );
+    };
+    let live = SdfLivePorts {
+        ifaces: &by_port,
+        inputs: &inputs,
+        config: &ports_cfg,
+    };
+    let done =
+        run_sdf_live(&rt, live, engine, &stop, on_ready, on_report).map_err(|e| match e {
+            SdfLiveError::Ports(e @ PortsError::Xdp { .. }) => {
+                anyhow!("{e} (--io auto falls back to AF_PACKET)")
+            }
+            e => e.into(),
+        })?;
+    let run = &done.run;
     if a.metrics.is_some() {
         shared.publish(snapshot(&run.counters, &run.ports, run.elapsed));
     }
-    let slices = slice_reports(a, &rt, &rt.slice_counters());
-    let line = format!(
-        "{} io={io_names} {}{}",
-        engine_summary(run),
-        live_sdf_fields(&sdf, &stats),
-        slice_fields(&slices)
-    );
+    let slices = slice_reports(a, &rt, &done.slices);
+    let line = format!("{}{}", done.summary_line(), slice_fields(&slices));
     let _ = rt.shutdown();
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
-}
-
-/// The SDF fields of the live summary line: `sdf_hits=N sdf_misses=N
-/// app_calls=N pending_waits=N installs=N revocations=N entries=N masks=N
-/// sdf_drops=REASON:N,...|- app_drops=REASON:N,...|-`.
-fn live_sdf_fields(sdf: &SdfCounters, stats: &SdfStats) -> String {
-    let drops: Vec<String> = sdf
-        .drops
-        .named()
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(r, n)| format!("{r}:{n}"))
-        .collect();
-    format!(
-        "sdf_hits={} sdf_misses={} app_calls={} pending_waits={} installs={} revocations={} \
-         entries={} masks={} sdf_drops={} app_drops={}",
-        sdf.hits,
-        sdf.misses,
-        stats.app.app_calls,
-        sdf.pending_waits,
-        stats.cache.installs,
-        stats.cache.revocations,
-        stats.entries,
-        stats.masks,
-        if drops.is_empty() {
-            "-".to_string()
-        } else {
-            drops.join(",")
-        },
-        app_drops(stats),
-    )
 }
 
 /// `m` with the SDF counters added (`nexthop_sdf_*`; `docs/dataplane.md`,
@@ -701,22 +688,6 @@ fn rand_seed() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(std::process::id().into());
     h.finish()
-}
-
-/// App-side drops with their reasons, `-` when none.
-fn app_drops(stats: &SdfStats) -> String {
-    let v: Vec<String> = stats
-        .app
-        .drops
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(r, n)| format!("{}:{n}", r.name()))
-        .collect();
-    if v.is_empty() {
-        "-".into()
-    } else {
-        v.join(",")
-    }
 }
 
 /// `frames_in=N forwarded=N out=PORT:N,... dropped=N punted=N hits=N
@@ -1039,17 +1010,5 @@ mod tests {
              slice.b=hits:0,misses:0,app_calls:0,entries:0,share:0,evictions:0,drops:0"
         );
         assert_eq!(slice_fields(&[]), "");
-    }
-
-    #[test]
-    fn the_live_summary_fields_name_drops_or_say_none() {
-        let mut sdf = SdfCounters::default();
-        let stats = SdfStats::default();
-        let line = live_sdf_fields(&sdf, &stats);
-        assert!(line.ends_with("sdf_drops=- app_drops=-"), "{line}");
-        sdf.drops.app_timeout = 2;
-        let line = live_sdf_fields(&sdf, &stats);
-        assert!(line.contains("sdf_drops=app_timeout:2 "), "{line}");
-        assert!(!line.contains("  "), "{line}");
     }
 }

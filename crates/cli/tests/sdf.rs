@@ -385,6 +385,43 @@ fn live_and_offline_flags_exclude_each_other() {
         .stderr(predicates::str::contains("--in 2: port 2 has no interface"));
 }
 
+#[test]
+fn a_python_app_takes_live_or_offline_ports_and_no_metrics() {
+    // Refused before any Python runs (NEXTHOP_PYTHON would fail anyway).
+    let fx = Fixture::new();
+    let input = fx.file("in.pcap", pcap(&[]));
+    let run = |args: &[&str]| {
+        let mut c = nexthop();
+        c.env("NEXTHOP_PYTHON", "false")
+            .args(["sdf", "run", "--app", "app.py"])
+            .args(args);
+        c
+    };
+    run(&[])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "a Python app needs --port N=IFACE (live) or --in-pcap FILE --out-dir DIR",
+        ));
+    run(&["--port", "1=eth9", "--in-pcap"])
+        .arg(&input)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("excludes --in-pcap"));
+    run(&["--port", "1=eth9", "--metrics", "127.0.0.1:9464"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "--metrics serves the built-in apps",
+        ));
+    run(&["--port", "1=eth9"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "Python apps need the nexthop Python package",
+        ));
+}
+
 // ---------------------------------------------------------------------------
 // Live, in network namespaces
 

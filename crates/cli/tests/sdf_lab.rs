@@ -59,3 +59,47 @@ fn lab_refuses_bad_sizes() {
         .failure()
         .stderr(predicates::str::contains("--hosts 1: expected 2 to 60000"));
 }
+
+#[test]
+fn lab_between_namespaces_passes_with_real_frames() {
+    if !nexthop_dataplane::netns::is_root() {
+        eprintln!("skipped: `nexthop sdf lab --netns` needs root (network namespaces)");
+        return;
+    }
+    let ok = nexthop()
+        .args([
+            "sdf", "lab", "--netns", "--hosts", "24", "--ports", "3", "--frames", "3000",
+            "--moves", "4", "--every", "1000", "--json",
+        ])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&ok)).unwrap();
+    assert_eq!(v["result"], "PASS", "{v}");
+    assert_eq!(v["netns"], true);
+    assert_eq!(v["mismatches"], 0);
+    assert_eq!(v["unanswered"], 0);
+    assert_eq!(v["frames"], 3024);
+    assert_eq!(v["moves"], 4);
+    // Every frame crossed the switch's live ports: each one a hit or a miss.
+    let hits = v["hits"].as_u64().unwrap();
+    let misses = v["misses"].as_u64().unwrap();
+    assert_eq!(hits + misses, 3024, "{v}");
+    assert!(v["hit_rate"].as_f64().unwrap() > 0.5, "{v}");
+    assert!(
+        v["revocations"].as_u64().unwrap() >= 4,
+        "each move revokes: {v}"
+    );
+    let err = String::from_utf8(ok.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.lines().filter(|l| l.starts_with("t=")).count() >= 2,
+        "{err}"
+    );
+    // The lab removed its namespaces (only this test makes them).
+    let left = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(!left.contains("nh-sdflab-"), "{left}");
+}

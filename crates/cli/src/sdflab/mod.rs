@@ -17,6 +17,15 @@
 //! The oracle is `nexthop_sdf::app::Switch` with caching off: the same app
 //! on every frame in order. PASS: every frame's output ports are the
 //! oracle's (frames compared by sequence number).
+//!
+//! `--netns` (root) runs the same traffic as real frames between network
+//! namespaces (`netns.rs`): the switch's ports are veth interfaces in a
+//! namespace of their own, run by `sdf::run_live` (the forwarder engine,
+//! AF_PACKET) as `nexthop sdf run --port` runs them; the hosts' ends are in
+//! another namespace, where the lab sends each group's frames and waits
+//! until the deliveries the oracle expects arrived (a move frame is sent on
+//! its own, after the frames before it were delivered). Output ports are
+//! where each frame arrived.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -24,9 +33,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
-use nexthop_dataplane::sdf::{SdfConfig, SdfRuntime, Sink, Stamp};
+use nexthop_dataplane::sdf::{SdfConfig, SdfCounters, SdfRuntime, SdfStats, Sink, Stamp};
 use nexthop_sdf::app::{L2Config, L2Switch, Ports, Switch};
 use rand::{Rng, SeedableRng};
+
+mod netns;
 
 /// Groups of frames decided together.
 const GROUP: usize = 32;
@@ -60,6 +71,10 @@ pub struct LabArgs {
     /// Print the summary as JSON instead of one line.
     #[arg(long)]
     json: bool,
+    /// Real frames between network namespaces (veth, AF_PACKET; root)
+    /// instead of frames handed to the pipeline in memory.
+    #[arg(long)]
+    netns: bool,
 }
 
 /// What the pipeline sent, per sequence number: the output ports.
@@ -96,6 +111,8 @@ fn frame(dst: [u8; 6], src: [u8; 6], seq: u32) -> Vec<u8> {
 /// The generated traffic: groups of (in port, frame).
 struct Traffic {
     groups: Vec<Vec<(u16, Vec<u8>)>>,
+    /// Per group: whether its last frame is a move.
+    move_ends: Vec<bool>,
     frames: u64,
     moves: u32,
 }
@@ -106,6 +123,7 @@ fn traffic(a: &LabArgs) -> Traffic {
         .map(|h| (h % u32::from(a.ports)) as u16)
         .collect();
     let mut groups = Vec::new();
+    let mut move_ends = Vec::new();
     let mut group = Vec::with_capacity(GROUP);
     let mut seq = 0u32;
     let mut frames = 0u64;
@@ -113,6 +131,7 @@ fn traffic(a: &LabArgs) -> Traffic {
         group.push((port, f));
         if end || group.len() == GROUP {
             groups.push(std::mem::take(group));
+            move_ends.push(end);
         }
     };
     for h in 0..a.hosts {
@@ -160,11 +179,99 @@ fn traffic(a: &LabArgs) -> Traffic {
     }
     if !group.is_empty() {
         groups.push(group);
+        move_ends.push(false);
     }
     Traffic {
         groups,
+        move_ends,
         frames,
         moves,
+    }
+}
+
+/// The progress lines on stderr, every `every` frames.
+struct Progress {
+    every: u64,
+    next_line: u64,
+    start: Instant,
+    last: (Instant, u64),
+}
+
+impl Progress {
+    fn new(every: u64) -> Progress {
+        Progress {
+            every,
+            next_line: every,
+            start: Instant::now(),
+            last: (Instant::now(), 0),
+        }
+    }
+
+    /// `done` frames went through; `sdf` and `st` are the counters now.
+    fn update(&mut self, done: u64, sdf: &SdfCounters, st: &SdfStats) {
+        if self.every == 0 || done < self.next_line {
+            return;
+        }
+        while self.next_line <= done {
+            self.next_line += self.every;
+        }
+        let dt = self.last.0.elapsed().as_secs_f64().max(1e-9);
+        let calls_per_s = st.app.app_calls.saturating_sub(self.last.1) as f64 / dt;
+        self.last = (Instant::now(), st.app.app_calls);
+        eprintln!(
+            "t={:.2}s frames={done} hit_rate={:.3} app_calls={} app_calls_per_s={calls_per_s:.0} revocations={} entries={}",
+            self.start.elapsed().as_secs_f64(),
+            sdf.hits as f64 / (sdf.hits + sdf.misses).max(1) as f64,
+            st.app.app_calls,
+            st.cache.revocations,
+            st.entries,
+        );
+    }
+}
+
+/// What driving the traffic through the switch gave.
+struct Outcome {
+    got: Record,
+    sdf: SdfCounters,
+    stats: SdfStats,
+    /// Offline: flows whose decision never came back; `--netns`: sends
+    /// whose expected deliveries had not all arrived within the wait.
+    unanswered: usize,
+    elapsed: Duration,
+}
+
+/// The frames through the pipeline in memory, group by group.
+fn drive_in_memory(a: &LabArgs, t: &Traffic, rt: SdfRuntime) -> Outcome {
+    let mut stage = rt.stage();
+    let mut got = Record::default();
+    let start = Instant::now();
+    let mut progress = Progress::new(a.every);
+    let mut done = 0u64;
+    let mut unanswered = 0usize;
+    for g in &t.groups {
+        let mut i = 0;
+        while i < g.len() {
+            let port = g[i].0;
+            let n = g[i..].iter().take_while(|(p, _)| *p == port).count();
+            let refs: Vec<&[u8]> = g[i..i + n].iter().map(|(_, f)| &f[..]).collect();
+            stage.process(port, &refs, &[], &mut got);
+            i += n;
+        }
+        if !stage.flush(&mut got, Duration::from_secs(10)) {
+            unanswered += stage.pending_flows();
+        }
+        done += g.len() as u64;
+        progress.update(done, stage.sdf_counters(), &rt.stats());
+    }
+    let elapsed = start.elapsed();
+    let sdf = *stage.sdf_counters();
+    drop(stage);
+    Outcome {
+        got,
+        sdf,
+        stats: rt.shutdown(),
+        unanswered,
+        elapsed,
     }
 }
 
@@ -183,6 +290,9 @@ pub fn run(a: &LabArgs) -> Result<()> {
     if a.frames > u64::from(u32::MAX / 2) {
         bail!("--frames {}: at most {}", a.frames, u32::MAX / 2);
     }
+    if a.netns {
+        netns::check()?;
+    }
     let l2cfg = L2Config {
         timeout: Duration::from_secs(3600),
         max_macs: 1 << 20,
@@ -193,57 +303,6 @@ pub fn run(a: &LabArgs) -> Result<()> {
         ..nexthop_sdf::Config::default()
     };
     let t = traffic(a);
-    let rt = SdfRuntime::start(
-        Box::new(l2(l2cfg)),
-        SdfConfig {
-            cache,
-            ports: ports.clone(),
-            ..SdfConfig::default()
-        },
-    )
-    .map_err(|e| anyhow!("{e}"))?;
-    let mut stage = rt.stage();
-    let mut got = Record::default();
-    let start = Instant::now();
-    let mut done = 0u64;
-    let mut next_line = a.every;
-    let mut last = (Instant::now(), 0u64);
-    let mut unanswered = 0usize;
-    for g in &t.groups {
-        let mut i = 0;
-        while i < g.len() {
-            let port = g[i].0;
-            let n = g[i..].iter().take_while(|(p, _)| *p == port).count();
-            let refs: Vec<&[u8]> = g[i..i + n].iter().map(|(_, f)| &f[..]).collect();
-            stage.process(port, &refs, &[], &mut got);
-            i += n;
-        }
-        if !stage.flush(&mut got, Duration::from_secs(10)) {
-            unanswered += stage.pending_flows();
-        }
-        done += g.len() as u64;
-        if a.every > 0 && done >= next_line {
-            next_line += a.every;
-            let s = stage.sdf_counters();
-            let st = rt.stats();
-            let dt = last.0.elapsed().as_secs_f64().max(1e-9);
-            let calls_per_s = (st.app.app_calls - last.1) as f64 / dt;
-            last = (Instant::now(), st.app.app_calls);
-            eprintln!(
-                "t={:.2}s frames={done} hit_rate={:.3} app_calls={} app_calls_per_s={calls_per_s:.0} revocations={} entries={}",
-                start.elapsed().as_secs_f64(),
-                s.hits as f64 / (s.hits + s.misses).max(1) as f64,
-                st.app.app_calls,
-                st.cache.revocations,
-                st.entries,
-            );
-        }
-    }
-    let elapsed = start.elapsed();
-    let sdf = *stage.sdf_counters();
-    drop(stage);
-    let stats = rt.shutdown();
-
     // The oracle: the same app on every frame, in order, no cache.
     let mut oracle = Switch::new(l2(l2cfg), cache, Ports::physical(&ports), false)
         .map_err(|e| anyhow!("{e}"))?;
@@ -254,6 +313,34 @@ pub fn run(a: &LabArgs) -> Result<()> {
                 want.entry(seq).or_default().extend_from_slice(&e.ports);
             }
         }
+    }
+    let rt = SdfRuntime::start(
+        Box::new(l2(l2cfg)),
+        SdfConfig {
+            cache,
+            ports: ports.clone(),
+            ..SdfConfig::default()
+        },
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    let Outcome {
+        mut got,
+        sdf,
+        stats,
+        unanswered,
+        elapsed,
+    } = if a.netns {
+        netns::drive(a, &t, &want, rt)?
+    } else {
+        drive_in_memory(a, &t, rt)
+    };
+    // The order frames reached their ports in is not compared: sort each
+    // frame's ports (in memory they come in the app's order).
+    for v in got.0.values_mut() {
+        v.sort_unstable();
+    }
+    for v in want.values_mut() {
+        v.sort_unstable();
     }
     let mut mismatches = 0u64;
     let mut first = Vec::new();
@@ -278,6 +365,7 @@ pub fn run(a: &LabArgs) -> Result<()> {
         let v = serde_json::json!({
             "result": verdict,
             "app": "l2switch",
+            "netns": a.netns,
             "frames": t.frames,
             "hosts": a.hosts,
             "ports": a.ports,

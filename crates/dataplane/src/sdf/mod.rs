@@ -11,7 +11,8 @@
 //!   ([`SliceSpec`]); [`SdfRuntime::stage`] makes a
 //!   worker's stage ([`SdfStage`]), which implements the engine's
 //!   [`Stage`](crate::engine::Stage) on Linux and drives
-//!   [`forward_pcap_sdf`] offline.
+//!   [`forward_pcap_sdf`] offline; [`run_live`] runs one stage per
+//!   worker of the forwarder engine over live interfaces (Linux).
 //! * [`SdfStage::process`] decides a group of frames: hits are sent at
 //!   once (through a [`Sink`]), misses are queued or wait;
 //!   [`SdfStage::poll`] sends what decisions came back and expires
@@ -66,6 +67,8 @@
 //! engine, and when dropped), so the thread that serves the metrics reads
 //! them all merged with [`SdfRuntime::stage_counters`].
 
+#[cfg(target_os = "linux")]
+mod live;
 mod pcap;
 #[cfg(target_os = "linux")]
 mod stage;
@@ -87,6 +90,10 @@ use nexthop_sdf::{Config, ConfigError, Counters as CacheCounters, Decision, Deci
 use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
 
+#[cfg(target_os = "linux")]
+pub use live::{
+    app_drops, live_fields, live_ports, run_live, SdfLiveError, SdfLivePorts, SdfLiveRun,
+};
 pub use nexthop_sdf::app::App;
 pub use pcap::{forward_pcap_sdf, PcapInput, SdfPcapRun};
 #[cfg(target_os = "linux")]
