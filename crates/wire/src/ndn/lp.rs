@@ -16,8 +16,9 @@
 use super::data::Data;
 use super::error::NdnError;
 use super::interest::Interest;
-use super::tlv::{self, Element};
+use super::tlv;
 use super::tt;
+use super::view::{LpView, NetPacketView, PacketView};
 
 /// NackReason codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,22 +94,6 @@ pub struct LpPacket {
     pub fragment: Option<Vec<u8>>,
 }
 
-fn fixed_u64(e: &Element<'_>, what: &'static str) -> Result<u64, NdnError> {
-    let b: [u8; 8] = e.value.try_into().map_err(|_| NdnError::Malformed(what))?;
-    Ok(u64::from_be_bytes(b))
-}
-
-fn set_once<T>(slot: &mut Option<T>, v: T, typ: u32) -> Result<(), NdnError> {
-    if slot.is_some() {
-        return Err(NdnError::OutOfOrder {
-            typ,
-            context: "LpPacket",
-        });
-    }
-    *slot = Some(v);
-    Ok(())
-}
-
 /// Whether an unknown NDNLPv2 header may be ignored.
 #[inline]
 pub const fn lp_header_ignorable(typ: u32) -> bool {
@@ -133,82 +118,11 @@ impl LpPacket {
         }
     }
 
-    /// Decode a whole LpPacket element; `wire` must hold exactly it.
+    /// Decode a whole LpPacket element; `wire` must hold exactly it. The
+    /// one walk of the element is [`LpView::parse`]; this copies its fields
+    /// out.
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        const CX: &str = "LpPacket";
-        let e = tlv::read_single(wire, tt::LP_PACKET)?;
-        let mut r = e.reader();
-        let mut p = LpPacket::default();
-        while !r.is_empty() {
-            let f = r.read()?;
-            if p.fragment.is_some() {
-                return Err(NdnError::Malformed("LpPacket field after Fragment"));
-            }
-            match f.typ {
-                tt::FRAGMENT => p.fragment = Some(f.value.to_vec()),
-                tt::SEQUENCE => set_once(
-                    &mut p.sequence,
-                    fixed_u64(&f, "Sequence is not 8 bytes")?,
-                    f.typ,
-                )?,
-                tt::FRAG_INDEX => set_once(&mut p.frag_index, f.nni()?, f.typ)?,
-                tt::FRAG_COUNT => set_once(&mut p.frag_count, f.nni()?, f.typ)?,
-                tt::PIT_TOKEN => {
-                    if f.value.is_empty() || f.value.len() > 32 {
-                        return Err(NdnError::Malformed("PitToken is not 1 to 32 bytes"));
-                    }
-                    set_once(&mut p.pit_token, f.value.to_vec(), f.typ)?
-                }
-                tt::NACK => {
-                    let mut nr = f.reader();
-                    let mut nack = Nack::default();
-                    while !nr.is_empty() {
-                        let x = nr.read()?;
-                        if x.typ == tt::NACK_REASON && nack.reason.is_none() {
-                            nack.reason = Some(NackReason::from_code(x.nni()?));
-                        } else if tlv::is_critical(x.typ) {
-                            return Err(NdnError::UnknownCritical {
-                                typ: x.typ,
-                                context: "Nack",
-                            });
-                        }
-                    }
-                    set_once(&mut p.nack, nack, f.typ)?
-                }
-                tt::INCOMING_FACE_ID => set_once(&mut p.incoming_face_id, f.nni()?, f.typ)?,
-                tt::NEXT_HOP_FACE_ID => set_once(&mut p.next_hop_face_id, f.nni()?, f.typ)?,
-                tt::CACHE_POLICY => set_once(&mut p.cache_policy, f.value.to_vec(), f.typ)?,
-                tt::CONGESTION_MARK => set_once(&mut p.congestion_mark, f.nni()?, f.typ)?,
-                tt::ACK => p.acks.push(fixed_u64(&f, "Ack is not 8 bytes")?),
-                tt::TX_SEQUENCE => set_once(
-                    &mut p.tx_sequence,
-                    fixed_u64(&f, "TxSequence is not 8 bytes")?,
-                    f.typ,
-                )?,
-                tt::NON_DISCOVERY => {
-                    if p.non_discovery || !f.value.is_empty() {
-                        return Err(NdnError::Malformed("NonDiscovery repeated or not empty"));
-                    }
-                    p.non_discovery = true;
-                }
-                tt::PREFIX_ANNOUNCEMENT => {
-                    set_once(&mut p.prefix_announcement, f.value.to_vec(), f.typ)?
-                }
-                t if lp_header_ignorable(t) => {}
-                t => {
-                    return Err(NdnError::UnknownCritical {
-                        typ: t,
-                        context: CX,
-                    })
-                }
-            }
-        }
-        if let (Some(i), Some(c)) = (p.frag_index, p.frag_count) {
-            if i >= c {
-                return Err(NdnError::Malformed("FragIndex is not below FragCount"));
-            }
-        }
-        Ok(p)
+        LpView::parse(wire).map(|v| v.to_owned())
     }
 
     /// Append the whole LpPacket element (headers in increasing TLV-TYPE
@@ -306,17 +220,10 @@ pub enum NetPacket {
 }
 
 impl NetPacket {
-    /// Decode an Interest or Data element.
+    /// Decode an Interest or Data element ([`NetPacketView::parse`], then
+    /// copied out).
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        match tlv::TlvReader::new(wire).peek_type()? {
-            Some(tt::INTEREST) => Interest::decode(wire).map(NetPacket::Interest),
-            Some(tt::DATA) => Data::decode(wire).map(NetPacket::Data),
-            Some(t) => Err(NdnError::UnexpectedType {
-                expected: tt::INTEREST,
-                found: t,
-            }),
-            None => Err(NdnError::Truncated { needed: 1, got: 0 }),
-        }
+        NetPacketView::parse(wire).map(|v| v.to_owned())
     }
     /// The whole element.
     pub fn to_wire(&self) -> Vec<u8> {
@@ -339,18 +246,10 @@ pub enum Packet {
 }
 
 impl Packet {
-    /// Decode by the outer TLV-TYPE; the buffer must hold exactly one element.
+    /// Decode by the outer TLV-TYPE; the buffer must hold exactly one element
+    /// ([`PacketView::parse`], then copied out).
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        match tlv::TlvReader::new(wire).peek_type()? {
-            Some(tt::LP_PACKET) => LpPacket::decode(wire).map(Packet::Lp),
-            Some(tt::INTEREST) => Interest::decode(wire).map(Packet::Interest),
-            Some(tt::DATA) => Data::decode(wire).map(Packet::Data),
-            Some(t) => Err(NdnError::UnknownCritical {
-                typ: t,
-                context: "packet",
-            }),
-            None => Err(NdnError::Truncated { needed: 1, got: 0 }),
-        }
+        PacketView::parse(wire).map(|v| v.to_owned())
     }
     /// The whole element.
     pub fn to_wire(&self) -> Vec<u8> {
