@@ -702,8 +702,11 @@ impl Daemon {
         };
         // A face opened for this packet reaches the threads before it.
         w.broadcast(self.core.take_changes(), now);
-        if let Some((lp, bytes)) = self.core.dispatch(id, local, wire, now, send) {
-            w.push(id, lp.as_ref(), bytes);
+        let picked = self
+            .core
+            .dispatch(id, local, wire, now, send, |lp, bytes| w.pick(lp, bytes));
+        if let Some((t, bytes)) = picked {
+            w.push(t, id, bytes);
         }
         w.broadcast(self.core.take_changes(), now);
     }

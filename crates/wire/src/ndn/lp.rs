@@ -138,19 +138,12 @@ impl LpPacket {
         if let Some(c) = self.frag_count {
             tlv::write_nni_tlv(&mut v, tt::FRAG_COUNT, c);
         }
-        if let Some(t) = &self.pit_token {
-            tlv::write_tlv(&mut v, tt::PIT_TOKEN, t);
+        LpWrap {
+            pit_token: self.pit_token.as_deref(),
+            nack: self.nack,
+            incoming_face_id: self.incoming_face_id,
         }
-        if let Some(n) = &self.nack {
-            let mut nv = Vec::new();
-            if let Some(r) = n.reason {
-                tlv::write_nni_tlv(&mut nv, tt::NACK_REASON, r.code());
-            }
-            tlv::write_tlv(&mut v, tt::NACK, &nv);
-        }
-        if let Some(f) = self.incoming_face_id {
-            tlv::write_nni_tlv(&mut v, tt::INCOMING_FACE_ID, f);
-        }
+        .write_headers(&mut v);
         if let Some(f) = self.next_hop_face_id {
             tlv::write_nni_tlv(&mut v, tt::NEXT_HOP_FACE_ID, f);
         }
@@ -198,6 +191,80 @@ impl LpPacket {
             Some(f) if self.is_whole() => NetPacket::decode(f).map(Some),
             _ => Ok(None),
         }
+    }
+}
+
+/// The NDNLPv2 headers a forwarder puts on a packet it sends (PitToken,
+/// Nack, IncomingFaceId), borrowed: [`LpWrap::encode`] writes the
+/// LpPacket around a fragment with one exact-size reservation, copying
+/// nothing but the bytes themselves into the output (what
+/// `LpPacket { pit_token, nack, incoming_face_id, ..LpPacket::wrap(f) }`
+/// encodes to, without building that packet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LpWrap<'a> {
+    /// PitToken (1 to 32 bytes).
+    pub pit_token: Option<&'a [u8]>,
+    /// Nack.
+    pub nack: Option<Nack>,
+    /// IncomingFaceId.
+    pub incoming_face_id: Option<u64>,
+}
+
+fn nack_value_len(n: Nack) -> usize {
+    n.reason
+        .map_or(0, |r| tlv::tlv_len(tt::NACK_REASON, tlv::nni_len(r.code())))
+}
+
+impl LpWrap<'_> {
+    fn headers_len(&self) -> usize {
+        self.pit_token
+            .map_or(0, |t| tlv::tlv_len(tt::PIT_TOKEN, t.len()))
+            + self
+                .nack
+                .map_or(0, |n| tlv::tlv_len(tt::NACK, nack_value_len(n)))
+            + self
+                .incoming_face_id
+                .map_or(0, |f| tlv::tlv_len(tt::INCOMING_FACE_ID, tlv::nni_len(f)))
+    }
+
+    /// The headers, in increasing TLV-TYPE order (as [`LpPacket::encode`]).
+    fn write_headers(&self, out: &mut Vec<u8>) {
+        if let Some(t) = self.pit_token {
+            tlv::write_tlv(out, tt::PIT_TOKEN, t);
+        }
+        if let Some(n) = self.nack {
+            tlv::write_type_length(out, tt::NACK, nack_value_len(n));
+            if let Some(r) = n.reason {
+                tlv::write_nni_tlv(out, tt::NACK_REASON, r.code());
+            }
+        }
+        if let Some(f) = self.incoming_face_id {
+            tlv::write_nni_tlv(out, tt::INCOMING_FACE_ID, f);
+        }
+    }
+
+    /// Append the LpPacket with these headers around `fragment`.
+    pub fn encode(&self, fragment: &[u8], out: &mut Vec<u8>) {
+        let len = self.headers_len() + tlv::tlv_len(tt::FRAGMENT, fragment.len());
+        out.reserve(self.wire_len(fragment.len()));
+        tlv::write_type_length(out, tt::LP_PACKET, len);
+        self.write_headers(out);
+        tlv::write_tlv(out, tt::FRAGMENT, fragment);
+    }
+
+    /// The length of the LpPacket these headers make around a fragment of
+    /// `fragment_len` bytes.
+    pub fn wire_len(&self, fragment_len: usize) -> usize {
+        let len = self.headers_len() + tlv::tlv_len(tt::FRAGMENT, fragment_len);
+        tlv::tlv_len(tt::LP_PACKET, len)
+    }
+
+    /// The LpPacket with these headers around `fragment`, in one
+    /// allocation of its exact size.
+    pub fn to_wire(&self, fragment: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.wire_len(fragment.len()));
+        self.encode(fragment, &mut v);
+        v
     }
 }
 
@@ -265,6 +332,44 @@ impl Packet {
 mod tests {
     use super::*;
     use crate::ndn::Name;
+
+    #[test]
+    fn lp_wrap_writes_what_the_owned_packet_encodes_in_one_allocation() {
+        let frag = Interest::new(Name::from_uri("/w/x").unwrap()).to_wire();
+        let big = vec![7u8; 300];
+        for fragment in [&frag[..], &big[..]] {
+            for token in [None, Some(&[1u8][..]), Some(&[9u8; 32][..])] {
+                for nack in [
+                    None,
+                    Some(Nack { reason: None }),
+                    Some(Nack {
+                        reason: Some(NackReason::NoRoute),
+                    }),
+                    Some(Nack {
+                        reason: Some(NackReason::Other(70_000)),
+                    }),
+                ] {
+                    for incoming in [None, Some(0), Some(300), Some(u64::MAX)] {
+                        let w = LpWrap {
+                            pit_token: token,
+                            nack,
+                            incoming_face_id: incoming,
+                        };
+                        let owned = LpPacket {
+                            pit_token: token.map(<[u8]>::to_vec),
+                            nack,
+                            incoming_face_id: incoming,
+                            ..LpPacket::wrap(fragment.to_vec())
+                        };
+                        let bytes = w.to_wire(fragment);
+                        assert_eq!(bytes, owned.to_wire());
+                        assert_eq!(bytes.capacity(), bytes.len(), "one exact reservation");
+                        assert_eq!(LpPacket::decode(&bytes), Ok(owned));
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn nack_with_reason_round_trips_and_carries_the_interest() {
