@@ -131,12 +131,13 @@ impl Ndt {
     }
 }
 
-/// An eventfd the forwarding threads write to wake the polling thread.
+/// An eventfd the forwarding (and UDP input) threads write to wake the
+/// polling thread.
 #[derive(Debug)]
-struct Wake(OwnedFd);
+pub(crate) struct Wake(OwnedFd);
 
 impl Wake {
-    fn new() -> std::io::Result<Wake> {
+    pub(crate) fn new() -> std::io::Result<Wake> {
         // SAFETY: eventfd takes no pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -146,14 +147,19 @@ impl Wake {
         Ok(Wake(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    fn signal(fd: RawFd) {
+    /// The descriptor to poll (and to [`Wake::signal`]).
+    pub(crate) fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    pub(crate) fn signal(fd: RawFd) {
         let one: u64 = 1;
         // SAFETY: writes the 8 bytes of `one`, which outlives the call, to
         // an eventfd; a full counter (EAGAIN) still leaves it readable.
         unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into `v`, which outlives the call;
         // the descriptor is non-blocking.

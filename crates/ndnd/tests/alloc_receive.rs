@@ -6,35 +6,9 @@
 //! must outlive the datagram: the bytes of each packet sent (one buffer
 //! each) plus amortized table growth.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use nexthop_ndnd::{Core, FaceInfo, NdndConfig};
+use nexthop_testutil::alloc::{allocations, Counting};
 use nexthop_wire::ndn::{Data, Interest, LpPacket, LpView, Name, NameComponent};
-
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: 1. Every method forwards to the system allocator with the
-// caller's arguments unchanged. 2. The counter is a relaxed atomic, which
-// neither allocates nor re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `alloc`'s contract for `l`.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from this allocator with layout `l`.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `p` came from this allocator with layout `l`; the caller
-        // upholds `realloc`'s contract for `n`.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -112,9 +86,9 @@ fn receive_path_allocates_only_the_packets_it_sends() {
     for k in 0..N as usize {
         let now = k as u64;
         send.clear();
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocations();
         c.receive(CONSUMER, false, &interests[k], now, &mut send);
-        let mid = ALLOCS.load(Ordering::Relaxed);
+        let mid = allocations();
         assert_eq!(send.len(), 1, "exchange {k}: the Interest goes upstream");
         assert_eq!(send[0].0, PRODUCER);
         // The producer echoes the forwarder's PitToken (test-side work,
@@ -131,9 +105,9 @@ fn receive_path_allocates_only_the_packets_it_sends() {
             None => datas[k].clone(),
         };
         send.clear();
-        let again = ALLOCS.load(Ordering::Relaxed);
+        let again = allocations();
         c.receive(PRODUCER, false, &reply, now, &mut send);
-        let after = ALLOCS.load(Ordering::Relaxed);
+        let after = allocations();
         assert_eq!(send.len(), 1, "exchange {k}: the Data goes back");
         assert_eq!(send[0].0, CONSUMER);
         let echoed = LpView::parse(&send[0].1).ok().and_then(|lp| lp.pit_token);
