@@ -1,7 +1,8 @@
 //! Untrusted NDN packet bytes: decoding never panics; a packet that decodes
 //! re-encodes to bytes that decode to the same packet, and re-encoding is
-//! stable from then on; the borrowed views (`PacketView`) accept exactly
-//! what the owned decoder accepts and convert to the same packet.
+//! stable from then on; the borrowed views (`PacketView`, the one decoder
+//! walk the owned decoders copy out of) agree with them, fragments
+//! included.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use nexthop_wire::ndn::{

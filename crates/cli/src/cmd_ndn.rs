@@ -108,7 +108,7 @@ pub struct RunArgs {
     /// cs_packets, cs_policy, cs_admit_after, pit, max_faces,
     /// udp_idle_secs, udp_mtu, udp_socket_buffer, metrics, threads) and
     /// stream_out_cap, reasm_max_partial, reasm_timeout_ms, ndt_prefix,
-    /// ndt_bits, thread_queue.
+    /// ndt_bits, thread_queue, udp_input_threads.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Content Store capacity in packets (0: none).

@@ -3,42 +3,12 @@
 //! have seen names this long), both strategies, every prefetch mode.
 //! A counting global allocator (this test binary only) checks it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-
 use nexthop_ndn::names::WorstCase;
 use nexthop_ndn::{BatchScratch, Config, Fib, NameView, NextHop, Prefetch, Strategy};
-
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: 1. Every method forwards to the system allocator with the
-// caller's arguments unchanged. 2. The counter is a relaxed atomic, which
-// neither allocates nor re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `alloc`'s contract for `l`.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from this allocator with layout `l`.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `p` came from this allocator with layout `l`; the caller
-        // upholds `realloc`'s contract for `n`.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
+use nexthop_testutil::alloc::{allocations, Counting, SERIAL};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// The counter is process-wide: the tests take turns.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn batched_lookups_do_not_allocate() {
@@ -61,11 +31,11 @@ fn batched_lookups_do_not_allocate() {
         // Warm-up: the offset buffers grow to the longest name once.
         fib.lookup_batch_tlv(&tlvs, &mut out, Prefetch::All, &mut scratch);
         for pf in [Prefetch::None, Prefetch::First, Prefetch::All] {
-            let before = ALLOCS.load(Ordering::Relaxed);
+            let before = allocations();
             let hits = fib.lookup_batch(&names, &mut out, pf);
             let r = fib.lookup_batch_tlv(&tlvs, &mut out, pf, &mut scratch);
             let lin = fib.lookup_linear_batch(&names, &mut out, pf);
-            let after = ALLOCS.load(Ordering::Relaxed);
+            let after = allocations();
             assert_eq!((hits, r.hits, lin), (names.len(), names.len(), names.len()));
             assert_eq!(
                 after - before,
@@ -134,12 +104,12 @@ fn forwarder_exchanges_decode_without_allocating() {
     let (mut interests, mut data) = (0u64, 0u64);
     for (k, (i, d)) in packets.iter().enumerate() {
         out.clear();
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocations();
         fw.process(&fib, 1, i, 0, &mut out);
-        let mid = ALLOCS.load(Ordering::Relaxed);
+        let mid = allocations();
         out.clear();
         fw.process(&fib, 2, d, 0, &mut out);
-        let after = ALLOCS.load(Ordering::Relaxed);
+        let after = allocations();
         assert_eq!(out.sends().len(), 1, "Data to the consumer");
         // Warm-up: scratch buffers, the CS (256 packets) and the action
         // buffers grow during the first exchanges.

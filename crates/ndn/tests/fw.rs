@@ -710,7 +710,8 @@ fn random_sequences_only_send_data_that_answers_a_pending_interest_and_never_pan
 }
 
 /// `process` parses with the borrowed views into scratch buffers;
-/// `process_batch` with prefetch decodes owned packets. On valid and
+/// `process_batch` with prefetch copies each packet's Interest or Data
+/// name out of the same views (for its prefetch). On valid and
 /// mutated Interests, Data and Nacks (with and without LpPacket and
 /// PitToken) both give the same sends, drops, counters and PIT.
 #[test]

@@ -91,6 +91,10 @@ pub struct NdndConfig {
     /// the polling thread from all of them) before batches are dropped
     /// and counted, `1..=65536`.
     pub thread_queue: usize,
+    /// Sockets bound to the UDP listen address with `SO_REUSEPORT`,
+    /// `1..=64`: the polling thread reads the first, an input thread each
+    /// of the others (see the crate README's threading contract).
+    pub udp_input_threads: usize,
 }
 
 impl Default for NdndConfig {
@@ -116,6 +120,7 @@ impl Default for NdndConfig {
             ndt_prefix: 2,
             ndt_bits: 8,
             thread_queue: 1024,
+            udp_input_threads: 1,
         }
     }
 }
@@ -180,6 +185,12 @@ impl NdndConfig {
             return Err(format!(
                 "thread_queue {} not in 1..=65536",
                 self.thread_queue
+            ));
+        }
+        if !(1..=64).contains(&self.udp_input_threads) {
+            return Err(format!(
+                "udp_input_threads {} not in 1..=64",
+                self.udp_input_threads
             ));
         }
         if self.ether.len() > 64 {

@@ -13,7 +13,9 @@ use nexthop_ndn::fw::{
 };
 use nexthop_ndn::nexthop::NextHop;
 use nexthop_ndn::pit::{ExactPitConfig, FaceId, FingerprintPitConfig, Millis, PitToken};
-use nexthop_wire::ndn::{tt, Interest, InterestView, LpPacket, Nack, Name, NameComponent};
+use nexthop_wire::ndn::{
+    tt, Interest, InterestView, LpView, LpWrap, Nack, Name, NameComponent, PacketView,
+};
 
 use crate::config::{CsPolicy, NdndConfig, PitKind, MAX_PACKET};
 use crate::dataset::{self, FaceStatus, FibEntry, GeneralStatus, StrategyChoiceEntry};
@@ -193,9 +195,12 @@ pub struct Core {
 }
 
 /// A packet past [`Core::admit`].
-struct Admitted {
-    lp: Option<LpPacket>,
-    reassembled: Option<Vec<u8>>,
+enum Admitted<'a> {
+    /// The packet as received, with its NDNLPv2 header when it has one
+    /// (a view of the received bytes: nothing copied).
+    Whole(Option<LpView<'a>>),
+    /// A packet completed from fragments: the whole LpPacket's bytes.
+    Reassembled(Vec<u8>),
 }
 
 fn wall_ms() -> u64 {
@@ -452,58 +457,61 @@ impl Core {
         now: Millis,
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) {
-        if let Some(a) = self.admit(face, local, wire, now, send) {
-            let input: &[u8] = a.reassembled.as_deref().unwrap_or(wire);
-            self.pipeline(face, wire, a.lp.as_ref(), input, now, send);
+        match self.admit(face, local, wire, now, send) {
+            None => {}
+            Some(Admitted::Whole(lp)) => self.pipeline(face, lp, wire, now, send),
+            Some(Admitted::Reassembled(whole)) => self.forward_parsed(face, &whole, now, send),
         }
     }
 
-    /// The first half of [`Self::receive`]: size check, NDNLPv2 decode and
-    /// reassembly, management. `None` when the packet was consumed.
-    fn admit(
+    /// The first half of [`Self::receive`]: size check, NDNLPv2 header
+    /// (a view of `wire`), reassembly, management. `None` when the packet
+    /// was consumed. Only fragments are copied (they outlive the datagram
+    /// in the reassembler).
+    fn admit<'a>(
         &mut self,
         face: FaceId,
         local: bool,
-        wire: &[u8],
+        wire: &'a [u8],
         now: Millis,
         send: &mut Vec<(FaceId, Vec<u8>)>,
-    ) -> Option<Admitted> {
+    ) -> Option<Admitted<'a>> {
         if wire.len() > MAX_PACKET {
             self.counters.oversized += 1;
             return None;
         }
-        let mut lp_owned = None;
-        let mut reassembled = None;
-        if wire.first() == Some(&(tt::LP_PACKET as u8)) {
-            let lp = match LpPacket::decode(wire) {
-                Ok(lp) => lp,
-                Err(_) => {
-                    self.counters.bad_lp += 1;
-                    return None;
-                }
-            };
-            if lp.frag_count.unwrap_or(1) > 1 {
-                let whole = self.reasm.push(face, lp, now)?;
-                reassembled = Some(whole.to_wire());
-                lp_owned = Some(whole);
-            } else {
-                lp_owned = Some(lp);
-            }
+        if wire.first() != Some(&(tt::LP_PACKET as u8)) {
+            return (!self.try_command(face, local, wire, None, send))
+                .then_some(Admitted::Whole(None));
         }
-        if self.try_command(face, local, wire, lp_owned.as_ref(), send) {
+        let Ok(lp) = LpView::parse(wire) else {
+            self.counters.bad_lp += 1;
+            return None;
+        };
+        if lp.frag_count.unwrap_or(1) <= 1 {
+            return (!self.try_command(face, local, wire, Some(&lp), send))
+                .then_some(Admitted::Whole(Some(lp)));
+        }
+        let whole = self.reasm.push(face, lp.to_owned(), now)?.to_wire();
+        // The reassembler built `whole` from fragments that each decoded.
+        let Ok(lp) = LpView::parse(&whole) else {
+            self.counters.bad_lp += 1;
+            return None;
+        };
+        if self.try_command(face, local, &whole, Some(&lp), send) {
             return None;
         }
-        Some(Admitted {
-            lp: lp_owned,
-            reassembled,
-        })
+        Some(Admitted::Reassembled(whole))
     }
 
     /// The dispatching half of [`Self::receive`] on the polling thread of
     /// a multi-threaded forwarder: counts the packet, reassembles it and
-    /// answers management; returns the packet for a forwarding thread
-    /// (its NDNLPv2 header decoded, and the bytes to hand over) or `None`
-    /// when it was consumed here.
+    /// answers management; `None` when the packet was consumed here.
+    ///
+    /// `pick` chooses the forwarding thread from the packet's NDNLPv2
+    /// header (a view, when it has one) and its bytes; the result is the
+    /// thread and the bytes to hand it (copied: they outlive the
+    /// datagram).
     pub fn dispatch(
         &mut self,
         face: FaceId,
@@ -511,7 +519,8 @@ impl Core {
         wire: &[u8],
         now: Millis,
         send: &mut Vec<(FaceId, Vec<u8>)>,
-    ) -> Option<(Option<LpPacket>, Vec<u8>)> {
+        pick: impl FnOnce(Option<&LpView<'_>>, &[u8]) -> usize,
+    ) -> Option<(usize, Vec<u8>)> {
         self.counters.packets_in += 1;
         self.counters.bytes_in += wire.len() as u64;
         if let Some(f) = self.faces.get_mut(&face) {
@@ -520,9 +529,13 @@ impl Core {
         let first_send = send.len();
         let a = self.admit(face, local, wire, now, send);
         self.count_out(&send[first_send..]);
-        let a = a?;
-        let bytes = a.reassembled.unwrap_or_else(|| wire.to_vec());
-        Some((a.lp, bytes))
+        match a? {
+            Admitted::Whole(lp) => Some((pick(lp.as_ref(), wire), wire.to_vec())),
+            Admitted::Reassembled(whole) => {
+                let lp = LpView::parse(&whole).ok();
+                Some((pick(lp.as_ref(), &whole), whole))
+            }
+        }
     }
 
     /// The forwarding half of [`Self::receive`] on a forwarding thread:
@@ -535,8 +548,21 @@ impl Core {
         now: Millis,
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) {
+        let first_send = send.len();
+        self.forward_parsed(face, wire, now, send);
+        self.count_out(&send[first_send..]);
+    }
+
+    /// The pipeline on an admitted packet, its NDNLPv2 header read here.
+    fn forward_parsed(
+        &mut self,
+        face: FaceId,
+        wire: &[u8],
+        now: Millis,
+        send: &mut Vec<(FaceId, Vec<u8>)>,
+    ) {
         let lp = if wire.first() == Some(&(tt::LP_PACKET as u8)) {
-            match LpPacket::decode(wire) {
+            match LpView::parse(wire) {
                 Ok(lp) => Some(lp),
                 Err(_) => {
                     self.counters.bad_lp += 1;
@@ -546,9 +572,7 @@ impl Core {
         } else {
             None
         };
-        let first_send = send.len();
-        self.pipeline(face, wire, lp.as_ref(), wire, now, send);
-        self.count_out(&send[first_send..]);
+        self.pipeline(face, lp, wire, now, send);
     }
 
     fn count_out(&mut self, sent: &[(FaceId, Vec<u8>)]) {
@@ -559,32 +583,39 @@ impl Core {
         }
     }
 
-    /// The pipeline: Interest, Data or Nack through the forwarder.
+    /// The pipeline: Interest, Data or Nack through the forwarder. `lp`
+    /// is the NDNLPv2 header of `wire` when it is an LpPacket (handed on
+    /// to the forwarder, which does not read it again).
     fn pipeline(
         &mut self,
         face: FaceId,
+        lp: Option<LpView<'_>>,
         wire: &[u8],
-        lp_owned: Option<&LpPacket>,
-        input: &[u8],
         now: Millis,
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) {
         self.actions.clear();
-        let is_interest = match lp_owned {
+        let is_interest = match &lp {
             Some(lp) => {
                 lp.nack.is_none()
-                    && lp.fragment.as_ref().and_then(|f| f.first()) == Some(&(tt::INTEREST as u8))
+                    && lp.fragment.and_then(|f| f.first()) == Some(&(tt::INTEREST as u8))
             }
             None => wire.first() == Some(&(tt::INTEREST as u8)),
         };
-        let next_hop = lp_owned
+        let next_hop = lp
             .filter(|_| is_interest && self.local_fields(face))
             .and_then(|lp| Some((lp.next_hop_face_id?, lp)));
-        match next_hop {
-            Some((nh, lp)) => self.forward_to_next_hop_face(face, lp, input, nh, now),
-            None => {
+        match (next_hop, lp) {
+            (Some((nh, lp)), _) => self.forward_to_next_hop_face(face, &lp, wire, nh, now),
+            (None, Some(lp)) => {
                 let fib = self.fib.fib();
-                self.fw.process(fib, face, input, now, &mut self.actions);
+                let view = PacketView::Lp(lp);
+                self.fw
+                    .process_view(fib, face, view, wire, now, &mut self.actions);
+            }
+            (None, None) => {
+                let fib = self.fib.fib();
+                self.fw.process(fib, face, wire, now, &mut self.actions);
             }
         }
         for a in self.actions.sends() {
@@ -595,16 +626,15 @@ impl Core {
                 } else {
                     u64::from(face)
                 };
-                LpPacket {
-                    pit_token: a.token.map(|t| t.as_bytes().to_vec()),
+                LpWrap {
+                    pit_token: a.token.as_ref().map(PitToken::as_bytes),
                     nack: match a.kind {
                         ActionKind::Nack(r) => Some(Nack { reason: Some(r) }),
                         _ => None,
                     },
                     incoming_face_id: Some(incoming),
-                    ..LpPacket::wrap(self.actions.packet(a).to_vec())
                 }
-                .to_wire()
+                .to_wire(self.actions.packet(a))
             } else {
                 self.actions.to_wire(a)
             };
@@ -625,17 +655,17 @@ impl Core {
     fn forward_to_next_hop_face(
         &mut self,
         face: FaceId,
-        lp: &LpPacket,
+        lp: &LpView<'_>,
         input: &[u8],
         nh: u64,
         now: Millis,
     ) {
-        let Some(Ok(interest)) = lp.fragment.as_deref().map(Interest::decode) else {
+        let Some(Ok(interest)) = lp.fragment.map(Interest::decode) else {
             let fib = self.fib.fib();
             self.fw.process(fib, face, input, now, &mut self.actions);
             return;
         };
-        let token = lp.pit_token.as_deref().and_then(PitToken::new);
+        let token = lp.pit_token.and_then(PitToken::new);
         let Ok(mut one) = FibControl::new(FibConfig {
             max_components: 1,
             ..FibConfig::default()
@@ -664,12 +694,12 @@ impl Core {
         face: FaceId,
         local: bool,
         wire: &[u8],
-        lp: Option<&LpPacket>,
+        lp: Option<&LpView<'_>>,
         send: &mut Vec<(FaceId, Vec<u8>)>,
     ) -> bool {
         let (frag, token, nack) = match lp {
-            Some(lp) => match &lp.fragment {
-                Some(f) => (f.as_slice(), lp.pit_token.clone(), lp.nack.is_some()),
+            Some(lp) => match lp.fragment {
+                Some(f) => (f, lp.pit_token, lp.nack.is_some()),
                 None => return false,
             },
             None => (wire, None, false),
@@ -686,12 +716,12 @@ impl Core {
             return false;
         }
         let interest = view.to_owned();
-        let with_token = |data: Vec<u8>| match &token {
-            Some(t) => LpPacket {
-                pit_token: Some(t.clone()),
-                ..LpPacket::wrap(data)
+        let with_token = |data: Vec<u8>| match token {
+            Some(t) => LpWrap {
+                pit_token: Some(t),
+                ..LpWrap::default()
             }
-            .to_wire(),
+            .to_wire(&data),
             None => data,
         };
         if let Some(kind) = Dataset::of(&interest.name) {

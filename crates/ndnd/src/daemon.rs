@@ -17,6 +17,7 @@ use crate::core::{Core, FaceInfo};
 use crate::dataset::FaceStatus;
 use crate::ether::{self, EtherSocket};
 use crate::frag::Fragmenter;
+use crate::input::{self, Inputs};
 use crate::threads::Workers;
 use crate::udp::{self, RecvBatch, BATCH};
 
@@ -190,6 +191,10 @@ pub struct Daemon {
     counters: FaceLayerCounters,
     /// The forwarding threads (`threads > 1`); `None`: `core` forwards.
     workers: Option<Workers>,
+    /// The UDP input threads (`udp_input_threads > 1`).
+    inputs: Option<Inputs>,
+    /// Datagrams the polling thread read from its own UDP socket.
+    udp_own_rx: u64,
 }
 
 fn is_loopback(a: &SocketAddr) -> bool {
@@ -215,7 +220,24 @@ impl Daemon {
             (Core::new(&cfg).map_err(io::Error::other)?, None)
         };
         let mut udp_buffers = (0, 0);
+        let mut inputs = None;
         let udp = match cfg.udp {
+            Some(a) if cfg.udp_input_threads > 1 => {
+                let s = input::bind_reuseport(a)?;
+                udp_buffers = udp::set_buffers(&s, cfg.udp_socket_buffer)?;
+                // The others bind the port the first one got (`a` may ask
+                // for any).
+                let at = s.local_addr()?;
+                let others = (1..cfg.udp_input_threads)
+                    .map(|_| {
+                        let o = input::bind_reuseport(at)?;
+                        udp::set_buffers(&o, cfg.udp_socket_buffer)?;
+                        Ok(o)
+                    })
+                    .collect::<io::Result<Vec<_>>>()?;
+                inputs = Some(Inputs::start(others).map_err(io::Error::other)?);
+                Some(s)
+            }
             Some(a) => {
                 let s = UdpSocket::bind(a)?;
                 s.set_nonblocking(true)?;
@@ -277,6 +299,8 @@ impl Daemon {
             start: Instant::now(),
             counters: FaceLayerCounters::default(),
             workers,
+            inputs,
+            udp_own_rx: 0,
             cfg,
         };
         for sock in ether_socks {
@@ -615,7 +639,10 @@ impl Daemon {
                 self.unix.as_ref().map(|s| s.0.as_raw_fd()),
             ]
             .into_iter()
-            .chain([self.workers.as_ref().map(Workers::wake_fd)])
+            .chain([
+                self.workers.as_ref().map(Workers::wake_fd),
+                self.inputs.as_ref().map(Inputs::wake_fd),
+            ])
             .flatten()
             .chain(self.ether.iter().map(|(sock, _)| sock.as_raw_fd()))
             {
@@ -702,8 +729,11 @@ impl Daemon {
         };
         // A face opened for this packet reaches the threads before it.
         w.broadcast(self.core.take_changes(), now);
-        if let Some((lp, bytes)) = self.core.dispatch(id, local, wire, now, send) {
-            w.push(id, lp.as_ref(), bytes);
+        let picked = self
+            .core
+            .dispatch(id, local, wire, now, send, |lp, bytes| w.pick(lp, bytes));
+        if let Some((t, bytes)) = picked {
+            w.push(t, id, bytes);
         }
         w.broadcast(self.core.take_changes(), now);
     }
@@ -728,9 +758,58 @@ impl Daemon {
         self.flush_sends(send);
     }
 
+    /// The datagrams of one `recvmmsg` batch, each into its UDP face.
+    fn take_udp_batch(&mut self, rx: &RecvBatch, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        let now = self.now();
+        for k in 0..rx.len() {
+            let Some(from) = rx.source(k) else {
+                continue;
+            };
+            let Some((id, local)) = self.udp_face(from) else {
+                continue;
+            };
+            self.take_in(id, local, rx.packet(k), now, send);
+        }
+    }
+
+    /// The batches the UDP input threads handed over (a bounded number,
+    /// then let the others run); their buffers go back.
+    fn on_inputs(&mut self, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        let Some(batches) = self.inputs.as_ref().map(|i| i.take(16)) else {
+            return;
+        };
+        for (k, b) in batches {
+            self.take_udp_batch(&b, send);
+            self.flush_workers(send);
+            if let Some(i) = self.inputs.as_ref() {
+                i.give_back(k, b);
+            }
+        }
+    }
+
+    /// Datagrams received on each socket of the UDP listen address: the
+    /// polling thread's own first, then each input thread's.
+    pub fn udp_input_packets(&self) -> Vec<u64> {
+        let mut v = vec![self.udp_own_rx];
+        if let Some(i) = &self.inputs {
+            v.extend(i.received());
+        }
+        v
+    }
+
+    /// Times a UDP input thread found its queue to the polling thread
+    /// full and waited (its datagrams waited in its socket buffer).
+    pub fn udp_input_waits(&self) -> u64 {
+        self.inputs.as_ref().map_or(0, Inputs::waits)
+    }
+
     fn on_listener(&mut self, fd: RawFd, rx: &mut RecvBatch, send: &mut Vec<(FaceId, Vec<u8>)>) {
         if self.workers.as_ref().is_some_and(|w| w.wake_fd() == fd) {
             self.flush_workers(send);
+            return;
+        }
+        if self.inputs.as_ref().is_some_and(|i| i.wake_fd() == fd) {
+            self.on_inputs(send);
             return;
         }
         if let Some(k) = self
@@ -751,16 +830,8 @@ impl Daemon {
                     Ok(n) => n,
                     Err(_) => return,
                 };
-                let now = self.now();
-                for k in 0..n {
-                    let Some(from) = rx.source(k) else {
-                        continue;
-                    };
-                    let Some((id, local)) = self.udp_face(from) else {
-                        continue;
-                    };
-                    self.take_in(id, local, rx.packet(k), now, send);
-                }
+                self.udp_own_rx += n as u64;
+                self.take_udp_batch(rx, send);
                 self.flush_workers(send);
                 if n < BATCH {
                     return;

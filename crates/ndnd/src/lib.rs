@@ -13,6 +13,8 @@
 //!   group 01:00:5e:00:17:aa) on an `AF_PACKET` socket per interface.
 //! * [`threads`]: with `threads > 1`, the forwarding threads the daemon
 //!   dispatches to (NDT by name hash, PitToken thread id for Data/Nack).
+//! * [`input`]: with `udp_input_threads > 1`, the threads that read the
+//!   UDP listen address's other `SO_REUSEPORT` sockets for the daemon.
 //! * [`udp`]: `recvmmsg`/`sendmmsg` in batches and the socket buffer
 //!   sizes, for the daemon's UDP listener and the tools' faces.
 //! * [`client::Client`]: management of a running forwarder, as `nfdc`.
@@ -26,6 +28,7 @@ pub mod daemon;
 pub mod dataset;
 pub mod ether;
 pub mod frag;
+pub mod input;
 pub mod mgmt;
 pub mod reasm;
 pub mod threads;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use nexthop_ndn::pit::{FaceId, Millis};
 use nexthop_wire::ndn::tlv::read_var_number;
-use nexthop_wire::ndn::{tt, LpPacket};
+use nexthop_wire::ndn::{tt, LpView};
 
 use crate::config::NdndConfig;
 use crate::core::{token_thread, Change, Core, ThreadStats};
@@ -106,8 +106,8 @@ impl Ndt {
 
     /// The thread of a packet the polling thread admitted: `lp` its
     /// NDNLPv2 header (if any), `wire` the packet (reassembled).
-    pub fn pick(&self, lp: Option<&LpPacket>, wire: &[u8], threads: usize) -> usize {
-        let inner: &[u8] = match lp.and_then(|l| l.fragment.as_deref()) {
+    pub fn pick(&self, lp: Option<&LpView<'_>>, wire: &[u8], threads: usize) -> usize {
+        let inner: &[u8] = match lp.and_then(|l| l.fragment) {
             Some(f) => f,
             None => wire,
         };
@@ -115,7 +115,7 @@ impl Ndt {
         let nack = lp.is_some_and(|l| l.nack.is_some());
         if !is_interest || nack {
             let by_token = lp
-                .and_then(|l| l.pit_token.as_deref())
+                .and_then(|l| l.pit_token)
                 .and_then(token_thread)
                 .map(usize::from)
                 .filter(|&t| t < threads);
@@ -131,12 +131,13 @@ impl Ndt {
     }
 }
 
-/// An eventfd the forwarding threads write to wake the polling thread.
+/// An eventfd the forwarding (and UDP input) threads write to wake the
+/// polling thread.
 #[derive(Debug)]
-struct Wake(OwnedFd);
+pub(crate) struct Wake(OwnedFd);
 
 impl Wake {
-    fn new() -> std::io::Result<Wake> {
+    pub(crate) fn new() -> std::io::Result<Wake> {
         // SAFETY: eventfd takes no pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -146,14 +147,19 @@ impl Wake {
         Ok(Wake(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    fn signal(fd: RawFd) {
+    /// The descriptor to poll (and to [`Wake::signal`]).
+    pub(crate) fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    pub(crate) fn signal(fd: RawFd) {
         let one: u64 = 1;
         // SAFETY: writes the 8 bytes of `one`, which outlives the call, to
         // an eventfd; a full counter (EAGAIN) still leaves it readable.
         unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into `v`, which outlives the call;
         // the descriptor is non-blocking.
@@ -230,10 +236,17 @@ impl Workers {
         self.wake.0.as_raw_fd()
     }
 
-    /// Queue an admitted packet for its thread (sent at [`Self::flush`]).
-    pub fn push(&mut self, face: FaceId, lp: Option<&LpPacket>, wire: Vec<u8>) {
-        let t = self.ndt.pick(lp, &wire, self.txs.len());
-        self.pending[t].push((face, wire));
+    /// The thread of an admitted packet ([`Ndt::pick`]).
+    pub fn pick(&self, lp: Option<&LpView<'_>>, wire: &[u8]) -> usize {
+        self.ndt.pick(lp, wire, self.txs.len())
+    }
+
+    /// Queue an admitted packet for thread `t` (from [`Self::pick`]; sent
+    /// at [`Self::flush`]).
+    pub fn push(&mut self, t: usize, face: FaceId, wire: Vec<u8>) {
+        if let Some(p) = self.pending.get_mut(t) {
+            p.push((face, wire));
+        }
     }
 
     /// Send the queued packets, one batch per thread; a full queue drops
@@ -371,7 +384,7 @@ fn worker(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nexthop_wire::ndn::{Data, Interest, Name};
+    use nexthop_wire::ndn::{Data, Interest, LpPacket, Name};
 
     #[test]
     fn the_ndt_hashes_the_first_components_only() {
@@ -411,14 +424,16 @@ mod tests {
             pit_token: Some(crate::core::thread_token(other as u8).as_bytes().to_vec()),
             ..LpPacket::wrap(d.clone())
         };
-        assert_eq!(ndt.pick(Some(&lp), &lp.to_wire(), 4), other);
+        let w = lp.to_wire();
+        assert_eq!(ndt.pick(Some(&LpView::parse(&w).unwrap()), &w, 4), other);
         // A token naming no thread, or not ours: by name.
         for t in [vec![0xd7, 9], vec![1, 2, 3]] {
             let lp = LpPacket {
                 pit_token: Some(t),
                 ..LpPacket::wrap(d.clone())
             };
-            assert_eq!(ndt.pick(Some(&lp), &lp.to_wire(), 4), by_name);
+            let w = lp.to_wire();
+            assert_eq!(ndt.pick(Some(&LpView::parse(&w).unwrap()), &w, 4), by_name);
         }
         // An Interest's own token (a downstream's) never steers it.
         let it = Interest::new(Name::from_uri("/a/b").unwrap()).to_wire();
@@ -426,6 +441,7 @@ mod tests {
             pit_token: Some(crate::core::thread_token(other as u8).as_bytes().to_vec()),
             ..LpPacket::wrap(it.clone())
         };
-        assert_eq!(ndt.pick(Some(&lp), &lp.to_wire(), 4), by_name);
+        let w = lp.to_wire();
+        assert_eq!(ndt.pick(Some(&LpView::parse(&w).unwrap()), &w, 4), by_name);
     }
 }

@@ -79,7 +79,7 @@ fn getsockopt_int(sock: &UdpSocket, opt: libc::c_int) -> io::Result<usize> {
 }
 
 /// `a` as a C socket address and its length.
-fn to_sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn to_sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match a {

@@ -331,6 +331,17 @@ fn config_file_keys_and_ranges() {
         .validate();
         assert!(e.unwrap_err().contains("udp_mtu"), "{bad}");
     }
+    let k = NdndConfig::from_toml("udp = \"127.0.0.1:1\"\nudp_input_threads = 4\n").unwrap();
+    assert_eq!(k.udp_input_threads, 4);
+    assert!(k.validate().is_ok());
+    for bad in [0, 65] {
+        let e = NdndConfig {
+            udp_input_threads: bad,
+            ..k.clone()
+        }
+        .validate();
+        assert!(e.unwrap_err().contains("udp_input_threads"), "{bad}");
+    }
     let c = NdndConfig { max_faces: 1, ..c };
     assert!(c.validate().is_err());
 }

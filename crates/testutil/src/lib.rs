@@ -1,5 +1,7 @@
 //! Test and benchmark support for nexthop (not published).
 //!
+//! * [`alloc`]: a counting global allocator, for tests that check a path
+//!   allocates nothing.
 //! * [`keys`]: seeded key generators (`nexthop_othello::keys`, re-exported): the Othello/Concise LFSR query stream,
 //!   uniform and distinct integers, Zipf popularity, and realistic MACs,
 //!   IPv4/IPv6 hosts, 5-tuples and names, plus [`keys::gen_bytes`] to get any
@@ -21,6 +23,7 @@
 //! can be rerun with the seed it printed.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod alloc;
 pub mod args;
 pub mod bench;
 pub mod clock;

@@ -46,11 +46,9 @@
 
 pub mod strategy;
 
-use std::borrow::Cow;
-
 use nexthop_wire::ndn::{
-    implicit_digest, Data, DataView, Interest, InterestView, LpPacket, Nack, NackReason, Name,
-    NdnError, NetPacket, NetPacketView, Packet, PacketView,
+    implicit_digest, Data, DataView, Interest, InterestView, LpWrap, Nack, NackReason, Name,
+    NdnError, NetPacketView, PacketView,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -370,12 +368,12 @@ impl Actions {
         if a.token.is_none() && nack.is_none() {
             return p.to_vec();
         }
-        LpPacket {
-            pit_token: a.token.map(|t| t.as_bytes().to_vec()),
+        LpWrap {
+            pit_token: a.token.as_ref().map(PitToken::as_bytes),
             nack,
-            ..LpPacket::wrap(p.to_vec())
+            incoming_face_id: None,
         }
-        .to_wire()
+        .to_wire(p)
     }
     /// Append encoded bytes; returns their range.
     fn push_bytes(&mut self, f: impl FnOnce(&mut Vec<u8>)) -> (u32, u32) {
@@ -400,12 +398,47 @@ enum Pit {
     Fp(FingerprintPit),
 }
 
-/// One decoded packet of a batch.
+/// One decoded packet of a batch (or of the owned-packet entry points):
+/// the Interest (with its PitToken and encoding), the Data's name,
+/// FreshnessPeriod and encoding, the Nack's Interest and reason.
 enum Input<'a> {
-    Interest(Interest, Option<PitToken>, Option<Cow<'a, [u8]>>),
-    Data(Data, Cow<'a, [u8]>),
+    Interest(Interest, Option<PitToken>, Option<&'a [u8]>),
+    Data(Name, Option<u64>, &'a [u8]),
     Nack(Interest, Option<NackReason>),
     Bad(DropReason),
+}
+
+/// A packet parsed and taken out of its NDNLPv2 header: the one place the
+/// pipeline reads an LpPacket, for [`Forwarder::process_view`] and the
+/// batch path alike. The byte slices are the network-layer packet's own
+/// encoding (the whole input, or the LpPacket's Fragment).
+enum Parsed<'a> {
+    Interest(InterestView<'a>, Option<PitToken>, &'a [u8]),
+    Data(DataView<'a>, &'a [u8]),
+    Nack(InterestView<'a>, Option<NackReason>),
+}
+
+impl<'a> Parsed<'a> {
+    /// `view` is `PacketView::parse(wire)`'s result.
+    fn of(view: PacketView<'a>, wire: &'a [u8]) -> Result<Parsed<'a>, DropReason> {
+        let (frag, token, nack) = match view {
+            PacketView::Interest(v) => return Ok(Parsed::Interest(v, None, wire)),
+            PacketView::Data(v) => return Ok(Parsed::Data(v, wire)),
+            PacketView::Lp(lp) => match lp.fragment {
+                Some(f) if lp.is_whole() => (f, lp.pit_token.and_then(PitToken::new), lp.nack),
+                _ => return Err(DropReason::NotWhole),
+            },
+        };
+        match NetPacketView::parse(frag) {
+            Err(e) => Err(DropReason::of(&e)),
+            Ok(NetPacketView::Interest(v)) => Ok(match nack {
+                Some(n) => Parsed::Nack(v, n.reason),
+                None => Parsed::Interest(v, token, frag),
+            }),
+            Ok(NetPacketView::Data(_)) if nack.is_some() => Err(DropReason::Malformed),
+            Ok(NetPacketView::Data(v)) => Ok(Parsed::Data(v, frag)),
+        }
+    }
 }
 
 /// The forwarding pipeline of one forwarding thread. See the module docs.
@@ -531,41 +564,21 @@ impl Forwarder {
         out.push(face, kind, token, r);
     }
 
+    /// A packet of a batch into its owned form: the Interest's name with
+    /// its prefix hashes (what the prefetch reads), the Data's name only
+    /// (Content and signature stay in `wire`).
     fn decode<'a>(&self, face: FaceId, wire: &'a [u8]) -> Input<'a> {
         if face >= self.cfg.max_faces {
             return Input::Bad(DropReason::BadFace);
         }
-        let (frag, token, nack): (Cow<'a, [u8]>, Option<PitToken>, Option<Nack>) =
-            match Packet::decode(wire) {
-                Err(e) => return Input::Bad(DropReason::of(&e)),
-                Ok(Packet::Interest(i)) => {
-                    return Input::Interest(i, None, Some(Cow::Borrowed(wire)))
-                }
-                Ok(Packet::Data(d)) => return Input::Data(d, Cow::Borrowed(wire)),
-                Ok(Packet::Lp(lp)) => {
-                    if !lp.is_whole() || lp.fragment.is_none() {
-                        return Input::Bad(DropReason::NotWhole);
-                    }
-                    let token = lp.pit_token.as_deref().and_then(PitToken::new);
-                    let frag = lp.fragment.unwrap_or_default();
-                    // NDNLPv2 puts the Fragment last: borrow its bytes from
-                    // `wire` when they are there, else keep the copy.
-                    let tail = wire.get(wire.len().saturating_sub(frag.len())..);
-                    let frag = match tail {
-                        Some(t) if t == frag.as_slice() => Cow::Borrowed(t),
-                        _ => Cow::Owned(frag),
-                    };
-                    (frag, token, lp.nack)
-                }
-            };
-        match NetPacket::decode(&frag) {
-            Err(e) => Input::Bad(DropReason::of(&e)),
-            Ok(NetPacket::Interest(i)) => match nack {
-                Some(n) => Input::Nack(i, n.reason),
-                None => Input::Interest(i, token, Some(frag)),
-            },
-            Ok(NetPacket::Data(_)) if nack.is_some() => Input::Bad(DropReason::Malformed),
-            Ok(NetPacket::Data(d)) => Input::Data(d, frag),
+        let parsed = PacketView::parse(wire)
+            .map_err(|e| DropReason::of(&e))
+            .and_then(|v| Parsed::of(v, wire));
+        match parsed {
+            Err(r) => Input::Bad(r),
+            Ok(Parsed::Interest(v, token, w)) => Input::Interest(v.to_owned(), token, Some(w)),
+            Ok(Parsed::Data(v, w)) => Input::Data(v.name.to_name(), v.freshness_period_ms, w),
+            Ok(Parsed::Nack(v, r)) => Input::Nack(v.to_owned(), r),
         }
     }
 
@@ -591,27 +604,36 @@ impl Forwarder {
         if face >= self.cfg.max_faces {
             return self.drop_pkt(face, DropReason::BadFace, out);
         }
-        let (frag, token, nack) = match PacketView::parse(wire) {
-            Err(e) => return self.drop_pkt(face, DropReason::of(&e), out),
-            Ok(PacketView::Interest(v)) => {
-                return self.interest_view(fib, face, &v, None, wire, now, out)
-            }
-            Ok(PacketView::Data(v)) => return self.data_view(face, &v, wire, now, out),
-            Ok(PacketView::Lp(lp)) => match lp.fragment {
-                Some(f) if lp.is_whole() => (f, lp.pit_token.and_then(PitToken::new), lp.nack),
-                _ => return self.drop_pkt(face, DropReason::NotWhole, out),
-            },
-        };
-        match NetPacketView::parse(frag) {
+        match PacketView::parse(wire) {
             Err(e) => self.drop_pkt(face, DropReason::of(&e), out),
-            Ok(NetPacketView::Interest(v)) => match nack {
-                Some(n) => self.dispatch(fib, face, Input::Nack(v.to_owned(), n.reason), now, out),
-                None => self.interest_view(fib, face, &v, token, frag, now, out),
-            },
-            Ok(NetPacketView::Data(_)) if nack.is_some() => {
-                self.drop_pkt(face, DropReason::Malformed, out)
+            Ok(view) => self.process_view(fib, face, view, wire, now, out),
+        }
+    }
+
+    /// [`Self::process`] on a packet its caller parsed already: `view` is
+    /// `PacketView::parse(wire)`'s result (a face that read the NDNLPv2
+    /// header hands it on instead of the pipeline walking it again).
+    pub fn process_view(
+        &mut self,
+        fib: &Fib,
+        face: FaceId,
+        view: PacketView<'_>,
+        wire: &[u8],
+        now: Millis,
+        out: &mut Actions,
+    ) {
+        if face >= self.cfg.max_faces {
+            return self.drop_pkt(face, DropReason::BadFace, out);
+        }
+        match Parsed::of(view, wire) {
+            Err(r) => self.drop_pkt(face, r, out),
+            Ok(Parsed::Interest(v, token, w)) => {
+                self.interest_view(fib, face, &v, token, w, now, out)
             }
-            Ok(NetPacketView::Data(v)) => self.data_view(face, &v, frag, now, out),
+            Ok(Parsed::Data(v, w)) => self.data_view(face, &v, w, now, out),
+            Ok(Parsed::Nack(v, r)) => {
+                self.dispatch(fib, face, Input::Nack(v.to_owned(), r), now, out)
+            }
         }
     }
 
@@ -674,7 +696,7 @@ impl Forwarder {
         for (input, &(face, _)) in inputs.iter().zip(batch) {
             let (name, interest) = match input {
                 Input::Interest(i, ..) => (&i.name, true),
-                Input::Data(d, _) => (&d.name, false),
+                Input::Data(name, ..) => (name, false),
                 _ => continue,
             };
             if interest {
@@ -724,7 +746,7 @@ impl Forwarder {
         let input = if face >= self.cfg.max_faces {
             Input::Bad(DropReason::BadFace)
         } else {
-            Input::Data(data, Cow::Borrowed(wire))
+            Input::Data(data.name, data.meta_info.freshness_period_ms, wire)
         };
         self.dispatch(fib, face, input, now, out);
     }
@@ -760,12 +782,11 @@ impl Forwarder {
             Input::Bad(r) => self.drop_pkt(face, r, out),
             Input::Interest(mut i, token, wire) => {
                 self.face_mut(face).in_interests += 1;
-                self.on_interest(fib, face, &mut i, wire.as_deref(), token, now, out)
+                self.on_interest(fib, face, &mut i, wire, token, now, out)
             }
-            Input::Data(d, wire) => {
+            Input::Data(name, fresh, wire) => {
                 self.face_mut(face).in_data += 1;
-                let fresh = d.meta_info.freshness_period_ms;
-                self.on_data(face, &d.name, fresh, &wire, now, out)
+                self.on_data(face, &name, fresh, wire, now, out)
             }
             Input::Nack(i, r) => {
                 self.face_mut(face).in_nacks += 1;

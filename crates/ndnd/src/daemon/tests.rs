@@ -188,6 +188,59 @@ fn interest(uri: &str, nonce: u32) -> Vec<u8> {
     it.to_wire()
 }
 
+/// Two `SO_REUSEPORT` sockets on the UDP port (the polling thread's and
+/// one input thread's), with one and with two forwarding threads: the
+/// kernel spreads sixteen consumers over both sockets, both receive, and
+/// every Interest gets its Data back on the face it came from (faces, PIT
+/// and Content Store stay with their one owner each, whichever socket a
+/// datagram arrived on).
+#[test]
+fn two_udp_input_sockets_both_receive_and_every_interest_is_answered() {
+    for threads in [1, 2] {
+        let (addr, stop, daemon) = spawn(NdndConfig {
+            udp_input_threads: 2,
+            ..threaded(threads)
+        });
+        let (pstop, prod) = spawn_producer(addr, "/p", b"payload", 0);
+        const CONSUMERS: usize = 16;
+        const BURST: usize = 60;
+        let mut faces: Vec<UdpFace> = (0..CONSUMERS)
+            .map(|_| UdpFace::connect(addr).unwrap())
+            .collect();
+        for (j, f) in faces.iter_mut().enumerate() {
+            let pkts: Vec<Vec<u8>> = (0..BURST)
+                .map(|i| interest(&format!("/p/c{j}/{i}"), (j * BURST + i) as u32))
+                .collect();
+            let got = exchange(f, &pkts, BURST, Duration::from_secs(10));
+            let names: HashSet<String> = got
+                .iter()
+                .map(|r| match r {
+                    Received::Data(d, _) => {
+                        let n = d.name.to_string();
+                        assert!(n.starts_with(&format!("/p/c{j}/")), "face {j} got {n}");
+                        n
+                    }
+                    other => panic!("{threads} threads, face {j}: {other:?}"),
+                })
+                .collect();
+            assert_eq!(names.len(), BURST, "{threads} threads, face {j}");
+        }
+        pstop.store(true, Ordering::Relaxed);
+        let total = (CONSUMERS * BURST) as u64;
+        assert_eq!(prod.join().unwrap().data, total);
+        stop.store(true, Ordering::Relaxed);
+        let d = daemon.join().unwrap();
+        let per = d.udp_input_packets();
+        assert_eq!(per.len(), 2);
+        assert!(per.iter().all(|&n| n > 0), "{threads} threads: {per:?}");
+        // Every Interest, every Data and the register command came in on
+        // one of the two sockets.
+        assert_eq!(per.iter().sum::<u64>(), d.metrics().packets_in, "{per:?}");
+        assert_eq!(d.core.total_fw_counters().satisfied, total);
+        assert_eq!(d.metrics().faces.len(), CONSUMERS + 1);
+    }
+}
+
 #[test]
 fn two_and_four_threads_return_every_data_and_use_every_thread() {
     for threads in [2, 4] {

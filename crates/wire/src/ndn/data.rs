@@ -9,10 +9,10 @@
 use sha2::{Digest, Sha256};
 
 use super::error::NdnError;
-use super::interest::{read_leading_name, unrecognized};
 use super::name::{Name, NameComponent};
-use super::tlv::{self, Element, TlvReader};
+use super::tlv;
 use super::tt;
+use super::view::DataView;
 
 /// SignatureType numbers.
 pub mod signature_type {
@@ -65,38 +65,6 @@ impl MetaInfo {
         self.content_type.is_none()
             && self.freshness_period_ms.is_none()
             && self.final_block_id.is_none()
-    }
-
-    fn decode(e: &Element<'_>) -> Result<Self, NdnError> {
-        const CX: &str = "MetaInfo";
-        const ORDER: [u32; 3] = [tt::CONTENT_TYPE, tt::FRESHNESS_PERIOD, tt::FINAL_BLOCK_ID];
-        let mut m = MetaInfo::default();
-        let mut r = e.reader();
-        let mut next = 0;
-        while !r.is_empty() {
-            let f = r.read()?;
-            let pos = ORDER.iter().position(|&t| t == f.typ);
-            let Some(idx) = pos.filter(|&p| p >= next) else {
-                unrecognized(f.typ, pos.is_some(), CX)?;
-                continue;
-            };
-            next = idx + 1;
-            match f.typ {
-                tt::CONTENT_TYPE => m.content_type = Some(f.nni()?),
-                tt::FRESHNESS_PERIOD => m.freshness_period_ms = Some(f.nni()?),
-                _ => {
-                    let mut c = f.reader();
-                    let comp = c.read()?;
-                    c.finish()?;
-                    let typ = u16::try_from(comp.typ).map_err(|_| {
-                        NdnError::Malformed("FinalBlockId component type above 65535")
-                    })?;
-                    m.final_block_id = Some(NameComponent::new(typ, comp.value)?);
-                }
-            }
-        }
-        m.keep_empty = m.is_empty();
-        Ok(m)
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -152,42 +120,6 @@ impl SignatureInfo {
         }
     }
 
-    fn decode(e: &Element<'_>) -> Result<Self, NdnError> {
-        let mut r = e.reader();
-        let Some(t) = r.read_if(tt::SIGNATURE_TYPE)? else {
-            return Err(NdnError::Missing {
-                context: "SignatureInfo",
-                field: "SignatureType (first element)",
-            });
-        };
-        let mut s = SignatureInfo {
-            signature_type: t.nni()?,
-            ..Default::default()
-        };
-        if let Some(k) = r.read_if(tt::KEY_LOCATOR)? {
-            let mut kr = k.reader();
-            let inner = kr.read()?;
-            kr.finish()?;
-            s.key_locator = Some(match inner.typ {
-                tt::NAME => KeyLocator::Name(Name::from_value(inner.value)?),
-                tt::KEY_DIGEST => KeyLocator::KeyDigest(inner.value.to_vec()),
-                t => {
-                    return Err(NdnError::UnknownCritical {
-                        typ: t,
-                        context: "KeyLocator",
-                    })
-                }
-            });
-        }
-        let rest = r.remaining();
-        let mut check = TlvReader::with_base(rest, r.position());
-        while !check.is_empty() {
-            check.read()?;
-        }
-        s.other = rest.to_vec();
-        Ok(s)
-    }
-
     fn encode(&self, out: &mut Vec<u8>) {
         let mut v = Vec::new();
         tlv::write_nni_tlv(&mut v, tt::SIGNATURE_TYPE, self.signature_type);
@@ -234,64 +166,11 @@ impl Data {
         }
     }
 
-    /// Decode a whole Data element; `wire` must hold exactly it.
+    /// Decode a whole Data element; `wire` must hold exactly it. The one
+    /// walk of the element is [`DataView::parse`]; this copies its fields
+    /// out.
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        let e = tlv::read_single(wire, tt::DATA)?;
-        Self::decode_value(&e).map(|(d, _)| d)
-    }
-
-    /// Decode; also returns the length of the signed portion (from the start
-    /// of the TLV-VALUE to the end of SignatureInfo).
-    fn decode_value(e: &Element<'_>) -> Result<(Self, usize), NdnError> {
-        const CX: &str = "Data";
-        const ORDER: [u32; 4] = [
-            tt::META_INFO,
-            tt::CONTENT,
-            tt::SIGNATURE_INFO,
-            tt::SIGNATURE_VALUE,
-        ];
-        let mut r = e.reader();
-        let mut d = Data {
-            name: read_leading_name(&mut r, CX)?,
-            ..Default::default()
-        };
-        let mut next = 0;
-        let mut signed_end = None;
-        let mut have_value = false;
-        while !r.is_empty() {
-            let f = r.read()?;
-            let pos = ORDER.iter().position(|&t| t == f.typ);
-            let Some(idx) = pos.filter(|&p| p >= next) else {
-                unrecognized(f.typ, pos.is_some() || f.typ == tt::NAME, CX)?;
-                continue;
-            };
-            next = idx + 1;
-            match f.typ {
-                tt::META_INFO => d.meta_info = MetaInfo::decode(&f)?,
-                tt::CONTENT => d.content = Some(f.value.to_vec()),
-                tt::SIGNATURE_INFO => {
-                    d.signature_info = SignatureInfo::decode(&f)?;
-                    signed_end = Some(f.at + f.tlv.len() - e.value_at);
-                }
-                _ => {
-                    d.signature_value = f.value.to_vec();
-                    have_value = true;
-                }
-            }
-        }
-        let Some(signed_end) = signed_end else {
-            return Err(NdnError::Missing {
-                context: CX,
-                field: "SignatureInfo",
-            });
-        };
-        if !have_value {
-            return Err(NdnError::Missing {
-                context: CX,
-                field: "SignatureValue",
-            });
-        }
-        Ok((d, signed_end))
+        DataView::parse(wire).map(|v| v.to_owned())
     }
 
     /// The signed portion as [`Data::encode`] writes it: Name, MetaInfo,
@@ -344,13 +223,9 @@ impl Data {
 /// SignatureValue is the SHA-256 of everything from the Name to the end of
 /// SignatureInfo.
 pub fn verify_digest_sha256_wire(wire: &[u8]) -> Result<bool, NdnError> {
-    let e = tlv::read_single(wire, tt::DATA)?;
-    let (d, signed_end) = Data::decode_value(&e)?;
-    let signed = e.value.get(..signed_end).unwrap_or(&[]);
-    Ok(
-        d.signature_info.signature_type == signature_type::DIGEST_SHA256
-            && d.signature_value.as_slice() == Sha256::digest(signed).as_slice(),
-    )
+    let d = DataView::parse(wire)?;
+    Ok(d.signature_type == signature_type::DIGEST_SHA256
+        && d.signature_value == Sha256::digest(d.signed_portion).as_slice())
 }
 
 /// The implicit SHA-256 digest of an encoded Data packet (the digest of the

@@ -10,9 +10,10 @@
 use sha2::{Digest, Sha256};
 
 use super::error::NdnError;
-use super::name::{component_type as ct, Name, NameComponent, NameRef};
-use super::tlv::{self, TlvReader};
+use super::name::{component_type as ct, Name, NameComponent};
+use super::tlv;
 use super::tt;
+use super::view::InterestView;
 
 /// An Interest.
 ///
@@ -48,80 +49,6 @@ pub struct Interest {
     pub signature_value: Option<Vec<u8>>,
 }
 
-/// Order of the known Interest elements after Name.
-const ORDER: [u32; 9] = [
-    tt::CAN_BE_PREFIX,
-    tt::MUST_BE_FRESH,
-    tt::FORWARDING_HINT,
-    tt::NONCE,
-    tt::INTEREST_LIFETIME,
-    tt::HOP_LIMIT,
-    tt::APPLICATION_PARAMETERS,
-    tt::INTEREST_SIGNATURE_INFO,
-    tt::INTEREST_SIGNATURE_VALUE,
-];
-
-/// Read the next element and check it is the Name that must come first.
-pub(crate) fn read_leading_name(
-    r: &mut TlvReader<'_>,
-    context: &'static str,
-) -> Result<Name, NdnError> {
-    match r.peek_type()? {
-        Some(tt::NAME) => {
-            let e = r.read()?;
-            Name::from_value(e.value)
-        }
-        _ => Err(NdnError::Missing {
-            context,
-            field: "Name (first element)",
-        }),
-    }
-}
-
-/// [`read_leading_name`] without the copy: the Name as a view.
-pub(crate) fn read_leading_name_ref<'a>(
-    r: &mut TlvReader<'a>,
-    context: &'static str,
-) -> Result<NameRef<'a>, NdnError> {
-    match r.peek_type()? {
-        Some(tt::NAME) => {
-            let e = r.read()?;
-            NameRef::from_value(e.value)
-        }
-        _ => Err(NdnError::Missing {
-            context,
-            field: "Name (first element)",
-        }),
-    }
-}
-
-/// Handle an element that is unknown or out of place: skip it if it is not
-/// critical.
-pub(crate) fn unrecognized(typ: u32, known: bool, context: &'static str) -> Result<(), NdnError> {
-    if !tlv::is_critical(typ) {
-        Ok(())
-    } else if known {
-        Err(NdnError::OutOfOrder { typ, context })
-    } else {
-        Err(NdnError::UnknownCritical { typ, context })
-    }
-}
-
-fn empty_flag(value: &[u8], what: &'static str) -> Result<bool, NdnError> {
-    if value.is_empty() {
-        Ok(true)
-    } else {
-        Err(NdnError::Malformed(what))
-    }
-}
-
-/// Count of ParametersSha256DigestComponents in a name.
-fn params_components(name: &Name) -> usize {
-    name.components()
-        .filter(|c| c.typ() == ct::PARAMETERS_SHA256_DIGEST)
-        .count()
-}
-
 impl Interest {
     /// An Interest for `name` with nothing else set.
     pub fn new(name: Name) -> Self {
@@ -131,88 +58,11 @@ impl Interest {
         }
     }
 
-    /// Decode a whole Interest element; `wire` must hold exactly it.
+    /// Decode a whole Interest element; `wire` must hold exactly it. The
+    /// one walk of the element is [`InterestView::parse`]; this copies its
+    /// fields out.
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        let e = tlv::read_single(wire, tt::INTEREST)?;
-        Self::decode_value(e.value, e.value_at).map(|(i, _)| i)
-    }
-
-    /// Decode an Interest TLV-VALUE; also returns the offset in `value` where
-    /// ApplicationParameters starts (the parameters digest covers
-    /// `value[start..]`).
-    fn decode_value(value: &[u8], base: usize) -> Result<(Self, Option<usize>), NdnError> {
-        const CX: &str = "Interest";
-        let mut r = TlvReader::with_base(value, base);
-        let mut i = Interest::new(read_leading_name(&mut r, CX)?);
-        let mut next = 0usize; // index into ORDER of the first element still allowed
-        let mut params_at = None;
-        while !r.is_empty() {
-            let e = r.read()?;
-            let pos = ORDER.iter().position(|&t| t == e.typ);
-            let Some(idx) = pos.filter(|&p| p >= next) else {
-                unrecognized(e.typ, pos.is_some() || e.typ == tt::NAME, CX)?;
-                continue;
-            };
-            next = idx + 1;
-            match e.typ {
-                tt::CAN_BE_PREFIX => {
-                    i.can_be_prefix = empty_flag(e.value, "CanBePrefix is not empty")?
-                }
-                tt::MUST_BE_FRESH => {
-                    i.must_be_fresh = empty_flag(e.value, "MustBeFresh is not empty")?
-                }
-                tt::FORWARDING_HINT => {
-                    let mut h = e.reader();
-                    while !h.is_empty() {
-                        let d = h.read()?;
-                        if d.typ == tt::NAME {
-                            i.forwarding_hint.push(Name::from_value(d.value)?);
-                        } else {
-                            unrecognized(d.typ, false, "ForwardingHint")?;
-                        }
-                    }
-                    if i.forwarding_hint.is_empty() {
-                        return Err(NdnError::Malformed("ForwardingHint holds no Name"));
-                    }
-                }
-                tt::NONCE => {
-                    let b: [u8; 4] = e
-                        .value
-                        .try_into()
-                        .map_err(|_| NdnError::Malformed("Nonce is not 4 bytes"))?;
-                    i.nonce = Some(u32::from_be_bytes(b));
-                }
-                tt::INTEREST_LIFETIME => i.lifetime_ms = Some(e.nni()?),
-                tt::HOP_LIMIT => match e.value {
-                    [h] => i.hop_limit = Some(*h),
-                    _ => return Err(NdnError::Malformed("HopLimit is not 1 byte")),
-                },
-                tt::APPLICATION_PARAMETERS => {
-                    params_at = Some(e.at - base);
-                    i.app_parameters = Some(e.value.to_vec());
-                }
-                tt::INTEREST_SIGNATURE_INFO => i.signature_info = Some(e.value.to_vec()),
-                tt::INTEREST_SIGNATURE_VALUE => i.signature_value = Some(e.value.to_vec()),
-                _ => {}
-            }
-        }
-        if i.signature_info.is_some() && i.app_parameters.is_none() {
-            return Err(NdnError::Malformed(
-                "InterestSignatureInfo without ApplicationParameters",
-            ));
-        }
-        if i.signature_info.is_some() != i.signature_value.is_some() {
-            return Err(NdnError::Malformed(
-                "InterestSignatureInfo and InterestSignatureValue must come together",
-            ));
-        }
-        let want = usize::from(i.app_parameters.is_some());
-        if params_components(&i.name) != want {
-            return Err(NdnError::Malformed(
-                "Interest name must hold one ParametersSha256DigestComponent iff it has ApplicationParameters",
-            ));
-        }
-        Ok((i, params_at))
+        InterestView::parse(wire).map(|v| v.to_owned())
     }
 
     /// The elements the parameters digest covers: ApplicationParameters and
@@ -321,13 +171,12 @@ impl Interest {
 /// of the Interest, unknown elements included). `Ok(true)` also for an
 /// Interest without parameters.
 pub fn params_digest_ok_wire(wire: &[u8]) -> Result<bool, NdnError> {
-    let e = tlv::read_single(wire, tt::INTEREST)?;
-    let (i, at) = Interest::decode_value(e.value, e.value_at)?;
-    let Some(at) = at else {
+    let v = InterestView::parse(wire)?;
+    let Some(at) = v.params_at else {
         return Ok(true);
     };
-    let d: [u8; 32] = Sha256::digest(e.value.get(at..).unwrap_or(&[])).into();
-    Ok(i.name
+    let d: [u8; 32] = Sha256::digest(wire.get(at..).unwrap_or(&[])).into();
+    Ok(v.name
         .components()
         .any(|c| c.typ() == ct::PARAMETERS_SHA256_DIGEST && c.value() == d))
 }
@@ -362,6 +211,10 @@ mod tests {
         assert_eq!(d, i);
         assert!(d.params_digest_ok());
         assert_eq!(params_digest_ok_wire(&w), Ok(true));
+        // The digest covers the wire from the ApplicationParameters element on.
+        let at = InterestView::parse(&w).unwrap().params_at.unwrap();
+        assert_eq!(w[at], tt::APPLICATION_PARAMETERS as u8);
+        assert_eq!(Sha256::digest(&w[at..]).as_slice(), d.params_digest());
         assert_eq!(d.name.len(), 3);
         assert_eq!(d.name.last().unwrap().typ(), ct::PARAMETERS_SHA256_DIGEST);
     }

@@ -16,8 +16,9 @@
 use super::data::Data;
 use super::error::NdnError;
 use super::interest::Interest;
-use super::tlv::{self, Element};
+use super::tlv;
 use super::tt;
+use super::view::{LpView, NetPacketView, PacketView};
 
 /// NackReason codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,22 +94,6 @@ pub struct LpPacket {
     pub fragment: Option<Vec<u8>>,
 }
 
-fn fixed_u64(e: &Element<'_>, what: &'static str) -> Result<u64, NdnError> {
-    let b: [u8; 8] = e.value.try_into().map_err(|_| NdnError::Malformed(what))?;
-    Ok(u64::from_be_bytes(b))
-}
-
-fn set_once<T>(slot: &mut Option<T>, v: T, typ: u32) -> Result<(), NdnError> {
-    if slot.is_some() {
-        return Err(NdnError::OutOfOrder {
-            typ,
-            context: "LpPacket",
-        });
-    }
-    *slot = Some(v);
-    Ok(())
-}
-
 /// Whether an unknown NDNLPv2 header may be ignored.
 #[inline]
 pub const fn lp_header_ignorable(typ: u32) -> bool {
@@ -133,82 +118,11 @@ impl LpPacket {
         }
     }
 
-    /// Decode a whole LpPacket element; `wire` must hold exactly it.
+    /// Decode a whole LpPacket element; `wire` must hold exactly it. The
+    /// one walk of the element is [`LpView::parse`]; this copies its fields
+    /// out.
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        const CX: &str = "LpPacket";
-        let e = tlv::read_single(wire, tt::LP_PACKET)?;
-        let mut r = e.reader();
-        let mut p = LpPacket::default();
-        while !r.is_empty() {
-            let f = r.read()?;
-            if p.fragment.is_some() {
-                return Err(NdnError::Malformed("LpPacket field after Fragment"));
-            }
-            match f.typ {
-                tt::FRAGMENT => p.fragment = Some(f.value.to_vec()),
-                tt::SEQUENCE => set_once(
-                    &mut p.sequence,
-                    fixed_u64(&f, "Sequence is not 8 bytes")?,
-                    f.typ,
-                )?,
-                tt::FRAG_INDEX => set_once(&mut p.frag_index, f.nni()?, f.typ)?,
-                tt::FRAG_COUNT => set_once(&mut p.frag_count, f.nni()?, f.typ)?,
-                tt::PIT_TOKEN => {
-                    if f.value.is_empty() || f.value.len() > 32 {
-                        return Err(NdnError::Malformed("PitToken is not 1 to 32 bytes"));
-                    }
-                    set_once(&mut p.pit_token, f.value.to_vec(), f.typ)?
-                }
-                tt::NACK => {
-                    let mut nr = f.reader();
-                    let mut nack = Nack::default();
-                    while !nr.is_empty() {
-                        let x = nr.read()?;
-                        if x.typ == tt::NACK_REASON && nack.reason.is_none() {
-                            nack.reason = Some(NackReason::from_code(x.nni()?));
-                        } else if tlv::is_critical(x.typ) {
-                            return Err(NdnError::UnknownCritical {
-                                typ: x.typ,
-                                context: "Nack",
-                            });
-                        }
-                    }
-                    set_once(&mut p.nack, nack, f.typ)?
-                }
-                tt::INCOMING_FACE_ID => set_once(&mut p.incoming_face_id, f.nni()?, f.typ)?,
-                tt::NEXT_HOP_FACE_ID => set_once(&mut p.next_hop_face_id, f.nni()?, f.typ)?,
-                tt::CACHE_POLICY => set_once(&mut p.cache_policy, f.value.to_vec(), f.typ)?,
-                tt::CONGESTION_MARK => set_once(&mut p.congestion_mark, f.nni()?, f.typ)?,
-                tt::ACK => p.acks.push(fixed_u64(&f, "Ack is not 8 bytes")?),
-                tt::TX_SEQUENCE => set_once(
-                    &mut p.tx_sequence,
-                    fixed_u64(&f, "TxSequence is not 8 bytes")?,
-                    f.typ,
-                )?,
-                tt::NON_DISCOVERY => {
-                    if p.non_discovery || !f.value.is_empty() {
-                        return Err(NdnError::Malformed("NonDiscovery repeated or not empty"));
-                    }
-                    p.non_discovery = true;
-                }
-                tt::PREFIX_ANNOUNCEMENT => {
-                    set_once(&mut p.prefix_announcement, f.value.to_vec(), f.typ)?
-                }
-                t if lp_header_ignorable(t) => {}
-                t => {
-                    return Err(NdnError::UnknownCritical {
-                        typ: t,
-                        context: CX,
-                    })
-                }
-            }
-        }
-        if let (Some(i), Some(c)) = (p.frag_index, p.frag_count) {
-            if i >= c {
-                return Err(NdnError::Malformed("FragIndex is not below FragCount"));
-            }
-        }
-        Ok(p)
+        LpView::parse(wire).map(|v| v.to_owned())
     }
 
     /// Append the whole LpPacket element (headers in increasing TLV-TYPE
@@ -224,19 +138,12 @@ impl LpPacket {
         if let Some(c) = self.frag_count {
             tlv::write_nni_tlv(&mut v, tt::FRAG_COUNT, c);
         }
-        if let Some(t) = &self.pit_token {
-            tlv::write_tlv(&mut v, tt::PIT_TOKEN, t);
+        LpWrap {
+            pit_token: self.pit_token.as_deref(),
+            nack: self.nack,
+            incoming_face_id: self.incoming_face_id,
         }
-        if let Some(n) = &self.nack {
-            let mut nv = Vec::new();
-            if let Some(r) = n.reason {
-                tlv::write_nni_tlv(&mut nv, tt::NACK_REASON, r.code());
-            }
-            tlv::write_tlv(&mut v, tt::NACK, &nv);
-        }
-        if let Some(f) = self.incoming_face_id {
-            tlv::write_nni_tlv(&mut v, tt::INCOMING_FACE_ID, f);
-        }
+        .write_headers(&mut v);
         if let Some(f) = self.next_hop_face_id {
             tlv::write_nni_tlv(&mut v, tt::NEXT_HOP_FACE_ID, f);
         }
@@ -287,6 +194,80 @@ impl LpPacket {
     }
 }
 
+/// The NDNLPv2 headers a forwarder puts on a packet it sends (PitToken,
+/// Nack, IncomingFaceId), borrowed: [`LpWrap::encode`] writes the
+/// LpPacket around a fragment with one exact-size reservation, copying
+/// nothing but the bytes themselves into the output (what
+/// `LpPacket { pit_token, nack, incoming_face_id, ..LpPacket::wrap(f) }`
+/// encodes to, without building that packet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LpWrap<'a> {
+    /// PitToken (1 to 32 bytes).
+    pub pit_token: Option<&'a [u8]>,
+    /// Nack.
+    pub nack: Option<Nack>,
+    /// IncomingFaceId.
+    pub incoming_face_id: Option<u64>,
+}
+
+fn nack_value_len(n: Nack) -> usize {
+    n.reason
+        .map_or(0, |r| tlv::tlv_len(tt::NACK_REASON, tlv::nni_len(r.code())))
+}
+
+impl LpWrap<'_> {
+    fn headers_len(&self) -> usize {
+        self.pit_token
+            .map_or(0, |t| tlv::tlv_len(tt::PIT_TOKEN, t.len()))
+            + self
+                .nack
+                .map_or(0, |n| tlv::tlv_len(tt::NACK, nack_value_len(n)))
+            + self
+                .incoming_face_id
+                .map_or(0, |f| tlv::tlv_len(tt::INCOMING_FACE_ID, tlv::nni_len(f)))
+    }
+
+    /// The headers, in increasing TLV-TYPE order (as [`LpPacket::encode`]).
+    fn write_headers(&self, out: &mut Vec<u8>) {
+        if let Some(t) = self.pit_token {
+            tlv::write_tlv(out, tt::PIT_TOKEN, t);
+        }
+        if let Some(n) = self.nack {
+            tlv::write_type_length(out, tt::NACK, nack_value_len(n));
+            if let Some(r) = n.reason {
+                tlv::write_nni_tlv(out, tt::NACK_REASON, r.code());
+            }
+        }
+        if let Some(f) = self.incoming_face_id {
+            tlv::write_nni_tlv(out, tt::INCOMING_FACE_ID, f);
+        }
+    }
+
+    /// Append the LpPacket with these headers around `fragment`.
+    pub fn encode(&self, fragment: &[u8], out: &mut Vec<u8>) {
+        let len = self.headers_len() + tlv::tlv_len(tt::FRAGMENT, fragment.len());
+        out.reserve(self.wire_len(fragment.len()));
+        tlv::write_type_length(out, tt::LP_PACKET, len);
+        self.write_headers(out);
+        tlv::write_tlv(out, tt::FRAGMENT, fragment);
+    }
+
+    /// The length of the LpPacket these headers make around a fragment of
+    /// `fragment_len` bytes.
+    pub fn wire_len(&self, fragment_len: usize) -> usize {
+        let len = self.headers_len() + tlv::tlv_len(tt::FRAGMENT, fragment_len);
+        tlv::tlv_len(tt::LP_PACKET, len)
+    }
+
+    /// The LpPacket with these headers around `fragment`, in one
+    /// allocation of its exact size.
+    pub fn to_wire(&self, fragment: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.wire_len(fragment.len()));
+        self.encode(fragment, &mut v);
+        v
+    }
+}
+
 trait NoneOrOne {
     fn is_none_or_one(&self) -> bool;
 }
@@ -306,17 +287,10 @@ pub enum NetPacket {
 }
 
 impl NetPacket {
-    /// Decode an Interest or Data element.
+    /// Decode an Interest or Data element ([`NetPacketView::parse`], then
+    /// copied out).
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        match tlv::TlvReader::new(wire).peek_type()? {
-            Some(tt::INTEREST) => Interest::decode(wire).map(NetPacket::Interest),
-            Some(tt::DATA) => Data::decode(wire).map(NetPacket::Data),
-            Some(t) => Err(NdnError::UnexpectedType {
-                expected: tt::INTEREST,
-                found: t,
-            }),
-            None => Err(NdnError::Truncated { needed: 1, got: 0 }),
-        }
+        NetPacketView::parse(wire).map(|v| v.to_owned())
     }
     /// The whole element.
     pub fn to_wire(&self) -> Vec<u8> {
@@ -339,18 +313,10 @@ pub enum Packet {
 }
 
 impl Packet {
-    /// Decode by the outer TLV-TYPE; the buffer must hold exactly one element.
+    /// Decode by the outer TLV-TYPE; the buffer must hold exactly one element
+    /// ([`PacketView::parse`], then copied out).
     pub fn decode(wire: &[u8]) -> Result<Self, NdnError> {
-        match tlv::TlvReader::new(wire).peek_type()? {
-            Some(tt::LP_PACKET) => LpPacket::decode(wire).map(Packet::Lp),
-            Some(tt::INTEREST) => Interest::decode(wire).map(Packet::Interest),
-            Some(tt::DATA) => Data::decode(wire).map(Packet::Data),
-            Some(t) => Err(NdnError::UnknownCritical {
-                typ: t,
-                context: "packet",
-            }),
-            None => Err(NdnError::Truncated { needed: 1, got: 0 }),
-        }
+        PacketView::parse(wire).map(|v| v.to_owned())
     }
     /// The whole element.
     pub fn to_wire(&self) -> Vec<u8> {
@@ -366,6 +332,44 @@ impl Packet {
 mod tests {
     use super::*;
     use crate::ndn::Name;
+
+    #[test]
+    fn lp_wrap_writes_what_the_owned_packet_encodes_in_one_allocation() {
+        let frag = Interest::new(Name::from_uri("/w/x").unwrap()).to_wire();
+        let big = vec![7u8; 300];
+        for fragment in [&frag[..], &big[..]] {
+            for token in [None, Some(&[1u8][..]), Some(&[9u8; 32][..])] {
+                for nack in [
+                    None,
+                    Some(Nack { reason: None }),
+                    Some(Nack {
+                        reason: Some(NackReason::NoRoute),
+                    }),
+                    Some(Nack {
+                        reason: Some(NackReason::Other(70_000)),
+                    }),
+                ] {
+                    for incoming in [None, Some(0), Some(300), Some(u64::MAX)] {
+                        let w = LpWrap {
+                            pit_token: token,
+                            nack,
+                            incoming_face_id: incoming,
+                        };
+                        let owned = LpPacket {
+                            pit_token: token.map(<[u8]>::to_vec),
+                            nack,
+                            incoming_face_id: incoming,
+                            ..LpPacket::wrap(fragment.to_vec())
+                        };
+                        let bytes = w.to_wire(fragment);
+                        assert_eq!(bytes, owned.to_wire());
+                        assert_eq!(bytes.capacity(), bytes.len(), "one exact reservation");
+                        assert_eq!(LpPacket::decode(&bytes), Ok(owned));
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn nack_with_reason_round_trips_and_carries_the_interest() {

@@ -15,7 +15,7 @@ pub use data::{
     implicit_digest, verify_digest_sha256_wire, Data, KeyLocator, MetaInfo, SignatureInfo,
 };
 pub use interest::{params_digest_ok_wire, Interest};
-pub use lp::{LpPacket, Nack, NackReason, NetPacket, Packet};
+pub use lp::{LpPacket, LpWrap, Nack, NackReason, NetPacket, Packet};
 
 pub use view::{DataView, InterestView, KeyLocatorRef, LpView, NetPacketView, PacketView};
 

@@ -1,22 +1,21 @@
-//! Borrowed views of Interest, Data and LpPacket: the non-allocating decode
-//! path.
+//! Borrowed views of Interest, Data and LpPacket: the one decoder walk of
+//! each packet type.
 //!
 //! [`InterestView::parse`], [`DataView::parse`], [`LpView::parse`] and
-//! [`PacketView::parse`] accept and reject exactly the bytes that
-//! [`Interest::decode`], [`Data::decode`], [`LpPacket::decode`] and
-//! [`Packet::decode`] do, with the same errors, but allocate nothing: the
-//! name is a [`NameRef`] (component boundaries found by one validating
-//! pass, no `Vec` per name or component), byte fields are slices of the
-//! received buffer. `to_owned` on each view gives the owned packet that
-//! the owned decoder gives (`tests/ndn_codec.rs` and the `ndn_tlv_decode`
-//! fuzz target check both on random and mutated packets);
-//! [`InterestView::write_into`] and [`super::Name::assign`] refill an owned
-//! packet reusing its buffers, which is how the forwarding pipeline decodes
-//! without allocating once its scratch buffers have grown.
+//! [`PacketView::parse`] validate a packet and allocate nothing: the name
+//! is a [`NameRef`] (component boundaries found by one validating pass, no
+//! `Vec` per name or component), byte fields are slices of the received
+//! buffer. The owned decoders ([`Interest::decode`], [`Data::decode`],
+//! [`LpPacket::decode`], [`Packet::decode`]) are `parse` followed by
+//! `to_owned`, so they accept and reject the same bytes with the same
+//! errors by construction; [`InterestView::write_into`] and
+//! [`super::Name::assign`] refill an owned packet reusing its buffers,
+//! which is how the forwarding pipeline decodes without allocating once
+//! its scratch buffers have grown (`tests/ndn_codec.rs` checks the refill
+//! against `to_owned`).
 
 use super::data::{KeyLocator, MetaInfo, SignatureInfo};
 use super::error::NdnError;
-use super::interest::{read_leading_name_ref, unrecognized};
 use super::lp::{lp_header_ignorable, Nack, NackReason};
 use super::name::{component_type as ct, ComponentRef, NameRef};
 use super::tlv::{self, Element, TlvReader};
@@ -34,6 +33,35 @@ const INTEREST_ORDER: [u32; 9] = [
     tt::INTEREST_SIGNATURE_INFO,
     tt::INTEREST_SIGNATURE_VALUE,
 ];
+
+/// Read the next element and check it is the Name that must come first.
+fn read_leading_name_ref<'a>(
+    r: &mut TlvReader<'a>,
+    context: &'static str,
+) -> Result<NameRef<'a>, NdnError> {
+    match r.peek_type()? {
+        Some(tt::NAME) => {
+            let e = r.read()?;
+            NameRef::from_value(e.value)
+        }
+        _ => Err(NdnError::Missing {
+            context,
+            field: "Name (first element)",
+        }),
+    }
+}
+
+/// Handle an element that is unknown or out of place: skip it if it is not
+/// critical.
+fn unrecognized(typ: u32, known: bool, context: &'static str) -> Result<(), NdnError> {
+    if !tlv::is_critical(typ) {
+        Ok(())
+    } else if known {
+        Err(NdnError::OutOfOrder { typ, context })
+    } else {
+        Err(NdnError::UnknownCritical { typ, context })
+    }
+}
 
 fn empty_flag(value: &[u8], what: &'static str) -> Result<bool, NdnError> {
     if value.is_empty() {
@@ -65,6 +93,10 @@ pub struct InterestView<'a> {
     pub hop_limit_at: Option<usize>,
     /// ApplicationParameters' TLV-VALUE.
     pub app_parameters: Option<&'a [u8]>,
+    /// Offset in the parsed buffer where the ApplicationParameters element
+    /// starts: the parameters digest covers the buffer from there to its
+    /// end ([`super::params_digest_ok_wire`]).
+    pub params_at: Option<usize>,
     /// InterestSignatureInfo's TLV-VALUE.
     pub signature_info: Option<&'a [u8]>,
     /// InterestSignatureValue's TLV-VALUE.
@@ -87,6 +119,7 @@ impl<'a> InterestView<'a> {
             hop_limit: None,
             hop_limit_at: None,
             app_parameters: None,
+            params_at: None,
             signature_info: None,
             signature_value: None,
         };
@@ -138,7 +171,10 @@ impl<'a> InterestView<'a> {
                     }
                     _ => return Err(NdnError::Malformed("HopLimit is not 1 byte")),
                 },
-                tt::APPLICATION_PARAMETERS => i.app_parameters = Some(e.value),
+                tt::APPLICATION_PARAMETERS => {
+                    i.app_parameters = Some(e.value);
+                    i.params_at = Some(e.at);
+                }
                 tt::INTEREST_SIGNATURE_INFO => i.signature_info = Some(e.value),
                 tt::INTEREST_SIGNATURE_VALUE => i.signature_value = Some(e.value),
                 _ => {}
