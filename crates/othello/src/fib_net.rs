@@ -87,7 +87,10 @@ fn actions_at(line: usize, toks: &[&str], columns: usize) -> Result<Vec<Action>,
     if toks.len() != columns {
         return Err(LineError::new(
             line,
-            format!("expected {columns} actions (one per column), got {}", toks.len()),
+            format!(
+                "expected {columns} actions (one per column), got {}",
+                toks.len()
+            ),
         ));
     }
     toks.iter().map(|t| action_at(line, t)).collect()
@@ -297,9 +300,11 @@ impl<K: NameKey> NetworkFib<K> {
                 .entry(name)
                 .or_insert_with(|| self.othello.contains(name));
             let (err, now, acts) = match ch {
-                NetworkChange::Add(k, a) => {
-                    (slot.then(|| FibError::NameExists(k.fmt_name())), true, Some(a))
-                }
+                NetworkChange::Add(k, a) => (
+                    slot.then(|| FibError::NameExists(k.fmt_name())),
+                    true,
+                    Some(a),
+                ),
                 NetworkChange::Delete(k) => (
                     (!*slot).then(|| FibError::NameNotFound(k.fmt_name())),
                     false,
@@ -574,7 +579,10 @@ mod tests {
         let routes =
             parse_network_routes::<[u8; 6]>("# r\n02:00:00:00:00:01 1 2 drop\n", 3).unwrap();
         assert_eq!(routes[0].2, vec![port(1), port(2), Action::Drop]);
-        assert_eq!(route_columns("\n# x\n02:00:00:00:00:01 1 2 drop\n"), Some(3));
+        assert_eq!(
+            route_columns("\n# x\n02:00:00:00:00:01 1 2 drop\n"),
+            Some(3)
+        );
         assert_eq!(route_columns("# nothing\n"), None);
         let e = parse_network_routes::<[u8; 6]>("02:00:00:00:00:01 1 2\n", 3).unwrap_err();
         assert_eq!(e.line, 1);
@@ -611,12 +619,12 @@ mod tests {
         ));
         assert!(matches!(
             crate::fib::ConciseFib::<[u8; 6]>::load_control(&bytes, &text),
-            Err(FibError::Update(UpdateError::Columns { expected: 1, got: 3 }))
+            Err(FibError::Update(UpdateError::Columns {
+                expected: 1,
+                got: 3
+            }))
         ));
-        let dup = [
-            (1, mac(1), vec![port(1); 3]),
-            (2, mac(1), vec![port(2); 3]),
-        ];
+        let dup = [(1, mac(1), vec![port(1); 3]), (2, mac(1), vec![port(2); 3])];
         assert!(matches!(
             NetworkFib::build(cfg(3), &dup),
             Err(FibError::AtLine { line: 2, .. })
