@@ -25,8 +25,9 @@
 //! while frames are on the way: "in transition"); anything else is
 //! misforwarded. After the traffic, a final wave sends one frame per name
 //! and each must reach exactly its final destination. Per-hop counts come
-//! from every switch's metrics and are checked against the sinks: what
-//! switch `s` sent to its sink is what sink `s` received.
+//! from every switch's metrics and are checked link by link: what switch
+//! `s` sent right is what switch `s + 1` received, what it sent to its
+//! sink is what sink `s` received.
 
 use crate::textio::say;
 use std::fs;
@@ -556,6 +557,15 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             + sc.ring_drops.load(Ordering::Relaxed)
             + sc.foreign.load(Ordering::Relaxed);
         let (l, r, k) = (port_tx(m, LEFT), port_tx(m, RIGHT), port_tx(m, LOCAL));
+        if let Some(next) = metrics.get(s + 1) {
+            if r != next.frames_in {
+                hop_mismatch.push(format!(
+                    "switch {s} sent {r} frames right, switch {} received {}",
+                    s + 1,
+                    next.frames_in
+                ));
+            }
+        }
         if k != at_sink {
             hop_mismatch.push(format!(
                 "switch {s} sent {k} frames to sink {s}, which saw {at_sink}"
