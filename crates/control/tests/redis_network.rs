@@ -63,7 +63,7 @@ fn net(n: u64) -> Net {
     NetworkFib::build(cfg, &routes).expect("build")
 }
 
-fn start_ctl(url: &str, fib: Net, cfg: RedisControllerConfig) -> Ctl {
+fn start_ctl(fib: Net, cfg: RedisControllerConfig) -> Ctl {
     Ctl::acquire(&key(), cfg, fib, 0, &AtomicBool::new(false)).expect("acquire")
 }
 
@@ -119,7 +119,7 @@ fn every_column_converges_to_its_export_across_deltas_and_snapshots() {
     let r = RedisServer::start().expect("redis-server");
     let mut cfg = ctl_cfg(&r.url());
     cfg.snapshot_every = 200;
-    let mut c = start_ctl(&r.url(), net(1000), cfg);
+    let mut c = start_ctl(net(1000), cfg);
     let fs: Vec<_> = (0..COLS as u32)
         .map(|col| RedisFollower::start(&key(), fol_cfg(&r.url(), col)).unwrap())
         .collect();
@@ -170,7 +170,7 @@ fn every_column_converges_to_its_export_across_deltas_and_snapshots() {
 #[test]
 fn a_change_touching_two_columns_publishes_exactly_those_deltas() {
     let r = RedisServer::start().expect("redis-server");
-    let mut c = start_ctl(&r.url(), net(300), ctl_cfg(&r.url()));
+    let mut c = start_ctl(net(300), ctl_cfg(&r.url()));
     let fs: Vec<_> = (0..COLS as u32)
         .map(|col| RedisFollower::start(&key(), fol_cfg(&r.url(), col)).unwrap())
         .collect();
@@ -232,7 +232,7 @@ fn a_change_touching_two_columns_publishes_exactly_those_deltas() {
 #[test]
 fn a_standby_rebuilds_every_column_from_the_change_log() {
     let r = RedisServer::start().expect("redis-server");
-    let mut a = start_ctl(&r.url(), net(500), ctl_cfg(&r.url()));
+    let mut a = start_ctl(net(500), ctl_cfg(&r.url()));
     let f = RedisFollower::start(&key(), fol_cfg(&r.url(), 3)).unwrap();
     for k in 0..5 {
         apply(&mut a, &batch(500, k));
@@ -247,7 +247,7 @@ fn a_standby_rebuilds_every_column_from_the_change_log() {
     let version = a.version();
     a.release();
     // The standby is handed an empty FIB: Redis is the state.
-    let b = start_ctl(&r.url(), net(0), ctl_cfg(&r.url()));
+    let b = start_ctl(net(0), ctl_cfg(&r.url()));
     assert_eq!(b.version(), version);
     assert_eq!(b.fib().len(), expect.len());
     for (k, acts) in &expect {
@@ -260,7 +260,7 @@ fn a_standby_rebuilds_every_column_from_the_change_log() {
 #[test]
 fn a_follower_of_a_column_the_fib_lacks_installs_nothing() {
     let r = RedisServer::start().expect("redis-server");
-    let _c = start_ctl(&r.url(), net(100), ctl_cfg(&r.url()));
+    let _c = start_ctl(net(100), ctl_cfg(&r.url()));
     let f = RedisFollower::start(&key(), fol_cfg(&r.url(), COLS as u32)).unwrap();
     assert!(f.wait_for(WAIT, |s| s.malformed > 0), "{:?}", f.stats());
     assert!(f.table().is_none());

@@ -543,10 +543,10 @@ mod tests {
         let ch = [NetworkChange::Set(k, acts.clone())];
         let r = fib.apply_changes(&numbered(&ch));
         assert!(r.error.is_none());
-        for c in 0..cols {
+        for (c, old) in before.iter().enumerate() {
             let touched = c == 1 || c == 3;
             assert_eq!(!r.change.writes(c).is_empty(), touched, "column {c}");
-            let q = Query::from_snapshot(&before[c]).unwrap();
+            let q = Query::from_snapshot(old).unwrap();
             q.apply(&fib.othello().delta(&r.change, c)).unwrap();
             assert_eq!(q.to_snapshot(), fib.othello().snapshot(c), "column {c}");
         }
