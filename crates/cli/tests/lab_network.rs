@@ -77,8 +77,15 @@ fn four_switches_forward_every_frame_to_the_sink_of_its_version() {
     let hops = s["per_hop"].as_array().unwrap();
     assert_eq!(hops.len(), 4);
     assert!(s["per_hop_mismatches"].as_array().unwrap().is_empty());
-    for w in hops.windows(2) {
-        assert_eq!(w[0]["to_right"], w[1]["frames_in"], "{s:#}");
+    let n = |h: &serde_json::Value, k: &str| h[k].as_u64().unwrap();
+    for (i, h) in hops.iter().enumerate() {
+        let from_left = if i == 0 {
+            n(&s, "sent")
+        } else {
+            n(&hops[i - 1], "to_right")
+        };
+        let from_right = hops.get(i + 1).map_or(0, |r| n(r, "to_left"));
+        assert_eq!(n(h, "frames_in"), from_left + from_right, "{s:#}");
     }
     // Traffic reached the far end of the line.
     assert!(hops[3]["to_sink"].as_u64().unwrap() > 0, "{s:#}");

@@ -26,8 +26,9 @@
 //! misforwarded. After the traffic, a final wave sends one frame per name
 //! and each must reach exactly its final destination. Per-hop counts come
 //! from every switch's metrics and are checked link by link: what switch
-//! `s` sent right is what switch `s + 1` received, what it sent to its
-//! sink is what sink `s` received.
+//! `s` received is what its neighbours sent it (the source, or switch
+//! `s - 1` to the right, plus switch `s + 1` to the left), what it sent to
+//! its sink is what sink `s` received.
 
 use crate::textio::say;
 use std::fs;
@@ -557,14 +558,19 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             + sc.ring_drops.load(Ordering::Relaxed)
             + sc.foreign.load(Ordering::Relaxed);
         let (l, r, k) = (port_tx(m, LEFT), port_tx(m, RIGHT), port_tx(m, LOCAL));
-        if let Some(next) = metrics.get(s + 1) {
-            if r != next.frames_in {
-                hop_mismatch.push(format!(
-                    "switch {s} sent {r} frames right, switch {} received {}",
-                    s + 1,
-                    next.frames_in
-                ));
-            }
+        // What reached switch s: from its left neighbour (the source for
+        // switch 0) and from its right one (frames in a transient loop
+        // while a change propagates).
+        let from_left = match s.checked_sub(1) {
+            Some(p) => port_tx(&metrics[p], RIGHT),
+            None => sh.sent.load(Ordering::Relaxed),
+        };
+        let from_right = metrics.get(s + 1).map_or(0, |m| port_tx(m, LEFT));
+        if m.frames_in != from_left + from_right {
+            hop_mismatch.push(format!(
+                "switch {s} received {} frames, its neighbours sent it {from_left} + {from_right}",
+                m.frames_in
+            ));
         }
         if k != at_sink {
             hop_mismatch.push(format!(
