@@ -12,7 +12,11 @@
 //! FIB's lease (a standby while another holds it), rebuilds the FIB from
 //! Redis (the directory is the state only when Redis holds none), publishes
 //! a snapshot, applies the changes files, renews the lease, and takes the
-//! lease again (rebuilding) when it loses it or Redis.
+//! lease again (rebuilding) when it loses it or Redis. With `--network
+//! ROUTES` instead of `--fib DIR` it publishes a network-wide FIB
+//! (`nexthop_othello::fib_net`): one shared graph, a value column per
+//! switch, a delta stream per column (`nexthop run --redis URL --fib
+//! NAME/COLUMN` follows one).
 //!
 //! `nexthop controller push` and `nexthop controller stats` are admin
 //! clients of a running controller (`nexthop_control::AdminClient`): they
@@ -26,9 +30,13 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use nexthop_control::{
-    AdminClient, AuthKey, Controller, ControllerConfig, RedisController, RedisControllerConfig,
+    AdminClient, AuthKey, BusFib, Controller, ControllerConfig, RedisController,
+    RedisControllerConfig,
 };
 use nexthop_othello::fib::{parse_changes, ConciseFib, KeyType, NameKey};
+use nexthop_othello::fib_net::{
+    parse_network_changes, parse_network_routes, route_columns, NetworkFib,
+};
 
 use crate::cmd_fib::read_text;
 use nexthop_othello::fibdir::{self, ACTIONS, CONTROL};
@@ -42,8 +50,17 @@ pub struct ControllerArgs {
     #[command(subcommand)]
     pub admin: Option<AdminCmd>,
     /// FIB directory to serve (made by `nexthop fib build`; not modified).
-    #[arg(long, value_name = "DIR", required = true)]
+    #[arg(long, value_name = "DIR", required_unless_present = "network")]
     pub fib: Option<PathBuf>,
+    /// With --redis, instead of --fib: a network-wide FIB from this routes
+    /// file (`NAME ACTION...`, one action per switch: the number of
+    /// actions is the number of columns). Changes files then give every
+    /// column's action (`+ NAME ACTION...`, `- NAME`, `= NAME ACTION...`).
+    #[arg(long, value_name = "ROUTES", conflicts_with = "fib")]
+    pub network: Option<PathBuf>,
+    /// With --network: the names' key type (mac, ipv4, ipv6, u64, str).
+    #[arg(long, value_name = "TYPE", default_value = "mac")]
+    pub key_type: KeyType,
     /// Shared secret file (16 to 4096 bytes, trailing whitespace ignored;
     /// owner-only: `chmod 600`).
     #[arg(long, value_name = "FILE", required = true)]
@@ -163,6 +180,19 @@ pub fn run(a: &ControllerArgs) -> Result<()> {
         Some(AdminCmd::Stats(s)) => return stats(s),
         None => {}
     }
+    if let Some(routes) = &a.network {
+        let Some(key_file) = &a.key_file else {
+            bail!("nexthop controller needs --key-file FILE");
+        };
+        let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
+        return match a.key_type {
+            KeyType::Mac => serve_network::<[u8; 6]>(a, routes, &key),
+            KeyType::Ipv4 => serve_network::<std::net::Ipv4Addr>(a, routes, &key),
+            KeyType::Ipv6 => serve_network::<std::net::Ipv6Addr>(a, routes, &key),
+            KeyType::U64 => serve_network::<u64>(a, routes, &key),
+            KeyType::Str => serve_network::<Vec<u8>>(a, routes, &key),
+        };
+    }
     let (Some(fib), Some(key_file)) = (&a.fib, &a.key_file) else {
         bail!("nexthop controller needs --fib DIR and --key-file FILE");
     };
@@ -210,6 +240,10 @@ fn serve<K: NameKey + Send + 'static>(
         Ok::<_, anyhow::Error>((load::<K>(&c)?, c.manifest.generation))
     })?;
     if let Some(url) = &a.redis {
+        let files: Vec<_> = files
+            .iter()
+            .map(|(p, ch)| (*p, ch.iter().map(|(l, c)| (*l, c)).collect()))
+            .collect();
         return serve_redis(a, url, fib, &files, &key, duration, delay);
     }
     tracing::info!(
@@ -258,16 +292,62 @@ fn serve<K: NameKey + Send + 'static>(
 }
 
 /// A parsed changes file: its path and its numbered changes.
-type ChangesFile<'a, K> = (&'a Path, Vec<(usize, nexthop_othello::fib::RouteChange<K>)>);
+type ChangesFile<'a, C> = (&'a Path, Vec<(usize, &'a C)>);
+
+/// `nexthop controller --redis URL --network ROUTES`: build the network
+/// FIB, parse the changes files (all before publishing anything), then
+/// publish as [`serve_redis`] does.
+fn serve_network<K: NameKey>(a: &ControllerArgs, routes: &Path, key: &AuthKey) -> Result<()> {
+    let Some(url) = &a.redis else {
+        bail!("--network is published through Redis: give --redis URL");
+    };
+    let duration = a.duration.map(|d| secs("--duration", d)).transpose()?;
+    let delay = secs("--changes-delay", a.changes_delay)?;
+    let text = read_text(routes)?;
+    let Some(columns) = route_columns(&text) else {
+        bail!("{}: no routes", routes.display());
+    };
+    if columns == 0 || columns > nexthop_control::redis_bus::MAX_COLUMNS {
+        bail!(
+            "{}: {columns} actions per route: expected 1 to {}",
+            routes.display(),
+            nexthop_control::redis_bus::MAX_COLUMNS
+        );
+    }
+    let parsed = parse_network_routes::<K>(&text, columns)
+        .map_err(|e| anyhow!("{}: {e}", routes.display()))?;
+    let cfg = nexthop_othello::Config {
+        columns,
+        ..nexthop_othello::Config::default()
+    };
+    let fib = NetworkFib::build(cfg, &parsed).map_err(|e| anyhow!("{}: {e}", routes.display()))?;
+    let mut parsed_files = Vec::new();
+    for p in &a.changes {
+        let text = read_text(p)?;
+        let ch = parse_network_changes::<K>(&text, columns)
+            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        parsed_files.push((p.as_path(), ch));
+    }
+    let files: Vec<_> = parsed_files
+        .iter()
+        .map(|(p, ch)| (*p, ch.iter().map(|(l, c)| (*l, c)).collect()))
+        .collect();
+    eprintln!(
+        "controller: network FIB of {} names, {columns} columns (switches), from {}",
+        fib.len(),
+        routes.display()
+    );
+    serve_redis(a, url, fib, &files, key, duration, delay)
+}
 
 /// `nexthop controller --redis`: hold the lease and publish (see the
 /// module docs) until --duration or a signal ends it; then the lease is
 /// released, so a standby takes over at once.
-fn serve_redis<K: NameKey>(
+fn serve_redis<K: NameKey, F: BusFib<K>>(
     a: &ControllerArgs,
     url: &str,
-    fib: ConciseFib<K>,
-    files: &[ChangesFile<'_, K>],
+    fib: F,
+    files: &[ChangesFile<'_, F::Change>],
     key: &AuthKey,
     duration: Option<Duration>,
     delay: Duration,
@@ -302,7 +382,7 @@ fn serve_redis<K: NameKey>(
                 }
                 stop.store(true, Ordering::SeqCst);
             });
-            let r = RedisController::acquire(key, cfg.clone(), fib, version, &stop);
+            let r = RedisController::<K, F>::acquire(key, cfg.clone(), fib, version, &stop);
             done.store(true, Ordering::SeqCst);
             r
         });
@@ -336,7 +416,7 @@ fn serve_redis<K: NameKey>(
         }
         let mut lost = None;
         for (path, changes) in pending.by_ref() {
-            match c.apply_numbered(changes) {
+            match c.apply_lined(changes) {
                 Ok(r) => eprintln!(
                     "controller: {}: {} changes published, version {}",
                     path.display(),
@@ -499,6 +579,8 @@ mod tests {
             handshake_timeout: 10.0,
             redis: None,
             redis_fib: "default".into(),
+            network: None,
+            key_type: KeyType::Mac,
             lease: 3.0,
             snapshot_every: 100_000,
         };
@@ -659,6 +741,8 @@ mod tests {
             handshake_timeout: 10.0,
             redis: None,
             redis_fib: "default".into(),
+            network: None,
+            key_type: KeyType::Mac,
             lease: 3.0,
             snapshot_every: 100_000,
         };
@@ -686,6 +770,8 @@ mod tests {
             handshake_timeout: 10.0,
             redis: None,
             redis_fib: "default".into(),
+            network: None,
+            key_type: KeyType::Mac,
             lease: 3.0,
             snapshot_every: 100_000,
         };

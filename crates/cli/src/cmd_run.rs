@@ -94,8 +94,9 @@ pub struct RunArgs {
     config: Option<PathBuf>,
     /// FIB directory (made by `nexthop fib build`). With --controller it
     /// is the table until the controller's first snapshot arrives. With
-    /// --redis it is instead the FIB's name in Redis (`--fib NAME`).
-    #[arg(long, value_name = "DIR|NAME")]
+    /// --redis it is instead the FIB's name in Redis (`--fib NAME`, column
+    /// 0), or `NAME/COLUMN`: one switch's column of a network FIB.
+    #[arg(long, value_name = "DIR|NAME[/COLUMN]")]
     fib: Option<PathBuf>,
     /// Follow FIB --fib NAME through the Redis at this URL
     /// (`redis://HOST:PORT/`, `unix:///PATH`), as `nexthop controller
@@ -266,8 +267,8 @@ struct Settings {
     /// The IP pipeline's LPM table and neighbour file.
     ip: Option<(PathBuf, PathBuf)>,
     controller: Option<(SocketAddr, PathBuf)>,
-    /// Redis URL, FIB name and key file.
-    redis: Option<(String, String, PathBuf)>,
+    /// Redis URL, FIB name and column, key file.
+    redis: Option<(String, (String, u32), PathBuf)>,
     key_type: KeyType,
     snapshot_wait: Duration,
     ports: Vec<PortMap>,
@@ -297,6 +298,19 @@ struct Settings {
 fn parse_run_file(text: &str, path: &Path) -> Result<RunFile> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     toml::from_str(text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// `NAME` (column 0) or `NAME/COLUMN` (a network FIB's column, below
+/// [`nexthop_control::redis_bus::MAX_COLUMNS`]).
+fn fib_column(s: &str) -> Option<(String, u32)> {
+    match s.rsplit_once('/') {
+        None => Some((s.to_owned(), 0)),
+        Some((name, col)) => {
+            let c: u32 = col.parse().ok()?;
+            ((c as usize) < nexthop_control::redis_bus::MAX_COLUMNS && !col.starts_with('+'))
+                .then(|| (name.to_owned(), c))
+        }
+    }
 }
 
 fn positive_secs(what: &str, s: f64) -> Result<Duration> {
@@ -334,8 +348,11 @@ impl Settings {
                 let Some(name) = a.fib.or(file.fib) else {
                     bail!("--redis needs --fib NAME (the FIB's name in Redis)");
                 };
-                let Some(name) = name.to_str().map(str::to_owned) else {
-                    bail!("--fib {}: not a valid FIB name", name.display());
+                let Some(name) = name.to_str().and_then(fib_column) else {
+                    bail!(
+                        "--fib {}: not a valid FIB name (NAME or NAME/COLUMN)",
+                        name.display()
+                    );
                 };
                 if controller.is_some() {
                     bail!("--redis and --controller are two ways to follow a FIB: give one");
@@ -603,9 +620,10 @@ pub fn run(a: RunArgs) -> Result<()> {
                 FollowerConfig::new(*addr, id),
             )?))
         }
-        (None, Some((url, name, key_file))) => {
+        (None, Some((url, (name, column), key_file))) => {
             let key = AuthKey::from_file(key_file).map_err(|e| anyhow!("--key-file: {e}"))?;
-            let cfg = RedisFollowerConfig::new(url.as_str(), name.as_str(), id);
+            let mut cfg = RedisFollowerConfig::new(url.as_str(), name.as_str(), id);
+            cfg.column = *column;
             Some(Source::Redis(
                 RedisFollower::start(&key, cfg).map_err(|e| anyhow!("--redis {url}: {e}"))?,
             ))
@@ -630,7 +648,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         (None, Some(f)) => {
             let addr = match (&st.controller, &st.redis) {
                 (Some(c), _) => c.0.to_string(),
-                (None, Some((url, name, _))) => format!("{url} (FIB {name})"),
+                (None, Some((url, (name, col), _))) => format!("{url} (FIB {name}/{col})"),
                 (None, None) => String::new(),
             };
             Some(first_table(f, &addr, st.snapshot_wait, &stop)?)
@@ -644,7 +662,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         (Some(d), _) => d.display().to_string(),
         (None, Some((addr, _))) => format!("controller {addr}"),
         (None, None) => match &st.redis {
-            Some((url, name, _)) => format!("Redis {url} FIB {name}"),
+            Some((url, (name, col), _)) => format!("Redis {url} FIB {name}/{col}"),
             None => "the trivial pipeline".to_string(),
         },
     };
@@ -1009,8 +1027,8 @@ mod tests {
         .unwrap();
         let (url, name, key) = s.redis.unwrap();
         assert_eq!(
-            (url.as_str(), name.as_str()),
-            ("redis://127.0.0.1:6379/", "core")
+            (url.as_str(), name.0.as_str(), name.1),
+            ("redis://127.0.0.1:6379/", "core", 0)
         );
         assert_eq!(key, PathBuf::from("k"));
         assert!(s.fib.is_none() && s.controller.is_none());
@@ -1020,7 +1038,41 @@ mod tests {
             Some("redis = \"unix:///tmp/r.sock\"\nfib = \"core\"\nkey_file = \"k\"\n"),
         )
         .unwrap();
-        assert_eq!(s.redis.unwrap().1, "core");
+        assert_eq!(s.redis.unwrap().1, ("core".to_owned(), 0));
+        // NAME/COLUMN follows one column of a network FIB, from the flag
+        // or the file.
+        let s = settings(
+            &["--port", "0=e"],
+            Some("redis = \"unix:///tmp/r.sock\"\nfib = \"fabric/3\"\nkey_file = \"k\"\n"),
+        )
+        .unwrap();
+        assert_eq!(s.redis.unwrap().1, ("fabric".to_owned(), 3));
+        let flag = |fib: &str| {
+            settings(
+                &[
+                    "--redis",
+                    "redis://h/",
+                    "--fib",
+                    fib,
+                    "--key-file",
+                    "k",
+                    "--port",
+                    "0=e",
+                ],
+                None,
+            )
+        };
+        assert_eq!(flag("fabric/15").unwrap().redis.unwrap().1 .1, 15);
+        for bad in [
+            "fabric/x",
+            "fabric/-1",
+            "fabric/+2",
+            "fabric/4096",
+            "fabric/",
+        ] {
+            let e = flag(bad).unwrap_err().to_string();
+            assert!(e.contains("NAME/COLUMN"), "{bad}: {e}");
+        }
         for (args, want) in [
             (
                 &["--redis", "redis://h/", "--key-file", "k", "--port", "0=e"][..],

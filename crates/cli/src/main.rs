@@ -270,6 +270,13 @@ struct LabArgs {
     /// which every run writes) and the progress and text summary on stderr.
     #[arg(long)]
     json: bool,
+    /// Instead of the main job: N forwarders (4 to 16, in a line), each
+    /// following its switch's column of one network-wide FIB through a
+    /// private redis-server, traffic across every hop while routes move,
+    /// every frame's sink checked (needs root). Uses --names, --duration,
+    /// --update-rate, --rate (default 20 000 frames/s), --seed, --out.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    switches: usize,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -322,6 +329,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             pin: !a.no_pin,
             alternate: a.alternate,
             json: a.json,
+            switches: a.switches,
         }),
     }
 }

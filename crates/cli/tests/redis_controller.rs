@@ -184,3 +184,102 @@ fn standby_controller_takes_over_from_one_killed_mid_publish() {
         "{s:?}"
     );
 }
+
+/// `nexthop controller --redis --network ROUTES`: a network FIB of 4
+/// columns from a routes file of 4 actions per name, a changes file that
+/// moves one name's next hop at switch 2; a follower of column 2 (what
+/// `nexthop run --fib core/2` uses) ends with switch 2's actions, one of
+/// column 1 never sees a delta. A changes file with the wrong number of
+/// actions is refused, naming its line, before anything is published.
+#[test]
+fn network_controller_publishes_a_column_per_switch() {
+    let redis = RedisServer::start().expect("redis-server");
+    let url = redis.url();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    std::fs::write(dir.join("key"), KEY).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let hop = |i: u32, s: u32| Action::Port(((i + s) % 3 + 1) as u16);
+    let mut routes = String::from("# NAME and the action at switches 0..3\n");
+    for i in 0..50 {
+        let _ = writeln!(
+            routes,
+            "{} {} {} {} {}",
+            mac_text(&mac(i)),
+            hop(i, 0),
+            hop(i, 1),
+            hop(i, 2),
+            hop(i, 3)
+        );
+    }
+    std::fs::write(dir.join("net.txt"), &routes).unwrap();
+    let moved = format!(
+        "= {} {} {} 9 {}\n",
+        mac_text(&mac(7)),
+        hop(7, 0),
+        hop(7, 1),
+        hop(7, 3)
+    );
+    std::fs::write(dir.join("move.txt"), moved).unwrap();
+    std::fs::write(
+        dir.join("bad.txt"),
+        format!("\n+ {} 1 2\n", mac_text(&mac(99))),
+    )
+    .unwrap();
+    let run = |changes: &str, log: &str| {
+        Command::new(NEXTHOP)
+            .args(["controller", "--redis", &url, "--redis-fib", "core"])
+            .args([
+                "--network",
+                "net.txt",
+                "--key-type",
+                "mac",
+                "--key-file",
+                "key",
+            ])
+            .args(["--changes", changes, "--duration", "3"])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join(log)).expect("log"))
+            .status()
+            .expect("nexthop controller")
+    };
+    assert!(!run("bad.txt", "bad.err").success());
+    let bad = std::fs::read_to_string(dir.join("bad.err")).unwrap();
+    assert!(bad.contains("bad.txt: line 2: expected 4 actions"), "{bad}");
+    assert!(
+        !bad.contains("waiting for the lease"),
+        "a refused file reached Redis: {bad}"
+    );
+
+    let key = AuthKey::new(KEY.trim().as_bytes()).unwrap();
+    let follow = |column: u32| {
+        let mut c = RedisFollowerConfig::new(url.as_str(), "core", format!("sw{column}"));
+        c.column = column;
+        c.block = Duration::from_millis(100);
+        RedisFollower::start(&key, c).unwrap()
+    };
+    let (f1, f2) = (follow(1), follow(2));
+    let st = run("move.txt", "net.err");
+    let log = std::fs::read_to_string(dir.join("net.err")).unwrap();
+    assert!(st.success(), "{log}");
+    assert!(log.contains("50 names, 4 columns"), "{log}");
+    assert!(
+        f2.wait_for(Duration::from_secs(20), |s| s.version == 1 && s.deltas == 1),
+        "{:?}",
+        f2.stats()
+    );
+    assert!(f1.wait_for(Duration::from_secs(20), |s| s.snapshots == 1));
+    let (t1, t2) = (f1.table().unwrap(), f2.table().unwrap());
+    for i in 0..50 {
+        let want2 = if i == 7 { Action::Port(9) } else { hop(i, 2) };
+        assert_eq!(t2.lookup(&mac(i)), Some(&want2), "switch 2, name {i}");
+        assert_eq!(t1.lookup(&mac(i)), Some(&hop(i, 1)), "switch 1, name {i}");
+    }
+    let s1 = f1.stats();
+    assert_eq!((s1.deltas, s1.version), (0, 0), "{s1:?}");
+}

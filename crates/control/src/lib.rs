@@ -43,8 +43,8 @@ pub use message::{
     BatchDelta, ErrorCode, Hello, Message, MessageError, FEATURE_DELTA_BATCH, ROLE_ADMIN,
 };
 pub use redis_bus::{
-    AcquireError, BusError, BusReport, RedisController, RedisControllerConfig, RedisFollower,
-    RedisFollowerConfig, RedisFollowerStats,
+    AcquireError, BusError, BusFib, BusReport, RedisController, RedisControllerConfig,
+    RedisFollower, RedisFollowerConfig, RedisFollowerStats,
 };
 
 /// Poll `done` every `step` until it holds or `timeout` passes; whether

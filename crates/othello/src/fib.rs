@@ -181,7 +181,7 @@ pub struct LineError {
 }
 
 impl LineError {
-    fn new(line: usize, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(line: usize, reason: impl Into<String>) -> Self {
         LineError {
             line,
             reason: reason.into(),
@@ -244,7 +244,7 @@ pub enum FibError {
 }
 
 impl FibError {
-    fn at(line: usize, error: FibError) -> FibError {
+    pub(crate) fn at(line: usize, error: FibError) -> FibError {
         FibError::AtLine {
             line,
             error: Box::new(error),
@@ -540,7 +540,7 @@ impl Display for KeyType {
 /// Non-empty lines as `(line number, fields)`, cut at a `#` token. A
 /// UTF-8 byte-order mark at the start is skipped, as by every nexthop text
 /// parser.
-fn fields_of(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
+pub(crate) fn fields_of(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.lines().enumerate().filter_map(|(i, l)| {
         let fields: Vec<&str> = l
@@ -551,11 +551,11 @@ fn fields_of(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
     })
 }
 
-fn name_at<K: NameKey>(line: usize, tok: &str) -> Result<K, LineError> {
+pub(crate) fn name_at<K: NameKey>(line: usize, tok: &str) -> Result<K, LineError> {
     K::parse_name(tok).map_err(|r| LineError::new(line, format!("invalid name '{tok}': {r}")))
 }
 
-fn action_at(line: usize, tok: &str) -> Result<Action, LineError> {
+pub(crate) fn action_at(line: usize, tok: &str) -> Result<Action, LineError> {
     tok.parse()
         .map_err(|e: ActionParseError| LineError::new(line, e.to_string()))
 }
@@ -947,9 +947,18 @@ impl<K: NameKey> ConciseFib<K> {
     }
 
     /// Load what [`Self::save_control`] and [`ActionTable::to_text`] wrote.
-    /// Every stored action id must be in the table.
+    /// Every stored action id must be in the table; a state of more than
+    /// one column ([`crate::fib_net::NetworkFib`]) is refused.
     pub fn load_control(bytes: &[u8], actions_text: &str) -> Result<Self, FibError> {
         let othello = Othello::<K>::load(bytes)?;
+        if othello.config().columns != 1 {
+            // A network FIB's state (`crate::fib_net`): not one column.
+            return Err(UpdateError::Columns {
+                expected: 1,
+                got: othello.config().columns,
+            }
+            .into());
+        }
         let actions = ActionTable::from_text(actions_text)?;
         if let Some((_, id)) = othello.iter().find(|&(_, id)| actions.get(id).is_none()) {
             return Err(FibError::UnknownActionId {

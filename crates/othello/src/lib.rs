@@ -11,6 +11,7 @@ pub mod control;
 pub mod delta;
 pub mod error;
 pub mod fib;
+pub mod fib_net;
 pub mod fibdir;
 #[cfg(feature = "keys")]
 pub mod keys;

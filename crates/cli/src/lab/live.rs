@@ -87,7 +87,7 @@ fn remove_stale_labs() {
 }
 
 /// A child process killed (SIGKILL) and reaped on drop unless it exited.
-struct ChildGuard(Option<Child>);
+pub(crate) struct ChildGuard(pub(crate) Option<Child>);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
@@ -335,7 +335,7 @@ impl Settle {
 /// The forwarder's metrics once they count every frame that arrived
 /// before this call (see [`Settle`]); `None` when the endpoint does not
 /// answer or the counts keep moving for 10 s.
-fn settled_metrics(ns: &str, addr: &str) -> Option<MetricsSnapshot> {
+pub(crate) fn settled_metrics(ns: &str, addr: &str) -> Option<MetricsSnapshot> {
     let mut settle = Settle::default();
     let end = Instant::now() + Duration::from_secs(10);
     while Instant::now() < end {
@@ -348,7 +348,7 @@ fn settled_metrics(ns: &str, addr: &str) -> Option<MetricsSnapshot> {
 }
 
 /// Fetch the forwarder's metrics from inside its namespace.
-fn fwd_metrics(ns: &str, addr: &str) -> Result<MetricsSnapshot> {
+pub(crate) fn fwd_metrics(ns: &str, addr: &str) -> Result<MetricsSnapshot> {
     let (ns, addr) = (ns.to_string(), addr.to_string());
     thread::spawn(move || -> Result<MetricsSnapshot> {
         netns::enter(&ns)?;

@@ -26,12 +26,18 @@
 //! placement and the CPU line), [`summary`] (`summary.json`). The leaves
 //! `frame`, `phases`, `cpu` and `summary` use no other file of the lab;
 //! `plan` uses `frame`; `live` and `pcap` use the others, never each other.
+//!
+//! `nexthop lab --switches N` runs [`net`] instead: N forwarders in a line,
+//! each following its column of one network-wide FIB through a private
+//! Redis (it uses `frame`, `plan`'s key file and `live`'s process and
+//! metrics helpers).
 
 use crate::textio::say;
 
 mod cpu;
 mod frame;
 mod live;
+mod net;
 mod pcap;
 mod phases;
 mod plan;
@@ -84,6 +90,9 @@ pub struct LabOpts {
     pub alternate: f64,
     /// Print `summary.json`'s object on stdout, the text on stderr.
     pub json: bool,
+    /// A network of this many forwarders instead (0: the main job); see
+    /// [`net`].
+    pub switches: usize,
 }
 
 /// Port I/O of the lab's forwarder.
@@ -139,6 +148,9 @@ pub fn run(o: &LabOpts) -> Result<()> {
     }
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     fs::create_dir_all(&o.out).with_context(|| format!("{}: create directory", o.out.display()))?;
+    if o.switches > 0 {
+        return net::run(o, &stop);
+    }
     let why_offline = if o.pcap {
         Some("--pcap given".to_string())
     } else if !netns::is_root() {

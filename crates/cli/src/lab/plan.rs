@@ -229,7 +229,7 @@ fn fib_bytes(fib: &ConciseFib<[u8; 6]>) -> (u64, f64) {
 }
 
 /// A fresh random key file (64 hex digits, mode 0600).
-fn write_key(path: &Path) -> Result<AuthKey> {
+pub(crate) fn write_key(path: &Path) -> Result<AuthKey> {
     use rand::RngCore;
     let mut secret = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut secret);

@@ -28,6 +28,7 @@ use nexthop_othello::{Delta, Query};
 
 use super::{
     connect, read_part, stream_entries, BusError, Entry, Keys, Manifest, RecordError, RecordKey,
+    Which,
 };
 use crate::follower::Table;
 use crate::frame::{AuthKey, MsgType};
@@ -40,7 +41,8 @@ pub struct RedisFollowerConfig {
     pub url: String,
     /// The FIB's name in Redis.
     pub fib: String,
-    /// The value column (stream) to follow (0 for a Concise FIB).
+    /// The value column (stream) to follow: 0 for a Concise FIB, the
+    /// switch's column of a network FIB.
     pub column: u32,
     /// This forwarder's name (logs).
     pub forwarder_id: String,
@@ -101,7 +103,8 @@ pub struct RedisFollowerStats {
     pub gaps: u64,
     /// Deltas that did not apply to the table.
     pub apply_errors: u64,
-    /// FIB version of the table.
+    /// FIB version of the table (of a network FIB: the version of the
+    /// column's last change).
     pub version: u64,
     /// Snapshot lineage of the table.
     pub epoch: u64,
@@ -386,12 +389,13 @@ fn check_manifest(sh: &Shared, con: &mut redis::Connection, pos: &mut Pos) -> Re
         return Ok(());
     };
     if let Ok(m) = Manifest::open(&rec, &sh.rk) {
-        if m.epoch != pos.epoch || m.version > pos.version {
+        let version = m.column(sh.cfg.column).map_or(m.version, |c| c.version);
+        if m.epoch != pos.epoch || version > pos.version {
             sh.c.resyncs.fetch_add(1, Ordering::Relaxed);
             sh.info(format_args!(
-                "snapshot at version {} (epoch {:x}) differs from the table's {} (epoch {:x}): \
-                 resync",
-                m.version, m.epoch, pos.version, pos.epoch
+                "snapshot at version {version} (epoch {:x}) differs from the table's {} (epoch \
+                 {:x}): resync",
+                m.epoch, pos.version, pos.epoch
             ));
             pos.id = None;
         }
@@ -483,15 +487,23 @@ fn load_snapshot(
             return Ok(false);
         }
     };
+    let (stream_id, version) = match m.column(sh.cfg.column) {
+        Ok(c) => (c.stream_id.clone(), c.version),
+        Err(e) => {
+            sh.refuse("snapshot manifest", &e);
+            return Ok(false);
+        }
+    };
     let have = sh.table.load().is_some();
-    if have && m.epoch == pos.epoch && m.version <= pos.version {
+    if have && m.epoch == pos.epoch && version <= pos.version {
         // Same lineage, not newer: read on from its position, the entries
         // the table already has are skipped.
-        pos.id = Some(m.stream_id);
+        pos.id = Some(stream_id);
         pos.rewound = true;
         return Ok(true);
     }
-    let body = match read_part(con, &sh.keys, &m, 'd', sh.cfg.max_snapshot) {
+    let which = Which::Data(sh.cfg.column);
+    let body = match read_part(con, &sh.keys, &m, which, sh.cfg.max_snapshot) {
         Ok(b) => b,
         Err(BusError::Redis(e)) => return Err(e.into()),
         Err(e) => {
@@ -514,15 +526,15 @@ fn load_snapshot(
         Ok(t) => {
             sh.table.store(Some(Arc::new(t)));
             pos.epoch = m.epoch;
-            pos.version = m.version;
-            pos.id = Some(m.stream_id);
+            pos.version = version;
+            pos.id = Some(stream_id);
             pos.rewound = false;
             sh.c.snapshots.fetch_add(1, Ordering::Relaxed);
-            sh.c.version.store(m.version, Ordering::Relaxed);
+            sh.c.version.store(version, Ordering::Relaxed);
             sh.c.epoch.store(m.epoch, Ordering::Relaxed);
             sh.info(format_args!(
-                "installed snapshot: version {} (epoch {:x}), {} bytes",
-                m.version,
+                "installed snapshot of column {}: version {version} (epoch {:x}), {} bytes",
+                sh.cfg.column,
                 m.epoch,
                 body.len()
             ));

@@ -16,15 +16,22 @@
 //! * `P:lease`: the active controller's id (`SET NX PX`, renewed);
 //! * `P:head`: `EPOCH VERSION STREAM-ID` of the last record published
 //!   (the fencing check of every publish);
-//! * `P:log:COLUMN`: the delta stream, one field `e` per entry;
+//! * `P:log:COLUMN`: the delta stream of a value column, one field `e` per
+//!   entry (a Concise FIB has column 0 only; a network FIB,
+//!   [`NetworkFib`](nexthop_othello::fib_net::NetworkFib), a column per
+//!   switch, and an entry only where a change touched the column);
+//! * `P:ctl`: a network FIB's change log (every batch's route changes, what
+//!   a controller rebuilds from; a Concise FIB's are in `P:log:0`);
 //! * `P:snap`: the snapshot manifest;
-//! * `P:snap:EPOCH:VERSION:d:I` / `...:c:I`: chunks of the data-plane body
-//!   (what forwarders load) and of the control body (what a controller
-//!   rebuilds from).
+//! * `P:snap:EPOCH:VERSION:d:I` / `...:dC:I` / `...:c:I`: chunks of column
+//!   0's data-plane body, of column C's (C >= 1) (what forwarders load) and
+//!   of the control body (what a controller rebuilds from).
 
+mod busfib;
 mod follow;
 mod publish;
 
+pub use busfib::BusFib;
 pub use follow::{RedisFollower, RedisFollowerConfig, RedisFollowerStats};
 pub use publish::{AcquireError, BusReport, RedisController, RedisControllerConfig};
 
@@ -42,6 +49,10 @@ const ENTRY_MAGIC: &[u8; 4] = b"NHBE";
 const MANIFEST_MAGIC: &[u8; 4] = b"NHBM";
 /// Longest FIB name.
 pub const MAX_NAME: usize = 128;
+/// Most value columns of a FIB on the bus (the Othello limit).
+pub const MAX_COLUMNS: usize = 4096;
+/// The `column` of a change-log entry (`P:ctl`) of a network FIB.
+pub(crate) const CTL_COLUMN: u32 = u32::MAX;
 
 /// Why a Redis bus operation failed.
 #[derive(Debug, Error)]
@@ -120,9 +131,30 @@ impl Keys {
     pub(crate) fn stream(&self, column: u32) -> String {
         format!("{}:log:{column}", self.prefix)
     }
-    pub(crate) fn chunk(&self, epoch: u64, version: u64, part: char, i: u32) -> String {
-        format!("{}:snap:{epoch:016x}:{version}:{part}:{i}", self.prefix)
+    /// The stream a controller rebuilds from: `P:log:0` for one column,
+    /// `P:ctl` for several.
+    pub(crate) fn ctl(&self, columns: usize) -> String {
+        if columns == 1 {
+            self.stream(0)
+        } else {
+            format!("{}:ctl", self.prefix)
+        }
     }
+    pub(crate) fn chunk(&self, epoch: u64, version: u64, part: Which, i: u32) -> String {
+        let p = match part {
+            Which::Control => "c".to_owned(),
+            Which::Data(0) => "d".to_owned(),
+            Which::Data(c) => format!("d{c}"),
+        };
+        format!("{}:snap:{epoch:016x}:{version}:{p}:{i}", self.prefix)
+    }
+}
+
+/// A snapshot body: a column's data plane, or the control state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Which {
+    Data(u32),
+    Control,
 }
 
 /// The MAC key of one FIB's records.
@@ -269,13 +301,27 @@ impl Entry {
 pub(crate) struct Manifest {
     pub(crate) epoch: u64,
     pub(crate) version: u64,
-    /// The id of the last stream entry the snapshot contains (`0-0`: none):
-    /// followers read the stream after it.
+    /// The id of the last change-log entry ([`Keys::ctl`]) the snapshot
+    /// contains (`0-0`: none): a controller rebuilds from the entries
+    /// after it.
     pub(crate) stream_id: String,
-    /// Chunk counts, lengths and SHA-256 of the data-plane body and of the
-    /// control body.
-    pub(crate) data: Part,
+    /// Chunk count, length and SHA-256 of the control body.
     pub(crate) control: Part,
+    /// Per value column: where its follower starts.
+    pub(crate) columns: Vec<ColumnSnap>,
+}
+
+/// One column of a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ColumnSnap {
+    /// The id of the last entry of the column's stream the snapshot
+    /// contains: its followers read after it.
+    pub(crate) stream_id: String,
+    /// The column's version: the `to` of its last entry (the next entry
+    /// of the column applies to it).
+    pub(crate) version: u64,
+    /// Chunk count, length and SHA-256 of the column's data-plane body.
+    pub(crate) data: Part,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -321,9 +367,24 @@ impl Manifest {
         b.extend_from_slice(&self.epoch.to_le_bytes());
         b.extend_from_slice(&self.version.to_le_bytes());
         put_bytes(&mut b, self.stream_id.as_bytes());
-        self.data.put(&mut b);
         self.control.put(&mut b);
+        b.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
+        for c in &self.columns {
+            put_bytes(&mut b, c.stream_id.as_bytes());
+            b.extend_from_slice(&c.version.to_le_bytes());
+            c.data.put(&mut b);
+        }
         k.seal(b)
+    }
+
+    /// Column `c`, or why the FIB has none.
+    pub(crate) fn column(&self, c: u32) -> Result<&ColumnSnap, RecordError> {
+        self.columns.get(c as usize).ok_or_else(|| {
+            RecordError::Malformed(format!(
+                "column {c}: the FIB has {} columns",
+                self.columns.len()
+            ))
+        })
     }
 
     pub(crate) fn open(rec: &[u8], k: &RecordKey) -> Result<Manifest, RecordError> {
@@ -334,13 +395,25 @@ impl Manifest {
         }
         let epoch = c.u64()?;
         let version = c.u64()?;
-        let stream_id = std::str::from_utf8(c.bytes()?)
-            .ok()
-            .filter(|s| parse_id(s).is_some())
-            .ok_or_else(|| RecordError::Malformed("stream id".into()))?
-            .to_owned();
-        let data = Part::get(&mut c)?;
+        let stream_id = read_stream_id(&mut c)?;
         let control = Part::get(&mut c)?;
+        let n = c.u32()? as usize;
+        if n == 0 || n > MAX_COLUMNS {
+            return Err(RecordError::Malformed(format!("{n} columns")));
+        }
+        // Grows as columns are read (each is at least 56 bytes): `n` is
+        // not trusted for an allocation.
+        let mut columns = Vec::new();
+        for _ in 0..n {
+            let stream_id = read_stream_id(&mut c)?;
+            let version = c.u64()?;
+            let data = Part::get(&mut c)?;
+            columns.push(ColumnSnap {
+                stream_id,
+                version,
+                data,
+            });
+        }
         if !c.0.is_empty() {
             return Err(RecordError::Malformed("trailing bytes".into()));
         }
@@ -348,10 +421,18 @@ impl Manifest {
             epoch,
             version,
             stream_id,
-            data,
             control,
+            columns,
         })
     }
+}
+
+fn read_stream_id(c: &mut Cursor<'_>) -> Result<String, RecordError> {
+    Ok(std::str::from_utf8(c.bytes()?)
+        .ok()
+        .filter(|s| parse_id(s).is_some())
+        .ok_or_else(|| RecordError::Malformed("stream id".into()))?
+        .to_owned())
 }
 
 /// A stream id `MS-SEQ` as a pair (ordering).
@@ -418,10 +499,17 @@ pub(crate) fn read_part(
     con: &mut redis::Connection,
     keys: &Keys,
     m: &Manifest,
-    which: char,
+    which: Which,
     max: u64,
 ) -> Result<Vec<u8>, BusError> {
-    let part = if which == 'd' { &m.data } else { &m.control };
+    let part = match which {
+        Which::Control => &m.control,
+        Which::Data(c) => {
+            &m.column(c)
+                .map_err(|e| BusError::State(e.to_string()))?
+                .data
+        }
+    };
     if part.len > max {
         return Err(BusError::State(format!(
             "snapshot body of {} bytes is over the limit of {max}",
@@ -501,21 +589,44 @@ mod tests {
     #[test]
     fn manifest_round_trip() {
         let k = key();
+        let col = |id: &str, v, body: &[u8]| ColumnSnap {
+            stream_id: id.into(),
+            version: v,
+            data: Part::of(body, 2),
+        };
         let m = Manifest {
             epoch: 1,
             version: 9,
             stream_id: "12-0".into(),
-            data: Part::of(b"abc", 2),
             control: Part::of(b"", 2),
+            columns: vec![col("12-0", 9, b"abc"), col("3-1", 4, b"x")],
         };
-        assert_eq!(m.data.chunks, 2);
-        assert_eq!(Manifest::open(&m.seal(&k), &k).unwrap(), m);
+        assert_eq!(m.columns[0].data.chunks, 2);
+        let rec = m.seal(&k);
+        assert_eq!(Manifest::open(&rec, &k).unwrap(), m);
+        assert!(m.column(1).is_ok() && m.column(2).is_err());
         assert!(Manifest::open(b"short", &k).is_err());
+        for cut in 0..rec.len() {
+            assert!(Manifest::open(&rec[..cut], &k).is_err());
+        }
+        let none = Manifest {
+            columns: Vec::new(),
+            ..m
+        };
+        assert!(Manifest::open(&none.seal(&k), &k).is_err());
     }
 
     #[test]
     fn names() {
-        assert!(Keys::new("core-1.v4_x").is_ok());
+        let k = Keys::new("core-1.v4_x").unwrap();
+        assert_eq!(k.ctl(1), "nexthop:fib:core-1.v4_x:log:0");
+        assert_eq!(k.ctl(4), "nexthop:fib:core-1.v4_x:ctl");
+        assert_eq!(
+            k.chunk(1, 2, Which::Data(0), 3),
+            "nexthop:fib:core-1.v4_x:snap:0000000000000001:2:d:3"
+        );
+        assert!(k.chunk(1, 2, Which::Data(5), 3).ends_with(":2:d5:3"));
+        assert!(k.chunk(1, 2, Which::Control, 0).ends_with(":2:c:0"));
         for bad in ["", "a:b", "a b", &"x".repeat(129)] {
             assert!(Keys::new(bad).is_err());
         }

@@ -10,36 +10,50 @@
 //! After any failed publish the controller is poisoned (its FIB may hold a
 //! change Redis lacks): drop it and [`RedisController::acquire`] again,
 //! which rebuilds from Redis.
+//!
+//! A network FIB ([`NetworkFib`](nexthop_othello::fib_net::NetworkFib), a
+//! value column per switch over one shared graph) is published the same
+//! way: each batch is applied once; one script appends its route changes
+//! to the change log (`P:ctl`) and, to the stream of each column the batch
+//! touched, that column's delta, atomically; a snapshot holds every
+//! column's data-plane body. A column's entries chain by the column's
+//! version (the version its previous entry produced), so a follower of one
+//! column sees no gap where a batch left its column alone.
 
 use std::fmt::Write as _;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nexthop_othello::fib::{ConciseFib, LinedChange, NameKey, RouteChange};
 
 use super::{
-    connect, fresh_epoch, read_part, stream_entries, value_bytes, BusError, Entry, Keys, Manifest,
-    Part, RecordKey,
+    connect, fresh_epoch, parse_id, read_part, stream_entries, value_bytes, BusError, BusFib,
+    ColumnSnap, Entry, Keys, Manifest, Part, RecordKey, Which, CTL_COLUMN,
 };
 use crate::frame::AuthKey;
 use crate::message::{delta_payload, parse_snapshot_body, try_snapshot_body};
 
-/// Append an entry if this controller holds the lease and the head is the
-/// one it expects. KEYS: lease, head, stream. ARGV: holder, expected head,
-/// entry, new head without its stream id.
+/// Append entries if this controller holds the lease and the head is the
+/// one it expects. KEYS: lease, head, streams (the change log first).
+/// ARGV: holder, expected head, new head without its stream id, one entry
+/// per stream. Returns the new ids, space-separated; the head ends with
+/// the first.
 const PUBLISH: &str = r"
 local l = redis.call('GET', KEYS[1])
 if l ~= ARGV[1] then return {-1, l or ''} end
 local h = redis.call('GET', KEYS[2]) or ''
 if h ~= ARGV[2] then return {-2, h} end
-local id = redis.call('XADD', KEYS[3], '*', 'e', ARGV[3])
-redis.call('SET', KEYS[2], ARGV[4] .. ' ' .. id)
-return {1, id}
+local ids = {}
+for i = 3, #KEYS do ids[#ids + 1] = redis.call('XADD', KEYS[i], '*', 'e', ARGV[i + 1]) end
+redis.call('SET', KEYS[2], ARGV[3] .. ' ' .. ids[1])
+return {1, table.concat(ids, ' ')}
 ";
 
 /// Commit a snapshot whose chunks are written. KEYS: lease, head,
-/// manifest, stream, chunk keys... ARGV: holder, expected head, manifest,
-/// new head, MINID to trim the stream to ('' for none).
+/// manifest, S streams, chunk keys... ARGV: holder, expected head,
+/// manifest, new head, S, then per stream the MINID to trim it to ('' for
+/// none).
 const COMMIT: &str = r"
 local l = redis.call('GET', KEYS[1])
 if l ~= ARGV[1] then return {-1, l or ''} end
@@ -47,8 +61,11 @@ local h = redis.call('GET', KEYS[2]) or ''
 if h ~= ARGV[2] then return {-2, h} end
 redis.call('SET', KEYS[3], ARGV[3])
 redis.call('SET', KEYS[2], ARGV[4])
-for i = 5, #KEYS do redis.call('PERSIST', KEYS[i]) end
-if ARGV[5] ~= '' then redis.call('XTRIM', KEYS[4], 'MINID', ARGV[5]) end
+local ns = tonumber(ARGV[5])
+for i = 4 + ns, #KEYS do redis.call('PERSIST', KEYS[i]) end
+for i = 1, ns do
+  if ARGV[5 + i] ~= '' then redis.call('XTRIM', KEYS[3 + i], 'MINID', ARGV[5 + i]) end
+end
 return {1, ''}
 ";
 
@@ -119,7 +136,8 @@ impl RedisControllerConfig {
 pub struct BusReport {
     /// Changes applied and published.
     pub changes: usize,
-    /// Stream entries appended.
+    /// Stream entries appended (a network FIB's: change-log entries plus
+    /// column entries).
     pub entries: usize,
     /// FIB version after the call.
     pub version: u64,
@@ -129,15 +147,16 @@ pub struct BusReport {
 
 /// Why [`RedisController::acquire`] failed, with the FIB it was given (or
 /// had rebuilt) and its version, for the next try.
-pub struct AcquireError<K> {
+pub struct AcquireError<K, F = ConciseFib<K>> {
     /// What failed.
     pub error: BusError,
     /// The state to try again with (`None` only when stopped or the name
     /// is invalid before anything was taken).
-    pub state: Option<Box<(ConciseFib<K>, u64)>>,
+    pub state: Option<Box<(F, u64)>>,
+    _k: PhantomData<fn() -> K>,
 }
 
-impl<K> std::fmt::Debug for AcquireError<K> {
+impl<K, F> std::fmt::Debug for AcquireError<K, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcquireError")
             .field("error", &self.error)
@@ -145,36 +164,51 @@ impl<K> std::fmt::Debug for AcquireError<K> {
     }
 }
 
-impl<K> std::fmt::Display for AcquireError<K> {
+impl<K, F> std::fmt::Display for AcquireError<K, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.error.fmt(f)
     }
 }
 
-impl<K> std::error::Error for AcquireError<K> {}
+impl<K, F> std::error::Error for AcquireError<K, F> {}
 
-/// The active controller of one FIB in Redis (holds its lease).
-pub struct RedisController<K: NameKey> {
+/// Where one value column's entries are.
+#[derive(Clone, Debug)]
+struct ColPos {
+    /// The version its last entry (or the snapshot) produced.
+    version: u64,
+    /// Actions of the table its followers have.
+    actions: usize,
+}
+
+/// The active controller of one FIB in Redis (holds its lease): a Concise
+/// FIB (the default) or a
+/// [`NetworkFib`](nexthop_othello::fib_net::NetworkFib).
+pub struct RedisController<K: NameKey, F: BusFib<K> = ConciseFib<K>> {
     cfg: RedisControllerConfig,
     keys: Keys,
     rk: RecordKey,
     con: redis::Connection,
-    fib: ConciseFib<K>,
+    fib: F,
     epoch: u64,
     version: u64,
-    /// Id of the last stream entry published (`0-0`: none).
+    /// Id of the last change-log entry published (`0-0`: none).
     last_id: String,
+    /// Per value column, its stream's position.
+    cols: Vec<ColPos>,
     /// The head this controller wrote last.
     head: String,
-    /// Stream id and keys of the current snapshot.
-    snap: Option<(String, Vec<String>)>,
+    /// Stream ids (per [`Self::streams`]) and chunk keys of the current
+    /// snapshot.
+    snap: Option<(Vec<String>, Vec<String>)>,
     since_snapshot: u64,
     poisoned: bool,
     /// Entries refused while rebuilding (bad tag, malformed, replayed).
     refused: u64,
+    _k: PhantomData<fn() -> K>,
 }
 
-impl<K: NameKey> std::fmt::Debug for RedisController<K> {
+impl<K: NameKey, F: BusFib<K>> std::fmt::Debug for RedisController<K, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisController")
             .field("fib", &self.cfg.fib)
@@ -200,7 +234,7 @@ fn script_reply(v: &redis::Value) -> Option<(i64, String)> {
     Some((*code, text))
 }
 
-impl<K: NameKey> RedisController<K> {
+impl<K: NameKey, F: BusFib<K>> RedisController<K, F> {
     /// Wait for the lease (a standby polls every [`RedisControllerConfig::poll`]
     /// until `stop`), then rebuild the FIB from Redis: the latest snapshot's
     /// control state plus the changes of every stream entry after it. When
@@ -211,13 +245,14 @@ impl<K: NameKey> RedisController<K> {
     pub fn acquire(
         key: &AuthKey,
         cfg: RedisControllerConfig,
-        fallback: ConciseFib<K>,
+        fallback: F,
         fallback_version: u64,
         stop: &AtomicBool,
-    ) -> Result<Self, AcquireError<K>> {
+    ) -> Result<Self, AcquireError<K, F>> {
         let back = |error, fib, v| AcquireError {
             error,
             state: Some(Box::new((fib, v))),
+            _k: PhantomData,
         };
         let keys = match Keys::new(&cfg.fib) {
             Ok(k) => k,
@@ -243,11 +278,20 @@ impl<K: NameKey> RedisController<K> {
             Ok(h) => h,
             Err(e) => return Err(back(e.into(), fallback, fallback_version)),
         };
+        let cols = vec![
+            ColPos {
+                version: fallback_version,
+                actions: 0,
+            };
+            fallback.columns()
+        ];
         let mut c = RedisController {
             fib: fallback,
             epoch: 0,
             version: fallback_version,
             last_id: "0-0".into(),
+            cols,
+            _k: PhantomData,
             head: head.clone().unwrap_or_default(),
             snap: None,
             since_snapshot: 0,
@@ -326,13 +370,21 @@ impl<K: NameKey> RedisController<K> {
         };
         let m = Manifest::open(&rec, &self.rk)
             .map_err(|e| BusError::State(format!("snapshot manifest: {e}")))?;
-        let body = read_part(&mut self.con, &self.keys, &m, 'c', u64::MAX)?;
+        let body = read_part(&mut self.con, &self.keys, &m, Which::Control, u64::MAX)?;
         let (ctl, actions) =
             parse_snapshot_body(&body).map_err(|e| BusError::State(format!("control: {e}")))?;
-        let mut fib = ConciseFib::<K>::load_control(ctl, actions)?;
+        let mut fib = F::load_control(ctl, actions)?;
+        let columns = self.fib.columns();
+        if fib.columns() != columns || m.columns.len() != columns {
+            return Err(BusError::State(format!(
+                "Redis holds a FIB of {} columns, this controller's has {columns}",
+                fib.columns()
+            )));
+        }
+        let ctl_column = if columns == 1 { 0 } else { CTL_COLUMN };
         let mut version = m.version;
         let mut last = m.stream_id.clone();
-        let stream = self.keys.stream(0);
+        let stream = self.keys.ctl(columns);
         loop {
             let page: redis::Value = redis::cmd("XRANGE")
                 .arg(&stream)
@@ -356,7 +408,7 @@ impl<K: NameKey> RedisController<K> {
                         continue;
                     }
                 };
-                if e.epoch != m.epoch || e.from < version {
+                if e.epoch != m.epoch || e.from < version || e.column != ctl_column {
                     self.refused += 1;
                     self.warn(format_args!(
                         "stream entry {id} refused: epoch {:x} versions {}..{} (at {version}, \
@@ -371,7 +423,7 @@ impl<K: NameKey> RedisController<K> {
                         e.from
                     )));
                 }
-                let changes = nexthop_othello::fib::parse_changes::<K>(&e.changes)
+                let changes = F::parse_changes(&e.changes, columns)
                     .map_err(|err| BusError::State(format!("entry {id} changes: {err}")))?;
                 if changes.len() as u64 != e.to - e.from {
                     return Err(BusError::State(format!(
@@ -381,7 +433,11 @@ impl<K: NameKey> RedisController<K> {
                         e.to
                     )));
                 }
-                fib.apply_changes(&changes)?;
+                let lined: Vec<(usize, &F::Change)> =
+                    changes.iter().map(|(l, c)| (*l, c)).collect();
+                if let Some(err) = fib.apply_merged(&lined).error {
+                    return Err(err.into());
+                }
                 version = e.to;
             }
         }
@@ -401,13 +457,20 @@ impl<K: NameKey> RedisController<K> {
     }
 
     /// The FIB.
-    pub fn fib(&self) -> &ConciseFib<K> {
+    pub fn fib(&self) -> &F {
         &self.fib
     }
 
     /// Changes published since the FIB's start.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// The version of value column `column`: what its followers reach
+    /// (the version its last entry produced, or the snapshot's). `None`
+    /// past the FIB's columns.
+    pub fn column_version(&self, column: usize) -> Option<u64> {
+        self.cols.get(column).map(|c| c.version)
     }
 
     /// The current snapshot lineage.
@@ -427,7 +490,7 @@ impl<K: NameKey> RedisController<K> {
 
     /// The FIB and its version (for a later [`Self::acquire`] after this
     /// controller failed).
-    pub fn into_state(self) -> (ConciseFib<K>, u64) {
+    pub fn into_state(self) -> (F, u64) {
         (self.fib, self.version)
     }
 
@@ -561,22 +624,56 @@ impl<K: NameKey> RedisController<K> {
         r
     }
 
+    /// The streams a snapshot trims: the change log, then (several
+    /// columns) each column's.
+    fn streams(&self) -> Vec<String> {
+        let n = self.cols.len();
+        let mut s = vec![self.keys.ctl(n)];
+        if n > 1 {
+            s.extend((0..n as u32).map(|c| self.keys.stream(c)));
+        }
+        s
+    }
+
+    /// The id of the last entry of each column stream (a network FIB's:
+    /// after a rebuild this controller does not know them).
+    fn column_heads(&mut self) -> Result<Vec<String>, BusError> {
+        if self.cols.len() == 1 {
+            return Ok(vec![self.last_id.clone()]);
+        }
+        let mut pipe = redis::pipe();
+        for c in 0..self.cols.len() as u32 {
+            pipe.cmd("XREVRANGE")
+                .arg(self.keys.stream(c))
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1);
+        }
+        let replies: Vec<redis::Value> = pipe.query(&mut self.con)?;
+        replies
+            .iter()
+            .map(|v| {
+                let e = stream_entries(v)
+                    .ok_or_else(|| BusError::State("unexpected XREVRANGE reply".into()))?;
+                Ok(e.into_iter()
+                    .next()
+                    .map_or_else(|| "0-0".into(), |(id, _)| id))
+            })
+            .collect()
+    }
+
     fn snapshot_inner(&mut self) -> Result<(), BusError> {
         let started = Instant::now();
         let epoch = fresh_epoch();
         let actions = self.fib.action_table().to_text();
-        let data = try_snapshot_body(&self.fib.othello().try_snapshot(0)?, &actions)?;
         let control = try_snapshot_body(&self.fib.try_save_control()?, &actions)?;
         let chunk = self.cfg.chunk_bytes.max(1024);
-        let m = Manifest {
-            epoch,
-            version: self.version,
-            stream_id: self.last_id.clone(),
-            data: Part::of(&data, chunk),
-            control: Part::of(&control, chunk),
-        };
+        let heads = self.column_heads()?;
+        let mut columns = Vec::with_capacity(self.cols.len());
         let mut chunk_keys = Vec::new();
-        for (which, body) in [('d', &data), ('c', &control)] {
+        let mut data_bytes = 0;
+        let mut put = |con: &mut redis::Connection, which, body: &[u8]| {
             let mut pipe = redis::pipe();
             let parts: Vec<&[u8]> = if body.is_empty() {
                 vec![&[][..]]
@@ -595,34 +692,68 @@ impl<K: NameKey> RedisController<K> {
                     .ignore();
                 chunk_keys.push(k);
             }
-            pipe.query::<()>(&mut self.con)?;
+            pipe.query::<()>(con)
+        };
+        for (c, head) in heads.iter().enumerate() {
+            // One column's body at a time: a network FIB's are not all held.
+            let data = try_snapshot_body(&self.fib.othello().try_snapshot(c)?, &actions)?;
+            put(&mut self.con, Which::Data(c as u32), &data)?;
+            data_bytes += data.len();
+            columns.push(ColumnSnap {
+                stream_id: head.clone(),
+                version: self.version,
+                data: Part::of(&data, chunk),
+            });
         }
+        put(&mut self.con, Which::Control, &control)?;
+        let m = Manifest {
+            epoch,
+            version: self.version,
+            stream_id: self.last_id.clone(),
+            control: Part::of(&control, chunk),
+            columns,
+        };
         let new_head = format!("{epoch:x} {} {}", self.version, self.last_id);
-        let trim = self
-            .snap
-            .as_ref()
-            .map_or(String::new(), |(id, _)| id.clone());
+        let streams = self.streams();
+        let mut ids = vec![self.last_id.clone()];
+        if self.cols.len() > 1 {
+            ids.extend(heads.iter().cloned());
+        }
+        let trim = self.snap.as_ref().map(|(ids, _)| ids.clone());
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(COMMIT)
-            .arg(4 + chunk_keys.len())
+            .arg(3 + streams.len() + chunk_keys.len())
             .arg(self.keys.lease())
             .arg(self.keys.head())
-            .arg(self.keys.manifest())
-            .arg(self.keys.stream(0));
-        for k in &chunk_keys {
+            .arg(self.keys.manifest());
+        for k in streams.iter().chain(&chunk_keys) {
             cmd.arg(k);
         }
         cmd.arg(&self.cfg.holder)
             .arg(&self.head)
             .arg(m.seal(&self.rk))
             .arg(&new_head)
-            .arg(if trim == "0-0" { "" } else { trim.as_str() });
+            .arg(streams.len());
+        for i in 0..streams.len() {
+            let id = trim
+                .as_ref()
+                .and_then(|t| t.get(i))
+                .map_or("", |s| s.as_str());
+            cmd.arg(if id == "0-0" { "" } else { id });
+        }
         let reply: redis::Value = cmd.query(&mut self.con)?;
         let expected = self.head.clone();
         self.check(&reply, &expected)?;
         self.head = new_head;
         self.epoch = epoch;
         self.since_snapshot = 0;
+        let table = self.fib.action_table().len();
+        for c in &mut self.cols {
+            *c = ColPos {
+                version: self.version,
+                actions: table,
+            };
+        }
         // The superseded snapshot's chunks stay a minute for followers
         // still reading them.
         if let Some((_, old)) = self.snap.take() {
@@ -632,70 +763,50 @@ impl<K: NameKey> RedisController<K> {
             }
             pipe.query::<()>(&mut self.con)?;
         }
-        self.snap = Some((self.last_id.clone(), chunk_keys));
+        self.snap = Some((ids, chunk_keys));
         self.info(format_args!(
-            "published snapshot of FIB {} at version {} (epoch {epoch:x}, {} + {} bytes) in {:?}",
+            "published snapshot of FIB {} at version {} (epoch {epoch:x}, {} columns, {} + {} \
+             bytes) in {:?}",
             self.cfg.fib,
             self.version,
-            data.len(),
+            self.cols.len(),
+            data_bytes,
             control.len(),
             started.elapsed()
         ));
         Ok(())
     }
 
-    /// Apply route changes and publish them, a stream entry per chunk of
-    /// [`RedisControllerConfig::changes_per_delta`]; all or nothing at
-    /// validation. An error after validation poisons the controller.
-    pub fn apply_changes(&mut self, changes: &[RouteChange<K>]) -> Result<BusReport, BusError> {
-        self.apply_numbered(&nexthop_othello::fib::numbered(changes))
-    }
-
-    /// [`Self::apply_changes`] with the line numbers of a changes file.
-    pub fn apply_numbered<C: LinedChange<K>>(
-        &mut self,
-        changes: &[C],
-    ) -> Result<BusReport, BusError> {
+    /// Apply a batch and publish it, a stream entry (per touched column)
+    /// per chunk of [`RedisControllerConfig::changes_per_delta`]; all or
+    /// nothing at validation. An error after validation poisons the
+    /// controller.
+    pub fn apply_lined(&mut self, changes: &[(usize, &F::Change)]) -> Result<BusReport, BusError> {
         if self.poisoned {
             return Err(BusError::Poisoned);
         }
-        self.fib.validate_changes(changes)?;
+        self.fib.validate(changes)?;
         let per = self.cfg.changes_per_delta.max(1);
         let mut r = BusReport::default();
         for chunk in changes.chunks(per) {
-            let before = self.fib.action_table().len();
-            let m = self.fib.apply_changes_merged(chunk);
+            let m = self.fib.apply_merged(chunk);
             if m.applied > 0 {
-                let delta = self.fib.othello().delta(&m.change, 0);
-                let mut new_actions = String::new();
-                for (id, a) in self.fib.action_table().iter().skip(before) {
-                    let _ = writeln!(new_actions, "{id} {a}");
-                }
                 let mut text = String::new();
-                for c in &chunk[..m.applied] {
-                    let _ = match c.change() {
-                        RouteChange::Add(k, a) => writeln!(text, "+ {} {a}", k.fmt_name()),
-                        RouteChange::Delete(k) => writeln!(text, "- {}", k.fmt_name()),
-                        RouteChange::Set(k, a) => writeln!(text, "= {} {a}", k.fmt_name()),
-                    };
+                for (_, c) in &chunk[..m.applied] {
+                    F::write_change(c, &mut text);
                 }
-                let e = Entry {
-                    epoch: self.epoch,
-                    from: self.version,
-                    to: self.version + m.applied as u64,
-                    column: 0,
-                    payload: delta_payload(&delta.encode(), &new_actions),
-                    changes: text,
-                };
-                if let Err(err) = self.publish(&e) {
-                    // The FIB holds the chunk (Redis may or may not): its
-                    // version says so, for `into_state`.
-                    self.poisoned = true;
-                    self.version = e.to;
-                    return Err(err);
+                let to = self.version + m.applied as u64;
+                match self.publish(&m.change, to, text) {
+                    Ok(n) => r.entries += n,
+                    Err(err) => {
+                        // The FIB holds the chunk (Redis may or may not): its
+                        // version says so, for `into_state`.
+                        self.poisoned = true;
+                        self.version = to;
+                        return Err(err);
+                    }
                 }
                 r.changes += m.applied;
-                r.entries += 1;
             }
             if let Some(err) = m.error {
                 self.poisoned = true;
@@ -710,24 +821,117 @@ impl<K: NameKey> RedisController<K> {
         Ok(r)
     }
 
-    fn publish(&mut self, e: &Entry) -> Result<(), BusError> {
-        let reply: redis::Value = redis::cmd("EVAL")
-            .arg(PUBLISH)
-            .arg(3)
+    /// The entries of one applied chunk, published at once: for one
+    /// column, an entry with its delta and its changes; for several, a
+    /// change-log entry and an entry per column the change touched.
+    /// Returns the number of entries.
+    fn publish(
+        &mut self,
+        change: &nexthop_othello::Change,
+        to: u64,
+        changes: String,
+    ) -> Result<usize, BusError> {
+        let n = self.cols.len();
+        let table = self.fib.action_table();
+        let column_entry = |c: usize, pos: &ColPos, changes: String| {
+            let mut new_actions = String::new();
+            for (id, a) in table.iter().skip(pos.actions) {
+                let _ = writeln!(new_actions, "{id} {a}");
+            }
+            let delta = self.fib.othello().delta(change, c);
+            Entry {
+                epoch: self.epoch,
+                from: pos.version,
+                to,
+                column: c as u32,
+                payload: delta_payload(&delta.encode(), &new_actions),
+                changes,
+            }
+        };
+        let mut out: Vec<(String, Option<usize>, Entry)> = Vec::new();
+        if n == 1 {
+            out.push((
+                self.keys.stream(0),
+                Some(0),
+                column_entry(0, &self.cols[0], changes),
+            ));
+        } else {
+            out.push((
+                self.keys.ctl(n),
+                None,
+                Entry {
+                    epoch: self.epoch,
+                    from: self.version,
+                    to,
+                    column: CTL_COLUMN,
+                    payload: Vec::new(),
+                    changes,
+                },
+            ));
+            for (c, pos) in self.cols.iter().enumerate() {
+                if change.is_rebuild() || !change.writes(c).is_empty() {
+                    out.push((
+                        self.keys.stream(c as u32),
+                        Some(c),
+                        column_entry(c, pos, String::new()),
+                    ));
+                }
+            }
+        }
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(PUBLISH)
+            .arg(2 + out.len())
             .arg(self.keys.lease())
-            .arg(self.keys.head())
-            .arg(self.keys.stream(0))
-            .arg(&self.cfg.holder)
+            .arg(self.keys.head());
+        for (k, _, _) in &out {
+            cmd.arg(k);
+        }
+        cmd.arg(&self.cfg.holder)
             .arg(&self.head)
-            .arg(e.seal(&self.rk))
-            .arg(format!("{:x} {}", e.epoch, e.to))
-            .query(&mut self.con)?;
+            .arg(format!("{:x} {to}", self.epoch));
+        for (_, _, e) in &out {
+            cmd.arg(e.seal(&self.rk));
+        }
+        let reply: redis::Value = cmd.query(&mut self.con)?;
         let expected = self.head.clone();
-        let id = self.check(&reply, &expected)?;
-        self.head = format!("{:x} {} {id}", e.epoch, e.to);
-        self.last_id = id;
-        self.since_snapshot += e.to - e.from;
-        self.version = e.to;
-        Ok(())
+        let ids = self.check(&reply, &expected)?;
+        let ids: Vec<&str> = ids.split(' ').collect();
+        if ids.len() != out.len() || ids.iter().any(|i| parse_id(i).is_none()) {
+            self.poisoned = true;
+            return Err(BusError::State("unexpected publish reply".into()));
+        }
+        let table = self.fib.action_table().len();
+        for (_, col, _) in &out {
+            if let Some(c) = *col {
+                self.cols[c] = ColPos {
+                    version: to,
+                    actions: table,
+                };
+            }
+        }
+        self.head = format!("{:x} {to} {}", self.epoch, ids[0]);
+        self.last_id = ids[0].to_owned();
+        self.since_snapshot += to - self.version;
+        self.version = to;
+        Ok(out.len())
+    }
+}
+
+impl<K: NameKey> RedisController<K, ConciseFib<K>> {
+    /// Apply route changes and publish them, a stream entry per chunk of
+    /// [`RedisControllerConfig::changes_per_delta`]; all or nothing at
+    /// validation. An error after validation poisons the controller.
+    pub fn apply_changes(&mut self, changes: &[RouteChange<K>]) -> Result<BusReport, BusError> {
+        self.apply_numbered(&nexthop_othello::fib::numbered(changes))
+    }
+
+    /// [`Self::apply_changes`] with the line numbers of a changes file.
+    pub fn apply_numbered<C: LinedChange<K>>(
+        &mut self,
+        changes: &[C],
+    ) -> Result<BusReport, BusError> {
+        let lined: Vec<(usize, &RouteChange<K>)> =
+            changes.iter().map(|c| (c.line(), c.change())).collect();
+        self.apply_lined(&lined)
     }
 }

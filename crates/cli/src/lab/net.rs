@@ -1,0 +1,657 @@
+//! `nexthop lab --switches N`: a network of N forwarders in a line, every
+//! one following its own column of one network-wide FIB through Redis.
+//!
+//! ```text
+//!  src --p1 sw0 p2-- p1 sw1 p2-- ... --p1 sw(N-1)
+//!           p3        p3                 p3
+//!           |         |                  |
+//!           k0        k1   sinks (one namespace)   k(N-1)
+//! ```
+//!
+//! A private `redis-server` listens on a Unix socket under the out
+//! directory (reachable from every namespace); the lab's controller
+//! ([`RedisController`] over a [`NetworkFib`] of N columns) publishes the
+//! FIB; each switch is `nexthop run --redis unix://... --fib lab/S` in its
+//! namespace. A name's destination is one sink `d`: switch `s` sends it
+//! right (port 2) when `s < d`, to its sink (port 3) when `s == d`, left
+//! (port 1) otherwise. Live changes move names to other sinks while
+//! traffic flows: the controller takes each change once and publishes a
+//! delta only to the switches whose next hop changed.
+//!
+//! Every frame carries its name's index and the FIB version it was sent
+//! under (the version whose changes were all published). A sink accepts a
+//! traffic frame at the destination of that version, or at the one just
+//! before or just after it (switches apply a change one after another
+//! while frames are on the way: "in transition"); anything else is
+//! misforwarded. After the traffic, a final wave sends one frame per name
+//! and each must reach exactly its final destination. Per-hop counts come
+//! from every switch's metrics and are checked link by link: what switch
+//! `s` received is what its neighbours sent it (the source, or switch
+//! `s - 1` to the right, plus switch `s + 1` to the left), what it sent to
+//! its sink is what sink `s` received.
+
+use crate::textio::say;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use nexthop_control::{RedisController, RedisControllerConfig};
+use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
+use nexthop_dataplane::live::StopFlag;
+use nexthop_dataplane::metrics::MetricsSnapshot;
+use nexthop_dataplane::netns::{self, Namespaces};
+use nexthop_dataplane::FrameBuf;
+use nexthop_othello::fib::Action;
+use nexthop_othello::fib_net::{NetworkChange, NetworkFib};
+use nexthop_othello::Config;
+use rand::{Rng, SeedableRng};
+
+use super::frame::{parse_frame, write_frame, FRAME_LEN, PHASE_FINAL, PHASE_TRAFFIC};
+use super::live::{settled_metrics, ChildGuard};
+use super::plan::write_key;
+use super::{step, LabOpts};
+
+/// Fewest and most switches.
+pub(crate) const SWITCHES: std::ops::RangeInclusive<usize> = 4..=16;
+/// Most names of a network lab (each sink checks frames by index).
+const MAX_NAMES: usize = 1 << 20;
+/// The FIB's name in Redis.
+const FIB: &str = "lab";
+/// Switch ports: left, right, the local sink.
+const LEFT: u16 = 1;
+const RIGHT: u16 = 2;
+const LOCAL: u16 = 3;
+const METRICS: &str = "127.0.0.1:9464";
+
+fn name(i: usize) -> [u8; 6] {
+    let b = (i as u32).to_be_bytes();
+    [0x02, 0x6e, b[0], b[1], b[2], b[3]]
+}
+
+/// Switch `s`'s action for a name whose destination is sink `d`.
+fn hop(s: usize, d: usize) -> Action {
+    Action::Port(match s.cmp(&d) {
+        std::cmp::Ordering::Less => RIGHT,
+        std::cmp::Ordering::Equal => LOCAL,
+        std::cmp::Ordering::Greater => LEFT,
+    })
+}
+
+fn actions(n: usize, d: usize) -> Vec<Action> {
+    (0..n).map(|s| hop(s, d)).collect()
+}
+
+/// Destinations of every name over the FIB's versions.
+struct History {
+    /// Per name: `(version, destination)` from version 0, versions rising.
+    dest: Vec<Mutex<Vec<(u64, u8)>>>,
+}
+
+impl History {
+    /// The destinations a frame sent under `v` may reach: the one at `v`
+    /// (exact), and in transition the one before it (switches not yet
+    /// updated) and every later one (switches updated while the frame was
+    /// on its way).
+    fn allowed(&self, i: usize, v: u64) -> Option<(u8, Vec<u8>)> {
+        let h = self.dest.get(i)?.lock().unwrap_or_else(|e| e.into_inner());
+        let k = h.iter().rposition(|&(ver, _)| ver <= v)?;
+        let mut near = Vec::new();
+        if k > 0 {
+            near.push(h[k - 1].1);
+        }
+        near.extend(h[k + 1..].iter().map(|&(_, d)| d));
+        Some((h[k].1, near))
+    }
+
+    fn last(&self, i: usize) -> u8 {
+        let h = self.dest[i].lock().unwrap_or_else(|e| e.into_inner());
+        h.last().map_or(0, |&(_, d)| d)
+    }
+}
+
+#[derive(Default)]
+struct SinkCounts {
+    exact: AtomicU64,
+    transition: AtomicU64,
+    misforwarded: AtomicU64,
+    final_frames: AtomicU64,
+    ring_drops: AtomicU64,
+    /// Other frames (a switch forwards what it receives, lab frame or not).
+    foreign: AtomicU64,
+}
+
+struct Shared {
+    history: History,
+    sinks: Vec<SinkCounts>,
+    /// Per name: the sinks its final-wave frame reached (bit per sink,
+    /// up to 16 sinks) and how many copies.
+    final_seen: Vec<AtomicU32>,
+    final_copies: Vec<AtomicU8>,
+    /// The version every frame sent now is under.
+    version: AtomicU64,
+    sent: AtomicU64,
+    stop_source: AtomicBool,
+    stop_sinks: AtomicBool,
+    examples: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn example(&self, msg: String) {
+        let mut v = self.examples.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() < 5 {
+            v.push(msg);
+        }
+    }
+}
+
+/// Raises both stop flags of [`Shared`] when dropped.
+struct StopOnDrop<'a>(&'a Shared);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop_source.store(true, Ordering::Release);
+        self.0.stop_sinks.store(true, Ordering::Release);
+    }
+}
+
+fn sink_loop(sh: &Shared, ns: &str, s: usize) -> Result<()> {
+    netns::enter(ns)?;
+    let cfg = RingConfig {
+        block_size: 1 << 20,
+        block_count: 8,
+        ..RingConfig::default()
+    };
+    let mut ring = RxRing::open(&format!("k{s}"), &cfg)?;
+    let st = &sh.sinks[s];
+    let mut buf = FrameBuf::default();
+    loop {
+        let stopping = sh.stop_sinks.load(Ordering::Acquire);
+        ring.wait(20)?;
+        let mut any = false;
+        while let Some(mut block) = ring.next_block() {
+            any = true;
+            let mut frames = buf.take();
+            block.frames_into(&mut frames);
+            for f in &frames {
+                let Some(lf) = parse_frame(f) else {
+                    st.foreign.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let i = lf.idx as usize;
+                let named = i < sh.final_seen.len() && lf.dst == name(i);
+                match (lf.phase, named) {
+                    (PHASE_TRAFFIC, true) => match sh.history.allowed(i, u64::from(lf.tag)) {
+                        Some((d, _)) if usize::from(d) == s => {
+                            st.exact.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Some((_, near)) if near.iter().any(|&d| usize::from(d) == s) => {
+                            st.transition.fetch_add(1, Ordering::Relaxed);
+                        }
+                        other => {
+                            st.misforwarded.fetch_add(1, Ordering::Relaxed);
+                            sh.example(format!(
+                                "name #{i} sent under version {} reached sink {s}; allowed {other:?}",
+                                lf.tag
+                            ));
+                        }
+                    },
+                    (PHASE_FINAL, true) => {
+                        st.final_frames.fetch_add(1, Ordering::Relaxed);
+                        sh.final_seen[i].fetch_or(1 << s, Ordering::Relaxed);
+                        sh.final_copies[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => {
+                        st.misforwarded.fetch_add(1, Ordering::Relaxed);
+                        sh.example(format!(
+                            "a frame of name #{i} phase {} at sink {s}",
+                            lf.phase
+                        ));
+                    }
+                }
+            }
+            buf.put(frames);
+        }
+        if stopping && !any {
+            break;
+        }
+    }
+    st.ring_drops.store(ring.drops()?, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Send frames to random names at `rate` per second (`count`: that many,
+/// in index order, as the final wave) until told to stop.
+fn source_loop(
+    sh: &Shared,
+    ns: &str,
+    phase: u8,
+    count: Option<usize>,
+    rate: f64,
+    seed: u64,
+) -> Result<()> {
+    netns::enter(ns)?;
+    let mut tx = TxPort::open("src0")?;
+    const BURST: usize = 64;
+    let mut bufs = vec![[0u8; FRAME_LEN]; BURST];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let names = sh.final_seen.len();
+    let t0 = Instant::now();
+    let mut sent = 0usize;
+    while !sh.stop_source.load(Ordering::Relaxed) {
+        let want = match count {
+            Some(c) if sent >= c => break,
+            Some(c) => (c - sent).min(BURST),
+            None => BURST,
+        };
+        if (sent as f64) >= t0.elapsed().as_secs_f64() * rate {
+            thread::sleep(Duration::from_micros(500));
+            continue;
+        }
+        let v = sh.version.load(Ordering::Acquire) as u32;
+        for (k, b) in bufs.iter_mut().take(want).enumerate() {
+            let i = if count.is_some() {
+                sent + k
+            } else {
+                rng.gen_range(0..names)
+            };
+            write_frame(b, &name(i), phase, i as u32, v);
+        }
+        let out = tx.send_batch(&bufs[..want]);
+        sent += want;
+        sh.sent.fetch_add(out.sent as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// A private `redis-server` on a Unix socket under `dir` (no persistence).
+fn start_redis(dir: &Path) -> Result<(ChildGuard, String)> {
+    let sock = dir.join("redis.sock");
+    let _ = fs::remove_file(&sock);
+    let child = Command::new("redis-server")
+        .args(["--port", "0", "--save", "", "--appendonly", "no"])
+        .arg("--unixsocket")
+        .arg(&sock)
+        .args(["--unixsocketperm", "700"])
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(dir.join("redis.log"))?)
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting redis-server (Debian package redis-server)")?;
+    let guard = ChildGuard(Some(child));
+    let url = format!("unix://{}", sock.display());
+    let end = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        if Instant::now() > end {
+            bail!(
+                "redis-server did not listen on {} within 10 s",
+                sock.display()
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    Ok((guard, url))
+}
+
+/// `nexthop lab --switches N`.
+pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
+    let n = o.switches;
+    if !SWITCHES.contains(&n) {
+        bail!(
+            "--switches {n}: expected {} to {}",
+            SWITCHES.start(),
+            SWITCHES.end()
+        );
+    }
+    if o.names > MAX_NAMES {
+        bail!(
+            "--names {}: a network lab takes at most {MAX_NAMES}",
+            o.names
+        );
+    }
+    if !netns::is_root() {
+        bail!("--switches needs network namespaces, which need root");
+    }
+    let t = Instant::now();
+    let rate = if o.rate > 0.0 { o.rate } else { 20_000.0 };
+    let out = fs::canonicalize(&o.out)?;
+    say!(
+        "nexthop lab: {n} switches in a line, {} names, {:.1} s of traffic at {rate:.0} frames/s, \
+         {:.0} changes/s, seed {}",
+        o.names,
+        o.duration,
+        o.update_rate,
+        o.seed
+    );
+    let mut rng = rand::rngs::StdRng::seed_from_u64(o.seed);
+    let dests: Vec<usize> = (0..o.names).map(|_| rng.gen_range(0..n)).collect();
+    let routes: Vec<_> = dests
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| (i + 1, name(i), actions(n, d)))
+        .collect();
+    let fib = NetworkFib::build(
+        Config {
+            columns: n,
+            ..Config::default()
+        },
+        &routes,
+    )?;
+    let (_redis, url) = start_redis(&out)?;
+    let key_path = out.join("controller.key");
+    let key = write_key(&key_path)?;
+    let mut ccfg = RedisControllerConfig::new(url.as_str(), FIB);
+    ccfg.log = false;
+    ccfg.lease = Duration::from_secs(10);
+    ccfg.changes_per_delta = o.changes_per_delta;
+    let mut ctl = RedisController::<[u8; 6], NetworkFib<[u8; 6]>>::acquire(
+        &key,
+        ccfg,
+        fib,
+        0,
+        &AtomicBool::new(false),
+    )
+    .map_err(|e| anyhow!("controller: {e}"))?;
+    step(
+        "redis",
+        t,
+        format_args!("{url}: FIB {FIB}, {n} columns, snapshot published"),
+    );
+
+    // Namespaces and links.
+    let tag = format!("nhnet{}", std::process::id());
+    let mut ns = Namespaces::new();
+    let (src, snk) = (format!("{tag}-src"), format!("{tag}-snk"));
+    let sw: Vec<String> = (0..n).map(|s| format!("{tag}-sw{s}")).collect();
+    for x in [&src, &snk].into_iter().chain(&sw) {
+        ns.create(x)?;
+    }
+    ns.veth(&src, "src0", &sw[0], "p1", None)?;
+    for s in 0..n {
+        if s + 1 < n {
+            ns.veth(&sw[s], "p2", &sw[s + 1], "p1", None)?;
+        } else {
+            // The end of the line: no name is routed there, but the shared
+            // action table names port 2, which every switch must map.
+            ns.veth(&sw[s], "p2", &snk, "tail", None)?;
+        }
+        ns.veth(&sw[s], "p3", &snk, &format!("k{s}"), None)?;
+    }
+
+    // The switches.
+    let exe = std::env::current_exe().context("locating the nexthop binary")?;
+    let mut fwds = Vec::new();
+    for (s, x) in sw.iter().enumerate() {
+        let err = out.join(format!("sw{s}.err"));
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", x]).arg(&exe).arg("run");
+        cmd.args([
+            "--redis",
+            &url,
+            "--fib",
+            &format!("{FIB}/{s}"),
+            "--key-file",
+        ])
+        .arg(&key_path)
+        .args(["--port", "1=p1", "--port", "2=p2", "--port", "3=p3"])
+        .args(["--in", "1", "--in", "2"])
+        .args(["--metrics", METRICS, "--quiet", "--workers", "1"]);
+        cmd.stdin(Stdio::null())
+            .stdout(fs::File::create(out.join(format!("sw{s}.out")))?)
+            .stderr(fs::File::create(&err)?);
+        fwds.push((
+            ChildGuard(Some(cmd.spawn().context("starting a switch")?)),
+            err,
+        ));
+    }
+    for (s, (g, err)) in fwds.iter_mut().enumerate() {
+        let ready = Instant::now();
+        loop {
+            let text = fs::read_to_string(&*err).unwrap_or_default();
+            if text.contains("nexthop run: forwarding") {
+                break;
+            }
+            if let Some(c) = g.0.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    bail!("switch {s} exited ({st}) before forwarding:\n{text}");
+                }
+            }
+            if ready.elapsed() > Duration::from_secs(60) || stop.is_raised() {
+                bail!("switch {s} did not start within 60 s:\n{text}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+    step(
+        "switches",
+        t,
+        format_args!(
+            "{n} x nexthop run --redis {url} --fib {FIB}/S, each with its column's snapshot"
+        ),
+    );
+
+    let sh = Shared {
+        history: History {
+            dest: dests
+                .iter()
+                .map(|&d| Mutex::new(vec![(0, d as u8)]))
+                .collect(),
+        },
+        sinks: (0..n).map(|_| SinkCounts::default()).collect(),
+        final_seen: (0..o.names).map(|_| AtomicU32::new(0)).collect(),
+        final_copies: (0..o.names).map(|_| AtomicU8::new(0)).collect(),
+        version: AtomicU64::new(ctl.version()),
+        sent: AtomicU64::new(0),
+        stop_source: AtomicBool::new(false),
+        stop_sinks: AtomicBool::new(false),
+        examples: Mutex::new(Vec::new()),
+    };
+    let n_changes = (o.update_rate * o.duration).ceil() as usize;
+    let mut applied = 0usize;
+    let mut column_deltas = vec![0u64; n];
+    thread::scope(|sc| -> Result<()> {
+        // Whatever ends this scope (an error included) stops the source
+        // and the sinks, so that the scope can join them.
+        let _stop = StopOnDrop(&sh);
+        let sinks: Vec<_> = (0..n)
+            .map(|s| {
+                let (sh, snk) = (&sh, snk.as_str());
+                sc.spawn(move || sink_loop(sh, snk, s))
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(200));
+        let source = {
+            let (sh, src) = (&sh, src.as_str());
+            sc.spawn(move || source_loop(sh, src, PHASE_TRAFFIC, None, rate, o.seed ^ 0x5eed))
+        };
+        // Live changes: move a random name to another sink, one change at
+        // a time at --update-rate.
+        let t0 = Instant::now();
+        let mut renewed = Instant::now();
+        while t0.elapsed().as_secs_f64() < o.duration && !stop.is_raised() {
+            if renewed.elapsed() > Duration::from_millis(500) {
+                ctl.renew().map_err(|e| anyhow!("controller: {e}"))?;
+                renewed = Instant::now();
+            }
+            if applied < n_changes && (applied as f64) < t0.elapsed().as_secs_f64() * o.update_rate
+            {
+                let i = rng.gen_range(0..o.names);
+                let old = usize::from(sh.history.last(i));
+                let d = (old + rng.gen_range(1..n)) % n;
+                let before: Vec<Action> = actions(n, old);
+                let after = actions(n, d);
+                let ch = NetworkChange::Set(name(i), after.clone());
+                // In the history before any switch can have it.
+                sh.history.dest[i]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((ctl.version() + 1, d as u8));
+                ctl.apply_lined(&[(1, &ch)])
+                    .map_err(|e| anyhow!("controller: {e}"))?;
+                for (c, (a, b)) in before.iter().zip(&after).enumerate() {
+                    column_deltas[c] += u64::from(a != b);
+                }
+                sh.version.store(ctl.version(), Ordering::Release);
+                applied += 1;
+            } else {
+                thread::sleep(Duration::from_micros(200));
+            }
+        }
+        sh.stop_source.store(true, Ordering::Release);
+        source.join().map_err(|_| anyhow!("source panicked"))??;
+        step(
+            "traffic",
+            t,
+            format_args!(
+                "{} frames sent, {applied} changes published (version {})",
+                sh.sent.load(Ordering::Relaxed),
+                ctl.version()
+            ),
+        );
+        // Every switch has the last change well within this.
+        thread::sleep(Duration::from_millis(1500));
+        sh.stop_source.store(false, Ordering::Release);
+        let (shr, srcr) = (&sh, src.as_str());
+        sc.spawn(move || source_loop(shr, srcr, PHASE_FINAL, Some(o.names), rate.max(10_000.0), 0))
+            .join()
+            .map_err(|_| anyhow!("source panicked"))??;
+        thread::sleep(Duration::from_millis(1000));
+        sh.stop_sinks.store(true, Ordering::Release);
+        for s in sinks {
+            s.join().map_err(|_| anyhow!("sink panicked"))??;
+        }
+        Ok(())
+    })?;
+
+    // Per-hop counts from the switches' metrics, checked against the sinks.
+    let metrics: Vec<MetricsSnapshot> = thread::scope(|sc| {
+        let hs: Vec<_> = sw
+            .iter()
+            .map(|x| sc.spawn(move || settled_metrics(x, METRICS)))
+            .collect();
+        hs.into_iter()
+            .zip(&sw)
+            .map(|(h, x)| {
+                h.join()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| anyhow!("{x}: the switch's metrics did not settle"))
+            })
+            .collect::<Result<_>>()
+    })?;
+    let port_tx =
+        |m: &MetricsSnapshot, p: u16| m.tx.iter().find(|x| x.port == p).map_or(0, |x| x.frames);
+    let mut hop_mismatch = Vec::new();
+    let mut hops = Vec::new();
+    for (s, m) in metrics.iter().enumerate() {
+        let sc = &sh.sinks[s];
+        let at_sink = sc.exact.load(Ordering::Relaxed)
+            + sc.transition.load(Ordering::Relaxed)
+            + sc.misforwarded.load(Ordering::Relaxed)
+            + sc.final_frames.load(Ordering::Relaxed)
+            + sc.ring_drops.load(Ordering::Relaxed)
+            + sc.foreign.load(Ordering::Relaxed);
+        let (l, r, k) = (port_tx(m, LEFT), port_tx(m, RIGHT), port_tx(m, LOCAL));
+        // What reached switch s: from its left neighbour (the source for
+        // switch 0) and from its right one (frames in a transient loop
+        // while a change propagates).
+        let from_left = match s.checked_sub(1) {
+            Some(p) => port_tx(&metrics[p], RIGHT),
+            None => sh.sent.load(Ordering::Relaxed),
+        };
+        let from_right = metrics.get(s + 1).map_or(0, |m| port_tx(m, LEFT));
+        if m.frames_in != from_left + from_right {
+            hop_mismatch.push(format!(
+                "switch {s} received {} frames, its neighbours sent it {from_left} + {from_right}",
+                m.frames_in
+            ));
+        }
+        if k != at_sink {
+            hop_mismatch.push(format!(
+                "switch {s} sent {k} frames to sink {s}, which saw {at_sink}"
+            ));
+        }
+        hops.push(serde_json::json!({
+            "switch": s, "frames_in": m.frames_in, "to_left": l, "to_right": r, "to_sink": k,
+            "dropped": m.dropped, "sink_received": at_sink,
+        }));
+    }
+    let sum = |f: fn(&SinkCounts) -> &AtomicU64| {
+        sh.sinks
+            .iter()
+            .map(|c| f(c).load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    let (exact, transition, misforwarded, final_frames) = (
+        sum(|c| &c.exact),
+        sum(|c| &c.transition),
+        sum(|c| &c.misforwarded),
+        sum(|c| &c.final_frames),
+    );
+    let final_wrong = (0..o.names)
+        .filter(|&i| {
+            sh.final_seen[i].load(Ordering::Relaxed) != 1 << sh.history.last(i)
+                || sh.final_copies[i].load(Ordering::Relaxed) != 1
+        })
+        .count();
+    let pass = misforwarded == 0 && final_wrong == 0 && hop_mismatch.is_empty() && exact > 0;
+    let summary = serde_json::json!({
+        "switches": n, "names": o.names, "topology": "line",
+        "redis": url, "fib": FIB,
+        "changes": applied, "version": ctl.version(),
+        "column_deltas": column_deltas,
+        "sent": sh.sent.load(Ordering::Relaxed),
+        "received_exact": exact, "received_in_transition": transition,
+        "misforwarded": misforwarded,
+        "final_wave": { "names": o.names, "received": final_frames, "wrong_or_missing": final_wrong },
+        "per_hop": hops, "per_hop_mismatches": hop_mismatch,
+        "examples": *sh.examples.lock().unwrap_or_else(|e| e.into_inner()),
+        "result": if pass { "PASS" } else { "FAIL" },
+    });
+    fs::write(out.join("summary.json"), format!("{summary:#}\n"))?;
+    ctl.release();
+    drop(fwds);
+    drop(ns);
+    say!("nexthop lab summary ({n} switches, line, FIB through Redis)");
+    say!(
+        "  changes      {applied} published (version {}), deltas per switch {column_deltas:?}",
+        summary["version"]
+    );
+    say!("  traffic      {} sent: {exact} at the sink of their version, {transition} in transition, {misforwarded} misforwarded", summary["sent"]);
+    say!(
+        "  final wave   {final_frames} of {} names received, {final_wrong} wrong or missing",
+        o.names
+    );
+    for h in &hops {
+        say!("  hop          {h}");
+    }
+    for e in hop_mismatch.iter().chain(
+        summary["examples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.as_str())
+            .map(String::from)
+            .collect::<Vec<_>>()
+            .iter(),
+    ) {
+        say!("  ! {e}");
+    }
+    say!("  result       {}", if pass { "PASS" } else { "FAIL" });
+    if o.json {
+        println!("{summary}");
+    }
+    if !pass {
+        bail!(
+            "network lab FAILED (see {})",
+            out.join("summary.json").display()
+        );
+    }
+    Ok(())
+}
