@@ -151,6 +151,13 @@ pub struct RunArgs {
     /// in their PIT token; each thread has its own PIT and Content Store.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// Sockets bound to the `--udp` address with SO_REUSEPORT (default 1;
+    /// 1..=64): the kernel spreads remote endpoints over them, and each
+    /// socket past the first has an input thread that reads it with
+    /// recvmmsg and hands the batches to the polling thread. Datagrams per
+    /// socket are in the exit summary (`udp_input_packets=`).
+    #[arg(long, value_name = "N")]
+    udp_input_threads: Option<usize>,
 }
 
 /// `--cs-policy`.
@@ -299,6 +306,7 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.udp_socket_buffer = a.udp_socket_buffer.unwrap_or(cfg.udp_socket_buffer);
     cfg.metrics = a.metrics.or(cfg.metrics);
     cfg.threads = a.threads.unwrap_or(cfg.threads);
+    cfg.udp_input_threads = a.udp_input_threads.unwrap_or(cfg.udp_input_threads);
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let metrics_addr = cfg.metrics;

@@ -676,6 +676,55 @@ fn two_and_four_forwarding_threads_serve_python_ndn_and_our_tools_over_udp_unix_
     }
 }
 
+/// `--udp-input-threads`: more sockets on the UDP address, each counted in
+/// the summary; Interests over UDP still answered; 0 refused.
+#[test]
+fn udp_input_threads_flag_binds_more_sockets_and_is_checked() {
+    let mut f = start_forwarder_with(&["--udp-input-threads", "3"]);
+    let unix = face_uri_unix(&f);
+    let udp = face_uri_udp(&f);
+    let _p = producer(&unix, "/nexthop/unix");
+    assert_eq!(
+        consume(&udp, "/nexthop/unix/a"),
+        "DATA hello /nexthop/unix/a"
+    );
+    for k in 0..8 {
+        fetch_raw(&f.udp, &format!("/nexthop/unix/{k}"), 2);
+    }
+    let (ok, line) = stop(&mut f);
+    assert!(ok, "{line}");
+    let per: Vec<u64> = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("udp_input_packets="))
+        .unwrap_or_else(|| panic!("no udp_input_packets= in {line}"))
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(per.len(), 3, "{line}");
+    // 1 + 8 x 2 Interests from 9 UDP endpoints (which socket each lands
+    // on is the kernel's hash), one Data each plus 8 Content Store hits.
+    assert!(per.iter().sum::<u64>() >= 17, "{line}");
+    assert!(field(&line, "satisfied") >= 9, "{line}");
+    assert!(field(&line, "cs_hits") >= 8, "{line}");
+    let out = Command::new(NEXTHOP)
+        .args([
+            "ndn",
+            "run",
+            "--udp",
+            "127.0.0.1:0",
+            "--udp-input-threads",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("udp_input_threads 0 not in 1..=64"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn threads_come_from_the_toml_config_and_are_checked() {
     let dir = TempDir::new().unwrap();

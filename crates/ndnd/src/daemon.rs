@@ -366,7 +366,7 @@ impl Daemon {
              reasm_completed={} reasm_bad={} reasm_timeouts={} reasm_cap_drops={} \
              face_cap_drops={} send_drops={} fragmented={} frag_failed={} \
              udp_rcvbuf={} udp_sndbuf={} threads={} thread_packets={} \
-             dispatch_drops={} return_drops={}",
+             dispatch_drops={} return_drops={} udp_input_packets={} udp_input_waits={}",
             l.faces_opened,
             l.faces_closed,
             c.packets_in,
@@ -395,6 +395,12 @@ impl Daemon {
                 .join(","),
             self.queue_drops().dispatch,
             self.queue_drops().output,
+            self.udp_input_packets()
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            self.udp_input_waits(),
         )
     }
 
