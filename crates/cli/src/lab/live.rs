@@ -98,6 +98,35 @@ impl Drop for ChildGuard {
     }
 }
 
+impl ChildGuard {
+    /// Wait until `nexthop run`'s stderr (the file `err`) says it is
+    /// forwarding; an error with that stderr if the process exits first,
+    /// 60 s pass or `stop` is raised. `what` names it in the error.
+    pub(crate) fn wait_forwarding(
+        &mut self,
+        err: &Path,
+        what: &str,
+        stop: &StopFlag,
+    ) -> Result<()> {
+        let ready = Instant::now();
+        loop {
+            let text = fs::read_to_string(err).unwrap_or_default();
+            if text.contains("nexthop run: forwarding") {
+                return Ok(());
+            }
+            if let Some(c) = self.0.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    bail!("{what} exited ({st}) before forwarding:\n{text}");
+                }
+            }
+            if ready.elapsed() > Duration::from_secs(60) || stop.is_raised() {
+                bail!("{what} did not start within 60 s:\n{text}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// What one sink saw. Each sink's stats have a cache line of their own
 /// (the sinks run on different cores, and the summary thread reads them),
 /// and a sink adds to them once per ring block, not per frame.
@@ -488,22 +517,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         affinity::pin_current_thread(rest).context("pinning the lab's threads")?;
     }
     let mut fwd = ChildGuard(Some(spawned?));
-    let ready = Instant::now();
-    loop {
-        let err = fs::read_to_string(&fwd_err).unwrap_or_default();
-        if err.contains("nexthop run: forwarding") {
-            break;
-        }
-        if let Some(c) = fwd.0.as_mut() {
-            if let Ok(Some(st)) = c.try_wait() {
-                bail!("the forwarder exited ({st}) before forwarding:\n{err}");
-            }
-        }
-        if ready.elapsed() > Duration::from_secs(60) || stop.is_raised() {
-            bail!("the forwarder did not start within 60 s:\n{err}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    fwd.wait_forwarding(&fwd_err, "the forwarder", stop)?;
     // The port I/O the forwarder reports ("io=in0:afpacket,..."), which
     // with `--io auto` says where AF_XDP bound.
     let io_used = fs::read_to_string(&fwd_err)

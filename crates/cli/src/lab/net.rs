@@ -411,22 +411,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         ));
     }
     for (s, (g, err)) in fwds.iter_mut().enumerate() {
-        let ready = Instant::now();
-        loop {
-            let text = fs::read_to_string(&*err).unwrap_or_default();
-            if text.contains("nexthop run: forwarding") {
-                break;
-            }
-            if let Some(c) = g.0.as_mut() {
-                if let Ok(Some(st)) = c.try_wait() {
-                    bail!("switch {s} exited ({st}) before forwarding:\n{text}");
-                }
-            }
-            if ready.elapsed() > Duration::from_secs(60) || stop.is_raised() {
-                bail!("switch {s} did not start within 60 s:\n{text}");
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        g.wait_forwarding(err, &format!("switch {s}"), stop)?;
     }
     step(
         "switches",
