@@ -1,4 +1,4 @@
-//! `nexthop cluster build | forward`: a flat-name FIB split across a
+//! `nexthop cluster build | forward | run`: a flat-name FIB split across a
 //! cluster of nodes (see `nexthop_othello::cluster` for the partition,
 //! the owner map and the directory layout).
 //!
@@ -36,6 +36,10 @@ pub enum ClusterCmd {
     /// Forward a pcap file through the cluster (entry node, owner map,
     /// hand-over, owner's FIB); write a pcap per output port.
     Forward(ForwardArgs),
+    /// Run node K of a cluster live: frames from outside ports go to
+    /// their owner over an internal link (--peer J=PORT) or are forwarded
+    /// here; frames from internal links are forwarded here.
+    Run(crate::cmd_cluster_run::RunArgs),
 }
 
 /// `nexthop cluster build` arguments.
@@ -103,6 +107,7 @@ pub fn run(c: ClusterCmd) -> Result<()> {
     match c {
         ClusterCmd::Build(a) => build(&a),
         ClusterCmd::Forward(a) => forward(&a),
+        ClusterCmd::Run(a) => crate::cmd_cluster_run::run(&a),
     }
 }
 

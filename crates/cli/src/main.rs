@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd_cluster;
+mod cmd_cluster_run;
 mod cmd_controller;
 mod cmd_fib;
 mod cmd_forward;
