@@ -159,7 +159,9 @@ pub fn owner_actions(
     for (id, a) in owner.iter() {
         let j = match a {
             Action::Port(j) if usize::from(*j) < nodes => usize::from(*j),
-            other => bail!("owner map: action {id} is {other}, not the port of a node below {nodes}"),
+            other => {
+                bail!("owner map: action {id} is {other}, not the port of a node below {nodes}")
+            }
         };
         let mapped = if j == me {
             Action::Drop
@@ -410,7 +412,11 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let hand_actions = owner_actions(&owner.actions, m.nodes, a.node, &peers)?;
     let key_type = local.current.key_type;
     if owner.current.key_type != key_type {
-        bail!("{}: the owner map and node {}'s FIB have different key types", a.cluster.display(), a.node);
+        bail!(
+            "{}: the owner map and node {}'s FIB have different key types",
+            a.cluster.display(),
+            a.node
+        );
     }
     let cfg = PipelineConfig {
         name: a.name,
@@ -466,7 +472,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let out_ports = stages[0].ports().to_vec();
     // The readiness line (scripts and the lab wait for "forwarding").
     eprintln!(
-        "nexthop cluster run: node {} of {} forwarding in={} cluster={} out={} io={io_names} workers={} (Ctrl-C stops)",
+        "nexthop cluster run: forwarding node={} nodes={} in={} cluster={} out={} io={io_names} workers={} (Ctrl-C stops)",
         a.node,
         m.nodes,
         show(&|p| outside.contains(&p)),
@@ -493,8 +499,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
         }
     })?;
     let run = &done.merged;
-    let handed: u64 = cluster_ports.iter().map(|&p| run.counters.tx(p).frames).sum();
-    let from_cluster: u64 = cluster_ports.iter().map(|&p| run.counters.rx(p).frames).sum();
+    let handed: u64 = cluster_ports
+        .iter()
+        .map(|&p| run.counters.tx(p).frames)
+        .sum();
+    let from_cluster: u64 = cluster_ports
+        .iter()
+        .map(|&p| run.counters.rx(p).frames)
+        .sum();
     let mut stdout = io::stdout().lock();
     writeln!(
         stdout,
@@ -555,7 +567,10 @@ mod tests {
         let peer_port = |j: usize| 10 + j as u16;
         let hand: Vec<ActionTable> = (0..nodes)
             .map(|k| {
-                let peers = (0..nodes).filter(|&j| j != k).map(|j| (j, peer_port(j))).collect();
+                let peers = (0..nodes)
+                    .filter(|&j| j != k)
+                    .map(|j| (j, peer_port(j)))
+                    .collect();
                 owner_actions(&owner.actions, nodes, k, &peers).unwrap()
             })
             .collect();
@@ -613,8 +628,9 @@ mod tests {
 
     #[test]
     fn owner_actions_need_a_peer_for_every_other_owner() {
-        let routes: Vec<(usize, [u8; 6], Action)> =
-            (0..200u32).map(|i| (i as usize + 1, mac(i), Action::Port(1))).collect();
+        let routes: Vec<(usize, [u8; 6], Action)> = (0..200u32)
+            .map(|i| (i as usize + 1, mac(i), Action::Port(1)))
+            .collect();
         let dir = tempfile::tempdir().unwrap();
         build(dir.path(), KeyType::Mac, Config::default(), &routes, 3).unwrap();
         let owner = open_lookup(&dir.path().join(OWNER_DIR)).unwrap();

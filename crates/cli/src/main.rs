@@ -278,6 +278,13 @@ struct LabArgs {
     /// --update-rate, --rate (default 20 000 frames/s), --seed, --out.
     #[arg(long, value_name = "N", default_value_t = 0)]
     switches: usize,
+    /// Instead of the main job: a FIB of --names names split over N live
+    /// nodes (4 to 16, `nexthop cluster run` each, a full mesh of internal
+    /// links), one frame per name sent into every node, each checked at
+    /// its owner's port (needs root). Uses --names, --rate (default 20 000
+    /// frames/s), --seed, --out.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    cluster: usize,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -331,6 +338,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             alternate: a.alternate,
             json: a.json,
             switches: a.switches,
+            cluster: a.cluster,
         }),
     }
 }

@@ -6,7 +6,7 @@ use std::fs;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -14,11 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use nexthop_control::{Controller, ControllerConfig};
 use nexthop_dataplane::affinity;
-use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
+use nexthop_dataplane::afpacket::TxPort;
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::metrics::{fetch_snapshot, MetricsSnapshot};
 use nexthop_dataplane::netns::{self, Namespaces};
-use nexthop_dataplane::FrameBuf;
 use nexthop_othello::fib::NameKey;
 
 use super::cpu::{cpu_plan, update_path_cores, CpuSplit};
@@ -27,6 +26,7 @@ use super::frame::{
 };
 use super::phases::{self, has_changes, on_time, Phase};
 use super::plan::{prepare, save_final_fib, Plan, Prepared, Walk};
+use super::sink::{read_sink, wait_ready};
 use super::summary::{
     FibPart, FinalWavePart, ForwarderPart, PropagationPart, SourcePart, Summary, UpdatesPart,
 };
@@ -99,8 +99,8 @@ impl Drop for ChildGuard {
 }
 
 impl ChildGuard {
-    /// Wait until `nexthop run`'s stderr (the file `err`) says it is
-    /// forwarding; an error with that stderr if the process exits first,
+    /// Wait until the stderr (the file `err`) of `nexthop run` or
+    /// `nexthop cluster run` says it is forwarding; an error with that stderr if the process exits first,
     /// 60 s pass or `stop` is raised. `what` names it in the error.
     pub(crate) fn wait_forwarding(
         &mut self,
@@ -111,7 +111,7 @@ impl ChildGuard {
         let ready = Instant::now();
         loop {
             let text = fs::read_to_string(err).unwrap_or_default();
-            if text.contains("nexthop run: forwarding") {
+            if text.contains("run: forwarding") {
                 return Ok(());
             }
             if let Some(c) = self.0.as_mut() {
@@ -181,6 +181,8 @@ struct Shared {
     final_seen: Vec<AtomicU8>,
     examples: Mutex<Vec<String>>,
     stop_sinks: AtomicBool,
+    /// Sinks whose rings are open.
+    sinks_ready: AtomicUsize,
     stop_source: AtomicBool,
     /// The trivial pipeline sends everything to port 1: count, not check.
     trivial: bool,
@@ -198,27 +200,17 @@ impl Shared {
 }
 
 fn sink_loop(sh: &Shared, ns: &str, port: u16) -> Result<()> {
-    netns::enter(ns)?;
-    let iface = format!("sink{port}");
-    let cfg = RingConfig {
-        block_size: 1 << 20,
-        block_count: 32,
-        ..RingConfig::default()
-    };
-    let mut ring = RxRing::open(&iface, &cfg)?;
     let st = &sh.sinks[usize::from(port) - 1];
     let bit = 1u8 << port;
-    let mut frames_buf = FrameBuf::default();
-    loop {
-        let stopping = sh.stop_sinks.load(Ordering::Acquire);
-        ring.wait(20)?;
-        let mut any = false;
-        while let Some(mut block) = ring.next_block() {
-            any = true;
-            let mut frames = frames_buf.take();
-            block.frames_into(&mut frames);
+    let drops = read_sink(
+        ns,
+        &format!("sink{port}"),
+        32,
+        &sh.stop_sinks,
+        &sh.sinks_ready,
+        |frames| {
             let mut c = SinkCounts::default();
-            for f in &frames {
+            for f in frames {
                 let Some(lf) = parse_frame(f) else {
                     c.foreign += 1;
                     continue;
@@ -246,14 +238,10 @@ fn sink_loop(sh: &Shared, ns: &str, port: u16) -> Result<()> {
                     }
                 }
             }
-            frames_buf.put(frames);
             st.add(&c);
-        }
-        if stopping && !any {
-            break;
-        }
-    }
-    st.ring_drops.store(ring.drops()?, Ordering::Relaxed);
+        },
+    )?;
+    st.ring_drops.store(drops, Ordering::Relaxed);
     Ok(())
 }
 
@@ -543,6 +531,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         sinks: PORTS.iter().map(|_| SinkStats::default()).collect(),
         examples: Mutex::new(Vec::new()),
         stop_sinks: AtomicBool::new(false),
+        sinks_ready: AtomicUsize::new(0),
         stop_source: AtomicBool::new(false),
         trivial: o.trivial,
         sent: AtomicU64::new(0),
@@ -561,7 +550,7 @@ pub(crate) fn run(o: &LabOpts, topo: Topology, stop: &StopFlag) -> Result<()> {
         .collect::<std::io::Result<_>>()
         .context("starting the sink threads")?;
     // Let the sinks open their rings before traffic starts.
-    thread::sleep(Duration::from_millis(200));
+    wait_ready(&sh.sinks_ready, PORTS.len());
     let m0 = fwd_metrics(&topo.fwd, metrics_addr).ok();
 
     // Traffic with live changes.

@@ -30,10 +30,15 @@
 //! `nexthop lab --switches N` runs [`net`] instead: N forwarders in a line,
 //! each following its column of one network-wide FIB through a private
 //! Redis (it uses `frame`, `plan`'s key file and `live`'s process and
-//! metrics helpers).
+//! metrics helpers). `nexthop lab --cluster N` runs [`cluster`] instead: a
+//! FIB split over N live nodes (`nexthop cluster run`), every frame sent
+//! into every node and checked at its owner's port (it uses `frame` and
+//! `live`'s process helpers). Every live lab reads its sinks with
+//! [`sink`].
 
 use crate::textio::say;
 
+mod cluster;
 mod cpu;
 mod frame;
 mod live;
@@ -41,6 +46,7 @@ mod net;
 mod pcap;
 mod phases;
 mod plan;
+mod sink;
 mod summary;
 
 use std::fs;
@@ -93,6 +99,9 @@ pub struct LabOpts {
     /// A network of this many forwarders instead (0: the main job); see
     /// [`net`].
     pub switches: usize,
+    /// A FIB split over this many live nodes instead (0: not); see
+    /// [`cluster`].
+    pub cluster: usize,
 }
 
 /// Port I/O of the lab's forwarder.
@@ -148,8 +157,14 @@ pub fn run(o: &LabOpts) -> Result<()> {
     }
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     fs::create_dir_all(&o.out).with_context(|| format!("{}: create directory", o.out.display()))?;
+    if o.switches > 0 && o.cluster > 0 {
+        bail!("--switches and --cluster are two different labs: give one");
+    }
     if o.switches > 0 {
         return net::run(o, &stop);
+    }
+    if o.cluster > 0 {
+        return cluster::run(o, &stop);
     }
     let why_offline = if o.pcap {
         Some("--pcap given".to_string())

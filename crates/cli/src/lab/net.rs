@@ -34,18 +34,17 @@ use crate::textio::say;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use nexthop_control::{RedisController, RedisControllerConfig};
-use nexthop_dataplane::afpacket::{RingConfig, RxRing, TxPort};
+use nexthop_dataplane::afpacket::TxPort;
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::metrics::MetricsSnapshot;
 use nexthop_dataplane::netns::{self, Namespaces};
-use nexthop_dataplane::FrameBuf;
 use nexthop_othello::fib::Action;
 use nexthop_othello::fib_net::{NetworkChange, NetworkFib};
 use nexthop_othello::Config;
@@ -54,6 +53,7 @@ use rand::{Rng, SeedableRng};
 use super::frame::{parse_frame, write_frame, FRAME_LEN, PHASE_FINAL, PHASE_TRAFFIC};
 use super::live::{settled_metrics, ChildGuard};
 use super::plan::write_key;
+use super::sink::{read_sink, wait_ready};
 use super::{step, LabOpts};
 
 /// Fewest and most switches.
@@ -137,6 +137,8 @@ struct Shared {
     sent: AtomicU64,
     stop_source: AtomicBool,
     stop_sinks: AtomicBool,
+    /// Sinks whose rings are open.
+    sinks_ready: AtomicUsize,
     examples: Mutex<Vec<String>>,
 }
 
@@ -160,24 +162,15 @@ impl Drop for StopOnDrop<'_> {
 }
 
 fn sink_loop(sh: &Shared, ns: &str, s: usize) -> Result<()> {
-    netns::enter(ns)?;
-    let cfg = RingConfig {
-        block_size: 1 << 20,
-        block_count: 8,
-        ..RingConfig::default()
-    };
-    let mut ring = RxRing::open(&format!("k{s}"), &cfg)?;
     let st = &sh.sinks[s];
-    let mut buf = FrameBuf::default();
-    loop {
-        let stopping = sh.stop_sinks.load(Ordering::Acquire);
-        ring.wait(20)?;
-        let mut any = false;
-        while let Some(mut block) = ring.next_block() {
-            any = true;
-            let mut frames = buf.take();
-            block.frames_into(&mut frames);
-            for f in &frames {
+    let drops = read_sink(
+        ns,
+        &format!("k{s}"),
+        8,
+        &sh.stop_sinks,
+        &sh.sinks_ready,
+        |frames| {
+            for f in frames {
                 let Some(lf) = parse_frame(f) else {
                     st.foreign.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -195,9 +188,9 @@ fn sink_loop(sh: &Shared, ns: &str, s: usize) -> Result<()> {
                         other => {
                             st.misforwarded.fetch_add(1, Ordering::Relaxed);
                             sh.example(format!(
-                                "name #{i} sent under version {} reached sink {s}; allowed {other:?}",
-                                lf.tag
-                            ));
+                            "name #{i} sent under version {} reached sink {s}; allowed {other:?}",
+                            lf.tag
+                        ));
                         }
                     },
                     (PHASE_FINAL, true) => {
@@ -214,13 +207,9 @@ fn sink_loop(sh: &Shared, ns: &str, s: usize) -> Result<()> {
                     }
                 }
             }
-            buf.put(frames);
-        }
-        if stopping && !any {
-            break;
-        }
-    }
-    st.ring_drops.store(ring.drops()?, Ordering::Relaxed);
+        },
+    )?;
+    st.ring_drops.store(drops, Ordering::Relaxed);
     Ok(())
 }
 
@@ -435,6 +424,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         sent: AtomicU64::new(0),
         stop_source: AtomicBool::new(false),
         stop_sinks: AtomicBool::new(false),
+        sinks_ready: AtomicUsize::new(0),
         examples: Mutex::new(Vec::new()),
     };
     let n_changes = (o.update_rate * o.duration).ceil() as usize;
@@ -450,7 +440,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 sc.spawn(move || sink_loop(sh, snk, s))
             })
             .collect();
-        thread::sleep(Duration::from_millis(200));
+        wait_ready(&sh.sinks_ready, n);
         let source = {
             let (sh, src) = (&sh, src.as_str());
             sc.spawn(move || source_loop(sh, src, PHASE_TRAFFIC, None, rate, o.seed ^ 0x5eed))
