@@ -300,3 +300,69 @@ fn bad_input_is_refused_clearly() {
     fs::write(d.join("c/cluster.json"), b"garbage").unwrap();
     run(fwd("c"), "not a cluster manifest");
 }
+
+/// `cluster run` checks its node, peers, inputs and ports before it opens
+/// any interface (so these need no root).
+#[test]
+fn cluster_run_refuses_a_bad_node_peer_or_port_map() {
+    let f = Fixture::new();
+    f.file("routes.txt", routes());
+    let d = f.dir();
+    nexthop()
+        .current_dir(d)
+        .args([
+            "cluster",
+            "build",
+            "--key-type",
+            "mac",
+            "--routes",
+            "routes.txt",
+        ])
+        .args(["--out", "c", "--nodes", "3"])
+        .assert()
+        .success();
+    // Node 0 of 3: outside port 0, FIB ports 1..=7, peers 1 and 2 on 11, 12.
+    let mut ok: Vec<String> = ["cluster", "run", "--cluster", "c", "--node", "0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for p in 0..=7 {
+        ok.push("--port".into());
+        ok.push(format!("{p}=x{p}"));
+    }
+    for j in [1, 2] {
+        ok.extend(["--port".into(), format!("1{j}=c{j}")]);
+    }
+    let with = |extra: &[&str], drop_peer: Option<usize>| -> Vec<String> {
+        let mut v = ok.clone();
+        for j in [1usize, 2] {
+            if drop_peer != Some(j) {
+                v.extend(["--peer".into(), format!("{j}=1{j}")]);
+            }
+        }
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let fails = |args: Vec<String>, needle: &str| {
+        let v: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&v, d, needle);
+    };
+    fails(
+        with(&[], None)
+            .into_iter()
+            .map(|s| if s == "0" { "3".into() } else { s })
+            .take(6)
+            .collect(),
+        "--node 3",
+    );
+    fails(with(&[], Some(2)), "no --peer 2=PORT");
+    fails(with(&["--peer", "0=13"], None), "--peer 0=13");
+    fails(with(&["--peer", "1=12"], None), "node 1 is given twice");
+    fails(with(&["--in", "11"], None), "--in 11");
+    fails(with(&["--in", "9"], None), "--in 9");
+    fails(with(&["--miss", "flood"], None), "flood");
+    let mut no_port: Vec<String> = with(&[], None);
+    let i = no_port.iter().position(|s| s == "3=x3").unwrap();
+    no_port.drain(i - 1..=i);
+    fails(no_port, "port(s) 3");
+}
