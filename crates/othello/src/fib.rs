@@ -636,17 +636,64 @@ impl<K> RouteChange<K> {
 
 /// Parse a changes file: `+ NAME ACTION`, `- NAME` or `= NAME ACTION` per line.
 pub fn parse_changes<K: NameKey>(text: &str) -> Result<Vec<(usize, RouteChange<K>)>, LineError> {
+    Ok(
+        parse_change_lines(text, 1, |line, acts| action_at(line, acts[0]))?
+            .into_iter()
+            .map(|(line, c)| {
+                let c = match c {
+                    ChangeLine::Add(k, a) => RouteChange::Add(k, a),
+                    ChangeLine::Delete(k) => RouteChange::Delete(k),
+                    ChangeLine::Set(k, a) => RouteChange::Set(k, a),
+                };
+                (line, c)
+            })
+            .collect(),
+    )
+}
+
+/// One line of a changes file, its action part `A` parsed by the caller:
+/// one action ([`RouteChange`]) or one per column (a network FIB's).
+pub(crate) enum ChangeLine<K, A> {
+    Add(K, A),
+    Delete(K),
+    Set(K, A),
+}
+
+/// Numbered [`ChangeLine`]s.
+pub(crate) type ChangeLines<K, A> = Vec<(usize, ChangeLine<K, A>)>;
+
+/// Parse a changes file whose `+` and `=` lines carry `arity` action
+/// tokens: `+ NAME ACTION..`, `- NAME`, `= NAME ACTION..` per line.
+/// `actions(line, tokens)` parses a line's `arity` action tokens. The error
+/// texts name the arity (`'+' takes NAME ACTION` for one action, `'+'
+/// takes NAME and N actions` for N).
+pub(crate) fn parse_change_lines<K: NameKey, A>(
+    text: &str,
+    arity: usize,
+    actions: impl Fn(usize, &[&str]) -> Result<A, LineError>,
+) -> Result<ChangeLines<K, A>, LineError> {
+    let (takes, act) = if arity == 1 {
+        ("NAME ACTION".to_string(), "ACTION")
+    } else {
+        (format!("NAME and {arity} actions"), "ACTION...")
+    };
     let mut out = Vec::new();
     for (line, fields) in fields_of(text) {
         let change = match fields[..] {
-            ["+", name, action] => RouteChange::Add(name_at(line, name)?, action_at(line, action)?),
-            ["-", name] => RouteChange::Delete(name_at(line, name)?),
-            ["=", name, action] => RouteChange::Set(name_at(line, name)?, action_at(line, action)?),
+            [op @ ("+" | "="), name, ref acts @ ..] if acts.len() == arity => {
+                let (name, acts) = (name_at(line, name)?, actions(line, acts)?);
+                if op == "+" {
+                    ChangeLine::Add(name, acts)
+                } else {
+                    ChangeLine::Set(name, acts)
+                }
+            }
+            ["-", name] => ChangeLine::Delete(name_at(line, name)?),
             [op @ ("+" | "="), ..] => {
                 return Err(LineError::new(
                     line,
                     format!(
-                        "'{op}' takes NAME ACTION, got {} fields after it",
+                        "'{op}' takes {takes}, got {} fields after it",
                         fields.len() - 1
                     ),
                 ))
@@ -664,8 +711,8 @@ pub fn parse_changes<K: NameKey>(text: &str) -> Result<Vec<(usize, RouteChange<K
                 return Err(LineError::new(
                     line,
                     format!(
-                    "unknown change '{op}': expected '+ NAME ACTION', '- NAME' or '= NAME ACTION'"
-                ),
+                        "unknown change '{op}': expected '+ NAME {act}', '- NAME' or '= NAME {act}'"
+                    ),
                 ))
             }
             [] => continue,
@@ -1239,6 +1286,21 @@ mod tests {
             ("= 1 2 3\n", 1),
         ] {
             assert_eq!(parse_changes::<u64>(bad).unwrap_err().line, line, "{bad:?}");
+        }
+        // The texts of the one-action syntax (the network FIB's parser is
+        // the same one with N actions).
+        for (bad, text) in [
+            ("+ 1\n", "'+' takes NAME ACTION, got 1 fields after it"),
+            ("= 1 2 3\n", "'=' takes NAME ACTION, got 3 fields after it"),
+            ("- 1 2\n", "'-' takes only NAME, got 2 fields after it"),
+            (
+                "* 1 2\n",
+                "unknown change '*': expected '+ NAME ACTION', '- NAME' or '= NAME ACTION'",
+            ),
+            ("+ 1 nowhere\n", "nowhere"),
+        ] {
+            let e = parse_changes::<u64>(bad).unwrap_err();
+            assert!(e.reason.contains(text), "{bad:?}: {}", e.reason);
         }
     }
 

@@ -37,7 +37,8 @@ use crate::config::Config;
 use crate::control::{Change, Othello};
 use crate::error::UpdateError;
 use crate::fib::{
-    action_at, fields_of, name_at, Action, ActionTable, FibError, LineError, MergedApply, NameKey,
+    action_at, fields_of, name_at, parse_change_lines, Action, ActionTable, ChangeLine, FibError,
+    LineError, MergedApply, NameKey,
 };
 use crate::query::Query;
 
@@ -119,45 +120,19 @@ pub fn parse_network_changes<K: NameKey>(
     text: &str,
     columns: usize,
 ) -> Result<Vec<(usize, NetworkChange<K>)>, LineError> {
-    let mut out = Vec::new();
-    for (line, fields) in fields_of(text) {
-        let change = match &fields[..] {
-            ["+", name, acts @ ..] if !acts.is_empty() => {
-                NetworkChange::Add(name_at(line, name)?, actions_at(line, acts, columns)?)
-            }
-            ["=", name, acts @ ..] if !acts.is_empty() => {
-                NetworkChange::Set(name_at(line, name)?, actions_at(line, acts, columns)?)
-            }
-            ["-", name] => NetworkChange::Delete(name_at(line, name)?),
-            [op @ ("+" | "="), ..] => {
-                return Err(LineError::new(
-                    line,
-                    format!("'{op}' takes NAME and {columns} actions"),
-                ))
-            }
-            ["-", ..] => {
-                return Err(LineError::new(
-                    line,
-                    format!(
-                        "'-' takes only NAME, got {} fields after it",
-                        fields.len() - 1
-                    ),
-                ))
-            }
-            [op, ..] => {
-                return Err(LineError::new(
-                    line,
-                    format!(
-                        "unknown change '{op}': expected '+ NAME ACTION...', '- NAME' or \
-                         '= NAME ACTION...'"
-                    ),
-                ))
-            }
-            [] => continue,
+    Ok(parse_change_lines(text, columns, |line, acts| {
+        acts.iter().map(|t| action_at(line, t)).collect()
+    })?
+    .into_iter()
+    .map(|(line, c)| {
+        let c = match c {
+            ChangeLine::Add(k, a) => NetworkChange::Add(k, a),
+            ChangeLine::Delete(k) => NetworkChange::Delete(k),
+            ChangeLine::Set(k, a) => NetworkChange::Set(k, a),
         };
-        out.push((line, change));
-    }
-    Ok(out)
+        (line, c)
+    })
+    .collect())
 }
 
 /// A network-wide Concise FIB: names mapped to one action id per column
@@ -599,6 +574,28 @@ mod tests {
             "= zz 1 2 3\n",
         ] {
             assert!(parse_network_changes::<[u8; 6]>(bad, 3).is_err(), "{bad}");
+        }
+        for (bad, text) in [
+            (
+                "+ 02:00:00:00:00:05 1 2\n",
+                "'+' takes NAME and 3 actions, got 3 fields after it",
+            ),
+            (
+                "= 02:00:00:00:00:05\n",
+                "'=' takes NAME and 3 actions, got 1 fields after it",
+            ),
+            (
+                "- 02:00:00:00:00:05 1\n",
+                "'-' takes only NAME, got 2 fields after it",
+            ),
+            (
+                "* 02:00:00:00:00:05 1 2 3\n",
+                "expected '+ NAME ACTION...', '- NAME' or '= NAME ACTION...'",
+            ),
+            ("+ 02:00:00:00:00:05 1 2 nowhere\n", "nowhere"),
+        ] {
+            let e = parse_network_changes::<[u8; 6]>(bad, 3).unwrap_err();
+            assert!(e.reason.contains(text), "{bad:?}: {}", e.reason);
         }
     }
 
