@@ -278,6 +278,10 @@ struct LabArgs {
     /// --update-rate, --rate (default 20 000 frames/s), --seed, --out.
     #[arg(long, value_name = "N", default_value_t = 0)]
     switches: usize,
+    /// The network lab's shape: line (the default) or leaf-spine (spines
+    /// over leaves, a sink on every leaf; 2 spines, N/4 from N = 12).
+    #[arg(long, value_name = "SHAPE", default_value = "line")]
+    topology: lab::Topology,
     /// Instead of the main job: a FIB of --names names split over N live
     /// nodes (4 to 16, `nexthop cluster run` each, a full mesh of internal
     /// links), one frame per name sent into every node, each checked at
@@ -338,6 +342,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             alternate: a.alternate,
             json: a.json,
             switches: a.switches,
+            topology: a.topology,
             cluster: a.cluster,
         }),
     }

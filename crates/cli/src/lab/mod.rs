@@ -43,6 +43,7 @@ mod cpu;
 mod frame;
 mod live;
 mod net;
+pub use net::Topology;
 mod pcap;
 mod phases;
 mod plan;
@@ -99,6 +100,8 @@ pub struct LabOpts {
     /// A network of this many forwarders instead (0: the main job); see
     /// [`net`].
     pub switches: usize,
+    /// The network lab's shape.
+    pub topology: net::Topology,
     /// A FIB split over this many live nodes instead (0: not); see
     /// [`cluster`].
     pub cluster: usize,
@@ -157,6 +160,9 @@ pub fn run(o: &LabOpts) -> Result<()> {
     }
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     fs::create_dir_all(&o.out).with_context(|| format!("{}: create directory", o.out.display()))?;
+    if o.topology != net::Topology::Line && o.switches == 0 {
+        bail!("--topology is for the network lab: give it with --switches N");
+    }
     if o.switches > 0 && o.cluster > 0 {
         bail!("--switches and --cluster are two different labs: give one");
     }

@@ -73,17 +73,171 @@ fn name(i: usize) -> [u8; 6] {
     [0x02, 0x6e, b[0], b[1], b[2], b[3]]
 }
 
-/// Switch `s`'s action for a name whose destination is sink `d`.
-fn hop(s: usize, d: usize) -> Action {
-    Action::Port(match s.cmp(&d) {
-        std::cmp::Ordering::Less => RIGHT,
-        std::cmp::Ordering::Equal => LOCAL,
-        std::cmp::Ordering::Greater => LEFT,
-    })
+/// The shape of the network (`--topology`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Topology {
+    /// Switches in a line, a sink on each, the source at switch 0.
+    #[default]
+    Line,
+    /// Spines over leaves (every leaf linked to every spine), a sink on
+    /// each leaf, the source at leaf 0.
+    LeafSpine,
 }
 
-fn actions(n: usize, d: usize) -> Vec<Action> {
-    (0..n).map(|s| hop(s, d)).collect()
+impl Topology {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Topology::Line => "line",
+            Topology::LeafSpine => "leaf-spine",
+        }
+    }
+}
+
+/// The switches, their links and where each name goes.
+///
+/// Line: switch `s` has port 1 (left: switch `s - 1`, the source for
+/// switch 0), port 2 (right: switch `s + 1`; a tail link at the end) and
+/// port 3 (its sink); destination `d` is switch `d`'s sink.
+///
+/// Leaf-spine: `S` spines (2, or N / 4 from N = 12 on) and `L = N - S`
+/// leaves; switches `0..L` are the leaves, `L..N` the spines. Leaf `l`
+/// reaches spine `j` on port `1 + j` and its sink on port `S + 1`; spine
+/// `j` reaches leaf `l` on port `1 + l`; the source enters leaf 0 on port
+/// 0. Destination `d` is leaf `d`'s sink. A leaf sends a name for another
+/// leaf up to spine `i mod S` (the name's index: the names spread over the
+/// spines), a spine down to the destination leaf.
+///
+/// One action table serves every switch, and a forwarder maps every port
+/// of it, so a port a switch does not use goes to a tail link (a veth
+/// into the sink namespace that nothing is routed to; the per-hop check
+/// says no frame went there).
+struct Net {
+    topo: Topology,
+    n: usize,
+    spines: usize,
+}
+
+/// A link between two switches: `(a, port of a, b, port of b)`.
+type Link = (usize, u16, usize, u16);
+
+impl Net {
+    fn new(topo: Topology, n: usize) -> Net {
+        let spines = match topo {
+            Topology::Line => 0,
+            Topology::LeafSpine => (n / 4).max(2),
+        };
+        Net { topo, n, spines }
+    }
+
+    /// Destinations (sinks).
+    fn dests(&self) -> usize {
+        self.n - self.spines
+    }
+
+    /// The switch that holds sink `d`, and its port to it.
+    fn sink_of(&self, d: usize) -> (usize, u16) {
+        match self.topo {
+            Topology::Line => (d, LOCAL),
+            Topology::LeafSpine => (d, self.spines as u16 + 1),
+        }
+    }
+
+    /// The switch the source enters, and on which port.
+    fn entry(&self) -> (usize, u16) {
+        match self.topo {
+            Topology::Line => (0, LEFT),
+            Topology::LeafSpine => (0, 0),
+        }
+    }
+
+    fn links(&self) -> Vec<Link> {
+        match self.topo {
+            Topology::Line => (0..self.n - 1).map(|s| (s, RIGHT, s + 1, LEFT)).collect(),
+            Topology::LeafSpine => {
+                let l = self.dests();
+                let mut v = Vec::new();
+                for leaf in 0..l {
+                    for j in 0..self.spines {
+                        v.push((leaf, 1 + j as u16, l + j, 1 + leaf as u16));
+                    }
+                }
+                v
+            }
+        }
+    }
+
+    /// Every port of the shared action table (each switch maps all).
+    fn table_ports(&self) -> Vec<u16> {
+        match self.topo {
+            Topology::Line => vec![LEFT, RIGHT, LOCAL],
+            Topology::LeafSpine => (1..=(self.spines + 1).max(self.dests()) as u16).collect(),
+        }
+    }
+
+    /// Switch `s`'s action for name `i` whose destination is sink `d`.
+    fn hop(&self, s: usize, d: usize, i: usize) -> Action {
+        Action::Port(match self.topo {
+            Topology::Line => match s.cmp(&d) {
+                std::cmp::Ordering::Less => RIGHT,
+                std::cmp::Ordering::Equal => LOCAL,
+                std::cmp::Ordering::Greater => LEFT,
+            },
+            Topology::LeafSpine => {
+                let l = self.dests();
+                if s >= l {
+                    1 + d as u16
+                } else if s == d {
+                    self.spines as u16 + 1
+                } else {
+                    1 + (i % self.spines) as u16
+                }
+            }
+        })
+    }
+
+    /// Every switch's action for name `i` to sink `d`.
+    fn actions(&self, d: usize, i: usize) -> Vec<Action> {
+        (0..self.n).map(|s| self.hop(s, d, i)).collect()
+    }
+
+    /// Switch `s`'s ports: `(port, what)`, `what` a link, the source, the
+    /// sink or a tail.
+    fn ports(&self, s: usize) -> Vec<(u16, Port)> {
+        let mut v: Vec<(u16, Port)> = Vec::new();
+        for (a, pa, b, pb) in self.links() {
+            if a == s {
+                v.push((pa, Port::Link(b, pb)));
+            }
+            if b == s {
+                v.push((pb, Port::Link(a, pa)));
+            }
+        }
+        if self.entry().0 == s {
+            v.push((self.entry().1, Port::Source));
+        }
+        for d in 0..self.dests() {
+            if self.sink_of(d).0 == s {
+                v.push((self.sink_of(d).1, Port::Sink(d)));
+            }
+        }
+        for p in self.table_ports() {
+            if !v.iter().any(|&(q, _)| q == p) {
+                v.push((p, Port::Tail));
+            }
+        }
+        v.sort_by_key(|&(p, _)| p);
+        v
+    }
+}
+
+/// What a switch port leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Port {
+    /// Switch `.0`'s port `.1`.
+    Link(usize, u16),
+    Source,
+    Sink(usize),
+    Tail,
 }
 
 /// Destinations of every name over the FIB's versions.
@@ -291,6 +445,8 @@ fn start_redis(dir: &Path) -> Result<(ChildGuard, String)> {
 /// `nexthop lab --switches N`.
 pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let n = o.switches;
+    let net = Net::new(o.topology, n);
+    let nd = net.dests();
     if !SWITCHES.contains(&n) {
         bail!(
             "--switches {n}: expected {} to {}",
@@ -311,19 +467,20 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let rate = if o.rate > 0.0 { o.rate } else { 20_000.0 };
     let out = fs::canonicalize(&o.out)?;
     say!(
-        "nexthop lab: {n} switches in a line, {} names, {:.1} s of traffic at {rate:.0} frames/s, \
+        "nexthop lab: {n} switches ({}), {} names, {:.1} s of traffic at {rate:.0} frames/s, \
          {:.0} changes/s, seed {}",
+        o.topology.name(),
         o.names,
         o.duration,
         o.update_rate,
         o.seed
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(o.seed);
-    let dests: Vec<usize> = (0..o.names).map(|_| rng.gen_range(0..n)).collect();
+    let dests: Vec<usize> = (0..o.names).map(|_| rng.gen_range(0..nd)).collect();
     let routes: Vec<_> = dests
         .iter()
         .enumerate()
-        .map(|(i, &d)| (i + 1, name(i), actions(n, d)))
+        .map(|(i, &d)| (i + 1, name(i), net.actions(d, i)))
         .collect();
     let fib = NetworkFib::build(
         Config {
@@ -361,16 +518,26 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     for x in [&src, &snk].into_iter().chain(&sw) {
         ns.create(x)?;
     }
-    ns.veth(&src, "src0", &sw[0], "p1", None)?;
-    for s in 0..n {
-        if s + 1 < n {
-            ns.veth(&sw[s], "p2", &sw[s + 1], "p1", None)?;
-        } else {
-            // The end of the line: no name is routed there, but the shared
-            // action table names port 2, which every switch must map.
-            ns.veth(&sw[s], "p2", &snk, "tail", None)?;
+    // Interface `p{P}` is a switch's port P; the sinks are `k{D}` and
+    // the tails `t{S}p{P}` in the sink namespace.
+    ns.veth(
+        &src,
+        "src0",
+        &sw[net.entry().0],
+        &format!("p{}", net.entry().1),
+        None,
+    )?;
+    for (a, pa, b, pb) in net.links() {
+        ns.veth(&sw[a], &format!("p{pa}"), &sw[b], &format!("p{pb}"), None)?;
+    }
+    for (s, x) in sw.iter().enumerate() {
+        for (p, what) in net.ports(s) {
+            match what {
+                Port::Sink(d) => ns.veth(x, &format!("p{p}"), &snk, &format!("k{d}"), None)?,
+                Port::Tail => ns.veth(x, &format!("p{p}"), &snk, &format!("t{s}p{p}"), None)?,
+                Port::Link(..) | Port::Source => {}
+            }
         }
-        ns.veth(&sw[s], "p3", &snk, &format!("k{s}"), None)?;
     }
 
     // The switches.
@@ -388,9 +555,13 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             "--key-file",
         ])
         .arg(&key_path)
-        .args(["--port", "1=p1", "--port", "2=p2", "--port", "3=p3"])
-        .args(["--in", "1", "--in", "2"])
         .args(["--metrics", METRICS, "--quiet", "--workers", "1"]);
+        for (p, what) in net.ports(s) {
+            cmd.args(["--port", &format!("{p}=p{p}")]);
+            if matches!(what, Port::Link(..) | Port::Source) {
+                cmd.args(["--in", &p.to_string()]);
+            }
+        }
         cmd.stdin(Stdio::null())
             .stdout(fs::File::create(out.join(format!("sw{s}.out")))?)
             .stderr(fs::File::create(&err)?);
@@ -417,7 +588,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 .map(|&d| Mutex::new(vec![(0, d as u8)]))
                 .collect(),
         },
-        sinks: (0..n).map(|_| SinkCounts::default()).collect(),
+        sinks: (0..nd).map(|_| SinkCounts::default()).collect(),
         final_seen: (0..o.names).map(|_| AtomicU32::new(0)).collect(),
         final_copies: (0..o.names).map(|_| AtomicU8::new(0)).collect(),
         version: AtomicU64::new(ctl.version()),
@@ -434,13 +605,13 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         // Whatever ends this scope (an error included) stops the source
         // and the sinks, so that the scope can join them.
         let _stop = StopOnDrop(&sh);
-        let sinks: Vec<_> = (0..n)
+        let sinks: Vec<_> = (0..nd)
             .map(|s| {
                 let (sh, snk) = (&sh, snk.as_str());
                 sc.spawn(move || sink_loop(sh, snk, s))
             })
             .collect();
-        wait_ready(&sh.sinks_ready, n);
+        wait_ready(&sh.sinks_ready, nd);
         let source = {
             let (sh, src) = (&sh, src.as_str());
             sc.spawn(move || source_loop(sh, src, PHASE_TRAFFIC, None, rate, o.seed ^ 0x5eed))
@@ -458,9 +629,9 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
             {
                 let i = rng.gen_range(0..o.names);
                 let old = usize::from(sh.history.last(i));
-                let d = (old + rng.gen_range(1..n)) % n;
-                let before: Vec<Action> = actions(n, old);
-                let after = actions(n, d);
+                let d = (old + rng.gen_range(1..nd)) % nd;
+                let before: Vec<Action> = net.actions(old, i);
+                let after = net.actions(d, i);
                 let ch = NetworkChange::Set(name(i), after.clone());
                 // In the history before any switch can have it.
                 sh.history.dest[i]
@@ -524,38 +695,64 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         |m: &MetricsSnapshot, p: u16| m.tx.iter().find(|x| x.port == p).map_or(0, |x| x.frames);
     let mut hop_mismatch = Vec::new();
     let mut hops = Vec::new();
-    for (s, m) in metrics.iter().enumerate() {
-        let sc = &sh.sinks[s];
-        let at_sink = sc.exact.load(Ordering::Relaxed)
+    let at_sink = |d: usize| {
+        let sc = &sh.sinks[d];
+        sc.exact.load(Ordering::Relaxed)
             + sc.transition.load(Ordering::Relaxed)
             + sc.misforwarded.load(Ordering::Relaxed)
             + sc.final_frames.load(Ordering::Relaxed)
             + sc.ring_drops.load(Ordering::Relaxed)
-            + sc.foreign.load(Ordering::Relaxed);
-        let (l, r, k) = (port_tx(m, LEFT), port_tx(m, RIGHT), port_tx(m, LOCAL));
-        // What reached switch s: from its left neighbour (the source for
-        // switch 0) and from its right one (frames in a transient loop
-        // while a change propagates).
-        let from_left = match s.checked_sub(1) {
-            Some(p) => port_tx(&metrics[p], RIGHT),
-            None => sh.sent.load(Ordering::Relaxed),
-        };
-        let from_right = metrics.get(s + 1).map_or(0, |m| port_tx(m, LEFT));
-        if m.frames_in != from_left + from_right {
+            + sc.foreign.load(Ordering::Relaxed)
+    };
+    for (s, m) in metrics.iter().enumerate() {
+        // What reached switch s: what each neighbour sent it (frames may
+        // come back in a transient loop while a change propagates) and,
+        // at the entry, what the source sent.
+        let mut from = Vec::new();
+        let mut tx = serde_json::Map::new();
+        let mut sink = None;
+        for (p, what) in net.ports(s) {
+            let sent_here = port_tx(m, p);
+            if sent_here > 0 || !matches!(what, Port::Tail) {
+                tx.insert(p.to_string(), sent_here.into());
+            }
+            match what {
+                Port::Link(b, pb) => from.push(port_tx(&metrics[b], pb)),
+                Port::Source => from.push(sh.sent.load(Ordering::Relaxed)),
+                Port::Sink(d) => {
+                    let seen = at_sink(d);
+                    if sent_here != seen {
+                        hop_mismatch.push(format!(
+                            "switch {s} sent {sent_here} frames to sink {d}, which saw {seen}"
+                        ));
+                    }
+                    sink = Some((sent_here, seen));
+                }
+                Port::Tail if sent_here > 0 => hop_mismatch.push(format!(
+                    "switch {s} sent {sent_here} frames to port {p}, which leads nowhere"
+                )),
+                Port::Tail => {}
+            }
+        }
+        let total: u64 = from.iter().sum();
+        if m.frames_in != total {
             hop_mismatch.push(format!(
-                "switch {s} received {} frames, its neighbours sent it {from_left} + {from_right}",
+                "switch {s} received {} frames, its neighbours sent it {from:?}",
                 m.frames_in
             ));
         }
-        if k != at_sink {
-            hop_mismatch.push(format!(
-                "switch {s} sent {k} frames to sink {s}, which saw {at_sink}"
-            ));
+        let (to_sink, sink_received) = sink.unwrap_or((0, 0));
+        let mut h = serde_json::json!({
+            "switch": s, "frames_in": m.frames_in, "tx": tx, "to_sink": to_sink,
+            "dropped": m.dropped, "sink_received": sink_received,
+        });
+        if net.topo == Topology::Line {
+            h["to_left"] = port_tx(m, LEFT).into();
+            h["to_right"] = port_tx(m, RIGHT).into();
+        } else {
+            h["role"] = if s < nd { "leaf" } else { "spine" }.into();
         }
-        hops.push(serde_json::json!({
-            "switch": s, "frames_in": m.frames_in, "to_left": l, "to_right": r, "to_sink": k,
-            "dropped": m.dropped, "sink_received": at_sink,
-        }));
+        hops.push(h);
     }
     let sum = |f: fn(&SinkCounts) -> &AtomicU64| {
         sh.sinks
@@ -577,7 +774,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         .count();
     let pass = misforwarded == 0 && final_wrong == 0 && hop_mismatch.is_empty() && exact > 0;
     let summary = serde_json::json!({
-        "switches": n, "names": o.names, "topology": "line",
+        "switches": n, "names": o.names, "topology": o.topology.name(),
         "redis": url, "fib": FIB,
         "changes": applied, "version": ctl.version(),
         "column_deltas": column_deltas,
@@ -593,7 +790,10 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     ctl.release();
     drop(fwds);
     drop(ns);
-    say!("nexthop lab summary ({n} switches, line, FIB through Redis)");
+    say!(
+        "nexthop lab summary ({n} switches, {}, FIB through Redis)",
+        o.topology.name()
+    );
     say!(
         "  changes      {applied} published (version {}), deltas per switch {column_deltas:?}",
         summary["version"]
