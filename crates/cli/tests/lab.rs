@@ -9,15 +9,9 @@ use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
+mod lab_common;
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
+use lab_common::{is_root, lab, lab_out, NEXTHOP};
 
 /// Namespaces left behind by the lab process `pid`.
 fn namespaces_of(pid: u32) -> Vec<String> {
@@ -37,24 +31,8 @@ fn namespaces_of(pid: u32) -> Vec<String> {
 /// returned last so the caller can read the run's files (`DIR/lab`).
 fn lab_in_tempdir(args: &[&str]) -> (bool, String, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("lab");
-    let mut all = args.to_vec();
-    all.extend(["--out", out.to_str().unwrap()]);
-    let (ok, stdout, stderr) = lab(&all);
+    let (ok, stdout, stderr) = lab_out(args, &dir.path().join("lab"));
     (ok, stdout, stderr, dir)
-}
-
-fn lab(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(NEXTHOP)
-        .arg("lab")
-        .args(args)
-        .output()
-        .expect("run nexthop lab");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 #[test]

@@ -5,49 +5,29 @@
 //! and the nodes' own counts agree on the hand-overs. Without root the lab
 //! refuses (namespaces need it) and the test checks that.
 
-use std::process::Command;
+mod lab_common;
 
-const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
+use lab_common::{is_root, lab_out};
 
 #[test]
 fn every_frame_entering_any_node_leaves_its_owner_on_its_port() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let o = Command::new(NEXTHOP)
-        .args([
-            "lab",
-            "--cluster",
-            "4",
-            "--names",
-            "400",
-            "--rate",
-            "5000",
-            "--json",
-        ])
-        .arg("--out")
-        .arg(tmp.path())
-        .output()
-        .expect("run nexthop lab");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
+    let args = [
+        "--cluster",
+        "4",
+        "--names",
+        "400",
+        "--rate",
+        "5000",
+        "--json",
+    ];
+    let (ok, stdout, stderr) = lab_out(&args, tmp.path());
     if !is_root() {
         eprintln!("skipped: the cluster lab needs root (network namespaces)");
-        assert!(
-            !o.status.success() && stderr.contains("need root"),
-            "{stderr}"
-        );
+        assert!(!ok && stderr.contains("need root"), "{stderr}");
         return;
     }
-    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     let s: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
     assert_eq!(s["result"], "PASS", "{s:#}");
     assert_eq!(s["cluster"], 4);

@@ -7,32 +7,9 @@
 //! Without root the lab refuses (namespaces need it) and the test checks
 //! that.
 
-use std::process::Command;
+mod lab_common;
 
-const NEXTHOP: &str = env!("CARGO_BIN_EXE_nexthop");
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-fn lab(args: &[&str], out: &std::path::Path) -> (bool, String, String) {
-    let o = Command::new(NEXTHOP)
-        .arg("lab")
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("run nexthop lab");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use lab_common::{is_root, lab_out as lab};
 
 #[test]
 fn four_switches_forward_every_frame_to_the_sink_of_its_version() {
@@ -98,6 +75,71 @@ fn a_network_lab_of_fewer_than_four_switches_is_refused() {
     let (ok, _, stderr) = lab(&["--switches", "3"], tmp.path());
     assert!(
         !ok && stderr.contains("--switches 3: expected 4 to 16"),
+        "{stderr}"
+    );
+}
+
+/// `--topology leaf-spine`: 2 spines over 4 leaves, a sink on each leaf.
+/// Every frame reaches the sink of its version, the final wave exactly the
+/// final sinks, and the per-hop counts agree link by link: every leaf's
+/// input is what the spines sent down to it (plus the source at leaf 0),
+/// every spine's is what the leaves sent up.
+#[test]
+fn a_leaf_spine_network_forwards_every_frame_to_the_sink_of_its_version() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--switches",
+        "6",
+        "--topology",
+        "leaf-spine",
+        "--names",
+        "150",
+        "--duration",
+        "2",
+        "--update-rate",
+        "40",
+        "--rate",
+        "2000",
+        "--json",
+    ];
+    let (ok, stdout, stderr) = lab(&args, tmp.path());
+    if !is_root() {
+        assert!(!ok && stderr.contains("need root"), "{stderr}");
+        return;
+    }
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let s: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
+    assert_eq!(s["result"], "PASS", "{s:#}");
+    assert_eq!(s["topology"], "leaf-spine");
+    assert_eq!(s["misforwarded"], 0, "{s:#}");
+    assert_eq!(s["final_wave"]["wrong_or_missing"], 0, "{s:#}");
+    assert!(s["per_hop_mismatches"].as_array().unwrap().is_empty());
+    let hops = s["per_hop"].as_array().unwrap();
+    let roles: Vec<&str> = hops.iter().map(|h| h["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["leaf", "leaf", "leaf", "leaf", "spine", "spine"]);
+    let n = |h: &serde_json::Value, k: &str| h[k].as_u64().unwrap();
+    let tx = |h: &serde_json::Value, p: u16| h["tx"][p.to_string()].as_u64().unwrap_or(0);
+    // Leaf l reaches spine j on port 1 + j; spine j reaches leaf l on
+    // port 1 + l; the source enters leaf 0.
+    for (l, h) in hops.iter().enumerate().take(4) {
+        let down: u64 = (4..6).map(|sp| tx(&hops[sp], 1 + l as u16)).sum();
+        let src = if l == 0 { n(&s, "sent") } else { 0 };
+        assert_eq!(n(h, "frames_in"), down + src, "leaf {l}: {s:#}");
+        assert!(n(h, "to_sink") > 0, "leaf {l}: {s:#}");
+    }
+    for (j, h) in hops.iter().enumerate().skip(4) {
+        let up: u64 = (0..4).map(|l| tx(&hops[l], 1 + (j - 4) as u16)).sum();
+        assert_eq!(n(h, "frames_in"), up, "spine {j}: {s:#}");
+        assert!(n(h, "frames_in") > 0, "spine {j}: {s:#}");
+    }
+}
+
+#[test]
+fn a_topology_without_switches_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (ok, _, stderr) = lab(&["--topology", "leaf-spine"], tmp.path());
+    assert!(
+        !ok && stderr.contains("--topology is for the network lab"),
         "{stderr}"
     );
 }
