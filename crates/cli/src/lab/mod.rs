@@ -27,8 +27,8 @@
 //! `frame`, `phases`, `cpu` and `summary` use no other file of the lab;
 //! `plan` uses `frame`; `live` and `pcap` use the others, never each other.
 //!
-//! `nexthop lab --switches N` runs [`net`] instead: N forwarders in a line,
-//! each following its column of one network-wide FIB through a private
+//! `nexthop lab --switches N` runs [`net`] instead: N forwarders in a line
+//! or a leaf-spine (`--topology`), each following its column of one network-wide FIB through a private
 //! Redis (it uses `frame`, `plan`'s key file and `live`'s process and
 //! metrics helpers). `nexthop lab --cluster N` runs [`cluster`] instead: a
 //! FIB split over N live nodes (`nexthop cluster run`), every frame sent

@@ -1,22 +1,31 @@
-//! `nexthop lab --switches N`: a network of N forwarders in a line, every
-//! one following its own column of one network-wide FIB through Redis.
+//! `nexthop lab --switches N [--topology line|leaf-spine]`: a network of
+//! N forwarders, every one following its own column of one network-wide
+//! FIB through Redis.
 //!
 //! ```text
-//!  src --p1 sw0 p2-- p1 sw1 p2-- ... --p1 sw(N-1)
-//!           p3        p3                 p3
-//!           |         |                  |
-//!           k0        k1   sinks (one namespace)   k(N-1)
+//! line:        src --p1 sw0 p2-- p1 sw1 p2-- ... --p1 sw(N-1)
+//!                       p3        p3                 p3
+//!                       k0        k1   sinks         k(N-1)
+//!
+//! leaf-spine:        spine L  ..  spine N-1      (port 1 + l: leaf l)
+//!                     /    \       /    \
+//!              src -p0 leaf 0 .. leaf L-1         (port 1 + j: spine j,
+//!                        |          |              port S + 1: its sink)
+//!                        k0         k(L-1)
 //! ```
 //!
-//! A private `redis-server` listens on a Unix socket under the out
-//! directory (reachable from every namespace); the lab's controller
-//! ([`RedisController`] over a [`NetworkFib`] of N columns) publishes the
-//! FIB; each switch is `nexthop run --redis unix://... --fib lab/S` in its
-//! namespace. A name's destination is one sink `d`: switch `s` sends it
-//! right (port 2) when `s < d`, to its sink (port 3) when `s == d`, left
-//! (port 1) otherwise. Live changes move names to other sinks while
-//! traffic flows: the controller takes each change once and publishes a
-//! delta only to the switches whose next hop changed.
+//! (The shapes, ports and routes are [`Net`]'s.) A private `redis-server`
+//! listens on a Unix socket under the out directory (reachable from every
+//! namespace); the lab's controller ([`RedisController`] over a
+//! [`NetworkFib`] of N columns) publishes the FIB; each switch is `nexthop
+//! run --redis unix://... --fib lab/S` in its namespace. A name's
+//! destination is one sink `d`. In the line, switch `s` sends it right
+//! (port 2) when `s < d`, to its sink (port 3) when `s == d`, left (port 1)
+//! otherwise; in the leaf-spine, a leaf sends it up to a spine (chosen by
+//! the name) unless the sink is its own, a spine down to the leaf of `d`.
+//! Live changes move names to other sinks while traffic flows: the
+//! controller takes each change once and publishes a delta only to the
+//! switches whose next hop changed.
 //!
 //! Every frame carries its name's index and the FIB version it was sent
 //! under (the version whose changes were all published). A sink accepts a
@@ -26,9 +35,10 @@
 //! misforwarded. After the traffic, a final wave sends one frame per name
 //! and each must reach exactly its final destination. Per-hop counts come
 //! from every switch's metrics and are checked link by link: what switch
-//! `s` received is what its neighbours sent it (the source, or switch
-//! `s - 1` to the right, plus switch `s + 1` to the left), what it sent to
-//! its sink is what sink `s` received.
+//! `s` received is what its neighbours sent it on their links to it (plus
+//! the source at the entry switch), what it sent to its sink is what that
+//! sink received, and nothing went to a tail (a port of the shared action
+//! table that the switch does not use).
 
 use crate::textio::say;
 use std::fs;
