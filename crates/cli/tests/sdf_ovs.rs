@@ -10,7 +10,10 @@
 //! hosts' ARP and datagrams through it, frames delivered with the next
 //! hop's MAC and the TTL decremented by OVS, a route change revoking
 //! exactly its flows; and the same router over a pcap file on nexthop's
-//! own backend. Without root, `ip` or Open vSwitch a test says why and
+//! own backend. The SEATTLE app (Python) on two bridges joined by the
+//! patch ports its tunnels become: a DHT miss cached as a drop flow until
+//! the owner's answer revokes it, then frames across one tunnel. Without
+//! root, `ip`, Open vSwitch (or, for SEATTLE, the nexthop Python package) a test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
 
@@ -68,9 +71,14 @@ fn frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
 /// (at most 10 s; then the last ones, for the assertion to show). A
 /// failing `ovs-ofctl` (the switch restarting) is retried.
 fn flows_when(ovs: &Ovs, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    flows_on(ovs, BRIDGE, done)
+}
+
+/// [`flows_when`] on bridge `bridge`.
+fn flows_on(ovs: &Ovs, bridge: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let t = Instant::now();
     loop {
-        let f = ovs.flows(BRIDGE);
+        let f = ovs.flows(bridge);
         let late = t.elapsed() > Duration::from_secs(10);
         match f {
             Ok(f) if done(&f) || late => return f,
@@ -859,4 +867,250 @@ fn the_router_runs_unchanged_on_the_nexthop_backend() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--router-iface"), "{err}");
+}
+
+/// The Python that has the nexthop package with its OVS binding
+/// (`NEXTHOP_TEST_PYTHON`, else the test venv `scripts/test.sh` builds).
+fn python_with_run_ovs() -> Result<String, String> {
+    let py = std::env::var("NEXTHOP_TEST_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/../../target/py-test-venv/bin/python",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    });
+    let ok = Command::new(&py)
+        .args(["-c", "from nexthop.sdf import run_ovs"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Ok(py)
+    } else {
+        Err(format!(
+            "{py} has no nexthop package with run_ovs (bash scripts/test.sh installs it; or set NEXTHOP_TEST_PYTHON)"
+        ))
+    }
+}
+
+/// The flow from `src` to `dst` entering on `in_port` (whatever else it
+/// matches), if installed.
+fn sea_flow(flows: &[String], in_port: u16, src: [u8; 6], dst: [u8; 6]) -> Option<&str> {
+    let needles = [
+        format!("in_port={in_port},"),
+        format!("dl_src={}", mac_text(src)),
+        format!("dl_dst={}", mac_text(dst)),
+    ];
+    flows
+        .iter()
+        .find(|f| needles.iter().all(|n| f.contains(n.as_str())))
+        .map(String::as_str)
+}
+
+/// A frame of ethertype 0x88b6 (not SEATTLE's DHT 0x88b5) with the magic.
+fn data_frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
+    let mut f = frame(src, dst, seq);
+    f[13] = 0xb6;
+    f
+}
+
+/// The SEATTLE controller of switch `me` (of two) on bridge `br`: its host
+/// on OpenFlow port 1, its tunnel to the other switch a patch port.
+fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
+    let other = 1 - me;
+    let app = lab.file(&format!("seattle{me}.py"));
+    // A long lookup timeout: the cached drop goes only when the answer
+    // comes.
+    fs::write(
+        &app,
+        format!(
+            "from nexthop.apps.seattle import SeattleSwitch\n\n\
+             def make_app():\n    return SeattleSwitch({me}, 2, [1], lookup_timeout=60.0)\n"
+        ),
+    )
+    .expect("write app");
+    let tunnel = format!("{other}=s{me}t{other},patch,peer=s{other}t{me}");
+    let mut env = ovs.env();
+    env.push(("NEXTHOP_PYTHON", py.to_owned()));
+    let name = format!("s{me}");
+    let br = format!("s{me}");
+    let i = lab.spawn(
+        "sw",
+        &name,
+        Path::new(NEXTHOP),
+        &[
+            "sdf",
+            "run",
+            "--backend",
+            "ovs",
+            "--app",
+            app.to_str().expect("utf-8 path"),
+            "--ovs-listen",
+            "127.0.0.1:0",
+            "--ovs-bridge",
+            &br,
+            "--ovs-ports",
+            "1",
+            "--ovs-tunnel",
+            &tunnel,
+            "--ovs-idle-timeout",
+            "60",
+            "--duration",
+            "20",
+        ],
+        &env,
+    );
+    let err = format!("{name}.err");
+    lab.wait_for(&err, "OpenFlow listening on", Duration::from_secs(20));
+    // The app adds its tunnel at its first tick: the patch port appears.
+    lab.wait_for(
+        &err,
+        &format!("app port 2 is OVS port s{me}t{other} on s{me}"),
+        Duration::from_secs(10),
+    );
+    i
+}
+
+#[test]
+fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
+    if let Some(why) = Ovs::missing() {
+        eprintln!("SKIP sdf_ovs seattle: {why}");
+        return;
+    }
+    let py = match python_with_run_ovs() {
+        Ok(py) => py,
+        Err(why) => {
+            eprintln!("SKIP sdf_ovs seattle: {why}");
+            return;
+        }
+    };
+    // Host a on switch 0, host b on switch 1; the DHT (rendezvous hashing
+    // over 2 switches) puts a's location at switch 0 and b's at switch 1,
+    // so switch 0 must ask switch 1 for b.
+    let (a, b) = (host_mac(6), host_mac(5));
+    let owners = Command::new(&py)
+        .args([
+            "-c",
+            &format!(
+                "from nexthop.apps.seattle import owner_of; print(owner_of(bytes.fromhex('{}'), 2), owner_of(bytes.fromhex('{}'), 2))",
+                hex(&a),
+                hex(&b)
+            ),
+        ])
+        .output()
+        .expect("python");
+    assert_eq!(String::from_utf8_lossy(&owners.stdout).trim(), "0 1");
+    let Some(mut lab) = lab_or_skip("sdfsea", &["h1", "h2", "sw"]) else {
+        return;
+    };
+    lab.veth("h1", "h1", "sw", "op1");
+    lab.veth("h2", "h2", "sw", "op2");
+    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
+    for (br, port) in [("s0", "op1"), ("s1", "op2")] {
+        ovs.add_bridge(br).expect("add bridge");
+        ovs.add_port(br, port, 1).expect("add port");
+    }
+    let caps = hosts::capture(&mut lab, &[1, 2]);
+    let s0 = start_seattle(&mut lab, &ovs, &py, 0);
+    let s1 = start_seattle(&mut lab, &ovs, &py, 1);
+    for br in ["s0", "s1"] {
+        let f = flows_on(&ovs, br, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+        assert_eq!(f.len(), 1, "{br}: {f:?}\n{}", ovs.log());
+    }
+
+    // 1. a -> b, b never seen: switch 0 asks b's owner (switch 1, which
+    // does not know b either and keeps switch 0 as a subscriber); the next
+    // frame's decision, a drop tied to the pending lookup, is a flow.
+    let mut seq = 0;
+    let drop_flow = {
+        let t = Instant::now();
+        loop {
+            hosts::send(&mut lab, 1, &[data_frame(a, b, seq)]);
+            seq += 1;
+            let f = ovs.flows("s0").expect("dump-flows s0");
+            if let Some(l) = sea_flow(&f, 1, a, b) {
+                break l.to_owned();
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "no drop flow: {f:?}");
+            sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(actions(&drop_flow), "drop", "{drop_flow}");
+    // Two state ids: a's binding and the pending lookup.
+    let c = cookie(&drop_flow);
+    assert_ne!(c >> 32, c & 0xffff_ffff, "{drop_flow}");
+    let dropped = seq;
+
+    // 2. b speaks (a broadcast, reaching a over the tunnel): switch 1
+    // learns b, its directory answers switch 0's lookup, and the answer
+    // revokes the cached drop by the pending state's tag.
+    let hello = data_frame(b, [0xff; 6], 1000);
+    hosts::send(&mut lab, 2, std::slice::from_ref(&hello));
+    let f = flows_on(&ovs, "s0", |f| sea_flow(f, 1, a, b).is_none());
+    assert!(
+        sea_flow(&f, 1, a, b).is_none(),
+        "drop flow not revoked: {f:?}"
+    );
+    let pending_tag = c & 0xffff_ffff;
+    assert!(
+        f.iter().all(|l| !l.contains("cookie=")
+            || (cookie(l) >> 32 != pending_tag && cookie(l) & 0xffff_ffff != pending_tag)),
+        "a flow still carries the pending lookup's tag: {f:?}"
+    );
+
+    // 3. a -> b again: the app forwards into the tunnel (one flow on each
+    // switch), then OVS carries a burst.
+    let first = seq;
+    hosts::send(&mut lab, 1, &[data_frame(a, b, seq)]);
+    seq += 1;
+    let f0 = flows_on(&ovs, "s0", |f| sea_flow(f, 1, a, b).is_some());
+    let fwd = sea_flow(&f0, 1, a, b)
+        .expect("a -> b flow on s0")
+        .to_owned();
+    assert_eq!(actions(&fwd), "output:2", "{fwd}");
+    let f1 = flows_on(&ovs, "s1", |f| {
+        f.iter()
+            .any(|l| l.contains("in_port=2,") && l.contains(&format!("dl_dst={}", mac_text(b))))
+    });
+    let from_tunnel = f1
+        .iter()
+        .find(|l| l.contains("in_port=2,") && l.contains(&format!("dl_dst={}", mac_text(b))))
+        .expect("tunnel -> b flow on s1");
+    assert_eq!(actions(from_tunnel), "output:1", "{from_tunnel}");
+    let burst: Vec<Vec<u8>> = (0..20).map(|i| data_frame(a, b, seq + i)).collect();
+    hosts::send(&mut lab, 1, &burst);
+    seq += 20;
+    sleep(Duration::from_millis(300));
+    caps.finish(&mut lab);
+
+    let got_b = hosts::received(&lab, 2);
+    let seqs: Vec<u16> = got_b
+        .iter()
+        .filter(|f| f[6..12] == a && f[0..6] == b)
+        .map(|f| u16::from_be_bytes([f[18], f[19]]))
+        .collect();
+    // Nothing sent while the lookup was pending arrived; everything after.
+    assert_eq!(seqs, (first..seq).collect::<Vec<_>>(), "dropped {dropped}");
+    assert!(
+        hosts::received(&lab, 1).contains(&hello),
+        "b's broadcast at a"
+    );
+
+    // The runs end at their --duration: their summaries.
+    let mut outs = Vec::new();
+    for (i, name) in [(s0, "s0"), (s1, "s1")] {
+        let (ok, out, err) = lab.wait(i, name, Duration::from_secs(40));
+        assert!(ok, "{name}:\n{out}\n{err}");
+        assert!(
+            out.contains("mapped_ports=1 unmapped_ports=0"),
+            "{name}: {out}"
+        );
+        assert!(out.contains(" errors=0 "), "{name}: {out}");
+        outs.push(out);
+    }
+    let out0 = &outs[0];
+    let revoked: u64 = out0
+        .split(' ')
+        .find_map(|f| f.strip_prefix("revoked_flows="))
+        .and_then(|n| n.parse().ok())
+        .expect("revoked_flows");
+    assert!(revoked >= 1, "{out0}");
 }
