@@ -129,56 +129,85 @@ fn packets(ovs: &Ovs, pred: &dyn Fn(&str) -> bool) -> u64 {
         .unwrap_or(0)
 }
 
+/// A lab for `test`: hosts `h1..=hN`, each joined by veth `hI` to `opI`
+/// in namespace `sw`, where a fresh Open vSwitch runs with `bridges`
+/// (name, [(host I, its OpenFlow port)]). None (said why) without root,
+/// `ip` or Open vSwitch.
+fn ovs_lab(test: &str, hosts: u8, bridges: &[(&str, &[(u8, u16)])]) -> Option<(Lab, Ovs)> {
+    if let Some(why) = Ovs::missing() {
+        eprintln!("SKIP sdf_ovs: {why}");
+        return None;
+    }
+    let mut roles: Vec<String> = (1..=hosts).map(|i| format!("h{i}")).collect();
+    roles.push("sw".into());
+    let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+    let lab = lab_or_skip(test, &roles)?;
+    for i in 1..=hosts {
+        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
+    }
+    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
+    for (br, ports) in bridges {
+        ovs.add_bridge(br).expect("add bridge");
+        for &(i, ofport) in *ports {
+            ovs.add_port(br, &format!("op{i}"), ofport)
+                .expect("add port");
+        }
+    }
+    Some((lab, ovs))
+}
+
+/// Start `nexthop sdf run ARGS --backend ovs` on [`BRIDGE`] with OpenFlow
+/// ports `ports` (`--duration 90 --json`, idle timeout 60 s) in namespace
+/// `sw` as child `sw`, and wait until it has flushed the bridge.
+fn start_backend(lab: &mut Lab, ovs: &Ovs, args: &[&str], ports: &str) -> usize {
+    let mut all: Vec<&str> = vec!["sdf", "run"];
+    all.extend_from_slice(args);
+    all.extend([
+        "--backend",
+        "ovs",
+        "--ovs-listen",
+        "127.0.0.1:0",
+        "--ovs-bridge",
+        BRIDGE,
+        "--ovs-ports",
+        ports,
+        "--ovs-idle-timeout",
+        "60",
+        "--duration",
+        "90",
+        "--json",
+    ]);
+    let sw = lab.spawn("sw", "sw", Path::new(NEXTHOP), &all, &ovs.env());
+    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
+    // Connected and flushed: only the table-miss flow.
+    let f = flows_when(ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    sw
+}
+
+/// Stop child `sw` (SIGTERM) and wait for it: its stdout and stderr.
+fn stop_backend(lab: &mut Lab, sw: usize) -> (String, String) {
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    (out, err)
+}
+
 const TABLE_MISS: &str = "priority=0,actions=CONTROLLER:65535";
 
 #[test]
 fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
-    if let Some(why) = Ovs::missing() {
-        eprintln!("SKIP sdf_ovs: {why}");
-        return;
-    }
-    let Some(mut lab) = lab_or_skip("sdfovs", &["h1", "h2", "h3", "sw"]) else {
+    let ports: [(u8, u16); 3] = [(1, 1), (2, 2), (3, 3)];
+    let Some((mut lab, mut ovs)) = ovs_lab("sdfovs", 3, &[(BRIDGE, &ports)]) else {
         return;
     };
-    for i in 1..=3 {
-        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
-    }
-    let mut ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
-    ovs.add_bridge(BRIDGE).expect("add bridge");
-    for i in 1..=3u16 {
-        ovs.add_port(BRIDGE, &format!("op{i}"), i)
-            .expect("add port");
-    }
     let caps = hosts::capture(&mut lab, &[1, 2, 3]);
-    let sw = lab.spawn(
-        "sw",
-        "sw",
-        Path::new(NEXTHOP),
-        &[
-            "sdf",
-            "run",
-            "--app",
-            "l2switch",
-            "--backend",
-            "ovs",
-            "--ovs-listen",
-            "127.0.0.1:0",
-            "--ovs-bridge",
-            BRIDGE,
-            "--ovs-ports",
-            "1,2,3",
-            "--ovs-idle-timeout",
-            "60",
-            "--duration",
-            "90",
-            "--json",
-        ],
-        &ovs.env(),
-    );
-    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
-    // Connected and flushed: only the table-miss flow.
-    let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
-    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    let sw = start_backend(&mut lab, &ovs, &["--app", "l2switch"], "1,2,3");
 
     let (h1, h2, h3) = (host_mac(1), host_mac(2), host_mac(3));
     // 1. h1 → h2, unknown: flooded to h2 and h3; the flood is a flow.
@@ -257,14 +286,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     assert_eq!(actions(flow(&f, 2, h2, h1).expect("h2 -> h1")), "output:3");
 
     // Stop nexthop (SIGTERM) and the captures.
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, _) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
 
     // What each host received, in order.
@@ -421,14 +443,8 @@ fn router_ifaces() -> [String; 4] {
 }
 
 fn start_router(test: &str) -> Option<RouterRun> {
-    if let Some(why) = Ovs::missing() {
-        eprintln!("SKIP sdf_ovs: {why}");
-        return None;
-    }
-    let mut lab = lab_or_skip(test, &["h1", "h2", "sw"])?;
-    for i in 1..=2 {
-        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
-    }
+    let ports: [(u8, u16); 2] = [(1, 1), (2, 2)];
+    let (mut lab, ovs) = ovs_lab(test, 2, &[(BRIDGE, &ports)])?;
     // h1 192.0.2.2/24 and h2 198.51.100.2/24, each with the router as
     // its gateway (.1).
     for (h, net) in [(1u8, "192.0.2"), (2, "198.51.100")] {
@@ -449,40 +465,15 @@ fn start_router(test: &str) -> Option<RouterRun> {
             &["route", "add", "default", "via", &format!("{net}.1")],
         );
     }
-    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
-    ovs.add_bridge(BRIDGE).expect("add bridge");
-    for i in 1..=2u16 {
-        ovs.add_port(BRIDGE, &format!("op{i}"), i)
-            .expect("add port");
-    }
     let routes = lab.file("routes");
     fs::write(&routes, table(host_mac(2))).expect("write routes");
     let caps = hosts::capture(&mut lab, &[1, 2]);
     let ifaces = router_ifaces();
     let route_file = routes.display().to_string();
-    let mut args: Vec<&str> = vec!["sdf", "run", "--app", "router"];
+    let mut args: Vec<&str> = vec!["--app", "router"];
     args.extend(ifaces.iter().map(String::as_str));
-    args.extend([
-        "--router-routes",
-        &route_file,
-        "--backend",
-        "ovs",
-        "--ovs-listen",
-        "127.0.0.1:0",
-        "--ovs-bridge",
-        BRIDGE,
-        "--ovs-ports",
-        "1,2",
-        "--ovs-idle-timeout",
-        "60",
-        "--duration",
-        "90",
-        "--json",
-    ]);
-    let sw = lab.spawn("sw", "sw", Path::new(NEXTHOP), &args, &ovs.env());
-    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
-    let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
-    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    args.extend(["--router-routes", &route_file]);
+    let sw = start_backend(&mut lab, &ovs, &args, "1,2");
     Some(RouterRun {
         lab,
         ovs,
@@ -598,14 +589,7 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
     );
 
     // Stop nexthop (SIGTERM) and the captures.
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, err) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
     // The kernels' datagrams, routed: the next hop's MAC from the
     // router's, TTL 63 (Linux sends with 64), a valid header checksum.
@@ -762,14 +746,7 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
         );
         flows_when(&ovs, |f| f.iter().any(|l| l.contains(&mac_text(hop))));
     }
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, _) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
     eprintln!("nexthop sdf run --backend ovs: {}", out.trim());
 
@@ -998,16 +975,10 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
         .output()
         .expect("python");
     assert_eq!(String::from_utf8_lossy(&owners.stdout).trim(), "0 1");
-    let Some(mut lab) = lab_or_skip("sdfsea", &["h1", "h2", "sw"]) else {
+    let bridges: [(&str, &[(u8, u16)]); 2] = [("s0", &[(1, 1)]), ("s1", &[(2, 1)])];
+    let Some((mut lab, ovs)) = ovs_lab("sdfsea", 2, &bridges) else {
         return;
     };
-    lab.veth("h1", "h1", "sw", "op1");
-    lab.veth("h2", "h2", "sw", "op2");
-    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
-    for (br, port) in [("s0", "op1"), ("s1", "op2")] {
-        ovs.add_bridge(br).expect("add bridge");
-        ovs.add_port(br, port, 1).expect("add port");
-    }
     let caps = hosts::capture(&mut lab, &[1, 2]);
     let s0 = start_seattle(&mut lab, &ovs, &py, 0);
     let s1 = start_seattle(&mut lab, &ovs, &py, 1);

@@ -30,19 +30,25 @@ fn packet_in(port: u32, data: Vec<u8>) -> Message {
     )
 }
 
-fn switch(timeout: u64) -> Controller<L2Switch> {
-    let app = L2Switch::new(L2Config {
-        timeout: Duration::from_secs(timeout),
-        max_macs: 16,
-    });
+/// A controller running `app` on `ports` (idle timeout 7 s), its session
+/// started (hello, flush: their messages dropped).
+fn connected<A: App>(app: A, ports: &[PortId]) -> Controller<A> {
     let cfg = BackendConfig {
-        ports: vec![1, 2, 3],
+        ports: ports.to_vec(),
         idle_timeout: 7,
         ..BackendConfig::default()
     };
     let mut c = Controller::new(app, &cfg).unwrap();
     c.connected(&mut Vec::new());
     c
+}
+
+fn switch(timeout: u64) -> Controller<L2Switch> {
+    let app = L2Switch::new(L2Config {
+        timeout: Duration::from_secs(timeout),
+        max_macs: 16,
+    });
+    connected(app, &[1, 2, 3])
 }
 
 fn flow_mods(out: &[Message]) -> Vec<&FlowMod> {
@@ -347,12 +353,7 @@ fn router() -> Controller<Router> {
         "1=02:00:00:00:00:01,192.0.2.1".parse().unwrap(),
         "2=02:00:00:00:00:02,198.51.100.1".parse().unwrap(),
     ];
-    let cfg = BackendConfig {
-        ports: vec![1, 2],
-        ..BackendConfig::default()
-    };
-    let mut c = Controller::new(Router::new(&ifaces).unwrap(), &cfg).unwrap();
-    c.connected(&mut Vec::new());
+    let mut c = connected(Router::new(&ifaces).unwrap(), &[1, 2]);
     let routes = parse_routes("198.51.100.0/24 2 02:00:00:00:02:02").unwrap();
     c.with_app(Duration::ZERO, &mut Vec::new(), |r, ctl| {
         r.set_routes(ctl, &routes)
@@ -585,18 +586,13 @@ fn tunneller(
     Controller<Tunneller>,
     std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 ) {
-    let cfg = BackendConfig {
-        ports: vec![1],
-        ..BackendConfig::default()
-    };
-    let mut c = Controller::new(Tunneller::default(), &cfg).unwrap();
+    let mut c = connected(Tunneller::default(), &[1]);
     let m = FakeMapper {
         fail,
         ..FakeMapper::default()
     };
     let log = m.log.clone();
     c.set_port_mapper(Box::new(m));
-    c.connected(&mut Vec::new());
     (c, log)
 }
 
