@@ -722,6 +722,31 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
     eprintln!("datapath megaflows:\n{megaflows}");
     eprintln!("OpenFlow flows:\n{}", openflow.join("\n"));
     eprintln!("datapath counters: {st:?}");
+    // Where frames are lost: the kernel's count of what reached op1 (the
+    // veth end OVS reads with a packet socket) against OVS's own.
+    let kernel = Command::new("ip")
+        .args(["-n", &lab.ns("sw"), "-s", "link", "show", "op1"])
+        .output()
+        .expect("ip -s link");
+    eprintln!(
+        "kernel, op1:\n{}",
+        String::from_utf8_lossy(&kernel.stdout).trim()
+    );
+    // The packet sockets of namespace sw (OVS's, one per netdev port):
+    // `skmem:(...,d<N>)` is what a socket dropped for a full receive buffer.
+    let socks = Command::new("ip")
+        .args(["netns", "exec", &lab.ns("sw"), "ss", "-0", "-n", "-m", "-p"])
+        .output()
+        .expect("ss");
+    eprintln!(
+        "packet sockets, namespace sw:\n{}",
+        String::from_utf8_lossy(&socks.stdout).trim()
+    );
+    eprintln!(
+        "OVS, op1: {}",
+        ovs.vsctl(&["get", "interface", "op1", "statistics"])
+            .unwrap_or_else(|e| e.to_string())
+    );
     let cached = got(&st, "emc hits") + got(&st, "smc hits") + got(&st, "megaflow hits");
     let upcalls = got(&st, "miss with success upcall") + got(&st, "miss with failed upcall");
     eprintln!(
