@@ -348,6 +348,40 @@ fn the_ovs_backend_needs_its_ports_and_refuses_port_zero() {
     }
 }
 
+#[test]
+fn ovs_tunnels_need_a_bridge_and_python_apps_need_the_package() {
+    let run = |args: &[&str], py: &str| {
+        let out = Command::new(NEXTHOP)
+            .args([
+                "sdf",
+                "run",
+                "--backend",
+                "ovs",
+                "--ovs-listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--ovs-ports", "1"])
+            .args(args)
+            .env("NEXTHOP_PYTHON", py)
+            .output()
+            .expect("run nexthop");
+        assert!(!out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(
+        &["--app", "l2switch", "--ovs-tunnel", "1=t1,patch,peer=t0"],
+        "false",
+    );
+    assert!(err.contains("--ovs-tunnel needs --ovs-bridge"), "{err}");
+    let err = run(&["--app", "l2switch", "--ovs-tunnel", "1=t1"], "false");
+    assert!(err.contains("expected NAME,TYPE"), "{err}");
+    let err = run(&["--app", "seattle.py"], "false");
+    assert!(
+        err.contains("Python apps need the nexthop Python package"),
+        "{err}"
+    );
+}
+
 /// The router's MAC on port `p`.
 fn router_mac(p: u8) -> [u8; 6] {
     [0x02, 0x00, 0x5e, 0x00, 0x53, 0xf0 | p]
