@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use nexthop_dataplane::live::StopFlag;
 use nexthop_openflow::vsctl::{set_controller, TunnelSpec, Tunnels};
-use nexthop_openflow::{serve, summary_fields, summary_line, BackendConfig, Controller, ServeConfig};
+use nexthop_openflow::{
+    serve, summary_fields, summary_line, BackendConfig, Controller, ServeConfig,
+};
 use nexthop_sdf::app::App;
 use nexthop_sdf::PortId;
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -53,9 +55,7 @@ pub fn run_ovs<'py>(
         ));
     }
     let deadline = match duration {
-        Some(d) if d.is_finite() && d >= 0.0 && d < 1e9 => {
-            Some(Instant::now() + Duration::from_secs_f64(d))
-        }
+        Some(d) if (0.0..1e9).contains(&d) => Some(Instant::now() + Duration::from_secs_f64(d)),
         Some(d) => {
             return Err(PyValueError::new_err(format!(
                 "--duration {d}: expected a number of seconds"
