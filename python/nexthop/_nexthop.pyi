@@ -365,3 +365,13 @@ def run_live(
     max_masks: int | None = None,
     label: str | None = None,
 ) -> dict[str, Any]: ...
+def run_ovs(
+    app: object,
+    ports: list[int],
+    listen: str = "127.0.0.1:6653",
+    bridge: str | None = None,
+    idle_timeout: int = 10,
+    tunnels: list[tuple[str, str]] = ...,
+    duration: float | None = None,
+    label: str | None = None,
+) -> dict[str, Any]: ...

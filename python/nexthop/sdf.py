@@ -23,7 +23,10 @@ pipeline, as ``python -m nexthop.sdf run --app APP.py --in-pcap [PORT=]FILE
 --out-dir DIR`` and ``nexthop sdf run --app APP.py ...`` do;
 :func:`run_live` runs it over live interfaces (the forwarder engine of
 ``nexthop sdf run --port``), as ``python -m nexthop.sdf run --app APP.py
---port N=IFACE ...`` does. An app file defines ``make_app()`` (or an
+--port N=IFACE ...`` does; :func:`run_ovs` runs it as the OpenFlow
+controller of an Open vSwitch bridge (``--backend ovs --ovs-bridge BR
+--ovs-ports LIST [--ovs-tunnel PEER=NAME,TYPE,...]``, as ``nexthop sdf run
+--backend ovs --app APP.py`` does). An app file defines ``make_app()`` (or an
 ``app`` object).
 
 An app may define ``control_filter(self)`` returning a
@@ -49,6 +52,7 @@ from ._nexthop import (
     Switch,
     drop_reasons,
     run_live,
+    run_ovs,
     run_pcap,
 )
 
@@ -62,6 +66,7 @@ __all__ = [
     "drop_reasons",
     "load_app",
     "run_live",
+    "run_ovs",
     "run_pcap",
 ]
 
@@ -139,6 +144,41 @@ def _live(a: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+def _tunnel(s: str) -> "tuple[str, str]":
+    peer, sep, spec = s.partition("=")
+    if not sep or not peer or not spec:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected PEER=NAME,TYPE[,KEY=VAL...]")
+    return peer, spec
+
+
+def _ovs(a: argparse.Namespace, app: Any) -> int:
+    """Run ``app`` with Open vSwitch as its fast path (:func:`run_ovs`)."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        s = run_ovs(
+            app,
+            a.ovs_ports,
+            listen=a.ovs_listen,
+            bridge=a.ovs_bridge,
+            idle_timeout=a.ovs_idle_timeout,
+            tunnels=a.ovs_tunnel,
+            duration=a.duration,
+            label=a.app,
+        )
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        for sig, h in saved.items():
+            if h is not None:
+                signal.signal(sig, h)
+    if a.json:
+        print(json.dumps({k: v for k, v in s.items() if k != "summary"}, sort_keys=True), flush=True)
+    else:
+        print(s["summary"], flush=True)
+    return 0
+
+
 def main(argv: Optional["list[str]"] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nexthop.sdf", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -161,8 +201,21 @@ def main(argv: Optional["list[str]"] = None) -> int:
     r.add_argument("--cache-capacity", type=int, default=None)
     r.add_argument("--max-masks", type=int, default=None)
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--backend", choices=("nexthop", "ovs"), default="nexthop",
+                   help="ovs: Open vSwitch forwards, the app decides its misses (--ovs-*)")
+    r.add_argument("--ovs-listen", default="127.0.0.1:6653", metavar="HOST:PORT")
+    r.add_argument("--ovs-bridge", metavar="BR")
+    r.add_argument("--ovs-ports", type=_ports, default=[], metavar="LIST")
+    r.add_argument("--ovs-idle-timeout", type=int, default=10, metavar="SECS")
+    r.add_argument("--ovs-tunnel", action="append", type=_tunnel, default=[],
+                   metavar="PEER=NAME,TYPE[,KEY=VAL...]")
     a = ap.parse_args(argv)
-    if a.port:
+    if a.backend == "ovs":
+        if a.port or a.in_pcap or a.out_dir:
+            ap.error("--backend ovs excludes --port, --in-pcap and --out-dir (OVS has the ports)")
+        if not a.ovs_ports:
+            ap.error("--backend ovs needs --ovs-ports LIST")
+    elif a.port:
         if a.in_pcap or a.out_dir:
             ap.error("--port (live) excludes --in-pcap and --out-dir (offline)")
         if a.json:
@@ -174,6 +227,8 @@ def main(argv: Optional["list[str]"] = None) -> int:
     except Exception as e:  # the app file's own failure, reported as such
         print(f"error: {a.app}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    if a.backend == "ovs":
+        return _ovs(a, app)
     if a.port:
         return _live(a, app)
     try:

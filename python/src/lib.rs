@@ -13,6 +13,7 @@ mod flat;
 mod lpm;
 mod namefib;
 mod ndn;
+mod ovs;
 mod sdf;
 mod stats;
 
@@ -38,5 +39,6 @@ fn _nexthop(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndn::name_to_wire, m)?)?;
     m.add_function(wrap_pyfunction!(ndn::name_from_wire, m)?)?;
     sdf::register(m)?;
+    m.add_function(wrap_pyfunction!(ovs::run_ovs, m)?)?;
     Ok(())
 }

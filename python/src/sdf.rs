@@ -453,7 +453,7 @@ pub struct PyApp {
 }
 
 impl PyApp {
-    fn new(obj: Bound<'_, PyAny>) -> PyResult<PyApp> {
+    pub(crate) fn new(obj: Bound<'_, PyAny>) -> PyResult<PyApp> {
         if !obj.hasattr("on_packet")? {
             return Err(PyValueError::new_err(
                 "an SDF app needs an on_packet(self, pkt, ctl) method",

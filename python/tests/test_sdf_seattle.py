@@ -230,3 +230,47 @@ def test_the_app_file_runs_over_pcap_through_the_pipeline(tmp_path):
         p = tmp_path / "out" / other
         if p.exists():
             assert all(f[:6] != ghost for f in read_pcap(p))
+
+
+def test_a_switch_nobody_set_up_adds_its_tunnels_at_its_first_packet():
+    """Where no driver calls ``add_tunnels`` (``python -m nexthop.sdf run``,
+    the OVS backend), the first packet adds one tunnel port per peer, each
+    with its ``peer`` property, and a broadcast goes out of them."""
+    from nexthop.apps.seattle import SeattleSwitch
+    from nexthop.sdf import Switch
+
+    app = SeattleSwitch(0, 3, [1])
+    sw = Switch(app, [1])
+    out = sw.process(1, frame(b"\xff" * 6, host(0, 1)))
+    assert sorted(app.tunnel_to) == [1, 2]
+    ports = sorted(app.peer_of)
+    assert ports == [2, 3]  # numbered after the host port
+    props = sw.control(lambda ctl: [ctl.get_properties(p) for p in ports])
+    assert props == [{"peer": "1"}, {"peer": "2"}]
+    assert sorted(p for p, _ in out) == ports
+    # Idempotent: a second packet (or a tick) adds none.
+    sw.process(1, frame(b"\xff" * 6, host(0, 1), 1))
+    sw.tick(1.0)
+    assert sorted(app.peer_of) == ports
+
+
+def test_python_m_nexthop_sdf_refuses_bad_ovs_flags():
+    import subprocess
+    import sys
+
+    import nexthop.apps.seattle as seattle
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "nexthop.sdf", "run", "--app", seattle.__file__, *args],
+            capture_output=True, text=True, timeout=30,
+        )
+
+    r = run("--backend", "ovs")
+    assert r.returncode == 2 and "--ovs-ports" in r.stderr
+    r = run("--backend", "ovs", "--ovs-ports", "1", "--port", "1=lo")
+    assert r.returncode == 2 and "excludes" in r.stderr
+    r = run("--backend", "ovs", "--ovs-ports", "1", "--ovs-tunnel", "1=t1,patch,peer=x")
+    assert r.returncode == 1 and "--ovs-tunnel needs --ovs-bridge" in r.stderr
+    r = run("--backend", "ovs", "--ovs-ports", "1", "--ovs-tunnel", "nospec")
+    assert r.returncode == 2 and "PEER=NAME,TYPE" in r.stderr

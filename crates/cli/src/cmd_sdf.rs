@@ -233,6 +233,9 @@ pub fn run(cmd: SdfCmd) -> Result<()> {
             let Some(name) = a.app.as_deref() else {
                 bail!("--backend ovs runs one --app; slices are not supported on Open vSwitch");
             };
+            if name.ends_with(".py") {
+                return crate::cmd_sdf_ovs::run_python(&a.ovs, name, a.duration, a.json);
+            }
             crate::cmd_sdf_ovs::run(&a.ovs, builtin(&a, name)?, a.duration, a.json)
         }
         SdfCmd::Run(a) if a.app.as_deref().is_some_and(|x| x.ends_with(".py")) => run_python(&a),

@@ -10,15 +10,18 @@
 //! cookie layout).
 
 use std::net::{SocketAddr, TcpListener};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::sdf::App;
-use nexthop_openflow::{serve, BackendConfig, Controller, Counters, ServeConfig};
-use nexthop_sdf::app::AppCounters;
+use nexthop_openflow::vsctl::{set_controller, TunnelSpec, Tunnels};
+use nexthop_openflow::{
+    serve, summary_fields, summary_line, BackendConfig, Controller, ServeConfig,
+};
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
 
 /// Where decisions are installed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -52,6 +55,20 @@ pub struct OvsArgs {
     /// (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     ovs_idle_timeout: u16,
+    /// ovs: the switch port of an app's tunnel port whose `peer` property
+    /// is PEER: OVS interface NAME of TYPE (patch, vxlan, gre, ...) with
+    /// options:KEY=VAL, OpenFlow number = the app's port (repeat; needs
+    /// --ovs-bridge).
+    #[arg(long, value_name = "PEER=NAME,TYPE[,KEY=VAL...]", value_parser = parse_tunnel)]
+    ovs_tunnel: Vec<(String, TunnelSpec)>,
+}
+
+fn parse_tunnel(s: &str) -> Result<(String, TunnelSpec), String> {
+    let (peer, spec) = s
+        .split_once('=')
+        .filter(|(p, _)| !p.is_empty())
+        .ok_or_else(|| format!("{s:?}: expected PEER=NAME,TYPE[,KEY=VAL...]"))?;
+    Ok((peer.to_owned(), spec.parse()?))
 }
 
 impl OvsArgs {
@@ -59,28 +76,34 @@ impl OvsArgs {
     pub fn is_ovs(&self) -> bool {
         self.backend == Backend::Ovs
     }
-}
 
-/// Point `bridge`'s controller at `addr` (OpenFlow 1.3 only, secure fail
-/// mode: no flows but ours; out-of-band: no hidden in-band flows; retries
-/// at most a second apart, so a restart reconnects at once).
-fn set_controller(bridge: &str, addr: SocketAddr) -> Result<()> {
-    let target = format!("tcp:{addr}");
-    let out = Command::new("ovs-vsctl")
-        .args(["--timeout=20", "set-controller", bridge, &target, "--"])
-        .args(["set", "bridge", bridge, "fail-mode=secure"])
-        .args(["protocols=OpenFlow13", "--"])
-        .args(["set", "controller", bridge, "connection-mode=out-of-band"])
-        .arg("max_backoff=1000")
-        .output()
-        .context("ovs-vsctl (install openvswitch-switch)")?;
-    if !out.status.success() {
-        bail!(
-            "ovs-vsctl set-controller {bridge} {target}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    /// The same flags for `python -m nexthop.sdf run` (a Python app on
+    /// this backend runs in the Python package's process).
+    pub fn python_args(&self) -> Vec<String> {
+        let mut a = vec![
+            "--backend".to_owned(),
+            "ovs".to_owned(),
+            "--ovs-listen".to_owned(),
+            self.ovs_listen.to_string(),
+            "--ovs-idle-timeout".to_owned(),
+            self.ovs_idle_timeout.to_string(),
+        ];
+        if let Some(br) = &self.ovs_bridge {
+            a.extend(["--ovs-bridge".to_owned(), br.clone()]);
+        }
+        if !self.ovs_ports.is_empty() {
+            let ports: Vec<String> = self.ovs_ports.iter().map(u16::to_string).collect();
+            a.extend(["--ovs-ports".to_owned(), ports.join(",")]);
+        }
+        for (peer, t) in &self.ovs_tunnel {
+            let mut spec = format!("{peer}={},{}", t.name, t.typ);
+            for (k, v) in &t.options {
+                spec.push_str(&format!(",{k}={v}"));
+            }
+            a.extend(["--ovs-tunnel".to_owned(), spec]);
+        }
+        a
     }
-    Ok(())
 }
 
 /// Run `app` with OVS as its fast path (module docs).
@@ -100,7 +123,9 @@ pub fn run(o: &OvsArgs, app: Box<dyn App>, duration: Option<f64>, json: bool) ->
         TcpListener::bind(o.ovs_listen).with_context(|| format!("listen on {}", o.ovs_listen))?;
     let addr = listener.local_addr()?;
     if let Some(br) = &o.ovs_bridge {
-        set_controller(br, addr)?;
+        set_controller(br, &format!("tcp:{addr}")).map_err(|e| anyhow!(e))?;
+    } else if !o.ovs_tunnel.is_empty() {
+        bail!("--ovs-tunnel needs --ovs-bridge (the bridge its ports are added to)");
     }
     let name = app.name().to_owned();
     let cfg = BackendConfig {
@@ -109,6 +134,10 @@ pub fn run(o: &OvsArgs, app: Box<dyn App>, duration: Option<f64>, json: bool) ->
         ..BackendConfig::default()
     };
     let mut ctl = Controller::new(app, &cfg).map_err(|e| anyhow!("{e}"))?;
+    if let Some(br) = &o.ovs_bridge {
+        let specs: BTreeMap<String, TunnelSpec> = o.ovs_tunnel.iter().cloned().collect();
+        ctl.set_port_mapper(Box::new(Tunnels::new(br, "peer", specs)));
+    }
     let stop = StopFlag::install()?;
     eprintln!("nexthop sdf: app {name} on Open vSwitch, OpenFlow listening on {addr}");
     let done = || stop.is_raised() || deadline.is_some_and(|d| Instant::now() >= d);
@@ -128,72 +157,37 @@ pub fn run(o: &OvsArgs, app: Box<dyn App>, duration: Option<f64>, json: bool) ->
     Ok(())
 }
 
-/// The counters of a run, named as in the summary.
-fn summary_fields(c: &Counters, a: &AppCounters) -> Vec<(&'static str, u64)> {
-    vec![
-        ("connections", c.connections),
-        ("reconnects", c.reconnects),
-        ("flushed_flows", c.flushed_flows),
-        ("packet_ins", c.packet_ins),
-        ("bad_packet_ins", c.bad_packet_ins),
-        ("app_calls", a.app_calls),
-        ("app_drops", a.drops.total()),
-        ("flows_installed", c.flows_installed),
-        ("flows_present", c.flows_present),
-        ("not_installed", c.not_installed()),
-        ("not_installed_bits", c.not_installed_bits),
-        ("not_installed_length", c.not_installed_length),
-        ("not_installed_actions", c.not_installed_actions),
-        ("not_installed_states", c.not_installed_states),
-        ("not_cached", c.not_cached),
-        ("packet_outs", c.packet_outs),
-        ("revoked_states", c.revoked_states),
-        ("revoked_flows", c.revoked_flows),
-        ("deletes", c.deletes),
-        ("flows_expired", c.flows_expired),
-        ("errors", c.errors),
-        ("refused_flows", c.refused_flows),
-        ("barriers", c.barriers),
-        ("dropped_waiting", c.dropped_waiting),
-        ("revocations_confirmed", c.revocations_confirmed),
-        (
-            "revocation_us_mean",
-            c.revocation_us_sum
-                .checked_div(c.revocations_confirmed)
-                .unwrap_or(0),
-        ),
-        ("revocation_us_max", c.revocation_us_max),
-        ("decode_errors", c.decode_errors),
-    ]
-}
-
-fn summary_line(app: &str, fields: &[(&str, u64)]) -> String {
-    let mut s = format!("nexthop sdf: app={app} backend=ovs");
-    for (k, v) in fields {
-        s.push_str(&format!(" {k}={v}"));
+/// A Python app on this backend: `${NEXTHOP_PYTHON:-python3} -m
+/// nexthop.sdf run --app APP.py --backend ovs ...` runs it in this
+/// process's place (the Python package drives `nexthop-openflow`'s
+/// controller through its bindings).
+pub fn run_python(o: &OvsArgs, app: &str, duration: Option<f64>, json: bool) -> Result<()> {
+    let py = std::env::var_os("NEXTHOP_PYTHON").unwrap_or_else(|| "python3".into());
+    let importable = Command::new(&py)
+        .args(["-c", "from nexthop.sdf import run_ovs"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !importable {
+        bail!(
+            "--app {app}: Python apps need the nexthop Python package, but `{} -c 'from nexthop.sdf import run_ovs'` failed (install the wheel built from python/, or point NEXTHOP_PYTHON at an interpreter that has it)",
+            py.to_string_lossy()
+        );
     }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_summary_names_every_counter_once() {
-        let c = Counters {
-            revocations_confirmed: 2,
-            revocation_us_sum: 300,
-            reconnects: 1,
-            ..Counters::default()
-        };
-        let f = summary_fields(&c, &AppCounters::default());
-        let line = summary_line("l2switch", &f);
-        assert!(line.starts_with("nexthop sdf: app=l2switch backend=ovs "));
-        assert!(line.contains(" reconnects=1 ") && line.contains(" revocation_us_mean=150 "));
-        let mut names: Vec<_> = f.iter().map(|(k, _)| *k).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), f.len());
+    let mut cmd = Command::new(&py);
+    cmd.args(["-m", "nexthop.sdf", "run", "--app", app]);
+    cmd.args(o.python_args());
+    if let Some(d) = duration {
+        cmd.args(["--duration", &d.to_string()]);
     }
+    if json {
+        cmd.arg("--json");
+    }
+    // The Python process is the controller: it takes this process's
+    // place, so that SIGINT/SIGTERM (and `ip netns exec`'s pid) reach the
+    // run and its summary line.
+    use std::os::unix::process::CommandExt;
+    let e = cmd.exec();
+    bail!("{}: {e}", py.to_string_lossy())
 }

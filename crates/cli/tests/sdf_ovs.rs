@@ -10,7 +10,10 @@
 //! hosts' ARP and datagrams through it, frames delivered with the next
 //! hop's MAC and the TTL decremented by OVS, a route change revoking
 //! exactly its flows; and the same router over a pcap file on nexthop's
-//! own backend. Without root, `ip` or Open vSwitch a test says why and
+//! own backend. The SEATTLE app (Python) on two bridges joined by the
+//! patch ports its tunnels become: a DHT miss cached as a drop flow until
+//! the owner's answer revokes it, then frames across one tunnel. Without
+//! root, `ip`, Open vSwitch (or, for SEATTLE, the nexthop Python package) a test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
 
@@ -68,9 +71,14 @@ fn frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
 /// (at most 10 s; then the last ones, for the assertion to show). A
 /// failing `ovs-ofctl` (the switch restarting) is retried.
 fn flows_when(ovs: &Ovs, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    flows_on(ovs, BRIDGE, done)
+}
+
+/// [`flows_when`] on bridge `bridge`.
+fn flows_on(ovs: &Ovs, bridge: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let t = Instant::now();
     loop {
-        let f = ovs.flows(BRIDGE);
+        let f = ovs.flows(bridge);
         let late = t.elapsed() > Duration::from_secs(10);
         match f {
             Ok(f) if done(&f) || late => return f,
@@ -121,56 +129,85 @@ fn packets(ovs: &Ovs, pred: &dyn Fn(&str) -> bool) -> u64 {
         .unwrap_or(0)
 }
 
+/// A lab for `test`: hosts `h1..=hN`, each joined by veth `hI` to `opI`
+/// in namespace `sw`, where a fresh Open vSwitch runs with `bridges`
+/// (name, [(host I, its OpenFlow port)]). None (said why) without root,
+/// `ip` or Open vSwitch.
+fn ovs_lab(test: &str, hosts: u8, bridges: &[(&str, &[(u8, u16)])]) -> Option<(Lab, Ovs)> {
+    if let Some(why) = Ovs::missing() {
+        eprintln!("SKIP sdf_ovs: {why}");
+        return None;
+    }
+    let mut roles: Vec<String> = (1..=hosts).map(|i| format!("h{i}")).collect();
+    roles.push("sw".into());
+    let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+    let lab = lab_or_skip(test, &roles)?;
+    for i in 1..=hosts {
+        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
+    }
+    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
+    for (br, ports) in bridges {
+        ovs.add_bridge(br).expect("add bridge");
+        for &(i, ofport) in *ports {
+            ovs.add_port(br, &format!("op{i}"), ofport)
+                .expect("add port");
+        }
+    }
+    Some((lab, ovs))
+}
+
+/// Start `nexthop sdf run ARGS --backend ovs` on [`BRIDGE`] with OpenFlow
+/// ports `ports` (`--duration 90 --json`, idle timeout 60 s) in namespace
+/// `sw` as child `sw`, and wait until it has flushed the bridge.
+fn start_backend(lab: &mut Lab, ovs: &Ovs, args: &[&str], ports: &str) -> usize {
+    let mut all: Vec<&str> = vec!["sdf", "run"];
+    all.extend_from_slice(args);
+    all.extend([
+        "--backend",
+        "ovs",
+        "--ovs-listen",
+        "127.0.0.1:0",
+        "--ovs-bridge",
+        BRIDGE,
+        "--ovs-ports",
+        ports,
+        "--ovs-idle-timeout",
+        "60",
+        "--duration",
+        "90",
+        "--json",
+    ]);
+    let sw = lab.spawn("sw", "sw", Path::new(NEXTHOP), &all, &ovs.env());
+    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
+    // Connected and flushed: only the table-miss flow.
+    let f = flows_when(ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    sw
+}
+
+/// Stop child `sw` (SIGTERM) and wait for it: its stdout and stderr.
+fn stop_backend(lab: &mut Lab, sw: usize) -> (String, String) {
+    let pid = lab.children[sw].id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
+    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    (out, err)
+}
+
 const TABLE_MISS: &str = "priority=0,actions=CONTROLLER:65535";
 
 #[test]
 fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
-    if let Some(why) = Ovs::missing() {
-        eprintln!("SKIP sdf_ovs: {why}");
-        return;
-    }
-    let Some(mut lab) = lab_or_skip("sdfovs", &["h1", "h2", "h3", "sw"]) else {
+    let ports: [(u8, u16); 3] = [(1, 1), (2, 2), (3, 3)];
+    let Some((mut lab, mut ovs)) = ovs_lab("sdfovs", 3, &[(BRIDGE, &ports)]) else {
         return;
     };
-    for i in 1..=3 {
-        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
-    }
-    let mut ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
-    ovs.add_bridge(BRIDGE).expect("add bridge");
-    for i in 1..=3u16 {
-        ovs.add_port(BRIDGE, &format!("op{i}"), i)
-            .expect("add port");
-    }
     let caps = hosts::capture(&mut lab, &[1, 2, 3]);
-    let sw = lab.spawn(
-        "sw",
-        "sw",
-        Path::new(NEXTHOP),
-        &[
-            "sdf",
-            "run",
-            "--app",
-            "l2switch",
-            "--backend",
-            "ovs",
-            "--ovs-listen",
-            "127.0.0.1:0",
-            "--ovs-bridge",
-            BRIDGE,
-            "--ovs-ports",
-            "1,2,3",
-            "--ovs-idle-timeout",
-            "60",
-            "--duration",
-            "90",
-            "--json",
-        ],
-        &ovs.env(),
-    );
-    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
-    // Connected and flushed: only the table-miss flow.
-    let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
-    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    let sw = start_backend(&mut lab, &ovs, &["--app", "l2switch"], "1,2,3");
 
     let (h1, h2, h3) = (host_mac(1), host_mac(2), host_mac(3));
     // 1. h1 → h2, unknown: flooded to h2 and h3; the flood is a flow.
@@ -249,14 +286,7 @@ fn l2switch_on_open_vswitch_installs_revokes_and_survives_a_restart() {
     assert_eq!(actions(flow(&f, 2, h2, h1).expect("h2 -> h1")), "output:3");
 
     // Stop nexthop (SIGTERM) and the captures.
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, _) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
 
     // What each host received, in order.
@@ -316,6 +346,40 @@ fn the_ovs_backend_needs_its_ports_and_refuses_port_zero() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(msg), "{err}");
     }
+}
+
+#[test]
+fn ovs_tunnels_need_a_bridge_and_python_apps_need_the_package() {
+    let run = |args: &[&str], py: &str| {
+        let out = Command::new(NEXTHOP)
+            .args([
+                "sdf",
+                "run",
+                "--backend",
+                "ovs",
+                "--ovs-listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--ovs-ports", "1"])
+            .args(args)
+            .env("NEXTHOP_PYTHON", py)
+            .output()
+            .expect("run nexthop");
+        assert!(!out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(
+        &["--app", "l2switch", "--ovs-tunnel", "1=t1,patch,peer=t0"],
+        "false",
+    );
+    assert!(err.contains("--ovs-tunnel needs --ovs-bridge"), "{err}");
+    let err = run(&["--app", "l2switch", "--ovs-tunnel", "1=t1"], "false");
+    assert!(err.contains("expected NAME,TYPE"), "{err}");
+    let err = run(&["--app", "seattle.py"], "false");
+    assert!(
+        err.contains("Python apps need the nexthop Python package"),
+        "{err}"
+    );
 }
 
 /// The router's MAC on port `p`.
@@ -413,14 +477,8 @@ fn router_ifaces() -> [String; 4] {
 }
 
 fn start_router(test: &str) -> Option<RouterRun> {
-    if let Some(why) = Ovs::missing() {
-        eprintln!("SKIP sdf_ovs: {why}");
-        return None;
-    }
-    let mut lab = lab_or_skip(test, &["h1", "h2", "sw"])?;
-    for i in 1..=2 {
-        lab.veth(&format!("h{i}"), &format!("h{i}"), "sw", &format!("op{i}"));
-    }
+    let ports: [(u8, u16); 2] = [(1, 1), (2, 2)];
+    let (mut lab, ovs) = ovs_lab(test, 2, &[(BRIDGE, &ports)])?;
     // h1 192.0.2.2/24 and h2 198.51.100.2/24, each with the router as
     // its gateway (.1).
     for (h, net) in [(1u8, "192.0.2"), (2, "198.51.100")] {
@@ -441,40 +499,15 @@ fn start_router(test: &str) -> Option<RouterRun> {
             &["route", "add", "default", "via", &format!("{net}.1")],
         );
     }
-    let ovs = Ovs::start(Some(&lab.ns("sw"))).expect("start Open vSwitch");
-    ovs.add_bridge(BRIDGE).expect("add bridge");
-    for i in 1..=2u16 {
-        ovs.add_port(BRIDGE, &format!("op{i}"), i)
-            .expect("add port");
-    }
     let routes = lab.file("routes");
     fs::write(&routes, table(host_mac(2))).expect("write routes");
     let caps = hosts::capture(&mut lab, &[1, 2]);
     let ifaces = router_ifaces();
     let route_file = routes.display().to_string();
-    let mut args: Vec<&str> = vec!["sdf", "run", "--app", "router"];
+    let mut args: Vec<&str> = vec!["--app", "router"];
     args.extend(ifaces.iter().map(String::as_str));
-    args.extend([
-        "--router-routes",
-        &route_file,
-        "--backend",
-        "ovs",
-        "--ovs-listen",
-        "127.0.0.1:0",
-        "--ovs-bridge",
-        BRIDGE,
-        "--ovs-ports",
-        "1,2",
-        "--ovs-idle-timeout",
-        "60",
-        "--duration",
-        "90",
-        "--json",
-    ]);
-    let sw = lab.spawn("sw", "sw", Path::new(NEXTHOP), &args, &ovs.env());
-    lab.wait_for("sw.err", "OpenFlow listening on", Duration::from_secs(10));
-    let f = flows_when(&ovs, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
-    assert_eq!(f.len(), 1, "{f:?}\n{}", ovs.log());
+    args.extend(["--router-routes", &route_file]);
+    let sw = start_backend(&mut lab, &ovs, &args, "1,2");
     Some(RouterRun {
         lab,
         ovs,
@@ -590,14 +623,7 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
     );
 
     // Stop nexthop (SIGTERM) and the captures.
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, err) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
     // The kernels' datagrams, routed: the next hop's MAC from the
     // router's, TTL 63 (Linux sends with 64), a valid header checksum.
@@ -730,6 +756,31 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
     eprintln!("datapath megaflows:\n{megaflows}");
     eprintln!("OpenFlow flows:\n{}", openflow.join("\n"));
     eprintln!("datapath counters: {st:?}");
+    // Where frames are lost: the kernel's count of what reached op1 (the
+    // veth end OVS reads with a packet socket) against OVS's own.
+    let kernel = Command::new("ip")
+        .args(["-n", &lab.ns("sw"), "-s", "link", "show", "op1"])
+        .output()
+        .expect("ip -s link");
+    eprintln!(
+        "kernel, op1:\n{}",
+        String::from_utf8_lossy(&kernel.stdout).trim()
+    );
+    // The packet sockets of namespace sw (OVS's, one per netdev port):
+    // `skmem:(...,d<N>)` is what a socket dropped for a full receive buffer.
+    let socks = Command::new("ip")
+        .args(["netns", "exec", &lab.ns("sw"), "ss", "-0", "-n", "-m", "-p"])
+        .output()
+        .expect("ss");
+    eprintln!(
+        "packet sockets, namespace sw:\n{}",
+        String::from_utf8_lossy(&socks.stdout).trim()
+    );
+    eprintln!(
+        "OVS, op1: {}",
+        ovs.vsctl(&["get", "interface", "op1", "statistics"])
+            .unwrap_or_else(|e| e.to_string())
+    );
     let cached = got(&st, "emc hits") + got(&st, "smc hits") + got(&st, "megaflow hits");
     let upcalls = got(&st, "miss with success upcall") + got(&st, "miss with failed upcall");
     eprintln!(
@@ -754,14 +805,7 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
         );
         flows_when(&ovs, |f| f.iter().any(|l| l.contains(&mac_text(hop))));
     }
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, _) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
     eprintln!("nexthop sdf run --backend ovs: {}", out.trim());
 
@@ -859,4 +903,244 @@ fn the_router_runs_unchanged_on_the_nexthop_backend() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--router-iface"), "{err}");
+}
+
+/// The Python that has the nexthop package with its OVS binding
+/// (`NEXTHOP_TEST_PYTHON`, else the test venv `scripts/test.sh` builds).
+fn python_with_run_ovs() -> Result<String, String> {
+    let py = std::env::var("NEXTHOP_TEST_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/../../target/py-test-venv/bin/python",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    });
+    let ok = Command::new(&py)
+        .args(["-c", "from nexthop.sdf import run_ovs"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Ok(py)
+    } else {
+        Err(format!(
+            "{py} has no nexthop package with run_ovs (bash scripts/test.sh installs it; or set NEXTHOP_TEST_PYTHON)"
+        ))
+    }
+}
+
+/// The flow from `src` to `dst` entering on `in_port` (whatever else it
+/// matches), if installed.
+fn sea_flow(flows: &[String], in_port: u16, src: [u8; 6], dst: [u8; 6]) -> Option<&str> {
+    let needles = [
+        format!("in_port={in_port},"),
+        format!("dl_src={}", mac_text(src)),
+        format!("dl_dst={}", mac_text(dst)),
+    ];
+    flows
+        .iter()
+        .find(|f| needles.iter().all(|n| f.contains(n.as_str())))
+        .map(String::as_str)
+}
+
+/// A frame of ethertype 0x88b6 (not SEATTLE's DHT 0x88b5) with the magic.
+fn data_frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
+    let mut f = frame(src, dst, seq);
+    f[13] = 0xb6;
+    f
+}
+
+/// The SEATTLE controller of switch `me` (of two) on bridge `br`: its host
+/// on OpenFlow port 1, its tunnel to the other switch a patch port.
+fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
+    let other = 1 - me;
+    let app = lab.file(&format!("seattle{me}.py"));
+    // A long lookup timeout: the cached drop goes only when the answer
+    // comes.
+    fs::write(
+        &app,
+        format!(
+            "from nexthop.apps.seattle import SeattleSwitch\n\n\
+             def make_app():\n    return SeattleSwitch({me}, 2, [1], lookup_timeout=60.0)\n"
+        ),
+    )
+    .expect("write app");
+    let tunnel = format!("{other}=s{me}t{other},patch,peer=s{other}t{me}");
+    let mut env = ovs.env();
+    env.push(("NEXTHOP_PYTHON", py.to_owned()));
+    let name = format!("s{me}");
+    let br = format!("s{me}");
+    let i = lab.spawn(
+        "sw",
+        &name,
+        Path::new(NEXTHOP),
+        &[
+            "sdf",
+            "run",
+            "--backend",
+            "ovs",
+            "--app",
+            app.to_str().expect("utf-8 path"),
+            "--ovs-listen",
+            "127.0.0.1:0",
+            "--ovs-bridge",
+            &br,
+            "--ovs-ports",
+            "1",
+            "--ovs-tunnel",
+            &tunnel,
+            "--ovs-idle-timeout",
+            "60",
+            "--duration",
+            "20",
+        ],
+        &env,
+    );
+    let err = format!("{name}.err");
+    lab.wait_for(&err, "OpenFlow listening on", Duration::from_secs(20));
+    // The app adds its tunnel at its first tick: the patch port appears.
+    lab.wait_for(
+        &err,
+        &format!("app port 2 is OVS port s{me}t{other} on s{me}"),
+        Duration::from_secs(10),
+    );
+    i
+}
+
+#[test]
+fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
+    if let Some(why) = Ovs::missing() {
+        eprintln!("SKIP sdf_ovs seattle: {why}");
+        return;
+    }
+    let py = match python_with_run_ovs() {
+        Ok(py) => py,
+        Err(why) => {
+            eprintln!("SKIP sdf_ovs seattle: {why}");
+            return;
+        }
+    };
+    // Host a on switch 0, host b on switch 1; the DHT (rendezvous hashing
+    // over 2 switches) puts a's location at switch 0 and b's at switch 1,
+    // so switch 0 must ask switch 1 for b.
+    let (a, b) = (host_mac(6), host_mac(5));
+    let owners = Command::new(&py)
+        .args([
+            "-c",
+            &format!(
+                "from nexthop.apps.seattle import owner_of; print(owner_of(bytes.fromhex('{}'), 2), owner_of(bytes.fromhex('{}'), 2))",
+                hex(&a),
+                hex(&b)
+            ),
+        ])
+        .output()
+        .expect("python");
+    assert_eq!(String::from_utf8_lossy(&owners.stdout).trim(), "0 1");
+    let bridges: [(&str, &[(u8, u16)]); 2] = [("s0", &[(1, 1)]), ("s1", &[(2, 1)])];
+    let Some((mut lab, ovs)) = ovs_lab("sdfsea", 2, &bridges) else {
+        return;
+    };
+    let caps = hosts::capture(&mut lab, &[1, 2]);
+    let s0 = start_seattle(&mut lab, &ovs, &py, 0);
+    let s1 = start_seattle(&mut lab, &ovs, &py, 1);
+    for br in ["s0", "s1"] {
+        let f = flows_on(&ovs, br, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+        assert_eq!(f.len(), 1, "{br}: {f:?}\n{}", ovs.log());
+    }
+
+    // 1. a -> b, b never seen: switch 0 asks b's owner (switch 1, which
+    // does not know b either and keeps switch 0 as a subscriber); the next
+    // frame's decision, a drop tied to the pending lookup, is a flow.
+    let mut seq = 0;
+    let drop_flow = {
+        let t = Instant::now();
+        loop {
+            hosts::send(&mut lab, 1, &[data_frame(a, b, seq)]);
+            seq += 1;
+            let f = ovs.flows("s0").expect("dump-flows s0");
+            if let Some(l) = sea_flow(&f, 1, a, b) {
+                break l.to_owned();
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "no drop flow: {f:?}");
+            sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(actions(&drop_flow), "drop", "{drop_flow}");
+    // Two state ids: a's binding and the pending lookup.
+    let c = cookie(&drop_flow);
+    assert_ne!(c >> 32, c & 0xffff_ffff, "{drop_flow}");
+    let dropped = seq;
+
+    // 2. b speaks (a broadcast, reaching a over the tunnel): switch 1
+    // learns b, its directory answers switch 0's lookup, and the answer
+    // revokes the cached drop by the pending state's tag.
+    let hello = data_frame(b, [0xff; 6], 1000);
+    hosts::send(&mut lab, 2, std::slice::from_ref(&hello));
+    let f = flows_on(&ovs, "s0", |f| sea_flow(f, 1, a, b).is_none());
+    assert!(
+        sea_flow(&f, 1, a, b).is_none(),
+        "drop flow not revoked: {f:?}"
+    );
+    let pending_tag = c & 0xffff_ffff;
+    assert!(
+        f.iter().all(|l| !l.contains("cookie=")
+            || (cookie(l) >> 32 != pending_tag && cookie(l) & 0xffff_ffff != pending_tag)),
+        "a flow still carries the pending lookup's tag: {f:?}"
+    );
+
+    // 3. a -> b again: the app forwards into the tunnel (one flow on each
+    // switch), then OVS carries a burst.
+    let first = seq;
+    hosts::send(&mut lab, 1, &[data_frame(a, b, seq)]);
+    seq += 1;
+    let f0 = flows_on(&ovs, "s0", |f| sea_flow(f, 1, a, b).is_some());
+    let fwd = sea_flow(&f0, 1, a, b)
+        .expect("a -> b flow on s0")
+        .to_owned();
+    assert_eq!(actions(&fwd), "output:2", "{fwd}");
+    let f1 = flows_on(&ovs, "s1", |f| {
+        f.iter()
+            .any(|l| l.contains("in_port=2,") && l.contains(&format!("dl_dst={}", mac_text(b))))
+    });
+    let from_tunnel = f1
+        .iter()
+        .find(|l| l.contains("in_port=2,") && l.contains(&format!("dl_dst={}", mac_text(b))))
+        .expect("tunnel -> b flow on s1");
+    assert_eq!(actions(from_tunnel), "output:1", "{from_tunnel}");
+    let burst: Vec<Vec<u8>> = (0..20).map(|i| data_frame(a, b, seq + i)).collect();
+    hosts::send(&mut lab, 1, &burst);
+    seq += 20;
+    sleep(Duration::from_millis(300));
+    caps.finish(&mut lab);
+
+    let got_b = hosts::received(&lab, 2);
+    let seqs: Vec<u16> = got_b
+        .iter()
+        .filter(|f| f[6..12] == a && f[0..6] == b)
+        .map(|f| u16::from_be_bytes([f[18], f[19]]))
+        .collect();
+    // Nothing sent while the lookup was pending arrived; everything after.
+    assert_eq!(seqs, (first..seq).collect::<Vec<_>>(), "dropped {dropped}");
+    assert!(
+        hosts::received(&lab, 1).contains(&hello),
+        "b's broadcast at a"
+    );
+
+    // The runs end at their --duration: their summaries.
+    let mut outs = Vec::new();
+    for (i, name) in [(s0, "s0"), (s1, "s1")] {
+        let (ok, out, err) = lab.wait(i, name, Duration::from_secs(40));
+        assert!(ok, "{name}:\n{out}\n{err}");
+        assert!(
+            out.contains("mapped_ports=1 unmapped_ports=0"),
+            "{name}: {out}"
+        );
+        assert!(out.contains(" errors=0 "), "{name}: {out}");
+        outs.push(out);
+    }
+    let out0 = &outs[0];
+    let revoked: u64 = out0
+        .split(' ')
+        .find_map(|f| f.strip_prefix("revoked_flows="))
+        .and_then(|n| n.parse().ok())
+        .expect("revoked_flows");
+    assert!(revoked >= 1, "{out0}");
 }

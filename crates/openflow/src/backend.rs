@@ -30,11 +30,17 @@
 //!   carries it, and no other. Freed tags are reused oldest first.
 //! * Errors are counted; one about a flow-mod add drops that flow from the
 //!   view. Flow-removed notices (idle or hard timeout) drop theirs.
+//! * Ports the app adds ([`Control::add_port`], its tunnels) have no
+//!   OpenFlow port until a [`PortMapper`] makes one (an OVS patch or
+//!   tunnel port numbered as the app's port): after every app call the
+//!   backend hands new ports to it and removed ones back. Without a
+//!   mapper, or when it fails, the port stays unmapped: packet-outs skip
+//!   it and decisions that output to it are not installed.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use nexthop_sdf::app::{decide, App, AppCounters, Control, Ports};
+use nexthop_sdf::app::{decide, App, AppCounters, Control, PortInfo, PortKind, Ports};
 use nexthop_sdf::{Config, ConfigError, DecisionCache, PortId, StateId};
 
 use crate::codec::{
@@ -42,6 +48,17 @@ use crate::codec::{
     FLAG_SEND_FLOW_REM, NO_BUFFER, NO_BUFFER_LEN, PORT_CONTROLLER,
 };
 use crate::flow::{out_port, translate, Inexpressible};
+
+/// Makes the OpenFlow port of a port the app added (a tunnel): the
+/// backend calls it after the app call that added or removed the port.
+pub trait PortMapper: std::fmt::Debug {
+    /// Create the switch port for `port`, with OpenFlow number `port.id`;
+    /// an error leaves the app's port unmapped (counted; the mapper
+    /// reports it).
+    fn add(&mut self, port: &PortInfo) -> Result<(), String>;
+    /// The app deleted its port `id` (mapped before): remove the switch's.
+    fn remove(&mut self, id: PortId) -> Result<(), String>;
+}
 
 /// Cookie mask of the high tag.
 pub const HIGH_TAG: u64 = 0xffff_ffff_0000_0000;
@@ -139,6 +156,12 @@ pub struct Counters {
     /// Messages not sent because they exceed OpenFlow's 64 KiB (a frame
     /// too large for a packet-out).
     pub encode_errors: u64,
+    /// Ports the app added that got a switch port ([`PortMapper`]).
+    pub mapped_ports: u64,
+    /// Ports the app added that have none (no mapper, or it failed).
+    pub unmapped_ports: u64,
+    /// Outputs to unmapped ports left out of packet-outs.
+    pub unmapped_outputs: u64,
 }
 
 impl Counters {
@@ -187,6 +210,11 @@ pub struct Controller<A> {
     datapath_id: Option<u64>,
     last_error: Option<(u16, u16)>,
     counters: Counters,
+    mapper: Option<Box<dyn PortMapper + Send>>,
+    /// Ports the app added, mapped to a switch port.
+    mapped: BTreeSet<PortId>,
+    /// Ports the app added that have no switch port.
+    unmapped: BTreeSet<PortId>,
 }
 
 impl<A: App> Controller<A> {
@@ -210,7 +238,70 @@ impl<A: App> Controller<A> {
             datapath_id: None,
             last_error: None,
             counters: Counters::default(),
+            mapper: None,
+            mapped: BTreeSet::new(),
+            unmapped: BTreeSet::new(),
         })
+    }
+
+    /// Make switch ports for the ports the app adds with `mapper` (module
+    /// docs).
+    pub fn set_port_mapper(&mut self, mapper: Box<dyn PortMapper + Send>) {
+        self.mapper = Some(mapper);
+    }
+
+    /// The ports the app added that have a switch port.
+    pub fn mapped_ports(&self) -> Vec<PortId> {
+        self.mapped.iter().copied().collect()
+    }
+
+    /// Hand the ports the app added or removed since the last call to the
+    /// mapper.
+    fn map_ports(&mut self) {
+        let added: Vec<PortInfo> = self
+            .ports
+            .ids()
+            .into_iter()
+            .filter_map(|id| self.ports.get(id))
+            .filter(|p| {
+                p.kind == PortKind::Tunnel
+                    && !self.mapped.contains(&p.id)
+                    && !self.unmapped.contains(&p.id)
+            })
+            .cloned()
+            .collect();
+        for p in added {
+            let r = match self.mapper.as_mut() {
+                Some(m) => m.add(&p),
+                None => Err(format!("port {}: no switch port for it (no mapper)", p.id)),
+            };
+            match r {
+                Ok(()) => {
+                    self.mapped.insert(p.id);
+                    self.counters.mapped_ports += 1;
+                }
+                Err(_) => {
+                    self.unmapped.insert(p.id);
+                    self.counters.unmapped_ports += 1;
+                }
+            }
+        }
+        let gone: Vec<PortId> = self
+            .mapped
+            .iter()
+            .chain(&self.unmapped)
+            .copied()
+            .filter(|&id| !self.ports.contains(id))
+            .collect();
+        for id in gone {
+            self.unmapped.remove(&id);
+            if self.mapped.remove(&id) {
+                if let Some(m) = self.mapper.as_mut() {
+                    // A failure leaves a switch port nothing outputs to.
+                    let _ = m.remove(id);
+                }
+            }
+        }
     }
 
     /// The app.
@@ -383,6 +474,7 @@ impl<A: App> Controller<A> {
     /// Send the revocations of state ids removed since the last call
     /// (deletes by cookie, then a barrier whose reply confirms them).
     pub fn sync(&mut self, out: &mut Vec<Message>) {
+        self.map_ports();
         if self.revoke(out) {
             let b = self.send(out, Body::BarrierRequest);
             self.counters.barriers += 1;
@@ -522,6 +614,7 @@ impl<A: App> Controller<A> {
             decide(&mut self.app, &mut ctl, p.data.clone(), in_port)
         };
         let decided = Instant::now();
+        self.map_ports();
         let revoked = self.revoke(out);
         let mut fenced = revoked;
         if let Some(d) = &reply.decision {
@@ -532,12 +625,15 @@ impl<A: App> Controller<A> {
             if e.controller {
                 self.counters.to_controller += 1;
             }
-            if e.ports.is_empty() {
+            let unmapped = e.ports.iter().filter(|q| self.unmapped.contains(q)).count();
+            self.counters.unmapped_outputs += unmapped as u64;
+            if e.ports.len() == unmapped {
                 continue;
             }
             let actions = e
                 .ports
                 .iter()
+                .filter(|q| !self.unmapped.contains(q))
                 .map(|&q| Action::output(out_port(u32::from(q), u32::from(in_port))))
                 .collect();
             outs.push(Message::new(
@@ -581,6 +677,10 @@ impl<A: App> Controller<A> {
             self.counters.not_cached += 1;
             return false;
         }
+        if d.actions.ports().iter().any(|q| self.unmapped.contains(q)) {
+            self.counters.not_installed_actions += 1;
+            return false;
+        }
         let spec = match translate(frame, in_port, d) {
             Ok(s) => s,
             Err(e) => {
@@ -618,6 +718,58 @@ impl<A: App> Controller<A> {
         self.counters.flows_installed += 1;
         true
     }
+}
+
+/// The counters of a run, named as in the summary line
+/// (`nexthop sdf run --backend ovs`, `python -m nexthop.sdf run --backend ovs`).
+pub fn summary_fields(c: &Counters, a: &AppCounters) -> Vec<(&'static str, u64)> {
+    vec![
+        ("connections", c.connections),
+        ("reconnects", c.reconnects),
+        ("flushed_flows", c.flushed_flows),
+        ("packet_ins", c.packet_ins),
+        ("bad_packet_ins", c.bad_packet_ins),
+        ("app_calls", a.app_calls),
+        ("app_drops", a.drops.total()),
+        ("flows_installed", c.flows_installed),
+        ("flows_present", c.flows_present),
+        ("not_installed", c.not_installed()),
+        ("not_installed_bits", c.not_installed_bits),
+        ("not_installed_length", c.not_installed_length),
+        ("not_installed_actions", c.not_installed_actions),
+        ("not_installed_states", c.not_installed_states),
+        ("not_cached", c.not_cached),
+        ("packet_outs", c.packet_outs),
+        ("revoked_states", c.revoked_states),
+        ("revoked_flows", c.revoked_flows),
+        ("deletes", c.deletes),
+        ("flows_expired", c.flows_expired),
+        ("errors", c.errors),
+        ("refused_flows", c.refused_flows),
+        ("barriers", c.barriers),
+        ("dropped_waiting", c.dropped_waiting),
+        ("revocations_confirmed", c.revocations_confirmed),
+        (
+            "revocation_us_mean",
+            c.revocation_us_sum
+                .checked_div(c.revocations_confirmed)
+                .unwrap_or(0),
+        ),
+        ("revocation_us_max", c.revocation_us_max),
+        ("decode_errors", c.decode_errors),
+        ("mapped_ports", c.mapped_ports),
+        ("unmapped_ports", c.unmapped_ports),
+        ("unmapped_outputs", c.unmapped_outputs),
+    ]
+}
+
+/// `nexthop sdf: app=APP backend=ovs NAME=VALUE ...`.
+pub fn summary_line(app: &str, fields: &[(&str, u64)]) -> String {
+    let mut s = format!("nexthop sdf: app={app} backend=ovs");
+    for (k, v) in fields {
+        s.push_str(&format!(" {k}={v}"));
+    }
+    s
 }
 
 #[cfg(test)]

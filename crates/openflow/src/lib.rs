@@ -16,6 +16,8 @@
 //!   flow-mod, barrier and packet-out; `removed(state_id)` as deletes
 //!   filtered by cookie; a flush on every (re)connect; counters.
 //! * [`conn`]: the controller over TCP, one switch session at a time.
+//! * [`vsctl`]: the bridge's controller and the app's tunnel ports, set
+//!   with `ovs-vsctl`.
 //!
 //! See the crate README for the cookie layout and what is not expressible.
 #![forbid(unsafe_code)]
@@ -24,7 +26,8 @@ pub mod backend;
 pub mod codec;
 pub mod conn;
 pub mod flow;
+pub mod vsctl;
 
-pub use backend::{BackendConfig, Controller, Counters};
+pub use backend::{summary_fields, summary_line, BackendConfig, Controller, Counters, PortMapper};
 pub use codec::{Body, DecodeError, Message};
 pub use conn::{serve, Channel, ServeConfig};

@@ -12,7 +12,8 @@ Frames then cross exactly one tunnel, from the sender's switch to the
 receiver's.
 
 Switches are joined by tunnel ports (``Control.add_port``, one per peer,
-property ``peer``); the DHT's own messages travel on them as frames of
+property ``peer``, added by :meth:`SeattleSwitch.add_tunnels` or at the
+first packet or tick); the DHT's own messages travel on them as frames of
 ethertype 0x88B5 (IEEE local experimental), answered by the app and never
 cached. What the cache holds:
 
@@ -149,8 +150,10 @@ class SeattleSwitch:
     # Set-up -----------------------------------------------------------------
 
     def add_tunnels(self, ctl: Control) -> None:
-        """Add one tunnel port per peer switch (call once, through
-        ``Switch.control``)."""
+        """Add one tunnel port per peer switch (through ``Switch.control``;
+        the app's first packet or tick adds those still missing, so it also
+        runs where nobody calls this: ``python -m nexthop.sdf run``, where
+        ``--backend ovs --ovs-tunnel PEER=...`` makes each an OVS port)."""
         for peer in range(self.switches):
             if peer == self.me or peer in self.tunnel_to:
                 continue
@@ -230,6 +233,8 @@ class SeattleSwitch:
     # Packets ----------------------------------------------------------------
 
     def on_packet(self, pkt: InPkt, ctl: Control) -> None:
+        if len(self.tunnel_to) < self.switches - 1:
+            self.add_tunnels(ctl)
         if len(pkt) < 14:
             return  # a runt: dropped, nothing marked, not cached
         in_port = pkt.mark_ingress()
@@ -353,6 +358,8 @@ class SeattleSwitch:
         pkt.send(out, True)
 
     def on_tick(self, ctl: Control) -> None:
+        if len(self.tunnel_to) < self.switches - 1:
+            self.add_tunnels(ctl)
         now = ctl.now()
         for mac in [m for m, p in self.pending.items() if now - p.since >= self.lookup_timeout]:
             # Unanswered: the cached drop goes, the next frame asks again.

@@ -30,19 +30,25 @@ fn packet_in(port: u32, data: Vec<u8>) -> Message {
     )
 }
 
-fn switch(timeout: u64) -> Controller<L2Switch> {
-    let app = L2Switch::new(L2Config {
-        timeout: Duration::from_secs(timeout),
-        max_macs: 16,
-    });
+/// A controller running `app` on `ports` (idle timeout 7 s), its session
+/// started (hello, flush: their messages dropped).
+fn connected<A: App>(app: A, ports: &[PortId]) -> Controller<A> {
     let cfg = BackendConfig {
-        ports: vec![1, 2, 3],
+        ports: ports.to_vec(),
         idle_timeout: 7,
         ..BackendConfig::default()
     };
     let mut c = Controller::new(app, &cfg).unwrap();
     c.connected(&mut Vec::new());
     c
+}
+
+fn switch(timeout: u64) -> Controller<L2Switch> {
+    let app = L2Switch::new(L2Config {
+        timeout: Duration::from_secs(timeout),
+        max_macs: 16,
+    });
+    connected(app, &[1, 2, 3])
 }
 
 fn flow_mods(out: &[Message]) -> Vec<&FlowMod> {
@@ -347,12 +353,7 @@ fn router() -> Controller<Router> {
         "1=02:00:00:00:00:01,192.0.2.1".parse().unwrap(),
         "2=02:00:00:00:00:02,198.51.100.1".parse().unwrap(),
     ];
-    let cfg = BackendConfig {
-        ports: vec![1, 2],
-        ..BackendConfig::default()
-    };
-    let mut c = Controller::new(Router::new(&ifaces).unwrap(), &cfg).unwrap();
-    c.connected(&mut Vec::new());
+    let mut c = connected(Router::new(&ifaces).unwrap(), &[1, 2]);
     let routes = parse_routes("198.51.100.0/24 2 02:00:00:00:02:02").unwrap();
     c.with_app(Duration::ZERO, &mut Vec::new(), |r, ctl| {
         r.set_routes(ctl, &routes)
@@ -493,4 +494,152 @@ proptest::proptest! {
         }
         c.tick(Duration::from_secs(100), &mut out);
     }
+}
+
+#[test]
+fn the_summary_names_every_counter_once() {
+    let c = Counters {
+        revocations_confirmed: 2,
+        revocation_us_sum: 300,
+        reconnects: 1,
+        ..Counters::default()
+    };
+    let f = summary_fields(&c, &AppCounters::default());
+    let line = summary_line("l2switch", &f);
+    assert!(line.starts_with("nexthop sdf: app=l2switch backend=ovs "));
+    assert!(line.contains(" reconnects=1 ") && line.contains(" revocation_us_mean=150 "));
+    let mut names: Vec<_> = f.iter().map(|(k, _)| *k).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), f.len());
+}
+
+/// Sends every packet from port 1 into a tunnel it adds at its first
+/// packet (property `peer=x`) and deletes at its first tick.
+#[derive(Debug, Default)]
+struct Tunneller {
+    tunnel: Option<PortId>,
+}
+
+impl App for Tunneller {
+    fn name(&self) -> &str {
+        "tunneller"
+    }
+
+    fn on_packet(
+        &mut self,
+        pkt: &mut nexthop_sdf::app::InPkt,
+        ctl: &mut Control<'_>,
+    ) -> Result<(), nexthop_sdf::app::AppError> {
+        let t = match self.tunnel {
+            Some(t) => t,
+            None => {
+                let t = ctl.add_port(PortKind::Tunnel).unwrap();
+                ctl.set_properties(t, "peer", "x").unwrap();
+                self.tunnel = Some(t);
+                t
+            }
+        };
+        pkt.mark_ingress();
+        let mut out = pkt.new_out_pkt();
+        out.add_destination(t);
+        pkt.send(out, true).unwrap();
+        Ok(())
+    }
+
+    fn on_tick(&mut self, ctl: &mut Control<'_>) {
+        if let Some(t) = self.tunnel.take() {
+            ctl.del_port(t).unwrap();
+        }
+    }
+}
+
+/// Records what the backend asks for; fails when told to.
+#[derive(Debug, Default)]
+struct FakeMapper {
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    fail: bool,
+}
+
+impl PortMapper for FakeMapper {
+    fn add(&mut self, port: &PortInfo) -> Result<(), String> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("add {} peer={}", port.id, port.properties["peer"]));
+        if self.fail {
+            Err("no".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn remove(&mut self, id: PortId) -> Result<(), String> {
+        self.log.lock().unwrap().push(format!("remove {id}"));
+        Ok(())
+    }
+}
+
+fn tunneller(
+    fail: bool,
+) -> (
+    Controller<Tunneller>,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let mut c = connected(Tunneller::default(), &[1]);
+    let m = FakeMapper {
+        fail,
+        ..FakeMapper::default()
+    };
+    let log = m.log.clone();
+    c.set_port_mapper(Box::new(m));
+    (c, log)
+}
+
+#[test]
+fn a_port_the_app_adds_gets_a_switch_port_before_its_flow_and_packet_out() {
+    let (mut c, log) = tunneller(false);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    assert_eq!(*log.lock().unwrap(), ["add 2 peer=x"]);
+    assert_eq!(c.mapped_ports(), [2]);
+    let fm = flow_mods(&out);
+    assert_eq!(fm.len(), 1);
+    assert_eq!(
+        fm[0].instructions,
+        vec![Instruction::ApplyActions(vec![Action::output(2)])]
+    );
+    let b = barrier(&out);
+    out.clear();
+    c.handle(
+        Message::new(b, Body::BarrierReply),
+        Duration::ZERO,
+        &mut out,
+    );
+    assert_eq!(packet_outs(&out)[0].actions, vec![Action::output(2)]);
+    assert_eq!(
+        (c.counters().mapped_ports, c.counters().unmapped_ports),
+        (1, 0)
+    );
+    // The app deletes its port: the switch's goes too.
+    c.tick(Duration::from_secs(1), &mut Vec::new());
+    assert_eq!(*log.lock().unwrap(), ["add 2 peer=x", "remove 2"]);
+    assert!(c.mapped_ports().is_empty());
+}
+
+#[test]
+fn an_unmapped_port_is_left_out_of_packet_outs_and_its_decisions_not_installed() {
+    let (mut c, log) = tunneller(true);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    // Tried once, not again for every packet.
+    assert_eq!(*log.lock().unwrap(), ["add 2 peer=x"]);
+    assert!(flow_mods(&out).is_empty() && packet_outs(&out).is_empty());
+    let k = c.counters();
+    assert_eq!((k.mapped_ports, k.unmapped_ports), (0, 1));
+    assert_eq!((k.unmapped_outputs, k.not_installed_actions), (2, 2));
+    // Deleting an unmapped port asks the mapper nothing.
+    c.tick(Duration::from_secs(1), &mut Vec::new());
+    assert_eq!(log.lock().unwrap().len(), 1);
 }
