@@ -771,20 +771,37 @@ impl Forwarder {
         // on the names' cached prefix hashes, Content Store candidates,
         // fingerprint PIT candidates), so their misses overlap; then run
         // the pipeline packet by packet.
+        let key = |item: &BatchItem| match *item {
+            BatchItem::Interest { slot, .. } => {
+                let i = &b.interests[slot];
+                Some((&i.name, Some((i.can_be_prefix, i.must_be_fresh))))
+            }
+            BatchItem::Data { slot, .. } => Some((&b.names[slot], None)),
+            _ => None,
+        };
         for (item, &(face, _)) in b.items.iter().zip(batch) {
-            let (name, interest) = match *item {
-                BatchItem::Interest { slot, .. } => (&b.interests[slot].name, true),
-                BatchItem::Data { slot, .. } => (&b.names[slot], false),
-                _ => continue,
+            let Some((name, flags)) = key(item) else {
+                continue;
             };
+            let interest = flags.is_some();
             if interest {
                 fib.prefetch_name(name, self.cfg.batch_prefetch);
             }
             if let Some(cs) = &self.cs {
                 cs.prefetch(name, !interest);
             }
-            if let Pit::Fp(pit) = &self.pit {
-                pit.prefetch_name(name.value(), interest.then_some(face));
+            match &self.pit {
+                Pit::Fp(pit) => pit.prefetch_name(name.value(), interest.then_some(face)),
+                Pit::Exact(pit) => pit.prefetch(name.value(), flags),
+            }
+        }
+        // The exact PIT's chain heads have had the first pass to arrive:
+        // load the slots they point to.
+        if let Pit::Exact(pit) = &self.pit {
+            for item in &b.items {
+                if let Some((name, flags)) = key(item) {
+                    pit.prefetch_slot(name.value(), flags);
+                }
             }
         }
         for (k, &(face, wire)) in batch.iter().enumerate() {

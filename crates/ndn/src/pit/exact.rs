@@ -7,8 +7,11 @@
 //! out-record per upstream face (nonce, when sent, expiry, Nack state).
 //!
 //! Storage: a slab of slots (recycled with their buffers, so a steady
-//! state allocates nothing) chained from a map keyed by a 64-bit hash of
-//! name and flags; a lazy min-heap of expiries; a [`DeadNonceList`].
+//! state allocates nothing) chained from an array of chain heads indexed
+//! by the low bits of a 64-bit hash of name and flags (a power of two,
+//! doubled when the live entries outnumber it; [`ExactPit::prefetch`]
+//! loads a name's head line ahead of a batch); a lazy min-heap of
+//! expiries; a [`DeadNonceList`].
 //! Data matching probes the exact name (both MustBeFresh values), each
 //! prefix of the Data name with CanBePrefix set (only while such entries
 //! exist) and the name plus its implicit digest (only while entries with a
@@ -20,13 +23,15 @@ use std::collections::BinaryHeap;
 
 use super::{
     check_range, split_implicit_digest, ConfigError, DeadNonceList, FaceId, Millis, PitToken,
-    PreHashedMap, DEFAULT_INTEREST_LIFETIME_MS,
+    DEFAULT_INTEREST_LIFETIME_MS,
 };
 use crate::name::NameView;
 
 const NONE: u32 = u32::MAX;
 const F_CBP: u8 = 1;
 const F_MBF: u8 = 2;
+/// Chain heads of an empty PIT.
+const MIN_HEADS: usize = 16;
 
 /// Exact PIT configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,7 +302,10 @@ pub struct ExactPit {
     cfg: ExactPitConfig,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    index: PreHashedMap<u32>,
+    /// Chain heads: `heads[h & (len - 1)]` is the first slot whose key
+    /// hash `h` ends in those bits (`NONE`: none); the length is a power
+    /// of two, at least the live entries.
+    heads: Vec<u32>,
     heap: BinaryHeap<Reverse<(Millis, u32, u32)>>,
     dnl: DeadNonceList,
     live: usize,
@@ -336,7 +344,7 @@ impl ExactPit {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            index: PreHashedMap::default(),
+            heads: vec![NONE; MIN_HEADS],
             heap: BinaryHeap::new(),
             dnl: DeadNonceList::new(
                 cfg.max_dead_nonces,
@@ -361,11 +369,64 @@ impl ExactPit {
         nexthop_hash::hash64(name, self.cfg.seed ^ flags as u64)
     }
 
+    fn head(&self, h: u64) -> usize {
+        h as usize & (self.heads.len() - 1)
+    }
+
+    /// Double the chain heads and re-thread every live slot.
+    fn grow_heads(&mut self) {
+        let n = self.heads.len() * 2;
+        self.heads.clear();
+        self.heads.resize(n, NONE);
+        for s in 0..self.slots.len() {
+            if self.slots[s].live {
+                let i = self.head(self.slots[s].e.hash);
+                self.slots[s].next = self.heads[i];
+                self.heads[i] = s as u32;
+            }
+        }
+    }
+
+    /// Hint the CPU to load the chain head of an Interest name with these
+    /// flags (or, for a Data, `None`: of the exact name under every flags
+    /// value a live entry has), ahead of [`Self::insert`] or
+    /// [`Self::satisfy`]. Changes nothing.
+    pub fn prefetch(&self, name: &[u8], interest_flags: Option<(bool, bool)>) {
+        match interest_flags {
+            Some((cbp, mbf)) => {
+                let flags = (cbp as u8 * F_CBP) | (mbf as u8 * F_MBF);
+                nexthop_mem::prefetch(&self.heads[self.head(self.key_hash(name, flags))]);
+            }
+            None => {
+                for flags in [0, F_MBF, F_CBP, F_CBP | F_MBF] {
+                    if self.flag_live[flags as usize] > 0 {
+                        nexthop_mem::prefetch(&self.heads[self.head(self.key_hash(name, flags))]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The second step after [`Self::prefetch`] (once its line has had
+    /// time to arrive): read the chain head and hint the CPU to load the
+    /// first slot of the chain. Changes nothing.
+    pub fn prefetch_slot(&self, name: &[u8], interest_flags: Option<(bool, bool)>) {
+        let flags = match interest_flags {
+            Some((cbp, mbf)) => (cbp as u8 * F_CBP) | (mbf as u8 * F_MBF),
+            None if self.flag_live[0] > 0 => 0,
+            None => return,
+        };
+        let s = self.heads[self.head(self.key_hash(name, flags))];
+        if let Some(sl) = self.slots.get(s as usize) {
+            nexthop_mem::prefetch(sl);
+        }
+    }
+
     fn find(&self, name: &[u8], flags: u8, h: u64) -> Option<u32> {
-        let mut s = *self.index.get(&h)?;
+        let mut s = self.heads[self.head(h)];
         while s != NONE {
             let sl = &self.slots[s as usize];
-            if sl.e.flags == flags && sl.e.name == name {
+            if sl.e.hash == h && sl.e.flags == flags && sl.e.name == name {
                 return Some(s);
             }
             s = sl.next;
@@ -438,7 +499,7 @@ impl ExactPit {
         use std::mem::size_of;
         let mut b = self.slots.capacity() * size_of::<Slot>()
             + self.free.capacity() * 4
-            + self.index.capacity() * (size_of::<(u64, u32)>() + 1)
+            + self.heads.capacity() * 4
             + self.heap.capacity() * size_of::<(Millis, u32, u32)>()
             + self.dnl.len() * (size_of::<(u64, Millis)>() + size_of::<(u64, u32)>() + 1);
         for s in &self.slots {
@@ -450,20 +511,13 @@ impl ExactPit {
     }
 
     fn unlink(&mut self, slot: u32) {
-        let h = self.slots[slot as usize].e.hash;
+        let i = self.head(self.slots[slot as usize].e.hash);
         let next = self.slots[slot as usize].next;
-        let Some(head) = self.index.get_mut(&h) else {
-            return;
-        };
-        if *head == slot {
-            if next == NONE {
-                self.index.remove(&h);
-            } else {
-                *head = next;
-            }
+        if self.heads[i] == slot {
+            self.heads[i] = next;
             return;
         }
-        let mut s = *head;
+        let mut s = self.heads[i];
         while s != NONE {
             let n = self.slots[s as usize].next;
             if n == slot {
@@ -600,7 +654,11 @@ impl ExactPit {
                 };
                 let has_digest =
                     split_implicit_digest(name, last_component_start(i.name)).is_some();
-                let head = self.index.insert(h, s).unwrap_or(NONE);
+                if self.live >= self.heads.len() {
+                    self.grow_heads();
+                }
+                let at = self.head(h);
+                let head = std::mem::replace(&mut self.heads[at], s);
                 let sl = &mut self.slots[s as usize];
                 sl.live = true;
                 sl.next = head;
@@ -891,6 +949,50 @@ mod tests {
         let mut out = Vec::new();
         pit.satisfy(&DataMatch { name, digest: None }, 99, now, &mut out);
         out
+    }
+
+    /// The chain heads double as entries come (every live entry stays
+    /// findable across each re-threading), unlink from the middle and the
+    /// head of shared chains, and the prefetch hints change nothing.
+    #[test]
+    fn chain_heads_grow_and_unlink_keeping_every_entry_findable() {
+        let mut p = pit();
+        let names: Vec<NameBuf> = (0..5000).map(|k| nm(&["g", &format!("{k}")])).collect();
+        let mut ids = Vec::new();
+        for (k, n) in names.iter().enumerate() {
+            p.prefetch(n.tlv(), Some((false, false)));
+            p.prefetch_slot(n.tlv(), Some((false, false)));
+            match p.insert(&interest(n, 1, k as u32), 0) {
+                InsertOutcome::New(id) => ids.push(id),
+                o => panic!("{k}: {o:?}"),
+            }
+        }
+        assert!(p.heads.len() >= names.len() && p.heads.len().is_power_of_two());
+        // Every chain is short: the heads outnumber the entries.
+        for (k, n) in names.iter().enumerate() {
+            assert_eq!(p.find_entry(n.tlv(), false, false), Some(ids[k]), "{k}");
+        }
+        // Satisfy every third entry (unlinking wherever it sits in its chain).
+        for n in names.iter().step_by(3) {
+            p.prefetch(n.tlv(), None);
+            p.prefetch_slot(n.tlv(), None);
+            assert_eq!(data(&mut p, n, 1).len(), 1);
+        }
+        for (k, n) in names.iter().enumerate() {
+            let found = p.find_entry(n.tlv(), false, false);
+            assert_eq!(found.is_some(), k % 3 != 0, "{k}");
+        }
+        assert_eq!(p.len(), names.len() - names.len().div_ceil(3));
+        // Freed slots are reused and chained again.
+        for (k, n) in names.iter().enumerate().step_by(3) {
+            assert!(matches!(
+                p.insert(&interest(n, 2, 100_000 + k as u32), 2),
+                InsertOutcome::New(_)
+            ));
+        }
+        for n in &names {
+            assert!(p.find_entry(n.tlv(), false, false).is_some());
+        }
     }
 
     #[test]
