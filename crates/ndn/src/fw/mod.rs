@@ -792,7 +792,7 @@ impl Forwarder {
             }
             match &self.pit {
                 Pit::Fp(pit) => pit.prefetch_name(name.value(), interest.then_some(face)),
-                Pit::Exact(pit) => pit.prefetch(name.value(), flags),
+                Pit::Exact(pit) => pit.prefetch(name, flags),
             }
         }
         // The exact PIT's chain heads have had the first pass to arrive:
@@ -800,7 +800,7 @@ impl Forwarder {
         if let Pit::Exact(pit) = &self.pit {
             for item in &b.items {
                 if let Some((name, flags)) = key(item) {
-                    pit.prefetch_slot(name.value(), flags);
+                    pit.prefetch_slot(name, flags);
                 }
             }
         }
