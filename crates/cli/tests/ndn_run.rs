@@ -623,14 +623,20 @@ fn counters_per_face_and_drop_reason_reach_nexthop_stats_and_prometheus() {
     assert!(ok);
 }
 
-/// The `thread_packets=a,b,...` of a summary line.
-fn thread_packets(line: &str) -> Vec<u64> {
-    line.split(' ')
-        .find_map(|f| f.strip_prefix("thread_packets="))
-        .unwrap_or_else(|| panic!("no thread_packets= in {line}"))
+/// The comma-separated numbers of `key=a,b,...` in a summary line.
+fn list_field(line: &str, key: &str) -> Vec<u64> {
+    let prefix = format!("{key}=");
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
         .split(',')
         .map(|v| v.parse().unwrap())
         .collect()
+}
+
+/// The `thread_packets=a,b,...` of a summary line.
+fn thread_packets(line: &str) -> Vec<u64> {
+    list_field(line, "thread_packets")
 }
 
 #[test]
@@ -693,13 +699,7 @@ fn udp_input_threads_flag_binds_more_sockets_and_is_checked() {
     }
     let (ok, line) = stop(&mut f);
     assert!(ok, "{line}");
-    let per: Vec<u64> = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("udp_input_packets="))
-        .unwrap_or_else(|| panic!("no udp_input_packets= in {line}"))
-        .split(',')
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let per = list_field(&line, "udp_input_packets");
     assert_eq!(per.len(), 3, "{line}");
     // 1 + 8 x 2 Interests from 9 UDP endpoints (which socket each lands
     // on is the kernel's hash), one Data each plus 8 Content Store hits.

@@ -20,7 +20,8 @@
 //! either one `process` call per packet (FIB lookups on the decoder's
 //! cached prefix hashes) or one `process_batch` per half group with
 //! `Prefetch::First` (decode the half group, prefetch every packet's first
-//! FIB bucket and CS and PIT candidates, then process). Reported: packets per second on one core (Interests + Data;
+//! FIB bucket and CS and PIT candidates, then process) or `Prefetch::All`
+//! (every FIB level's bucket). Reported: packets per second on one core (Interests + Data;
 //! thread CPU time), edge mode (exact PIT) and core mode (fingerprint PIT,
 //! 16-bit fingerprints). With `--cbp-every k > 0` every k-th Interest
 //! has CanBePrefix (as python-ndn and NDNts send some), so the edge CS
@@ -264,6 +265,7 @@ fn main() {
         let styles = [
             ("process", false, Prefetch::None),
             ("batch+prefetch", true, Prefetch::First),
+            ("batch+prefetch all", true, Prefetch::All),
         ];
         for (style, batched, prefetch) in styles {
             let mut rates = Vec::new();

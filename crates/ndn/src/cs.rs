@@ -40,7 +40,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::name::NameView;
+use crate::name::{mix64, tlv_name_hash, NameView};
 use crate::pit::{check_range, split_implicit_digest, ConfigError, Millis};
 
 /// Entries per bucket.
@@ -326,13 +326,6 @@ pub struct ContentStore {
     stats: CsStats,
 }
 
-#[inline(always)]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 fn last_start<N: NameView + ?Sized>(n: &N) -> usize {
     match n.component_count() {
         0 => 0,
@@ -403,14 +396,17 @@ impl ContentStore {
         self.table.len() * std::mem::size_of::<Bucket>()
     }
 
+    /// The key of a name from its hash ([`NameView::name_hash`]: cached
+    /// by a decoded wire name, so the Content Store does not hash the
+    /// bytes again).
     #[inline(always)]
-    fn hash(&self, name: &[u8]) -> u64 {
-        nexthop_hash::hash64(name, self.cfg.seed)
+    fn name_key(&self, name_hash: u64) -> u64 {
+        mix64(name_hash ^ self.cfg.seed)
     }
 
     #[inline(always)]
     fn bucket(&self, h: u64, j: usize) -> usize {
-        let r = mix(h ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let r = mix64(h ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         j * self.buckets_per_sub as usize
             + nexthop_hash::reduce((r >> 32) as u32, self.buckets_per_sub) as usize
     }
@@ -475,7 +471,7 @@ impl ContentStore {
     }
 
     fn sketch_slot(&self, h: u64) -> usize {
-        (mix(h) as usize) & (self.sketch.len() - 1)
+        (mix64(h) as usize) & (self.sketch.len() - 1)
     }
 
     fn count_request(&mut self, h: u64) {
@@ -498,7 +494,7 @@ impl ContentStore {
     /// replacement keys when `insert`: a Data about to be stored). Changes
     /// nothing.
     pub fn prefetch<N: NameView + ?Sized>(&self, name: &N, insert: bool) {
-        let h = self.hash(name.tlv());
+        let h = self.name_key(name.name_hash());
         for j in 0..self.cfg.subtables {
             let bi = self.bucket(h, j);
             nexthop_mem::prefetch(&self.table[bi]);
@@ -521,7 +517,7 @@ impl ContentStore {
         let mut stale = false;
         let found = if let Some((at, dg)) = split_implicit_digest(tlv, last_start(q.name)) {
             let base = &tlv[..at];
-            let h = self.hash(base);
+            let h = self.name_key(q.name.prefix_hash(q.name.component_count() - 1));
             match self.find(base, h) {
                 Some(p) if self.digest_of(p) == *dg => {
                     if fresh_ok(&self.pkts[p as usize]) {
@@ -557,7 +553,7 @@ impl ContentStore {
             }
             hit
         } else {
-            let h = self.hash(tlv);
+            let h = self.name_key(q.name.name_hash());
             match self.find(tlv, h) {
                 Some(p) if fresh_ok(&self.pkts[p as usize]) => Some(p),
                 Some(_) => {
@@ -578,7 +574,7 @@ impl ContentStore {
                     self.stats.stale += 1;
                 }
                 if !self.sketch.is_empty() {
-                    let h = self.hash(tlv);
+                    let h = self.name_key(q.name.name_hash());
                     self.count_request(h);
                 }
                 None
@@ -647,7 +643,7 @@ impl ContentStore {
             self.stats.too_large += 1;
             return CsInsert::TooLarge;
         }
-        let h = self.hash(tlv);
+        let h = self.name_key(name.name_hash());
         let fresh_until = now.saturating_add(freshness_ms.unwrap_or(0));
         if let Some(p) = self.find(tlv, h) {
             let pk = &mut self.pkts[p as usize];
@@ -755,7 +751,8 @@ impl ContentStore {
             n += 1;
             bytes += pk.wire_len as usize;
             let e = self.table[pk.at as usize / E].0[pk.at as usize % E];
-            if e as u32 != i as u32 + 1 || e >> 32 != self.hash(pk.name()) >> 32 {
+            let h = tlv_name_hash(pk.name()).map(|nh| self.name_key(nh));
+            if e as u32 != i as u32 + 1 || h.map(|h| h >> 32) != Some(e >> 32) {
                 return Err(format!(
                     "packet {i}: table entry {e:#x} does not point back"
                 ));
@@ -795,7 +792,7 @@ mod tests {
         NameBuf::from_components(c).unwrap()
     }
 
-    fn q(name: &NameBuf, cbp: bool, mbf: bool) -> CsQuery<'_, NameBuf> {
+    fn q<N: NameView>(name: &N, cbp: bool, mbf: bool) -> CsQuery<'_, N> {
         CsQuery {
             name,
             can_be_prefix: cbp,
@@ -974,6 +971,36 @@ mod tests {
         assert_eq!(c.stats().not_admitted, 2);
     }
 
+    /// Keys derive from the name hash a wire `Name` caches (no hashing in
+    /// the store); a `NameBuf` computes the same: a packet stored under one
+    /// type is found under the other, by exact name and by implicit digest,
+    /// and the table invariants (which rehash the stored bytes) hold.
+    #[test]
+    fn cached_wire_name_hash_and_computed_hash_find_the_same_packets() {
+        let mut c = cs(CsConfig::default());
+        let a = nm(&["a", "b"]);
+        let wa = a.to_name();
+        assert_eq!(a.name_hash(), wa.name_hash());
+        assert_eq!(a.prefix_hash(1), wa.prefix_hash(1));
+        let mut d = nexthop_wire::ndn::Data::new(wa.clone(), vec![7; 30]);
+        d.sign_digest_sha256();
+        let wire = d.to_wire();
+        c.insert(&wa, &wire, Some(1000), 1, 0);
+        assert_eq!(c.lookup(&q(&a, false, false), 1), Some(&wire[..]));
+        let b = nm(&["b"]);
+        c.insert(&b, b"opaque", Some(1000), 1, 0);
+        assert_eq!(
+            c.lookup(&q(&b.to_name(), false, false), 1),
+            Some(&b"opaque"[..])
+        );
+        let mut full = wa.clone();
+        full.push(&nexthop_wire::ndn::NameComponent::implicit_digest(
+            nexthop_wire::ndn::implicit_digest(&wire),
+        ));
+        assert_eq!(c.lookup(&q(&full, false, false), 1), Some(&wire[..]));
+        c.check_invariants().unwrap();
+    }
+
     #[test]
     fn data_wire_holds_the_name_once_and_other_bytes_get_it_appended() {
         let mut c = cs(CsConfig::default());
@@ -988,12 +1015,12 @@ mod tests {
         assert_eq!(name_offset(&wire, nm(&["a", "c"]).tlv()), None);
         assert_eq!(name_offset(&[6], a.tlv()), None);
         c.insert(&a, &wire, Some(1000), 1, 0);
-        let p = c.find(a.tlv(), c.hash(a.tlv())).unwrap();
+        let p = c.find(a.tlv(), c.name_key(a.name_hash())).unwrap();
         assert_eq!(c.pkts[p as usize].buf.len(), wire.len());
         // Bytes without the name in place: the name is kept after them.
         let b = nm(&["b"]);
         c.insert(&b, b"opaque", Some(1000), 1, 0);
-        let p = c.find(b.tlv(), c.hash(b.tlv())).unwrap();
+        let p = c.find(b.tlv(), c.name_key(b.name_hash())).unwrap();
         assert_eq!(c.pkts[p as usize].buf.len(), 6 + b.tlv().len());
         assert_eq!(c.lookup(&q(&a, false, true), 1), Some(&wire[..]));
         assert_eq!(c.lookup(&q(&b, false, true), 1), Some(&b"opaque"[..]));
@@ -1100,7 +1127,7 @@ mod tests {
         for _ in 0..5 {
             c.lookup(&q(&a, false, false), 1);
         }
-        let at = c.pkts[c.find(a.tlv(), c.hash(a.tlv())).unwrap() as usize].at as usize;
+        let at = c.pkts[c.find(a.tlv(), c.name_key(a.name_hash())).unwrap() as usize].at as usize;
         let k = c.keys[at / E].0[at % E];
         assert_eq!(k >> LFU_TIME_BITS, 6);
         assert_eq!(k & ((1 << LFU_TIME_BITS) - 1), c.clock);

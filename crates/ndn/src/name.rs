@@ -12,7 +12,7 @@
 //! [`NameSlice`] borrows the bytes and a reused offsets buffer, so parsing
 //! and looking up a received name allocates nothing.
 
-use nexthop_wire::ndn::{Name, NameRef};
+use nexthop_wire::ndn::{empty_prefix_hash, extend_prefix_hash, Name, NameRef, PREFIX_HASH_SEED};
 
 use crate::error::NameError;
 
@@ -31,6 +31,40 @@ pub trait NameView {
     /// Byte length of the first `n` components (`n <= component_count()`;
     /// `prefix_end(0) == 0`).
     fn prefix_end(&self, n: usize) -> usize;
+    /// The hash of the first `n` components (`n <= component_count()`):
+    /// the chain of [`extend_prefix_hash`] under [`PREFIX_HASH_SEED`], the
+    /// value a wire [`Name`] computes once when it is decoded and caches
+    /// (its implementation returns the cached value; others compute it).
+    /// The FIB's, the exact PIT's and the Content Store's keys all derive
+    /// from it, so a decoded name is hashed once for all three.
+    fn prefix_hash(&self, n: usize) -> u64 {
+        let tlv = self.tlv();
+        let mut h = empty_prefix_hash(PREFIX_HASH_SEED);
+        for i in 0..n {
+            h = extend_prefix_hash(h, &tlv[self.prefix_end(i)..self.prefix_end(i + 1)]);
+        }
+        h
+    }
+    /// [`Self::prefix_hash`] of the whole name.
+    fn name_hash(&self) -> u64 {
+        self.prefix_hash(self.component_count())
+    }
+}
+
+/// [`NameView::name_hash`] of a name given as its component TLVs (`None`:
+/// they do not parse as a name).
+pub fn tlv_name_hash(tlv: &[u8]) -> Option<u64> {
+    let name = NameRef::from_value(tlv).ok()?;
+    name.prefix_hashes_with(PREFIX_HASH_SEED).last()
+}
+
+/// A table key from a name hash and a table seed: a bijective 64-bit
+/// finalizer (SplitMix64's), so distinct `(hash ^ seed)` stay distinct.
+#[inline(always)]
+pub(crate) fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// An owned name: component TLVs and the end offset of each component.
@@ -68,6 +102,9 @@ impl<T: NameView + ?Sized> NameView for &T {
     }
     fn prefix_end(&self, n: usize) -> usize {
         (**self).prefix_end(n)
+    }
+    fn prefix_hash(&self, n: usize) -> u64 {
+        (**self).prefix_hash(n)
     }
 }
 
@@ -192,6 +229,10 @@ impl NameView for Name {
         } else {
             self.component_ends()[n - 1] as usize
         }
+    }
+    #[inline]
+    fn prefix_hash(&self, n: usize) -> u64 {
+        Name::prefix_hash(self, n)
     }
 }
 

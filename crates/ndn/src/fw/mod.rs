@@ -398,11 +398,12 @@ enum Pit {
     Fp(FingerprintPit),
 }
 
-/// One decoded packet of a batch (or of the owned-packet entry points):
-/// the Interest (with its PitToken and encoding), the Data's name,
-/// FreshnessPeriod and encoding, the Nack's Interest and reason.
+/// One packet of the owned-packet entry points ([`Forwarder::interest`],
+/// [`Forwarder::data`], [`Forwarder::nack`]): the Interest with its
+/// PitToken, the Data's name, FreshnessPeriod and encoding, the Nack's
+/// Interest and reason.
 enum Input<'a> {
-    Interest(Interest, Option<PitToken>, Option<&'a [u8]>),
+    Interest(Interest, Option<PitToken>),
     Data(Name, Option<u64>, &'a [u8]),
     Nack(Interest, Option<NackReason>),
     Bad(DropReason),
@@ -441,6 +442,44 @@ impl<'a> Parsed<'a> {
     }
 }
 
+/// One packet of a [`Forwarder::process_batch`] call, decoded into the
+/// forwarder's reused pools: `slot` indexes the Interest pool (Interest,
+/// Nack) or the name pool (Data); `frag` is the byte range of the
+/// network-layer packet inside the batch entry's bytes.
+#[derive(Clone, Copy, Debug)]
+enum BatchItem {
+    Interest {
+        slot: usize,
+        token: Option<PitToken>,
+        frag: (usize, usize),
+    },
+    Data {
+        slot: usize,
+        fresh: Option<u64>,
+        frag: (usize, usize),
+    },
+    Nack {
+        slot: usize,
+        reason: Option<NackReason>,
+    },
+    Bad(DropReason),
+}
+
+/// The byte range of `part` (a sub-slice of `whole`) inside `whole`.
+fn range_in(whole: &[u8], part: &[u8]) -> (usize, usize) {
+    let start = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize);
+    (start, start + part.len())
+}
+
+/// Decoded packets of a batch, kept across calls so that a steady stream
+/// of batches allocates nothing: the pools only grow to the largest batch.
+#[derive(Debug, Default)]
+struct BatchScratch {
+    items: Vec<BatchItem>,
+    interests: Vec<Interest>,
+    names: Vec<Name>,
+}
+
 /// The forwarding pipeline of one forwarding thread. See the module docs.
 #[derive(Debug)]
 pub struct Forwarder {
@@ -459,6 +498,8 @@ pub struct Forwarder {
     interest_scratch: Option<Interest>,
     /// What [`Forwarder::process`] copies a Data's name into.
     name_scratch: Option<Name>,
+    /// What [`Forwarder::process_batch`] decodes a batch into.
+    batch: BatchScratch,
 }
 
 impl Forwarder {
@@ -482,6 +523,7 @@ impl Forwarder {
             down_scratch: Vec::new(),
             interest_scratch: None,
             name_scratch: None,
+            batch: BatchScratch::default(),
         })
     }
 
@@ -564,21 +606,48 @@ impl Forwarder {
         out.push(face, kind, token, r);
     }
 
-    /// A packet of a batch into its owned form: the Interest's name with
+    /// A packet of a batch into the batch pools: the Interest's name with
     /// its prefix hashes (what the prefetch reads), the Data's name only
-    /// (Content and signature stay in `wire`).
-    fn decode<'a>(&self, face: FaceId, wire: &'a [u8]) -> Input<'a> {
+    /// (Content and signature stay in `wire`). Allocates nothing once the
+    /// pools have grown.
+    fn decode_into(&self, face: FaceId, wire: &[u8], b: &mut BatchScratch) -> BatchItem {
         if face >= self.cfg.max_faces {
-            return Input::Bad(DropReason::BadFace);
+            return BatchItem::Bad(DropReason::BadFace);
         }
         let parsed = PacketView::parse(wire)
             .map_err(|e| DropReason::of(&e))
             .and_then(|v| Parsed::of(v, wire));
+        let interest_slot = |b: &mut BatchScratch, v: &InterestView<'_>| {
+            let slot = b.items.len();
+            if b.interests.len() <= slot {
+                b.interests.resize_with(slot + 1, Interest::default);
+            }
+            v.write_into(&mut b.interests[slot]);
+            slot
+        };
         match parsed {
-            Err(r) => Input::Bad(r),
-            Ok(Parsed::Interest(v, token, w)) => Input::Interest(v.to_owned(), token, Some(w)),
-            Ok(Parsed::Data(v, w)) => Input::Data(v.name.to_name(), v.freshness_period_ms, w),
-            Ok(Parsed::Nack(v, r)) => Input::Nack(v.to_owned(), r),
+            Err(r) => BatchItem::Bad(r),
+            Ok(Parsed::Interest(v, token, w)) => BatchItem::Interest {
+                slot: interest_slot(b, &v),
+                token,
+                frag: range_in(wire, w),
+            },
+            Ok(Parsed::Data(v, w)) => {
+                let slot = b.items.len();
+                if b.names.len() <= slot {
+                    b.names.resize_with(slot + 1, Name::default);
+                }
+                b.names[slot].assign(v.name);
+                BatchItem::Data {
+                    slot,
+                    fresh: v.freshness_period_ms,
+                    frag: range_in(wire, w),
+                }
+            }
+            Ok(Parsed::Nack(v, reason)) => BatchItem::Nack {
+                slot: interest_slot(b, &v),
+                reason,
+            },
         }
     }
 
@@ -632,7 +701,11 @@ impl Forwarder {
             }
             Ok(Parsed::Data(v, w)) => self.data_view(face, &v, w, now, out),
             Ok(Parsed::Nack(v, r)) => {
-                self.dispatch(fib, face, Input::Nack(v.to_owned(), r), now, out)
+                self.face_mut(face).in_nacks += 1;
+                let mut i = self.interest_scratch.take().unwrap_or_default();
+                v.write_into(&mut i);
+                self.on_nack(fib, face, &mut i, r, now, out);
+                self.interest_scratch = Some(i);
             }
         }
     }
@@ -688,30 +761,69 @@ impl Forwarder {
             }
             return;
         }
-        let inputs: Vec<Input<'_>> = batch.iter().map(|&(f, w)| self.decode(f, w)).collect();
+        let mut b = std::mem::take(&mut self.batch);
+        b.items.clear();
+        for &(f, w) in batch {
+            let item = self.decode_into(f, w, &mut b);
+            b.items.push(item);
+        }
         // Issue the loads of every packet's table lines first (FIB buckets
         // on the names' cached prefix hashes, Content Store candidates,
         // fingerprint PIT candidates), so their misses overlap; then run
         // the pipeline packet by packet.
-        for (input, &(face, _)) in inputs.iter().zip(batch) {
-            let (name, interest) = match input {
-                Input::Interest(i, ..) => (&i.name, true),
-                Input::Data(name, ..) => (name, false),
-                _ => continue,
+        let key = |item: &BatchItem| match *item {
+            BatchItem::Interest { slot, .. } => {
+                let i = &b.interests[slot];
+                Some((&i.name, Some((i.can_be_prefix, i.must_be_fresh))))
+            }
+            BatchItem::Data { slot, .. } => Some((&b.names[slot], None)),
+            _ => None,
+        };
+        for (item, &(face, _)) in b.items.iter().zip(batch) {
+            let Some((name, flags)) = key(item) else {
+                continue;
             };
+            let interest = flags.is_some();
             if interest {
                 fib.prefetch_name(name, self.cfg.batch_prefetch);
             }
             if let Some(cs) = &self.cs {
                 cs.prefetch(name, !interest);
             }
-            if let Pit::Fp(pit) = &self.pit {
-                pit.prefetch_name(name.value(), interest.then_some(face));
+            match &self.pit {
+                Pit::Fp(pit) => pit.prefetch_name(name.value(), interest.then_some(face)),
+                Pit::Exact(pit) => pit.prefetch(name, flags),
             }
         }
-        for (input, &(face, _)) in inputs.into_iter().zip(batch) {
-            self.dispatch(fib, face, input, now, out);
+        // The exact PIT's chain heads have had the first pass to arrive:
+        // load the slots they point to.
+        if let Pit::Exact(pit) = &self.pit {
+            for item in &b.items {
+                if let Some((name, flags)) = key(item) {
+                    pit.prefetch_slot(name, flags);
+                }
+            }
         }
+        for (k, &(face, wire)) in batch.iter().enumerate() {
+            match b.items[k] {
+                BatchItem::Bad(r) => self.drop_pkt(face, r, out),
+                BatchItem::Interest { slot, token, frag } => {
+                    self.face_mut(face).in_interests += 1;
+                    let w = wire.get(frag.0..frag.1);
+                    self.on_interest(fib, face, &mut b.interests[slot], w, token, now, out);
+                }
+                BatchItem::Data { slot, fresh, frag } => {
+                    self.face_mut(face).in_data += 1;
+                    let w = wire.get(frag.0..frag.1).unwrap_or(wire);
+                    self.on_data(face, &b.names[slot], fresh, w, now, out);
+                }
+                BatchItem::Nack { slot, reason } => {
+                    self.face_mut(face).in_nacks += 1;
+                    self.on_nack(fib, face, &mut b.interests[slot], reason, now, out);
+                }
+            }
+        }
+        self.batch = b;
     }
 
     /// Process an Interest already decoded (from `face`, with the PitToken
@@ -728,7 +840,7 @@ impl Forwarder {
         let input = if face >= self.cfg.max_faces {
             Input::Bad(DropReason::BadFace)
         } else {
-            Input::Interest(interest, token, None)
+            Input::Interest(interest, token)
         };
         self.dispatch(fib, face, input, now, out);
     }
@@ -780,17 +892,17 @@ impl Forwarder {
     ) {
         match input {
             Input::Bad(r) => self.drop_pkt(face, r, out),
-            Input::Interest(mut i, token, wire) => {
+            Input::Interest(mut i, token) => {
                 self.face_mut(face).in_interests += 1;
-                self.on_interest(fib, face, &mut i, wire, token, now, out)
+                self.on_interest(fib, face, &mut i, None, token, now, out)
             }
             Input::Data(name, fresh, wire) => {
                 self.face_mut(face).in_data += 1;
                 self.on_data(face, &name, fresh, wire, now, out)
             }
-            Input::Nack(i, r) => {
+            Input::Nack(mut i, r) => {
                 self.face_mut(face).in_nacks += 1;
-                self.on_nack(fib, face, i, r, now, out)
+                self.on_nack(fib, face, &mut i, r, now, out)
             }
         }
     }
@@ -1131,7 +1243,7 @@ impl Forwarder {
         &mut self,
         fib: &Fib,
         face: FaceId,
-        mut i: Interest,
+        i: &mut Interest,
         reason: Option<NackReason>,
         now: Millis,
         out: &mut Actions,
@@ -1178,7 +1290,7 @@ impl Forwarder {
                 faces.clear();
                 if after_nack(strategy, hops, &downs, e.out_records(), &mut faces) {
                     self.counters.nack_retries += 1;
-                    self.send_interest(Some(id), &i, None, &faces, face, now, out);
+                    self.send_interest(Some(id), i, None, &faces, face, now, out);
                 } else if !pending {
                     // Every upstream answered with a Nack: the least severe
                     // reason (Congestion < Duplicate < NoRoute) goes down.
@@ -1189,7 +1301,7 @@ impl Forwarder {
                         .map(|o| o.nack_code)
                         .min()
                         .unwrap_or(code);
-                    self.reject(id, &mut i, NackReason::from_code(worst), now, out);
+                    self.reject(id, i, NackReason::from_code(worst), now, out);
                 }
                 self.faces_scratch = faces;
             }

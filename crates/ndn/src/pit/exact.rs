@@ -7,8 +7,11 @@
 //! out-record per upstream face (nonce, when sent, expiry, Nack state).
 //!
 //! Storage: a slab of slots (recycled with their buffers, so a steady
-//! state allocates nothing) chained from a map keyed by a 64-bit hash of
-//! name and flags; a lazy min-heap of expiries; a [`DeadNonceList`].
+//! state allocates nothing) chained from an array of chain heads indexed
+//! by the low bits of a 64-bit hash of name and flags (a power of two,
+//! doubled when the live entries outnumber it; [`ExactPit::prefetch`]
+//! loads a name's head line ahead of a batch); a lazy min-heap of
+//! expiries; a [`DeadNonceList`].
 //! Data matching probes the exact name (both MustBeFresh values), each
 //! prefix of the Data name with CanBePrefix set (only while such entries
 //! exist) and the name plus its implicit digest (only while entries with a
@@ -18,15 +21,19 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use nexthop_wire::ndn::extend_prefix_hash;
+
 use super::{
     check_range, split_implicit_digest, ConfigError, DeadNonceList, FaceId, Millis, PitToken,
-    PreHashedMap, DEFAULT_INTEREST_LIFETIME_MS,
+    DEFAULT_INTEREST_LIFETIME_MS,
 };
-use crate::name::NameView;
+use crate::name::{mix64, tlv_name_hash, NameView};
 
 const NONE: u32 = u32::MAX;
 const F_CBP: u8 = 1;
 const F_MBF: u8 = 2;
+/// Chain heads of an empty PIT.
+const MIN_HEADS: usize = 16;
 
 /// Exact PIT configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,7 +304,10 @@ pub struct ExactPit {
     cfg: ExactPitConfig,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    index: PreHashedMap<u32>,
+    /// Chain heads: `heads[h & (len - 1)]` is the first slot whose key
+    /// hash `h` ends in those bits (`NONE`: none); the length is a power
+    /// of two, at least the live entries.
+    heads: Vec<u32>,
     heap: BinaryHeap<Reverse<(Millis, u32, u32)>>,
     dnl: DeadNonceList,
     live: usize,
@@ -336,7 +346,7 @@ impl ExactPit {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            index: PreHashedMap::default(),
+            heads: vec![NONE; MIN_HEADS],
             heap: BinaryHeap::new(),
             dnl: DeadNonceList::new(
                 cfg.max_dead_nonces,
@@ -357,15 +367,76 @@ impl ExactPit {
         &self.cfg
     }
 
-    fn key_hash(&self, name: &[u8], flags: u8) -> u64 {
-        nexthop_hash::hash64(name, self.cfg.seed ^ flags as u64)
+    /// The key of a name with these flags, from the name's hash
+    /// ([`NameView::name_hash`]: cached by a decoded wire name, so the
+    /// PIT does not hash the bytes again).
+    fn key_hash(&self, name_hash: u64, flags: u8) -> u64 {
+        mix64(name_hash ^ self.cfg.seed ^ (flags as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
+    fn head(&self, h: u64) -> usize {
+        h as usize & (self.heads.len() - 1)
+    }
+
+    /// Double the chain heads and re-thread every live slot.
+    fn grow_heads(&mut self) {
+        let n = self.heads.len() * 2;
+        self.heads.clear();
+        self.heads.resize(n, NONE);
+        for s in 0..self.slots.len() {
+            if self.slots[s].live {
+                let i = self.head(self.slots[s].e.hash);
+                self.slots[s].next = self.heads[i];
+                self.heads[i] = s as u32;
+            }
+        }
+    }
+
+    /// Hint the CPU to load the chain head of an Interest name with these
+    /// flags (or, for a Data, `None`: of the exact name under every flags
+    /// value a live entry has), ahead of [`Self::insert`] or
+    /// [`Self::satisfy`]. Changes nothing.
+    pub fn prefetch<N: NameView + ?Sized>(&self, name: &N, interest_flags: Option<(bool, bool)>) {
+        let nh = name.name_hash();
+        match interest_flags {
+            Some((cbp, mbf)) => {
+                let flags = (cbp as u8 * F_CBP) | (mbf as u8 * F_MBF);
+                nexthop_mem::prefetch(&self.heads[self.head(self.key_hash(nh, flags))]);
+            }
+            None => {
+                for flags in [0, F_MBF, F_CBP, F_CBP | F_MBF] {
+                    if self.flag_live[flags as usize] > 0 {
+                        nexthop_mem::prefetch(&self.heads[self.head(self.key_hash(nh, flags))]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The second step after [`Self::prefetch`] (once its line has had
+    /// time to arrive): read the chain head and hint the CPU to load the
+    /// first slot of the chain. Changes nothing.
+    pub fn prefetch_slot<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        interest_flags: Option<(bool, bool)>,
+    ) {
+        let flags = match interest_flags {
+            Some((cbp, mbf)) => (cbp as u8 * F_CBP) | (mbf as u8 * F_MBF),
+            None if self.flag_live[0] > 0 => 0,
+            None => return,
+        };
+        let s = self.heads[self.head(self.key_hash(name.name_hash(), flags))];
+        if let Some(sl) = self.slots.get(s as usize) {
+            nexthop_mem::prefetch(sl);
+        }
     }
 
     fn find(&self, name: &[u8], flags: u8, h: u64) -> Option<u32> {
-        let mut s = *self.index.get(&h)?;
+        let mut s = self.heads[self.head(h)];
         while s != NONE {
             let sl = &self.slots[s as usize];
-            if sl.e.flags == flags && sl.e.name == name {
+            if sl.e.hash == h && sl.e.flags == flags && sl.e.name == name {
                 return Some(s);
             }
             s = sl.next;
@@ -399,7 +470,7 @@ impl ExactPit {
         must_be_fresh: bool,
     ) -> Option<PitId> {
         let flags = (can_be_prefix as u8 * F_CBP) | (must_be_fresh as u8 * F_MBF);
-        let s = self.find(name, flags, self.key_hash(name, flags))?;
+        let s = self.find(name, flags, self.key_hash(tlv_name_hash(name)?, flags))?;
         Some(self.id(s))
     }
 
@@ -438,7 +509,7 @@ impl ExactPit {
         use std::mem::size_of;
         let mut b = self.slots.capacity() * size_of::<Slot>()
             + self.free.capacity() * 4
-            + self.index.capacity() * (size_of::<(u64, u32)>() + 1)
+            + self.heads.capacity() * 4
             + self.heap.capacity() * size_of::<(Millis, u32, u32)>()
             + self.dnl.len() * (size_of::<(u64, Millis)>() + size_of::<(u64, u32)>() + 1);
         for s in &self.slots {
@@ -450,20 +521,13 @@ impl ExactPit {
     }
 
     fn unlink(&mut self, slot: u32) {
-        let h = self.slots[slot as usize].e.hash;
+        let i = self.head(self.slots[slot as usize].e.hash);
         let next = self.slots[slot as usize].next;
-        let Some(head) = self.index.get_mut(&h) else {
-            return;
-        };
-        if *head == slot {
-            if next == NONE {
-                self.index.remove(&h);
-            } else {
-                *head = next;
-            }
+        if self.heads[i] == slot {
+            self.heads[i] = next;
             return;
         }
-        let mut s = *head;
+        let mut s = self.heads[i];
         while s != NONE {
             let n = self.slots[s as usize].next;
             if n == slot {
@@ -563,7 +627,7 @@ impl ExactPit {
             return InsertOutcome::DuplicateNonce { dead: true };
         }
         let flags = (i.can_be_prefix as u8 * F_CBP) | (i.must_be_fresh as u8 * F_MBF);
-        let h = self.key_hash(name, flags);
+        let h = self.key_hash(i.name.name_hash(), flags);
         let lifetime = i
             .lifetime_ms
             .unwrap_or(DEFAULT_INTEREST_LIFETIME_MS)
@@ -600,7 +664,11 @@ impl ExactPit {
                 };
                 let has_digest =
                     split_implicit_digest(name, last_component_start(i.name)).is_some();
-                let head = self.index.insert(h, s).unwrap_or(NONE);
+                if self.live >= self.heads.len() {
+                    self.grow_heads();
+                }
+                let at = self.head(h);
+                let head = std::mem::replace(&mut self.heads[at], s);
                 let sl = &mut self.slots[s as usize];
                 sl.live = true;
                 sl.next = head;
@@ -784,6 +852,7 @@ impl ExactPit {
     fn probe(
         &mut self,
         name: &[u8],
+        name_hash: u64,
         flags: u8,
         ingress: FaceId,
         now: Millis,
@@ -792,7 +861,7 @@ impl ExactPit {
         if self.flag_live[flags as usize & 3] == 0 {
             return 0;
         }
-        let h = self.key_hash(name, flags);
+        let h = self.key_hash(name_hash, flags);
         match self.find(name, flags, h) {
             Some(s) => {
                 self.take_match(s, ingress, now, out);
@@ -817,15 +886,17 @@ impl ExactPit {
     ) -> usize {
         self.expire(now);
         let tlv = d.name.tlv();
+        let whole = d.name.name_hash();
         let mut n = 0;
         for flags in [0, F_MBF, F_CBP, F_CBP | F_MBF] {
-            n += self.probe(tlv, flags, ingress, now, out);
+            n += self.probe(tlv, whole, flags, ingress, now, out);
         }
         if self.cbp_live > 0 {
             for k in 0..d.name.component_count() {
                 let p = &tlv[..d.name.prefix_end(k)];
+                let ph = d.name.prefix_hash(k);
                 for flags in [F_CBP, F_CBP | F_MBF] {
-                    n += self.probe(p, flags, ingress, now, out);
+                    n += self.probe(p, ph, flags, ingress, now, out);
                 }
             }
         }
@@ -836,8 +907,9 @@ impl ExactPit {
                 full.extend_from_slice(tlv);
                 full.extend_from_slice(&[super::TT_IMPLICIT_DIGEST, 32]);
                 full.extend_from_slice(dg);
+                let fh = extend_prefix_hash(whole, &full[tlv.len()..]);
                 for flags in [0, F_MBF, F_CBP, F_CBP | F_MBF] {
-                    n += self.probe(&full, flags, ingress, now, out);
+                    n += self.probe(&full, fh, flags, ingress, now, out);
                 }
                 self.scratch = full;
             }
@@ -891,6 +963,121 @@ mod tests {
         let mut out = Vec::new();
         pit.satisfy(&DataMatch { name, digest: None }, 99, now, &mut out);
         out
+    }
+
+    /// Keys derive from the name hash a wire `Name` caches when decoded
+    /// (no hashing in the PIT); a `NameBuf` computes the same hash: an
+    /// entry inserted under one type is found, aggregated and satisfied
+    /// (exact, CanBePrefix prefix, implicit digest) under the other, and
+    /// by `find_entry` on the bytes.
+    #[test]
+    fn cached_wire_name_hash_and_computed_hash_key_the_same_entries() {
+        use nexthop_wire::ndn::{implicit_digest, Data, Name};
+        let mut p = pit();
+        let wire = |u: &str| Name::from_uri(u).unwrap();
+        let buf = |n: &Name| NameBuf::from_name(n).unwrap();
+        fn wi(name: &Name, nonce: u32) -> InterestIn<'_, Name> {
+            InterestIn {
+                name,
+                can_be_prefix: false,
+                must_be_fresh: false,
+                nonce,
+                lifetime_ms: Some(1000),
+                face: 1,
+                token: PitToken::new(&[1]),
+                multi_access: false,
+            }
+        }
+        let a = wire("/a/b/c");
+        let ia = wi(&a, 1);
+        let id = match p.insert(&ia, 0) {
+            InsertOutcome::New(id) => id,
+            o => panic!("{o:?}"),
+        };
+        let ab = buf(&a);
+        assert_eq!(ab.name_hash(), a.name_hash());
+        assert_eq!(tlv_name_hash(ab.tlv()), Some(a.name_hash()));
+        assert_eq!(p.find_entry(ab.tlv(), false, false), Some(id));
+        assert_eq!(
+            p.insert(&interest(&ab, 2, 2), 0),
+            InsertOutcome::Aggregated(id)
+        );
+        let mut out = Vec::new();
+        let m = DataMatch {
+            name: &ab,
+            digest: None,
+        };
+        assert_eq!(p.satisfy(&m, 9, 1, &mut out), 1);
+        // CanBePrefix: entry from a NameBuf, Data as a wire Name.
+        let pn = nm(&["p"]);
+        let mut i = interest(&pn, 1, 3);
+        i.can_be_prefix = true;
+        assert!(matches!(p.insert(&i, 1), InsertOutcome::New(_)));
+        let long = wire("/p/q/r");
+        let m = DataMatch {
+            name: &long,
+            digest: None,
+        };
+        assert_eq!(p.satisfy(&m, 9, 2, &mut out), 1);
+        // Implicit digest: entry as a wire Name with the digest component.
+        let d = Data::new(wire("/d/e"), vec![1, 2, 3]);
+        let dw = d.to_wire();
+        let dg = implicit_digest(&dw);
+        let mut full = wire("/d/e");
+        full.push(&nexthop_wire::ndn::NameComponent::implicit_digest(dg));
+        let fi = wi(&full, 4);
+        assert!(matches!(p.insert(&fi, 2), InsertOutcome::New(_)));
+        let dn = buf(&wire("/d/e"));
+        let m = DataMatch {
+            name: &dn,
+            digest: Some(&dg),
+        };
+        assert_eq!(p.satisfy(&m, 9, 3, &mut out), 1);
+        assert!(p.is_empty());
+    }
+
+    /// The chain heads double as entries come (every live entry stays
+    /// findable across each re-threading), unlink from the middle and the
+    /// head of shared chains, and the prefetch hints change nothing.
+    #[test]
+    fn chain_heads_grow_and_unlink_keeping_every_entry_findable() {
+        let mut p = pit();
+        let names: Vec<NameBuf> = (0..5000).map(|k| nm(&["g", &format!("{k}")])).collect();
+        let mut ids = Vec::new();
+        for (k, n) in names.iter().enumerate() {
+            p.prefetch(n, Some((false, false)));
+            p.prefetch_slot(n, Some((false, false)));
+            match p.insert(&interest(n, 1, k as u32), 0) {
+                InsertOutcome::New(id) => ids.push(id),
+                o => panic!("{k}: {o:?}"),
+            }
+        }
+        assert!(p.heads.len() >= names.len() && p.heads.len().is_power_of_two());
+        // Every chain is short: the heads outnumber the entries.
+        for (k, n) in names.iter().enumerate() {
+            assert_eq!(p.find_entry(n.tlv(), false, false), Some(ids[k]), "{k}");
+        }
+        // Satisfy every third entry (unlinking wherever it sits in its chain).
+        for n in names.iter().step_by(3) {
+            p.prefetch(n, None);
+            p.prefetch_slot(n, None);
+            assert_eq!(data(&mut p, n, 1).len(), 1);
+        }
+        for (k, n) in names.iter().enumerate() {
+            let found = p.find_entry(n.tlv(), false, false);
+            assert_eq!(found.is_some(), k % 3 != 0, "{k}");
+        }
+        assert_eq!(p.len(), names.len() - names.len().div_ceil(3));
+        // Freed slots are reused and chained again.
+        for (k, n) in names.iter().enumerate().step_by(3) {
+            assert!(matches!(
+                p.insert(&interest(n, 2, 100_000 + k as u32), 2),
+                InsertOutcome::New(_)
+            ));
+        }
+        for n in &names {
+            assert!(p.find_entry(n.tlv(), false, false).is_some());
+        }
     }
 
     #[test]
