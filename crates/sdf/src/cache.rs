@@ -1087,18 +1087,26 @@ impl DecisionCache {
     }
 
     /// Put `idx` in the front bucket of `h`: over the slot of the same
-    /// hash, else an empty slot, else the slot `h` picks. Looks at the
-    /// bucket's line only: telling a slot whose entry has died from a live
-    /// one would read a random entry per slot (most of an install's cache
-    /// misses on the miss path), and a dead slot is overwritten in time.
+    /// hash, else a slot that is empty or whose entry has died, else the
+    /// slot `h` picks. Telling a dead slot from a live one reads the
+    /// slots' entries (random lines, a miss-path cost), but without it
+    /// installs under churn overwrite the live slots of steady flows and
+    /// their lookups fall back to the subtables.
     fn front_insert(&mut self, h: u64, idx: u32) {
         let b = self.front_bucket(h);
         let gen = self.entries[idx as usize].gen;
+        let entries = &self.entries;
         let ways = &mut self.front[b..b + FRONT_WAYS];
         let w = ways
             .iter()
             .position(|s| s.gen != 0 && s.hash == h)
             .or_else(|| ways.iter().position(|s| s.gen == 0))
+            .or_else(|| {
+                ways.iter().position(|s| {
+                    let e = &entries[s.idx as usize];
+                    !e.live || e.revoked || e.gen != s.gen
+                })
+            })
             .unwrap_or((h as usize) % FRONT_WAYS);
         ways[w] = FrontSlot { hash: h, idx, gen };
     }
