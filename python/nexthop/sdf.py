@@ -127,6 +127,8 @@ def _live(a: argparse.Namespace, app: Any) -> int:
             capacity=a.cache_capacity,
             max_masks=a.max_masks,
             label=a.app,
+            metrics=a.metrics,
+            metrics_allow_remote=a.metrics_allow_remote,
         )
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -161,6 +163,10 @@ def main(argv: Optional["list[str]"] = None) -> int:
     r.add_argument("--cache-capacity", type=int, default=None)
     r.add_argument("--max-masks", type=int, default=None)
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--metrics", metavar="ADDR:PORT",
+                   help="live: serve the counters on http://ADDR:PORT/metrics and /stats.json")
+    r.add_argument("--metrics-allow-remote", action="store_true",
+                   help="allow --metrics on an address that is not loopback")
     a = ap.parse_args(argv)
     if a.port:
         if a.in_pcap or a.out_dir:
@@ -169,6 +175,8 @@ def main(argv: Optional["list[str]"] = None) -> int:
             ap.error("--json is for the offline summary")
     elif not a.in_pcap or not a.out_dir:
         ap.error("give --port N=IFACE (live) or --in-pcap FILE --out-dir DIR")
+    elif a.metrics:
+        ap.error("--metrics serves a live run's counters (--port N=IFACE); offline, the summary has them")
     try:
         app = load_app(a.app)
     except Exception as e:  # the app file's own failure, reported as such

@@ -69,6 +69,7 @@
 
 #[cfg(target_os = "linux")]
 mod live;
+mod metrics;
 mod pcap;
 #[cfg(target_os = "linux")]
 mod stage;
@@ -95,6 +96,9 @@ use serde::Serialize;
 pub use live::{
     app_drops, live_fields, live_ports, run_live, SdfLiveError, SdfLivePorts, SdfLiveRun,
 };
+pub use metrics::sdf_metrics;
+#[cfg(target_os = "linux")]
+pub use metrics::sdf_snapshot;
 pub use nexthop_sdf::app::App;
 pub use pcap::{forward_pcap_sdf, PcapInput, SdfPcapRun};
 #[cfg(target_os = "linux")]
