@@ -332,10 +332,15 @@ def test_a_python_app_on_live_ports_serves_the_sdf_counters_on_metrics(lab):
     sw = Switch(lab, l2.__file__, "--metrics", "127.0.0.1:9464")
     m1, m2 = host_mac(1), host_mac(2)
     lab.send(1, [frame(m1, m2, 0)])
+    assert len(lab.wait_got(2, 1)) == 1
     lab.send(2, [frame(m2, m1, 1)])
-    burst = [frame(m1, m2, s) for s in range(2, 12)]
+    assert len(lab.wait_got(1, 1)) == 1
+    # Both learned: one frame decides the flow, the burst after it hits.
+    lab.send(1, [frame(m1, m2, 2)])
+    assert len(lab.wait_got(2, 2)) == 2
+    burst = [frame(m1, m2, s) for s in range(3, 13)]
     lab.send(1, burst)
-    assert len(lab.wait_got(2, 11)) == 11
+    assert len(lab.wait_got(2, 12)) == 12
 
     def scrape(path: str) -> str:
         # The endpoint listens on the switch namespace's loopback.
@@ -352,7 +357,7 @@ def test_a_python_app_on_live_ports_serves_the_sdf_counters_on_metrics(lab):
             counters = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
                         if l and not l.startswith("#")}
             if counters.get("nexthop_sdf_app_calls_total", 0) >= 3 and sum(
-                    v for k, v in counters.items() if k.startswith("nexthop_sdf_hits_total")) >= 9:
+                    v for k, v in counters.items() if k.startswith("nexthop_sdf_hits_total")) >= 10:
                 break
         assert time.monotonic() - t < 10, text
         time.sleep(0.2)
@@ -361,6 +366,8 @@ def test_a_python_app_on_live_ports_serves_the_sdf_counters_on_metrics(lab):
     assert counters['nexthop_sdf_drops_total{reason="queue_full"}'] == 0, text
     assert 'nexthop_sdf_app_drops_total{reason="app_error"} 0' in text
     assert "sdf_app_calls_total" in scrape("/stats.json")
+    assert counters["nexthop_sdf_app_calls_total"] == 3, text
+    assert counters["nexthop_frames_in_total"] == 13, text
     f = sw.stop()
-    assert f["frames_in"] == "12", f
+    assert f["frames_in"] == "13", f
     assert f["sdf_drops"] == "-", f

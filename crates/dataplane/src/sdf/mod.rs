@@ -836,7 +836,6 @@ fn app_thread(
     let wait = cfg.tick_every.min(Duration::from_millis(20));
     let mut faults = 0u64;
     let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
-    let mut answers: Vec<(Sender<Response>, Response)> = Vec::with_capacity(APP_BATCH);
     while !shared.stop.load(Ordering::Acquire) {
         me.queue.pop_batch(wait, APP_BATCH, &mut batch);
         // One clock read per batch: the app's `now` is the batch's start.
@@ -870,24 +869,17 @@ fn app_thread(
                     side.counters.install_errors += 1;
                 }
             }
-            answers.push((
-                req.reply,
-                Response {
-                    token: req.token,
-                    emits: reply.emits,
-                    decision: reply.decision,
-                    drop: reply.drop,
-                },
-            ));
-        }
-        if !answers.is_empty() {
-            // The counters first: a worker that has its answers finds
-            // them counted.
+            // Answered at once (an app that hangs on a later request of
+            // the batch holds no answer back), counted first: a worker
+            // that has its answer finds it counted.
             *lock(&me.app) = side;
-            for (to, r) in answers.drain(..) {
-                // A worker that went away does not need its answer.
-                let _ = to.send(r);
-            }
+            // A worker that went away does not need its answer.
+            let _ = req.reply.send(Response {
+                token: req.token,
+                emits: reply.emits,
+                decision: reply.decision,
+                drop: reply.drop,
+            });
         }
         if t >= next_tick {
             let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
@@ -898,10 +890,9 @@ fn app_thread(
     }
 }
 
-/// Requests an app thread takes from its queues at once (one lock, one
-/// clock read, one counter publication per batch).
+/// Requests an app thread takes from its queues at once (one lock and one
+/// clock read per batch).
 const APP_BATCH: usize = 64;
-
 /// A request in flight, with the frames of its flow that wait for it.
 struct Pending {
     /// The flow (its exact header key).
