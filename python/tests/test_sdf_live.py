@@ -356,7 +356,10 @@ def test_a_python_app_on_live_ports_serves_the_sdf_counters_on_metrics(lab):
         if "nexthop_rx_frames_total" in text and 'nexthop_sdf_hits_total{level="front"}' in text:
             counters = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
                         if l and not l.startswith("#")}
-            if counters.get("nexthop_sdf_app_calls_total", 0) >= 3 and sum(
+            # The engine's counters and the stages' SDF counters are
+            # published apart: wait for both.
+            if counters.get("nexthop_frames_in_total", 0) >= 13 and counters.get(
+                    "nexthop_sdf_app_calls_total", 0) >= 3 and sum(
                     v for k, v in counters.items() if k.startswith("nexthop_sdf_hits_total")) >= 10:
                 break
         assert time.monotonic() - t < 10, text
