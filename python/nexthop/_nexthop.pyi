@@ -364,6 +364,8 @@ def run_live(
     capacity: int | None = None,
     max_masks: int | None = None,
     label: str | None = None,
+    metrics: str | None = None,
+    metrics_allow_remote: bool = False,
 ) -> dict[str, Any]: ...
 def run_ovs(
     app: object,

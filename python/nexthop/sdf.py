@@ -132,6 +132,8 @@ def _live(a: argparse.Namespace, app: Any) -> int:
             capacity=a.cache_capacity,
             max_masks=a.max_masks,
             label=a.app,
+            metrics=a.metrics,
+            metrics_allow_remote=a.metrics_allow_remote,
         )
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -209,12 +211,18 @@ def main(argv: Optional["list[str]"] = None) -> int:
     r.add_argument("--ovs-idle-timeout", type=int, default=10, metavar="SECS")
     r.add_argument("--ovs-tunnel", action="append", type=_tunnel, default=[],
                    metavar="PEER=NAME,TYPE[,KEY=VAL...]")
+    r.add_argument("--metrics", metavar="ADDR:PORT",
+                   help="live: serve the counters on http://ADDR:PORT/metrics and /stats.json")
+    r.add_argument("--metrics-allow-remote", action="store_true",
+                   help="allow --metrics on an address that is not loopback")
     a = ap.parse_args(argv)
     if a.backend == "ovs":
         if a.port or a.in_pcap or a.out_dir:
             ap.error("--backend ovs excludes --port, --in-pcap and --out-dir (OVS has the ports)")
         if not a.ovs_ports:
             ap.error("--backend ovs needs --ovs-ports LIST")
+        if a.metrics:
+            ap.error("--metrics serves the nexthop backend's counters; with --backend ovs, the summary has them")
     elif a.port:
         if a.in_pcap or a.out_dir:
             ap.error("--port (live) excludes --in-pcap and --out-dir (offline)")
@@ -222,6 +230,8 @@ def main(argv: Optional["list[str]"] = None) -> int:
             ap.error("--json is for the offline summary")
     elif not a.in_pcap or not a.out_dir:
         ap.error("give --port N=IFACE (live) or --in-pcap FILE --out-dir DIR")
+    elif a.metrics:
+        ap.error("--metrics serves a live run's counters (--port N=IFACE); offline, the summary has them")
     try:
         app = load_app(a.app)
     except Exception as e:  # the app file's own failure, reported as such

@@ -10,17 +10,21 @@
 //! is dropped and counted, never a panic.
 
 use std::cell::Cell;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
+use nexthop_dataplane::Counters;
 use nexthop_dataplane::engine::{progress_line, EngineConfig, IoMode, PortsConfig, XdpAttach};
 use nexthop_dataplane::live::{StopAfter, StopFlag};
+use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, SharedSnapshot};
 use nexthop_dataplane::pcap::{PcapIn, PcapPorts};
 use nexthop_dataplane::sdf::{
-    forward_pcap_sdf, live_ports, run_live as run_sdf_live, PcapInput, SdfConfig, SdfLivePorts,
-    SdfRuntime,
+    forward_pcap_sdf, live_ports, run_live as run_sdf_live, sdf_snapshot, PcapInput, SdfConfig,
+    SdfCounters,
+    SdfLivePorts, SdfRuntime, SdfStats,
 };
 use nexthop_sdf::app::{
     App, AppError, Control, ControlFilter, DropReason, InPkt, L2Config, L2Switch, OutPkt, PortKind,
@@ -750,27 +754,7 @@ pub fn run_pcap<'py>(
         (run, rt.shutdown())
     });
     let run = run.map_err(|e| PyOSError::new_err(e.to_string()))?;
-    let d = stats_dict(
-        py,
-        &Stats {
-            cache: stats.cache,
-            entries: stats.entries,
-            masks: stats.masks,
-            state_ids: stats.state_ids,
-            app: stats.app,
-        },
-    )?;
-    d.set_item("frames_in", run.counters.frames_in)?;
-    d.set_item("forwarded", run.counters.forwarded)?;
-    d.set_item("dropped", run.counters.dropped)?;
-    d.set_item("punted", run.counters.punted)?;
-    d.set_item("hits", run.sdf.hits)?;
-    d.set_item("misses", run.sdf.misses)?;
-    d.set_item("app_requests", run.sdf.app_requests)?;
-    d.set_item("pending_waits", run.sdf.pending_waits)?;
-    d.set_item("control_requests", run.sdf.control_requests)?;
-    d.set_item("control_calls", stats.control_calls)?;
-    d.set_item("data_calls", stats.data_calls)?;
+    let d = pipeline_dict(py, &stats, &run.counters, &run.sdf)?;
     d.set_item("unanswered", run.unanswered)?;
     d.set_item("elapsed_s", run.elapsed.as_secs_f64())?;
     let outputs = PyDict::new(py);
@@ -787,6 +771,46 @@ pub fn run_pcap<'py>(
         .map(|(p, e)| format!("port {p}: {e}"))
         .collect();
     d.set_item("stopped_by", stopped)?;
+    Ok(d)
+}
+
+/// The counters `run_pcap` and `run_live` both return: the cache's and
+/// the app side's (`stats_dict`), the frames', the pipeline's and its
+/// drops by reason (`sdf_drops`).
+fn pipeline_dict<'py>(
+    py: Python<'py>,
+    stats: &SdfStats,
+    c: &Counters,
+    sdf: &SdfCounters,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = stats_dict(
+        py,
+        &Stats {
+            cache: stats.cache,
+            entries: stats.entries,
+            masks: stats.masks,
+            state_ids: stats.state_ids,
+            app: stats.app,
+        },
+    )?;
+    d.set_item("frames_in", c.frames_in)?;
+    d.set_item("forwarded", c.forwarded)?;
+    d.set_item("dropped", c.dropped)?;
+    d.set_item("punted", c.punted)?;
+    d.set_item("hits", sdf.hits)?;
+    d.set_item("misses", sdf.misses)?;
+    d.set_item("app_requests", sdf.app_requests)?;
+    d.set_item("pending_waits", sdf.pending_waits)?;
+    d.set_item("control_requests", sdf.control_requests)?;
+    d.set_item("control_calls", stats.control_calls)?;
+    d.set_item("data_calls", stats.data_calls)?;
+    d.set_item("installs", stats.cache.installs)?;
+    d.set_item("revocations", stats.cache.revocations)?;
+    let sdf_drops = PyDict::new(py);
+    for (r, n) in sdf.drops.named() {
+        sdf_drops.set_item(r, n)?;
+    }
+    d.set_item("sdf_drops", sdf_drops)?;
     Ok(d)
 }
 
@@ -818,11 +842,15 @@ where
 /// the readiness line (`nexthop sdf run: forwarding ...`) and, unless
 /// `quiet`, a progress line a second on stderr. Returns the counters and
 /// the summary line (`summary`) as `nexthop sdf run --port` prints it.
+/// With `metrics` (`ADDR:PORT`; loopback unless `metrics_allow_remote`)
+/// the run serves its counters, the SDF ones included, on
+/// `http://ADDR/metrics` and `/stats.json` (`nexthop stats --addr ADDR`),
+/// refreshed every second, as `nexthop sdf run --metrics` does.
 #[pyfunction]
 #[pyo3(signature = (
     app, ports, inputs = None, workers = 1, io = "afpacket", fanout = "hash",
     xdp_mode = "auto", xdp_queue = 0, duration = None, quiet = false, capacity = None,
-    max_masks = None, label = None
+    max_masks = None, label = None, metrics = None, metrics_allow_remote = false
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_live<'py>(
@@ -840,8 +868,11 @@ pub fn run_live<'py>(
     capacity: Option<usize>,
     max_masks: Option<usize>,
     label: Option<String>,
+    metrics: Option<&str>,
+    metrics_allow_remote: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     const MAX_WORKERS: usize = 64;
+    let metrics: Option<SocketAddr> = metrics.map(|m| parse("--metrics", m)).transpose()?;
     if !(1..=MAX_WORKERS).contains(&workers) {
         return Err(PyValueError::new_err(format!(
             "--workers {workers}: expected 1 to {MAX_WORKERS}"
@@ -888,6 +919,22 @@ pub fn run_live<'py>(
     let stop = StopFlag::install()
         .map_err(|e| PyOSError::new_err(format!("installing signal handlers: {e}")))?;
     let rt = SdfRuntime::start(app, cfg).map_err(api_err)?;
+    let shared = SharedSnapshot::new();
+    let _metrics_server = match metrics {
+        Some(addr) => {
+            let config = MetricsConfig {
+                addr,
+                allow_non_loopback: metrics_allow_remote,
+                ..MetricsConfig::default()
+            };
+            Some(
+                MetricsServer::start_with(&config, shared.provider()).map_err(|e| {
+                    PyOSError::new_err(format!("starting the metrics endpoint on {addr}: {e}"))
+                })?,
+            )
+        }
+        None => None,
+    };
     let show = |ps: &dyn Fn(u16) -> bool| {
         by_port
             .iter()
@@ -906,7 +953,7 @@ pub fn run_live<'py>(
             duration,
             frames: None,
         },
-        report_every: (!quiet).then_some(Duration::from_secs(1)),
+        report_every: (!quiet || metrics.is_some()).then_some(Duration::from_secs(1)),
     };
     // The app thread takes the GIL for each decision: release it while
     // the engine runs and while the runtime stops.
@@ -926,47 +973,30 @@ pub fn run_live<'py>(
                 eprintln!("{ready} io={io} workers={workers} (Ctrl-C stops)");
             },
             |r| {
-                eprintln!(
-                    "{} sdf_hits={} app_calls={}",
-                    progress_line(&r.merged),
-                    rt.stage_counters().hits,
-                    rt.stats().app.app_calls
-                );
+                let p = &r.merged;
+                if metrics.is_some() {
+                    shared.publish(sdf_snapshot(&rt, p.counters, p.ports, p.elapsed));
+                }
+                if !quiet {
+                    eprintln!(
+                        "{} sdf_hits={} app_calls={}",
+                        progress_line(p),
+                        rt.stage_counters().hits,
+                        rt.stats().app.app_calls
+                    );
+                }
             },
         );
+        if let (Ok(d), Some(_)) = (&done, metrics) {
+            let run = &d.run;
+            shared.publish(sdf_snapshot(&rt, &run.counters, &run.ports, run.elapsed));
+        }
         (done, rt.shutdown())
     });
     let done = done.map_err(|e| PyOSError::new_err(e.to_string()))?;
-    let d = stats_dict(
-        py,
-        &Stats {
-            cache: stats.cache,
-            entries: stats.entries,
-            masks: stats.masks,
-            state_ids: stats.state_ids,
-            app: stats.app,
-        },
-    )?;
     let c = &done.run.counters;
+    let d = pipeline_dict(py, &stats, c, &done.sdf)?;
     d.set_item("summary", done.summary_line())?;
-    d.set_item("frames_in", c.frames_in)?;
-    d.set_item("forwarded", c.forwarded)?;
-    d.set_item("dropped", c.dropped)?;
-    d.set_item("punted", c.punted)?;
-    d.set_item("hits", done.sdf.hits)?;
-    d.set_item("misses", done.sdf.misses)?;
-    d.set_item("app_requests", done.sdf.app_requests)?;
-    d.set_item("pending_waits", done.sdf.pending_waits)?;
-    d.set_item("control_requests", done.sdf.control_requests)?;
-    d.set_item("control_calls", stats.control_calls)?;
-    d.set_item("data_calls", stats.data_calls)?;
-    d.set_item("installs", stats.cache.installs)?;
-    d.set_item("revocations", stats.cache.revocations)?;
-    let sdf_drops = PyDict::new(py);
-    for (r, n) in done.sdf.drops.named() {
-        sdf_drops.set_item(r, n)?;
-    }
-    d.set_item("sdf_drops", sdf_drops)?;
     let out = PyDict::new(py);
     for (p, pc) in c.tx_ports() {
         out.set_item(p, pc.frames)?;

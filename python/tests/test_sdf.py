@@ -346,6 +346,10 @@ def test_run_pcap_and_module_cli_match_the_in_process_switch(tmp_path):
             want.setdefault(f"port-{port}.pcap", []).append(b)
     s = run_pcap(L2Switch(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "out"))
     assert s["frames_in"] == 300 and s["app_calls"] >= 1 and s["hits"] > 0
+    # The same pipeline counters as run_live's (one helper builds both).
+    assert s["installs"] >= 1 and s["revocations"] >= 0
+    assert set(s["sdf_drops"]) >= {"queue_full", "app_fault", "no_slice"}
+    assert sum(s["sdf_drops"].values()) == 0
     assert {k: read_pcap(tmp_path / "out" / k) for k in s["outputs"]} == want
     r = subprocess.run(
         [sys.executable, "-m", "nexthop.sdf", "run", "--app", l2.__file__,

@@ -33,8 +33,9 @@ use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
 use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::pcap::{PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::sdf::{
-    app_drops, forward_pcap_sdf, live_ports, run_live as run_sdf_live, App, PcapInput, SdfConfig,
-    SdfCounters, SdfLiveError, SdfLivePorts, SdfPcapRun, SdfRuntime, SdfStats,
+    app_drops, forward_pcap_sdf, live_ports, run_live as run_sdf_live, sdf_snapshot, App,
+    PcapInput, SdfConfig, SdfCounters, SdfLiveError, SdfLivePorts, SdfPcapRun, SdfRuntime,
+    SdfStats,
 };
 use nexthop_dataplane::Counters;
 use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceMatch, SliceSpec};
@@ -286,11 +287,8 @@ fn run_python(a: &RunArgs) -> Result<()> {
     if live && a.json {
         bail!("--json is for the offline summary");
     }
-    if a.metrics.is_some() {
-        bail!(
-            "--app {}: --metrics serves the built-in apps' counters; a Python app prints them in its summary line",
-            app
-        );
+    if a.metrics.is_some() && !live {
+        bail!("--metrics serves a live run's counters (--port N=IFACE); offline, the summary has them");
     }
     let py = std::env::var_os("NEXTHOP_PYTHON").unwrap_or_else(|| "python3".into());
     let importable = std::process::Command::new(&py)
@@ -344,6 +342,12 @@ fn run_python(a: &RunArgs) -> Result<()> {
         }
         if a.quiet {
             cmd.arg("--quiet");
+        }
+        if let Some(m) = a.metrics {
+            cmd.args(["--metrics", &m.to_string()]);
+        }
+        if a.metrics_allow_remote {
+            cmd.arg("--metrics-allow-remote");
         }
     }
     cmd.args(["--cache-capacity", &a.cache_capacity.to_string()]);
@@ -519,13 +523,7 @@ fn run_live(a: &RunArgs) -> Result<()> {
     let _metrics_server =
         crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
     let snapshot = |c: &Counters, ps: &PortStats, elapsed: Duration| {
-        let m = sdf_metrics(
-            MetricsSnapshot::from_counters(c)
-                .with_port_stats(ps)
-                .with_uptime(elapsed),
-            &rt.stage_counters(),
-            &rt.stats(),
-        );
+        let m = sdf_snapshot(&rt, c, ps, elapsed);
         if a.slices.is_empty() {
             m
         } else {
@@ -587,102 +585,6 @@ fn run_live(a: &RunArgs) -> Result<()> {
     writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
-}
-
-/// `m` with the SDF counters added (`nexthop_sdf_*`; `docs/dataplane.md`,
-/// "The SDF pipeline", lists them).
-fn sdf_metrics(m: MetricsSnapshot, sdf: &SdfCounters, stats: &SdfStats) -> MetricsSnapshot {
-    let k = &stats.cache;
-    let mut m = m
-        .with_counter(
-            "sdf_hits_total",
-            "Frames the decision cache answered, by level.",
-            &[("level", "front")],
-            k.front_hits,
-        )
-        .with_counter(
-            "sdf_hits_total",
-            "Frames the decision cache answered, by level.",
-            &[("level", "wildcard")],
-            k.wildcard_hits,
-        )
-        .with_counter(
-            "sdf_misses_total",
-            "Frames the decision cache missed.",
-            &[],
-            sdf.misses,
-        )
-        .with_counter(
-            "sdf_app_calls_total",
-            "Packets the app decided.",
-            &[],
-            stats.app.app_calls,
-        )
-        .with_counter(
-            "sdf_pending_waits_total",
-            "Misses that waited for a decision already in flight.",
-            &[],
-            sdf.pending_waits,
-        )
-        .with_counter(
-            "sdf_installs_total",
-            "Decisions installed in the cache.",
-            &[],
-            k.installs,
-        )
-        .with_counter(
-            "sdf_revocations_total",
-            "Cached decisions revoked by a removed state id.",
-            &[],
-            k.revocations,
-        )
-        .with_counter(
-            "sdf_evictions_total",
-            "Cached decisions evicted (LRU).",
-            &[],
-            k.evictions,
-        )
-        .with_gauge(
-            "sdf_entries",
-            "Cached decisions now.",
-            &[],
-            stats.entries as f64,
-        )
-        .with_gauge(
-            "sdf_masks",
-            "Wildcard masks (subtables) now.",
-            &[],
-            stats.masks as f64,
-        )
-        .with_counter(
-            "sdf_control_requests_total",
-            "Misses sent to the app's control queue.",
-            &[],
-            sdf.control_requests,
-        )
-        .with_counter(
-            "sdf_control_calls_total",
-            "Requests the app took from its control queue.",
-            &[],
-            stats.control_calls,
-        );
-    for (reason, n) in sdf.drops.named() {
-        m = m.with_counter(
-            "sdf_drops_total",
-            "Frames the SDF pipeline dropped, by reason.",
-            &[("reason", reason)],
-            n,
-        );
-    }
-    for r in DropReason::ALL {
-        m = m.with_counter(
-            "sdf_app_drops_total",
-            "Packets dropped for a fault of the app's decision, by reason.",
-            &[("reason", r.name())],
-            stats.app.drops.get(r),
-        );
-    }
-    m
 }
 
 /// A per-process hash seed: cache keys are attacker-controlled.
@@ -922,48 +824,6 @@ fn summary_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nexthop_dataplane::sdf::SdfDrops;
-
-    #[test]
-    fn sdf_metrics_export_every_counter_with_its_labels() {
-        let sdf = SdfCounters {
-            misses: 3,
-            pending_waits: 2,
-            drops: SdfDrops {
-                queue_full: 5,
-                ..SdfDrops::default()
-            },
-            ..SdfCounters::default()
-        };
-        let mut stats = SdfStats::default();
-        stats.cache.front_hits = 7;
-        stats.cache.wildcard_hits = 11;
-        stats.cache.installs = 4;
-        stats.cache.revocations = 1;
-        stats.app.app_calls = 3;
-        stats.entries = 2;
-        stats.masks = 1;
-        let m = sdf_metrics(MetricsSnapshot::default(), &sdf, &stats);
-        let text = m.to_prometheus_text();
-        for want in [
-            "nexthop_sdf_hits_total{level=\"front\"} 7",
-            "nexthop_sdf_hits_total{level=\"wildcard\"} 11",
-            "nexthop_sdf_misses_total 3",
-            "nexthop_sdf_app_calls_total 3",
-            "nexthop_sdf_pending_waits_total 2",
-            "nexthop_sdf_installs_total 4",
-            "nexthop_sdf_revocations_total 1",
-            "nexthop_sdf_entries 2",
-            "nexthop_sdf_masks 1",
-            "nexthop_sdf_drops_total{reason=\"queue_full\"} 5",
-            "nexthop_sdf_app_drops_total{reason=\"unknown_port\"} 0",
-        ] {
-            assert!(text.contains(want), "no {want:?} in\n{text}");
-        }
-        assert_eq!(text.matches("# TYPE nexthop_sdf_hits_total").count(), 1);
-        let back = MetricsSnapshot::from_json(&m.to_json()).unwrap();
-        assert_eq!(back.extra.len(), m.extra.len());
-    }
 
     #[test]
     fn each_slice_has_its_labelled_metrics_and_summary_field() {

@@ -386,40 +386,82 @@ fn live_and_offline_flags_exclude_each_other() {
 }
 
 #[test]
-fn a_python_app_takes_live_or_offline_ports_and_no_metrics() {
+fn a_python_app_takes_live_or_offline_ports_and_metrics_when_live() {
     // Refused before any Python runs (NEXTHOP_PYTHON would fail anyway).
     let fx = Fixture::new();
     let input = fx.file("in.pcap", pcap(&[]));
-    let run = |args: &[&str]| {
+    let run = |py: &str, args: &[&str]| {
         let mut c = nexthop();
-        c.env("NEXTHOP_PYTHON", "false")
+        c.env("NEXTHOP_PYTHON", py)
             .args(["sdf", "run", "--app", "app.py"])
             .args(args);
         c
     };
-    run(&[])
+    run("false", &[])
         .assert()
         .failure()
         .stderr(predicates::str::contains(
             "a Python app needs --port N=IFACE (live) or --in-pcap FILE --out-dir DIR",
         ));
-    run(&["--port", "1=eth9", "--in-pcap"])
+    run("false", &["--port", "1=eth9", "--in-pcap"])
         .arg(&input)
         .assert()
         .failure()
         .stderr(predicates::str::contains("excludes --in-pcap"));
-    run(&["--port", "1=eth9", "--metrics", "127.0.0.1:9464"])
-        .assert()
-        .failure()
-        .stderr(predicates::str::contains(
-            "--metrics serves the built-in apps",
-        ));
-    run(&["--port", "1=eth9"])
-        .assert()
-        .failure()
-        .stderr(predicates::str::contains(
-            "Python apps need the nexthop Python package",
-        ));
+    run(
+        "false",
+        &[
+            "--metrics",
+            "127.0.0.1:9464",
+            "--out-dir",
+            "out",
+            "--in-pcap",
+        ],
+    )
+    .arg(&input)
+    .assert()
+    .failure()
+    .stderr(predicates::str::contains(
+        "--metrics serves a live run's counters",
+    ));
+    run(
+        "false",
+        &["--port", "1=eth9", "--metrics", "127.0.0.1:9464"],
+    )
+    .assert()
+    .failure()
+    .stderr(predicates::str::contains(
+        "Python apps need the nexthop Python package",
+    ));
+    // Live, `--metrics` goes on to `python -m nexthop.sdf run` (a stand-in
+    // interpreter that has the package and prints its arguments).
+    let py = fx.file(
+        "fake-python",
+        "#!/bin/sh\n[ \"$1\" = -c ] && exit 0\necho \"$@\"\n",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&py, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = run(
+        py.to_str().unwrap(),
+        &[
+            "--port",
+            "1=eth9",
+            "--metrics",
+            "127.0.0.1:9464",
+            "--metrics-allow-remote",
+        ],
+    )
+    .output()
+    .unwrap();
+    let args = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{args}");
+    assert!(
+        args.contains("-m nexthop.sdf run --app app.py --port 1=eth9")
+            && args.contains("--metrics 127.0.0.1:9464 --metrics-allow-remote"),
+        "{args}"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -25,7 +25,10 @@
 //! The worker keeps at most 256 flows in flight (under the queue bound of
 //! 1024, so nothing is dropped; the bench asserts it). Times are wall
 //! time of the worker loop (two threads: the worker and the app), medians
-//! of `--rounds`.
+//! of `--rounds`. The app thread's CPU time per decision (its
+//! `/proc/self/task/*/schedstat`, Linux) is printed beside: it is the
+//! bottleneck's cost, and a loaded machine moves it far less than the
+//! wall rate.
 
 use nexthop_testutil::args::count_or_exit;
 use std::time::{Duration, Instant};
@@ -119,6 +122,19 @@ fn pair(n: usize, hosts: usize) -> (usize, usize) {
     (s, d)
 }
 
+/// CPU nanoseconds the thread named `name` has run so far (Linux), if
+/// there is one.
+fn thread_cpu_ns(name: &str) -> Option<u64> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            return stat.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
 /// `flows` new flows from flow number `first`, `per_flow` frames each:
 /// wall seconds, app calls and frames sent.
 fn run(
@@ -127,10 +143,11 @@ fn run(
     o: &Opts,
     first: usize,
     per_flow: usize,
-) -> (f64, u64, u64) {
+) -> (f64, u64, u64, Option<u64>) {
     let flows_per_batch = BATCH / per_flow;
     let calls0 = stage.sdf_counters().app_requests;
     let sent0 = sink.frames;
+    let cpu0 = thread_cpu_ns("sdf-app");
     let t = Instant::now();
     let mut n = first;
     let end = first + o.flows;
@@ -157,10 +174,15 @@ fn run(
         }
     }
     assert!(stage.flush(sink, Duration::from_secs(30)), "decisions lost");
+    let secs = t.elapsed().as_secs_f64();
+    let app_ns = thread_cpu_ns("sdf-app")
+        .zip(cpu0)
+        .map(|(b, a)| b.saturating_sub(a));
     (
-        t.elapsed().as_secs_f64(),
+        secs,
         stage.sdf_counters().app_requests - calls0,
         sink.frames - sent0,
+        app_ns,
     )
 }
 
@@ -219,9 +241,13 @@ fn bench_table(o: &Opts, table: bool) {
     let mut rates = vec![Vec::new(); variants.len()];
     let mut pps = vec![Vec::new(); variants.len()];
     let mut calls_per_flow = vec![Vec::new(); variants.len()];
+    let mut app_ns = vec![Vec::new(); variants.len()];
     for _ in 0..o.rounds {
         for (j, &(_, per)) in variants.iter().enumerate() {
-            let (secs, calls, sent) = run(&mut stage, &mut sink, o, take(o.flows), per);
+            let (secs, calls, sent, cpu) = run(&mut stage, &mut sink, o, take(o.flows), per);
+            if let Some(ns) = cpu {
+                app_ns[j].push(ns as f64 / calls.max(1) as f64);
+            }
             rates[j].push(calls as f64 / secs);
             pps[j].push(sent as f64 / secs);
             calls_per_flow[j].push(calls as f64 / o.flows as f64);
@@ -235,11 +261,16 @@ fn bench_table(o: &Opts, table: bool) {
     for (j, (name, _)) in variants.iter().enumerate() {
         let r = median(&rates[j]);
         println!(
-            "miss path, pending table {on_off}, {name}  {:>6.3} M decisions/s  {:>6.3} M frames sent/s  app calls per flow {:.2}  target >= 1 M decisions/s: {:.2}x",
+            "miss path, pending table {on_off}, {name}  {:>6.3} M decisions/s  {:>6.3} M frames sent/s  app calls per flow {:.2}  target >= 1 M decisions/s: {:.2}x  app thread CPU {} ns/decision",
             r / 1e6,
             median(&pps[j]) / 1e6,
             median(&calls_per_flow[j]),
-            r / 1e6
+            r / 1e6,
+            if app_ns[j].is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.0}", median(&app_ns[j]))
+            }
         );
     }
     println!(

@@ -344,6 +344,9 @@ struct Entry {
     hash: u64,
     gen: u32,
     live: bool,
+    /// Revoked by `removed` and not yet swept: still in its subtable and
+    /// the LRU list, but never answers (see [`DecisionCache::sweep`]).
+    revoked: bool,
     subtable: u16,
     in_port: PortId,
     /// Frames shorter than this never match (marks and actions need it).
@@ -379,9 +382,15 @@ struct FrontSlot {
 const _: () = assert!(std::mem::size_of::<FrontSlot>() == 16);
 const _: () = assert!(std::mem::size_of::<Entry>() <= 320);
 
-/// How many dependents ahead `removed` prefetches (each entry is a few
-/// lines; 8 entries in flight cover the miss latency at ~50 ns per entry).
-const REVOKE_AHEAD: usize = 8;
+/// How many dependents ahead `removed` prefetches (one line per entry, the
+/// one with its flags; 16 in flight cover the miss latency).
+const REVOKE_AHEAD: usize = 16;
+/// Revoked entries `removed` frees before it returns; the rest are freed
+/// by later installs ([`SWEEP_PER_INSTALL`] each, and first of all when
+/// the cache is full) and by [`DecisionCache::sweep`].
+const SWEEP_ON_REMOVE: usize = 64;
+/// Revoked entries each install frees (when any wait).
+const SWEEP_PER_INSTALL: usize = 4;
 
 /// The decision cache.
 ///
@@ -395,7 +404,13 @@ pub struct DecisionCache {
     cfg: Config,
     entries: Vec<Entry>,
     free: Vec<u32>,
+    /// Entries in the tables (revoked ones not yet swept included).
     live: usize,
+    /// Revoked entries not yet swept (each is in `sweep`).
+    unswept: usize,
+    /// Revoked entries to free: (index, generation then); a pair whose
+    /// entry was freed meanwhile is skipped.
+    to_sweep: Vec<(u32, u32)>,
     lru_head: u32,
     lru_tail: u32,
     subtables: Vec<Option<Subtable>>,
@@ -427,6 +442,8 @@ impl DecisionCache {
             entries: Vec::new(),
             free: Vec::new(),
             live: 0,
+            unswept: 0,
+            to_sweep: Vec::new(),
             lru_head: NIL,
             lru_tail: NIL,
             subtables: Vec::new(),
@@ -454,14 +471,21 @@ impl DecisionCache {
         &self.counters
     }
 
-    /// Cached entries.
+    /// Cached entries (that can answer: revoked ones not yet swept are
+    /// not counted).
     pub fn len(&self) -> usize {
-        self.live
+        self.live - self.unswept
     }
 
     /// Whether nothing is cached.
     pub fn is_empty(&self) -> bool {
-        self.live == 0
+        self.len() == 0
+    }
+
+    /// Revoked entries not yet swept (they answer no lookup; they still
+    /// hold their slot and subtable until freed).
+    pub fn unswept(&self) -> usize {
+        self.unswept
     }
 
     /// Distinct masks (subtables) in use.
@@ -474,7 +498,8 @@ impl DecisionCache {
         self.live_states
     }
 
-    /// Entries that registered `id` (0 for an id not live).
+    /// Entries that registered `id` (0 for an id not live), counting those
+    /// another id's `removed` revoked until they are swept.
     pub fn dependents(&self, id: StateId) -> usize {
         match self.status(id) {
             StateStatus::Live => {
@@ -525,10 +550,13 @@ impl DecisionCache {
     }
 
     /// The state behind `id` changed or went away (the paper's `removed`):
-    /// revoke every entry that registered it, from the subtables and (by
-    /// generation) the front, in O(dependents). The id is dead afterwards;
-    /// decisions that still register it are not cached. Returns the
-    /// number of entries revoked (0 for an id not live).
+    /// revoke every entry that registered it, in O(dependents) one-line
+    /// writes: each is marked revoked (from then on no lookup, front slot
+    /// or `EntryId` answers with it), and up to [`SWEEP_ON_REMOVE`] are
+    /// freed at once; the rest are freed out of the tables later (see
+    /// [`DecisionCache::sweep`]). The id is dead afterwards; decisions that
+    /// still register it are not cached. Returns the number of entries
+    /// revoked (0 for an id not live).
     pub fn removed(&mut self, id: StateId) -> usize {
         self.counters.removed_calls += 1;
         if !self.is_live(id) {
@@ -543,23 +571,57 @@ impl DecisionCache {
             self.free_states.push(id.slot() as u32);
         }
         let mut n = 0;
+        self.to_sweep.reserve(deps.len());
         for (k, &(idx, gen)) in deps.iter().enumerate() {
             // The dependents lie anywhere in `entries` (the index of a
-            // popular id outgrows the caches): fetch the entry
-            // `REVOKE_AHEAD` places on while this one is freed.
+            // popular id outgrows the caches): fetch the flags' line of
+            // the entry `REVOKE_AHEAD` places on while this one is marked.
             if let Some(&(ahead, _)) = deps.get(k + REVOKE_AHEAD) {
                 if let Some(e) = self.entries.get(ahead as usize) {
-                    nexthop_mem::prefetch_lines(e);
+                    nexthop_mem::prefetch(&e.revoked);
                 }
             }
-            let e = &self.entries[idx as usize];
-            if e.live && e.gen == gen {
-                self.free_entry(idx, None);
+            let e = &mut self.entries[idx as usize];
+            if e.live && !e.revoked && e.gen == gen {
+                e.revoked = true;
+                self.to_sweep.push((idx, gen));
                 n += 1;
             }
         }
+        self.unswept += n;
         self.counters.revocations += n as u64;
+        // Revocations without installs cannot pile up pairs: past the
+        // capacity the whole list is swept.
+        let budget = if self.to_sweep.len() > self.cfg.capacity {
+            usize::MAX
+        } else {
+            SWEEP_ON_REMOVE
+        };
+        self.sweep(budget);
         n
+    }
+
+    /// Free up to `budget` revoked entries out of their subtables, the LRU
+    /// list and the front (`removed` leaves them marked; installs sweep a
+    /// few each). Returns how many were freed. A pipeline calls it when
+    /// idle; `sweep(usize::MAX)` frees them all.
+    pub fn sweep(&mut self, budget: usize) -> usize {
+        let mut freed = 0;
+        while freed < budget {
+            let Some((idx, gen)) = self.to_sweep.pop() else {
+                break;
+            };
+            let e = &self.entries[idx as usize];
+            if e.live && e.revoked && e.gen == gen {
+                self.free_entry(idx, None);
+                freed += 1;
+            }
+        }
+        if self.to_sweep.is_empty() {
+            // Give back the memory of a large revocation.
+            self.to_sweep.shrink_to(SWEEP_ON_REMOVE);
+        }
+        freed
     }
 
     /// The actions of a live entry.
@@ -593,7 +655,7 @@ impl DecisionCache {
     fn get(&self, id: EntryId) -> Option<&Entry> {
         self.entries
             .get(id.idx as usize)
-            .filter(|e| e.live && e.gen == id.gen)
+            .filter(|e| e.live && !e.revoked && e.gen == id.gen)
     }
 
     /// Look one key up: the exact front, then the subtables in rank order,
@@ -764,13 +826,18 @@ impl DecisionCache {
             st.table
                 .find(h, |&i| {
                     let e = &entries[i as usize];
-                    e.key == masked && (!st.mask.ingress || e.in_port == key.in_port)
+                    !e.revoked && e.key == masked && (!st.mask.ingress || e.in_port == key.in_port)
                 })
                 .copied()
         };
         if let Some(i) = dup {
             self.free_entry(i, Some(sid));
             self.counters.replaced += 1;
+        }
+        // Revoked entries go before live ones are evicted for room.
+        if self.unswept > 0 {
+            self.sweep(SWEEP_PER_INSTALL);
+            while self.live >= self.cfg.capacity && self.unswept > 0 && self.sweep(1) > 0 {}
         }
         while self.live >= self.cfg.capacity && self.lru_tail != NIL {
             let t = self.lru_tail;
@@ -782,6 +849,7 @@ impl DecisionCache {
             hash: h,
             gen: 1,
             live: true,
+            revoked: false,
             subtable: sid,
             in_port: key.in_port,
             min_len,
@@ -960,6 +1028,10 @@ impl DecisionCache {
         self.unlink(idx);
         // Dead first, so the pairs naming it in its ids' lists are stale.
         let e = &mut self.entries[i];
+        if e.revoked {
+            e.revoked = false;
+            self.unswept -= 1;
+        }
         e.live = false;
         e.gen = e.gen.wrapping_add(1).max(1);
         e.actions = Actions::default();
@@ -1014,6 +1086,12 @@ impl DecisionCache {
         None
     }
 
+    /// Put `idx` in the front bucket of `h`: over the slot of the same
+    /// hash, else a slot that is empty or whose entry has died, else the
+    /// slot `h` picks. Telling a dead slot from a live one reads the
+    /// slots' entries (random lines, a miss-path cost), but without it
+    /// installs under churn overwrite the live slots of steady flows and
+    /// their lookups fall back to the subtables.
     fn front_insert(&mut self, h: u64, idx: u32) {
         let b = self.front_bucket(h);
         let gen = self.entries[idx as usize].gen;
@@ -1022,12 +1100,11 @@ impl DecisionCache {
         let w = ways
             .iter()
             .position(|s| s.gen != 0 && s.hash == h)
+            .or_else(|| ways.iter().position(|s| s.gen == 0))
             .or_else(|| {
                 ways.iter().position(|s| {
-                    s.gen == 0 || {
-                        let e = &entries[s.idx as usize];
-                        !e.live || e.gen != s.gen
-                    }
+                    let e = &entries[s.idx as usize];
+                    !e.live || e.revoked || e.gen != s.gen
                 })
             })
             .unwrap_or((h as usize) % FRONT_WAYS);
@@ -1107,7 +1184,8 @@ fn masked_hash(seed: u64, st: &Subtable, key: &HeaderKey) -> u64 {
 
 #[inline]
 fn entry_matches(e: &Entry, st: &Subtable, key: &HeaderKey) -> bool {
-    key.len >= e.min_len
+    !e.revoked
+        && key.len >= e.min_len
         && (!st.mask.ingress || e.in_port == key.in_port)
         && st.words.iter().all(|&w| {
             let w = usize::from(w);
@@ -1143,5 +1221,133 @@ mod tests {
         assert_eq!(c.dependents(s), 4);
         assert_eq!(c.removed(s), 4);
         assert!(c.is_empty());
+    }
+
+    /// `n` distinct keys over 4 two-byte masks (one subtable each), the
+    /// decisions all registering `s` (and `other`, every other one).
+    fn install_deps(c: &mut DecisionCache, n: u32, s: StateId, other: StateId) -> Vec<HeaderKey> {
+        let mut keys = Vec::new();
+        for v in 0..n {
+            let mut frame = [0u8; 16];
+            let m = (v % 4) as usize;
+            frame[2 * m..2 * m + 2].copy_from_slice(&((v / 4) as u16).to_be_bytes());
+            frame[15] = m as u8;
+            let key = HeaderKey::from_frame(&frame, 0);
+            let mut mask = Mask::new();
+            mask.mark_bytes(2 * m, 2).unwrap();
+            mask.mark_bytes(15, 1).unwrap();
+            let states = if v % 2 == 0 { vec![s, other] } else { vec![s] };
+            let d = Decision {
+                mask,
+                states,
+                actions: Actions::output(1),
+            };
+            assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));
+            keys.push(key);
+        }
+        keys
+    }
+
+    #[test]
+    fn a_revoked_entry_never_answers_once_removed_returns_though_not_yet_swept() {
+        let mut c = DecisionCache::new(Config::default()).unwrap();
+        let s = c.new_state_id().unwrap();
+        let other = c.new_state_id().unwrap();
+        let keys = install_deps(&mut c, 10_000, s, other);
+        // Every key hits once (a wildcard hit fills the front), and twice
+        // (the front answers).
+        let mut ids = vec![None; keys.len()];
+        for _ in 0..2 {
+            assert_eq!(c.lookup_batch(&keys, &mut ids), keys.len());
+        }
+        assert!(c.counters().front_hits >= keys.len() as u64);
+        assert_eq!(c.removed(s), 10_000);
+        // Only a few were freed so far: the rest are marked.
+        assert_eq!(c.unswept(), 10_000 - SWEEP_ON_REMOVE);
+        assert_eq!(c.len(), 0);
+        assert!(c.is_empty());
+        assert_eq!(c.masks(), 4, "subtables of unswept entries stay");
+        // Counted until swept (the count is O(1)).
+        assert_eq!(c.dependents(other), 5_000 - SWEEP_ON_REMOVE / 2);
+        // No front slot, subtable or old EntryId answers.
+        let mut out = vec![None; keys.len()];
+        assert_eq!(c.lookup_batch(&keys, &mut out), 0);
+        assert!(out.iter().all(Option::is_none));
+        for k in &keys {
+            assert_eq!(c.lookup(k), None);
+        }
+        assert!(ids
+            .iter()
+            .flatten()
+            .all(|&id| !c.contains(id) && c.actions(id).is_none()));
+        // The other id's removal revokes nothing more (and sweeps as any
+        // `removed` does).
+        assert_eq!(c.removed(other), 0);
+        assert_eq!(c.unswept(), 10_000 - 2 * SWEEP_ON_REMOVE);
+        // A new decision for the same keys is cached beside the marked
+        // ones and answers (not counted as a replacement).
+        let s2 = c.new_state_id().unwrap();
+        let other2 = c.new_state_id().unwrap();
+        let replaced = c.counters().replaced;
+        let again = install_deps(&mut c, 100, s2, other2);
+        assert_eq!(c.counters().replaced, replaced);
+        assert_eq!(c.len(), 100);
+        assert!(again.iter().all(|k| c.lookup(k).is_some()));
+        // Each install swept a few; the rest on demand.
+        assert_eq!(
+            c.unswept(),
+            10_000 - 2 * SWEEP_ON_REMOVE - 100 * SWEEP_PER_INSTALL
+        );
+        let left = c.unswept();
+        assert_eq!(c.sweep(usize::MAX), left);
+        assert_eq!(c.unswept(), 0);
+        assert_eq!(c.dependents(other), 0);
+        assert!(c.to_sweep.is_empty());
+        assert_eq!(c.len(), 100);
+        assert_eq!(c.entries.len() - c.free.len(), 100);
+        assert_eq!(c.removed(s2), 100);
+        assert_eq!(c.sweep(usize::MAX), 100 - SWEEP_ON_REMOVE);
+        assert_eq!(c.masks(), 0, "empty subtables are freed by the sweep");
+    }
+
+    #[test]
+    fn a_full_cache_frees_revoked_entries_before_it_evicts_live_ones() {
+        let mut c = DecisionCache::new(Config {
+            capacity: 1000,
+            ..Config::default()
+        })
+        .unwrap();
+        let s = c.new_state_id().unwrap();
+        let other = c.new_state_id().unwrap();
+        let _ = install_deps(&mut c, 500, s, other);
+        let keep = c.new_state_id().unwrap();
+        let keep2 = c.new_state_id().unwrap();
+        let mut kept = Vec::new();
+        for v in 0..500u32 {
+            // Other keys than install_deps's: byte 14 set.
+            let mut frame = [0u8; 16];
+            frame[..4].copy_from_slice(&v.to_be_bytes());
+            frame[14] = 1;
+            let key = HeaderKey::from_frame(&frame, 0);
+            let mut mask = Mask::new();
+            mask.mark_bytes(0, 4).unwrap();
+            mask.mark_bytes(14, 1).unwrap();
+            let d = Decision {
+                mask,
+                states: vec![keep],
+                actions: Actions::output(2),
+            };
+            assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));
+            kept.push(key);
+        }
+        assert_eq!(c.len(), 1000);
+        assert_eq!(c.removed(s), 500);
+        assert!(c.unswept() > 0);
+        // 500 new entries fit in the revoked ones' room: no live entry is
+        // evicted.
+        let _ = install_deps(&mut c, 500, keep2, other);
+        assert_eq!(c.counters().evictions, 0);
+        assert_eq!(c.len(), 1000);
+        assert!(kept.iter().all(|k| c.lookup(k).is_some()));
     }
 }

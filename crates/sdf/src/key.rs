@@ -103,7 +103,9 @@ impl HeaderKey {
     /// Hash of the present header bytes, the port and the length (so
     /// frames that differ only in trailing zeros or ports hash apart): the
     /// port and length go into the seed, the bytes are hashed in place.
-    pub(crate) fn hash_exact(&self, seed: u64) -> u64 {
+    /// Equal keys hash equal under one seed; with a secret seed an
+    /// attacker cannot aim keys at one hash.
+    pub fn hash_exact(&self, seed: u64) -> u64 {
         let extra = (u64::from(self.in_port) << 8 | u64::from(self.len))
             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         nexthop_hash::hash64(&self.as_bytes()[..self.len()], seed ^ extra)

@@ -69,6 +69,7 @@
 
 #[cfg(target_os = "linux")]
 mod live;
+mod metrics;
 mod pcap;
 #[cfg(target_os = "linux")]
 mod stage;
@@ -76,6 +77,7 @@ mod stage;
 mod tests;
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -94,6 +96,9 @@ use serde::Serialize;
 pub use live::{
     app_drops, live_fields, live_ports, run_live, SdfLiveError, SdfLivePorts, SdfLiveRun,
 };
+pub use metrics::sdf_metrics;
+#[cfg(target_os = "linux")]
+pub use metrics::sdf_snapshot;
 pub use nexthop_sdf::app::App;
 pub use pcap::{forward_pcap_sdf, PcapInput, SdfPcapRun};
 #[cfg(target_os = "linux")]
@@ -376,6 +381,9 @@ struct Queues {
     streak: u32,
     /// The app thread is gone: nothing will be served.
     closed: bool,
+    /// The app thread waits on `ready` (a push wakes it only then: a
+    /// wake-up is a system call, and a busy app thread needs none).
+    asleep: bool,
 }
 
 /// Why a request was not queued.
@@ -401,6 +409,7 @@ impl AppQueue {
                 data: VecDeque::new(),
                 streak: 0,
                 closed: false,
+                asleep: false,
             }),
             ready: Condvar::new(),
             data_cap: cfg.queue,
@@ -423,30 +432,43 @@ impl AppQueue {
             return Err(Refused::Full);
         }
         queue.push_back(req);
+        let wake = q.asleep;
         drop(q);
-        self.ready.notify_one();
+        if wake {
+            self.ready.notify_one();
+        }
         Ok(())
     }
 
-    /// The next request (and whether it is control), waiting at most
-    /// `wait`: up to `weight` control requests for each data request
-    /// while both queues hold some.
-    fn pop(&self, wait: Duration) -> Option<(Request, bool)> {
+    /// Take up to `max` requests (each with whether it is control) into
+    /// `out`, in the order the app serves them: up to `weight` control
+    /// requests for each data request while both queues hold some. Waits
+    /// at most `wait` when both are empty. One lock for the whole batch.
+    fn pop_batch(&self, wait: Duration, max: usize, out: &mut Vec<(Request, bool)>) {
         let mut q = lock(&self.q);
         if q.control.is_empty() && q.data.is_empty() {
+            q.asleep = true;
             q = self
                 .ready
                 .wait_timeout(q, wait)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            q.asleep = false;
         }
-        let control_turn = !q.control.is_empty() && (q.streak < self.weight || q.data.is_empty());
-        if control_turn {
-            q.streak = q.streak.saturating_add(1);
-            q.control.pop_front().map(|r| (r, true))
-        } else {
-            q.streak = 0;
-            q.data.pop_front().map(|r| (r, false))
+        while out.len() < max {
+            let control_turn =
+                !q.control.is_empty() && (q.streak < self.weight || q.data.is_empty());
+            let next = if control_turn {
+                q.streak = q.streak.saturating_add(1);
+                q.control.pop_front().map(|r| (r, true))
+            } else {
+                q.streak = 0;
+                q.data.pop_front().map(|r| (r, false))
+            };
+            match next {
+                Some(r) => out.push(r),
+                None => break,
+            }
         }
     }
 
@@ -668,8 +690,11 @@ impl SdfRuntime {
             reply_rx,
             cfg: self.cfg.clone(),
             ports,
-            pending: HashMap::new(),
-            by_key: HashMap::new(),
+            pending: HashMap::default(),
+            by_key: HashMap::default(),
+            flow_seed: std::collections::hash_map::RandomState::new()
+                .hash_one(self.shared.slices.len()),
+            now: Instant::now(),
             waiting_total: 0,
             next_token: 1,
             next_scan: Instant::now(),
@@ -810,16 +835,20 @@ fn app_thread(
     let mut next_tick = start + cfg.tick_every;
     let wait = cfg.tick_every.min(Duration::from_millis(20));
     let mut faults = 0u64;
+    let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
     while !shared.stop.load(Ordering::Acquire) {
-        if let Some((req, control)) = me.queue.pop(wait) {
+        me.queue.pop_batch(wait, APP_BATCH, &mut batch);
+        // One clock read per batch: the app's `now` is the batch's start.
+        let t = Instant::now();
+        let now = t.duration_since(start);
+        for (req, control) in batch.drain(..) {
             if control {
                 side.control_calls += 1;
             } else {
                 side.data_calls += 1;
             }
             let key = HeaderKey::from_frame(&req.frame, req.in_port);
-            let mut ctl =
-                Control::shared(&me.cache, &mut ports, &mut side.counters, start.elapsed());
+            let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
             let reply = decide(app.as_mut(), &mut ctl, req.frame, req.in_port);
             if let (Some(r), Some(msg)) = (reply.drop, &reply.message) {
                 faults += 1;
@@ -833,11 +862,16 @@ fn app_thread(
                     );
                 }
             }
+            // Installed before the app decides the next packet, so a
+            // `removed` in that call revokes this decision too.
             if let Some(d) = &reply.decision {
                 if lock(&me.cache).install(&key, d).is_err() {
                     side.counters.install_errors += 1;
                 }
             }
+            // Answered at once (an app that hangs on a later request of
+            // the batch holds no answer back), counted first: a worker
+            // that has its answer finds it counted.
             *lock(&me.app) = side;
             // A worker that went away does not need its answer.
             let _ = req.reply.send(Response {
@@ -847,9 +881,8 @@ fn app_thread(
                 drop: reply.drop,
             });
         }
-        if Instant::now() >= next_tick {
-            let mut ctl =
-                Control::shared(&me.cache, &mut ports, &mut side.counters, start.elapsed());
+        if t >= next_tick {
+            let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
             app.on_tick(&mut ctl);
             *lock(&me.app) = side;
             next_tick = Instant::now() + cfg.tick_every;
@@ -857,6 +890,9 @@ fn app_thread(
     }
 }
 
+/// Requests an app thread takes from its queues at once (one lock and one
+/// clock read per batch).
+const APP_BATCH: usize = 64;
 /// A request in flight, with the frames of its flow that wait for it.
 struct Pending {
     /// The flow (its exact header key).
@@ -885,11 +921,16 @@ pub struct SdfStage {
     cfg: SdfConfig,
     ports: Vec<u16>,
     /// Requests in flight by token.
-    pending: HashMap<u64, Pending>,
-    /// The pending-miss table: exact header key (the whole key and the
-    /// port) → the token of the flow's request in flight (empty when
-    /// `pending_table` is off).
-    by_key: HashMap<HeaderKey, u64>,
+    pending: HashMap<u64, Pending, Mixed>,
+    /// The pending-miss table: the hash of an exact header key (the whole
+    /// key and the port, [`HeaderKey::hash_exact`] with `flow_seed`) → the
+    /// token of the flow's request in flight, whose `key` is compared
+    /// before a frame waits for it (empty when `pending_table` is off).
+    by_key: HashMap<u64, u64, Mixed>,
+    /// The secret seed of the flow hashes (keys are attacker-controlled).
+    flow_seed: u64,
+    /// The clock as the last `poll` read it (when new requests start).
+    now: Instant,
     waiting_total: usize,
     next_token: u64,
     next_scan: Instant,
@@ -1107,19 +1148,27 @@ impl SdfStage {
 
     /// A miss: wait for the flow's decision in flight, or ask the app.
     fn miss(&mut self, slice: usize, key: HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
-        let waits_for = self.by_key.get(&key).copied();
+        let h = key.hash_exact(self.flow_seed);
+        let waits_for = self.by_key.get(&h).copied();
+        // A different flow under the same hash (a 2^-64 chance) neither
+        // waits for it nor takes its place: it is a request of its own.
+        let mut collides = false;
         if let Some(p) = waits_for.and_then(|t| self.pending.get_mut(&t)) {
-            if p.waiting.len() >= self.cfg.max_waiting
-                || self.waiting_total >= self.cfg.max_waiting_total
-            {
-                self.bump(slice, |c| c.drops.waiting_full += 1);
-                self.counters.dropped += 1;
+            if p.key != key {
+                collides = true;
+            } else {
+                if p.waiting.len() >= self.cfg.max_waiting
+                    || self.waiting_total >= self.cfg.max_waiting_total
+                {
+                    self.bump(slice, |c| c.drops.waiting_full += 1);
+                    self.counters.dropped += 1;
+                    return;
+                }
+                p.waiting.push((frame.to_vec(), stamp));
+                self.waiting_total += 1;
+                self.bump(slice, |c| c.pending_waits += 1);
                 return;
             }
-            p.waiting.push((frame.to_vec(), stamp));
-            self.waiting_total += 1;
-            self.bump(slice, |c| c.pending_waits += 1);
-            return;
         }
         if self.pending.len() >= self.cfg.max_pending_flows {
             self.bump(slice, |c| c.drops.pending_full += 1);
@@ -1133,8 +1182,8 @@ impl SdfStage {
             .is_some_and(|s| s.filter.matches(frame));
         match self.request(slice, control, in_port, frame.to_vec()) {
             Ok(token) => {
-                if self.cfg.pending_table {
-                    self.by_key.insert(key.clone(), token);
+                if self.cfg.pending_table && !collides {
+                    self.by_key.insert(h, token);
                 }
                 self.pending.insert(
                     token,
@@ -1142,7 +1191,7 @@ impl SdfStage {
                         key,
                         slice,
                         control,
-                        since: Instant::now(),
+                        since: self.now,
                         in_port,
                         stamp,
                         waiting: Vec::new(),
@@ -1196,10 +1245,11 @@ impl SdfStage {
     /// Send what the app answered since the last call, and drop flows it
     /// has not answered within `pending_timeout`.
     pub fn poll(&mut self, sink: &mut impl Sink) {
+        self.now = Instant::now();
         while let Ok(r) = self.reply_rx.try_recv() {
             self.answer(r, sink);
         }
-        self.expire(Instant::now());
+        self.expire(self.now);
     }
 
     /// Wait (at most `timeout`) until every pending flow is answered or
@@ -1209,6 +1259,7 @@ impl SdfStage {
         self.poll(sink);
         while !self.pending.is_empty() {
             let now = Instant::now();
+            self.now = now;
             if now >= deadline {
                 break;
             }
@@ -1301,9 +1352,12 @@ impl SdfStage {
                 match self.request(s, p.control, p.in_port, frame) {
                     Ok(token) => {
                         self.waiting_total += p.waiting.len();
-                        self.by_key.insert(p.key.clone(), token);
+                        let h = p.key.hash_exact(self.flow_seed);
+                        if self.cfg.pending_table && !self.by_key.contains_key(&h) {
+                            self.by_key.insert(h, token);
+                        }
                         p.stamp = stamp;
-                        p.since = Instant::now();
+                        p.since = self.now;
                         self.pending.insert(token, p);
                     }
                     Err(why) => {
@@ -1318,8 +1372,9 @@ impl SdfStage {
     /// Take `key` out of the pending-miss table if `token` is its
     /// request there.
     fn forget(&mut self, key: &HeaderKey, token: u64) {
-        if self.by_key.get(key) == Some(&token) {
-            self.by_key.remove(key);
+        let h = key.hash_exact(self.flow_seed);
+        if self.by_key.get(&h) == Some(&token) {
+            self.by_key.remove(&h);
         }
     }
 
@@ -1345,6 +1400,31 @@ impl SdfStage {
         } else {
             self.counters.dropped += 1;
         }
+    }
+}
+
+/// The hasher of the stage's maps, whose keys are already uniform (flow
+/// hashes under a secret seed) or sequential (tokens): one multiply mixes
+/// them (SipHash over a 128-byte header key per lookup was a tenth of the
+/// miss path).
+type Mixed = BuildHasherDefault<MixHasher>;
+
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
     }
 }
 

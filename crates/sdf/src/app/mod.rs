@@ -894,7 +894,7 @@ pub fn decide(app: &mut dyn App, ctl: &mut Control<'_>, frame: Vec<u8>, in_port:
 }
 
 /// Turn a decided packet into a reply; also whether it could be cached.
-fn finish(pkt: InPkt, ports: &Ports) -> (Reply, bool) {
+fn finish(mut pkt: InPkt, ports: &Ports) -> (Reply, bool) {
     let mut reply = Reply::default();
     if let Some(r) = pkt.poisoned {
         reply.drop = Some(r);
@@ -912,10 +912,15 @@ fn finish(pkt: InPkt, ports: &Ports) -> (Reply, bool) {
             return (reply, false);
         }
     }
-    for o in &pkt.outs {
+    // The last out-packet derived from the frame takes the frame itself
+    // (one copy less per decision: most decisions have one).
+    let last_derived = pkt.outs.iter().rposition(|o| o.raw.is_none());
+    let mut frame = std::mem::take(&mut pkt.frame);
+    for (i, o) in pkt.outs.iter().enumerate() {
         let mut bytes = match &o.raw {
             Some(b) => b.clone(),
-            None => pkt.frame.clone(),
+            None if Some(i) == last_derived => std::mem::take(&mut frame),
+            None => frame.clone(),
         };
         if o.raw.is_none() {
             match o.actions.apply(&mut bytes) {
