@@ -619,3 +619,22 @@ def test_a_control_filter_of_the_wrong_type_is_refused_at_start(tmp_path):
         run_pcap(Raises(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "out"))
     with pytest.raises(ValueError, match="expected a nexthop.sdf.ControlFilter"):
         Switch(Wrong(), ports=[0, 1])
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--backend", "ovs", "--ovs-ports", "1,2", "--metrics", "127.0.0.1:9100"],
+     "--metrics serves the nexthop backend's counters"),
+    (["--backend", "ovs"], "--backend ovs needs --ovs-ports"),
+    (["--in-pcap", "0=x.pcap", "--out-dir", "o", "--metrics", "127.0.0.1:9100"], None),
+    (["--metrics", "127.0.0.1:9100"], "give --port N=IFACE"),
+])
+def test_the_module_cli_refuses_flags_that_do_not_fit_the_backend(args, msg):
+    import subprocess
+    import sys
+
+    import nexthop.apps.l2switch as l2
+
+    r = subprocess.run([sys.executable, "-m", "nexthop.sdf", "run", "--app", l2.__file__, *args],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert (msg or "--metrics serves a live run's counters") in r.stderr, r.stderr
