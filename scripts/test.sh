@@ -67,5 +67,8 @@ rm -rf target/wheels/nexthop-*.whl
 # From the root, so that python/nexthop (the sources, without the compiled
 # module) does not shadow the installed package.
 "$PY_TEST_VENV/bin/python" -m pytest -q python/tests
+# The CLI tests that drive a Python app through the package (skipped in the
+# cargo test run above when no wheel was installed yet); here they must run.
+NEXTHOP_TEST_PYTHON="$PY_TEST_VENV/bin/python" cargo test --release -p nexthop-cli --test sdf_ovs seattle
 echo "== reproduction report (scripts/repro.sh --quick into a temporary directory, checked)"
 bash scripts/repro/test.sh
