@@ -45,6 +45,12 @@ pub enum RepoError {
     /// Redis could not be reached (the next call reconnects).
     #[error("redis unavailable: {0}")]
     Unavailable(String),
+    /// The TLS handshake with Redis failed: its certificate is not vouched
+    /// for by the trusted CA (or names another host), or it refused ours.
+    /// Retried like [`RepoError::Unavailable`], but only a configuration
+    /// change fixes it.
+    #[error("TLS to redis refused: {0} (check --redis-ca and the host name in the certificate)")]
+    Tls(String),
     /// Redis refused the write because `maxmemory` is reached; nothing of
     /// the object was stored.
     #[error("redis is full (maxmemory): {0}")]
@@ -86,7 +92,7 @@ impl RepoError {
             | RepoError::OutOfPrefix { .. }
             | RepoError::TooLarge { .. } => 400,
             RepoError::Incomplete(_) => 404,
-            RepoError::Unavailable(_) => 503,
+            RepoError::Unavailable(_) | RepoError::Tls(_) => 503,
             RepoError::Full(_) => 507,
             RepoError::Redis(_) => 500,
         }
@@ -94,7 +100,9 @@ impl RepoError {
 
     fn from_redis(e: redis::RedisError) -> Self {
         let text = e.to_string();
-        if e.is_io_error()
+        if is_tls_refusal(&text) {
+            RepoError::Tls(text)
+        } else if e.is_io_error()
             || e.is_connection_dropped()
             || e.is_connection_refusal()
             || e.is_timeout()
@@ -108,6 +116,19 @@ impl RepoError {
     }
 }
 
+/// Whether a Redis client error is a failed TLS handshake (rustls' words
+/// for a certificate it does not trust, or an alert from the server).
+fn is_tls_refusal(text: &str) -> bool {
+    [
+        "invalid peer certificate",
+        "received fatal alert",
+        "peer is incompatible",
+        "InvalidCertificate",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+}
+
 /// Normalise a Redis location: a bare path (`/run/redis.sock`) becomes a
 /// `unix://` URL; `unix://`, `redis+unix://` and `redis://[:PASSWORD@]HOST:PORT[/DB]`
 /// (TCP with AUTH) pass through.
@@ -116,6 +137,27 @@ pub fn redis_url(location: &str) -> String {
         format!("unix://{location}")
     } else {
         location.to_string()
+    }
+}
+
+/// TLS settings for a `rediss://HOST:PORT[/DB]` location (Redis started with
+/// `--tls-port`). Without a CA the system's root certificates are trusted
+/// (`/etc/ssl/certs`, through `rustls-native-certs`); the server's
+/// certificate must name HOST (DNS name or IP address).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// PEM CA certificates to trust instead of the system's roots (for a
+    /// self-signed or private CA).
+    pub ca_pem: Option<Vec<u8>>,
+    /// A PEM client certificate chain and its PEM private key, for a Redis
+    /// that asks clients for one (`--tls-auth-clients yes`).
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Tls {
+    /// Whether anything is set (a CA or a client certificate).
+    pub fn is_set(&self) -> bool {
+        self.ca_pem.is_some() || self.client.is_some()
     }
 }
 
@@ -152,8 +194,56 @@ impl Store {
 
     /// A store whose keys start with `ns:`.
     pub fn with_namespace(location: &str, ns: &str) -> Result<Self, RepoError> {
-        let client = redis::Client::open(redis_url(location).as_str())
-            .map_err(|e| RepoError::Malformed(format!("redis URL {location:?}: {e}")))?;
+        Self::with_tls(location, ns, &Tls::default())
+    }
+
+    /// A store on `location` with TLS settings: `tls` (when set) needs a
+    /// `rediss://` location; a `rediss://` location without them trusts
+    /// the system's root certificates. A CA or client certificate that does
+    /// not parse is [`RepoError::Malformed`]; a server certificate the CA
+    /// does not vouch for fails the first operation with
+    /// [`RepoError::Tls`].
+    pub fn with_tls(location: &str, ns: &str, tls: &Tls) -> Result<Self, RepoError> {
+        let url = redis_url(location);
+        let bad =
+            |e: redis::RedisError| RepoError::Malformed(format!("redis URL {location:?}: {e}"));
+        let client = if tls.is_set() {
+            if !url.starts_with("rediss://") {
+                return Err(RepoError::Malformed(format!(
+                    "redis URL {location:?}: a CA or client certificate needs a rediss://HOST:PORT URL"
+                )));
+            }
+            if let Some(ca) = &tls.ca_pem {
+                use rustls::pki_types::{pem::PemObject, CertificateDer};
+                let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(ca).collect();
+                match certs {
+                    Ok(c) if !c.is_empty() => {}
+                    Ok(_) => {
+                        return Err(RepoError::Malformed(
+                            "the Redis CA file holds no PEM certificate".into(),
+                        ))
+                    }
+                    Err(e) => {
+                        return Err(RepoError::Malformed(format!(
+                            "the Redis CA file does not parse as PEM certificates: {e}"
+                        )))
+                    }
+                }
+            }
+            let certs = redis::TlsCertificates {
+                client_tls: tls
+                    .client
+                    .as_ref()
+                    .map(|(cert, key)| redis::ClientTlsConfig {
+                        client_cert: cert.clone(),
+                        client_key: key.clone(),
+                    }),
+                root_cert: tls.ca_pem.clone(),
+            };
+            redis::Client::build_with_tls(url.as_str(), certs).map_err(bad)?
+        } else {
+            redis::Client::open(url.as_str()).map_err(bad)?
+        };
         Ok(Store {
             client,
             conn: None,
@@ -245,7 +335,7 @@ impl Store {
             }
             Err(e) => {
                 let err = RepoError::from_redis(e);
-                if !matches!(err, RepoError::Unavailable(_)) {
+                if !matches!(err, RepoError::Unavailable(_) | RepoError::Tls(_)) {
                     self.conn = Some(conn);
                 }
                 Err(err)
