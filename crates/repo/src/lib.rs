@@ -102,11 +102,9 @@ impl RepoError {
         let text = e.to_string();
         if is_tls_refusal(&text) {
             RepoError::Tls(text)
-        } else if e.is_io_error()
-            || e.is_connection_dropped()
-            || e.is_connection_refusal()
-            || e.is_timeout()
-        {
+        } else if lost_connection(&e) || matches!(e.code(), Some("LOADING" | "TRYAGAIN")) {
+            // LOADING: a restarted Redis still replaying its AOF or
+            // snapshot; it answers once loaded.
             RepoError::Unavailable(text)
         } else if e.code() == Some("OOM") || text.contains("OOM") {
             RepoError::Full(text)
@@ -114,6 +112,12 @@ impl RepoError {
             RepoError::Redis(text)
         }
     }
+}
+
+/// Whether a Redis client error means the connection is gone (to be opened
+/// again by the next call).
+fn lost_connection(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
 }
 
 /// Whether a Redis client error is a failed TLS handshake (rustls' words
@@ -334,8 +338,9 @@ impl Store {
                 Ok(v)
             }
             Err(e) => {
+                let lost = lost_connection(&e);
                 let err = RepoError::from_redis(e);
-                if !matches!(err, RepoError::Unavailable(_) | RepoError::Tls(_)) {
+                if !lost && !matches!(err, RepoError::Tls(_)) {
                     self.conn = Some(conn);
                 }
                 Err(err)
