@@ -366,6 +366,30 @@ fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
 }
 
 #[test]
+fn python_repo_clients_fetch_what_was_inserted_before_redis_restarted() {
+    let Some(py) = python_repo() else { return };
+    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
+    let mut r = redis(&aof);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let serving = start_testrepo(&r.socket(), &fw);
+    let content = pattern(50_000, 4);
+    insert_and_fetch(&py, &r, &fw, "/data/across", &content);
+    // Redis killed (SIGKILL) after the insert was acknowledged and started
+    // again from its AOF; the same Repo serves the object to GetfileClient,
+    // its first Interest answered on a fresh connection.
+    r.kill();
+    r.restart().unwrap();
+    fetch_equals(&py, &r, &fw, "/data/across", &content);
+    serving.wait_line(
+        "nexthop ndn repo: reconnected to Redis (reconnects=1)",
+        Duration::from_secs(5),
+    );
+    // And it takes a new insert.
+    insert_and_fetch(&py, &r, &fw, "/data/after", &pattern(9000, 5));
+}
+
+#[test]
 fn python_repo_clients_move_a_20_mb_file() {
     let Some(py) = python_repo() else { return };
     let r = redis(&[]);

@@ -292,19 +292,19 @@ impl Store {
     /// restarted Repo registers it again.
     pub fn add_prefix(&mut self, prefix: &Name) -> Result<(), RepoError> {
         let k = self.prefix_key();
-        self.with_conn(|c, _| redis::cmd("SADD").arg(k).arg(prefix.value()).query(c))
+        self.with_conn(|c, _| redis::cmd("SADD").arg(&k).arg(prefix.value()).query(c))
     }
 
     /// Forget a prefix remembered by [`Store::add_prefix`].
     pub fn remove_prefix(&mut self, prefix: &Name) -> Result<(), RepoError> {
         let k = self.prefix_key();
-        self.with_conn(|c, _| redis::cmd("SREM").arg(k).arg(prefix.value()).query(c))
+        self.with_conn(|c, _| redis::cmd("SREM").arg(&k).arg(prefix.value()).query(c))
     }
 
     /// The prefixes remembered by [`Store::add_prefix`], in byte order.
     pub fn prefixes(&mut self) -> Result<Vec<Name>, RepoError> {
         let k = self.prefix_key();
-        let mut v: Vec<Vec<u8>> = self.with_conn(|c, _| redis::cmd("SMEMBERS").arg(k).query(c))?;
+        let mut v: Vec<Vec<u8>> = self.with_conn(|c, _| redis::cmd("SMEMBERS").arg(&k).query(c))?;
         v.sort();
         v.iter()
             .map(|m| Name::from_value(m).map_err(|e| RepoError::Malformed(e.to_string())))
@@ -312,10 +312,25 @@ impl Store {
     }
 
     /// Run `f` on the connection, opening it first if needed; a failed
-    /// connection is dropped so that the next call reconnects.
+    /// connection is dropped so that the next call reconnects. When a
+    /// connection kept from earlier turns out to be gone (Redis restarted
+    /// since), `f` runs once more on a fresh one, so the first operation
+    /// after a restart does not fail for nothing; every operation of the
+    /// store is idempotent (the same keys set, deleted or read again).
     fn with_conn<T>(
         &mut self,
-        f: impl FnOnce(&mut redis::Connection, &Self) -> redis::RedisResult<T>,
+        mut f: impl FnMut(&mut redis::Connection, &Self) -> redis::RedisResult<T>,
+    ) -> Result<T, RepoError> {
+        let kept = self.conn.is_some();
+        match self.try_conn(&mut f) {
+            Err(RepoError::Unavailable(_)) if kept && self.conn.is_none() => self.try_conn(&mut f),
+            r => r,
+        }
+    }
+
+    fn try_conn<T>(
+        &mut self,
+        f: &mut impl FnMut(&mut redis::Connection, &Self) -> redis::RedisResult<T>,
     ) -> Result<T, RepoError> {
         let mut conn = match self.conn.take() {
             Some(c) => c,
@@ -418,7 +433,7 @@ impl Store {
     /// The Data packet stored under exactly `name`.
     pub fn get(&mut self, name: &Name) -> Result<Option<Vec<u8>>, RepoError> {
         let key = self.data_key(name.value());
-        self.with_conn(|c, _| redis::cmd("GET").arg(key).query(c))
+        self.with_conn(|c, _| redis::cmd("GET").arg(&key).query(c))
     }
 
     /// Answer an Interest for `name`: without CanBePrefix the exact name;
@@ -449,9 +464,9 @@ impl Store {
                 let m = min.clone();
                 self.with_conn(|c, _| {
                     redis::cmd("ZRANGEBYLEX")
-                        .arg(ik)
-                        .arg(m)
-                        .arg(max)
+                        .arg(&ik)
+                        .arg(&m)
+                        .arg(&max)
                         .arg("LIMIT")
                         .arg(0)
                         .arg(SCAN_BATCH)
@@ -461,7 +476,7 @@ impl Store {
             for member in &batch {
                 let key = self.data_key(member);
                 let w: Option<Vec<u8>> =
-                    self.with_conn(|c, _| redis::cmd("GET").arg(key).query(c))?;
+                    self.with_conn(|c, _| redis::cmd("GET").arg(&key).query(c))?;
                 let Some(w) = w else { continue };
                 if !must_be_fresh || self.fresh(member, &w, now)? {
                     return Ok(Some(w));
@@ -496,7 +511,7 @@ impl Store {
                 .map(|&i| self.data_key(reqs[i].0.value()))
                 .collect();
             let got: Vec<Option<Vec<u8>>> =
-                self.with_conn(|c, _| redis::cmd("MGET").arg(keys).query(c))?;
+                self.with_conn(|c, _| redis::cmd("MGET").arg(&keys).query(c))?;
             // MustBeFresh: the packets with a FreshnessPeriod need their
             // insert times; the others are never fresh.
             let mut need: Vec<(usize, u64)> = Vec::new();
@@ -521,7 +536,7 @@ impl Store {
             let tk = self.time_key();
             let names: Vec<&[u8]> = need.iter().map(|&(i, _)| reqs[i].0.value()).collect();
             let times: Vec<Option<u64>> =
-                self.with_conn(|c, _| redis::cmd("HMGET").arg(tk).arg(names).query(c))?;
+                self.with_conn(|c, _| redis::cmd("HMGET").arg(&tk).arg(&names).query(c))?;
             for (&(i, fp), t) in need.iter().zip(times) {
                 if t.is_none_or(|t| t.saturating_add(fp) <= now) {
                     out[i] = None;
@@ -546,7 +561,7 @@ impl Store {
         }
         let tk = self.time_key();
         let t: Option<u64> =
-            self.with_conn(|c, _| redis::cmd("HGET").arg(tk).arg(name).query(c))?;
+            self.with_conn(|c, _| redis::cmd("HGET").arg(&tk).arg(name).query(c))?;
         Ok(t.is_some_and(|t| t.saturating_add(fp) > now))
     }
 
@@ -565,7 +580,13 @@ impl Store {
             lex_incl(prefix.value()),
             lex_prefix_end(prefix.value()),
         );
-        self.with_conn(|c, _| redis::cmd("ZRANGEBYLEX").arg(ik).arg(min).arg(max).query(c))
+        self.with_conn(|c, _| {
+            redis::cmd("ZRANGEBYLEX")
+                .arg(&ik)
+                .arg(&min)
+                .arg(&max)
+                .query(c)
+        })
     }
 
     /// Delete every packet under `prefix` in one transaction; returns how
@@ -676,7 +697,7 @@ impl Store {
                 .map(|i| self.data_key(segment_name(prefix, i).value()))
                 .collect();
             let got: Vec<Option<Vec<u8>>> =
-                self.with_conn(|c, _| redis::cmd("MGET").arg(keys).query(c))?;
+                self.with_conn(|c, _| redis::cmd("MGET").arg(&keys).query(c))?;
             for (i, g) in (next..=end).zip(got) {
                 match g {
                     Some(w) => out.push(w),
