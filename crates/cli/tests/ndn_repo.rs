@@ -553,6 +553,36 @@ fn bench_writes_through_the_command_protocol_and_reads_back_the_same_bytes() {
 }
 
 #[test]
+fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let serving = start_repo_with(
+        &r.socket(),
+        &fw,
+        &["--register", "/data", "--max-object-bytes", "100000"],
+        "/testrepo /data",
+    );
+    // 40 packets of 8000 B (about 325 KB) against a limit of 100 000 B.
+    let o = bench_cmd(&fw, "/data", 40, &["--size", "8000"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("insert status Some(400)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/data"])), "");
+    // Within the limit the same Repo stores it.
+    let out = ok(&bench_cmd(&fw, "/data", 10, &["--size", "8000"])
+        .output()
+        .unwrap());
+    assert_eq!(bench_packets(&out), (10, 10));
+    serving.wait_line("inserted /data/", Duration::from_secs(5));
+}
+
+#[test]
 fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() {
     let r = redis(&[]);
     let fw = r.dir().join("fw.sock");
