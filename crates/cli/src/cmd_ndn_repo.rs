@@ -29,7 +29,8 @@
 //!   NAME waits for Redis`), retried every 100 ms for `--redis-retry-ms`
 //!   (default 5000; status 300 to the client's checks meanwhile), then
 //!   fails with 503; Redis back in time, the insert completes (200).
-//!   Inserts are written in the order they completed; at most 64 wait.
+//!   Inserts are written in the order they completed; at most
+//!   `--max-inserts` wait (more fail with 503 at once).
 //!   An insert whose command carries RegisterPrefix Q may name an object
 //!   under Q: the Repo registers Q (`nexthop ndn repo: registered Q`),
 //!   keeps it in Redis and registers it again when restarted (then listed
@@ -211,6 +212,9 @@ struct Server<'a> {
     redis_retry: Duration,
     /// When the waiting inserts are tried next.
     next_retry: Instant,
+    /// Most inserts that wait at once (`--max-inserts`: as many objects
+    /// again as those being fetched); past it, 503 at once.
+    max_waiting: usize,
 }
 
 /// A complete insert on its way to Redis.
@@ -224,8 +228,6 @@ struct Waiting {
 
 /// How often inserts waiting for Redis are tried again.
 const REDIS_RETRY_EVERY: Duration = Duration::from_millis(100);
-/// Most complete inserts held while Redis is down; past it, 503 at once.
-const MAX_WAITING: usize = 64;
 
 /// Most `rib` commands the Repo waits on at once; past it, a command is
 /// sent without waiting for its answer.
@@ -289,13 +291,9 @@ impl Server<'_> {
     /// tried again by [`Server::retry_waiting`] until its `until`.
     fn store_object(&mut self, w: Waiting) {
         if !self.waiting.is_empty() {
-            if self.waiting.len() >= MAX_WAITING {
-                self.finish_store(
-                    &w,
-                    Err(RepoError::Unavailable(format!(
-                        "{MAX_WAITING} inserts already wait for Redis"
-                    ))),
-                );
+            if self.waiting.len() >= self.max_waiting {
+                let e = format!("{} inserts already wait for Redis", self.max_waiting);
+                self.finish_store(&w, Err(RepoError::Unavailable(e)));
             } else {
                 self.waiting.push_back(w);
             }
@@ -461,6 +459,7 @@ fn serve(
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
         ^ u64::from(std::process::id());
+    let cfg_max_inserts = cfg.max_inserts;
     let mut cmds = Commands::new(prefixes[0].clone(), prefixes.clone(), cfg, seed);
     // The prefixes inserts registered before a restart (RegisterPrefix).
     match store.prefixes() {
@@ -493,6 +492,7 @@ fn serve(
         waiting: VecDeque::new(),
         redis_retry,
         next_retry: Instant::now(),
+        max_waiting: cfg_max_inserts,
     };
     s.reconnects = s.store.reconnects();
     let mut batch = Vec::new();

@@ -717,6 +717,8 @@ fn redis_back_within_the_retry_window_the_insert_completes() {
             "2",
             "--redis-retry-ms",
             "30000",
+            "--max-inserts",
+            "1",
         ],
         "/testrepo /data",
     );
@@ -732,6 +734,15 @@ fn redis_back_within_the_retry_window_the_insert_completes() {
         .unwrap();
     r.kill();
     serving.wait_line("waits for Redis (status 503", Duration::from_secs(30));
+    // One insert waits at most (`--max-inserts 1`): another one, fetched
+    // meanwhile, fails with 503 at once instead of being held too.
+    let o = bench_cmd(&fw, "/data", 20, &[]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("insert status Some(503)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Back in time (from its AOF): the same insert is written, the client
     // sees 200 and reads every packet back byte-compared.
     std::thread::sleep(Duration::from_millis(300));
