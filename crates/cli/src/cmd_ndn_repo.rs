@@ -2,7 +2,11 @@
 //! through the forwarder, and bulk operations straight on Redis.
 //!
 //! Contract (outside tests rely on it); `--redis URL` is a Unix socket path,
-//! `unix:///PATH` or `redis://[:PASSWORD@]HOST:PORT[/DB]`:
+//! `unix:///PATH`, `redis://[:PASSWORD@]HOST:PORT[/DB]` or, over TLS,
+//! `rediss://[:PASSWORD@]HOST:PORT[/DB]` (the server's certificate checked
+//! against `--redis-ca FILE`, PEM, or else the system's roots; a client
+//! certificate with `--redis-cert FILE --redis-key FILE`; a refused
+//! handshake is `status 503: TLS to redis refused: ...`):
 //! * `--name REPO_NAME [--forwarder TRANSPORT] [--register PREFIX ...]`
 //!   (TRANSPORT `unix:///PATH`, the default `unix:///run/nfd/nfd.sock`, or
 //!   `udp://HOST:PORT`): an application face of the forwarder that
@@ -21,6 +25,12 @@
 //!   `--max-inserts N` inserts at once, objects up to `--max-object-bytes`)
 //!   and stored as one atomic object. Stderr gets one line per insert
 //!   (`nexthop ndn repo: inserted NAME segments=N` or `... status CODE`).
+//!   A complete insert that finds Redis down waits for it (`... insert
+//!   NAME waits for Redis`), retried every 100 ms for `--redis-retry-ms`
+//!   (default 5000; status 300 to the client's checks meanwhile), then
+//!   fails with 503; Redis back in time, the insert completes (200).
+//!   Inserts are written in the order they completed; at most
+//!   `--max-inserts` wait (more fail with 503 at once).
 //!   An insert whose command carries RegisterPrefix Q may name an object
 //!   under Q: the Repo registers Q (`nexthop ndn repo: registered Q`),
 //!   keeps it in Redis and registers it again when restarted (then listed
@@ -51,7 +61,7 @@
 mod bench;
 mod face;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
@@ -63,7 +73,8 @@ use nexthop_ndnd::client::Target;
 use nexthop_ndnd::tools::{command_interest, rand_nonce};
 use nexthop_repo::command::{Action, Commands, Config as CommandConfig};
 use nexthop_repo::{
-    reassemble, segment_object, RepoError, Store, DEFAULT_MAX_OBJECT_BYTES, DEFAULT_SEGMENT_SIZE,
+    reassemble, segment_object, RepoError, Store, Tls, DEFAULT_MAX_OBJECT_BYTES, DEFAULT_NAMESPACE,
+    DEFAULT_SEGMENT_SIZE,
 };
 use nexthop_wire::ndn::{Data, Interest, Name, NetPacket};
 
@@ -72,9 +83,21 @@ use face::{check_rib_answer, net_packet, Face};
 /// `nexthop ndn repo ...`
 #[derive(Debug, Args)]
 pub struct RepoArgs {
-    /// Redis: a Unix socket path, `unix:///PATH` or `redis://HOST:PORT`.
+    /// Redis: a Unix socket path, `unix:///PATH`, `redis://HOST:PORT` or,
+    /// over TLS, `rediss://HOST:PORT`.
     #[arg(long, global = true, default_value = "/run/nexthop-repo/redis.sock")]
     pub redis: String,
+    /// PEM file of the CA(s) to trust for a `rediss://` Redis instead of the
+    /// system's root certificates (a self-signed or private CA).
+    #[arg(long, global = true)]
+    pub redis_ca: Option<PathBuf>,
+    /// PEM client certificate for a `rediss://` Redis that asks for one
+    /// (`--tls-auth-clients yes`); needs `--redis-key`.
+    #[arg(long, global = true, requires = "redis_key")]
+    pub redis_cert: Option<PathBuf>,
+    /// PEM private key of `--redis-cert`.
+    #[arg(long, global = true, requires = "redis_cert")]
+    pub redis_key: Option<PathBuf>,
     /// Serve as the Repo REPO_NAME through the forwarder.
     #[arg(long)]
     pub name: Option<String>,
@@ -90,6 +113,11 @@ pub struct RepoArgs {
     /// Segment Interests in flight per insert.
     #[arg(long, default_value_t = 32)]
     pub window: usize,
+    /// How long a complete insert that finds Redis down waits for it
+    /// (retried every 100 ms, its status 300 meanwhile) before it fails
+    /// with 503; 0 fails at once.
+    #[arg(long, default_value_t = 5000)]
+    pub redis_retry_ms: u64,
     /// Largest object an insert or `put` may store (sum of Data sizes).
     #[arg(long, global = true, default_value_t = DEFAULT_MAX_OBJECT_BYTES)]
     pub max_object_bytes: usize,
@@ -178,7 +206,28 @@ struct Server<'a> {
     failed: u64,
     registered: u64,
     reconnects: u64,
+    /// Complete inserts waiting for Redis to come back, oldest first.
+    waiting: VecDeque<Waiting>,
+    /// How long one waits (`--redis-retry-ms`).
+    redis_retry: Duration,
+    /// When the waiting inserts are tried next.
+    next_retry: Instant,
+    /// Most inserts that wait at once (`--max-inserts`: as many objects
+    /// again as those being fetched); past it, 503 at once.
+    max_waiting: usize,
 }
+
+/// A complete insert on its way to Redis.
+struct Waiting {
+    process: Vec<u8>,
+    prefix: Name,
+    packets: Vec<Vec<u8>>,
+    /// When it stops waiting for a Redis that is down (then 503).
+    until: Instant,
+}
+
+/// How often inserts waiting for Redis are tried again.
+const REDIS_RETRY_EVERY: Duration = Duration::from_millis(100);
 
 /// Most `rib` commands the Repo waits on at once; past it, a command is
 /// sent without waiting for its answer.
@@ -195,18 +244,12 @@ impl Server<'_> {
                     process,
                     prefix,
                     packets,
-                } => {
-                    let r = self.store.put_object(&prefix, &packets);
-                    match &r {
-                        Ok(n) => eprintln!("nexthop ndn repo: inserted {prefix} segments={n}"),
-                        Err(e) => eprintln!(
-                            "nexthop ndn repo: insert {prefix} status {}: {e}",
-                            e.status()
-                        ),
-                    }
-                    self.cmds
-                        .stored(&process, r.map_err(|e| e.status()), Instant::now());
-                }
+                } => self.store_object(Waiting {
+                    process,
+                    prefix,
+                    packets,
+                    until: Instant::now() + self.redis_retry,
+                }),
                 Action::Delete {
                     process,
                     name,
@@ -240,6 +283,67 @@ impl Server<'_> {
                 }
             }
         }
+    }
+
+    /// Write a complete insert's object, or queue it behind the ones
+    /// waiting for Redis (so objects are written in the order they
+    /// completed). One that finds Redis down waits, its status 300, and is
+    /// tried again by [`Server::retry_waiting`] until its `until`.
+    fn store_object(&mut self, w: Waiting) {
+        if !self.waiting.is_empty() {
+            if self.waiting.len() >= self.max_waiting {
+                let e = format!("{} inserts already wait for Redis", self.max_waiting);
+                self.finish_store(&w, Err(RepoError::Unavailable(e)));
+            } else {
+                self.waiting.push_back(w);
+            }
+            return;
+        }
+        let r = self.store.put_object(&w.prefix, &w.packets);
+        match r {
+            Err(RepoError::Unavailable(e)) if Instant::now() < w.until => {
+                eprintln!(
+                    "nexthop ndn repo: insert {} waits for Redis (status 503: {e}), retrying for {} ms",
+                    w.prefix,
+                    self.redis_retry.as_millis()
+                );
+                self.next_retry = Instant::now() + REDIS_RETRY_EVERY;
+                self.waiting.push_back(w);
+            }
+            r => self.finish_store(&w, r),
+        }
+    }
+
+    /// Try the inserts waiting for Redis again, oldest first, once their
+    /// retry time has come; one whose retry window ran out fails with 503.
+    fn retry_waiting(&mut self, now: Instant) {
+        if self.waiting.is_empty() || now < self.next_retry {
+            return;
+        }
+        while let Some(w) = self.waiting.pop_front() {
+            match self.store.put_object(&w.prefix, &w.packets) {
+                Err(RepoError::Unavailable(_)) if now < w.until => {
+                    self.waiting.push_front(w);
+                    self.next_retry = now + REDIS_RETRY_EVERY;
+                    return;
+                }
+                r => self.finish_store(&w, r),
+            }
+        }
+    }
+
+    /// Log an insert's outcome and report it to the command state.
+    fn finish_store(&mut self, w: &Waiting, r: Result<usize, RepoError>) {
+        match &r {
+            Ok(n) => eprintln!("nexthop ndn repo: inserted {} segments={n}", w.prefix),
+            Err(e) => eprintln!(
+                "nexthop ndn repo: insert {} status {}: {e}",
+                w.prefix,
+                e.status()
+            ),
+        }
+        self.cmds
+            .stored(&w.process, r.map_err(|e| e.status()), Instant::now());
     }
 
     /// Send a `rib/<verb>` command for `prefix`; its answer is logged when
@@ -340,6 +444,7 @@ fn serve(
     forwarder: &str,
     extra: &[String],
     cfg: CommandConfig,
+    redis_retry: Duration,
 ) -> Result<()> {
     let mut prefixes = vec![name(repo_name)?];
     for p in extra {
@@ -354,6 +459,7 @@ fn serve(
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
         ^ u64::from(std::process::id());
+    let cfg_max_inserts = cfg.max_inserts;
     let mut cmds = Commands::new(prefixes[0].clone(), prefixes.clone(), cfg, seed);
     // The prefixes inserts registered before a restart (RegisterPrefix).
     match store.prefixes() {
@@ -383,6 +489,10 @@ fn serve(
         failed: 0,
         registered: 0,
         reconnects: 0,
+        waiting: VecDeque::new(),
+        redis_retry,
+        next_retry: Instant::now(),
+        max_waiting: cfg_max_inserts,
     };
     s.reconnects = s.store.reconnects();
     let mut batch = Vec::new();
@@ -390,7 +500,8 @@ fn serve(
     loop {
         let idle = Instant::now() + Duration::from_secs(3600);
         let rib = s.rib_pending.values().map(|p| p.2).min();
-        let deadline = [s.cmds.next_deadline(), rib]
+        let retry = (!s.waiting.is_empty()).then_some(s.next_retry);
+        let deadline = [s.cmds.next_deadline(), rib, retry]
             .into_iter()
             .flatten()
             .fold(idle, Instant::min);
@@ -416,6 +527,7 @@ fn serve(
         }
         s.serve_reads(&reads);
         let now = Instant::now();
+        s.retry_waiting(now);
         let actions = s.cmds.poll(now);
         s.execute(actions);
         s.note_reconnects();
@@ -434,9 +546,29 @@ fn serve(
     }
 }
 
+/// The store `--redis` names, with the TLS files of `--redis-ca`,
+/// `--redis-cert` and `--redis-key` read in.
+fn open_store(a: &RepoArgs) -> Result<Store> {
+    let read = |flag: &str, f: &PathBuf| {
+        std::fs::read(f).with_context(|| format!("status 400: {flag} {}", f.display()))
+    };
+    let tls = Tls {
+        ca_pem: a
+            .redis_ca
+            .as_ref()
+            .map(|f| read("--redis-ca", f))
+            .transpose()?,
+        client: match (&a.redis_cert, &a.redis_key) {
+            (Some(c), Some(k)) => Some((read("--redis-cert", c)?, read("--redis-key", k)?)),
+            _ => None,
+        },
+    };
+    Store::with_tls(&a.redis, DEFAULT_NAMESPACE, &tls).map_err(status)
+}
+
 /// Serve (no subcommand) or run one bulk operation.
 pub fn run(a: RepoArgs) -> Result<()> {
-    let mut store = Store::open(&a.redis).map_err(status)?;
+    let mut store = open_store(&a)?;
     store.set_max_object_bytes(a.max_object_bytes);
     let Some(cmd) = a.cmd else {
         let n = a.name.ok_or_else(|| {
@@ -451,7 +583,8 @@ pub fn run(a: RepoArgs) -> Result<()> {
             max_object_bytes: a.max_object_bytes,
             ..CommandConfig::default()
         };
-        return serve(&mut store, &n, &a.forwarder, &a.register, cfg);
+        let retry = Duration::from_millis(a.redis_retry_ms);
+        return serve(&mut store, &n, &a.forwarder, &a.register, cfg, retry);
     };
     match cmd {
         RepoCmd::Put {

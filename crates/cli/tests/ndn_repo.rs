@@ -366,6 +366,30 @@ fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
 }
 
 #[test]
+fn python_repo_clients_fetch_what_was_inserted_before_redis_restarted() {
+    let Some(py) = python_repo() else { return };
+    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
+    let mut r = redis(&aof);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let serving = start_testrepo(&r.socket(), &fw);
+    let content = pattern(50_000, 4);
+    insert_and_fetch(&py, &r, &fw, "/data/across", &content);
+    // Redis killed (SIGKILL) after the insert was acknowledged and started
+    // again from its AOF; the same Repo serves the object to GetfileClient,
+    // its first Interest answered on a fresh connection.
+    r.kill();
+    r.restart().unwrap();
+    fetch_equals(&py, &r, &fw, "/data/across", &content);
+    serving.wait_line(
+        "nexthop ndn repo: reconnected to Redis (reconnects=1)",
+        Duration::from_secs(5),
+    );
+    // And it takes a new insert.
+    insert_and_fetch(&py, &r, &fw, "/data/after", &pattern(9000, 5));
+}
+
+#[test]
 fn python_repo_clients_move_a_20_mb_file() {
     let Some(py) = python_repo() else { return };
     let r = redis(&[]);
@@ -529,6 +553,36 @@ fn bench_writes_through_the_command_protocol_and_reads_back_the_same_bytes() {
 }
 
 #[test]
+fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let serving = start_repo_with(
+        &r.socket(),
+        &fw,
+        &["--register", "/data", "--max-object-bytes", "100000"],
+        "/testrepo /data",
+    );
+    // 40 packets of 8000 B (about 325 KB) against a limit of 100 000 B.
+    let o = bench_cmd(&fw, "/data", 40, &["--size", "8000"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("insert status Some(400)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(ok(&repo(&r.socket(), &["list", "/data"])), "");
+    // Within the limit the same Repo stores it.
+    let out = ok(&bench_cmd(&fw, "/data", 10, &["--size", "8000"])
+        .output()
+        .unwrap());
+    assert_eq!(bench_packets(&out), (10, 10));
+    serving.wait_line("inserted /data/", Duration::from_secs(5));
+}
+
+#[test]
 fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() {
     let r = redis(&[]);
     let fw = r.dir().join("fw.sock");
@@ -645,4 +699,220 @@ fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
         Duration::from_secs(5),
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/dyn"])), "");
+}
+
+#[test]
+fn redis_back_within_the_retry_window_the_insert_completes() {
+    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
+    let mut r = redis(&aof);
+    let fw = r.dir().join("fw.sock");
+    let _fw = start_forwarder_without_cs(&fw);
+    let serving = start_repo_with(
+        &r.socket(),
+        &fw,
+        &[
+            "--register",
+            "/data",
+            "--window",
+            "2",
+            "--redis-retry-ms",
+            "30000",
+            "--max-inserts",
+            "1",
+        ],
+        "/testrepo /data",
+    );
+    let out = ok(&bench_cmd(&fw, "/data", 200, &[]).output().unwrap());
+    assert_eq!(bench_packets(&out), (200, 200));
+    // Redis goes away while the insert's segments are fetched (nothing of
+    // that needs Redis); the complete object then finds Redis down and
+    // waits, its status 300 to the client's checks.
+    let running = bench_cmd(&fw, "/data", 3000, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    r.kill();
+    serving.wait_line("waits for Redis (status 503", Duration::from_secs(30));
+    // One insert waits at most (`--max-inserts 1`): another one, fetched
+    // meanwhile, fails with 503 at once instead of being held too.
+    let o = bench_cmd(&fw, "/data", 20, &[]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("insert status Some(503)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Back in time (from its AOF): the same insert is written, the client
+    // sees 200 and reads every packet back byte-compared.
+    std::thread::sleep(Duration::from_millis(300));
+    r.restart().unwrap();
+    let o = running.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(bench_packets(&stdout), (3000, 3000));
+    serving.wait_line("inserted /data/", Duration::from_secs(5));
+    assert_eq!(
+        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        3200,
+        "the earlier object and the whole waiting one"
+    );
+}
+
+/// `openssl` with `args`, in `dir`; panics with its stderr on failure.
+fn openssl(dir: &Path, args: &[&str]) {
+    let o = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("openssl is installed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A CA `NAME.crt`/`NAME.key` in `dir` (P-256, one day).
+fn make_ca(dir: &Path, name: &str) {
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+        ],
+    );
+}
+
+#[test]
+fn tls_redis_with_a_given_ca_serves_and_a_wrong_ca_is_refused() {
+    let scratch = redis(&[]);
+    let d = scratch.dir();
+    make_ca(d, "ca");
+    make_ca(d, "other");
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+    );
+    std::fs::write(
+        d.join("san.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let path = |f: &str| d.join(f).to_str().unwrap().to_string();
+    let (crt, key, ca) = (path("server.crt"), path("server.key"), path("ca.crt"));
+    let _r = redis(&[
+        "--tls-port",
+        &port,
+        "--tls-cert-file",
+        &crt,
+        "--tls-key-file",
+        &key,
+        "--tls-ca-cert-file",
+        &ca,
+        "--tls-auth-clients",
+        "no",
+    ]);
+    let url = format!("rediss://127.0.0.1:{port}");
+    let tls = |ca: &str, args: &[&str]| {
+        Command::new(NEXTHOP)
+            .args(["ndn", "repo", "--redis", &url, "--redis-ca", ca])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let content = pattern(30_000, 3);
+    std::fs::write(d.join("in"), &content).unwrap();
+    let input = path("in");
+    assert_eq!(
+        ok(&tls(&ca, &["put", "--prefix", "/demo/tls", &input])).trim(),
+        "stored /demo/tls segments=4 bytes=30000"
+    );
+    let got = tls(&ca, &["get", "/demo/tls"]);
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert!(
+        got.stdout == content,
+        "the object read back over TLS differs"
+    );
+    // Another CA: refused, with a clear error and status, nothing stored.
+    let o = tls(&path("other.crt"), &["put", "--prefix", "/demo/no", &input]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("status 503: TLS to redis refused"), "{err}");
+    assert!(err.contains("certificate"), "{err}");
+    assert_eq!(ok(&tls(&ca, &["list", "/demo"])).lines().count(), 4);
+    // A CA file that is not there: status 400 naming the flag.
+    let o = tls(&path("absent.crt"), &["list", "/demo"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("status 400: --redis-ca"), "{err}");
+    // The serving Repo over TLS answers Interests through the forwarder.
+    let fw = d.join("fw.sock");
+    let _fw = start_forwarder(&fw);
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "repo", "--redis", &url, "--redis-ca", &ca])
+        .args(["--name", "/repo", "--register", "/demo", "--forwarder"])
+        .arg(format!("unix://{}", fw.display()));
+    let serving = Proc::spawn(cmd, true);
+    serving.wait_line(
+        "nexthop ndn repo: serving /repo /demo",
+        Duration::from_secs(10),
+    );
+    let d3 = express(&fw, "/demo/tls/seg=3", false, false).expect("served over TLS");
+    assert_eq!(d3.content.as_deref().unwrap(), &content[24_000..]);
 }

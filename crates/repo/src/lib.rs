@@ -45,6 +45,12 @@ pub enum RepoError {
     /// Redis could not be reached (the next call reconnects).
     #[error("redis unavailable: {0}")]
     Unavailable(String),
+    /// The TLS handshake with Redis failed: its certificate is not vouched
+    /// for by the trusted CA (or names another host), or it refused ours.
+    /// Retried like [`RepoError::Unavailable`], but only a configuration
+    /// change fixes it.
+    #[error("TLS to redis refused: {0} (check --redis-ca and the host name in the certificate)")]
+    Tls(String),
     /// Redis refused the write because `maxmemory` is reached; nothing of
     /// the object was stored.
     #[error("redis is full (maxmemory): {0}")]
@@ -86,7 +92,7 @@ impl RepoError {
             | RepoError::OutOfPrefix { .. }
             | RepoError::TooLarge { .. } => 400,
             RepoError::Incomplete(_) => 404,
-            RepoError::Unavailable(_) => 503,
+            RepoError::Unavailable(_) | RepoError::Tls(_) => 503,
             RepoError::Full(_) => 507,
             RepoError::Redis(_) => 500,
         }
@@ -94,11 +100,11 @@ impl RepoError {
 
     fn from_redis(e: redis::RedisError) -> Self {
         let text = e.to_string();
-        if e.is_io_error()
-            || e.is_connection_dropped()
-            || e.is_connection_refusal()
-            || e.is_timeout()
-        {
+        if is_tls_refusal(&text) {
+            RepoError::Tls(text)
+        } else if lost_connection(&e) || matches!(e.code(), Some("LOADING" | "TRYAGAIN")) {
+            // LOADING: a restarted Redis still replaying its AOF or
+            // snapshot; it answers once loaded.
             RepoError::Unavailable(text)
         } else if e.code() == Some("OOM") || text.contains("OOM") {
             RepoError::Full(text)
@@ -106,6 +112,25 @@ impl RepoError {
             RepoError::Redis(text)
         }
     }
+}
+
+/// Whether a Redis client error means the connection is gone (to be opened
+/// again by the next call).
+fn lost_connection(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// Whether a Redis client error is a failed TLS handshake (rustls' words
+/// for a certificate it does not trust, or an alert from the server).
+fn is_tls_refusal(text: &str) -> bool {
+    [
+        "invalid peer certificate",
+        "received fatal alert",
+        "peer is incompatible",
+        "InvalidCertificate",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
 }
 
 /// Normalise a Redis location: a bare path (`/run/redis.sock`) becomes a
@@ -116,6 +141,27 @@ pub fn redis_url(location: &str) -> String {
         format!("unix://{location}")
     } else {
         location.to_string()
+    }
+}
+
+/// TLS settings for a `rediss://HOST:PORT[/DB]` location (Redis started with
+/// `--tls-port`). Without a CA the system's root certificates are trusted
+/// (`/etc/ssl/certs`, through `rustls-native-certs`); the server's
+/// certificate must name HOST (DNS name or IP address).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// PEM CA certificates to trust instead of the system's roots (for a
+    /// self-signed or private CA).
+    pub ca_pem: Option<Vec<u8>>,
+    /// A PEM client certificate chain and its PEM private key, for a Redis
+    /// that asks clients for one (`--tls-auth-clients yes`).
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Tls {
+    /// Whether anything is set (a CA or a client certificate).
+    pub fn is_set(&self) -> bool {
+        self.ca_pem.is_some() || self.client.is_some()
     }
 }
 
@@ -152,8 +198,56 @@ impl Store {
 
     /// A store whose keys start with `ns:`.
     pub fn with_namespace(location: &str, ns: &str) -> Result<Self, RepoError> {
-        let client = redis::Client::open(redis_url(location).as_str())
-            .map_err(|e| RepoError::Malformed(format!("redis URL {location:?}: {e}")))?;
+        Self::with_tls(location, ns, &Tls::default())
+    }
+
+    /// A store on `location` with TLS settings: `tls` (when set) needs a
+    /// `rediss://` location; a `rediss://` location without them trusts
+    /// the system's root certificates. A CA or client certificate that does
+    /// not parse is [`RepoError::Malformed`]; a server certificate the CA
+    /// does not vouch for fails the first operation with
+    /// [`RepoError::Tls`].
+    pub fn with_tls(location: &str, ns: &str, tls: &Tls) -> Result<Self, RepoError> {
+        let url = redis_url(location);
+        let bad =
+            |e: redis::RedisError| RepoError::Malformed(format!("redis URL {location:?}: {e}"));
+        let client = if tls.is_set() {
+            if !url.starts_with("rediss://") {
+                return Err(RepoError::Malformed(format!(
+                    "redis URL {location:?}: a CA or client certificate needs a rediss://HOST:PORT URL"
+                )));
+            }
+            if let Some(ca) = &tls.ca_pem {
+                use rustls::pki_types::{pem::PemObject, CertificateDer};
+                let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(ca).collect();
+                match certs {
+                    Ok(c) if !c.is_empty() => {}
+                    Ok(_) => {
+                        return Err(RepoError::Malformed(
+                            "the Redis CA file holds no PEM certificate".into(),
+                        ))
+                    }
+                    Err(e) => {
+                        return Err(RepoError::Malformed(format!(
+                            "the Redis CA file does not parse as PEM certificates: {e}"
+                        )))
+                    }
+                }
+            }
+            let certs = redis::TlsCertificates {
+                client_tls: tls
+                    .client
+                    .as_ref()
+                    .map(|(cert, key)| redis::ClientTlsConfig {
+                        client_cert: cert.clone(),
+                        client_key: key.clone(),
+                    }),
+                root_cert: tls.ca_pem.clone(),
+            };
+            redis::Client::build_with_tls(url.as_str(), certs).map_err(bad)?
+        } else {
+            redis::Client::open(url.as_str()).map_err(bad)?
+        };
         Ok(Store {
             client,
             conn: None,
@@ -198,19 +292,19 @@ impl Store {
     /// restarted Repo registers it again.
     pub fn add_prefix(&mut self, prefix: &Name) -> Result<(), RepoError> {
         let k = self.prefix_key();
-        self.with_conn(|c, _| redis::cmd("SADD").arg(k).arg(prefix.value()).query(c))
+        self.with_conn(|c, _| redis::cmd("SADD").arg(&k).arg(prefix.value()).query(c))
     }
 
     /// Forget a prefix remembered by [`Store::add_prefix`].
     pub fn remove_prefix(&mut self, prefix: &Name) -> Result<(), RepoError> {
         let k = self.prefix_key();
-        self.with_conn(|c, _| redis::cmd("SREM").arg(k).arg(prefix.value()).query(c))
+        self.with_conn(|c, _| redis::cmd("SREM").arg(&k).arg(prefix.value()).query(c))
     }
 
     /// The prefixes remembered by [`Store::add_prefix`], in byte order.
     pub fn prefixes(&mut self) -> Result<Vec<Name>, RepoError> {
         let k = self.prefix_key();
-        let mut v: Vec<Vec<u8>> = self.with_conn(|c, _| redis::cmd("SMEMBERS").arg(k).query(c))?;
+        let mut v: Vec<Vec<u8>> = self.with_conn(|c, _| redis::cmd("SMEMBERS").arg(&k).query(c))?;
         v.sort();
         v.iter()
             .map(|m| Name::from_value(m).map_err(|e| RepoError::Malformed(e.to_string())))
@@ -218,10 +312,25 @@ impl Store {
     }
 
     /// Run `f` on the connection, opening it first if needed; a failed
-    /// connection is dropped so that the next call reconnects.
+    /// connection is dropped so that the next call reconnects. When a
+    /// connection kept from earlier turns out to be gone (Redis restarted
+    /// since), `f` runs once more on a fresh one, so the first operation
+    /// after a restart does not fail for nothing; every operation of the
+    /// store is idempotent (the same keys set, deleted or read again).
     fn with_conn<T>(
         &mut self,
-        f: impl FnOnce(&mut redis::Connection, &Self) -> redis::RedisResult<T>,
+        mut f: impl FnMut(&mut redis::Connection, &Self) -> redis::RedisResult<T>,
+    ) -> Result<T, RepoError> {
+        let kept = self.conn.is_some();
+        match self.try_conn(&mut f) {
+            Err(RepoError::Unavailable(_)) if kept && self.conn.is_none() => self.try_conn(&mut f),
+            r => r,
+        }
+    }
+
+    fn try_conn<T>(
+        &mut self,
+        f: &mut impl FnMut(&mut redis::Connection, &Self) -> redis::RedisResult<T>,
     ) -> Result<T, RepoError> {
         let mut conn = match self.conn.take() {
             Some(c) => c,
@@ -244,8 +353,9 @@ impl Store {
                 Ok(v)
             }
             Err(e) => {
+                let lost = lost_connection(&e);
                 let err = RepoError::from_redis(e);
-                if !matches!(err, RepoError::Unavailable(_)) {
+                if !lost && !matches!(err, RepoError::Tls(_)) {
                     self.conn = Some(conn);
                 }
                 Err(err)
@@ -323,7 +433,7 @@ impl Store {
     /// The Data packet stored under exactly `name`.
     pub fn get(&mut self, name: &Name) -> Result<Option<Vec<u8>>, RepoError> {
         let key = self.data_key(name.value());
-        self.with_conn(|c, _| redis::cmd("GET").arg(key).query(c))
+        self.with_conn(|c, _| redis::cmd("GET").arg(&key).query(c))
     }
 
     /// Answer an Interest for `name`: without CanBePrefix the exact name;
@@ -354,9 +464,9 @@ impl Store {
                 let m = min.clone();
                 self.with_conn(|c, _| {
                     redis::cmd("ZRANGEBYLEX")
-                        .arg(ik)
-                        .arg(m)
-                        .arg(max)
+                        .arg(&ik)
+                        .arg(&m)
+                        .arg(&max)
                         .arg("LIMIT")
                         .arg(0)
                         .arg(SCAN_BATCH)
@@ -366,7 +476,7 @@ impl Store {
             for member in &batch {
                 let key = self.data_key(member);
                 let w: Option<Vec<u8>> =
-                    self.with_conn(|c, _| redis::cmd("GET").arg(key).query(c))?;
+                    self.with_conn(|c, _| redis::cmd("GET").arg(&key).query(c))?;
                 let Some(w) = w else { continue };
                 if !must_be_fresh || self.fresh(member, &w, now)? {
                     return Ok(Some(w));
@@ -401,7 +511,7 @@ impl Store {
                 .map(|&i| self.data_key(reqs[i].0.value()))
                 .collect();
             let got: Vec<Option<Vec<u8>>> =
-                self.with_conn(|c, _| redis::cmd("MGET").arg(keys).query(c))?;
+                self.with_conn(|c, _| redis::cmd("MGET").arg(&keys).query(c))?;
             // MustBeFresh: the packets with a FreshnessPeriod need their
             // insert times; the others are never fresh.
             let mut need: Vec<(usize, u64)> = Vec::new();
@@ -426,7 +536,7 @@ impl Store {
             let tk = self.time_key();
             let names: Vec<&[u8]> = need.iter().map(|&(i, _)| reqs[i].0.value()).collect();
             let times: Vec<Option<u64>> =
-                self.with_conn(|c, _| redis::cmd("HMGET").arg(tk).arg(names).query(c))?;
+                self.with_conn(|c, _| redis::cmd("HMGET").arg(&tk).arg(&names).query(c))?;
             for (&(i, fp), t) in need.iter().zip(times) {
                 if t.is_none_or(|t| t.saturating_add(fp) <= now) {
                     out[i] = None;
@@ -451,7 +561,7 @@ impl Store {
         }
         let tk = self.time_key();
         let t: Option<u64> =
-            self.with_conn(|c, _| redis::cmd("HGET").arg(tk).arg(name).query(c))?;
+            self.with_conn(|c, _| redis::cmd("HGET").arg(&tk).arg(name).query(c))?;
         Ok(t.is_some_and(|t| t.saturating_add(fp) > now))
     }
 
@@ -470,7 +580,13 @@ impl Store {
             lex_incl(prefix.value()),
             lex_prefix_end(prefix.value()),
         );
-        self.with_conn(|c, _| redis::cmd("ZRANGEBYLEX").arg(ik).arg(min).arg(max).query(c))
+        self.with_conn(|c, _| {
+            redis::cmd("ZRANGEBYLEX")
+                .arg(&ik)
+                .arg(&min)
+                .arg(&max)
+                .query(c)
+        })
     }
 
     /// Delete every packet under `prefix` in one transaction; returns how
@@ -581,7 +697,7 @@ impl Store {
                 .map(|i| self.data_key(segment_name(prefix, i).value()))
                 .collect();
             let got: Vec<Option<Vec<u8>>> =
-                self.with_conn(|c, _| redis::cmd("MGET").arg(keys).query(c))?;
+                self.with_conn(|c, _| redis::cmd("MGET").arg(&keys).query(c))?;
             for (i, g) in (next..=end).zip(got) {
                 match g {
                     Some(w) => out.push(w),

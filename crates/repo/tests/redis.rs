@@ -234,3 +234,25 @@ fn registered_prefixes_are_kept_in_redis() {
     // They are not stored packets.
     assert!(s.list(&n("/")).unwrap().is_empty());
 }
+
+#[test]
+fn the_first_operation_after_a_redis_restart_succeeds_on_a_fresh_connection() {
+    let mut r = redis(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut s = Store::open(&url(&r)).unwrap();
+    let p = n("/repo/again");
+    s.put_object(&p, &segment_object(&p, b"kept", 8000, 0))
+        .unwrap();
+    // Redis restarted while the store still holds its old connection: the
+    // next operation finds it gone and runs again on a new one.
+    r.restart().unwrap();
+    let back = s.get_object(&p).unwrap().expect("replayed from the AOF");
+    assert_eq!(reassemble(&back).unwrap(), b"kept");
+    assert_eq!(s.reconnects(), 1);
+    // A write the same way.
+    r.restart().unwrap();
+    let q = n("/repo/after");
+    s.put_object(&q, &segment_object(&q, b"new", 8000, 0))
+        .unwrap();
+    assert_eq!(s.reconnects(), 2);
+    assert_eq!(s.list(&n("/repo")).unwrap().len(), 2);
+}
