@@ -388,9 +388,9 @@ const REVOKE_AHEAD: usize = 16;
 /// Revoked entries `removed` frees before it returns; the rest are freed
 /// by later installs ([`SWEEP_PER_INSTALL`] each, and first of all when
 /// the cache is full) and by [`DecisionCache::sweep`].
-const SWEEP_ON_REMOVE: usize = 64;
+pub const SWEEP_ON_REMOVE: usize = 64;
 /// Revoked entries each install frees (when any wait).
-const SWEEP_PER_INSTALL: usize = 4;
+pub const SWEEP_PER_INSTALL: usize = 4;
 
 /// The decision cache.
 ///
