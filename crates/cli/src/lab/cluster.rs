@@ -479,27 +479,5 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         say!("  node         {p}");
     }
     say!("  latency      at the owner {direct}, one internal hop {hopped}");
-    for e in node_mismatch.iter().chain(
-        summary["examples"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.as_str())
-            .map(String::from)
-            .collect::<Vec<_>>()
-            .iter(),
-    ) {
-        say!("  ! {e}");
-    }
-    say!("  result       {}", if pass { "PASS" } else { "FAIL" });
-    if o.json {
-        println!("{summary}");
-    }
-    if !pass {
-        bail!(
-            "cluster lab FAILED (see {})",
-            out.join("summary.json").display()
-        );
-    }
-    Ok(())
+    super::finish_summary(&node_mismatch, &summary, pass, o.json, &out, "cluster")
 }

@@ -133,6 +133,39 @@ pub(crate) fn step(what: &str, t: Instant, detail: impl std::fmt::Display) {
     say!("[{:6.1}s] {what:<10} {detail}", t.elapsed().as_secs_f64());
 }
 
+/// The end of a lab's summary, the same for every lab: the lab's own
+/// mismatches and the summary's `examples` as `!` lines, PASS or FAIL, the
+/// JSON summary with `--json`, and an error naming `DIR/summary.json` when
+/// the lab failed.
+pub(crate) fn finish_summary(
+    mismatches: &[String],
+    summary: &serde_json::Value,
+    pass: bool,
+    json: bool,
+    out: &std::path::Path,
+    lab: &str,
+) -> Result<()> {
+    let examples = summary["examples"].as_array().into_iter().flatten();
+    for e in mismatches
+        .iter()
+        .map(String::as_str)
+        .chain(examples.filter_map(|e| e.as_str()))
+    {
+        say!("  ! {e}");
+    }
+    say!("  result       {}", if pass { "PASS" } else { "FAIL" });
+    if json {
+        println!("{summary}");
+    }
+    if !pass {
+        bail!(
+            "{lab} lab FAILED (see {})",
+            out.join("summary.json").display()
+        );
+    }
+    Ok(())
+}
+
 /// `nexthop lab`.
 pub fn run(o: &LabOpts) -> Result<()> {
     crate::textio::text_to_stderr(o.json);

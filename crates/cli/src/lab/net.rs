@@ -816,27 +816,5 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     for h in &hops {
         say!("  hop          {h}");
     }
-    for e in hop_mismatch.iter().chain(
-        summary["examples"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.as_str())
-            .map(String::from)
-            .collect::<Vec<_>>()
-            .iter(),
-    ) {
-        say!("  ! {e}");
-    }
-    say!("  result       {}", if pass { "PASS" } else { "FAIL" });
-    if o.json {
-        println!("{summary}");
-    }
-    if !pass {
-        bail!(
-            "network lab FAILED (see {})",
-            out.join("summary.json").display()
-        );
-    }
-    Ok(())
+    super::finish_summary(&hop_mismatch, &summary, pass, o.json, &out, "network")
 }
