@@ -250,7 +250,10 @@ fn network_controller_publishes_a_column_per_switch() {
     };
     assert!(!run("bad.txt", "bad.err").success());
     let bad = std::fs::read_to_string(dir.join("bad.err")).unwrap();
-    assert!(bad.contains("bad.txt: line 2: '+' takes NAME and 4 actions"), "{bad}");
+    assert!(
+        bad.contains("bad.txt: line 2: '+' takes NAME and 4 actions"),
+        "{bad}"
+    );
     assert!(
         !bad.contains("waiting for the lease"),
         "a refused file reached Redis: {bad}"

@@ -441,7 +441,7 @@ fn standby_takes_over_in_order_and_fences_the_old_active() {
 }
 
 /// Publishing a snapshot that takes longer than the lease (a FIB of
-/// 300 000 names in 1 KiB chunks, a 100 ms lease): the lease is renewed
+/// 1 000 000 names in 1 KiB chunks, a 100 ms lease): the lease is renewed
 /// while the chunks are written, so the commit succeeds, no standby could
 /// have taken over meanwhile, and a follower installs the snapshot.
 #[test]
@@ -455,7 +455,7 @@ fn snapshot_longer_than_the_lease_is_committed_under_a_renewed_lease() {
     let mut c = Ctl::acquire(
         &key(),
         cfg.clone(),
-        fib(300_000),
+        fib(1_000_000),
         0,
         &AtomicBool::new(false),
     )
@@ -482,9 +482,9 @@ fn snapshot_longer_than_the_lease_is_committed_under_a_renewed_lease() {
         matches!(standby, Err(ref e) if matches!(e.error, BusError::Stopped)),
         "the standby took the lease: {standby:?}"
     );
-    let r = c.apply_changes(&changes(300_000, 0, 9)).expect("apply");
+    let r = c.apply_changes(&changes(1_000_000, 0, 9)).expect("apply");
     let f = RedisFollower::start(&key(), fol_cfg(&url, "big")).expect("follower");
     converge(&f, &c);
     assert_eq!(f.stats().version, r.version);
-    eprintln!("snapshot of 300 000 names in 1 KiB chunks published in {took:?}");
+    eprintln!("snapshot of 1 000 000 names in 1 KiB chunks published in {took:?}");
 }
