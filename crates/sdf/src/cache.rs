@@ -606,6 +606,12 @@ impl DecisionCache {
     /// few each). Returns how many were freed. A pipeline calls it when
     /// idle; `sweep(usize::MAX)` frees them all.
     pub fn sweep(&mut self, budget: usize) -> usize {
+        self.sweep_keeping(budget, None)
+    }
+
+    /// [`Self::sweep`], keeping subtable `keep` even when it empties (an
+    /// install sweeps after choosing the subtable it inserts into).
+    fn sweep_keeping(&mut self, budget: usize, keep: Option<u16>) -> usize {
         let mut freed = 0;
         while freed < budget {
             let Some((idx, gen)) = self.to_sweep.pop() else {
@@ -613,7 +619,7 @@ impl DecisionCache {
             };
             let e = &self.entries[idx as usize];
             if e.live && e.revoked && e.gen == gen {
-                self.free_entry(idx, None);
+                self.free_entry(idx, keep);
                 freed += 1;
             }
         }
@@ -836,8 +842,11 @@ impl DecisionCache {
         }
         // Revoked entries go before live ones are evicted for room.
         if self.unswept > 0 {
-            self.sweep(SWEEP_PER_INSTALL);
-            while self.live >= self.cfg.capacity && self.unswept > 0 && self.sweep(1) > 0 {}
+            self.sweep_keeping(SWEEP_PER_INSTALL, Some(sid));
+            while self.live >= self.cfg.capacity
+                && self.unswept > 0
+                && self.sweep_keeping(1, Some(sid)) > 0
+            {}
         }
         while self.live >= self.cfg.capacity && self.lru_tail != NIL {
             let t = self.lru_tail;
@@ -1308,6 +1317,40 @@ mod tests {
         assert_eq!(c.removed(s2), 100);
         assert_eq!(c.sweep(usize::MAX), 100 - SWEEP_ON_REMOVE);
         assert_eq!(c.masks(), 0, "empty subtables are freed by the sweep");
+    }
+
+    /// An install into a subtable whose only entries are revoked and not
+    /// yet swept: its own sweep empties that subtable, which must stay for
+    /// the entry being installed (it was freed under the install: a panic).
+    #[test]
+    fn an_install_sweeping_its_own_subtable_empty_keeps_the_subtable() {
+        let mut c = DecisionCache::new(Config::default()).unwrap();
+        let one = |c: &mut DecisionCache, v: u16, s: StateId| {
+            let mut frame = [0u8; 16];
+            frame[..2].copy_from_slice(&v.to_be_bytes());
+            let key = HeaderKey::from_frame(&frame, 0);
+            let mut mask = Mask::new();
+            mask.mark_bytes(0, 2).unwrap();
+            let d = Decision {
+                mask,
+                states: vec![s],
+                actions: Actions::output(1),
+            };
+            assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));
+            key
+        };
+        let s = c.new_state_id().unwrap();
+        let n = SWEEP_ON_REMOVE as u16 + 2;
+        for v in 0..n {
+            one(&mut c, v, s);
+        }
+        assert_eq!(c.removed(s), usize::from(n));
+        assert_eq!(c.unswept(), 2);
+        let fresh = c.new_state_id().unwrap();
+        let key = one(&mut c, n, fresh);
+        assert_eq!(c.unswept(), 0);
+        assert_eq!(c.len(), 1);
+        assert!(c.lookup(&key).is_some());
     }
 
     #[test]
