@@ -286,7 +286,10 @@ fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
         "the Repo survives Redis going away"
     );
     let d = express(&fw_sock, "/other/f/seg=0", false, false).expect("the other face answers");
-    assert_eq!(d.content.as_deref().unwrap(), b"acknowledged before the kill");
+    assert_eq!(
+        d.content.as_deref().unwrap(),
+        b"acknowledged before the kill"
+    );
     let mut mgmt = nexthop_ndnd::client::Client::connect(
         &nexthop_ndnd::client::Target::Unix(fw_sock.clone()),
         Duration::from_secs(2),
@@ -391,10 +394,7 @@ fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
     // The objects are in Redis as the CLI reads them.
     assert_eq!(repo(&r.socket(), &["get", "/data/one"]).stdout, small);
     // A restarted Repo serves what Redis holds.
-    drop(std::mem::replace(
-        &mut serving,
-        lab.testrepo(&[]),
-    ));
+    drop(std::mem::replace(&mut serving, lab.testrepo(&[])));
     fetch_equals(&py, &r, &fw, "/testrepo/files/medium", &medium);
     // Delete: every segment goes, fetching then fails.
     assert_eq!(
@@ -659,7 +659,9 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(
-        ok(&repo(&lab.r.socket(), &["list", "/data"])).lines().count(),
+        ok(&repo(&lab.r.socket(), &["list", "/data"]))
+            .lines()
+            .count(),
         400
     );
     let out = ok(&bench_cmd(&fw, "/data", 300, &[]).output().unwrap());
@@ -669,7 +671,9 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
         Duration::from_secs(5),
     );
     assert_eq!(
-        ok(&repo(&lab.r.socket(), &["list", "/data"])).lines().count(),
+        ok(&repo(&lab.r.socket(), &["list", "/data"]))
+            .lines()
+            .count(),
         700
     );
 }
@@ -754,7 +758,9 @@ fn redis_back_within_the_retry_window_the_insert_completes() {
     assert_eq!(bench_packets(&stdout), (3000, 3000));
     serving.wait_line("inserted /data/", Duration::from_secs(5));
     assert_eq!(
-        ok(&repo(&lab.r.socket(), &["list", "/data"])).lines().count(),
+        ok(&repo(&lab.r.socket(), &["list", "/data"]))
+            .lines()
+            .count(),
         3200,
         "the earlier object and the whole waiting one"
     );
