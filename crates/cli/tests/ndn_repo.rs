@@ -120,15 +120,14 @@ fn start_forwarder(fw: &Path, cs: bool) -> Proc {
     p
 }
 
-/// `nexthop ndn repo ARGS --forwarder unix://FW` (ARGS with `--redis` and
-/// `--name`), once it printed its `serving` line, which must be
-/// `nexthop ndn repo: serving SERVING`.
-fn serve_repo(fw: &Path, args: &[&str], serving: &str) -> Proc {
+/// `nexthop ndn repo ARGS --forwarder FORWARDER` (ARGS with `--redis` and
+/// `--name`; FORWARDER `unix://PATH` or `udp://HOST:PORT`), once it printed
+/// its `serving` line, which must be `nexthop ndn repo: serving SERVING`.
+fn serve_repo(forwarder: &str, args: &[&str], serving: &str) -> Proc {
     let mut cmd = Command::new(NEXTHOP);
     cmd.args(["ndn", "repo"])
         .args(args)
-        .arg("--forwarder")
-        .arg(format!("unix://{}", fw.display()));
+        .args(["--forwarder", forwarder]);
     let p = Proc::spawn(cmd, true);
     let line = p.wait_line("nexthop ndn repo: serving", Duration::from_secs(10));
     assert_eq!(line, format!("nexthop ndn repo: serving {serving}"));
@@ -163,7 +162,7 @@ impl Lab {
         let sock = self.r.socket();
         let mut all = vec!["--redis", sock.to_str().unwrap()];
         all.extend_from_slice(args);
-        serve_repo(&self.fw, &all, serving)
+        serve_repo(&format!("unix://{}", self.fw.display()), &all, serving)
     }
 
     /// `nexthop ndn repo --name /testrepo --register /data ARGS`.
@@ -219,21 +218,21 @@ fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
         let _repo = lab.repo(&["--name", "/repo", "--register", "/demo"], "/repo /demo");
         let mut got = Vec::new();
         for s in 0..3 {
-            let d = express(&fw_sock, &format!("/demo/f/seg={s}"), false, false)
+            let d = express(fw_sock, &format!("/demo/f/seg={s}"), false, false)
                 .unwrap_or_else(|| panic!("round {round}: segment {s} unanswered"));
             assert!(d.verify_digest_sha256());
             got.extend_from_slice(d.content.as_deref().unwrap());
         }
         assert_eq!(got, content, "round {round}");
         // CanBePrefix: the first stored name under the prefix.
-        let d = express(&fw_sock, "/demo/f", true, false).unwrap();
+        let d = express(fw_sock, "/demo/f", true, false).unwrap();
         assert_eq!(d.name.to_string(), "/demo/f/seg=0");
         // Without CanBePrefix the prefix itself is not stored.
-        assert!(express(&fw_sock, "/demo/f", false, false).is_none());
+        assert!(express(fw_sock, "/demo/f", false, false).is_none());
         // MustBeFresh: /demo/stale has no FreshnessPeriod, so never fresh.
-        assert!(express(&fw_sock, "/demo/stale/seg=0", false, true).is_none());
-        assert!(express(&fw_sock, "/demo/stale/seg=0", false, false).is_some());
-        assert!(express(&fw_sock, "/demo/f/seg=1", false, true).is_some());
+        assert!(express(fw_sock, "/demo/stale/seg=0", false, true).is_none());
+        assert!(express(fw_sock, "/demo/stale/seg=0", false, false).is_some());
+        assert!(express(fw_sock, "/demo/f/seg=1", false, true).is_some());
     }
 }
 
@@ -265,7 +264,7 @@ fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
     ));
     let other_sock = other.socket();
     let _other_repo = serve_repo(
-        &fw_sock,
+        &format!("unix://{}", fw_sock.display()),
         &[
             "--redis",
             other_sock.to_str().unwrap(),
@@ -388,17 +387,17 @@ fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
     let mut serving = lab.testrepo(&[]);
     let small = pattern(1, 1);
     let medium = pattern(100_000, 2);
-    insert_and_fetch(&py, &r, &fw, "/data/one", &small);
+    insert_and_fetch(&py, r, fw, "/data/one", &small);
     // Under the Repo's own name, outside its command names.
-    insert_and_fetch(&py, &r, &fw, "/testrepo/files/medium", &medium);
+    insert_and_fetch(&py, r, fw, "/testrepo/files/medium", &medium);
     // The objects are in Redis as the CLI reads them.
     assert_eq!(repo(&r.socket(), &["get", "/data/one"]).stdout, small);
     // A restarted Repo serves what Redis holds.
     drop(std::mem::replace(&mut serving, lab.testrepo(&[])));
-    fetch_equals(&py, &r, &fw, "/testrepo/files/medium", &medium);
+    fetch_equals(&py, r, fw, "/testrepo/files/medium", &medium);
     // Delete: every segment goes, fetching then fails.
     assert_eq!(
-        client(&py, r.dir(), &fw, &["delete", "/testrepo/files/medium"]),
+        client(&py, r.dir(), fw, &["delete", "/testrepo/files/medium"]),
         "deleted 13"
     );
     let out = r.dir().join("gone");
@@ -406,13 +405,13 @@ fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
         client(
             &py,
             r.dir(),
-            &fw,
+            fw,
             &["fetch", "/testrepo/files/medium", out.to_str().unwrap()]
         ),
         "fetched none"
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/testrepo"])), "");
-    fetch_equals(&py, &r, &fw, "/data/one", &small);
+    fetch_equals(&py, r, fw, "/data/one", &small);
 }
 
 #[test]
@@ -443,7 +442,7 @@ fn python_repo_clients_move_a_20_mb_file() {
     let lab = Lab::start(&[], false);
     let (r, fw) = (&lab.r, &lab.fw);
     let _repo = lab.testrepo(&[]);
-    insert_and_fetch(&py, &r, &fw, "/data/big", &pattern(20 << 20, 3));
+    insert_and_fetch(&py, r, fw, "/data/big", &pattern(20 << 20, 3));
 }
 
 #[test]
@@ -454,16 +453,16 @@ fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
     let _repo = lab.testrepo(&[]);
     // Not a RepoCommandParameter at all: acknowledged, no process.
     assert_eq!(
-        client(&py, r.dir(), &fw, &["publish", "ffff"]),
+        client(&py, r.dir(), fw, &["publish", "ffff"]),
         "acknowledged True"
     );
     // A process id but no name: refused with 400.
     assert_eq!(
-        client(&py, r.dir(), &fw, &["publish", "ce0401020304"]),
+        client(&py, r.dir(), fw, &["publish", "ce0401020304"]),
         "acknowledged True"
     );
     assert_eq!(
-        client(&py, r.dir(), &fw, &["check", "insert", "01020304"]),
+        client(&py, r.dir(), fw, &["check", "insert", "01020304"]),
         "status 400"
     );
     // A name outside the served prefixes: refused with 400.
@@ -472,7 +471,7 @@ fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
         client(
             &py,
             r.dir(),
-            &fw,
+            fw,
             &[
                 "publish",
                 "070e0809656c73657768657265080166cc0100cd0100ce0405060708"
@@ -481,15 +480,15 @@ fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
         "acknowledged True"
     );
     assert_eq!(
-        client(&py, r.dir(), &fw, &["check", "insert", "05060708"]),
+        client(&py, r.dir(), fw, &["check", "insert", "05060708"]),
         "status 400"
     );
     assert_eq!(
-        client(&py, r.dir(), &fw, &["check", "delete", "01020304"]),
+        client(&py, r.dir(), fw, &["check", "delete", "01020304"]),
         "status 404"
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/"])), "");
-    insert_and_fetch(&py, &r, &fw, "/data/after", &pattern(20_000, 4));
+    insert_and_fetch(&py, r, fw, "/data/after", &pattern(20_000, 4));
 }
 
 #[test]
@@ -503,7 +502,7 @@ fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
     let said = client(
         &py,
         r.dir(),
-        &fw,
+        fw,
         &["vanish", "/data/v", f.to_str().unwrap()],
     );
     let pid = said.strip_prefix("vanished ").unwrap().to_string();
@@ -511,7 +510,7 @@ fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
     // Each missing segment is tried 3 times with a 1 s lifetime.
     let mut last = String::new();
     for _ in 0..10 {
-        last = client(&py, r.dir(), &fw, &["check", "insert", &pid]);
+        last = client(&py, r.dir(), fw, &["check", "insert", &pid]);
         if last == "status 400" {
             break;
         }
@@ -561,7 +560,7 @@ fn bench_writes_through_the_command_protocol_and_reads_back_the_same_bytes() {
     // packet read back equals the one written.
     for (size, count) in [("100", 1500u64), ("8000", 200)] {
         let out = ok(
-            &bench_cmd(&fw, "/data", count, &["--clients", "2", "--size", size])
+            &bench_cmd(fw, "/data", count, &["--clients", "2", "--size", size])
                 .output()
                 .unwrap(),
         );
@@ -579,7 +578,7 @@ fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
     let (r, fw) = (&lab.r, &lab.fw);
     let serving = lab.testrepo(&["--max-object-bytes", "100000"]);
     // 40 packets of 8000 B (about 325 KB) against a limit of 100 000 B.
-    let o = bench_cmd(&fw, "/data", 40, &["--size", "8000"])
+    let o = bench_cmd(fw, "/data", 40, &["--size", "8000"])
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -590,7 +589,7 @@ fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/data"])), "");
     // Within the limit the same Repo stores it.
-    let out = ok(&bench_cmd(&fw, "/data", 10, &["--size", "8000"])
+    let out = ok(&bench_cmd(fw, "/data", 10, &["--size", "8000"])
         .output()
         .unwrap());
     assert_eq!(bench_packets(&out), (10, 10));
@@ -603,7 +602,7 @@ fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() 
     let (r, fw) = (&lab.r, &lab.fw);
     let mut serving = lab.repo(&["--name", "/testrepo"], "/testrepo");
     // Without RegisterPrefix an insert under /dyn is refused (not served).
-    let o = bench_cmd(&fw, "/dyn", 10, &[]).output().unwrap();
+    let o = bench_cmd(fw, "/dyn", 10, &[]).output().unwrap();
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("insert status Some(400)"),
@@ -612,7 +611,7 @@ fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() 
     );
     // With it the Repo registers /dyn: the reads, sent after the client
     // withdrew its own route, reach the Repo through that registration.
-    let out = ok(&bench_cmd(&fw, "/dyn", 300, &["--register-prefix"])
+    let out = ok(&bench_cmd(fw, "/dyn", 300, &["--register-prefix"])
         .output()
         .unwrap());
     assert_eq!(bench_packets(&out), (300, 300));
@@ -624,7 +623,7 @@ fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() 
         &mut serving,
         lab.repo(&["--name", "/testrepo"], "/testrepo /dyn"),
     ));
-    let d = express(&fw, &first, false, false).expect("served through /dyn");
+    let d = express(fw, &first, false, false).expect("served through /dyn");
     assert_eq!(d.name.to_string(), first);
 }
 
@@ -692,16 +691,16 @@ fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
         client(
             &py,
             r.dir(),
-            &fw,
+            fw,
             &["insert", "/dyn/f", f.to_str().unwrap(), "/dyn"]
         ),
         "inserted 4"
     );
     serving.wait_line("nexthop ndn repo: registered /dyn", Duration::from_secs(5));
     // The inserting client is gone: the fetch reaches the Repo through /dyn.
-    fetch_equals(&py, &r, &fw, "/dyn/f", &content);
+    fetch_equals(&py, r, fw, "/dyn/f", &content);
     assert_eq!(
-        client(&py, r.dir(), &fw, &["delete", "/dyn/f", "/dyn"]),
+        client(&py, r.dir(), fw, &["delete", "/dyn/f", "/dyn"]),
         "deleted 4"
     );
     serving.wait_line(
@@ -908,7 +907,7 @@ fn tls_redis_with_a_given_ca_serves_and_a_wrong_ca_is_refused() {
     let fw = d.join("fw.sock");
     let _fw = start_forwarder(&fw, true);
     let _serving = serve_repo(
-        &fw,
+        &format!("unix://{}", fw.display()),
         &[
             "--redis",
             &url,
@@ -923,4 +922,48 @@ fn tls_redis_with_a_given_ca_serves_and_a_wrong_ca_is_refused() {
     );
     let d3 = express(&fw, "/demo/tls/seg=3", false, false).expect("served over TLS");
     assert_eq!(d3.content.as_deref().unwrap(), &content[24_000..]);
+}
+
+#[test]
+fn repo_serves_through_a_udp_face_of_the_forwarder() {
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "run", "--udp", "127.0.0.1:0", "--unix"])
+        .arg(&fw);
+    let forwarder = Proc::spawn(cmd, true);
+    let ready = forwarder.wait_line("nexthop ndn: ready", Duration::from_secs(10));
+    let udp = ready
+        .split(' ')
+        .find_map(|f| f.strip_prefix("udp="))
+        .expect("udp= in the readiness line")
+        .to_string();
+    let content = pattern(20_000, 7);
+    let f = r.dir().join("in");
+    std::fs::write(&f, &content).unwrap();
+    ok(&repo(
+        &r.socket(),
+        &["put", "--prefix", "/demo/u", f.to_str().unwrap()],
+    ));
+    let sock = r.socket();
+    let _serving = serve_repo(
+        &format!("udp://{udp}"),
+        &[
+            "--redis",
+            sock.to_str().unwrap(),
+            "--name",
+            "/repo",
+            "--register",
+            "/demo",
+        ],
+        "/repo /demo",
+    );
+    // A consumer on the Unix face reaches the Repo on its UDP face.
+    let mut got = Vec::new();
+    for s in 0..3 {
+        let d = express(&fw, &format!("/demo/u/seg={s}"), false, false)
+            .unwrap_or_else(|| panic!("segment {s} unanswered over UDP"));
+        got.extend_from_slice(d.content.as_deref().unwrap());
+    }
+    assert!(got == content, "the object read over UDP differs");
 }
