@@ -372,9 +372,8 @@ pub mod status {
 }
 
 /// Segment Interests in flight per insert unless told otherwise: enough
-/// that each wake-up of the Repo takes many segments (32 left the fetch
-/// bound by wake-ups on a loaded two-core machine: 30-40 k packets/s of
-/// 100 B, against 60-70 k with 128; docs/benchmarks.md).
+/// that each wake-up of the Repo takes many segments (with 32 the fetch
+/// was bound by wake-ups; docs/benchmarks.md, the Repo's writes).
 pub const DEFAULT_WINDOW: usize = 128;
 
 /// Limits and timing of [`Commands`].
