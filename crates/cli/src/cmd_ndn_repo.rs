@@ -71,7 +71,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
 use nexthop_ndnd::client::Target;
 use nexthop_ndnd::tools::{command_interest, rand_nonce};
-use nexthop_repo::command::{Action, Commands, Config as CommandConfig};
+use nexthop_repo::command::{Action, Commands, Config as CommandConfig, DEFAULT_WINDOW};
 use nexthop_repo::{
     reassemble, segment_object, RepoError, Store, Tls, DEFAULT_MAX_OBJECT_BYTES, DEFAULT_NAMESPACE,
     DEFAULT_SEGMENT_SIZE,
@@ -111,7 +111,7 @@ pub struct RepoArgs {
     #[arg(long, default_value_t = 4)]
     pub max_inserts: usize,
     /// Segment Interests in flight per insert.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = DEFAULT_WINDOW)]
     pub window: usize,
     /// How long a complete insert that finds Redis down waits for it
     /// (retried every 100 ms, its status 300 meanwhile) before it fails

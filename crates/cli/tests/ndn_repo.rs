@@ -3,7 +3,7 @@
 //! the serving Repo through `nexthop ndn run` with ndn-python-repo 0.3's own
 //! clients (`tests/ndn_repo/client.py`, run with the interop venv's Python).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -102,27 +102,75 @@ fn failures_carry_a_status() {
     );
 }
 
-/// `nexthop ndn run` on the Unix socket `fw`, once it is ready.
-fn start_forwarder(fw: &Path) -> Proc {
+/// Redis arguments for an append-only file synced on every write.
+const AOF: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
+
+/// `nexthop ndn run` on the Unix socket `fw`, once it is ready; without a
+/// Content Store unless `cs` (so that every Interest reaches the Repo and a
+/// deleted object is not served from the cache).
+fn start_forwarder(fw: &Path, cs: bool) -> Proc {
     let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "run", "--unix"]).arg(fw);
+    cmd.args(["ndn", "run"]);
+    if !cs {
+        cmd.args(["--cs-packets", "0"]);
+    }
+    cmd.arg("--unix").arg(fw);
     let p = Proc::spawn(cmd, true);
     p.wait_line("nexthop ndn: ready", Duration::from_secs(10));
     p
 }
 
-/// Start `nexthop ndn repo` serving through the forwarder at `fw`; returns
-/// once it printed its `serving` line.
-fn start_repo(redis: &Path, fw: &Path) -> Proc {
+/// `nexthop ndn repo ARGS --forwarder FORWARDER` (ARGS with `--redis` and
+/// `--name`; FORWARDER `unix://PATH` or `udp://HOST:PORT`), once it printed
+/// its `serving` line, which must be `nexthop ndn repo: serving SERVING`.
+fn serve_repo(forwarder: &str, args: &[&str], serving: &str) -> Proc {
     let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "repo", "--redis"])
-        .arg(redis)
-        .args(["--name", "/repo", "--register", "/demo", "--forwarder"])
-        .arg(format!("unix://{}", fw.display()));
+    cmd.args(["ndn", "repo"])
+        .args(args)
+        .args(["--forwarder", forwarder]);
     let p = Proc::spawn(cmd, true);
-    let first = p.lines.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(first, "nexthop ndn repo: serving /repo /demo");
+    let line = p.wait_line("nexthop ndn repo: serving", Duration::from_secs(10));
+    assert_eq!(line, format!("nexthop ndn repo: serving {serving}"));
     p
+}
+
+/// What the tests through the forwarder start: their own Redis (stopped on
+/// drop) and `nexthop ndn run` on `fw`, a Unix socket in Redis' directory.
+struct Lab {
+    /// Stopped before Redis (fields drop in order).
+    _fw: Proc,
+    fw: PathBuf,
+    r: RedisServer,
+}
+
+impl Lab {
+    /// Redis with `redis_extra` (e.g. [`AOF`]) and a forwarder with a
+    /// Content Store when `cs` (see [`start_forwarder`]).
+    fn start(redis_extra: &[&str], cs: bool) -> Lab {
+        let r = redis(redis_extra);
+        let fw = r.dir().join("fw.sock");
+        Lab {
+            _fw: start_forwarder(&fw, cs),
+            fw,
+            r,
+        }
+    }
+
+    /// `nexthop ndn repo --redis <this Redis> ARGS` through the forwarder
+    /// (see [`serve_repo`]).
+    fn repo(&self, args: &[&str], serving: &str) -> Proc {
+        let sock = self.r.socket();
+        let mut all = vec!["--redis", sock.to_str().unwrap()];
+        all.extend_from_slice(args);
+        serve_repo(&format!("unix://{}", self.fw.display()), &all, serving)
+    }
+
+    /// `nexthop ndn repo --name /testrepo --register /data ARGS`.
+    fn testrepo(&self, args: &[&str]) -> Proc {
+        let mut all = vec!["--name", "/testrepo", "--register", "/data"];
+        all.extend_from_slice(args);
+        self.repo(&all, "/testrepo /data")
+    }
 }
 
 fn express(fw: &Path, uri: &str, cbp: bool, mbf: bool) -> Option<nexthop_wire::ndn::Data> {
@@ -145,9 +193,8 @@ fn rand_nonce() -> u32 {
 
 #[test]
 fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
-    let r = redis(&[]);
-    let fw_sock = r.dir().join("fw.sock");
-    let _fw = start_forwarder(&fw_sock);
+    let lab = Lab::start(&[], true);
+    let (r, fw_sock) = (&lab.r, &lab.fw);
     let content: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
     let f = r.dir().join("in");
     std::fs::write(&f, &content).unwrap();
@@ -168,37 +215,35 @@ fn repo_serves_interests_through_the_forwarder_and_after_a_restart() {
     ));
     for round in 0..2 {
         // The second round is a restarted Repo: it serves what Redis holds.
-        let _repo = start_repo(&r.socket(), &fw_sock);
+        let _repo = lab.repo(&["--name", "/repo", "--register", "/demo"], "/repo /demo");
         let mut got = Vec::new();
         for s in 0..3 {
-            let d = express(&fw_sock, &format!("/demo/f/seg={s}"), false, false)
+            let d = express(fw_sock, &format!("/demo/f/seg={s}"), false, false)
                 .unwrap_or_else(|| panic!("round {round}: segment {s} unanswered"));
             assert!(d.verify_digest_sha256());
             got.extend_from_slice(d.content.as_deref().unwrap());
         }
         assert_eq!(got, content, "round {round}");
         // CanBePrefix: the first stored name under the prefix.
-        let d = express(&fw_sock, "/demo/f", true, false).unwrap();
+        let d = express(fw_sock, "/demo/f", true, false).unwrap();
         assert_eq!(d.name.to_string(), "/demo/f/seg=0");
         // Without CanBePrefix the prefix itself is not stored.
-        assert!(express(&fw_sock, "/demo/f", false, false).is_none());
+        assert!(express(fw_sock, "/demo/f", false, false).is_none());
         // MustBeFresh: /demo/stale has no FreshnessPeriod, so never fresh.
-        assert!(express(&fw_sock, "/demo/stale/seg=0", false, true).is_none());
-        assert!(express(&fw_sock, "/demo/stale/seg=0", false, false).is_some());
-        assert!(express(&fw_sock, "/demo/f/seg=1", false, true).is_some());
+        assert!(express(fw_sock, "/demo/stale/seg=0", false, true).is_none());
+        assert!(express(fw_sock, "/demo/stale/seg=0", false, false).is_some());
+        assert!(express(fw_sock, "/demo/f/seg=1", false, true).is_some());
     }
 }
 
 #[test]
 fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
-    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let mut r = redis(&aof);
-    let fw_sock = r.dir().join("fw.sock");
-    let _fw = start_forwarder(&fw_sock);
-    let f = r.dir().join("in");
+    let mut lab = Lab::start(&AOF, true);
+    let fw_sock = lab.fw.clone();
+    let f = lab.r.dir().join("in");
     std::fs::write(&f, b"acknowledged before the kill").unwrap();
     ok(&repo(
-        &r.socket(),
+        &lab.r.socket(),
         &[
             "put",
             "--prefix",
@@ -210,17 +255,51 @@ fn repo_survives_redis_sigkill_and_reconnects_with_aof() {
     ));
     // 10-byte segments: each phase below asks for a segment the forwarder's
     // Content Store has not seen yet.
-    let mut repo_proc = start_repo(&r.socket(), &fw_sock);
+    let mut repo_proc = lab.repo(&["--name", "/repo", "--register", "/demo"], "/repo /demo");
+    // Another face of the same forwarder: a second Repo on a Redis of its own.
+    let other = redis(&[]);
+    ok(&repo(
+        &other.socket(),
+        &["put", "--prefix", "/other/f", f.to_str().unwrap()],
+    ));
+    let other_sock = other.socket();
+    let _other_repo = serve_repo(
+        &format!("unix://{}", fw_sock.display()),
+        &[
+            "--redis",
+            other_sock.to_str().unwrap(),
+            "--name",
+            "/repo2",
+            "--register",
+            "/other",
+        ],
+        "/repo2 /other",
+    );
     assert!(express(&fw_sock, "/demo/k/seg=0", false, false).is_some());
-    // Redis killed: Interests go unanswered, the Repo keeps running.
-    r.kill();
+    // Redis killed: Interests go unanswered, the Repo keeps running, and
+    // the forwarder and its other faces keep working.
+    lab.r.kill();
     assert!(express(&fw_sock, "/demo/k/seg=1", false, false).is_none());
     assert!(
         repo_proc.child.try_wait().unwrap().is_none(),
         "the Repo survives Redis going away"
     );
+    let d = express(&fw_sock, "/other/f/seg=0", false, false).expect("the other face answers");
+    assert_eq!(
+        d.content.as_deref().unwrap(),
+        b"acknowledged before the kill"
+    );
+    let mut mgmt = nexthop_ndnd::client::Client::connect(
+        &nexthop_ndnd::client::Target::Unix(fw_sock.clone()),
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    assert!(
+        mgmt.general_status().is_ok(),
+        "the forwarder answers management"
+    );
     // Redis back with its AOF: the same Repo reconnects and serves the object.
-    r.restart().unwrap();
+    lab.r.restart().unwrap();
     // (A few tries: Redis may still be loading its AOF for a moment.)
     let d = (0..10)
         .find_map(|_| express(&fw_sock, "/demo/k/seg=2", false, false))
@@ -247,32 +326,6 @@ fn python_repo() -> Option<std::path::PathBuf> {
         return None;
     }
     Some(py)
-}
-
-/// `nexthop ndn run` without a Content Store, so that every Interest
-/// reaches the Repo (a deleted object is not served from the cache).
-fn start_forwarder_without_cs(fw: &Path) -> Proc {
-    let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "run", "--cs-packets", "0", "--unix"])
-        .arg(fw);
-    let p = Proc::spawn(cmd, true);
-    p.wait_line("nexthop ndn: ready", Duration::from_secs(10));
-    p
-}
-
-/// `nexthop ndn repo --name /testrepo --register /data` through `fw`.
-fn start_testrepo(redis: &Path, fw: &Path) -> Proc {
-    let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "repo", "--redis"])
-        .arg(redis)
-        .args(["--name", "/testrepo", "--register", "/data", "--forwarder"])
-        .arg(format!("unix://{}", fw.display()));
-    let p = Proc::spawn(cmd, true);
-    p.wait_line(
-        "nexthop ndn repo: serving /testrepo /data",
-        Duration::from_secs(10),
-    );
-    p
 }
 
 /// One run of `tests/ndn_repo/client.py` (HOME is the test's directory,
@@ -329,26 +382,22 @@ fn pattern(len: usize, salt: usize) -> Vec<u8> {
 #[test]
 fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
     let Some(py) = python_repo() else { return };
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let mut serving = start_testrepo(&r.socket(), &fw);
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let mut serving = lab.testrepo(&[]);
     let small = pattern(1, 1);
     let medium = pattern(100_000, 2);
-    insert_and_fetch(&py, &r, &fw, "/data/one", &small);
+    insert_and_fetch(&py, r, fw, "/data/one", &small);
     // Under the Repo's own name, outside its command names.
-    insert_and_fetch(&py, &r, &fw, "/testrepo/files/medium", &medium);
+    insert_and_fetch(&py, r, fw, "/testrepo/files/medium", &medium);
     // The objects are in Redis as the CLI reads them.
     assert_eq!(repo(&r.socket(), &["get", "/data/one"]).stdout, small);
     // A restarted Repo serves what Redis holds.
-    drop(std::mem::replace(
-        &mut serving,
-        start_testrepo(&r.socket(), &fw),
-    ));
-    fetch_equals(&py, &r, &fw, "/testrepo/files/medium", &medium);
+    drop(std::mem::replace(&mut serving, lab.testrepo(&[])));
+    fetch_equals(&py, r, fw, "/testrepo/files/medium", &medium);
     // Delete: every segment goes, fetching then fails.
     assert_eq!(
-        client(&py, r.dir(), &fw, &["delete", "/testrepo/files/medium"]),
+        client(&py, r.dir(), fw, &["delete", "/testrepo/files/medium"]),
         "deleted 13"
     );
     let out = r.dir().join("gone");
@@ -356,68 +405,64 @@ fn python_repo_clients_insert_fetch_delete_and_survive_a_repo_restart() {
         client(
             &py,
             r.dir(),
-            &fw,
+            fw,
             &["fetch", "/testrepo/files/medium", out.to_str().unwrap()]
         ),
         "fetched none"
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/testrepo"])), "");
-    fetch_equals(&py, &r, &fw, "/data/one", &small);
+    fetch_equals(&py, r, fw, "/data/one", &small);
 }
 
 #[test]
 fn python_repo_clients_fetch_what_was_inserted_before_redis_restarted() {
     let Some(py) = python_repo() else { return };
-    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let mut r = redis(&aof);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let serving = start_testrepo(&r.socket(), &fw);
+    let mut lab = Lab::start(&AOF, false);
+    let fw = lab.fw.clone();
+    let serving = lab.testrepo(&[]);
     let content = pattern(50_000, 4);
-    insert_and_fetch(&py, &r, &fw, "/data/across", &content);
+    insert_and_fetch(&py, &lab.r, &fw, "/data/across", &content);
     // Redis killed (SIGKILL) after the insert was acknowledged and started
     // again from its AOF; the same Repo serves the object to GetfileClient,
     // its first Interest answered on a fresh connection.
-    r.kill();
-    r.restart().unwrap();
-    fetch_equals(&py, &r, &fw, "/data/across", &content);
+    lab.r.kill();
+    lab.r.restart().unwrap();
+    fetch_equals(&py, &lab.r, &fw, "/data/across", &content);
     serving.wait_line(
         "nexthop ndn repo: reconnected to Redis (reconnects=1)",
         Duration::from_secs(5),
     );
     // And it takes a new insert.
-    insert_and_fetch(&py, &r, &fw, "/data/after", &pattern(9000, 5));
+    insert_and_fetch(&py, &lab.r, &fw, "/data/after", &pattern(9000, 5));
 }
 
 #[test]
 fn python_repo_clients_move_a_20_mb_file() {
     let Some(py) = python_repo() else { return };
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let _repo = start_testrepo(&r.socket(), &fw);
-    insert_and_fetch(&py, &r, &fw, "/data/big", &pattern(20 << 20, 3));
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let _repo = lab.testrepo(&[]);
+    insert_and_fetch(&py, r, fw, "/data/big", &pattern(20 << 20, 3));
 }
 
 #[test]
 fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
     let Some(py) = python_repo() else { return };
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let _repo = start_testrepo(&r.socket(), &fw);
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let _repo = lab.testrepo(&[]);
     // Not a RepoCommandParameter at all: acknowledged, no process.
     assert_eq!(
-        client(&py, r.dir(), &fw, &["publish", "ffff"]),
+        client(&py, r.dir(), fw, &["publish", "ffff"]),
         "acknowledged True"
     );
     // A process id but no name: refused with 400.
     assert_eq!(
-        client(&py, r.dir(), &fw, &["publish", "ce0401020304"]),
+        client(&py, r.dir(), fw, &["publish", "ce0401020304"]),
         "acknowledged True"
     );
     assert_eq!(
-        client(&py, r.dir(), &fw, &["check", "insert", "01020304"]),
+        client(&py, r.dir(), fw, &["check", "insert", "01020304"]),
         "status 400"
     );
     // A name outside the served prefixes: refused with 400.
@@ -426,7 +471,7 @@ fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
         client(
             &py,
             r.dir(),
-            &fw,
+            fw,
             &[
                 "publish",
                 "070e0809656c73657768657265080166cc0100cd0100ce0405060708"
@@ -435,30 +480,29 @@ fn malformed_commands_are_refused_and_the_repo_keeps_serving() {
         "acknowledged True"
     );
     assert_eq!(
-        client(&py, r.dir(), &fw, &["check", "insert", "05060708"]),
+        client(&py, r.dir(), fw, &["check", "insert", "05060708"]),
         "status 400"
     );
     assert_eq!(
-        client(&py, r.dir(), &fw, &["check", "delete", "01020304"]),
+        client(&py, r.dir(), fw, &["check", "delete", "01020304"]),
         "status 404"
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/"])), "");
-    insert_and_fetch(&py, &r, &fw, "/data/after", &pattern(20_000, 4));
+    insert_and_fetch(&py, r, fw, "/data/after", &pattern(20_000, 4));
 }
 
 #[test]
 fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
     let Some(py) = python_repo() else { return };
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let mut repo_proc = start_testrepo(&r.socket(), &fw);
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let mut repo_proc = lab.testrepo(&[]);
     let f = r.dir().join("partial");
     std::fs::write(&f, pattern(50_000, 5)).unwrap();
     let said = client(
         &py,
         r.dir(),
-        &fw,
+        fw,
         &["vanish", "/data/v", f.to_str().unwrap()],
     );
     let pid = said.strip_prefix("vanished ").unwrap().to_string();
@@ -466,7 +510,7 @@ fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
     // Each missing segment is tried 3 times with a 1 s lifetime.
     let mut last = String::new();
     for _ in 0..10 {
-        last = client(&py, r.dir(), &fw, &["check", "insert", &pid]);
+        last = client(&py, r.dir(), fw, &["check", "insert", &pid]);
         if last == "status 400" {
             break;
         }
@@ -481,24 +525,6 @@ fn a_client_that_vanishes_mid_insert_leaves_nothing_visible() {
         repo_proc.child.try_wait().unwrap().is_none(),
         "the Repo keeps running after an abandoned insert"
     );
-}
-
-/// `nexthop ndn repo --name /testrepo [--register P ...] [more]` through
-/// `fw`; returns once it printed its `serving` line, which must be `serving`.
-fn start_repo_with(redis: &Path, fw: &Path, more: &[&str], serving: &str) -> Proc {
-    let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "repo", "--redis"])
-        .arg(redis)
-        .args(["--name", "/testrepo"])
-        .args(more)
-        .arg("--forwarder")
-        .arg(format!("unix://{}", fw.display()));
-    let p = Proc::spawn(cmd, true);
-    p.wait_line(
-        &format!("nexthop ndn repo: serving {serving}"),
-        Duration::from_secs(10),
-    );
-    p
 }
 
 fn bench_cmd(fw: &Path, prefix: &str, count: u64, more: &[&str]) -> Command {
@@ -527,20 +553,14 @@ fn bench_packets(out: &str) -> (u64, u64) {
 
 #[test]
 fn bench_writes_through_the_command_protocol_and_reads_back_the_same_bytes() {
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let _repo = start_repo_with(
-        &r.socket(),
-        &fw,
-        &["--register", "/data"],
-        "/testrepo /data",
-    );
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let _repo = lab.testrepo(&[]);
     // Two clients, 100 B and 8000 B packets; the bench fails unless every
     // packet read back equals the one written.
     for (size, count) in [("100", 1500u64), ("8000", 200)] {
         let out = ok(
-            &bench_cmd(&fw, "/data", count, &["--clients", "2", "--size", size])
+            &bench_cmd(fw, "/data", count, &["--clients", "2", "--size", size])
                 .output()
                 .unwrap(),
         );
@@ -554,17 +574,11 @@ fn bench_writes_through_the_command_protocol_and_reads_back_the_same_bytes() {
 
 #[test]
 fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let serving = start_repo_with(
-        &r.socket(),
-        &fw,
-        &["--register", "/data", "--max-object-bytes", "100000"],
-        "/testrepo /data",
-    );
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let serving = lab.testrepo(&["--max-object-bytes", "100000"]);
     // 40 packets of 8000 B (about 325 KB) against a limit of 100 000 B.
-    let o = bench_cmd(&fw, "/data", 40, &["--size", "8000"])
+    let o = bench_cmd(fw, "/data", 40, &["--size", "8000"])
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -575,7 +589,7 @@ fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
     );
     assert_eq!(ok(&repo(&r.socket(), &["list", "/data"])), "");
     // Within the limit the same Repo stores it.
-    let out = ok(&bench_cmd(&fw, "/data", 10, &["--size", "8000"])
+    let out = ok(&bench_cmd(fw, "/data", 10, &["--size", "8000"])
         .output()
         .unwrap());
     assert_eq!(bench_packets(&out), (10, 10));
@@ -584,12 +598,11 @@ fn an_oversized_insert_is_refused_with_400_and_leaves_nothing() {
 
 #[test]
 fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() {
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let mut serving = start_repo_with(&r.socket(), &fw, &[], "/testrepo");
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
+    let mut serving = lab.repo(&["--name", "/testrepo"], "/testrepo");
     // Without RegisterPrefix an insert under /dyn is refused (not served).
-    let o = bench_cmd(&fw, "/dyn", 10, &[]).output().unwrap();
+    let o = bench_cmd(fw, "/dyn", 10, &[]).output().unwrap();
     assert!(!o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("insert status Some(400)"),
@@ -598,7 +611,7 @@ fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() 
     );
     // With it the Repo registers /dyn: the reads, sent after the client
     // withdrew its own route, reach the Repo through that registration.
-    let out = ok(&bench_cmd(&fw, "/dyn", 300, &["--register-prefix"])
+    let out = ok(&bench_cmd(fw, "/dyn", 300, &["--register-prefix"])
         .output()
         .unwrap());
     assert_eq!(bench_packets(&out), (300, 300));
@@ -608,26 +621,19 @@ fn register_prefix_is_registered_with_the_forwarder_and_again_after_a_restart() 
     // A restarted Repo registers the prefixes inserts gave it, from Redis.
     drop(std::mem::replace(
         &mut serving,
-        start_repo_with(&r.socket(), &fw, &[], "/testrepo /dyn"),
+        lab.repo(&["--name", "/testrepo"], "/testrepo /dyn"),
     ));
-    let d = express(&fw, &first, false, false).expect("served through /dyn");
+    let d = express(fw, &first, false, false).expect("served through /dyn");
     assert_eq!(d.name.to_string(), first);
 }
 
 #[test]
 fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
-    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let mut r = redis(&aof);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
+    let mut lab = Lab::start(&AOF, false);
+    let fw = lab.fw.clone();
     // A window of 2 segments: the insert below takes many round trips, and
     // Redis is gone before it can be stored.
-    let serving = start_repo_with(
-        &r.socket(),
-        &fw,
-        &["--register", "/data", "--window", "2"],
-        "/testrepo /data",
-    );
+    let serving = lab.testrepo(&["--window", "2"]);
     let out = ok(&bench_cmd(&fw, "/data", 400, &[]).output().unwrap());
     assert_eq!(bench_packets(&out), (400, 400));
     let running = bench_cmd(&fw, "/data", 5000, &[])
@@ -635,7 +641,7 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    r.kill();
+    lab.r.kill();
     let o = running.wait_with_output().unwrap();
     assert!(!o.status.success(), "the insert cannot be stored");
     assert!(
@@ -645,14 +651,16 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
     );
     // Redis back from its AOF: what was acknowledged is there, nothing of
     // the failed insert is, and the same Repo reconnects and stores again.
-    r.restart().unwrap();
+    lab.r.restart().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while repo(&r.socket(), &["list", "/data"]).status.code() != Some(0) {
+    while repo(&lab.r.socket(), &["list", "/data"]).status.code() != Some(0) {
         assert!(std::time::Instant::now() < deadline, "redis is back");
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(
-        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        ok(&repo(&lab.r.socket(), &["list", "/data"]))
+            .lines()
+            .count(),
         400
     );
     let out = ok(&bench_cmd(&fw, "/data", 300, &[]).output().unwrap());
@@ -662,7 +670,9 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
         Duration::from_secs(5),
     );
     assert_eq!(
-        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        ok(&repo(&lab.r.socket(), &["list", "/data"]))
+            .lines()
+            .count(),
         700
     );
 }
@@ -670,11 +680,10 @@ fn an_insert_while_redis_is_killed_fails_with_503_and_the_repo_reconnects() {
 #[test]
 fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
     let Some(py) = python_repo() else { return };
-    let r = redis(&[]);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
+    let lab = Lab::start(&[], false);
+    let (r, fw) = (&lab.r, &lab.fw);
     // The Repo serves only its own name: /dyn comes from RegisterPrefix.
-    let serving = start_repo_with(&r.socket(), &fw, &[], "/testrepo");
+    let serving = lab.repo(&["--name", "/testrepo"], "/testrepo");
     let content = pattern(30_000, 6);
     let f = r.dir().join("upload");
     std::fs::write(&f, &content).unwrap();
@@ -682,16 +691,16 @@ fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
         client(
             &py,
             r.dir(),
-            &fw,
+            fw,
             &["insert", "/dyn/f", f.to_str().unwrap(), "/dyn"]
         ),
         "inserted 4"
     );
     serving.wait_line("nexthop ndn repo: registered /dyn", Duration::from_secs(5));
     // The inserting client is gone: the fetch reaches the Repo through /dyn.
-    fetch_equals(&py, &r, &fw, "/dyn/f", &content);
+    fetch_equals(&py, r, fw, "/dyn/f", &content);
     assert_eq!(
-        client(&py, r.dir(), &fw, &["delete", "/dyn/f", "/dyn"]),
+        client(&py, r.dir(), fw, &["delete", "/dyn/f", "/dyn"]),
         "deleted 4"
     );
     serving.wait_line(
@@ -703,25 +712,16 @@ fn python_clients_register_prefix_is_registered_and_a_delete_unregisters_it() {
 
 #[test]
 fn redis_back_within_the_retry_window_the_insert_completes() {
-    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let mut r = redis(&aof);
-    let fw = r.dir().join("fw.sock");
-    let _fw = start_forwarder_without_cs(&fw);
-    let serving = start_repo_with(
-        &r.socket(),
-        &fw,
-        &[
-            "--register",
-            "/data",
-            "--window",
-            "2",
-            "--redis-retry-ms",
-            "30000",
-            "--max-inserts",
-            "1",
-        ],
-        "/testrepo /data",
-    );
+    let mut lab = Lab::start(&AOF, false);
+    let fw = lab.fw.clone();
+    let serving = lab.testrepo(&[
+        "--window",
+        "2",
+        "--redis-retry-ms",
+        "30000",
+        "--max-inserts",
+        "1",
+    ]);
     let out = ok(&bench_cmd(&fw, "/data", 200, &[]).output().unwrap());
     assert_eq!(bench_packets(&out), (200, 200));
     // Redis goes away while the insert's segments are fetched (nothing of
@@ -732,7 +732,7 @@ fn redis_back_within_the_retry_window_the_insert_completes() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    r.kill();
+    lab.r.kill();
     serving.wait_line("waits for Redis (status 503", Duration::from_secs(30));
     // One insert waits at most (`--max-inserts 1`): another one, fetched
     // meanwhile, fails with 503 at once instead of being held too.
@@ -746,7 +746,7 @@ fn redis_back_within_the_retry_window_the_insert_completes() {
     // Back in time (from its AOF): the same insert is written, the client
     // sees 200 and reads every packet back byte-compared.
     std::thread::sleep(Duration::from_millis(300));
-    r.restart().unwrap();
+    lab.r.restart().unwrap();
     let o = running.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
@@ -757,7 +757,9 @@ fn redis_back_within_the_retry_window_the_insert_completes() {
     assert_eq!(bench_packets(&stdout), (3000, 3000));
     serving.wait_line("inserted /data/", Duration::from_secs(5));
     assert_eq!(
-        ok(&repo(&r.socket(), &["list", "/data"])).lines().count(),
+        ok(&repo(&lab.r.socket(), &["list", "/data"]))
+            .lines()
+            .count(),
         3200,
         "the earlier object and the whole waiting one"
     );
@@ -903,16 +905,65 @@ fn tls_redis_with_a_given_ca_serves_and_a_wrong_ca_is_refused() {
     assert!(err.contains("status 400: --redis-ca"), "{err}");
     // The serving Repo over TLS answers Interests through the forwarder.
     let fw = d.join("fw.sock");
-    let _fw = start_forwarder(&fw);
-    let mut cmd = Command::new(NEXTHOP);
-    cmd.args(["ndn", "repo", "--redis", &url, "--redis-ca", &ca])
-        .args(["--name", "/repo", "--register", "/demo", "--forwarder"])
-        .arg(format!("unix://{}", fw.display()));
-    let serving = Proc::spawn(cmd, true);
-    serving.wait_line(
-        "nexthop ndn repo: serving /repo /demo",
-        Duration::from_secs(10),
+    let _fw = start_forwarder(&fw, true);
+    let _serving = serve_repo(
+        &format!("unix://{}", fw.display()),
+        &[
+            "--redis",
+            &url,
+            "--redis-ca",
+            &ca,
+            "--name",
+            "/repo",
+            "--register",
+            "/demo",
+        ],
+        "/repo /demo",
     );
     let d3 = express(&fw, "/demo/tls/seg=3", false, false).expect("served over TLS");
     assert_eq!(d3.content.as_deref().unwrap(), &content[24_000..]);
+}
+
+#[test]
+fn repo_serves_through_a_udp_face_of_the_forwarder() {
+    let r = redis(&[]);
+    let fw = r.dir().join("fw.sock");
+    let mut cmd = Command::new(NEXTHOP);
+    cmd.args(["ndn", "run", "--udp", "127.0.0.1:0", "--unix"])
+        .arg(&fw);
+    let forwarder = Proc::spawn(cmd, true);
+    let ready = forwarder.wait_line("nexthop ndn: ready", Duration::from_secs(10));
+    let udp = ready
+        .split(' ')
+        .find_map(|f| f.strip_prefix("udp="))
+        .expect("udp= in the readiness line")
+        .to_string();
+    let content = pattern(20_000, 7);
+    let f = r.dir().join("in");
+    std::fs::write(&f, &content).unwrap();
+    ok(&repo(
+        &r.socket(),
+        &["put", "--prefix", "/demo/u", f.to_str().unwrap()],
+    ));
+    let sock = r.socket();
+    let _serving = serve_repo(
+        &format!("udp://{udp}"),
+        &[
+            "--redis",
+            sock.to_str().unwrap(),
+            "--name",
+            "/repo",
+            "--register",
+            "/demo",
+        ],
+        "/repo /demo",
+    );
+    // A consumer on the Unix face reaches the Repo on its UDP face.
+    let mut got = Vec::new();
+    for s in 0..3 {
+        let d = express(&fw, &format!("/demo/u/seg={s}"), false, false)
+            .unwrap_or_else(|| panic!("segment {s} unanswered over UDP"));
+        got.extend_from_slice(d.content.as_deref().unwrap());
+    }
+    assert!(got == content, "the object read over UDP differs");
 }

@@ -371,6 +371,11 @@ pub mod status {
     pub const BUSY: u64 = 503;
 }
 
+/// Segment Interests in flight per insert unless told otherwise: enough
+/// that each wake-up of the Repo takes many segments (with 32 the fetch
+/// was bound by wake-ups; docs/benchmarks.md, the Repo's writes).
+pub const DEFAULT_WINDOW: usize = 128;
+
 /// Limits and timing of [`Commands`].
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -406,7 +411,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            window: 32,
+            window: DEFAULT_WINDOW,
             max_inserts: 4,
             max_object_bytes: crate::DEFAULT_MAX_OBJECT_BYTES,
             max_segments: 1 << 20,

@@ -23,7 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub mod command;
 
-use nexthop_wire::ndn::{Data, NameComponent};
+use nexthop_wire::ndn::{Data, DataView, NameComponent};
 use nexthop_wire::Name;
 
 /// Default key namespace.
@@ -371,7 +371,7 @@ impl Store {
     /// Store one Data packet (its wire bytes), replacing one of the same name.
     pub fn put(&mut self, wire: &[u8]) -> Result<Name, RepoError> {
         let data = Data::decode(wire).map_err(|e| RepoError::Malformed(e.to_string()))?;
-        self.write_all(&[(data.name.value().to_vec(), wire)])?;
+        self.write_all(&[(data.name.value(), wire)])?;
         Ok(data.name)
     }
 
@@ -386,22 +386,26 @@ impl Store {
                 max: self.max_object_bytes,
             });
         }
+        // A view over each packet (no copy of its fields): the name's
+        // TLV-VALUE starts with the prefix's exactly when the name is under
+        // it (components are whole TLVs).
         let mut items = Vec::with_capacity(packets.len());
         for p in packets {
-            let d = Data::decode(p).map_err(|e| RepoError::Malformed(e.to_string()))?;
-            if !prefix.is_prefix_of(&d.name) {
+            let d = DataView::parse(p).map_err(|e| RepoError::Malformed(e.to_string()))?;
+            let name = d.name.value();
+            if !name.starts_with(prefix.value()) {
                 return Err(RepoError::OutOfPrefix {
-                    name: d.name.to_string(),
+                    name: Name::from_value(name).map_or_else(|e| e.to_string(), |n| n.to_string()),
                     prefix: prefix.to_string(),
                 });
             }
-            items.push((d.name.value().to_vec(), p.as_slice()));
+            items.push((name, p.as_slice()));
         }
         self.write_all(&items)?;
         Ok(items.len())
     }
 
-    fn write_all(&mut self, items: &[(Vec<u8>, &[u8])]) -> Result<(), RepoError> {
+    fn write_all(&mut self, items: &[(&[u8], &[u8])]) -> Result<(), RepoError> {
         let now = now_ms().to_string();
         self.with_conn(|c, s| {
             let mut p = redis::pipe();
@@ -416,8 +420,8 @@ impl Store {
                 zadd.arg(s.index_key());
                 for (name, wire) in chunk {
                     set.arg(s.data_key(name)).arg(*wire);
-                    hset.arg(name.as_slice()).arg(&now);
-                    zadd.arg(0).arg(name.as_slice());
+                    hset.arg(*name).arg(&now);
+                    zadd.arg(0).arg(*name);
                 }
                 p.add_command(set)
                     .ignore()

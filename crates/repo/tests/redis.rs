@@ -256,3 +256,65 @@ fn the_first_operation_after_a_redis_restart_succeeds_on_a_fresh_connection() {
     assert_eq!(s.reconnects(), 2);
     assert_eq!(s.list(&n("/repo")).unwrap().len(), 2);
 }
+
+#[test]
+fn tcp_with_auth_and_a_database_number() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    // The Unix socket for the test's own checks, TCP for the store.
+    let r = redis(&["--port", &port, "--bind", "127.0.0.1"]);
+    let admin_url = format!("unix://{}", r.socket().display());
+    let mut admin = redis::Client::open(admin_url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("s3cret")
+        .query::<()>(&mut admin)
+        .unwrap();
+    redis::cmd("AUTH")
+        .arg("s3cret")
+        .query::<()>(&mut admin)
+        .unwrap();
+    let p = n("/repo/tcp");
+    let mut s = Store::open(&format!("redis://:s3cret@127.0.0.1:{port}/3")).unwrap();
+    assert_eq!(
+        s.put_object(&p, &segment_object(&p, b"over tcp", 8000, 0))
+            .unwrap(),
+        1
+    );
+    let back = s.get_object(&p).unwrap().unwrap();
+    assert_eq!(reassemble(&back).unwrap(), b"over tcp");
+    // The keys are in database 3, not in database 0.
+    let dbsize = |c: &mut redis::Connection, db: u32| -> u64 {
+        redis::cmd("SELECT").arg(db).query::<()>(c).unwrap();
+        redis::cmd("DBSIZE").query(c).unwrap()
+    };
+    assert_eq!(dbsize(&mut admin, 0), 0);
+    assert!(dbsize(&mut admin, 3) >= 3, "data key, index and times");
+    // A wrong password or none: refused with Redis' reason, nothing written.
+    let q = n("/repo/refused");
+    for url in [
+        format!("redis://:wrong@127.0.0.1:{port}/3"),
+        format!("redis://127.0.0.1:{port}/3"),
+    ] {
+        let mut bad = Store::open(&url).unwrap();
+        let e = bad
+            .put_object(&q, &segment_object(&q, b"no", 8000, 0))
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("authentication failed") || text.contains("Authentication required"),
+            "{url}: {text}"
+        );
+        assert_eq!(e.status(), 500, "{url}: {text}");
+    }
+    assert!(s.list(&q).unwrap().is_empty());
+    assert_eq!(s.list(&n("/repo")).unwrap().len(), 1);
+}

@@ -18,7 +18,8 @@
 //!    write time runs from the notify Interest to that status.
 //! 2. **read**: after every client has written, each unregisters its
 //!    object's name (so that Interests reach the Repo) and fetches its
-//!    packets by exact name with `--window` Interests in flight,
+//!    packets by exact name with `--window` Interests in flight (by
+//!    default [`read_window`]: 256 for 100 B packets, 64 for 8000 B),
 //!    byte-comparing each answer with the packet it wrote.
 //!
 //! A phase's rate is all clients' packets over the time from the first
@@ -68,9 +69,10 @@ pub struct BenchArgs {
     /// Content bytes per Data packet.
     #[arg(long, default_value_t = 100)]
     pub size: usize,
-    /// Read Interests in flight per client.
-    #[arg(long, default_value_t = 64)]
-    pub window: usize,
+    /// Read Interests in flight per client (default: [`read_window`] of
+    /// `--size`).
+    #[arg(long)]
+    pub window: Option<usize>,
     /// Clients, each a thread with its own face and object.
     #[arg(long, default_value_t = 1)]
     pub clients: usize,
@@ -80,6 +82,18 @@ pub struct BenchArgs {
     /// Seconds each phase may take before the bench fails.
     #[arg(long, default_value_t = 300)]
     pub timeout_s: u64,
+}
+
+/// Bytes of Data a client's reads keep in flight by default.
+pub const READ_BYTES_IN_FLIGHT: usize = 512 << 10;
+
+/// The default read window for packets of `size` content bytes: about
+/// [`READ_BYTES_IN_FLIGHT`] of Data, within 64 ..= 256 Interests (256 of
+/// 100 B packets, 64 of 8000 B ones). Many small packets per wake-up keep
+/// the Repo and the forwarder busy; 256 packets of 8000 B (2 MB) in flight
+/// overran the path and the reads waited out retransmissions.
+pub fn read_window(size: usize) -> usize {
+    (READ_BYTES_IN_FLIGHT / (size + 100)).clamp(64, 256)
 }
 
 /// When one client's phase started and ended.
@@ -335,7 +349,8 @@ fn report(phase: &str, a: &BenchArgs, spans: &[Span]) {
 
 /// Run the bench (see the module docs); prints one line per phase.
 pub fn run(a: &BenchArgs) -> Result<()> {
-    if a.count == 0 || a.clients == 0 || a.window == 0 || a.size == 0 {
+    let window = a.window.unwrap_or_else(|| read_window(a.size));
+    if a.count == 0 || a.clients == 0 || window == 0 || a.size == 0 {
         bail!("--count, --clients, --window and --size must be at least 1");
     }
     if a.size > 8000 {
@@ -397,7 +412,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                     };
                     barrier.wait();
                     let r = match (&mut c, &w, unreg) {
-                        (Ok(c), Ok(_), Ok(())) => c.read(a.window),
+                        (Ok(c), Ok(_), Ok(())) => c.read(window),
                         (_, _, Err(e)) => Err(e),
                         _ => Err(anyhow!("no write")),
                     };
@@ -423,4 +438,17 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     report("write", a, &writes);
     report("read", a, &reads);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_read_window_keeps_about_half_a_megabyte_in_flight() {
+        assert_eq!(read_window(100), 256);
+        assert_eq!(read_window(8000), 64);
+        assert_eq!(read_window(2000), 249);
+        assert_eq!(read_window(1), 256);
+    }
 }

@@ -225,6 +225,18 @@ fn insert_fetches_every_segment_within_the_window_and_stores_once_complete() {
 }
 
 #[test]
+fn the_default_window_asks_for_default_window_segments_at_once() {
+    let mut h = Harness::new(Config::default());
+    let acts = h.publish(
+        "insert",
+        &insert_param("/data/w", Some(0), Some(999), b"pw"),
+        1,
+    );
+    assert_eq!(sent_interests(&acts).len(), DEFAULT_WINDOW);
+    assert_eq!(DEFAULT_WINDOW, 128);
+}
+
+#[test]
 fn a_vanished_client_abandons_the_insert_after_its_tries() {
     let mut h = Harness::new(Config::default());
     let acts = h.publish(
