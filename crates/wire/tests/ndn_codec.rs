@@ -239,7 +239,7 @@ proptest! {
         prop_assert_eq!(parsed.to_string(), uri);
         let view = NameRef::from_wire(&wire).unwrap();
         prop_assert_eq!(view.len(), n.len());
-        let hashes: Vec<u64> = view.prefix_hashes_with(nexthop_wire::ndn::PREFIX_HASH_SEED).collect();
+        let hashes: Vec<u64> = view.prefix_hashes_with(nexthop_wire::ndn::prefix_hash_seed()).collect();
         prop_assert_eq!(hashes.as_slice(), n.prefix_hashes());
     }
 
