@@ -40,7 +40,7 @@ use component_type as ct;
 ///
 /// The chain is XXH3, fast but not collision resistant under a *known*
 /// seed: whoever knows the seed can construct any number of names with
-/// one 64-bit hash (see the test
+/// one 64-bit hash (see nexthop-ndn's test
 /// `names_colliding_under_a_known_seed_differ_under_the_secret_one`), and
 /// tables keyed on these hashes (a forwarder's FIB, PIT and Content Store)
 /// would chain them all together. With a secret seed the hash of a name is
