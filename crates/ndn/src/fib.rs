@@ -863,6 +863,37 @@ impl Fib {
         }
     }
 
+    /// The second step after [`Self::prefetch_name`] with
+    /// [`Prefetch::All`] (once its bucket lines have had time to arrive):
+    /// read the home bucket of every level `name` can visit and hint the
+    /// CPU to load the entry of each slot whose fingerprint matches (the
+    /// entry the search will read for its string check and value), so
+    /// those misses overlap too. Overflow buckets are not followed.
+    /// Changes nothing; does nothing when this FIB cannot use the cached
+    /// hashes (see [`Self::lookup_name`]).
+    #[inline]
+    pub fn prefetch_name_entries(&self, name: &Name) {
+        if self.cfg.strategy != Strategy::VerifyEach || self.cfg.key.0 != prefix_hash_seed() {
+            return;
+        }
+        let e = self.effective_len(name.len());
+        for (l, &h) in name.prefix_hashes()[1..=e].iter().enumerate() {
+            let t = &self.tables[l];
+            let bk = &t.buckets[t.home_of(h)];
+            let fp = fingerprint(h) as u16;
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                if bk.fps[s] == fp {
+                    if let Some(w) = self.entries.get(bk.refs[s] as usize) {
+                        nexthop_mem::prefetch(w);
+                    }
+                }
+            }
+        }
+    }
+
     /// Prefetch for a later [`Self::lookup_name`] of `name`, on the prefix
     /// hashes it cached (nothing when this FIB cannot use them, see
     /// [`Self::lookup_name`]). Changes nothing.

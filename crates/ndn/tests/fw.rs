@@ -583,6 +583,30 @@ fn interests_beyond_the_pit_chain_cap_are_dropped_and_counted() {
 }
 
 #[test]
+fn fib_prefetch_passes_change_no_answer_for_any_name_length() {
+    let f = fib(&[("/a", &[(2, 10)]), ("/a/b/c", &[(3, 1)])]);
+    let long = format!("/a/b/c{}", "/x".repeat(40));
+    let mut other_key = FibControl::new(Config {
+        key: (1, 2),
+        ..Config::default()
+    })
+    .unwrap();
+    other_key
+        .insert(&name("/a"), &[NextHop { face: 2, cost: 10 }])
+        .unwrap();
+    for fib in [f.fib(), other_key.fib()] {
+        for u in ["/a", "/a/b", "/a/b/c/d", long.as_str(), "/z"] {
+            let n = name(u);
+            let before = fib.lookup(&n);
+            fib.prefetch_name(&n, Prefetch::All);
+            fib.prefetch_name_entries(&n);
+            assert_eq!(fib.lookup(&n), before, "{u}");
+        }
+    }
+    assert_eq!(f.fib().lookup(&name(&long)).map(|m| m.len), Some(3));
+}
+
+#[test]
 fn batches_prefetch_every_table_line_by_default() {
     assert_eq!(FwConfig::default().batch_prefetch, Prefetch::All);
     assert!(FwConfig::default().validate().is_ok());

@@ -803,12 +803,23 @@ impl Forwarder {
                 Pit::Exact(pit) => pit.prefetch(name, flags),
             }
         }
-        // The exact PIT's chain heads have had the first pass to arrive:
-        // load the slots they point to.
-        if let Pit::Exact(pit) = &self.pit {
+        // The first pass's lines have had time to arrive: load what they
+        // point to, the exact PIT's first chain slots and (with `All`) the
+        // FIB entries whose fingerprints the Interests' buckets hold.
+        let entries = self.cfg.batch_prefetch == Prefetch::All;
+        let exact = match &self.pit {
+            Pit::Exact(pit) => Some(pit),
+            Pit::Fp(_) => None,
+        };
+        if entries || exact.is_some() {
             for item in &b.items {
                 if let Some((name, flags)) = key(item) {
-                    pit.prefetch_slot(name, flags);
+                    if let Some(pit) = exact {
+                        pit.prefetch_slot(name, flags);
+                    }
+                    if entries && flags.is_some() {
+                        fib.prefetch_name_entries(name);
+                    }
                 }
             }
         }
