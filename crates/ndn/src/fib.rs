@@ -6,7 +6,7 @@
 //! count, the entry arena, the interned next-hop sets and the hash key.
 //! Updates go through [`crate::FibControl`], which owns a `Fib`.
 
-use nexthop_wire::ndn::name::PREFIX_HASH_SEED;
+use nexthop_wire::ndn::name::prefix_hash_seed;
 use nexthop_wire::ndn::Name;
 
 use crate::error::FibError;
@@ -26,7 +26,12 @@ pub struct Config {
     pub max_components: usize,
     /// String-matching strategy and hash family.
     pub strategy: Strategy,
-    /// Hash seed / SipHash key (keep it secret for `VerifyAtEnd`).
+    /// Hash seed / SipHash key (keep it secret for `VerifyAtEnd`). The
+    /// default is `(prefix_hash_seed(), ..)`: `VerifyEach` then probes on
+    /// the chain a decoded wire name caches, under the process's secret
+    /// seed, so a FIB file written with the default key is read back by
+    /// another process with the same answers, its lookups hashing the
+    /// names under the file's key.
     pub key: (u64, u64),
     /// Keys per home bucket before a table grows (1..=9, the slots of a
     /// bucket; the dissertation allocates `n/4` buckets for `n` keys: 4,
@@ -40,7 +45,7 @@ impl Default for Config {
         Config {
             max_components: 16,
             strategy: Strategy::VerifyEach,
-            key: (PREFIX_HASH_SEED, 0x2d73_6970_6861_7368),
+            key: (prefix_hash_seed(), 0x2d73_6970_6861_7368),
             bucket_fill: 6,
         }
     }
@@ -767,11 +772,11 @@ impl Fib {
 
     /// Longest-prefix match of a parsed wire-format name, reusing the
     /// prefix hashes it cached when this FIB's hash is that chain
-    /// (`VerifyEach` with key `PREFIX_HASH_SEED`, the default).
+    /// (`VerifyEach` with key [`prefix_hash_seed`], the default).
     #[inline]
     pub fn lookup_name(&self, name: &Name, tr: &mut Trace) -> Option<Match> {
         let e = self.effective_len(name.len());
-        if self.cfg.strategy == Strategy::VerifyEach && self.cfg.key.0 == PREFIX_HASH_SEED {
+        if self.cfg.strategy == Strategy::VerifyEach && self.cfg.key.0 == prefix_hash_seed() {
             return self.lookup_hashed(name, &name.prefix_hashes()[1..=e], tr);
         }
         self.lookup_traced(name, tr)
@@ -858,12 +863,43 @@ impl Fib {
         }
     }
 
+    /// The second step after [`Self::prefetch_name`] with
+    /// [`Prefetch::All`] (once its bucket lines have had time to arrive):
+    /// read the home bucket of every level `name` can visit and hint the
+    /// CPU to load the entry of each slot whose fingerprint matches (the
+    /// entry the search will read for its string check and value), so
+    /// those misses overlap too. Overflow buckets are not followed.
+    /// Changes nothing; does nothing when this FIB cannot use the cached
+    /// hashes (see [`Self::lookup_name`]).
+    #[inline]
+    pub fn prefetch_name_entries(&self, name: &Name) {
+        if self.cfg.strategy != Strategy::VerifyEach || self.cfg.key.0 != prefix_hash_seed() {
+            return;
+        }
+        let e = self.effective_len(name.len());
+        for (l, &h) in name.prefix_hashes()[1..=e].iter().enumerate() {
+            let t = &self.tables[l];
+            let bk = &t.buckets[t.home_of(h)];
+            let fp = fingerprint(h) as u16;
+            let mut occ = bk.occupied();
+            while occ != 0 {
+                let s = occ.trailing_zeros() as usize;
+                occ &= occ - 1;
+                if bk.fps[s] == fp {
+                    if let Some(w) = self.entries.get(bk.refs[s] as usize) {
+                        nexthop_mem::prefetch(w);
+                    }
+                }
+            }
+        }
+    }
+
     /// Prefetch for a later [`Self::lookup_name`] of `name`, on the prefix
     /// hashes it cached (nothing when this FIB cannot use them, see
     /// [`Self::lookup_name`]). Changes nothing.
     #[inline]
     pub fn prefetch_name(&self, name: &Name, prefetch: Prefetch) {
-        if self.cfg.strategy == Strategy::VerifyEach && self.cfg.key.0 == PREFIX_HASH_SEED {
+        if self.cfg.strategy == Strategy::VerifyEach && self.cfg.key.0 == prefix_hash_seed() {
             let e = self.effective_len(name.len());
             self.prefetch_hashed(&name.prefix_hashes()[1..=e], prefetch);
         }

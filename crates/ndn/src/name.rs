@@ -12,7 +12,7 @@
 //! [`NameSlice`] borrows the bytes and a reused offsets buffer, so parsing
 //! and looking up a received name allocates nothing.
 
-use nexthop_wire::ndn::{empty_prefix_hash, extend_prefix_hash, Name, NameRef, PREFIX_HASH_SEED};
+use nexthop_wire::ndn::{empty_prefix_hash, extend_prefix_hash, prefix_hash_seed, Name, NameRef};
 
 use crate::error::NameError;
 
@@ -32,14 +32,15 @@ pub trait NameView {
     /// `prefix_end(0) == 0`).
     fn prefix_end(&self, n: usize) -> usize;
     /// The hash of the first `n` components (`n <= component_count()`):
-    /// the chain of [`extend_prefix_hash`] under [`PREFIX_HASH_SEED`], the
-    /// value a wire [`Name`] computes once when it is decoded and caches
-    /// (its implementation returns the cached value; others compute it).
-    /// The FIB's, the exact PIT's and the Content Store's keys all derive
-    /// from it, so a decoded name is hashed once for all three.
+    /// the chain of [`extend_prefix_hash`] under [`prefix_hash_seed`] (the
+    /// process's secret seed), the value a wire [`Name`] computes once when
+    /// it is decoded and caches (its implementation returns the cached
+    /// value; others compute it). The FIB's (with its default key), the
+    /// exact PIT's and the Content Store's keys all derive from it, so a
+    /// decoded name is hashed once for all three.
     fn prefix_hash(&self, n: usize) -> u64 {
         let tlv = self.tlv();
-        let mut h = empty_prefix_hash(PREFIX_HASH_SEED);
+        let mut h = empty_prefix_hash(prefix_hash_seed());
         for i in 0..n {
             h = extend_prefix_hash(h, &tlv[self.prefix_end(i)..self.prefix_end(i + 1)]);
         }
@@ -55,7 +56,7 @@ pub trait NameView {
 /// they do not parse as a name).
 pub fn tlv_name_hash(tlv: &[u8]) -> Option<u64> {
     let name = NameRef::from_value(tlv).ok()?;
-    name.prefix_hashes_with(PREFIX_HASH_SEED).last()
+    name.prefix_hashes_with(prefix_hash_seed()).last()
 }
 
 /// A table key from a name hash and a table seed: a bijective 64-bit

@@ -549,6 +549,70 @@ fn bad_input_is_counted_by_reason_and_dropped() {
 }
 
 #[test]
+fn interests_beyond_the_pit_chain_cap_are_dropped_and_counted() {
+    let f = fib(&[("/a", &[(2, 10)])]);
+    // One entry per chain: of 40 unique names some share a chain (16 to 64
+    // heads; a collision-free spread has probability below 1e-6).
+    let mut fw = Forwarder::new(FwConfig {
+        pit: PitMode::Exact(ExactPitConfig {
+            max_chain: 1,
+            ..ExactPitConfig::default()
+        }),
+        ..FwConfig::default()
+    })
+    .unwrap();
+    let mut out = Actions::new();
+    for k in 0..40u32 {
+        fw.process(
+            f.fib(),
+            1,
+            &interest(&format!("/a/f{k}"), 100 + k).to_wire(),
+            0,
+            &mut out,
+        );
+    }
+    let d = fw.counters().drops;
+    let refused = d.get(DropReason::PitChainFull);
+    assert!(refused > 0);
+    assert_eq!(refused + fw.pit_len() as u64, 40);
+    assert_eq!(d.total(), refused);
+    assert_eq!(out.sends().len(), fw.pit_len());
+    assert_eq!(fw.face_counters(1).dropped, refused);
+    assert_eq!(DropReason::PitChainFull.as_str(), "pit_chain_full");
+    assert!(DropReason::ALL.contains(&DropReason::PitChainFull));
+}
+
+#[test]
+fn fib_prefetch_passes_change_no_answer_for_any_name_length() {
+    let f = fib(&[("/a", &[(2, 10)]), ("/a/b/c", &[(3, 1)])]);
+    let long = format!("/a/b/c{}", "/x".repeat(40));
+    let mut other_key = FibControl::new(Config {
+        key: (1, 2),
+        ..Config::default()
+    })
+    .unwrap();
+    other_key
+        .insert(&name("/a"), &[NextHop { face: 2, cost: 10 }])
+        .unwrap();
+    for fib in [f.fib(), other_key.fib()] {
+        for u in ["/a", "/a/b", "/a/b/c/d", long.as_str(), "/z"] {
+            let n = name(u);
+            let before = fib.lookup(&n);
+            fib.prefetch_name(&n, Prefetch::All);
+            fib.prefetch_name_entries(&n);
+            assert_eq!(fib.lookup(&n), before, "{u}");
+        }
+    }
+    assert_eq!(f.fib().lookup(&name(&long)).map(|m| m.len), Some(3));
+}
+
+#[test]
+fn batches_prefetch_every_table_line_by_default() {
+    assert_eq!(FwConfig::default().batch_prefetch, Prefetch::All);
+    assert!(FwConfig::default().validate().is_ok());
+}
+
+#[test]
 fn a_batch_gives_the_same_actions_as_one_call_per_packet() {
     let f = fib(&[("/a", &[(2, 10), (4, 20)]), ("/b", &[(3, 1)])]);
     let mut pkts: Vec<(u32, Vec<u8>)> = Vec::new();

@@ -605,3 +605,177 @@ fn content_store_under_pressure_answers_only_correctly_and_keeps_its_caps() {
         "the index was rebuilt {index_builds} times"
     );
 }
+
+/// The public seed the name hash chain had before it became a secret of
+/// each process.
+const KNOWN_SEED: u64 = 0x6e64_6e2f_6e61_6d65;
+/// XXH3's default secret, bytes 0..8 and 16..24 (little-endian).
+const XXH3_SECRET_0: u64 = 0xbe4b_a423_396c_feb8;
+const XXH3_SECRET_16: u64 = 0xdb97_9083_e96d_d4de;
+
+/// `n` distinct two-component names whose hash chains under `seed`
+/// collide in full: XXH3 of a 17..=32-byte input adds
+/// `fold(lo ^ (s0 + seed), hi ^ (s8 - seed))` for each 16-byte half, so a
+/// component whose bytes 0..8 and 16..24 equal `s0 + seed` and
+/// `s16 + seed` hashes to a value independent of its other 16 bytes. The
+/// chain's seed for the second component is the first one's hash: the
+/// first component is tried until that seed's bytes can open a component
+/// TLV of 32 bytes (type 3..=252, length 30), about 1 in 260.
+fn colliding_names(seed: u64, n: u64) -> Vec<NameBuf> {
+    use nexthop_wire::ndn::{empty_prefix_hash, extend_prefix_hash};
+    for i in 0u32.. {
+        let first = nm(&[&format!("c{i}")]);
+        let h = extend_prefix_hash(empty_prefix_hash(seed), first.tlv());
+        let lo = XXH3_SECRET_0.wrapping_add(h).to_le_bytes();
+        if lo[1] != 30 || !(3..=252).contains(&lo[0]) {
+            continue;
+        }
+        let hi = XXH3_SECRET_16.wrapping_add(h).to_le_bytes();
+        return (0..n)
+            .map(|j| {
+                let mut tlv = first.tlv().to_vec();
+                tlv.extend_from_slice(&lo);
+                tlv.extend_from_slice(&j.to_le_bytes());
+                tlv.extend_from_slice(&hi);
+                tlv.extend_from_slice(&j.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes());
+                NameBuf::from_tlv(&tlv).unwrap()
+            })
+            .collect();
+    }
+    unreachable!("the search over u32 first components always ends")
+}
+
+/// The hash chain of `name` under `seed`.
+fn chain_hash(name: &NameBuf, seed: u64) -> u64 {
+    use nexthop_wire::ndn::{empty_prefix_hash, extend_prefix_hash};
+    let mut h = empty_prefix_hash(seed);
+    for i in 0..name.component_count() {
+        h = extend_prefix_hash(h, &name.tlv()[name.prefix_end(i)..name.prefix_end(i + 1)]);
+    }
+    h
+}
+
+#[test]
+fn names_colliding_under_a_known_seed_differ_under_the_secret_one() {
+    let names = colliding_names(KNOWN_SEED, 1000);
+    let distinct: std::collections::HashSet<&[u8]> = names.iter().map(|n| n.tlv()).collect();
+    assert_eq!(distinct.len(), names.len());
+    // Anyone who knows the seed makes as many full 64-bit collisions as
+    // they like ...
+    let h = chain_hash(&names[0], KNOWN_SEED);
+    assert!(names.iter().all(|n| chain_hash(n, KNOWN_SEED) == h));
+    // ... which the process's secret seed (and any other) scatters: the
+    // names a PIT, CS and FIB key on are hashed under that secret.
+    let secret = nexthop_wire::ndn::prefix_hash_seed();
+    assert_ne!(secret, KNOWN_SEED);
+    for seed in [secret, KNOWN_SEED ^ 1, 0x1234_5678_9abc_def0] {
+        let hashes: std::collections::HashSet<u64> =
+            names.iter().map(|n| chain_hash(n, seed)).collect();
+        assert_eq!(hashes.len(), names.len(), "seed {seed:#x}");
+    }
+    let cached: std::collections::HashSet<u64> =
+        names.iter().map(|n| n.to_name().name_hash()).collect();
+    assert_eq!(cached.len(), names.len());
+    assert_eq!(names[0].name_hash(), names[0].to_name().name_hash());
+}
+
+/// A name whose hashes are the chain under [`KNOWN_SEED`]: what a PIT
+/// keyed on a public seed saw.
+struct KnownSeed<'a>(&'a NameBuf);
+
+impl NameView for KnownSeed<'_> {
+    fn tlv(&self) -> &[u8] {
+        self.0.tlv()
+    }
+    fn component_count(&self) -> usize {
+        self.0.component_count()
+    }
+    fn prefix_end(&self, n: usize) -> usize {
+        self.0.prefix_end(n)
+    }
+    fn prefix_hash(&self, n: usize) -> u64 {
+        chain_hash(&self.0.prefix(n), KNOWN_SEED)
+    }
+}
+
+#[test]
+fn a_flood_of_one_chain_hits_the_cap_is_counted_and_the_pit_stays_consistent() {
+    let names = colliding_names(KNOWN_SEED, 300);
+    let cfg = ExactPitConfig {
+        max_chain: 8,
+        ..ExactPitConfig::default()
+    };
+    let mut pit = ExactPit::new(cfg).unwrap();
+    let mut created = Vec::new();
+    for (k, n) in names.iter().enumerate() {
+        let v = KnownSeed(n);
+        match pit.insert(&pit_interest(&v, k as u32), 0) {
+            InsertOutcome::New(_) => created.push(k),
+            InsertOutcome::ChainFull => {}
+            o => panic!("unexpected {o:?}"),
+        }
+    }
+    // One chain took every name: the cap bites after 8, each refusal counted.
+    assert_eq!(created, (0..8).collect::<Vec<_>>());
+    assert_eq!(pit.len(), 8);
+    assert_eq!(pit.stats().chain_full, 300 - 8);
+    assert_eq!(pit.stats().created, 8);
+    assert!(pit.longest_chain() <= 8);
+    // Other names still get entries, and every accepted one is found and
+    // satisfied by its Data.
+    let other = nm(&["other", "name"]);
+    assert!(matches!(
+        pit.insert(&pit_interest(&other, 7), 0),
+        InsertOutcome::New(_)
+    ));
+    let mut out = Vec::new();
+    for &k in &created {
+        out.clear();
+        let v = KnownSeed(&names[k]);
+        let got = pit.satisfy(
+            &DataMatch {
+                name: &v,
+                digest: None,
+            },
+            9,
+            1,
+            &mut out,
+        );
+        assert_eq!(got, 1, "name {k}");
+        assert_eq!(
+            out,
+            [Downstream {
+                face: 1,
+                token: None
+            }]
+        );
+    }
+    assert_eq!(pit.len(), 1);
+    // The freed chain takes new entries again, up to the cap.
+    for (k, n) in names.iter().enumerate().skip(100).take(20) {
+        let _ = pit.insert(&pit_interest(&KnownSeed(n), 1000 + k as u32), 2);
+    }
+    assert_eq!(pit.len(), 1 + 8);
+    assert_eq!(pit.stats().chain_full, 300 - 8 + 12);
+    let bad = ExactPitConfig {
+        max_chain: 0,
+        ..ExactPitConfig::default()
+    };
+    assert!(ExactPit::new(bad)
+        .unwrap_err()
+        .to_string()
+        .contains("max_chain"));
+}
+
+fn pit_interest<N: NameView + ?Sized>(name: &N, nonce: u32) -> InterestIn<'_, N> {
+    InterestIn {
+        name,
+        can_be_prefix: false,
+        must_be_fresh: false,
+        nonce,
+        lifetime_ms: Some(1000),
+        face: 1,
+        token: None,
+        multi_access: false,
+    }
+}

@@ -239,7 +239,7 @@ proptest! {
         prop_assert_eq!(parsed.to_string(), uri);
         let view = NameRef::from_wire(&wire).unwrap();
         prop_assert_eq!(view.len(), n.len());
-        let hashes: Vec<u64> = view.prefix_hashes_with(nexthop_wire::ndn::PREFIX_HASH_SEED).collect();
+        let hashes: Vec<u64> = view.prefix_hashes_with(nexthop_wire::ndn::prefix_hash_seed()).collect();
         prop_assert_eq!(hashes.as_slice(), n.prefix_hashes());
     }
 
@@ -392,4 +392,36 @@ fn assign_reuses_a_name_of_any_previous_length() {
         assert_eq!(n.component_ends(), want.component_ends());
         assert_eq!(n.to_wire(), want.to_wire());
     }
+}
+
+/// Each process draws its own name hash seed: run this test's binary twice
+/// more (it prints its seed when asked) and compare the three.
+#[test]
+fn the_name_hash_seed_is_a_secret_of_each_process() {
+    const ASK: &str = "NEXTHOP_TEST_PRINT_NAME_HASH_SEED";
+    let own = nexthop_wire::ndn::prefix_hash_seed();
+    if std::env::var_os(ASK).is_some() {
+        println!("name-hash-seed={own:x}");
+        return;
+    }
+    let other = || {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "the_name_hash_seed_is_a_secret_of_each_process",
+                "--nocapture",
+            ])
+            .env(ASK, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("name-hash-seed="))
+            .unwrap_or_else(|| panic!("no seed printed: {text}"));
+        u64::from_str_radix(line.trim(), 16).unwrap()
+    };
+    let (a, b) = (other(), other());
+    assert!(own != a && own != b && a != b, "{own:x} {a:x} {b:x}");
+    assert_eq!(own, nexthop_wire::ndn::prefix_hash_seed());
 }

@@ -1,13 +1,18 @@
 //! The dead-nonce list (NFD's `DeadNonceList`): `(name, nonce)` pairs of
 //! Interests whose PIT entry is gone, remembered for a lifetime so that a
 //! looping Interest arriving after its entry was satisfied or expired is
-//! still detected. Stored as 64-bit hashes of name and nonce (a false
-//! positive needs a 64-bit hash collision); bounded: when full, the oldest
-//! pair is forgotten and [`DeadNonceList::evicted`] counts it.
+//! still detected. Stored as 64-bit keys mixed from the name's hash
+//! ([`crate::name::NameView::name_hash`], the chain a decoded name
+//! caches, under the process's secret seed, so the name bytes are not
+//! hashed again and chosen names cannot be aimed at one probe sequence of
+//! the set) and the nonce (a false positive needs a 64-bit collision);
+//! bounded: when full, the oldest pair is forgotten and
+//! [`DeadNonceList::evicted`] counts it.
 
 use std::collections::VecDeque;
 
 use super::{Millis, PreHashedMap};
+use crate::name::mix64;
 
 /// Bounded, time-limited set of `(name, nonce)` hashes.
 #[derive(Debug, Clone)]
@@ -35,11 +40,8 @@ impl DeadNonceList {
         }
     }
 
-    fn key(&self, name: &[u8], nonce: u32) -> u64 {
-        nexthop_hash::hash64(
-            name,
-            self.seed ^ (nonce as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        )
+    fn key(&self, name_hash: u64, nonce: u32) -> u64 {
+        mix64(name_hash ^ self.seed ^ (nonce as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
     fn expire(&mut self, now: Millis) {
@@ -61,8 +63,9 @@ impl DeadNonceList {
         }
     }
 
-    /// Remember `(name, nonce)` until `now + lifetime`.
-    pub fn add(&mut self, name: &[u8], nonce: u32, now: Millis) {
+    /// Remember `(name, nonce)` until `now + lifetime` (`name_hash`: the
+    /// name's [`crate::name::NameView::name_hash`]).
+    pub fn add(&mut self, name_hash: u64, nonce: u32, now: Millis) {
         if self.cap == 0 {
             return;
         }
@@ -73,15 +76,16 @@ impl DeadNonceList {
                 self.evicted += 1;
             }
         }
-        let k = self.key(name, nonce);
+        let k = self.key(name_hash, nonce);
         self.fifo.push_back((k, now.saturating_add(self.lifetime)));
         *self.set.entry(k).or_insert(0) += 1;
     }
 
-    /// Whether `(name, nonce)` is remembered at `now`.
-    pub fn contains(&mut self, name: &[u8], nonce: u32, now: Millis) -> bool {
+    /// Whether `(name, nonce)` is remembered at `now` (`name_hash` as in
+    /// [`Self::add`]).
+    pub fn contains(&mut self, name_hash: u64, nonce: u32, now: Millis) -> bool {
         self.expire(now);
-        !self.set.is_empty() && self.set.contains_key(&self.key(name, nonce))
+        !self.set.is_empty() && self.set.contains_key(&self.key(name_hash, nonce))
     }
 
     /// Pairs remembered (some may have expired since the last call).
@@ -107,31 +111,31 @@ mod tests {
     #[test]
     fn remembers_until_lifetime_then_forgets() {
         let mut d = DeadNonceList::new(10, 100, 1);
-        d.add(b"a", 7, 0);
-        assert!(d.contains(b"a", 7, 99));
-        assert!(!d.contains(b"a", 8, 99));
-        assert!(!d.contains(b"b", 7, 99));
-        assert!(!d.contains(b"a", 7, 100));
+        d.add(0xa, 7, 0);
+        assert!(d.contains(0xa, 7, 99));
+        assert!(!d.contains(0xa, 8, 99));
+        assert!(!d.contains(0xb, 7, 99));
+        assert!(!d.contains(0xa, 7, 100));
         assert!(d.is_empty());
     }
 
     #[test]
     fn full_list_forgets_oldest_and_counts_it() {
         let mut d = DeadNonceList::new(2, 1000, 1);
-        d.add(b"a", 1, 0);
-        d.add(b"a", 2, 0);
-        d.add(b"a", 3, 0);
+        d.add(0xa, 1, 0);
+        d.add(0xa, 2, 0);
+        d.add(0xa, 3, 0);
         assert_eq!(d.len(), 2);
         assert_eq!(d.evicted(), 1);
-        assert!(!d.contains(b"a", 1, 1));
-        assert!(d.contains(b"a", 2, 1));
-        assert!(d.contains(b"a", 3, 1));
+        assert!(!d.contains(0xa, 1, 1));
+        assert!(d.contains(0xa, 2, 1));
+        assert!(d.contains(0xa, 3, 1));
     }
 
     #[test]
     fn zero_capacity_remembers_nothing() {
         let mut d = DeadNonceList::new(0, 1000, 1);
-        d.add(b"a", 1, 0);
-        assert!(!d.contains(b"a", 1, 0));
+        d.add(0xa, 1, 0);
+        assert!(!d.contains(0xa, 1, 0));
     }
 }

@@ -50,6 +50,14 @@ pub struct ExactPitConfig {
     /// Longest InterestLifetime honoured; longer ones are clamped
     /// (`1..=3_600_000` ms).
     pub max_lifetime_ms: Millis,
+    /// Most entries in one chain of the index (`1..=65536`). The chain
+    /// index is keyed on the name's hash under the process's secret seed
+    /// ([`nexthop_wire::ndn::name::prefix_hash_seed`]), so chains stay short
+    /// (about one entry each) whatever names arrive; the cap bounds the
+    /// work of one Interest or Data even if that secret were known: a new
+    /// entry for a chain holding this many already is refused and counted
+    /// in [`ExactPitStats::chain_full`].
+    pub max_chain: usize,
     /// Hash seed.
     pub seed: u64,
 }
@@ -62,6 +70,7 @@ impl Default for ExactPitConfig {
             max_dead_nonces: 1 << 18,
             dead_nonce_lifetime_ms: 6000,
             max_lifetime_ms: 120_000,
+            max_chain: 16,
             seed: 0x5049_545f_6578_6163,
         }
     }
@@ -104,7 +113,8 @@ impl ExactPitConfig {
             1,
             3_600_000,
             "1..=3600000 ms",
-        )
+        )?;
+        check_range("max_chain", self.max_chain as u64, 1, 65536, "1..=65536")
     }
 }
 
@@ -153,7 +163,10 @@ pub struct PitEntry {
     name: Vec<u8>,
     flags: u8,
     has_digest: bool,
+    /// The chain key: [`ExactPit::key_hash`] of `name_hash` and `flags`.
     hash: u64,
+    /// The name's [`NameView::name_hash`] (the dead-nonce list's key).
+    name_hash: u64,
     in_records: Vec<InRecord>,
     out_records: Vec<OutRecord>,
     expiry: Millis,
@@ -246,6 +259,9 @@ pub enum InsertOutcome {
     },
     /// The table holds `max_entries` already: dropped.
     Full,
+    /// The new entry's index chain holds `max_chain` entries already:
+    /// dropped.
+    ChainFull,
     /// The entry holds `max_records` in-records already: dropped.
     RecordsFull,
 }
@@ -284,6 +300,9 @@ pub struct ExactPitStats {
     pub dead_nonce_hits: u64,
     /// Interests refused because the table was full.
     pub full: u64,
+    /// Interests refused because their index chain held `max_chain`
+    /// entries.
+    pub chain_full: u64,
     /// Interests refused because the entry's records were full.
     pub records_full: u64,
     /// Entries satisfied by Data.
@@ -444,6 +463,28 @@ impl ExactPit {
         None
     }
 
+    /// Entries in chain `at` (at most `max_chain`: only an insert
+    /// lengthens a chain, and it refuses to beyond that; doubling the heads
+    /// only splits chains).
+    fn chain_len(&self, at: usize) -> usize {
+        let mut n = 0;
+        let mut s = self.heads[at];
+        while s != NONE {
+            n += 1;
+            s = self.slots[s as usize].next;
+        }
+        n
+    }
+
+    /// The longest chain of the index (a test and diagnostics aid: walks
+    /// every chain).
+    pub fn longest_chain(&self) -> usize {
+        (0..self.heads.len())
+            .map(|at| self.chain_len(at))
+            .max()
+            .unwrap_or(0)
+    }
+
     fn id(&self, slot: u32) -> PitId {
         PitId {
             slot,
@@ -562,7 +603,7 @@ impl ExactPit {
             } else {
                 e.in_records.len()
             };
-            let name = std::mem::take(&mut self.slots[s as usize].e.name);
+            let name_hash = e.name_hash;
             for r in 0..k {
                 let e = &self.slots[s as usize].e;
                 let n = if use_out {
@@ -570,9 +611,8 @@ impl ExactPit {
                 } else {
                     e.in_records[r].nonce
                 };
-                self.dnl.add(&name, n, now);
+                self.dnl.add(name_hash, n, now);
             }
-            self.slots[s as usize].e.name = name;
         }
         let e = &mut self.slots[s as usize].e;
         e.name.clear();
@@ -622,12 +662,13 @@ impl ExactPit {
     ) -> InsertOutcome {
         self.expire(now);
         let name = i.name.tlv();
-        if self.dnl.contains(name, i.nonce, now) {
+        let name_hash = i.name.name_hash();
+        if self.dnl.contains(name_hash, i.nonce, now) {
             self.stats.dead_nonce_hits += 1;
             return InsertOutcome::DuplicateNonce { dead: true };
         }
         let flags = (i.can_be_prefix as u8 * F_CBP) | (i.must_be_fresh as u8 * F_MBF);
-        let h = self.key_hash(i.name.name_hash(), flags);
+        let h = self.key_hash(name_hash, flags);
         let lifetime = i
             .lifetime_ms
             .unwrap_or(DEFAULT_INTEREST_LIFETIME_MS)
@@ -652,6 +693,14 @@ impl ExactPit {
                     self.stats.full += 1;
                     return InsertOutcome::Full;
                 }
+                if self.live >= self.heads.len() {
+                    self.grow_heads();
+                }
+                let at = self.head(h);
+                if self.chain_len(at) >= self.cfg.max_chain {
+                    self.stats.chain_full += 1;
+                    return InsertOutcome::ChainFull;
+                }
                 let s = match self.free.pop() {
                     Some(s) => s,
                     None => {
@@ -664,10 +713,6 @@ impl ExactPit {
                 };
                 let has_digest =
                     split_implicit_digest(name, last_component_start(i.name)).is_some();
-                if self.live >= self.heads.len() {
-                    self.grow_heads();
-                }
-                let at = self.head(h);
                 let head = std::mem::replace(&mut self.heads[at], s);
                 let sl = &mut self.slots[s as usize];
                 sl.live = true;
@@ -675,6 +720,7 @@ impl ExactPit {
                 sl.e.name.extend_from_slice(name);
                 sl.e.flags = flags;
                 sl.e.hash = h;
+                sl.e.name_hash = name_hash;
                 sl.e.has_digest = has_digest;
                 sl.e.expiry = 0;
                 self.live += 1;

@@ -20,9 +20,10 @@ pub use lp::{LpPacket, LpWrap, Nack, NackReason, NetPacket, Packet};
 pub use view::{DataView, InterestView, KeyLocatorRef, LpView, NetPacketView, PacketView};
 
 pub use error::{NdnError, ParseNameError, ParseNameErrorKind};
+pub use name::prefix_hash_seed;
 pub use name::{
     component_ends_into, component_type, empty_prefix_hash, extend_prefix_hash, ComponentRef,
-    Components, Name, NameComponent, NameRef, PrefixHashes, PREFIX_HASH_SEED,
+    Components, Name, NameComponent, NameRef, PrefixHashes,
 };
 
 /// TLV-TYPE numbers of the NDN packet format v0.3 and NDNLPv2.

@@ -33,8 +33,50 @@ pub mod component_type {
 }
 use component_type as ct;
 
-/// Seed of the prefix hashes a [`Name`] caches ([`Name::prefix_hash`]).
-pub const PREFIX_HASH_SEED: u64 = 0x6e64_6e2f_6e61_6d65;
+/// Seed of the prefix hashes a [`Name`] caches ([`Name::prefix_hash`]):
+/// a per-process secret, drawn from the operating system's randomness (the
+/// keys of `std`'s `RandomState`) the first time it is needed and fixed
+/// for the life of the process.
+///
+/// The chain is XXH3, fast but not collision resistant under a *known*
+/// seed: whoever knows the seed can construct any number of names with
+/// one 64-bit hash (see nexthop-ndn's test
+/// `names_colliding_under_a_known_seed_differ_under_the_secret_one`), and
+/// tables keyed on these hashes (a forwarder's FIB, PIT and Content Store)
+/// would chain them all together. With a secret seed the hash of a name is
+/// unknown outside the process, so chosen names cannot be aimed at one
+/// chain.
+#[inline]
+pub fn prefix_hash_seed() -> u64 {
+    process_seed().seed
+}
+
+struct ProcessSeed {
+    seed: u64,
+    /// `empty_prefix_hash(seed)`, the start of every cached chain.
+    empty: u64,
+}
+
+fn process_seed() -> &'static ProcessSeed {
+    use std::hash::{BuildHasher, Hasher};
+    static SEED: std::sync::OnceLock<ProcessSeed> = std::sync::OnceLock::new();
+    SEED.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write(b"nexthop ndn name prefix hash seed");
+        let seed = h.finish();
+        ProcessSeed {
+            seed,
+            empty: empty_prefix_hash(seed),
+        }
+    })
+}
+
+/// The start of the cached chain: [`empty_prefix_hash`] of
+/// [`prefix_hash_seed`].
+#[inline]
+fn cached_empty_hash() -> u64 {
+    process_seed().empty
+}
 
 /// The hash of the empty prefix under `seed`: the start of the chain that
 /// [`extend_prefix_hash`] continues.
@@ -383,7 +425,7 @@ impl<'a> NameRef<'a> {
     pub fn to_name(&self) -> Name {
         let mut ends = Vec::with_capacity(self.len);
         let mut hashes = Vec::with_capacity(self.len + 1);
-        let mut h = empty_prefix_hash(PREFIX_HASH_SEED);
+        let mut h = cached_empty_hash();
         hashes.push(h);
         let mut end = 0usize;
         for c in self.components() {
@@ -417,7 +459,7 @@ impl fmt::Display for NameRef<'_> {
 /// * `ends[i]`: end offset in `value` of component `i`, so the bytes of the
 ///   `i`-component prefix are `value[..ends[i-1]]`, found in O(1);
 /// * `hashes[i]`: hash of the `i`-component prefix under
-///   [`PREFIX_HASH_SEED`] (`hashes[0]` is the empty prefix), computed in one
+///   [`prefix_hash_seed`] (`hashes[0]` is the empty prefix), computed in one
 ///   pass when the name is built, so a FIB never rehashes the name.
 ///
 /// Equality, hashing and ordering look at the components only
@@ -441,7 +483,7 @@ impl Name {
         Name {
             value: Vec::new(),
             ends: Vec::new(),
-            hashes: vec![empty_prefix_hash(PREFIX_HASH_SEED)],
+            hashes: vec![cached_empty_hash()],
         }
     }
 
@@ -463,7 +505,7 @@ impl Name {
         self.value.extend_from_slice(name.value());
         self.ends.clear();
         self.hashes.clear();
-        let mut h = empty_prefix_hash(PREFIX_HASH_SEED);
+        let mut h = cached_empty_hash();
         self.hashes.push(h);
         let mut end = 0usize;
         for c in name.components() {
@@ -506,7 +548,7 @@ impl Name {
             .hashes
             .last()
             .copied()
-            .unwrap_or_else(|| empty_prefix_hash(PREFIX_HASH_SEED));
+            .unwrap_or_else(cached_empty_hash);
         self.hashes.push(extend_prefix_hash(
             prev,
             self.value.get(start..end).unwrap_or(&[]),
@@ -589,7 +631,7 @@ impl Name {
         let end = self.start(i.min(self.len()));
         self.value.get(..end).unwrap_or(&[])
     }
-    /// The hash of the `i`-component prefix under [`PREFIX_HASH_SEED`],
+    /// The hash of the `i`-component prefix under [`prefix_hash_seed`],
     /// from the cache (`i` is clamped to `len()`).
     #[inline]
     pub fn prefix_hash(&self, i: usize) -> u64 {
@@ -602,7 +644,7 @@ impl Name {
         &self.hashes
     }
     /// The prefix hashes under a caller-chosen seed or key (computed now, in
-    /// one pass; equal to [`Name::prefix_hashes`] for [`PREFIX_HASH_SEED`]).
+    /// one pass; equal to [`Name::prefix_hashes`] for [`prefix_hash_seed`]).
     #[inline]
     pub fn prefix_hashes_with(&self, seed: u64) -> PrefixHashes<'_> {
         self.as_name_ref().prefix_hashes_with(seed)
@@ -713,7 +755,7 @@ mod tests {
         let name = n("/edu/ucla/cs/seg=3");
         assert_eq!(name.len(), 4);
         assert_eq!(name.component_ends(), &[5, 11, 15, 18]);
-        let mut h = empty_prefix_hash(PREFIX_HASH_SEED);
+        let mut h = cached_empty_hash();
         assert_eq!(name.prefix_hash(0), h);
         for (i, c) in name.components().enumerate() {
             h = extend_prefix_hash(h, c.tlv());
@@ -723,7 +765,7 @@ mod tests {
                 &name.prefix_hashes()[..=i + 1]
             );
         }
-        let again: Vec<u64> = name.prefix_hashes_with(PREFIX_HASH_SEED).collect();
+        let again: Vec<u64> = name.prefix_hashes_with(prefix_hash_seed()).collect();
         assert_eq!(again, name.prefix_hashes());
     }
 
