@@ -75,20 +75,32 @@ fn start_runtime(
             let mut built = Vec::with_capacity(slices.len());
             for (text, obj) in slices {
                 let spec: SliceSpec = text.parse().map_err(api_err)?;
-                let app: Box<dyn App> =
-                    match obj {
-                        Some(obj) => Box::new(PyApp::new(obj).map_err(|e| {
-                            PyValueError::new_err(format!("slice {}: {e}", spec.name))
-                        })?),
-                        None if spec.app == BUILTIN => Box::new(L2Switch::new(l2.config()?)),
-                        None => {
-                            return Err(PyValueError::new_err(format!(
+                let app: Box<dyn App> = match obj {
+                    Some(obj) => {
+                        let py = obj.py();
+                        // The app's own exception stays what it is; the
+                        // binding's refusals name the slice.
+                        Box::new(PyApp::new(obj).map_err(|e| {
+                            if e.is_instance_of::<PyValueError>(py) {
+                                PyValueError::new_err(format!(
+                                    "slice {}: {}",
+                                    spec.name,
+                                    e.value(py)
+                                ))
+                            } else {
+                                e
+                            }
+                        })?)
+                    }
+                    None if spec.app == BUILTIN => Box::new(L2Switch::new(l2.config()?)),
+                    None => {
+                        return Err(PyValueError::new_err(format!(
                             "slice {}: {:?}: no such built-in app (built in: {BUILTIN}; or give \
                              the slice an app object)",
                             spec.name, spec.app
                         )))
-                        }
-                    };
+                    }
+                };
                 built.push((spec, app));
             }
             SdfRuntime::start_sliced(built, cfg).map_err(api_err)

@@ -221,6 +221,30 @@ mod tests {
     }
 
     #[test]
+    fn the_ready_line_names_inputs_outputs_io_and_workers() {
+        let (ifaces, inputs) = live_ports(&[(1, "a"), (2, "b")], &[2]).unwrap();
+        let config = PortsConfig {
+            workers: 3,
+            io: crate::engine::IoMode::Afpacket,
+            xdp_attach: crate::engine::XdpAttach::Auto,
+            xdp_queue: 0,
+            ring: Default::default(),
+            fanout: crate::afpacket::FanoutMode::Hash,
+            fanout_group_base: 1,
+        };
+        let ports = SdfLivePorts {
+            ifaces: &ifaces,
+            inputs: &inputs,
+            config: &config,
+        };
+        assert_eq!(
+            ready_line("a=x.py,b=l2switch", ports, "1:afpacket,2:afpacket"),
+            "nexthop sdf run: forwarding app=a=x.py,b=l2switch in=2=b out=1=a,2=b \
+             io=1:afpacket,2:afpacket workers=3 (Ctrl-C stops)"
+        );
+    }
+
+    #[test]
     fn live_ports_default_inputs_and_refuse_double_maps() {
         let (m, i) = live_ports(&[(2, "b"), (1, "a")], &[]).unwrap();
         assert_eq!(m.into_iter().collect::<Vec<_>>(), [(1, "a"), (2, "b")]);
