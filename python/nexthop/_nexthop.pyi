@@ -343,15 +343,18 @@ class Switch:
 
 def drop_reasons() -> list[str]: ...
 def run_pcap(
-    app: object,
+    app: object | None,
     in_pcaps: list[tuple[int, _Path]],
     out_dir: _Path,
     ports: list[int] | None = None,
     capacity: int | None = None,
     max_masks: int | None = None,
+    slices: list[tuple[str, object | None]] | None = None,
+    mac_timeout: float = 300.0,
+    max_macs: int = 65536,
 ) -> dict[str, Any]: ...
 def run_live(
-    app: object,
+    app: object | None,
     ports: list[tuple[int, str]],
     inputs: list[int] | None = None,
     workers: int = 1,
@@ -366,6 +369,9 @@ def run_live(
     label: str | None = None,
     metrics: str | None = None,
     metrics_allow_remote: bool = False,
+    slices: list[tuple[str, object | None]] | None = None,
+    mac_timeout: float = 300.0,
+    max_macs: int = 65536,
 ) -> dict[str, Any]: ...
 def run_ovs(
     app: object,

@@ -23,7 +23,13 @@ pipeline, as ``python -m nexthop.sdf run --app APP.py --in-pcap [PORT=]FILE
 --out-dir DIR`` and ``nexthop sdf run --app APP.py ...`` do;
 :func:`run_live` runs it over live interfaces (the forwarder engine of
 ``nexthop sdf run --port``), as ``python -m nexthop.sdf run --app APP.py
---port N=IFACE ...`` does; :func:`run_ovs` runs it as the OpenFlow
+--port N=IFACE ...`` does. Both take ``slices`` instead of an app: several
+apps on one switch, each a list item ``(spec, app)`` with ``spec`` as for
+``nexthop sdf run --slice`` (``NAME:APP:ports=P,..|vlan=V[:share=N]``) and
+``app`` the app object of that slice, or None for the built-in Rust app
+``APP`` names (``l2switch``); ``python -m nexthop.sdf run --slice
+NAME:APP.py:ports=1,2 --slice NAME:l2switch:ports=3,4 ...`` loads each
+``APP.py``. :func:`run_ovs` runs it as the OpenFlow
 controller of an Open vSwitch bridge (``--backend ovs --ovs-bridge BR
 --ovs-ports LIST [--ovs-tunnel PEER=NAME,TYPE,...]``, as ``nexthop sdf run
 --backend ovs --app APP.py`` does). An app file defines ``make_app()`` (or an
@@ -114,34 +120,47 @@ def _port_map(s: str) -> "tuple[int, str]":
     return int(port), iface
 
 
-def _live(a: argparse.Namespace, app: Any) -> int:
-    """Run ``app`` on live ports; Python's signal handlers come back after."""
+def _run(f: Any, *args: Any, **kwargs: Any) -> "Optional[dict[str, Any]]":
+    """``f(*args, **kwargs)`` (a run that installs its own SIGINT/SIGTERM
+    handlers), Python's handlers restored after; its OSError or ValueError
+    is printed as ``error: ...`` and gives None."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        s = run_live(
-            app,
-            a.port,
-            inputs=a.inputs or None,
-            workers=a.workers,
-            io=a.io,
-            fanout=a.fanout,
-            xdp_mode=a.xdp_mode,
-            xdp_queue=a.xdp_queue,
-            duration=a.duration,
-            quiet=a.quiet,
-            capacity=a.cache_capacity,
-            max_masks=a.max_masks,
-            label=a.app,
-            metrics=a.metrics,
-            metrics_allow_remote=a.metrics_allow_remote,
-        )
+        return f(*args, **kwargs)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return None
     finally:
         for sig, h in saved.items():
             if h is not None:
                 signal.signal(sig, h)
+
+
+def _live(a: argparse.Namespace, app: Any, slices: Any) -> int:
+    """Run ``app`` (or ``slices``) on live ports."""
+    s = _run(
+        run_live,
+        app,
+        a.port,
+        inputs=a.inputs or None,
+        workers=a.workers,
+        io=a.io,
+        fanout=a.fanout,
+        xdp_mode=a.xdp_mode,
+        xdp_queue=a.xdp_queue,
+        duration=a.duration,
+        quiet=a.quiet,
+        capacity=a.cache_capacity,
+        max_masks=a.max_masks,
+        label=a.app,
+        metrics=a.metrics,
+        metrics_allow_remote=a.metrics_allow_remote,
+        slices=slices,
+        mac_timeout=a.mac_timeout,
+        max_macs=a.max_macs,
+        )
+    if s is None:
+        return 1
     print(s["summary"], flush=True)
     return 0
 
@@ -155,25 +174,19 @@ def _tunnel(s: str) -> "tuple[str, str]":
 
 def _ovs(a: argparse.Namespace, app: Any) -> int:
     """Run ``app`` with Open vSwitch as its fast path (:func:`run_ovs`)."""
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        s = run_ovs(
-            app,
-            a.ovs_ports,
-            listen=a.ovs_listen,
-            bridge=a.ovs_bridge,
-            idle_timeout=a.ovs_idle_timeout,
-            tunnels=a.ovs_tunnel,
-            duration=a.duration,
-            label=a.app,
+    s = _run(
+        run_ovs,
+        app,
+        a.ovs_ports,
+        listen=a.ovs_listen,
+        bridge=a.ovs_bridge,
+        idle_timeout=a.ovs_idle_timeout,
+        tunnels=a.ovs_tunnel,
+        duration=a.duration,
+        label=a.app,
         )
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    if s is None:
         return 1
-    finally:
-        for sig, h in saved.items():
-            if h is not None:
-                signal.signal(sig, h)
     if a.json:
         print(json.dumps({k: v for k, v in s.items() if k != "summary"}, sort_keys=True), flush=True)
     else:
@@ -181,11 +194,39 @@ def _ovs(a: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+def _slices(a: argparse.Namespace) -> "Optional[list[tuple[str, Any]]]":
+    """Each ``--slice`` with its app: the object its ``APP.py`` makes, or
+    None for a built-in app (the binding checks the spec and the name)."""
+    if not a.slice:
+        return None
+    out = []
+    for spec in a.slice:
+        name, _, rest = spec.partition(":")
+        app = rest.partition(":")[0]
+        if not app.endswith(".py"):
+            out.append((spec, None))
+            continue
+        if not Path(app).is_file():
+            raise ValueError(f"slice {name}: {app}: no such file")
+        try:
+            out.append((spec, load_app(app)))
+        except Exception as e:  # the app file's own failure, reported as such
+            raise ValueError(f"slice {name}: {app}: {type(e).__name__}: {e}") from e
+    return out
+
+
 def main(argv: Optional["list[str]"] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nexthop.sdf", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run a Python app over pcap files or live interfaces")
-    r.add_argument("--app", required=True, metavar="APP.py")
+    r = sub.add_parser("run", help="run a Python app (or slices) over pcap files or live interfaces")
+    which = r.add_mutually_exclusive_group(required=True)
+    which.add_argument("--app", metavar="APP.py")
+    which.add_argument("--slice", action="append", metavar="NAME:APP:ports=P,..|vlan=V[:share=N]",
+                       help="a slice (repeat): APP is an APP.py file or the built-in l2switch")
+    r.add_argument("--mac-timeout", type=float, default=300.0, metavar="SECS",
+                   help="slices running the built-in l2switch: a MAC binding this old is forgotten")
+    r.add_argument("--max-macs", type=int, default=65536, metavar="N",
+                   help="slices running the built-in l2switch: MAC bindings held at most")
     r.add_argument("--in-pcap", action="append", type=_in_pcap, metavar="[PORT=]FILE")
     r.add_argument("--out-dir", metavar="DIR")
     r.add_argument("--port", action="append", type=_port_map, metavar="N=IFACE",
@@ -217,6 +258,8 @@ def main(argv: Optional["list[str]"] = None) -> int:
                    help="allow --metrics on an address that is not loopback")
     a = ap.parse_args(argv)
     if a.backend == "ovs":
+        if a.slice:
+            ap.error("--backend ovs runs one --app; slices are not supported on Open vSwitch")
         if a.port or a.in_pcap or a.out_dir:
             ap.error("--backend ovs excludes --port, --in-pcap and --out-dir (OVS has the ports)")
         if not a.ovs_ports:
@@ -233,25 +276,31 @@ def main(argv: Optional["list[str]"] = None) -> int:
     elif a.metrics:
         ap.error("--metrics serves a live run's counters (--port N=IFACE); offline, the summary has them")
     try:
-        app = load_app(a.app)
+        slices = _slices(a)
+        app = None if slices is not None else load_app(a.app)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # the app file's own failure, reported as such
         print(f"error: {a.app}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     if a.backend == "ovs":
         return _ovs(a, app)
     if a.port:
-        return _live(a, app)
+        return _live(a, app, slices)
     try:
         Path(a.out_dir).mkdir(parents=True, exist_ok=True)
-        s = run_pcap(app, a.in_pcap, a.out_dir, a.ports, a.cache_capacity, a.max_masks)
-    except (OSError, ValueError) as e:
+    except OSError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    s = _run(run_pcap, app, a.in_pcap, a.out_dir, a.ports, a.cache_capacity, a.max_masks,
+             slices=slices, mac_timeout=a.mac_timeout, max_macs=a.max_macs)
+    if s is None:
         return 1
     if a.json:
         print(json.dumps(s, indent=2, sort_keys=True))
     else:
-        keys = ("frames_in", "forwarded", "dropped", "punted", "hits", "misses", "app_calls", "entries")
-        print(" ".join(f"{k}={s[k]}" for k in keys))
+        print(s["summary"])
     for m in s["stopped_by"]:
         print(f"warning: {m}", file=sys.stderr)
     return 0

@@ -10,30 +10,21 @@
 //! is dropped and counted, never a panic.
 
 use std::cell::Cell;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
-use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
-use nexthop_dataplane::Counters;
-use nexthop_dataplane::engine::{progress_line, EngineConfig, IoMode, PortsConfig, XdpAttach};
-use nexthop_dataplane::live::{StopAfter, StopFlag};
-use nexthop_dataplane::metrics::{MetricsConfig, MetricsServer, SharedSnapshot};
-use nexthop_dataplane::pcap::{PcapIn, PcapPorts};
-use nexthop_dataplane::sdf::{
-    forward_pcap_sdf, live_ports, run_live as run_sdf_live, sdf_snapshot, PcapInput, SdfConfig,
-    SdfCounters,
-    SdfLivePorts, SdfRuntime, SdfStats,
-};
 use nexthop_sdf::app::{
     App, AppError, Control, ControlFilter, DropReason, InPkt, L2Config, L2Switch, OutPkt, PortKind,
     Ports, Stats, Switch,
 };
 use nexthop_sdf::{Config, PortId, Primitive, StateId};
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+
+// `run_pcap` and `run_live` (an app or slices through the data plane).
+#[path = "sdf_run.rs"]
+mod run;
 
 fn api_err(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -705,308 +696,6 @@ impl PySwitch {
     }
 }
 
-/// Run `app` over pcap files through the data plane's SDF pipeline (the
-/// same as `nexthop sdf run --in-pcap ... --out-dir ...`): the app runs on
-/// its own thread behind the pending-miss table, the outputs are
-/// `port-N.pcap` and `controller.pcap` in `out_dir`. Returns the counters.
-#[pyfunction]
-#[pyo3(signature = (app, in_pcaps, out_dir, ports = None, capacity = None, max_masks = None))]
-pub fn run_pcap<'py>(
-    py: Python<'py>,
-    app: Bound<'py, PyAny>,
-    in_pcaps: Vec<(PortId, PathBuf)>,
-    out_dir: PathBuf,
-    ports: Option<Vec<PortId>>,
-    capacity: Option<usize>,
-    max_masks: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    if in_pcaps.is_empty() {
-        return Err(PyValueError::new_err(
-            "run_pcap needs at least one input pcap",
-        ));
-    }
-    let mut all_ports = ports.unwrap_or_else(|| vec![0, 1, 2, 3]);
-    all_ports.extend(in_pcaps.iter().map(|(p, _)| *p));
-    all_ports.sort_unstable();
-    all_ports.dedup();
-    let mut inputs = Vec::with_capacity(in_pcaps.len());
-    for (port, path) in &in_pcaps {
-        let input = PcapIn::open(path)
-            .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
-        inputs.push(PcapInput { port: *port, input });
-    }
-    let header = inputs[0].input.header();
-    let app: Box<dyn App> = Box::new(PyApp::new(app)?);
-    let cfg = SdfConfig {
-        cache: config(capacity, max_masks),
-        ports: all_ports,
-        ..SdfConfig::default()
-    };
-    let rt = SdfRuntime::start(app, cfg).map_err(api_err)?;
-    let out = PcapPorts::create(&out_dir, header)
-        .map_err(|e| PyOSError::new_err(format!("{}: {e}", out_dir.display())))?;
-    // The app thread takes the GIL for each decision: release it while
-    // the pipeline runs and while the runtime stops.
-    let (run, stats) = py.allow_threads(move || {
-        let mut stage = rt.stage();
-        let run = forward_pcap_sdf(&mut stage, &mut inputs, out, Duration::from_secs(10));
-        drop(stage);
-        (run, rt.shutdown())
-    });
-    let run = run.map_err(|e| PyOSError::new_err(e.to_string()))?;
-    let d = pipeline_dict(py, &stats, &run.counters, &run.sdf)?;
-    d.set_item("unanswered", run.unanswered)?;
-    d.set_item("elapsed_s", run.elapsed.as_secs_f64())?;
-    let outputs = PyDict::new(py);
-    for o in &run.outputs {
-        outputs.set_item(
-            o.path.file_name().map(|n| n.to_string_lossy().into_owned()),
-            o.frames,
-        )?;
-    }
-    d.set_item("outputs", outputs)?;
-    let stopped: Vec<String> = run
-        .stopped_by
-        .iter()
-        .map(|(p, e)| format!("port {p}: {e}"))
-        .collect();
-    d.set_item("stopped_by", stopped)?;
-    Ok(d)
-}
-
-/// The counters `run_pcap` and `run_live` both return: the cache's and
-/// the app side's (`stats_dict`), the frames', the pipeline's and its
-/// drops by reason (`sdf_drops`).
-fn pipeline_dict<'py>(
-    py: Python<'py>,
-    stats: &SdfStats,
-    c: &Counters,
-    sdf: &SdfCounters,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = stats_dict(
-        py,
-        &Stats {
-            cache: stats.cache,
-            entries: stats.entries,
-            masks: stats.masks,
-            state_ids: stats.state_ids,
-            app: stats.app,
-        },
-    )?;
-    d.set_item("frames_in", c.frames_in)?;
-    d.set_item("forwarded", c.forwarded)?;
-    d.set_item("dropped", c.dropped)?;
-    d.set_item("punted", c.punted)?;
-    d.set_item("hits", sdf.hits)?;
-    d.set_item("misses", sdf.misses)?;
-    d.set_item("app_requests", sdf.app_requests)?;
-    d.set_item("pending_waits", sdf.pending_waits)?;
-    d.set_item("control_requests", sdf.control_requests)?;
-    d.set_item("control_calls", stats.control_calls)?;
-    d.set_item("data_calls", stats.data_calls)?;
-    d.set_item("installs", stats.cache.installs)?;
-    d.set_item("revocations", stats.cache.revocations)?;
-    let sdf_drops = PyDict::new(py);
-    for (r, n) in sdf.drops.named() {
-        sdf_drops.set_item(r, n)?;
-    }
-    d.set_item("sdf_drops", sdf_drops)?;
-    Ok(d)
-}
-
-/// A per-process hash seed: the cache keys of live traffic are chosen by
-/// whoever sends it.
-fn rand_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id().into());
-    h.finish()
-}
-
-fn parse<T: std::str::FromStr>(what: &str, s: &str) -> PyResult<T>
-where
-    T::Err: std::fmt::Display,
-{
-    s.parse()
-        .map_err(|e| PyValueError::new_err(format!("{what} {s}: {e}")))
-}
-
-/// Run `app` over live interfaces through the data plane's SDF pipeline
-/// (the forwarder engine of `nexthop sdf run --port`, one stage per
-/// worker): `ports` maps switch ports to interfaces, `inputs` are the
-/// ports received on (default: all). The app runs on the pipeline's app
-/// thread, which takes the GIL for each decision; the calling thread
-/// releases the GIL until the run ends, at `duration` seconds or at
-/// SIGINT/SIGTERM (this call installs handlers for both that end the run;
-/// restore Python's afterwards, as `python -m nexthop.sdf` does). Prints
-/// the readiness line (`nexthop sdf run: forwarding ...`) and, unless
-/// `quiet`, a progress line a second on stderr. Returns the counters and
-/// the summary line (`summary`) as `nexthop sdf run --port` prints it.
-/// With `metrics` (`ADDR:PORT`; loopback unless `metrics_allow_remote`)
-/// the run serves its counters, the SDF ones included, on
-/// `http://ADDR/metrics` and `/stats.json` (`nexthop stats --addr ADDR`),
-/// refreshed every second, as `nexthop sdf run --metrics` does.
-#[pyfunction]
-#[pyo3(signature = (
-    app, ports, inputs = None, workers = 1, io = "afpacket", fanout = "hash",
-    xdp_mode = "auto", xdp_queue = 0, duration = None, quiet = false, capacity = None,
-    max_masks = None, label = None, metrics = None, metrics_allow_remote = false
-))]
-#[allow(clippy::too_many_arguments)]
-pub fn run_live<'py>(
-    py: Python<'py>,
-    app: Bound<'py, PyAny>,
-    ports: Vec<(PortId, String)>,
-    inputs: Option<Vec<PortId>>,
-    workers: usize,
-    io: &str,
-    fanout: &str,
-    xdp_mode: &str,
-    xdp_queue: u32,
-    duration: Option<f64>,
-    quiet: bool,
-    capacity: Option<usize>,
-    max_masks: Option<usize>,
-    label: Option<String>,
-    metrics: Option<&str>,
-    metrics_allow_remote: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    const MAX_WORKERS: usize = 64;
-    let metrics: Option<SocketAddr> = metrics.map(|m| parse("--metrics", m)).transpose()?;
-    if !(1..=MAX_WORKERS).contains(&workers) {
-        return Err(PyValueError::new_err(format!(
-            "--workers {workers}: expected 1 to {MAX_WORKERS}"
-        )));
-    }
-    let duration = match duration {
-        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(PyValueError::new_err(format!(
-                "--duration {s}: expected a positive number of seconds"
-            )))
-        }
-        None => None,
-    };
-    let maps: Vec<(u16, &str)> = ports.iter().map(|(p, i)| (*p, i.as_str())).collect();
-    if maps.is_empty() {
-        return Err(PyValueError::new_err("run_live needs at least one port"));
-    }
-    let (by_port, in_ports) =
-        live_ports(&maps, inputs.as_deref().unwrap_or_default()).map_err(PyValueError::new_err)?;
-    let ports_cfg = PortsConfig {
-        workers,
-        io: parse::<IoMode>("--io", io)?,
-        xdp_attach: parse::<XdpAttach>("--xdp-mode", xdp_mode)?,
-        xdp_queue,
-        ring: RingConfig::default(),
-        fanout: parse::<FanoutMode>("--fanout", fanout)?,
-        fanout_group_base: (std::process::id() & 0x7fff) as u16,
-    };
-    let label = label.unwrap_or_else(|| {
-        app.get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default()
-    });
-    let app: Box<dyn App> = Box::new(PyApp::new(app)?);
-    let mut cache = config(capacity, max_masks);
-    cache.seed = rand_seed();
-    let cfg = SdfConfig {
-        cache,
-        ports: by_port.keys().copied().collect(),
-        ..SdfConfig::default()
-    };
-    let stop = StopFlag::install()
-        .map_err(|e| PyOSError::new_err(format!("installing signal handlers: {e}")))?;
-    let rt = SdfRuntime::start(app, cfg).map_err(api_err)?;
-    let shared = SharedSnapshot::new();
-    let _metrics_server = match metrics {
-        Some(addr) => {
-            let config = MetricsConfig {
-                addr,
-                allow_non_loopback: metrics_allow_remote,
-                ..MetricsConfig::default()
-            };
-            Some(
-                MetricsServer::start_with(&config, shared.provider()).map_err(|e| {
-                    PyOSError::new_err(format!("starting the metrics endpoint on {addr}: {e}"))
-                })?,
-            )
-        }
-        None => None,
-    };
-    let show = |ps: &dyn Fn(u16) -> bool| {
-        by_port
-            .iter()
-            .filter(|(p, _)| ps(**p))
-            .map(|(p, i)| format!("{p}={i}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let ready = format!(
-        "nexthop sdf run: forwarding app={label} in={} out={}",
-        show(&|p| in_ports.contains(&p)),
-        show(&|_| true),
-    );
-    let engine = EngineConfig {
-        after: StopAfter {
-            duration,
-            frames: None,
-        },
-        report_every: (!quiet || metrics.is_some()).then_some(Duration::from_secs(1)),
-    };
-    // The app thread takes the GIL for each decision: release it while
-    // the engine runs and while the runtime stops.
-    let (done, stats) = py.allow_threads(|| {
-        let live = SdfLivePorts {
-            ifaces: &by_port,
-            inputs: &in_ports,
-            config: &ports_cfg,
-        };
-        let done = run_sdf_live(
-            &rt,
-            live,
-            engine,
-            &stop,
-            |io| {
-                // The readiness line (scripts wait for it).
-                eprintln!("{ready} io={io} workers={workers} (Ctrl-C stops)");
-            },
-            |r| {
-                let p = &r.merged;
-                if metrics.is_some() {
-                    shared.publish(sdf_snapshot(&rt, p.counters, p.ports, p.elapsed));
-                }
-                if !quiet {
-                    eprintln!(
-                        "{} sdf_hits={} app_calls={}",
-                        progress_line(p),
-                        rt.stage_counters().hits,
-                        rt.stats().app.app_calls
-                    );
-                }
-            },
-        );
-        if let (Ok(d), Some(_)) = (&done, metrics) {
-            let run = &d.run;
-            shared.publish(sdf_snapshot(&rt, &run.counters, &run.ports, run.elapsed));
-        }
-        (done, rt.shutdown())
-    });
-    let done = done.map_err(|e| PyOSError::new_err(e.to_string()))?;
-    let c = &done.run.counters;
-    let d = pipeline_dict(py, &stats, c, &done.sdf)?;
-    d.set_item("summary", done.summary_line())?;
-    let out = PyDict::new(py);
-    for (p, pc) in c.tx_ports() {
-        out.set_item(p, pc.frames)?;
-    }
-    d.set_item("out", out)?;
-    d.set_item("io", &done.io)?;
-    d.set_item("elapsed_s", done.run.elapsed.as_secs_f64())?;
-    Ok(d)
-}
-
 /// The drop reasons' names, as counted in `drop_reasons`.
 #[pyfunction]
 pub fn drop_reasons() -> Vec<&'static str> {
@@ -1021,7 +710,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySwitch>()?;
     m.add_class::<PyControlFilter>()?;
     m.add_function(wrap_pyfunction!(drop_reasons, m)?)?;
-    m.add_function(wrap_pyfunction!(run_pcap, m)?)?;
-    m.add_function(wrap_pyfunction!(run_live, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run_pcap, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run_live, m)?)?;
     Ok(())
 }

@@ -159,13 +159,15 @@ def nexthop_bin() -> Path:
 
 
 class Switch:
-    """`nexthop sdf run --app APP --port I=spI ...` in the switch namespace."""
+    """`nexthop sdf run --app APP --port I=spI ...` in the switch namespace
+    (``app`` None: the slices in ``extra`` instead)."""
 
-    def __init__(self, lab: Lab, app: str, *extra: str) -> None:
+    def __init__(self, lab: Lab, app: "str | None", *extra: str) -> None:
         ports = [a for i in range(1, lab.hosts + 1) for a in ("--port", f"{i}=sp{i}")]
+        which = ["--app", app] if app is not None else []
         self.err = open(lab.tmp / "sw.err", "w+")
         self.proc = lab.spawn(
-            "sw", [str(nexthop_bin()), "sdf", "run", "--app", app, *ports, "--duration", "60", "--quiet", *extra],
+            "sw", [str(nexthop_bin()), "sdf", "run", *which, *ports, "--duration", "60", "--quiet", *extra],
             stdout=subprocess.PIPE, stderr=self.err, text=True, env={**os.environ, "NEXTHOP_PYTHON": sys.executable},
         )
         t = time.monotonic()
@@ -306,6 +308,39 @@ def test_a_bad_python_app_costs_counted_drops_and_the_switch_keeps_forwarding(la
     assert drops == {"app_error": "2", "unknown_port": "1"}, f
     assert f["sdf_hits"] == "1", f
     assert f["app_calls"] == "6", f
+
+
+@needs_root
+def test_a_python_slice_and_a_builtin_slice_forward_live_each_in_its_ports(lab):
+    import nexthop.apps.l2switch as l2
+
+    sw = Switch(lab, None, "--slice", f"a:{l2.__file__}:ports=1,2", "--slice", "b:l2switch:ports=3")
+    ready = (lab.tmp / "sw.err").read_text()
+    assert f"app=a={l2.__file__},b=l2switch" in ready, ready
+    m1, m2, m3 = host_mac(1), host_mac(2), host_mac(3)
+    # h1 -> h2, unknown to the Python slice: flooded within it (h2), never
+    # to h3, whose port is the built-in slice's.
+    first = frame(m1, m2, 0)
+    lab.send(1, [first])
+    assert lab.wait_got(2, 1) == [first]
+    # h2 -> h1: learned, h1 only; then a burst of cache hits.
+    reply = frame(m2, m1, 1)
+    lab.send(2, [reply])
+    assert lab.wait_got(1, 1) == [reply]
+    burst = [frame(m2, m1, s) for s in range(2, 12)]
+    lab.send(2, burst)
+    assert lab.wait_got(1, 11)[1:] == burst
+    # h3 -> h1: the built-in slice owns only port 3, so its flood reaches
+    # nobody (and nothing of it crosses into the Python slice).
+    lab.send(3, [frame(m3, m1, 12)])
+    time.sleep(0.3)
+    assert lab.got(3) == [] and len(lab.got(1)) == 11 and lab.got(2) == [first]
+    f = sw.stop()
+    assert f["frames_in"] == "13", f
+    a = dict(kv.split(":") for kv in f["slice.a"].split(","))
+    b = dict(kv.split(":") for kv in f["slice.b"].split(","))
+    assert a["app_calls"] == "2" and a["hits"] == "10", f
+    assert b["app_calls"] == "1" and b["misses"] == "1" and b["hits"] == "0", f
 
 
 def test_module_cli_refuses_live_and_offline_together(tmp_path):

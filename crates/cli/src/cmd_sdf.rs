@@ -9,9 +9,12 @@
 //! SDF's) on the Prometheus endpoint with `--metrics`.
 //!
 //! `--slice NAME:APP:ports=P,..|vlan=V[:share=N]` (repeatable, instead of
-//! `--app`) runs several built-in apps on one switch, each owning the
-//! frames of its ports or VLAN id, with its own share of the cache, app
-//! thread and counters; a frame no slice owns is dropped (`no_slice`).
+//! `--app`) runs several apps on one switch, each owning the frames of its
+//! ports or VLAN id, with its own share of the cache, app thread and
+//! counters; a frame no slice owns is dropped (`no_slice`). A slice whose
+//! APP is a Python file (`APP.py`) makes the whole run the Python
+//! package's (`python -m nexthop.sdf run --slice ...`), its other slices
+//! the built-in l2switch run in that process.
 //!
 //! Glue only: the app API and the cache are `nexthop-sdf`'s, the pipeline
 //! and its pcap driver `nexthop-dataplane::sdf`'s. The contract is in
@@ -26,19 +29,17 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
-use nexthop_dataplane::engine::{
-    progress_line, EngineConfig, IoMode, PortsConfig, PortsError, Report, XdpAttach,
-};
+use nexthop_dataplane::engine::{EngineConfig, IoMode, PortsConfig, PortsError, Report, XdpAttach};
 use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
-use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
+use nexthop_dataplane::metrics::SharedSnapshot;
 use nexthop_dataplane::pcap::{PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::sdf::{
-    app_drops, forward_pcap_sdf, live_ports, run_live as run_sdf_live, sdf_snapshot, App,
-    PcapInput, SdfConfig, SdfCounters, SdfLiveError, SdfLivePorts, SdfPcapRun, SdfRuntime,
-    SdfStats,
+    forward_pcap_sdf, live_ports, pcap_summary_line, ready_line, run_live as run_sdf_live,
+    sdf_progress_line, sdf_snapshot, App, PcapInput, SdfConfig, SdfLiveError, SdfLivePorts,
+    SdfPcapRun, SdfRuntime, SdfStats, SliceReport,
 };
 use nexthop_dataplane::Counters;
-use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceMatch, SliceSpec};
+use nexthop_sdf::app::{DropReason, L2Config, L2Switch, SliceSpec};
 
 use crate::cmd_run::{PortMap, MAX_WORKERS};
 
@@ -127,12 +128,15 @@ pub struct RunArgs {
         conflicts_with = "slices"
     )]
     app: Option<String>,
-    /// A slice instead of one app (repeatable): the built-in APP runs the
-    /// frames received on the listed ports, or tagged with VLAN id V on
-    /// any port (the VLAN wins), with its own share of --cache-capacity
-    /// (N entries; slices without share= split what is left equally), its
-    /// own app thread, queues and counters. A frame no slice owns is
-    /// dropped (`no_slice`). Excludes --app.
+    /// A slice instead of one app (repeatable): APP (a built-in app, or a
+    /// Python app file APP.py) runs the frames received on the listed
+    /// ports, or tagged with VLAN id V on any port (the VLAN wins), with
+    /// its own share of --cache-capacity (N entries; slices without
+    /// share= split what is left equally), its own app thread, queues and
+    /// counters. A frame no slice owns is dropped (`no_slice`). With a
+    /// Python slice the run is the Python package's, as for --app APP.py,
+    /// and the other slices may run APP.py files or l2switch. Excludes
+    /// --app.
     #[arg(long = "slice", value_name = "NAME:APP:ports=P,..|vlan=V[:share=N]")]
     slices: Vec<SliceSpec>,
     /// Offline input: a classic pcap file of Ethernet frames, received on
@@ -239,7 +243,7 @@ pub fn run(cmd: SdfCmd) -> Result<()> {
             }
             crate::cmd_sdf_ovs::run(&a.ovs, builtin(&a, name)?, a.duration, a.json)
         }
-        SdfCmd::Run(a) if a.app.as_deref().is_some_and(|x| x.ends_with(".py")) => run_python(&a),
+        SdfCmd::Run(a) if runs_python(&a) => run_python(&a),
         SdfCmd::Run(a) => {
             let live = !a.live_ports.is_empty();
             match (live, a.in_pcap.is_empty(), &a.out_dir) {
@@ -253,6 +257,45 @@ pub fn run(cmd: SdfCmd) -> Result<()> {
             }
         }
     }
+}
+
+/// A Python app file (`APP.py`) rather than a built-in app's name.
+fn is_python(app: &str) -> bool {
+    app.ends_with(".py")
+}
+
+/// Whether the Python package runs the switch: `--app APP.py`, or a
+/// `--slice` whose app is an `APP.py` (the built-in slices beside it run
+/// in the same process).
+fn runs_python(a: &RunArgs) -> bool {
+    a.app.as_deref().is_some_and(is_python) || a.slices.iter().any(|s| is_python(&s.app))
+}
+
+/// Beside a Python slice, every slice runs a Python app file that exists
+/// or the built-in l2switch (the package builds it; the router's
+/// `--router-*` flags stay with this binary).
+fn check_python_slices(a: &RunArgs) -> Result<()> {
+    for s in &a.slices {
+        if is_python(&s.app) {
+            if !std::path::Path::new(&s.app).is_file() {
+                bail!("--slice {}: {}: no such file", s.name, s.app);
+            }
+        } else if s.app == "router" {
+            bail!(
+                "--slice {}: beside a Python slice the built-in router cannot run (its \
+                 --router-* flags are this binary's); run python/nexthop/apps/router.py in it",
+                s.name
+            );
+        } else if s.app != "l2switch" {
+            bail!(
+                "--slice {}: {:?}: no such built-in app (built in: {})",
+                s.name,
+                s.app,
+                APPS.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What `--app` or the slices name (`NAME=APP,...`).
@@ -273,16 +316,20 @@ fn app_label(a: &RunArgs) -> String {
 /// data plane through its bindings (the app runs on the pipeline's app
 /// thread in that process).
 fn run_python(a: &RunArgs) -> Result<()> {
+    check_python_slices(a)?;
     let app = app_label(a);
+    // The flag that named the Python app(s), for the messages.
+    let what = if a.slices.is_empty() {
+        format!("--app {app}")
+    } else {
+        format!("--slice {app}")
+    };
     let live = !a.live_ports.is_empty();
     if live && (!a.in_pcap.is_empty() || a.out_dir.is_some()) {
         bail!("--port (live) excludes --in-pcap and --out-dir (offline)");
     }
     if !live && (a.out_dir.is_none() || a.in_pcap.is_empty()) {
-        bail!(
-            "--app {}: a Python app needs --port N=IFACE (live) or --in-pcap FILE --out-dir DIR",
-            app
-        );
+        bail!("{what}: a Python app needs --port N=IFACE (live) or --in-pcap FILE --out-dir DIR");
     }
     if live && a.json {
         bail!("--json is for the offline summary");
@@ -299,13 +346,21 @@ fn run_python(a: &RunArgs) -> Result<()> {
         .is_ok_and(|s| s.success());
     if !importable {
         bail!(
-            "--app {}: Python apps need the nexthop Python package, but `{} -c 'import nexthop.sdf'` failed (install the wheel built from python/, or point NEXTHOP_PYTHON at an interpreter that has it)",
-            app,
+            "{what}: Python apps need the nexthop Python package, but `{} -c 'import nexthop.sdf'` failed (install the wheel built from python/, or point NEXTHOP_PYTHON at an interpreter that has it)",
             py.to_string_lossy()
         );
     }
     let mut cmd = std::process::Command::new(&py);
-    cmd.args(["-m", "nexthop.sdf", "run", "--app", &app]);
+    cmd.args(["-m", "nexthop.sdf", "run"]);
+    if a.slices.is_empty() {
+        cmd.args(["--app", &app]);
+    } else {
+        for s in &a.slices {
+            cmd.arg("--slice").arg(s.to_string());
+        }
+        cmd.args(["--mac-timeout", &a.mac_timeout.to_string()]);
+        cmd.args(["--max-macs", &a.max_macs.to_string()]);
+    }
     if let Some(out_dir) = &a.out_dir {
         for i in &a.in_pcap {
             cmd.arg("--in-pcap")
@@ -367,7 +422,7 @@ fn run_python(a: &RunArgs) -> Result<()> {
         .status()
         .map_err(|e| anyhow!("{}: {e}", py.to_string_lossy()))?;
     if !status.success() {
-        bail!("--app {app}: the Python app run failed ({status})");
+        bail!("{what}: the Python app run failed ({status})");
     }
     Ok(())
 }
@@ -384,12 +439,6 @@ fn builtin(a: &RunArgs, name: &str) -> Result<Box<dyn App>> {
             })))
         }
         "router" => crate::cmd_sdf_router::app(&a.router),
-        other if other.ends_with(".py") => {
-            bail!(
-                "app {other:?}: a slice runs a built-in app (built in: {})",
-                APPS.join(", ")
-            )
-        }
         other => bail!(
             "--app {other:?}: no such built-in app (built in: {})",
             APPS.join(", ")
@@ -433,7 +482,7 @@ fn run_pcap(a: &RunArgs, out_dir: &std::path::Path) -> Result<()> {
     let out = PcapPorts::create(out_dir, header)?;
     let run = forward_pcap_sdf(&mut stage, &mut inputs, out, Duration::from_secs(10))?;
     drop(stage);
-    let slices = slice_reports(a, &rt, &run.slices);
+    let slices = rt.slice_reports(&run.slices);
     let stats = rt.shutdown();
     let mut stdout = io::stdout().lock();
     if a.json {
@@ -441,12 +490,7 @@ fn run_pcap(a: &RunArgs, out_dir: &std::path::Path) -> Result<()> {
         serde_json::to_writer_pretty(&mut stdout, &json).map_err(io::Error::from)?;
         writeln!(stdout)?;
     } else {
-        writeln!(
-            stdout,
-            "{}{}",
-            summary_line(&run, &stats),
-            slice_fields(&slices)
-        )?;
+        writeln!(stdout, "{}", pcap_summary_line(&run, &stats, &slices))?;
     }
     stdout.flush()?;
     for (port, e) in &run.stopped_by {
@@ -511,38 +555,18 @@ fn run_live(a: &RunArgs) -> Result<()> {
         fanout_group_base: (std::process::id() & 0x7fff) as u16,
     };
     let rt = start_runtime(a, sdf_config(a, by_port.keys().copied().collect()))?;
-    let show = |ps: &dyn Fn(u16) -> bool| {
-        by_port
-            .iter()
-            .filter(|(p, _)| ps(**p))
-            .map(|(p, i)| format!("{p}={i}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let shared = SharedSnapshot::new();
     let _metrics_server =
         crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
-    let snapshot = |c: &Counters, ps: &PortStats, elapsed: Duration| {
-        let m = sdf_snapshot(&rt, c, ps, elapsed);
-        if a.slices.is_empty() {
-            m
-        } else {
-            slice_metrics(m, &slice_reports(a, &rt, &rt.slice_counters()))
-        }
-    };
+    let snapshot =
+        |c: &Counters, ps: &PortStats, elapsed: Duration| sdf_snapshot(&rt, c, ps, elapsed);
     let on_report = |r: &Report<'_>| {
         let p = &r.merged;
         if a.metrics.is_some() {
             shared.publish(snapshot(p.counters, p.ports, p.elapsed));
         }
         if !a.quiet {
-            let s = rt.stage_counters();
-            eprintln!(
-                "{} sdf_hits={} app_calls={}",
-                progress_line(p),
-                s.hits,
-                rt.stats().app.app_calls
-            );
+            eprintln!("{}", sdf_progress_line(&rt, p));
         }
     };
     let engine = EngineConfig {
@@ -552,21 +576,13 @@ fn run_live(a: &RunArgs) -> Result<()> {
         },
         report_every: (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1)),
     };
-    // The readiness line (output, not a log event: scripts wait for it).
-    let on_ready = |io_names: &str| {
-        eprintln!(
-            "nexthop sdf run: forwarding app={} in={} out={} io={io_names} workers={} (Ctrl-C stops)",
-            app_label(a),
-            show(&|p| inputs.contains(&p)),
-            show(&|_| true),
-            a.workers
-        );
-    };
     let live = SdfLivePorts {
         ifaces: &by_port,
         inputs: &inputs,
         config: &ports_cfg,
     };
+    // The readiness line (output, not a log event: scripts wait for it).
+    let on_ready = |io: &str| eprintln!("{}", ready_line(&app_label(a), live, io));
     let done =
         run_sdf_live(&rt, live, engine, &stop, on_ready, on_report).map_err(|e| match e {
             SdfLiveError::Ports(e @ PortsError::Xdp { .. }) => {
@@ -578,8 +594,7 @@ fn run_live(a: &RunArgs) -> Result<()> {
     if a.metrics.is_some() {
         shared.publish(snapshot(&run.counters, &run.ports, run.elapsed));
     }
-    let slices = slice_reports(a, &rt, &done.slices);
-    let line = format!("{}{}", done.summary_line(), slice_fields(&slices));
+    let line = done.summary_line();
     let _ = rt.shutdown();
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{line}")?;
@@ -593,137 +608,6 @@ fn rand_seed() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(std::process::id().into());
     h.finish()
-}
-
-/// `frames_in=N forwarded=N out=PORT:N,... dropped=N punted=N hits=N
-/// misses=N app_calls=N pending_waits=N installs=N revocations=N
-/// entries=N masks=N app_drops=REASON:N,...|- control_calls=N no_slice=N`.
-fn summary_line(run: &SdfPcapRun, stats: &SdfStats) -> String {
-    let c = &run.counters;
-    format!(
-        "frames_in={} forwarded={} out={} dropped={} punted={} hits={} misses={} app_calls={} \
-         pending_waits={} installs={} revocations={} entries={} masks={} app_drops={} \
-         control_calls={} no_slice={}",
-        c.frames_in,
-        c.forwarded,
-        crate::cmd_forward::out_list(&run.counters),
-        c.dropped,
-        c.punted,
-        run.sdf.hits,
-        run.sdf.misses,
-        stats.app.app_calls,
-        run.sdf.pending_waits,
-        stats.cache.installs,
-        stats.cache.revocations,
-        stats.entries,
-        stats.masks,
-        app_drops(stats),
-        stats.control_calls,
-        run.sdf.drops.no_slice,
-    )
-}
-
-/// One slice's name, app, what it owns and counters, for the summaries.
-struct SliceReport {
-    name: String,
-    app: String,
-    owns: String,
-    pipeline: SdfCounters,
-    stats: SdfStats,
-}
-
-/// Each `--slice`'s report (none without slices), `pipeline` being each
-/// slice's SDF counters.
-fn slice_reports(a: &RunArgs, rt: &SdfRuntime, pipeline: &[SdfCounters]) -> Vec<SliceReport> {
-    a.slices
-        .iter()
-        .enumerate()
-        .map(|(i, spec)| SliceReport {
-            name: spec.name.clone(),
-            app: spec.app.clone(),
-            owns: match &spec.matcher {
-                SliceMatch::Ports(p) => format!(
-                    "ports={}",
-                    p.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
-                ),
-                SliceMatch::Vlan(v) => format!("vlan={v}"),
-            },
-            pipeline: pipeline.get(i).copied().unwrap_or_default(),
-            stats: rt.slice_stats(i).unwrap_or_default(),
-        })
-        .collect()
-}
-
-/// ` slice.NAME=hits:N,misses:N,app_calls:N,entries:N,share:N,evictions:N,drops:N`
-/// per slice (nothing without slices).
-fn slice_fields(slices: &[SliceReport]) -> String {
-    slices
-        .iter()
-        .map(|s| {
-            format!(
-                " slice.{}=hits:{},misses:{},app_calls:{},entries:{},share:{},evictions:{},drops:{}",
-                s.name,
-                s.pipeline.hits,
-                s.pipeline.misses,
-                s.stats.app.app_calls,
-                s.stats.entries,
-                s.stats.capacity,
-                s.stats.cache.evictions,
-                s.pipeline.drops.total() + s.stats.app.drops.total(),
-            )
-        })
-        .collect()
-}
-
-/// `m` with each slice's counters (`nexthop_sdf_slice_*{slice="NAME"}`).
-fn slice_metrics(mut m: MetricsSnapshot, slices: &[SliceReport]) -> MetricsSnapshot {
-    for s in slices {
-        let l = [("slice", s.name.as_str())];
-        m = m
-            .with_counter(
-                "sdf_slice_hits_total",
-                "Frames a slice's cache answered.",
-                &l,
-                s.pipeline.hits,
-            )
-            .with_counter(
-                "sdf_slice_misses_total",
-                "Frames a slice's cache missed.",
-                &l,
-                s.pipeline.misses,
-            )
-            .with_counter(
-                "sdf_slice_app_calls_total",
-                "Packets a slice's app decided.",
-                &l,
-                s.stats.app.app_calls,
-            )
-            .with_counter(
-                "sdf_slice_evictions_total",
-                "Decisions evicted from a slice's cache.",
-                &l,
-                s.stats.cache.evictions,
-            )
-            .with_counter(
-                "sdf_slice_drops_total",
-                "Frames of a slice dropped (pipeline and app reasons).",
-                &l,
-                s.pipeline.drops.total() + s.stats.app.drops.total(),
-            )
-            .with_gauge(
-                "sdf_slice_entries",
-                "Decisions in a slice's cache now.",
-                &l,
-                s.stats.entries as f64,
-            )
-            .with_gauge(
-                "sdf_slice_share",
-                "A slice's share of the cache (entries).",
-                &l,
-                s.stats.capacity as f64,
-            );
-    }
-    m
 }
 
 fn summary_json(
@@ -754,25 +638,7 @@ fn summary_json(
         .iter()
         .map(|i| serde_json::json!({"port": i.port, "path": i.path.display().to_string()}))
         .collect();
-    let slices: Vec<serde_json::Value> = slices
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "name": s.name,
-                "app": s.app,
-                "owns": s.owns,
-                "share": s.stats.capacity,
-                "pipeline": s.pipeline,
-                "app_calls": s.stats.app.app_calls,
-                "entries": s.stats.entries,
-                "masks": s.stats.masks,
-                "installs": s.stats.cache.installs,
-                "evictions": s.stats.cache.evictions,
-                "revocations": s.stats.cache.revocations,
-                "app_drops": s.stats.app.drops.total(),
-            })
-        })
-        .collect();
+    let slices: Vec<serde_json::Value> = slices.iter().map(SliceReport::json).collect();
     let k = &stats.cache;
     serde_json::json!({
         "app": app_label(a),
@@ -819,59 +685,4 @@ fn summary_json(
         "stopped_by": run.stopped_by.iter().map(|(p, e)| serde_json::json!({"port": p, "error": e.to_string()})).collect::<Vec<_>>(),
         "seconds": run.elapsed.as_secs_f64(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_slice_has_its_labelled_metrics_and_summary_field() {
-        let mut stats = SdfStats {
-            entries: 3,
-            capacity: 100,
-            ..SdfStats::default()
-        };
-        stats.app.app_calls = 2;
-        stats.cache.evictions = 9;
-        let pipeline = SdfCounters {
-            hits: 5,
-            misses: 2,
-            ..SdfCounters::default()
-        };
-        let slices = [
-            SliceReport {
-                name: "a".into(),
-                app: "l2switch".into(),
-                owns: "ports=1,2".into(),
-                pipeline,
-                stats,
-            },
-            SliceReport {
-                name: "b".into(),
-                app: "l2switch".into(),
-                owns: "vlan=10".into(),
-                pipeline: SdfCounters::default(),
-                stats: SdfStats::default(),
-            },
-        ];
-        let text = slice_metrics(MetricsSnapshot::default(), &slices).to_prometheus_text();
-        for want in [
-            "nexthop_sdf_slice_hits_total{slice=\"a\"} 5",
-            "nexthop_sdf_slice_misses_total{slice=\"a\"} 2",
-            "nexthop_sdf_slice_app_calls_total{slice=\"a\"} 2",
-            "nexthop_sdf_slice_evictions_total{slice=\"a\"} 9",
-            "nexthop_sdf_slice_entries{slice=\"a\"} 3",
-            "nexthop_sdf_slice_share{slice=\"a\"} 100",
-            "nexthop_sdf_slice_hits_total{slice=\"b\"} 0",
-        ] {
-            assert!(text.contains(want), "no {want:?} in\n{text}");
-        }
-        assert_eq!(
-            slice_fields(&slices),
-            " slice.a=hits:5,misses:2,app_calls:2,entries:3,share:100,evictions:9,drops:0 \
-             slice.b=hits:0,misses:0,app_calls:0,entries:0,share:0,evictions:0,drops:0"
-        );
-        assert_eq!(slice_fields(&[]), "");
-    }
 }

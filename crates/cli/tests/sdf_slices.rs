@@ -239,3 +239,67 @@ fn bad_slices_are_refused_with_the_reason() {
             .stderr(predicates::str::contains(why));
     }
 }
+
+#[test]
+fn a_python_slice_makes_the_run_the_packages_and_bad_python_slices_are_refused() {
+    let fx = Fixture::new();
+    let input = fx.file("in.pcap", pcap(&[]));
+    let app = fx.file("app.py", "def make_app():\n    return None\n");
+    let app = app.to_str().unwrap();
+    // A stand-in interpreter that has the package and prints its arguments.
+    let py = fx.file(
+        "fake-python",
+        "#!/bin/sh\n[ \"$1\" = -c ] && exit 0\necho \"$@\"\n",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&py, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |slices: &[String]| {
+        let mut c = nexthop();
+        c.env("NEXTHOP_PYTHON", &py).args(["sdf", "run"]);
+        for s in slices {
+            c.args(["--slice", s]);
+        }
+        c.args(["--ports", "1,2", "--mac-timeout", "30", "--in-pcap"])
+            .arg(&input)
+            .arg("--out-dir")
+            .arg(fx.path("out"));
+        c
+    };
+    let args = stdout(
+        &run(&[
+            format!("a:{app}:ports=2,1:share=8"),
+            "b:l2switch:vlan=7".into(),
+        ])
+        .assert()
+        .success(),
+    );
+    assert!(
+        args.contains(&format!(
+            "-m nexthop.sdf run --slice a:{app}:ports=1,2:share=8 --slice b:l2switch:vlan=7 \
+             --mac-timeout 30 --max-macs 65536 --in-pcap 0="
+        )),
+        "{args}"
+    );
+    assert!(!args.contains("--app"), "{args}");
+    for (slices, why) in [
+        (
+            vec!["a:nothere.py:ports=1".to_string()],
+            "--slice a: nothere.py: no such file",
+        ),
+        (
+            vec![format!("a:{app}:ports=1"), "r:router:ports=2".into()],
+            "--slice r: beside a Python slice the built-in router cannot run",
+        ),
+        (
+            vec![format!("a:{app}:ports=1"), "n:nope:ports=2".into()],
+            "--slice n: \"nope\": no such built-in app",
+        ),
+    ] {
+        run(&slices)
+            .assert()
+            .failure()
+            .stderr(predicates::str::contains(why));
+    }
+}

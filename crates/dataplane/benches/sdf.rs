@@ -22,6 +22,13 @@
 //!   holds the other 3 until its decision is back (one app call per flow);
 //!   without the table each of the 4 is an app call.
 //!
+//! Last, the same new flows (1 frame each) go through
+//! `nexthop_sdf::app::Switch` with the same app on the bench's thread
+//! (`inline`: lookup, app call and install in one call, no app thread, no
+//! queue, no reply channel): the upper bound of the pipeline's miss path
+//! on this machine, so the gap to it is the cost of the hand-over between
+//! the worker and the app thread.
+//!
 //! The worker keeps at most 256 flows in flight (under the queue bound of
 //! 1024, so nothing is dropped; the bench asserts it). Times are wall
 //! time of the worker loop (two threads: the worker and the app), medians
@@ -34,7 +41,7 @@ use nexthop_testutil::args::count_or_exit;
 use std::time::{Duration, Instant};
 
 use nexthop_dataplane::sdf::{SdfConfig, SdfRuntime, SdfStage, Sink, Stamp};
-use nexthop_sdf::app::{L2Config, L2Switch};
+use nexthop_sdf::app::{L2Config, L2Switch, Ports, Switch};
 use nexthop_testutil::bench::{self, median};
 
 const PORTS: [u16; 4] = [0, 1, 2, 3];
@@ -191,6 +198,48 @@ fn main() {
     for table in [true, false] {
         bench_table(&o, table);
     }
+    bench_inline(&o);
+}
+
+/// The upper bound: the same new flows through the in-process switch
+/// (cache and app on this thread), `o.rounds` times.
+fn bench_inline(o: &Opts) {
+    let mut sw = Switch::new(
+        L2Switch::new(L2Config::default()),
+        nexthop_sdf::Config::default(),
+        Ports::physical(&PORTS),
+        true,
+    )
+    .expect("switch");
+    for h in 0..o.hosts {
+        std::hint::black_box(sw.process(port_of(h), &eth([0xff; 6], mac(h))));
+    }
+    let total_pairs = o.hosts * (o.hosts - 1);
+    let mut first = 0usize;
+    let mut rates = Vec::new();
+    for _ in 0..o.rounds {
+        let frames: Vec<(u16, Vec<u8>)> = (first..first + o.flows)
+            .map(|n| {
+                let (s, d) = pair(n, o.hosts);
+                (port_of(s), eth(mac(d), mac(s)))
+            })
+            .collect();
+        first = (first + o.flows) % total_pairs.max(1);
+        let misses0 = sw.counters().misses;
+        let t = Instant::now();
+        for (port, f) in &frames {
+            std::hint::black_box(sw.process(*port, f));
+        }
+        let secs = t.elapsed().as_secs_f64();
+        rates.push((sw.counters().misses - misses0) as f64 / secs);
+    }
+    let r = median(&rates);
+    println!(
+        "miss path, inline (app on the worker's thread: no app thread, queue or channel), 1 frame/flow  {:>6.3} M decisions/s  target >= 1 M decisions/s: {:.2}x; load {}",
+        r / 1e6,
+        r / 1e6,
+        bench::loadavg()
+    );
 }
 
 /// Both variants, `o.rounds` times, with the pending-miss table on or off.

@@ -84,6 +84,24 @@ fn spec_parses_and_rejects() {
 }
 
 #[test]
+fn a_spec_writes_back_what_parses_to_it() {
+    for (text, written) in [
+        ("a:l2:ports=2,1,2", "a:l2:ports=1,2"),
+        (
+            "lab-2:router:vlan=10:share=500",
+            "lab-2:router:vlan=10:share=500",
+        ),
+        ("p:apps/l2switch.py:ports=7", "p:apps/l2switch.py:ports=7"),
+    ] {
+        let s: SliceSpec = text.parse().unwrap();
+        assert_eq!(s.to_string(), written);
+        assert_eq!(written.parse::<SliceSpec>().unwrap(), s);
+    }
+    assert_eq!(SliceMatch::Ports(vec![3, 4]).to_string(), "ports=3,4");
+    assert_eq!(SliceMatch::Vlan(9).to_string(), "vlan=9");
+}
+
+#[test]
 fn bad_slice_sets_are_refused() {
     let ports = Ports::physical(&[1, 2, 3, 4]);
     let cfg = Config {

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{SdfCounters, SdfRuntime, SdfStats};
+use super::{app_drops, slice_fields, SdfCounters, SdfRuntime, SdfStats, SliceReport};
 use crate::engine::{
-    io_list, open_ports, summary_line, Engine, EngineConfig, EngineError, NoRefresh, PortsConfig,
-    PortsError, Report, Worker,
+    io_list, open_ports, progress_line, summary_line, Engine, EngineConfig, EngineError, NoRefresh,
+    PortsConfig, PortsError, Report, Worker,
 };
-use crate::live::{LiveRun, StopFlag};
+use crate::live::{LiveRun, Progress, StopFlag};
 
 /// Why [`run_live`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -35,19 +35,21 @@ pub struct SdfLiveRun {
     pub sdf: SdfCounters,
     /// The cache's and the app side's counters.
     pub stats: SdfStats,
-    /// Each slice's stage counters (one entry without slices).
-    pub slices: Vec<SdfCounters>,
+    /// Each slice's report (none without slices).
+    pub slices: Vec<SliceReport>,
 }
 
 impl SdfLiveRun {
-    /// The summary line: the engine's ([`summary_line`]), `io=...` and
-    /// the SDF fields ([`live_fields`]).
+    /// The summary line: the engine's ([`summary_line`]), `io=...`, the
+    /// SDF fields ([`live_fields`]) and each slice's
+    /// ([`slice_fields`]).
     pub fn summary_line(&self) -> String {
         format!(
-            "{} io={} {}",
+            "{} io={} {}{}",
             summary_line(&self.run),
             self.io,
-            live_fields(&self.sdf, &self.stats)
+            live_fields(&self.sdf, &self.stats),
+            slice_fields(&self.slices)
         )
     }
 }
@@ -133,8 +135,40 @@ pub fn run_live(
         io,
         sdf: rt.stage_counters(),
         stats: rt.stats(),
-        slices: rt.slice_counters(),
+        slices: rt.slice_reports(&rt.slice_counters()),
     })
+}
+
+/// The readiness line of a live run, once its ports are open (scripts
+/// wait for it): `nexthop sdf run: forwarding app=LABEL in=N=IFACE,..
+/// out=N=IFACE,.. io=IO workers=N (Ctrl-C stops)`.
+pub fn ready_line(label: &str, ports: SdfLivePorts<'_>, io: &str) -> String {
+    let show = |ps: &dyn Fn(u16) -> bool| {
+        ports
+            .ifaces
+            .iter()
+            .filter(|(p, _)| ps(**p))
+            .map(|(p, i)| format!("{p}={i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    format!(
+        "nexthop sdf run: forwarding app={label} in={} out={} io={io} workers={} (Ctrl-C stops)",
+        show(&|p| ports.inputs.contains(&p)),
+        show(&|_| true),
+        ports.config.workers
+    )
+}
+
+/// A live run's progress line: the engine's ([`progress_line`]) with the
+/// SDF hits and app calls so far (`sdf_hits=N app_calls=N`).
+pub fn sdf_progress_line(rt: &SdfRuntime, p: &Progress<'_>) -> String {
+    format!(
+        "{} sdf_hits={} app_calls={}",
+        progress_line(p),
+        rt.stage_counters().hits,
+        rt.stats().app.app_calls
+    )
 }
 
 /// The SDF fields of the live summary line: `sdf_hits=N sdf_misses=N
@@ -168,22 +202,6 @@ pub fn live_fields(sdf: &SdfCounters, stats: &SdfStats) -> String {
     )
 }
 
-/// App-side drops with their reasons (`REASON:N,...`), `-` when none.
-pub fn app_drops(stats: &SdfStats) -> String {
-    let v: Vec<String> = stats
-        .app
-        .drops
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(r, n)| format!("{}:{n}", r.name()))
-        .collect();
-    if v.is_empty() {
-        "-".into()
-    } else {
-        v.join(",")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +218,30 @@ mod tests {
         assert!(line.contains("sdf_drops=app_timeout:2 "), "{line}");
         assert!(line.ends_with(" app_drops=app_error:1"), "{line}");
         assert!(!line.contains("  "), "{line}");
+    }
+
+    #[test]
+    fn the_ready_line_names_inputs_outputs_io_and_workers() {
+        let (ifaces, inputs) = live_ports(&[(1, "a"), (2, "b")], &[2]).unwrap();
+        let config = PortsConfig {
+            workers: 3,
+            io: crate::engine::IoMode::Afpacket,
+            xdp_attach: crate::engine::XdpAttach::Auto,
+            xdp_queue: 0,
+            ring: Default::default(),
+            fanout: crate::afpacket::FanoutMode::Hash,
+            fanout_group_base: 1,
+        };
+        let ports = SdfLivePorts {
+            ifaces: &ifaces,
+            inputs: &inputs,
+            config: &config,
+        };
+        assert_eq!(
+            ready_line("a=x.py,b=l2switch", ports, "1:afpacket,2:afpacket"),
+            "nexthop sdf run: forwarding app=a=x.py,b=l2switch in=2=b out=1=a,2=b \
+             io=1:afpacket,2:afpacket workers=3 (Ctrl-C stops)"
+        );
     }
 
     #[test]

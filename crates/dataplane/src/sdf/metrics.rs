@@ -18,7 +18,8 @@ use crate::Counters;
 
 /// The snapshot of a live run: its frame and port counters, its uptime and
 /// `rt`'s SDF counters (every stage's as last published, the cache's and
-/// the app side's), as [`sdf_metrics`] names them.
+/// the app side's), as [`sdf_metrics`] names them, and each slice's
+/// ([`slice_metrics`](super::slice_metrics); none without slices).
 #[cfg(target_os = "linux")]
 pub fn sdf_snapshot(
     rt: &SdfRuntime,
@@ -26,13 +27,14 @@ pub fn sdf_snapshot(
     ports: &PortStats,
     elapsed: Duration,
 ) -> MetricsSnapshot {
-    sdf_metrics(
+    let m = sdf_metrics(
         MetricsSnapshot::from_counters(c)
             .with_port_stats(ports)
             .with_uptime(elapsed),
         &rt.stage_counters(),
         &rt.stats(),
-    )
+    );
+    super::slice_metrics(m, &rt.slice_reports(&rt.slice_counters()))
 }
 
 /// `m` with the SDF counters added (`nexthop_sdf_*`; `docs/dataplane.md`,

@@ -71,6 +71,7 @@
 mod live;
 mod metrics;
 mod pcap;
+mod report;
 #[cfg(target_os = "linux")]
 mod stage;
 #[cfg(test)]
@@ -94,13 +95,15 @@ use serde::Serialize;
 
 #[cfg(target_os = "linux")]
 pub use live::{
-    app_drops, live_fields, live_ports, run_live, SdfLiveError, SdfLivePorts, SdfLiveRun,
+    live_fields, live_ports, ready_line, run_live, sdf_progress_line, SdfLiveError, SdfLivePorts,
+    SdfLiveRun,
 };
 pub use metrics::sdf_metrics;
 #[cfg(target_os = "linux")]
 pub use metrics::sdf_snapshot;
 pub use nexthop_sdf::app::App;
 pub use pcap::{forward_pcap_sdf, PcapInput, SdfPcapRun};
+pub use report::{app_drops, pcap_summary_line, slice_fields, slice_metrics, SliceReport};
 #[cfg(target_os = "linux")]
 pub use stage::SdfScratch;
 
@@ -551,6 +554,8 @@ pub struct SdfRuntime {
     threads: Vec<JoinHandle<()>>,
     cfg: SdfConfig,
     app_name: String,
+    /// The slices as specified (none for [`SdfRuntime::start`]).
+    specs: Vec<SliceSpec>,
 }
 
 impl std::fmt::Debug for SdfRuntime {
@@ -578,7 +583,7 @@ impl SdfRuntime {
         let ports = Ports::physical(&cfg.ports);
         let app_name = app.name().to_owned();
         let one = vec![(app_name.clone(), cfg.cache, ports, app)];
-        SdfRuntime::spawn(one, None, cfg, app_name)
+        SdfRuntime::spawn(one, None, cfg, app_name, Vec::new())
     }
 
     /// Start one app thread (`sdf-NAME`) and one cache per slice: `slices`
@@ -609,7 +614,7 @@ impl SdfRuntime {
             .zip(slices)
             .map(|(p, (_, app))| (p.name, p.cache, p.ports, app))
             .collect();
-        SdfRuntime::spawn(each, Some(plan.demux), cfg, app_name)
+        SdfRuntime::spawn(each, Some(plan.demux), cfg, app_name, specs)
     }
 
     fn spawn(
@@ -617,6 +622,7 @@ impl SdfRuntime {
         demux: Option<SliceDemux>,
         cfg: SdfConfig,
         app_name: String,
+        specs: Vec<SliceSpec>,
     ) -> Result<SdfRuntime, SdfError> {
         let mut parts = Vec::with_capacity(slices.len());
         let mut apps = Vec::with_capacity(slices.len());
@@ -642,6 +648,7 @@ impl SdfRuntime {
             threads: Vec::new(),
             cfg: cfg.clone(),
             app_name,
+            specs,
         };
         for (i, (ports, app)) in apps.into_iter().enumerate() {
             let name = if sliced {

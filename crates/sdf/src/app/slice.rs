@@ -146,6 +146,37 @@ impl FromStr for SliceSpec {
     }
 }
 
+impl std::fmt::Display for SliceMatch {
+    /// `ports=1,2` or `vlan=10`, as a [`SliceSpec`] writes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SliceMatch::Ports(ports) => {
+                f.write_str("ports=")?;
+                for (i, p) in ports.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{p}")?;
+                }
+                Ok(())
+            }
+            SliceMatch::Vlan(v) => write!(f, "vlan={v}"),
+        }
+    }
+}
+
+impl std::fmt::Display for SliceSpec {
+    /// `NAME:APP:ports=P,..|vlan=V[:share=N]`: what [`SliceSpec::from_str`]
+    /// parses back to the same spec.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.name, self.app, self.matcher)?;
+        if let Some(n) = self.share {
+            write!(f, ":share={n}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One slice's counters ([`SlicedSwitch::counters`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SliceCounters {
