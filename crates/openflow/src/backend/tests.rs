@@ -225,6 +225,64 @@ fn a_mac_timeout_revokes_through_tick_and_the_barrier_confirms_it() {
 }
 
 #[test]
+fn confirmed_revocations_are_logged_with_their_realtime_instant_when_asked() {
+    // Off by default: nothing kept.
+    let mut c = switch(5);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    c.tick(Duration::from_secs(6), &mut out);
+    c.handle(
+        Message::new(barrier(&out[out.len() - 1..]), Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    assert_eq!(c.counters().revocations_confirmed, 1);
+    assert!(c.take_revocations().is_empty());
+
+    let mut c = switch(5);
+    c.log_revocations(true);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    c.handle(
+        Message::new(barrier(&out), Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    out.clear();
+    let before = SystemTime::now();
+    c.tick(Duration::from_secs(6), &mut out);
+    let after = SystemTime::now();
+    // Sent, not yet confirmed: not in the log.
+    assert!(c.take_revocations().is_empty());
+    c.handle(
+        Message::new(barrier(&out), Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+    let log = c.take_revocations();
+    assert_eq!(log.len(), 1, "{log:?}");
+    let r = log[0];
+    // A's and B's bindings, found between the tick's call and return.
+    assert_eq!(r.states, 2);
+    assert!(before <= r.removed_at && r.removed_at <= after, "{r:?}");
+    assert!(u128::from(c.counters().revocation_us_max) >= r.confirmed_after.as_micros());
+    let ns = r
+        .removed_at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    assert_eq!(
+        r.line(),
+        format!(
+            "revocation removed_unix_ns={ns} states=2 confirmed_us={}",
+            r.confirmed_after.as_micros()
+        )
+    );
+    // Taken: gone.
+    assert!(c.take_revocations().is_empty());
+}
+
+#[test]
 fn flow_removed_and_errors_keep_the_view_consistent() {
     let mut c = switch(300);
     let mut out = Vec::new();
