@@ -375,6 +375,11 @@ fn ovs_tunnels_need_a_bridge_and_python_apps_need_the_package() {
         err.contains("Python apps need the nexthop Python package"),
         "{err}"
     );
+    let err = run(&["--app", "seattle.py", "--ovs-log-revocations"], "false");
+    assert!(
+        err.contains("--ovs-log-revocations: built-in apps only"),
+        "{err}"
+    );
 }
 
 /// The router's MAC on port `p`.
@@ -768,11 +773,12 @@ fn route_changes_under_a_stream(test: &str, changes: u8, pace: Duration) -> Opti
                 .max(Duration::from_millis(150)),
         );
     }
-    let sent = hosts::stream_end(&mut lab, 1, stream, Duration::from_secs(60));
+    let (sent, secs) = hosts::stream_end(&mut lab, 1, stream, Duration::from_secs(60));
     let (out, err) = stop_backend(&mut lab, sw);
     caps.finish(&mut lab);
     eprintln!(
-        "stream: {sent} frames; nexthop sdf run --backend ovs: {}",
+        "stream: {sent} frames in {secs:.3} s ({:.0} µs apart on average); nexthop sdf run --backend ovs: {}",
+        secs * 1e6 / sent.max(1) as f64,
         out.trim()
     );
     let revs = revocation_lines(&lab);
@@ -1384,7 +1390,7 @@ fn seattle_over_a_tunnel(test: &str, typ: &str) {
     // OVS resolves a tunnel's next hop by ARP and drops the packet that
     // asked (the first DHT message would be lost): give each side the
     // other's address up front.
-    for i in 0..2usize {
+    for (i, ovs) in all.iter().enumerate() {
         let peer_ns = lab.ns(&format!("sw{}", 1 - i));
         let link = Command::new("ip")
             .args(["-n", &peer_ns, "-br", "link", "show", "brp"])
@@ -1397,7 +1403,7 @@ fn seattle_over_a_tunnel(test: &str, typ: &str) {
             .expect("brp's MAC")
             .to_owned();
         let peer = format!("10.9.0.{}", 2 - i);
-        appctl(&all[i], &["tnl/neigh/set", "brp", &peer, &mac]);
+        appctl(ovs, &["tnl/neigh/set", "brp", &peer, &mac]);
     }
     let sea = Seattle {
         ovs: [&all[0], &all[1]],

@@ -201,17 +201,17 @@ pub fn stream(lab: &mut Lab, host: u8, frames: &[Vec<u8>], repeat: u64, pace: Du
 }
 
 /// Wait for the sender [`stream`] started on host `host` (child `i`): the
-/// frames it sent.
-pub fn stream_end(lab: &mut Lab, host: u8, i: usize, limit: Duration) -> u64 {
+/// frames it sent and the seconds it took.
+pub fn stream_end(lab: &mut Lab, host: u8, i: usize, limit: Duration) -> (u64, f64) {
     let name = format!("stream{host}");
     let (ok, out, err) = lab.wait(i, &name, limit);
     assert!(ok, "sender h{host} failed:\n{out}\n{err}");
     let sent = lab.read(&format!("{name}.sent"));
-    let n = sent
-        .split(' ')
-        .find_map(|f| f.strip_prefix("sent="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{sent}"));
-    assert!(sent.contains(" failed=0 "), "{sent}");
-    n
+    let f = crate::common::fields(sent.trim());
+    let n = |k: &str| crate::common::field(&f, k).to_owned();
+    assert_eq!(n("failed"), "0", "{sent}");
+    (
+        n("sent").parse().expect("sent="),
+        n("seconds").parse().expect("seconds="),
+    )
 }
