@@ -94,6 +94,26 @@ pub fn hostcap(dir: &Path, magic: &[u8]) {
 /// own for its capture.
 pub fn send(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
     let name = format!("send{host}");
+    let i = spawn_sender(lab, host, &name, frames, Vec::new());
+    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
+    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
+    let sent = lab.read(&format!("{name}.sent"));
+    assert!(
+        sent.starts_with(&format!("sent={} failed=0", frames.len())),
+        "{sent}"
+    );
+}
+
+/// Start the `send` helper `name` on host `host` with `frames` (written to
+/// `NAME.frames`, its result in `NAME.sent`) and `extra` environment; the
+/// frames are listed as the host's own for its capture.
+fn spawn_sender(
+    lab: &mut Lab,
+    host: u8,
+    name: &str,
+    frames: &[Vec<u8>],
+    extra: Vec<(&'static str, String)>,
+) -> usize {
     let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
     fs::write(lab.file(&format!("{name}.frames")), &text).expect("write frames");
     let own = lab.file(&format!("h{host}.sent-frames"));
@@ -102,15 +122,9 @@ pub fn send(lab: &mut Lab, host: u8, frames: &[Vec<u8>]) {
     let mut env = helper_env(lab, "send", &format!("h{host}"));
     env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
     env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
+    env.extend(extra);
     let me = std::env::current_exe().expect("current exe");
-    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
-    let (ok, out, err) = lab.wait(i, &name, Duration::from_secs(15));
-    assert!(ok, "sender h{host} failed:\n{out}\n{err}");
-    let sent = lab.read(&format!("{name}.sent"));
-    assert!(
-        sent.starts_with(&format!("sent={} failed=0", frames.len())),
-        "{sent}"
-    );
+    lab.spawn(&format!("h{host}"), name, &me, &HELPER_ARGS, &env)
 }
 
 /// Captures running on some hosts.
@@ -178,20 +192,13 @@ pub fn received_timed(lab: &Lab, i: u8) -> Vec<(u128, Vec<u8>)> {
 /// capture.
 pub fn stream(lab: &mut Lab, host: u8, frames: &[Vec<u8>], repeat: u64, pace: Duration) -> usize {
     let name = format!("stream{host}");
-    let text: String = frames.iter().map(|f| hex(f) + "\n").collect();
-    fs::write(lab.file(&format!("{name}.frames")), &text).expect("write frames");
-    let own = lab.file(&format!("h{host}.sent-frames"));
-    let before = fs::read_to_string(&own).unwrap_or_default();
-    fs::write(&own, before + &text).expect("record own frames");
-    let mut env = helper_env(lab, "send", &format!("h{host}"));
-    env.push(("NEXTHOP_LIVE_FRAMES", format!("{name}.frames")));
-    env.push(("NEXTHOP_LIVE_SENT", format!("{name}.sent")));
-    env.push(("NEXTHOP_LIVE_STARTED", format!("{name}.started")));
-    env.push(("NEXTHOP_LIVE_REPEAT", repeat.to_string()));
-    env.push(("NEXTHOP_LIVE_BATCH", "1".into()));
-    env.push(("NEXTHOP_LIVE_PACE_US", pace.as_micros().to_string()));
-    let me = std::env::current_exe().expect("current exe");
-    let i = lab.spawn(&format!("h{host}"), &name, &me, &HELPER_ARGS, &env);
+    let env = vec![
+        ("NEXTHOP_LIVE_STARTED", format!("{name}.started")),
+        ("NEXTHOP_LIVE_REPEAT", repeat.to_string()),
+        ("NEXTHOP_LIVE_BATCH", "1".into()),
+        ("NEXTHOP_LIVE_PACE_US", pace.as_micros().to_string()),
+    ];
+    let i = spawn_sender(lab, host, &name, frames, env);
     lab.wait_for(
         &format!("{name}.started"),
         "started",

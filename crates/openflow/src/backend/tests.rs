@@ -67,6 +67,15 @@ fn barrier(out: &[Message]) -> u32 {
         .xid
 }
 
+/// The switch's reply to the first barrier of `out`.
+fn confirm<A: App>(c: &mut Controller<A>, out: &[Message]) {
+    c.handle(
+        Message::new(barrier(out), Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+}
+
 fn packet_outs(out: &[Message]) -> Vec<&PacketOut> {
     out.iter()
         .filter_map(|m| match &m.body {
@@ -203,11 +212,7 @@ fn a_mac_timeout_revokes_through_tick_and_the_barrier_confirms_it() {
     let mut c = switch(5);
     let mut out = Vec::new();
     c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
-    c.handle(
-        Message::new(barrier(&out), Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out);
     out.clear();
     c.tick(Duration::from_secs(1), &mut out);
     assert!(out.is_empty());
@@ -215,12 +220,7 @@ fn a_mac_timeout_revokes_through_tick_and_the_barrier_confirms_it() {
     // A's and B's bindings both expired: four deletes, one barrier.
     assert_eq!(flow_mods(&out).len(), 4);
     assert_eq!(c.flows(), 0);
-    let b = barrier(&out);
-    c.handle(
-        Message::new(b, Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out);
     assert_eq!(c.counters().revocations_confirmed, 1);
 }
 
@@ -231,11 +231,7 @@ fn confirmed_revocations_are_logged_with_their_realtime_instant_when_asked() {
     let mut out = Vec::new();
     c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
     c.tick(Duration::from_secs(6), &mut out);
-    c.handle(
-        Message::new(barrier(&out[out.len() - 1..]), Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out[out.len() - 1..]);
     assert_eq!(c.counters().revocations_confirmed, 1);
     assert!(c.take_revocations().is_empty());
 
@@ -243,22 +239,14 @@ fn confirmed_revocations_are_logged_with_their_realtime_instant_when_asked() {
     c.log_revocations(true);
     let mut out = Vec::new();
     c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
-    c.handle(
-        Message::new(barrier(&out), Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out);
     out.clear();
     let before = SystemTime::now();
     c.tick(Duration::from_secs(6), &mut out);
     let after = SystemTime::now();
     // Sent, not yet confirmed: not in the log.
     assert!(c.take_revocations().is_empty());
-    c.handle(
-        Message::new(barrier(&out), Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out);
     let log = c.take_revocations();
     assert_eq!(log.len(), 1, "{log:?}");
     let r = log[0];
