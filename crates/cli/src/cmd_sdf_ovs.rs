@@ -61,6 +61,12 @@ pub struct OvsArgs {
     /// --ovs-bridge).
     #[arg(long, value_name = "PEER=NAME,TYPE[,KEY=VAL...]", value_parser = parse_tunnel)]
     ovs_tunnel: Vec<(String, TunnelSpec)>,
+    /// ovs: print a line on stderr for every revocation the switch
+    /// confirms: `nexthop sdf: revocation removed_unix_ns=N states=S
+    /// confirmed_us=U` (when the backend found the app's removed() calls,
+    /// realtime clock; state ids; until the barrier reply). Built-in apps.
+    #[arg(long)]
+    ovs_log_revocations: bool,
 }
 
 fn parse_tunnel(s: &str) -> Result<(String, TunnelSpec), String> {
@@ -141,7 +147,11 @@ pub fn run(o: &OvsArgs, app: Box<dyn App>, duration: Option<f64>, json: bool) ->
     let stop = StopFlag::install()?;
     eprintln!("nexthop sdf: app {name} on Open vSwitch, OpenFlow listening on {addr}");
     let done = || stop.is_raised() || deadline.is_some_and(|d| Instant::now() >= d);
-    serve(&mut ctl, &listener, ServeConfig::default(), &done)?;
+    let serve_cfg = ServeConfig {
+        log_revocations: o.ovs_log_revocations,
+        ..ServeConfig::default()
+    };
+    serve(&mut ctl, &listener, serve_cfg, &done)?;
     let fields = summary_fields(ctl.counters(), ctl.app_counters());
     if json {
         let mut m = serde_json::Map::new();
@@ -162,6 +172,9 @@ pub fn run(o: &OvsArgs, app: Box<dyn App>, duration: Option<f64>, json: bool) ->
 /// process's place (the Python package drives `nexthop-openflow`'s
 /// controller through its bindings).
 pub fn run_python(o: &OvsArgs, app: &str, duration: Option<f64>, json: bool) -> Result<()> {
+    if o.ovs_log_revocations {
+        bail!("--ovs-log-revocations: built-in apps only (not --app {app})");
+    }
     let py = std::env::var_os("NEXTHOP_PYTHON").unwrap_or_else(|| "python3".into());
     let importable = Command::new(&py)
         .args(["-c", "from nexthop.sdf import run_ovs"])

@@ -20,8 +20,9 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_main, lab_or_skip, Lab, NEXTHOP};
+use common::{lab_or_skip, Lab, NEXTHOP};
 use fixture::{nexthop, stdout, Fixture};
+use hosts::host_mac;
 use nexthop_dataplane::metrics::MetricsSnapshot;
 
 /// A little-endian microsecond pcap file of `frames`, each with its time
@@ -472,17 +473,7 @@ fn a_python_app_takes_live_or_offline_ports_and_metrics_when_live() {
 #[test]
 #[ignore = "helper process of the namespace tests"]
 fn live_helper() {
-    if let Some((mode, dir)) = helper_main() {
-        match mode.as_str() {
-            "hostcap" => hosts::hostcap(&dir, MAGIC),
-            _ => panic!("unknown helper mode {mode}"),
-        }
-    }
-}
-
-/// Documentation MAC (RFC 7042) of host `i`.
-fn host_mac(i: u8) -> [u8; 6] {
-    [0x00, 0x00, 0x5e, 0x00, 0x53, i]
+    hosts::helper(MAGIC);
 }
 
 const MAGIC: &[u8; 4] = b"NHSD";

@@ -12,7 +12,11 @@
 //! exactly its flows; and the same router over a pcap file on nexthop's
 //! own backend. The SEATTLE app (Python) on two bridges joined by the
 //! patch ports its tunnels become: a DHT miss cached as a drop flow until
-//! the owner's answer revokes it, then frames across one tunnel. Without
+//! the owner's answer revokes it, then frames across one tunnel; the same
+//! on two OVS instances in two namespaces over a VXLAN or GRE tunnel. A
+//! route change under a steady stream, captured with kernel timestamps:
+//! the old decision's frames all arrive before the new one's (and the
+//! ignored measurement of `removed()` to the last of them). Without
 //! root, `ip`, Open vSwitch (or, for SEATTLE, the nexthop Python package) a test says why and
 //! passes; namespaces, OVS and processes are removed by their guards, also
 //! on failure.
@@ -27,7 +31,8 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{helper_main, hex, lab_or_skip, Lab, NEXTHOP};
+use common::{hex, lab_or_skip, Lab, NEXTHOP};
+use hosts::host_mac;
 use nexthop_testutil::ovs::Ovs;
 
 const BRIDGE: &str = "nhbr";
@@ -38,17 +43,7 @@ const MAGIC: &[u8; 4] = b"NHOF";
 #[test]
 #[ignore = "helper process of the namespace tests"]
 fn live_helper() {
-    if let Some((mode, dir)) = helper_main() {
-        match mode.as_str() {
-            "hostcap" => hosts::hostcap(&dir, MAGIC),
-            _ => panic!("unknown helper mode {mode}"),
-        }
-    }
-}
-
-/// Documentation MAC (RFC 7042) of host `i`.
-fn host_mac(i: u8) -> [u8; 6] {
-    [0x00, 0x00, 0x5e, 0x00, 0x53, i]
+    hosts::helper(MAGIC);
 }
 
 fn mac_text(m: [u8; 6]) -> String {
@@ -380,6 +375,11 @@ fn ovs_tunnels_need_a_bridge_and_python_apps_need_the_package() {
         err.contains("Python apps need the nexthop Python package"),
         "{err}"
     );
+    let err = run(&["--app", "seattle.py", "--ovs-log-revocations"], "false");
+    assert!(
+        err.contains("--ovs-log-revocations: built-in apps only"),
+        "{err}"
+    );
 }
 
 /// The router's MAC on port `p`.
@@ -477,6 +477,11 @@ fn router_ifaces() -> [String; 4] {
 }
 
 fn start_router(test: &str) -> Option<RouterRun> {
+    start_router_with(test, &[])
+}
+
+/// [`start_router`] with more `nexthop sdf run` flags.
+fn start_router_with(test: &str, extra: &[&str]) -> Option<RouterRun> {
     let ports: [(u8, u16); 2] = [(1, 1), (2, 2)];
     let (mut lab, ovs) = ovs_lab(test, 2, &[(BRIDGE, &ports)])?;
     // h1 192.0.2.2/24 and h2 198.51.100.2/24, each with the router as
@@ -507,6 +512,7 @@ fn start_router(test: &str) -> Option<RouterRun> {
     let mut args: Vec<&str> = vec!["--app", "router"];
     args.extend(ifaces.iter().map(String::as_str));
     args.extend(["--router-routes", &route_file]);
+    args.extend_from_slice(extra);
     let sw = start_backend(&mut lab, &ovs, &args, "1,2");
     Some(RouterRun {
         lab,
@@ -658,6 +664,246 @@ fn router_on_open_vswitch_routes_two_subnets_and_a_route_change_revokes_its_flow
         err.contains("2 routes, 2 added, changed or withdrawn"),
         "{err}"
     );
+}
+
+/// One route change under a steady stream, as [`route_changes_under_a_stream`]
+/// measured it: Unix nanoseconds (CLOCK_REALTIME) of the backend finding
+/// the router's `removed()` and of the frames h2's kernel received.
+#[derive(Debug)]
+struct Change {
+    /// When the backend found `removed()` (its revocation log line).
+    removed_ns: u128,
+    /// From then to the barrier reply confirming the deletes, µs.
+    confirmed_us: u128,
+    /// Frames forwarded with the old decision (the old next hop's MAC):
+    /// all of them, and the receive time of the last.
+    old_frames: usize,
+    last_old_ns: Option<u128>,
+    /// Frames forwarded with the new decision: the first one's time.
+    first_new_ns: Option<u128>,
+    /// Whether some old-decision frame arrived after a new-decision one.
+    old_after_new: bool,
+}
+
+impl Change {
+    /// Last old-decision frame minus `removed()`, µs (negative: it
+    /// arrived before).
+    fn last_old_us(&self) -> Option<f64> {
+        self.last_old_ns
+            .map(|t| (t as f64 - self.removed_ns as f64) / 1000.0)
+    }
+
+    /// First new-decision frame minus `removed()`, µs.
+    fn first_new_us(&self) -> Option<f64> {
+        self.first_new_ns
+            .map(|t| (t as f64 - self.removed_ns as f64) / 1000.0)
+    }
+}
+
+/// The revocation lines of the backend's stderr so far:
+/// (removed_unix_ns, confirmed_us).
+fn revocation_lines(lab: &Lab) -> Vec<(u128, u128)> {
+    lab.read("sw.err")
+        .lines()
+        .filter_map(|l| l.strip_prefix("nexthop sdf: revocation "))
+        .map(|l| {
+            let f = common::fields(l);
+            let n = |k: &str| -> u128 {
+                common::field(&f, k)
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{k} in {l}"))
+            };
+            (n("removed_unix_ns"), n("confirmed_us"))
+        })
+        .collect()
+}
+
+/// The router on OVS (`--ovs-log-revocations`) while h1 sends a steady
+/// stream of one flow (UDP to 198.51.100.7, one frame every `pace`):
+/// `changes` times, the route of 198.51.100.0/24 gets a new next hop
+/// (the route file replaced by a rename; the router reads it every
+/// 100 ms), each once the one before has been confirmed and its new flow
+/// carried the stream for a while. h2 captures with kernel timestamps;
+/// the next hop's MAC in a frame says which decision forwarded it.
+fn route_changes_under_a_stream(test: &str, changes: u8, pace: Duration) -> Option<Vec<Change>> {
+    let RouterRun {
+        mut lab,
+        ovs,
+        routes,
+        caps,
+        sw,
+    } = start_router_with(test, &["--ovs-log-revocations"])?;
+    let hop = |k: u8| [0x02, 0x00, 0x5e, 0x00, 0x54, k];
+    let spacing = Duration::from_millis(300);
+    let total = spacing * u32::from(changes) + Duration::from_millis(1500);
+    let repeat = (total.as_micros() / pace.as_micros().max(1)) as u64;
+    let stream = hosts::stream(
+        &mut lab,
+        1,
+        &[udp_frame([198, 51, 100, 7], 7)],
+        repeat,
+        pace,
+    );
+    // The stream's flow is in place (hop: h2).
+    flows_when(&ovs, |f| {
+        f.iter().any(|l| l.contains(&mac_text(host_mac(2))))
+    });
+    sleep(Duration::from_millis(200));
+    let replace = |text: String| {
+        let tmp = lab.file("routes.new");
+        fs::write(&tmp, text).expect("write routes");
+        fs::rename(&tmp, &routes).expect("replace routes");
+    };
+    for k in 0..changes {
+        let seen = revocation_lines(&lab).len();
+        replace(table(hop(k)));
+        let t = Instant::now();
+        while revocation_lines(&lab).len() == seen {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "change {k}: no revocation logged\n{}",
+                lab.read("sw.err")
+            );
+            sleep(Duration::from_millis(5));
+        }
+        // The new decision carries the stream for a while.
+        sleep(
+            spacing
+                .saturating_sub(t.elapsed())
+                .max(Duration::from_millis(150)),
+        );
+    }
+    let (sent, secs) = hosts::stream_end(&mut lab, 1, stream, Duration::from_secs(60));
+    let (out, err) = stop_backend(&mut lab, sw);
+    caps.finish(&mut lab);
+    eprintln!(
+        "stream: {sent} frames in {secs:.3} s ({:.0} µs apart on average); nexthop sdf run --backend ovs: {}",
+        secs * 1e6 / sent.max(1) as f64,
+        out.trim()
+    );
+    let revs = revocation_lines(&lab);
+    assert_eq!(revs.len(), usize::from(changes), "{err}");
+    let got = hosts::received_timed(&lab, 2);
+    let mut out = Vec::new();
+    for (k, &(removed_ns, confirmed_us)) in revs.iter().enumerate() {
+        let k = k as u8;
+        let old = if k == 0 { host_mac(2) } else { hop(k - 1) };
+        let new = hop(k);
+        let at = |m: [u8; 6]| {
+            got.iter()
+                .filter(move |(_, f)| f[..6] == m)
+                .map(|(t, _)| *t)
+        };
+        let first_new_ns = at(new).min();
+        let last_old_ns = at(old).max();
+        out.push(Change {
+            removed_ns,
+            confirmed_us,
+            old_frames: at(old).count(),
+            last_old_ns,
+            first_new_ns,
+            old_after_new: matches!((last_old_ns, first_new_ns), (Some(o), Some(n)) if o > n),
+        });
+    }
+    // Every frame h2 got was forwarded with one of the decisions.
+    let known: Vec<[u8; 6]> = std::iter::once(host_mac(2))
+        .chain((0..changes).map(hop))
+        .collect();
+    assert!(
+        got.iter().all(|(_, f)| known.iter().any(|m| f[..6] == *m)),
+        "a frame with an unknown next hop"
+    );
+    eprintln!("h2 received {} of the stream's {sent} frames", got.len());
+    Some(out)
+}
+
+/// p-th percentile (nearest rank) of sorted `v`.
+fn percentile(v: &[f64], p: f64) -> f64 {
+    let i = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[i.clamp(1, v.len()) - 1]
+}
+
+#[test]
+fn a_route_change_under_a_stream_stops_the_old_decision_before_the_new_one_starts() {
+    let Some(changes) = route_changes_under_a_stream("sdfovsrv", 3, Duration::from_micros(500))
+    else {
+        return;
+    };
+    for (k, c) in changes.iter().enumerate() {
+        eprintln!(
+            "change {k}: last old frame {:?} µs, first new frame {:?} µs after removed(); confirmed after {} µs; {} old frames",
+            c.last_old_us(),
+            c.first_new_us(),
+            c.confirmed_us,
+            c.old_frames
+        );
+        // The stream ran through the decision before and after.
+        assert!(c.old_frames > 0, "change {k}: {c:?}");
+        assert!(c.first_new_ns.is_some(), "change {k}: {c:?}");
+        // Order, not time: no frame of the old decision once the new one
+        // forwarded, none after the confirmed deletes and a grace of 1 s
+        // (OVS's revalidators remove its datapath flows; a loaded machine
+        // may delay them, never by this much).
+        assert!(!c.old_after_new, "change {k}: {c:?}");
+        let confirmed = c.removed_ns + c.confirmed_us * 1000;
+        assert!(
+            c.last_old_ns.unwrap() <= confirmed + 1_000_000_000,
+            "change {k}: {c:?}"
+        );
+    }
+}
+
+/// Not a test: the revocation latency of docs/benchmarks.md ("SDF on Open
+/// vSwitch"): `cargo test -p nexthop-cli --release --test sdf_ovs --
+/// --ignored --nocapture revocation_latency` (root). 20 route changes
+/// under a stream of one frame every 200 µs.
+#[test]
+#[ignore = "measurement: docs/benchmarks.md, SDF on Open vSwitch"]
+fn revocation_latency_to_the_last_old_decision_frame() {
+    let Some(changes) = route_changes_under_a_stream("sdfovsrl", 20, Duration::from_micros(200))
+    else {
+        return;
+    };
+    let stats = |name: &str, mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        eprintln!(
+            "{name}: n={} median={:.0} µs p99={:.0} µs max={:.0} µs min={:.0} µs",
+            v.len(),
+            percentile(&v, 50.0),
+            percentile(&v, 99.0),
+            v[v.len() - 1],
+            v[0]
+        );
+    };
+    for (k, c) in changes.iter().enumerate() {
+        eprintln!(
+            "change {k}: {c:?} last_old_us={:?} first_new_us={:?}",
+            c.last_old_us(),
+            c.first_new_us()
+        );
+    }
+    stats(
+        "removed() -> last old-decision frame",
+        changes.iter().filter_map(Change::last_old_us).collect(),
+    );
+    stats(
+        "removed() -> first new-decision frame",
+        changes.iter().filter_map(Change::first_new_us).collect(),
+    );
+    stats(
+        "removed() -> barrier reply",
+        changes.iter().map(|c| c.confirmed_us as f64).collect(),
+    );
+    // Positive: an old-decision frame left OVS after the barrier reply
+    // (its datapath flow outlived the OpenFlow flow).
+    stats(
+        "barrier reply -> last old-decision frame",
+        changes
+            .iter()
+            .filter_map(|c| Some(c.last_old_us()? - c.confirmed_us as f64))
+            .collect(),
+    );
+    assert!(changes.iter().all(|c| !c.old_after_new), "{changes:?}");
 }
 
 /// `frames` (received on port 1) as a pcap file.
@@ -953,10 +1199,20 @@ fn data_frame(src: [u8; 6], dst: [u8; 6], seq: u16) -> Vec<u8> {
     f
 }
 
-/// The SEATTLE controller of switch `me` (of two) on bridge `br`: its host
-/// on OpenFlow port 1, its tunnel to the other switch a patch port.
-fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
+/// Two SEATTLE switches: switch `i` is bridge `sI` of `ovs[i]`, whose
+/// namespace is lab role `ns[i]`, with its host on OpenFlow port 1 and
+/// its tunnel to the other switch the `--ovs-tunnel` spec `tunnel[i]`.
+struct Seattle<'a> {
+    ovs: [&'a Ovs; 2],
+    ns: [&'a str; 2],
+    tunnel: [String; 2],
+}
+
+/// The SEATTLE controller of switch `me` (of two): the app's tunnel port
+/// (its port 2) becomes OVS port `sMEtOTHER`.
+fn start_seattle(lab: &mut Lab, sea: &Seattle, py: &str, me: u8) -> usize {
     let other = 1 - me;
+    let ovs = sea.ovs[usize::from(me)];
     let app = lab.file(&format!("seattle{me}.py"));
     // A long lookup timeout: the cached drop goes only when the answer
     // comes.
@@ -968,13 +1224,13 @@ fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
         ),
     )
     .expect("write app");
-    let tunnel = format!("{other}=s{me}t{other},patch,peer=s{other}t{me}");
+    let tunnel = &sea.tunnel[usize::from(me)];
     let mut env = ovs.env();
     env.push(("NEXTHOP_PYTHON", py.to_owned()));
     let name = format!("s{me}");
     let br = format!("s{me}");
     let i = lab.spawn(
-        "sw",
+        sea.ns[usize::from(me)],
         &name,
         Path::new(NEXTHOP),
         &[
@@ -991,7 +1247,7 @@ fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
             "--ovs-ports",
             "1",
             "--ovs-tunnel",
-            &tunnel,
+            tunnel,
             "--ovs-idle-timeout",
             "60",
             "--duration",
@@ -1001,7 +1257,7 @@ fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
     );
     let err = format!("{name}.err");
     lab.wait_for(&err, "OpenFlow listening on", Duration::from_secs(20));
-    // The app adds its tunnel at its first tick: the patch port appears.
+    // The app adds its tunnel at its first tick: the OVS port appears.
     lab.wait_for(
         &err,
         &format!("app port 2 is OVS port s{me}t{other} on s{me}"),
@@ -1010,23 +1266,22 @@ fn start_seattle(lab: &mut Lab, ovs: &Ovs, py: &str, me: u8) -> usize {
     i
 }
 
-#[test]
-fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
+/// The Python for the SEATTLE tests, or None (said why) without OVS or
+/// the package; checks that the DHT puts host a's location at switch 0
+/// and b's at switch 1.
+fn seattle_python() -> Option<String> {
     if let Some(why) = Ovs::missing() {
         eprintln!("SKIP sdf_ovs seattle: {why}");
-        return;
+        return None;
     }
     let py = match python_with_run_ovs() {
         Ok(py) => py,
         Err(why) => {
             eprintln!("SKIP sdf_ovs seattle: {why}");
-            return;
+            return None;
         }
     };
-    // Host a on switch 0, host b on switch 1; the DHT (rendezvous hashing
-    // over 2 switches) puts a's location at switch 0 and b's at switch 1,
-    // so switch 0 must ask switch 1 for b.
-    let (a, b) = (host_mac(6), host_mac(5));
+    let (a, b) = SEATTLE_HOSTS;
     let owners = Command::new(&py)
         .args([
             "-c",
@@ -1039,15 +1294,143 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
         .output()
         .expect("python");
     assert_eq!(String::from_utf8_lossy(&owners.stdout).trim(), "0 1");
+    Some(py)
+}
+
+/// Host a (h1, on switch 0) and host b (h2, on switch 1): the DHT
+/// (rendezvous hashing over 2 switches) puts a's location at switch 0 and
+/// b's at switch 1, so switch 0 must ask switch 1 for b.
+const SEATTLE_HOSTS: ([u8; 6], [u8; 6]) = (
+    [0x00, 0x00, 0x5e, 0x00, 0x53, 6],
+    [0x00, 0x00, 0x5e, 0x00, 0x53, 5],
+);
+
+#[test]
+fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
+    let Some(py) = seattle_python() else {
+        return;
+    };
     let bridges: [(&str, &[(u8, u16)]); 2] = [("s0", &[(1, 1)]), ("s1", &[(2, 1)])];
     let Some((mut lab, ovs)) = ovs_lab("sdfsea", 2, &bridges) else {
         return;
     };
-    let caps = hosts::capture(&mut lab, &[1, 2]);
-    let s0 = start_seattle(&mut lab, &ovs, &py, 0);
-    let s1 = start_seattle(&mut lab, &ovs, &py, 1);
-    for br in ["s0", "s1"] {
-        let f = flows_on(&ovs, br, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
+    let sea = Seattle {
+        ovs: [&ovs, &ovs],
+        ns: ["sw", "sw"],
+        tunnel: [0u8, 1].map(|me| {
+            let other = 1 - me;
+            format!("{other}=s{me}t{other},patch,peer=s{other}t{me}")
+        }),
+    };
+    seattle_case(&mut lab, &sea, &py);
+}
+
+#[test]
+fn seattle_across_two_open_vswitches_over_a_vxlan_tunnel() {
+    seattle_over_a_tunnel("sdfvx", "vxlan");
+}
+
+#[test]
+fn seattle_across_two_open_vswitches_over_a_gre_tunnel() {
+    seattle_over_a_tunnel("sdfgre", "gre");
+}
+
+/// SEATTLE's two switches on two Open vSwitch instances, each in its own
+/// namespace as on two hosts, the app's tunnel a port of type `typ`
+/// (`--ovs-tunnel 1=s0t1,vxlan,remote_ip=10.9.0.2`) over an underlay veth
+/// between the namespaces: in each, bridge `brp` (normal switching) holds
+/// the underlay port and the local tunnel address 10.9.0.1 or .2 on its
+/// internal port, from which OVS's userspace datapath routes and resolves
+/// the tunnel's outer header.
+fn seattle_over_a_tunnel(test: &str, typ: &str) {
+    let Some(py) = seattle_python() else {
+        return;
+    };
+    let Some(mut lab) = lab_or_skip(test, &["h1", "h2", "sw0", "sw1"]) else {
+        return;
+    };
+    lab.veth("h1", "h1", "sw0", "op1");
+    lab.veth("h2", "h2", "sw1", "op2");
+    lab.veth("sw0", "u0", "sw1", "u1");
+    let mut all = Vec::new();
+    for i in 0..2u8 {
+        let ns = lab.ns(&format!("sw{i}"));
+        let ovs = Ovs::start(Some(&ns)).expect("start Open vSwitch");
+        // The underlay: brp with the veth, the VTEP address on brp.
+        ovs.vsctl(&[
+            "add-br",
+            "brp",
+            "--",
+            "set",
+            "bridge",
+            "brp",
+            "datapath_type=netdev",
+            "fail-mode=standalone",
+        ])
+        .expect("add brp");
+        ovs.vsctl(&["add-port", "brp", &format!("u{i}")])
+            .expect("add underlay port");
+        for args in [
+            vec!["addr", "add", &format!("10.9.0.{}/24", i + 1), "dev", "brp"],
+            vec!["link", "set", "brp", "up"],
+        ] {
+            let st = Command::new("ip")
+                .args(["-n", &ns])
+                .args(&args)
+                .status()
+                .expect("ip");
+            assert!(st.success(), "ip {args:?}");
+        }
+        let br = format!("s{i}");
+        ovs.add_bridge(&br).expect("add bridge");
+        ovs.add_port(&br, &format!("op{}", i + 1), 1)
+            .expect("add port");
+        all.push(ovs);
+    }
+    // OVS resolves a tunnel's next hop by ARP and drops the packet that
+    // asked (the first DHT message would be lost): give each side the
+    // other's address up front.
+    for (i, ovs) in all.iter().enumerate() {
+        let peer_ns = lab.ns(&format!("sw{}", 1 - i));
+        let link = Command::new("ip")
+            .args(["-n", &peer_ns, "-br", "link", "show", "brp"])
+            .output()
+            .expect("ip link");
+        let text = String::from_utf8_lossy(&link.stdout);
+        let mac = text
+            .split_whitespace()
+            .nth(2)
+            .expect("brp's MAC")
+            .to_owned();
+        let peer = format!("10.9.0.{}", 2 - i);
+        appctl(ovs, &["tnl/neigh/set", "brp", &peer, &mac]);
+    }
+    let sea = Seattle {
+        ovs: [&all[0], &all[1]],
+        ns: ["sw0", "sw1"],
+        tunnel: [0u8, 1].map(|me| {
+            let other = 1 - me;
+            format!("{other}=s{me}t{other},{typ},remote_ip=10.9.0.{}", other + 1)
+        }),
+    };
+    seattle_case(&mut lab, &sea, &py);
+    for (i, ovs) in all.iter().enumerate() {
+        let port = ovs
+            .vsctl(&["get", "interface", &format!("s{i}t{}", 1 - i), "type"])
+            .expect("tunnel port");
+        assert_eq!(port.trim(), typ);
+    }
+}
+
+/// The SEATTLE case on switches `sea` (hosts h1 and h2 on their port 1).
+fn seattle_case(lab: &mut Lab, sea: &Seattle, py: &str) {
+    let (a, b) = SEATTLE_HOSTS;
+    let caps = hosts::capture(lab, &[1, 2]);
+    let s0 = start_seattle(lab, sea, py, 0);
+    let s1 = start_seattle(lab, sea, py, 1);
+    for (i, br) in ["s0", "s1"].into_iter().enumerate() {
+        let ovs = sea.ovs[i];
+        let f = flows_on(ovs, br, |f| f.iter().any(|l| l.contains(TABLE_MISS)));
         assert_eq!(f.len(), 1, "{br}: {f:?}\n{}", ovs.log());
     }
 
@@ -1058,9 +1441,9 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
     let drop_flow = {
         let t = Instant::now();
         loop {
-            hosts::send(&mut lab, 1, &[data_frame(a, b, seq)]);
+            hosts::send(lab, 1, &[data_frame(a, b, seq)]);
             seq += 1;
-            let f = ovs.flows("s0").expect("dump-flows s0");
+            let f = sea.ovs[0].flows("s0").expect("dump-flows s0");
             if let Some(l) = sea_flow(&f, 1, a, b) {
                 break l.to_owned();
             }
@@ -1078,8 +1461,8 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
     // learns b, its directory answers switch 0's lookup, and the answer
     // revokes the cached drop by the pending state's tag.
     let hello = data_frame(b, [0xff; 6], 1000);
-    hosts::send(&mut lab, 2, std::slice::from_ref(&hello));
-    let f = flows_on(&ovs, "s0", |f| sea_flow(f, 1, a, b).is_none());
+    hosts::send(lab, 2, std::slice::from_ref(&hello));
+    let f = flows_on(sea.ovs[0], "s0", |f| sea_flow(f, 1, a, b).is_none());
     assert!(
         sea_flow(&f, 1, a, b).is_none(),
         "drop flow not revoked: {f:?}"
@@ -1094,14 +1477,14 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
     // 3. a -> b again: the app forwards into the tunnel (one flow on each
     // switch), then OVS carries a burst.
     let first = seq;
-    hosts::send(&mut lab, 1, &[data_frame(a, b, seq)]);
+    hosts::send(lab, 1, &[data_frame(a, b, seq)]);
     seq += 1;
-    let f0 = flows_on(&ovs, "s0", |f| sea_flow(f, 1, a, b).is_some());
+    let f0 = flows_on(sea.ovs[0], "s0", |f| sea_flow(f, 1, a, b).is_some());
     let fwd = sea_flow(&f0, 1, a, b)
         .expect("a -> b flow on s0")
         .to_owned();
     assert_eq!(actions(&fwd), "output:2", "{fwd}");
-    let f1 = flows_on(&ovs, "s1", |f| {
+    let f1 = flows_on(sea.ovs[1], "s1", |f| {
         f.iter()
             .any(|l| l.contains("in_port=2,") && l.contains(&format!("dl_dst={}", mac_text(b))))
     });
@@ -1111,12 +1494,12 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
         .expect("tunnel -> b flow on s1");
     assert_eq!(actions(from_tunnel), "output:1", "{from_tunnel}");
     let burst: Vec<Vec<u8>> = (0..20).map(|i| data_frame(a, b, seq + i)).collect();
-    hosts::send(&mut lab, 1, &burst);
+    hosts::send(lab, 1, &burst);
     seq += 20;
     sleep(Duration::from_millis(300));
-    caps.finish(&mut lab);
+    caps.finish(lab);
 
-    let got_b = hosts::received(&lab, 2);
+    let got_b = hosts::received(lab, 2);
     let seqs: Vec<u16> = got_b
         .iter()
         .filter(|f| f[6..12] == a && f[0..6] == b)
@@ -1125,7 +1508,7 @@ fn seattle_on_open_vswitch_caches_the_dht_miss_as_a_drop_until_the_answer() {
     // Nothing sent while the lookup was pending arrived; everything after.
     assert_eq!(seqs, (first..seq).collect::<Vec<_>>(), "dropped {dropped}");
     assert!(
-        hosts::received(&lab, 1).contains(&hello),
+        hosts::received(lab, 1).contains(&hello),
         "b's broadcast at a"
     );
 

@@ -34,6 +34,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use thiserror::Error;
 
@@ -724,8 +725,22 @@ impl Block<'_> {
     /// Offsets the kernel wrote are checked against the block, so a
     /// corrupt block yields fewer frames, never a read outside it.
     pub fn frames_into<'b>(&'b mut self, out: &mut Vec<&'b [u8]>) {
+        self.walk(|frame, _| out.push(frame));
+    }
+
+    /// [`Self::frames_into`] with each frame's receive time: the kernel's
+    /// timestamp of the frame (`tp_sec`, `tp_nsec`), on the realtime clock
+    /// (CLOCK_REALTIME, as `SystemTime`), for measurements that compare
+    /// arrival times with instants other processes logged.
+    pub fn timed_frames_into<'b>(&'b mut self, out: &mut Vec<(SystemTime, &'b [u8])>) {
+        self.walk(|frame, h| out.push((h.time(), frame)));
+    }
+
+    /// Call `f` with each received, whole frame of the block and its
+    /// header, in order.
+    fn walk<'b>(&'b mut self, mut f: impl FnMut(&'b [u8], &FrameHdr)) {
         // SAFETY: (16) `'b` is this call's mutable borrow of `self`: the
-        // frames pushed to `out` cannot outlive the block.
+        // frames handed to `f` cannot outlive the block.
         let data: &'b [u8] = unsafe { self.bytes() };
         let hdr = BLOCK_DESC_HDR;
         let first = read_u32(
@@ -743,7 +758,7 @@ impl Block<'_> {
                     if h.snaplen < h.len {
                         self.ring.truncated += 1;
                     } else {
-                        out.push(frame);
+                        f(frame, &h);
                     }
                 }
                 Some(_) => {}
@@ -784,6 +799,10 @@ struct FrameHdr {
     len: u32,
     mac: u16,
     pkttype: u8,
+    /// The kernel's receive timestamp: seconds and nanoseconds since the
+    /// Unix epoch.
+    sec: u32,
+    nsec: u32,
 }
 
 impl FrameHdr {
@@ -798,7 +817,17 @@ impl FrameHdr {
             len: read_u32(data, f(offset_of!(H, tp_len))?)?,
             mac: read_u16(data, f(offset_of!(H, tp_mac))?)?,
             pkttype: *data.get(f(SLL_OFFSET + offset_of!(L, sll_pkttype))?)?,
+            sec: read_u32(data, f(offset_of!(H, tp_sec))?)?,
+            nsec: read_u32(data, f(offset_of!(H, tp_nsec))?)?,
         })
+    }
+
+    /// The receive timestamp as a realtime instant (a nanosecond field
+    /// out of range, which the kernel never writes, is capped).
+    fn time(&self) -> SystemTime {
+        UNIX_EPOCH
+            + Duration::from_secs(u64::from(self.sec))
+            + Duration::from_nanos(u64::from(self.nsec.min(999_999_999)))
     }
 }
 
@@ -1031,5 +1060,28 @@ mod tests {
         assert!(FrameHdr::read(&data, usize::MAX - 2).is_none());
         assert_eq!(read_u32(&data, 38), None);
         assert_eq!(read_u16(&data, 38), Some(0));
+    }
+
+    #[test]
+    fn frame_header_gives_the_kernel_timestamp_as_a_realtime_instant() {
+        use std::mem::offset_of;
+        type H = libc::tpacket3_hdr;
+        let mut data = vec![0u8; SLL_OFFSET + std::mem::size_of::<libc::sockaddr_ll>()];
+        let put =
+            |d: &mut Vec<u8>, at: usize, v: u32| d[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        put(&mut data, offset_of!(H, tp_sec), 1_764_000_000);
+        put(&mut data, offset_of!(H, tp_nsec), 123_456_789);
+        let h = FrameHdr::read(&data, 0).expect("a whole header");
+        assert_eq!(
+            h.time().duration_since(UNIX_EPOCH).unwrap(),
+            Duration::new(1_764_000_000, 123_456_789)
+        );
+        // Nanoseconds out of range do not overflow into a panic.
+        put(&mut data, offset_of!(H, tp_nsec), u32::MAX);
+        let h = FrameHdr::read(&data, 0).expect("a whole header");
+        assert_eq!(
+            h.time().duration_since(UNIX_EPOCH).unwrap(),
+            Duration::new(1_764_000_000, 999_999_999)
+        );
     }
 }

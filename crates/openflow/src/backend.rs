@@ -38,7 +38,7 @@
 //!   it and decisions that output to it are not installed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use nexthop_sdf::app::{decide, App, AppCounters, Control, PortInfo, PortKind, Ports};
 use nexthop_sdf::{Config, ConfigError, DecisionCache, PortId, StateId};
@@ -174,13 +174,61 @@ impl Counters {
     }
 }
 
+/// A revocation the switch confirmed, as [`Controller::take_revocations`]
+/// gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Revocation {
+    /// When the backend found the app's `removed()` calls (the app call
+    /// that made them had returned; the deletes went next), on the
+    /// realtime clock, to compare with packet timestamps.
+    pub removed_at: SystemTime,
+    /// State ids revoked (each: two flow-mod deletes).
+    pub states: u64,
+    /// From `removed_at` to the barrier reply that confirms the deletes.
+    pub confirmed_after: Duration,
+}
+
+impl Revocation {
+    /// `revocation removed_unix_ns=N states=S confirmed_us=U`, the line
+    /// `serve` prints (with the `nexthop sdf: ` prefix) when asked.
+    pub fn line(&self) -> String {
+        let ns = self
+            .removed_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!(
+            "revocation removed_unix_ns={ns} states={} confirmed_us={}",
+            self.states,
+            self.confirmed_after.as_micros()
+        )
+    }
+}
+
+/// Revocations sent, not yet confirmed: when and how many state ids.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    at: Instant,
+    wall: SystemTime,
+    states: u64,
+}
+
+impl Sent {
+    fn now() -> Sent {
+        Sent {
+            at: Instant::now(),
+            wall: SystemTime::now(),
+            states: 0,
+        }
+    }
+}
+
 /// Packet-outs waiting for a barrier reply.
 #[derive(Debug)]
 struct Waiting {
     barrier: u32,
     outs: Vec<Message>,
-    /// The barrier confirms a revocation sent at this instant.
-    revocation: Option<Instant>,
+    /// The barrier confirms the revocation sent then.
+    revocation: Option<Sent>,
 }
 
 /// A flow in the view: `(priority, match)`, as the switch identifies it.
@@ -215,6 +263,8 @@ pub struct Controller<A> {
     mapped: BTreeSet<PortId>,
     /// Ports the app added that have no switch port.
     unmapped: BTreeSet<PortId>,
+    /// Confirmed revocations, kept while logging is on.
+    revocation_log: Option<Vec<Revocation>>,
 }
 
 impl<A: App> Controller<A> {
@@ -241,7 +291,24 @@ impl<A: App> Controller<A> {
             mapper: None,
             mapped: BTreeSet::new(),
             unmapped: BTreeSet::new(),
+            revocation_log: None,
         })
+    }
+
+    /// Keep a record of every confirmed revocation (off by default) for
+    /// [`Self::take_revocations`]; the caller takes them as it goes (the
+    /// record grows until then).
+    pub fn log_revocations(&mut self, on: bool) {
+        self.revocation_log = on.then(Vec::new);
+    }
+
+    /// The revocations confirmed since the last call, oldest first (none
+    /// unless [`Self::log_revocations`] is on).
+    pub fn take_revocations(&mut self) -> Vec<Revocation> {
+        self.revocation_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Make switch ports for the ports the app adds with `mapper` (module
@@ -474,23 +541,25 @@ impl<A: App> Controller<A> {
     /// Send the revocations of state ids removed since the last call
     /// (deletes by cookie, then a barrier whose reply confirms them).
     pub fn sync(&mut self, out: &mut Vec<Message>) {
+        let found = Sent::now();
         self.map_ports();
-        if self.revoke(out) {
+        if let Some(sent) = self.revoke(out, found) {
             let b = self.send(out, Body::BarrierRequest);
             self.counters.barriers += 1;
             self.waiting.push_back(Waiting {
                 barrier: b,
                 outs: Vec::new(),
-                revocation: Some(Instant::now()),
+                revocation: Some(sent),
             });
         }
     }
 
-    /// Deletes for the tags of removed ids; whether any was sent.
-    fn revoke(&mut self, out: &mut Vec<Message>) -> bool {
+    /// Deletes for the tags of removed ids, found at `found` (the app call
+    /// had returned); `found` with the number of ids, if any went.
+    fn revoke(&mut self, out: &mut Vec<Message>, found: Sent) -> Option<Sent> {
         let calls = self.cache.counters().removed_calls;
         if calls == self.removed_seen {
-            return false;
+            return None;
         }
         self.removed_seen = calls;
         let dead: Vec<(StateId, u32)> = self
@@ -499,6 +568,10 @@ impl<A: App> Controller<A> {
             .filter(|(id, _)| !self.cache.is_live(**id))
             .map(|(id, t)| (*id, *t))
             .collect();
+        let sent = Sent {
+            states: dead.len() as u64,
+            ..found
+        };
         for &(id, tag) in &dead {
             self.tags.remove(&id);
             let t = u64::from(tag);
@@ -515,7 +588,7 @@ impl<A: App> Controller<A> {
             self.counters.revoked_flows += (before - self.view.len()) as u64;
             self.free_tags.push_back(tag);
         }
-        !dead.is_empty() && self.connected
+        (!dead.is_empty() && self.connected).then_some(sent)
     }
 
     fn tag_for(&mut self, id: StateId) -> u32 {
@@ -563,11 +636,19 @@ impl<A: App> Controller<A> {
         while let Some(w) = self.waiting.pop_front() {
             self.counters.packet_outs += w.outs.len() as u64;
             out.extend(w.outs);
-            if let Some(t) = w.revocation {
-                let us = t.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+            if let Some(r) = w.revocation {
+                let after = r.at.elapsed();
+                let us = after.as_micros().min(u128::from(u64::MAX)) as u64;
                 self.counters.revocations_confirmed += 1;
                 self.counters.revocation_us_sum += us;
                 self.counters.revocation_us_max = self.counters.revocation_us_max.max(us);
+                if let Some(log) = self.revocation_log.as_mut() {
+                    log.push(Revocation {
+                        removed_at: r.wall,
+                        states: r.states,
+                        confirmed_after: after,
+                    });
+                }
             }
             if w.barrier == xid {
                 break;
@@ -613,10 +694,10 @@ impl<A: App> Controller<A> {
             );
             decide(&mut self.app, &mut ctl, p.data.clone(), in_port)
         };
-        let decided = Instant::now();
+        let found = Sent::now();
         self.map_ports();
-        let revoked = self.revoke(out);
-        let mut fenced = revoked;
+        let revoked = self.revoke(out, found);
+        let mut fenced = revoked.is_some();
         if let Some(d) = &reply.decision {
             fenced |= self.install(&p.data, u32::from(in_port), d, out);
         }
@@ -652,7 +733,7 @@ impl<A: App> Controller<A> {
             self.waiting.push_back(Waiting {
                 barrier: b,
                 outs,
-                revocation: revoked.then_some(decided),
+                revocation: revoked,
             });
         } else if let Some(last) = self.waiting.back_mut().filter(|_| self.connected) {
             // Behind packets still waiting for a barrier: in order.

@@ -8,6 +8,13 @@
 //! ([`Controller::tick`]) every `tick` even when no packet arrives, and
 //! between sessions. A session with nothing received for 5 s is sent an
 //! echo request; after 15 s of silence it is dropped.
+//!
+//! With [`ServeConfig::log_revocations`], every revocation the switch
+//! confirms is one line on stderr, `nexthop sdf: revocation
+//! removed_unix_ns=N states=S confirmed_us=U` ([`crate::Revocation`]):
+//! when the backend found the app's `removed()` calls on the realtime
+//! clock (to compare with packet capture timestamps), how many state ids,
+//! and how long until the barrier reply confirmed the deletes.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -29,6 +36,9 @@ pub struct ServeConfig {
     pub tick: Duration,
     /// The app's clock starts here.
     pub epoch: Instant,
+    /// Print a line on stderr for every confirmed revocation (module
+    /// docs).
+    pub log_revocations: bool,
 }
 
 impl Default for ServeConfig {
@@ -36,6 +46,7 @@ impl Default for ServeConfig {
         ServeConfig {
             tick: Duration::from_millis(100),
             epoch: Instant::now(),
+            log_revocations: false,
         }
     }
 }
@@ -50,6 +61,7 @@ pub fn serve<A: App>(
     stop: &dyn Fn() -> bool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
+    ctl.log_revocations(cfg.log_revocations);
     let mut last_tick = Instant::now();
     let mut sink = Vec::new();
     while !stop() {
@@ -144,6 +156,9 @@ fn session<A: App>(
             at += len;
         }
         rbuf.drain(..at);
+        for r in ctl.take_revocations() {
+            eprintln!("nexthop sdf: {}", r.line());
+        }
         if last_tick.elapsed() >= cfg.tick {
             *last_tick = Instant::now();
             ctl.tick(cfg.epoch.elapsed(), &mut out);

@@ -28,6 +28,8 @@ pub mod conn;
 pub mod flow;
 pub mod vsctl;
 
-pub use backend::{summary_fields, summary_line, BackendConfig, Controller, Counters, PortMapper};
+pub use backend::{
+    summary_fields, summary_line, BackendConfig, Controller, Counters, PortMapper, Revocation,
+};
 pub use codec::{Body, DecodeError, Message};
 pub use conn::{serve, Channel, ServeConfig};

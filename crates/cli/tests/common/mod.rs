@@ -294,8 +294,8 @@ pub fn helper_main() -> Option<(String, PathBuf)> {
 }
 
 /// Send the frames of `DIR/frames.txt` (hex, one a line; another file with
-/// `NEXTHOP_LIVE_FRAMES`) on `iface`, 32 per batch with a short pause
-/// between batches (so no kernel backlog overflows); write `sent=N
+/// `NEXTHOP_LIVE_FRAMES`) on `iface`, 32 per batch (`NEXTHOP_LIVE_BATCH`)
+/// with a short pause between batches (so no kernel backlog overflows); write `sent=N
 /// failed=M seconds=S start_ms=T0 end_ms=T1` (Unix milliseconds) to
 /// `DIR/send.txt` (or `NEXTHOP_LIVE_SENT`). With `NEXTHOP_LIVE_STARTED`
 /// set, first write `started` to that file in `DIR` just before the first
@@ -315,6 +315,8 @@ pub fn helper_send(dir: &Path, iface: &str) {
     };
     let repeat = env_num("NEXTHOP_LIVE_REPEAT", 1);
     let pace = Duration::from_micros(env_num("NEXTHOP_LIVE_PACE_US", 200));
+    // NEXTHOP_LIVE_BATCH=1 sends one frame at a time (a steady stream).
+    let batch = env_num("NEXTHOP_LIVE_BATCH", 32).max(1) as usize;
     let mut tx = TxPort::open(iface).expect("open tx port");
     if let Ok(started) = std::env::var("NEXTHOP_LIVE_STARTED") {
         fs::write(dir.join(started), "started\n").expect("write the start marker");
@@ -323,8 +325,8 @@ pub fn helper_send(dir: &Path, iface: &str) {
     let start_ms = unix_ms();
     let t = Instant::now();
     for _ in 0..repeat {
-        for batch in frames.chunks(32) {
-            let r = tx.send_batch(batch);
+        for chunk in frames.chunks(batch) {
+            let r = tx.send_batch(chunk);
             sent += r.sent;
             failed += r.failed;
             if !pace.is_zero() {

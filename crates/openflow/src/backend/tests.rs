@@ -67,6 +67,15 @@ fn barrier(out: &[Message]) -> u32 {
         .xid
 }
 
+/// The switch's reply to the first barrier of `out`.
+fn confirm<A: App>(c: &mut Controller<A>, out: &[Message]) {
+    c.handle(
+        Message::new(barrier(out), Body::BarrierReply),
+        Duration::ZERO,
+        &mut Vec::new(),
+    );
+}
+
 fn packet_outs(out: &[Message]) -> Vec<&PacketOut> {
     out.iter()
         .filter_map(|m| match &m.body {
@@ -203,11 +212,7 @@ fn a_mac_timeout_revokes_through_tick_and_the_barrier_confirms_it() {
     let mut c = switch(5);
     let mut out = Vec::new();
     c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
-    c.handle(
-        Message::new(barrier(&out), Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out);
     out.clear();
     c.tick(Duration::from_secs(1), &mut out);
     assert!(out.is_empty());
@@ -215,13 +220,54 @@ fn a_mac_timeout_revokes_through_tick_and_the_barrier_confirms_it() {
     // A's and B's bindings both expired: four deletes, one barrier.
     assert_eq!(flow_mods(&out).len(), 4);
     assert_eq!(c.flows(), 0);
-    let b = barrier(&out);
-    c.handle(
-        Message::new(b, Body::BarrierReply),
-        Duration::ZERO,
-        &mut Vec::new(),
-    );
+    confirm(&mut c, &out);
     assert_eq!(c.counters().revocations_confirmed, 1);
+}
+
+#[test]
+fn confirmed_revocations_are_logged_with_their_realtime_instant_when_asked() {
+    // Off by default: nothing kept.
+    let mut c = switch(5);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    c.tick(Duration::from_secs(6), &mut out);
+    confirm(&mut c, &out[out.len() - 1..]);
+    assert_eq!(c.counters().revocations_confirmed, 1);
+    assert!(c.take_revocations().is_empty());
+
+    let mut c = switch(5);
+    c.log_revocations(true);
+    let mut out = Vec::new();
+    c.handle(packet_in(1, frame(B, A)), Duration::ZERO, &mut out);
+    confirm(&mut c, &out);
+    out.clear();
+    let before = SystemTime::now();
+    c.tick(Duration::from_secs(6), &mut out);
+    let after = SystemTime::now();
+    // Sent, not yet confirmed: not in the log.
+    assert!(c.take_revocations().is_empty());
+    confirm(&mut c, &out);
+    let log = c.take_revocations();
+    assert_eq!(log.len(), 1, "{log:?}");
+    let r = log[0];
+    // A's and B's bindings, found between the tick's call and return.
+    assert_eq!(r.states, 2);
+    assert!(before <= r.removed_at && r.removed_at <= after, "{r:?}");
+    assert!(u128::from(c.counters().revocation_us_max) >= r.confirmed_after.as_micros());
+    let ns = r
+        .removed_at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    assert_eq!(
+        r.line(),
+        format!(
+            "revocation removed_unix_ns={ns} states=2 confirmed_us={}",
+            r.confirmed_after.as_micros()
+        )
+    );
+    // Taken: gone.
+    assert!(c.take_revocations().is_empty());
 }
 
 #[test]
