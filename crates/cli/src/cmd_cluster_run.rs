@@ -41,10 +41,11 @@ use nexthop_dataplane::live::{StopAfter, StopFlag};
 use nexthop_dataplane::{
     Counters, Decision, Egress, FrameBuf, MissPolicy, NameSource, Pipeline, PipelineConfig,
 };
-use nexthop_othello::cluster::{self, OWNER_DIR};
+use nexthop_othello::cluster::{self, PackedOwnerMap};
 use nexthop_othello::fib::{Action, ActionTable};
 use nexthop_othello::{MappedQuery, QueryView};
 
+use crate::cmd_cluster::{open_owner, OwnerTable};
 use crate::cmd_fib::{open_lookup, LookupFib};
 use crate::cmd_run::PortMap;
 
@@ -113,9 +114,9 @@ pub struct RunArgs {
 /// The stage of one cluster node (see the module docs).
 pub struct ClusterStage<'a> {
     /// Owner map with peer-port actions, uncounted: splits each group.
-    owner: Pipeline<QueryView<'a>>,
+    owner: Pipeline<&'a PackedOwnerMap>,
     /// The same, counting the frames handed over.
-    hand: Pipeline<QueryView<'a>>,
+    hand: Pipeline<&'a PackedOwnerMap>,
     /// This node's FIB.
     local: Pipeline<QueryView<'a>>,
     /// Ports whose frames come from other nodes (indexed by port).
@@ -187,14 +188,14 @@ impl<'a> ClusterStage<'a> {
     /// # Errors
     /// A pipeline the tables refuse (key type and name source disagree).
     pub fn new(
-        owner: (&'a MappedQuery, &ActionTable),
+        owner: (&'a PackedOwnerMap, &ActionTable),
         local: (&'a MappedQuery, &ActionTable),
         key_type: nexthop_othello::fib::KeyType,
         cfg: PipelineConfig,
         cluster_ports: &BTreeSet<u16>,
     ) -> Result<Self> {
-        let owner_pipe = Pipeline::new(owner.0.view(), owner.1, key_type, cfg)?;
-        let hand = Pipeline::new(owner.0.view(), owner.1, key_type, cfg)?;
+        let owner_pipe = Pipeline::new(owner.0, owner.1, key_type, cfg)?;
+        let hand = Pipeline::new(owner.0, owner.1, key_type, cfg)?;
         let local = Pipeline::new(local.0.view(), local.1, key_type, cfg)?;
         let mut ports: BTreeSet<u16> = local.ports().iter().copied().collect();
         ports.extend(hand.ports().iter().copied());
@@ -321,7 +322,7 @@ impl ClusterStage<'_> {
 }
 
 /// Open the cluster's tables for node `a.node` and check the ports.
-fn open(a: &RunArgs) -> Result<(cluster::ClusterManifest, LookupFib, LookupFib)> {
+fn open(a: &RunArgs) -> Result<(cluster::ClusterManifest, OwnerTable, LookupFib)> {
     let m = cluster::open_manifest(&a.cluster).map_err(|e| anyhow!("{e}"))?;
     if a.node >= m.nodes {
         bail!(
@@ -331,7 +332,7 @@ fn open(a: &RunArgs) -> Result<(cluster::ClusterManifest, LookupFib, LookupFib)>
             m.nodes - 1
         );
     }
-    let owner = open_lookup(&a.cluster.join(OWNER_DIR))?;
+    let owner = open_owner(&a.cluster, &m)?;
     let local = open_lookup(&cluster::node_dir(&a.cluster, a.node))?;
     Ok((m, owner, local))
 }
@@ -411,7 +412,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let inputs: BTreeSet<u16> = outside.union(&cluster_ports).copied().collect();
     let hand_actions = owner_actions(&owner.actions, m.nodes, a.node, &peers)?;
     let key_type = local.current.key_type;
-    if owner.current.key_type != key_type {
+    if owner.key_type != key_type {
         bail!(
             "{}: the owner map and node {}'s FIB have different key types",
             a.cluster.display(),
@@ -427,7 +428,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     for _ in 0..a.workers {
         stages.push(
             ClusterStage::new(
-                (&owner.mapped, &hand_actions),
+                (&owner.map, &hand_actions),
                 (&local.mapped, &local.actions),
                 key_type,
                 cfg,
@@ -559,7 +560,8 @@ mod tests {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         build(dir.path(), KeyType::Mac, Config::default(), &routes, nodes).unwrap();
-        let owner = open_lookup(&dir.path().join(OWNER_DIR)).unwrap();
+        let m = cluster::open_manifest(dir.path()).unwrap();
+        let owner = open_owner(dir.path(), &m).unwrap();
         let locals: Vec<LookupFib> = (0..nodes)
             .map(|k| open_lookup(&cluster::node_dir(dir.path(), k)).unwrap())
             .collect();
@@ -578,7 +580,7 @@ mod tests {
             .map(|k| {
                 let cp = (0..nodes).filter(|&j| j != k).map(peer_port).collect();
                 ClusterStage::new(
-                    (&owner.mapped, &hand[k]),
+                    (&owner.map, &hand[k]),
                     (&locals[k].mapped, &locals[k].actions),
                     KeyType::Mac,
                     PipelineConfig::default(),
@@ -633,7 +635,8 @@ mod tests {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         build(dir.path(), KeyType::Mac, Config::default(), &routes, 3).unwrap();
-        let owner = open_lookup(&dir.path().join(OWNER_DIR)).unwrap();
+        let m = cluster::open_manifest(dir.path()).unwrap();
+        let owner = open_owner(dir.path(), &m).unwrap();
         let peers = BTreeMap::from([(1, 11u16)]);
         let e = owner_actions(&owner.actions, 3, 0, &peers).unwrap_err();
         assert!(e.to_string().contains("node 2"), "{e}");

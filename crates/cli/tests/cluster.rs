@@ -207,6 +207,12 @@ fn build_reports_memory_per_node_and_balances_names() {
         .success();
     let s = json(&stdout(&a));
     assert_eq!(s["owner_value_bits"], 2);
+    // The owner map is bit-packed: 2 bits a slot, not a byte.
+    let (packed, unpacked) = (
+        s["owner_bytes"].as_u64().unwrap(),
+        s["owner_unpacked_bytes"].as_u64().unwrap(),
+    );
+    assert!(packed * 3 < unpacked, "{packed} vs {unpacked}");
     let node = s["node"].as_array().unwrap();
     assert_eq!(node.len(), 4);
     let names: Vec<u64> = node.iter().map(|n| n["names"].as_u64().unwrap()).collect();
@@ -282,6 +288,18 @@ fn bad_input_is_refused_clearly() {
         "flood",
     );
     run(fwd("nowhere"), "cluster.json");
+    // The packed owner map damaged, cut short or gone: refused, named.
+    let map = d.join("c/owner.map");
+    let good = fs::read(&map).unwrap();
+    let mut bad = good.clone();
+    bad[good.len() / 2] ^= 0x01;
+    fs::write(&map, &bad).unwrap();
+    run(fwd("c"), "owner.map: checksum mismatch");
+    fs::write(&map, &good[..good.len() - 3]).unwrap();
+    run(fwd("c"), "owner.map: truncated");
+    fs::remove_file(&map).unwrap();
+    run(fwd("c"), "owner.map");
+    fs::write(&map, &good).unwrap();
     // A node's snapshot damaged: its checksum no longer matches.
     let gen = fs::read_dir(d.join("c/node-1"))
         .unwrap()

@@ -267,7 +267,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         "cluster",
         t,
         format_args!(
-            "{}: owner map {} B (l = {}), nodes {:?} names",
+            "{}: owner map {} B (l = {}, packed), nodes {:?} names",
             dir.display(),
             report.owner_bytes,
             report.owner_value_bits,
