@@ -23,9 +23,16 @@
 //! "forwarded" on J's port). That costs a second owner-map lookup of each
 //! handed-over frame (the first, uncounted, only splits the group), which
 //! keeps every frame counted exactly once in the run's summary.
+//!
+//! `--metrics ADDR` serves these counters as `nexthop run` does
+//! (`/metrics`, Prometheus text, and `/stats.json`, once a second): frames
+//! in, forwarded, dropped, per port, plus `cluster_handed_over_frames_total`
+//! (sent to their owner on an internal link) and
+//! `cluster_from_cluster_frames_total` (received from one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -37,7 +44,8 @@ use nexthop_dataplane::engine::{
     io_list, open_ports, progress_line, summary_line, Engine, EngineConfig, IoMode, NoRefresh,
     Outputs, PortsConfig, Report, Stage, Worker, XdpAttach,
 };
-use nexthop_dataplane::live::{StopAfter, StopFlag};
+use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
+use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
     Counters, Decision, Egress, FrameBuf, MissPolicy, NameSource, Pipeline, PipelineConfig,
 };
@@ -106,6 +114,14 @@ pub struct RunArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Serve the counters at http://ADDR/metrics (Prometheus text) and
+    /// /stats.json, as `nexthop run --metrics`. Loopback only unless
+    /// --metrics-allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Allow --metrics on an address that is not loopback.
+    #[arg(long)]
+    metrics_allow_remote: bool,
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
@@ -490,24 +506,32 @@ pub fn run(a: &RunArgs) -> Result<()> {
             cpu: None,
         })
         .collect();
+    let shared = SharedSnapshot::new();
+    let _metrics_server =
+        crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
     let engine = Engine::new(EngineConfig {
         after,
-        report_every: (!a.quiet).then_some(Duration::from_secs(1)),
+        report_every: (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1)),
     });
     let done = engine.run(workers, &NoRefresh, &stop, |r: &Report<'_>| {
+        if a.metrics.is_some() {
+            let p = &r.merged;
+            shared.publish(metrics_of(p.counters, p.ports, p.elapsed, &cluster_ports));
+        }
         if !a.quiet {
             eprintln!("{}", progress_line(&r.merged));
         }
     })?;
     let run = &done.merged;
-    let handed: u64 = cluster_ports
-        .iter()
-        .map(|&p| run.counters.tx(p).frames)
-        .sum();
-    let from_cluster: u64 = cluster_ports
-        .iter()
-        .map(|&p| run.counters.rx(p).frames)
-        .sum();
+    if a.metrics.is_some() {
+        shared.publish(metrics_of(
+            &run.counters,
+            &run.ports,
+            run.elapsed,
+            &cluster_ports,
+        ));
+    }
+    let (handed, from_cluster) = cluster_counts(&run.counters, &cluster_ports);
     let mut stdout = io::stdout().lock();
     writeln!(
         stdout,
@@ -518,6 +542,39 @@ pub fn run(a: &RunArgs) -> Result<()> {
     )?;
     stdout.flush()?;
     Ok(())
+}
+
+/// Frames sent on and received from the internal links (`cluster_ports`).
+fn cluster_counts(c: &Counters, cluster_ports: &BTreeSet<u16>) -> (u64, u64) {
+    let handed = cluster_ports.iter().map(|&p| c.tx(p).frames).sum();
+    let from_cluster = cluster_ports.iter().map(|&p| c.rx(p).frames).sum();
+    (handed, from_cluster)
+}
+
+/// The metrics of a node: the engine's counters and port statistics plus
+/// the frames handed over and received on internal links.
+fn metrics_of(
+    c: &Counters,
+    ports: &PortStats,
+    elapsed: Duration,
+    cluster_ports: &BTreeSet<u16>,
+) -> MetricsSnapshot {
+    let (handed, from_cluster) = cluster_counts(c, cluster_ports);
+    MetricsSnapshot::from_counters(c)
+        .with_port_stats(ports)
+        .with_uptime(elapsed)
+        .with_counter(
+            "cluster_handed_over_frames_total",
+            "Frames sent to their owner node on an internal link.",
+            &[],
+            handed,
+        )
+        .with_counter(
+            "cluster_from_cluster_frames_total",
+            "Frames received from another node on an internal link.",
+            &[],
+            from_cluster,
+        )
 }
 
 #[cfg(test)]
