@@ -374,16 +374,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         frames: None,
     };
     let (m, owner, local) = open(a)?;
-    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
-    let mut ifaces = BTreeSet::new();
-    for p in &a.ports {
-        if by_port.insert(p.port, &p.iface).is_some() {
-            bail!("--port {}: port {} is mapped twice", p.port, p.port);
-        }
-        if !ifaces.insert(&p.iface) {
-            bail!("--port {}={}: interface mapped twice", p.port, p.iface);
-        }
-    }
+    let by_port = crate::cmd_run::port_table(&a.ports)?;
     let mut peers = BTreeMap::new();
     for p in &a.peers {
         if p.node >= m.nodes || p.node == a.node {

@@ -379,6 +379,11 @@ fn cluster_run_refuses_a_bad_node_peer_or_port_map() {
     fails(with(&["--in", "11"], None), "--in 11");
     fails(with(&["--in", "9"], None), "--in 9");
     fails(with(&["--miss", "flood"], None), "flood");
+    fails(with(&["--port", "3=y"], None), "port 3 is mapped twice");
+    fails(
+        with(&["--port", "9=x3"], None),
+        "interface x3 is already port 3",
+    );
     let mut no_port: Vec<String> = with(&[], None);
     let i = no_port.iter().position(|s| s == "3=x3").unwrap();
     no_port.drain(i - 1..=i);
