@@ -18,14 +18,48 @@ use nexthop_dataplane::pcap::{PcapFrame, PcapIn, PcapInError, PcapPorts};
 use nexthop_dataplane::{
     Counters, Decision, Egress, MissPolicy, NameSource, Pipeline, PipelineConfig, BATCH,
 };
-use nexthop_othello::cluster::{self, ClusterReport, MAX_NODES, OWNER_DIR};
-use nexthop_othello::fib::{parse_routes, KeyType, NameKey};
+use nexthop_othello::cluster::{
+    self, ClusterManifest, ClusterReport, PackedOwnerMap, MAX_NODES, OWNER_DIR,
+};
+use nexthop_othello::fib::{parse_routes, ActionTable, KeyType, NameKey};
+use nexthop_othello::fibdir;
 use nexthop_othello::{Config, Sizing};
 
 use crate::cmd_fib::{open_lookup, read_text, LookupFib};
 
 /// The input port number of the pcap file in counters.
 const IN_PORT: u16 = 0;
+
+/// What a node holds of the owner map: the packed map, DIR/owner's action
+/// table (the map's values are its ids) and key type.
+#[derive(Debug)]
+pub struct OwnerTable {
+    /// The packed owner map.
+    pub map: PackedOwnerMap,
+    /// Action id to `port K`, K the owner node.
+    pub actions: ActionTable,
+    /// The cluster's key type.
+    pub key_type: KeyType,
+}
+
+/// Open the owner map of the cluster in `dir` (manifest `m`): the packed
+/// map (a version 1 cluster's snapshot packed on load) and DIR/owner's
+/// action table.
+///
+/// # Errors
+/// A missing or damaged owner map or DIR/owner, named.
+pub fn open_owner(dir: &std::path::Path, m: &ClusterManifest) -> Result<OwnerTable> {
+    let owner_dir = dir.join(OWNER_DIR);
+    let cur = fibdir::open(&owner_dir).map_err(|e| anyhow!("{e}"))?;
+    let actions = ActionTable::from_text(&cur.read_actions_text().map_err(|e| anyhow!("{e}"))?)
+        .map_err(|e| anyhow!("{}: {e}", cur.path(fibdir::ACTIONS).display()))?;
+    let map = cluster::open_owner_map(dir, m).map_err(|e| anyhow!("{e}"))?;
+    Ok(OwnerTable {
+        map,
+        actions,
+        key_type: cur.key_type,
+    })
+}
 
 /// `nexthop cluster` subcommands.
 #[derive(Debug, Subcommand)]
@@ -168,12 +202,13 @@ fn build(a: &BuildArgs) -> Result<()> {
         println!("{v}");
     } else {
         println!(
-            "built cluster {}: {} names over {} nodes; owner map {} B (l = {}), largest node {} B (owner + local FIB) vs {} B for all the FIBs ({:.2} s)",
+            "built cluster {}: {} names over {} nodes; owner map {} B (l = {}, packed; {} B a byte per slot), largest node {} B (owner + local FIB) vs {} B for all the FIBs ({:.2} s)",
             a.out.display(),
             r.names,
             r.nodes,
             r.owner_bytes,
             r.owner_value_bits,
+            r.owner_unpacked_bytes,
             max_node,
             single,
             secs
@@ -214,7 +249,7 @@ fn forward(a: &ForwardArgs) -> Result<()> {
             }
         },
     };
-    let owner_fib = open_lookup(&a.cluster.join(OWNER_DIR))?;
+    let owner_fib = open_owner(&a.cluster, &m)?;
     let node_fibs: Vec<LookupFib> = (0..n)
         .map(|k| open_lookup(&cluster::node_dir(&a.cluster, k)))
         .collect::<Result<_>>()?;
@@ -231,11 +266,8 @@ fn forward(a: &ForwardArgs) -> Result<()> {
         Pipeline::new(f.mapped.view(), &f.actions, f.current.key_type, cfg)
             .map_err(|e| anyhow!("{what}: {e}"))
     }
-    let mut owner = pipe(
-        &owner_fib,
-        cfg,
-        a.cluster.join(OWNER_DIR).display().to_string(),
-    )?;
+    let mut owner = Pipeline::new(&owner_fib.map, &owner_fib.actions, owner_fib.key_type, cfg)
+        .map_err(|e| anyhow!("{}: {e}", a.cluster.join(OWNER_DIR).display()))?;
     let mut nodes = node_fibs
         .iter()
         .enumerate()

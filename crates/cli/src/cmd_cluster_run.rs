@@ -23,9 +23,16 @@
 //! "forwarded" on J's port). That costs a second owner-map lookup of each
 //! handed-over frame (the first, uncounted, only splits the group), which
 //! keeps every frame counted exactly once in the run's summary.
+//!
+//! `--metrics ADDR` serves these counters as `nexthop run` does
+//! (`/metrics`, Prometheus text, and `/stats.json`, once a second): frames
+//! in, forwarded, dropped, per port, plus `cluster_handed_over_frames_total`
+//! (sent to their owner on an internal link) and
+//! `cluster_from_cluster_frames_total` (received from one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -37,14 +44,16 @@ use nexthop_dataplane::engine::{
     io_list, open_ports, progress_line, summary_line, Engine, EngineConfig, IoMode, NoRefresh,
     Outputs, PortsConfig, Report, Stage, Worker, XdpAttach,
 };
-use nexthop_dataplane::live::{StopAfter, StopFlag};
+use nexthop_dataplane::live::{PortStats, StopAfter, StopFlag};
+use nexthop_dataplane::metrics::{MetricsSnapshot, SharedSnapshot};
 use nexthop_dataplane::{
     Counters, Decision, Egress, FrameBuf, MissPolicy, NameSource, Pipeline, PipelineConfig,
 };
-use nexthop_othello::cluster::{self, OWNER_DIR};
+use nexthop_othello::cluster::{self, PackedOwnerMap};
 use nexthop_othello::fib::{Action, ActionTable};
 use nexthop_othello::{MappedQuery, QueryView};
 
+use crate::cmd_cluster::{open_owner, OwnerTable};
 use crate::cmd_fib::{open_lookup, LookupFib};
 use crate::cmd_run::PortMap;
 
@@ -105,6 +114,14 @@ pub struct RunArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Serve the counters at http://ADDR/metrics (Prometheus text) and
+    /// /stats.json, as `nexthop run --metrics`. Loopback only unless
+    /// --metrics-allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Allow --metrics on an address that is not loopback.
+    #[arg(long)]
+    metrics_allow_remote: bool,
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
@@ -113,9 +130,9 @@ pub struct RunArgs {
 /// The stage of one cluster node (see the module docs).
 pub struct ClusterStage<'a> {
     /// Owner map with peer-port actions, uncounted: splits each group.
-    owner: Pipeline<QueryView<'a>>,
+    owner: Pipeline<&'a PackedOwnerMap>,
     /// The same, counting the frames handed over.
-    hand: Pipeline<QueryView<'a>>,
+    hand: Pipeline<&'a PackedOwnerMap>,
     /// This node's FIB.
     local: Pipeline<QueryView<'a>>,
     /// Ports whose frames come from other nodes (indexed by port).
@@ -187,14 +204,14 @@ impl<'a> ClusterStage<'a> {
     /// # Errors
     /// A pipeline the tables refuse (key type and name source disagree).
     pub fn new(
-        owner: (&'a MappedQuery, &ActionTable),
+        owner: (&'a PackedOwnerMap, &ActionTable),
         local: (&'a MappedQuery, &ActionTable),
         key_type: nexthop_othello::fib::KeyType,
         cfg: PipelineConfig,
         cluster_ports: &BTreeSet<u16>,
     ) -> Result<Self> {
-        let owner_pipe = Pipeline::new(owner.0.view(), owner.1, key_type, cfg)?;
-        let hand = Pipeline::new(owner.0.view(), owner.1, key_type, cfg)?;
+        let owner_pipe = Pipeline::new(owner.0, owner.1, key_type, cfg)?;
+        let hand = Pipeline::new(owner.0, owner.1, key_type, cfg)?;
         let local = Pipeline::new(local.0.view(), local.1, key_type, cfg)?;
         let mut ports: BTreeSet<u16> = local.ports().iter().copied().collect();
         ports.extend(hand.ports().iter().copied());
@@ -321,7 +338,7 @@ impl ClusterStage<'_> {
 }
 
 /// Open the cluster's tables for node `a.node` and check the ports.
-fn open(a: &RunArgs) -> Result<(cluster::ClusterManifest, LookupFib, LookupFib)> {
+fn open(a: &RunArgs) -> Result<(cluster::ClusterManifest, OwnerTable, LookupFib)> {
     let m = cluster::open_manifest(&a.cluster).map_err(|e| anyhow!("{e}"))?;
     if a.node >= m.nodes {
         bail!(
@@ -331,7 +348,7 @@ fn open(a: &RunArgs) -> Result<(cluster::ClusterManifest, LookupFib, LookupFib)>
             m.nodes - 1
         );
     }
-    let owner = open_lookup(&a.cluster.join(OWNER_DIR))?;
+    let owner = open_owner(&a.cluster, &m)?;
     let local = open_lookup(&cluster::node_dir(&a.cluster, a.node))?;
     Ok((m, owner, local))
 }
@@ -357,16 +374,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         frames: None,
     };
     let (m, owner, local) = open(a)?;
-    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
-    let mut ifaces = BTreeSet::new();
-    for p in &a.ports {
-        if by_port.insert(p.port, &p.iface).is_some() {
-            bail!("--port {}: port {} is mapped twice", p.port, p.port);
-        }
-        if !ifaces.insert(&p.iface) {
-            bail!("--port {}={}: interface mapped twice", p.port, p.iface);
-        }
-    }
+    let by_port = crate::cmd_run::port_table(&a.ports)?;
     let mut peers = BTreeMap::new();
     for p in &a.peers {
         if p.node >= m.nodes || p.node == a.node {
@@ -411,7 +419,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let inputs: BTreeSet<u16> = outside.union(&cluster_ports).copied().collect();
     let hand_actions = owner_actions(&owner.actions, m.nodes, a.node, &peers)?;
     let key_type = local.current.key_type;
-    if owner.current.key_type != key_type {
+    if owner.key_type != key_type {
         bail!(
             "{}: the owner map and node {}'s FIB have different key types",
             a.cluster.display(),
@@ -427,7 +435,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     for _ in 0..a.workers {
         stages.push(
             ClusterStage::new(
-                (&owner.mapped, &hand_actions),
+                (&owner.map, &hand_actions),
                 (&local.mapped, &local.actions),
                 key_type,
                 cfg,
@@ -489,24 +497,32 @@ pub fn run(a: &RunArgs) -> Result<()> {
             cpu: None,
         })
         .collect();
+    let shared = SharedSnapshot::new();
+    let _metrics_server =
+        crate::cmd_run::start_metrics(a.metrics, a.metrics_allow_remote, &shared)?;
     let engine = Engine::new(EngineConfig {
         after,
-        report_every: (!a.quiet).then_some(Duration::from_secs(1)),
+        report_every: (!a.quiet || a.metrics.is_some()).then_some(Duration::from_secs(1)),
     });
     let done = engine.run(workers, &NoRefresh, &stop, |r: &Report<'_>| {
+        if a.metrics.is_some() {
+            let p = &r.merged;
+            shared.publish(metrics_of(p.counters, p.ports, p.elapsed, &cluster_ports));
+        }
         if !a.quiet {
             eprintln!("{}", progress_line(&r.merged));
         }
     })?;
     let run = &done.merged;
-    let handed: u64 = cluster_ports
-        .iter()
-        .map(|&p| run.counters.tx(p).frames)
-        .sum();
-    let from_cluster: u64 = cluster_ports
-        .iter()
-        .map(|&p| run.counters.rx(p).frames)
-        .sum();
+    if a.metrics.is_some() {
+        shared.publish(metrics_of(
+            &run.counters,
+            &run.ports,
+            run.elapsed,
+            &cluster_ports,
+        ));
+    }
+    let (handed, from_cluster) = cluster_counts(&run.counters, &cluster_ports);
     let mut stdout = io::stdout().lock();
     writeln!(
         stdout,
@@ -517,6 +533,39 @@ pub fn run(a: &RunArgs) -> Result<()> {
     )?;
     stdout.flush()?;
     Ok(())
+}
+
+/// Frames sent on and received from the internal links (`cluster_ports`).
+fn cluster_counts(c: &Counters, cluster_ports: &BTreeSet<u16>) -> (u64, u64) {
+    let handed = cluster_ports.iter().map(|&p| c.tx(p).frames).sum();
+    let from_cluster = cluster_ports.iter().map(|&p| c.rx(p).frames).sum();
+    (handed, from_cluster)
+}
+
+/// The metrics of a node: the engine's counters and port statistics plus
+/// the frames handed over and received on internal links.
+fn metrics_of(
+    c: &Counters,
+    ports: &PortStats,
+    elapsed: Duration,
+    cluster_ports: &BTreeSet<u16>,
+) -> MetricsSnapshot {
+    let (handed, from_cluster) = cluster_counts(c, cluster_ports);
+    MetricsSnapshot::from_counters(c)
+        .with_port_stats(ports)
+        .with_uptime(elapsed)
+        .with_counter(
+            "cluster_handed_over_frames_total",
+            "Frames sent to their owner node on an internal link.",
+            &[],
+            handed,
+        )
+        .with_counter(
+            "cluster_from_cluster_frames_total",
+            "Frames received from another node on an internal link.",
+            &[],
+            from_cluster,
+        )
 }
 
 #[cfg(test)]
@@ -559,7 +608,8 @@ mod tests {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         build(dir.path(), KeyType::Mac, Config::default(), &routes, nodes).unwrap();
-        let owner = open_lookup(&dir.path().join(OWNER_DIR)).unwrap();
+        let m = cluster::open_manifest(dir.path()).unwrap();
+        let owner = open_owner(dir.path(), &m).unwrap();
         let locals: Vec<LookupFib> = (0..nodes)
             .map(|k| open_lookup(&cluster::node_dir(dir.path(), k)).unwrap())
             .collect();
@@ -578,7 +628,7 @@ mod tests {
             .map(|k| {
                 let cp = (0..nodes).filter(|&j| j != k).map(peer_port).collect();
                 ClusterStage::new(
-                    (&owner.mapped, &hand[k]),
+                    (&owner.map, &hand[k]),
                     (&locals[k].mapped, &locals[k].actions),
                     KeyType::Mac,
                     PipelineConfig::default(),
@@ -633,7 +683,8 @@ mod tests {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         build(dir.path(), KeyType::Mac, Config::default(), &routes, 3).unwrap();
-        let owner = open_lookup(&dir.path().join(OWNER_DIR)).unwrap();
+        let m = cluster::open_manifest(dir.path()).unwrap();
+        let owner = open_owner(dir.path(), &m).unwrap();
         let peers = BTreeMap::from([(1, 11u16)]);
         let e = owner_actions(&owner.actions, 3, 0, &peers).unwrap_err();
         assert!(e.to_string().contains("node 2"), "{e}");

@@ -572,12 +572,15 @@ impl Settings {
     }
 }
 
-/// `nexthop run`.
-pub fn run(a: RunArgs) -> Result<()> {
-    let st = Settings::resolve(a)?;
+/// The `--port N=IFACE` maps as port -> interface, each port and each
+/// interface mapped once (`nexthop run`, `nexthop cluster run`).
+///
+/// # Errors
+/// A port or an interface mapped twice, named.
+pub(crate) fn port_table(ports: &[PortMap]) -> Result<BTreeMap<u16, &str>> {
     let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
     let mut by_iface: BTreeMap<&str, u16> = BTreeMap::new();
-    for m in &st.ports {
+    for m in ports {
         if by_port.insert(m.port, &m.iface).is_some() {
             bail!("--port {}: port {} is mapped twice", m.port, m.port);
         }
@@ -590,6 +593,13 @@ pub fn run(a: RunArgs) -> Result<()> {
             );
         }
     }
+    Ok(by_port)
+}
+
+/// `nexthop run`.
+pub fn run(a: RunArgs) -> Result<()> {
+    let st = Settings::resolve(a)?;
+    let by_port = port_table(&st.ports)?;
     let inputs: BTreeSet<u16> = if st.inputs.is_empty() {
         if !by_port.contains_key(&0) {
             bail!("no input: map port 0 (--port 0=IFACE) or name inputs with --in N");
@@ -986,6 +996,21 @@ pub(crate) fn start_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_table_refuses_a_port_or_interface_mapped_twice() {
+        let maps = |v: &[&str]| -> Vec<PortMap> { v.iter().map(|s| s.parse().unwrap()).collect() };
+        let ok = maps(&["2=b", "1=a"]);
+        let t = port_table(&ok).unwrap();
+        assert_eq!(t.into_iter().collect::<Vec<_>>(), [(1, "a"), (2, "b")]);
+        let e = port_table(&maps(&["1=a", "1=b"])).unwrap_err();
+        assert!(e.to_string().contains("port 1 is mapped twice"), "{e}");
+        let e = port_table(&maps(&["1=a", "2=a"])).unwrap_err();
+        assert!(
+            e.to_string().contains("interface a is already port 1"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn port_maps_parse_and_refuse_with_the_argument() {

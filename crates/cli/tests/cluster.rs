@@ -207,6 +207,12 @@ fn build_reports_memory_per_node_and_balances_names() {
         .success();
     let s = json(&stdout(&a));
     assert_eq!(s["owner_value_bits"], 2);
+    // The owner map is bit-packed: 2 bits a slot, not a byte.
+    let (packed, unpacked) = (
+        s["owner_bytes"].as_u64().unwrap(),
+        s["owner_unpacked_bytes"].as_u64().unwrap(),
+    );
+    assert!(packed * 3 < unpacked, "{packed} vs {unpacked}");
     let node = s["node"].as_array().unwrap();
     assert_eq!(node.len(), 4);
     let names: Vec<u64> = node.iter().map(|n| n["names"].as_u64().unwrap()).collect();
@@ -282,6 +288,18 @@ fn bad_input_is_refused_clearly() {
         "flood",
     );
     run(fwd("nowhere"), "cluster.json");
+    // The packed owner map damaged, cut short or gone: refused, named.
+    let map = d.join("c/owner.map");
+    let good = fs::read(&map).unwrap();
+    let mut bad = good.clone();
+    bad[good.len() / 2] ^= 0x01;
+    fs::write(&map, &bad).unwrap();
+    run(fwd("c"), "owner.map: checksum mismatch");
+    fs::write(&map, &good[..good.len() - 3]).unwrap();
+    run(fwd("c"), "owner.map: truncated");
+    fs::remove_file(&map).unwrap();
+    run(fwd("c"), "owner.map");
+    fs::write(&map, &good).unwrap();
     // A node's snapshot damaged: its checksum no longer matches.
     let gen = fs::read_dir(d.join("c/node-1"))
         .unwrap()
@@ -361,6 +379,11 @@ fn cluster_run_refuses_a_bad_node_peer_or_port_map() {
     fails(with(&["--in", "11"], None), "--in 11");
     fails(with(&["--in", "9"], None), "--in 9");
     fails(with(&["--miss", "flood"], None), "flood");
+    fails(with(&["--port", "3=y"], None), "port 3 is mapped twice");
+    fails(
+        with(&["--port", "9=x3"], None),
+        "interface x3 is already port 3",
+    );
     let mut no_port: Vec<String> = with(&[], None);
     let i = no_port.iter().position(|s| s == "3=x3").unwrap();
     no_port.drain(i - 1..=i);

@@ -71,6 +71,13 @@ impl NameTable for Query {
     }
 }
 
+impl NameTable for nexthop_othello::owner::PackedOwnerMap {
+    #[inline]
+    fn lookup_batch(&self, names: &[&[u8]], out: &mut [u64]) -> usize {
+        nexthop_othello::owner::PackedOwnerMap::lookup_batch(self, names, out)
+    }
+}
+
 impl<T: NameTable + ?Sized> NameTable for &T {
     #[inline]
     fn lookup_batch(&self, names: &[&[u8]], out: &mut [u64]) -> usize {

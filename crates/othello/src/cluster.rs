@@ -6,7 +6,8 @@
 //!
 //! * the *owner map*: one Othello over ALL names whose value is the index
 //!   of the node that owns the name (`ceil(log2 N)` value bits, no check
-//!   bits: the global partition table), and
+//!   bits: the global partition table), its slots bit-packed at
+//!   `ceil(log2 N)` bits each ([`PackedOwnerMap`]), and
 //! * the full Concise FIB of its own partition (the configuration the
 //!   caller gives, check bits included).
 //!
@@ -17,15 +18,20 @@
 //! # Directory layout
 //!
 //! ```text
-//! DIR/cluster.json   {"format": "nexthop-cluster", "format_version": 1,
+//! DIR/cluster.json   {"format": "nexthop-cluster", "format_version": 2,
 //!                     "key_type": ..., "nodes": N, "names": ...}
+//! DIR/owner.map      the packed owner map ([`crate::owner`] file format)
 //! DIR/owner/         a FIB directory (fibdir): name -> "port K", K the owner
 //! DIR/node-K/        a FIB directory: node K's partition with its actions
 //! ```
 //!
 //! Each subdirectory is an ordinary FIB directory (`nexthop fib lookup`
 //! and `stats` read it); the owner map's actions are `port 0` ..
-//! `port N-1`, the owner's node index.
+//! `port N-1`, the owner's node index, and the values of `owner.map` are
+//! the ids of DIR/owner's action table. A node holds `owner.map`, that
+//! action table and its own FIB, not DIR/owner's byte-per-slot snapshot.
+//! A version 1 cluster (made before `owner.map`) still opens:
+//! [`open_owner_map`] packs its DIR/owner snapshot on load.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -34,17 +40,22 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::error::FormatError;
 use crate::fib::{Action, ConciseFib, FibError, KeyType, NameKey};
 use crate::fibdir::{self, DirError};
+pub use crate::owner::PackedOwnerMap;
 
 /// The cluster manifest file name.
 pub const CLUSTER_MANIFEST: &str = "cluster.json";
 /// The `format` field of the cluster manifest.
 pub const CLUSTER_FORMAT: &str = "nexthop-cluster";
-/// The cluster manifest version this code reads and writes.
-pub const CLUSTER_FORMAT_VERSION: u32 = 1;
+/// The cluster manifest version this code writes (it also reads version
+/// 1, whose owner map is packed on load).
+pub const CLUSTER_FORMAT_VERSION: u32 = 2;
 /// The owner map's subdirectory.
 pub const OWNER_DIR: &str = "owner";
+/// The packed owner map's file (version 2 clusters).
+pub const OWNER_MAP: &str = "owner.map";
 /// The most nodes a cluster may have (node indices fit a `port` action).
 pub const MAX_NODES: usize = 256;
 
@@ -68,6 +79,14 @@ pub enum ClusterError {
     /// Writing or reading a FIB directory failed.
     #[error(transparent)]
     Dir(#[from] DirError),
+    /// The packed owner map is missing, damaged or does not fit the cluster.
+    #[error("{path}: {error}")]
+    OwnerMap {
+        /// The file (or, for a version 1 cluster, the snapshot) read.
+        path: PathBuf,
+        /// What is wrong.
+        error: FormatError,
+    },
     /// The cluster manifest is missing, unreadable or inconsistent.
     #[error("{path}: {reason}")]
     Manifest {
@@ -83,7 +102,7 @@ pub enum ClusterError {
 pub struct ClusterManifest {
     /// Always [`CLUSTER_FORMAT`].
     pub format: String,
-    /// Always [`CLUSTER_FORMAT_VERSION`].
+    /// [`CLUSTER_FORMAT_VERSION`] when written; 1 or 2 when read.
     pub format_version: u32,
     /// Key type of every table.
     pub key_type: String,
@@ -105,8 +124,11 @@ pub struct ClusterReport {
     pub names: usize,
     /// Value bits of the owner map.
     pub owner_value_bits: u8,
-    /// Snapshot bytes of the owner map (held by every node).
+    /// Bytes of the packed owner map file (held by every node).
     pub owner_bytes: u64,
+    /// Bytes of the owner map's byte-per-slot snapshot (DIR/owner, not
+    /// held by a node; for comparison).
+    pub owner_unpacked_bytes: u64,
     /// Per node: names, local FIB snapshot bytes, owner + local bytes.
     pub node: Vec<NodeReport>,
 }
@@ -230,8 +252,16 @@ pub fn build<K: NameKey>(
     })?;
     let owner_dir = dir.join(OWNER_DIR);
     fibdir::commit_fib(&owner_dir, key_type, &owner)?;
+    let packed = PackedOwnerMap::from_snapshot(&owner.othello().snapshot(0)).map_err(|error| {
+        ClusterError::OwnerMap {
+            path: owner_dir.clone(),
+            error,
+        }
+    })?;
     drop(owner);
-    let owner_bytes = snapshot_bytes(&owner_dir)?;
+    let owner_bytes = write_atomic(&dir.join(OWNER_MAP), &packed.to_bytes())?;
+    drop(packed);
+    let owner_unpacked_bytes = snapshot_bytes(&owner_dir)?;
     let mut node = Vec::with_capacity(nodes);
     for (k, part) in parts.iter().enumerate() {
         let fib = ConciseFib::build(cfg, part).map_err(|error| ClusterError::Fib {
@@ -255,22 +285,64 @@ pub fn build<K: NameKey>(
         names: routes.len(),
         node_names: parts.iter().map(Vec::len).collect(),
     };
-    let path = dir.join(CLUSTER_MANIFEST);
     let text = serde_json::to_string_pretty(&manifest).expect("manifest serializes");
-    let tmp = dir.join(format!("{CLUSTER_MANIFEST}.tmp"));
-    fs::write(&tmp, text.as_bytes())
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| ClusterError::Manifest {
-            path: path.clone(),
-            reason: format!("cannot write: {e}"),
-        })?;
+    write_atomic(&dir.join(CLUSTER_MANIFEST), text.as_bytes())?;
     Ok(ClusterReport {
         nodes,
         names: routes.len(),
         owner_value_bits: owner_bits,
         owner_bytes,
+        owner_unpacked_bytes,
         node,
     })
+}
+
+/// Write `bytes` to `path` through a temporary file and a rename; returns
+/// the length written.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<u64, ClusterError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    fs::write(&tmp, bytes)
+        .and_then(|()| fs::rename(&tmp, path))
+        .map_err(|e| ClusterError::Manifest {
+            path: path.to_path_buf(),
+            reason: format!("cannot write: {e}"),
+        })?;
+    Ok(bytes.len() as u64)
+}
+
+/// The packed owner map of the cluster in `dir` whose manifest
+/// ([`open_manifest`]) is `m`: `DIR/owner.map` for a version 2 cluster,
+/// DIR/owner's snapshot packed on load for a version 1 cluster. Its value
+/// bits must be [`owner_value_bits`] of the node count.
+///
+/// # Errors
+/// [`ClusterError::OwnerMap`] naming the file and what is wrong, or the
+/// FIB directory error of a version 1 cluster's damaged DIR/owner.
+pub fn open_owner_map(dir: &Path, m: &ClusterManifest) -> Result<PackedOwnerMap, ClusterError> {
+    let (path, map) = if m.format_version == 1 {
+        let cur = fibdir::open(&dir.join(OWNER_DIR))?;
+        let snap = cur.read_verified(fibdir::SNAPSHOT)?;
+        let path = cur.path(fibdir::SNAPSHOT);
+        let map = PackedOwnerMap::from_snapshot(&snap);
+        (path, map)
+    } else {
+        let path = dir.join(OWNER_MAP);
+        let map = PackedOwnerMap::read(&path);
+        (path, map)
+    };
+    let map = map.map_err(|error| ClusterError::OwnerMap {
+        path: path.clone(),
+        error,
+    })?;
+    if map.value_bits() != owner_value_bits(m.nodes) {
+        return Err(ClusterError::OwnerMap {
+            path,
+            error: FormatError::Malformed("owner map value bits do not fit the node count"),
+        });
+    }
+    Ok(map)
 }
 
 /// Read and check `DIR/cluster.json`: the format, the node count, and
@@ -293,9 +365,9 @@ pub fn open_manifest(dir: &Path) -> Result<ClusterManifest, ClusterError> {
     })?;
     let m: ClusterManifest =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a cluster manifest: {e}")))?;
-    if m.format != CLUSTER_FORMAT || m.format_version != CLUSTER_FORMAT_VERSION {
+    if m.format != CLUSTER_FORMAT || !(1..=CLUSTER_FORMAT_VERSION).contains(&m.format_version) {
         return Err(bad(format!(
-            "format {} version {}, expected {CLUSTER_FORMAT} version {CLUSTER_FORMAT_VERSION}",
+            "format {} version {}, expected {CLUSTER_FORMAT} version 1 to {CLUSTER_FORMAT_VERSION}",
             m.format, m.format_version
         )));
     }
@@ -385,6 +457,70 @@ mod tests {
         ));
         fs::write(tmp.join(CLUSTER_MANIFEST), b"{\"format\": 1").unwrap();
         assert!(open_manifest(&tmp).is_err());
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn the_packed_owner_map_places_every_name_and_old_clusters_still_open() {
+        let tmp = std::env::temp_dir().join(format!("nexthop-cluster-pk-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let r = routes(4000);
+        let rep = build(&tmp, KeyType::U64, Config::default(), &r, 4).unwrap();
+        assert!(rep.owner_bytes * 3 < rep.owner_unpacked_bytes, "{rep:?}");
+        let m = open_manifest(&tmp).unwrap();
+        assert_eq!(m.format_version, CLUSTER_FORMAT_VERSION);
+        let map = open_owner_map(&tmp, &m).unwrap();
+        assert_eq!(map.value_bits(), 2);
+        let actions = fibdir::open(&tmp.join(OWNER_DIR))
+            .unwrap()
+            .read_actions_text()
+            .unwrap();
+        let actions = crate::fib::ActionTable::from_text(&actions).unwrap();
+        for (_, k, _) in &r {
+            let id = map.lookup(k);
+            let want = Action::Port(node_of(k, 4) as u16);
+            assert_eq!(actions.get(id), Some(&want), "name {k}");
+        }
+        // A version 1 cluster (no owner.map) packs DIR/owner on load.
+        let mut v1 = m.clone();
+        v1.format_version = 1;
+        fs::write(tmp.join(CLUSTER_MANIFEST), serde_json::to_vec(&v1).unwrap()).unwrap();
+        fs::remove_file(tmp.join(OWNER_MAP)).unwrap();
+        let m1 = open_manifest(&tmp).unwrap();
+        assert_eq!(open_owner_map(&tmp, &m1).unwrap(), map);
+        // Version 2 without its owner.map, or with a damaged one, is refused.
+        assert!(matches!(
+            open_owner_map(&tmp, &m),
+            Err(ClusterError::OwnerMap {
+                error: FormatError::Io(_),
+                ..
+            })
+        ));
+        let mut bytes = map.to_bytes();
+        let last = bytes.len() - 9;
+        bytes[last] ^= 1;
+        fs::write(tmp.join(OWNER_MAP), &bytes).unwrap();
+        let e = open_owner_map(&tmp, &m).unwrap_err();
+        assert!(e.to_string().contains("checksum"), "{e}");
+        fs::write(tmp.join(OWNER_MAP), &bytes[..bytes.len() / 2]).unwrap();
+        assert!(matches!(
+            open_owner_map(&tmp, &m),
+            Err(ClusterError::OwnerMap {
+                error: FormatError::Truncated { .. },
+                ..
+            })
+        ));
+        // A map for another node count does not fit.
+        let mut m8 = m.clone();
+        m8.nodes = 8;
+        fs::write(tmp.join(OWNER_MAP), map.to_bytes()).unwrap();
+        assert!(open_owner_map(&tmp, &m8).is_err());
+        // A manifest from a newer build is refused.
+        let mut v3 = m.clone();
+        v3.format_version = 3;
+        fs::write(tmp.join(CLUSTER_MANIFEST), serde_json::to_vec(&v3).unwrap()).unwrap();
+        let e = open_manifest(&tmp).unwrap_err();
+        assert!(e.to_string().contains("version 3"), "{e}");
         fs::remove_dir_all(&tmp).unwrap();
     }
 }

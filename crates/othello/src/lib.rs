@@ -15,6 +15,7 @@ pub mod fib_net;
 pub mod fibdir;
 #[cfg(feature = "keys")]
 pub mod keys;
+pub mod owner;
 pub mod persist;
 pub mod query;
 mod snapshot;

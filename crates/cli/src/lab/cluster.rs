@@ -21,7 +21,9 @@
 //! and every (name, entry node) frame must arrive exactly once. The
 //! nodes' own summaries must count as many hand-overs (frames sent on
 //! internal links, and received from them) as frames entered away from
-//! their owner.
+//! their owner, and so must each node's metrics endpoint (`--metrics`,
+//! `cluster_handed_over_frames_total`, read with `nexthop stats` in the
+//! node's namespace before the nodes stop).
 //!
 //! Latency: each frame carries its send time (the lab's monotonic clock,
 //! shared by every namespace); the sinks' receive times give the one-way
@@ -42,6 +44,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use nexthop_dataplane::afpacket::TxPort;
 use nexthop_dataplane::live::StopFlag;
+use nexthop_dataplane::metrics::MetricsSnapshot;
 use nexthop_dataplane::netns::{self, Namespaces};
 use nexthop_othello::cluster::{self, node_of};
 use nexthop_othello::fib::{Action, KeyType};
@@ -222,6 +225,43 @@ fn quantiles(v: &mut [u64]) -> serde_json::Value {
 }
 
 /// `nexthop lab --cluster N`.
+/// Every node serves `--metrics` here, on its own namespace's loopback.
+const METRICS_ADDR: &str = "127.0.0.1:19465";
+
+/// Read node namespace `ns`'s metrics (`nexthop stats --json` in the
+/// namespace) until `cluster_handed_over_frames_total` is `expected` (the
+/// endpoint publishes once a second), for at most 3 s.
+fn scrape_handed_over(exe: &std::path::Path, ns: &str, expected: u64) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(3);
+    loop {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(exe)
+            .args(["stats", "--json", "--addr", METRICS_ADDR])
+            .output()
+            .context("running nexthop stats")?;
+        let got = if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let snap =
+                MetricsSnapshot::from_json(text.trim()).map_err(|e| anyhow!("stats JSON: {e}"))?;
+            snap.extra
+                .iter()
+                .find(|m| m.name == "cluster_handed_over_frames_total")
+                .map(|m| m.value as u64)
+        } else {
+            None
+        };
+        if got == Some(expected) {
+            return Ok(());
+        }
+        if Instant::now() >= end {
+            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            bail!("cluster_handed_over_frames_total {got:?}, expected {expected} {err}");
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
 pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let n = o.cluster;
     if !NODES.contains(&n) {
@@ -267,7 +307,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         "cluster",
         t,
         format_args!(
-            "{}: owner map {} B (l = {}), nodes {:?} names",
+            "{}: owner map {} B (l = {}, packed), nodes {:?} names",
             dir.display(),
             report.owner_bytes,
             report.owner_value_bits,
@@ -306,6 +346,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         cmd.arg("--cluster")
             .arg(&dir)
             .args(["--node", &k.to_string(), "--in", &IN.to_string(), "--quiet"])
+            .args(["--metrics", METRICS_ADDR])
             .args(["--port", &format!("{IN}=in")]);
         for p in OUT {
             cmd.args(["--port", &format!("{p}=o{p}")]);
@@ -380,9 +421,19 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         Ok(())
     })?;
 
+    // Every node's metrics endpoint counts the frames it handed over.
+    let mut node_mismatch = Vec::new();
+    for (k, x) in nd.iter().enumerate() {
+        let expected = (0..o.names)
+            .filter(|&i| usize::from(sh.owner[i]) != k)
+            .count() as u64;
+        if let Err(e) = scrape_handed_over(&exe, x, expected) {
+            node_mismatch.push(format!("node {k} metrics: {e}"));
+        }
+    }
+
     // Stop the nodes (SIGTERM: each prints its summary) and read them.
     let mut per_node = Vec::new();
-    let mut node_mismatch = Vec::new();
     let mut handed_total = 0u64;
     let mut from_cluster_total = 0u64;
     for (k, (g, _, outf)) in fwds.iter_mut().enumerate() {
