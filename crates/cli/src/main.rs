@@ -208,9 +208,11 @@ struct DemoArgs {
 
 #[derive(Debug, Args)]
 struct LabArgs {
-    /// Number of MAC names in the FIB (traffic goes to all of them).
-    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = textio::count_arg)]
-    names: usize,
+    /// Number of MAC names in the FIB (traffic goes to all of them);
+    /// default 1 000 000, with --cluster 4 096 (every name is sent into
+    /// every node).
+    #[arg(long, value_name = "N", value_parser = textio::count_arg)]
+    names: Option<usize>,
     /// Seconds of traffic.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     duration: f64,
@@ -291,6 +293,16 @@ struct LabArgs {
     cluster: usize,
 }
 
+/// `--names`, or its default: the cluster lab sends every name into every
+/// node, so it takes fewer.
+fn lab_names(a: &LabArgs) -> usize {
+    a.names.unwrap_or(if a.cluster > 0 {
+        lab::CLUSTER_DEFAULT_NAMES
+    } else {
+        1_000_000
+    })
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Fib(FibCmd::Build(a)) => {
@@ -325,7 +337,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Ndn(c) => cmd_ndn::run(c),
         Cmd::Sdf(c) => cmd_sdf::run(c),
         Cmd::Lab(a) => lab::run(&lab::LabOpts {
-            names: a.names,
+            names: lab_names(&a),
             duration: a.duration,
             update_rate: a.update_rate,
             rate: a.rate,
@@ -370,5 +382,29 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lab_args(args: &[&str]) -> LabArgs {
+        let cli = Cli::try_parse_from(["nexthop", "lab"].iter().chain(args)).expect("parses");
+        match cli.cmd {
+            Cmd::Lab(a) => a,
+            other => panic!("not the lab: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_cluster_lab_defaults_to_names_it_accepts() {
+        assert_eq!(lab_names(&lab_args(&[])), 1_000_000);
+        assert_eq!(lab_names(&lab_args(&["--cluster", "4"])), 4096);
+        assert_eq!(
+            lab_names(&lab_args(&["--cluster", "4", "--names", "1000"])),
+            1000
+        );
+        assert_eq!(lab_names(&lab_args(&["--names", "2e3"])), 2000);
     }
 }

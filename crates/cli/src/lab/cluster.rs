@@ -60,6 +60,8 @@ use super::{step, LabOpts};
 pub(crate) const NODES: std::ops::RangeInclusive<usize> = 4..=16;
 /// Most names of a cluster lab (every name is sent into every node).
 const MAX_NAMES: usize = 1 << 18;
+/// Names of a cluster lab when `--names` is not given.
+pub const DEFAULT_NAMES: usize = 4096;
 /// A node's outside input and its output ports.
 const IN: u16 = 1;
 const OUT: [u16; 2] = [2, 3];

@@ -43,6 +43,7 @@ mod cpu;
 mod frame;
 mod live;
 mod net;
+pub use cluster::DEFAULT_NAMES as CLUSTER_DEFAULT_NAMES;
 pub use net::Topology;
 mod pcap;
 mod phases;
