@@ -29,10 +29,13 @@
 //!
 //! Every frame carries its name's index and the FIB version it was sent
 //! under (the version whose changes were all published). A sink accepts a
-//! traffic frame at the destination of that version, or at the one just
-//! before or just after it (switches apply a change one after another
-//! while frames are on the way: "in transition"); anything else is
-//! misforwarded. After the traffic, a final wave sends one frame per name
+//! traffic frame at the destination of that version, or "in transition"
+//! at the one just before it, at any later one (switches apply a change
+//! one after another while frames are on the way), and at an older one
+//! replaced less than [`SWITCH_LAG`] before the frame arrived (a switch
+//! that has not yet read the newer changes from Redis: on a loaded
+//! machine it can be more than one change of a name behind); anything
+//! else is misforwarded. After the traffic, a final wave sends one frame per name
 //! and each must reach exactly its final destination. Per-hop counts come
 //! from every switch's metrics and are checked link by link: what switch
 //! `s` received is what its neighbours sent it on their links to it (plus
@@ -250,32 +253,52 @@ enum Port {
     Tail,
 }
 
+/// How long after a change is published a switch may still forward by
+/// the destination it replaced (it has not yet read the change from
+/// Redis). The lab waits longer than this before its final wave, whose
+/// frames must all reach their final destination.
+const SWITCH_LAG: Duration = Duration::from_millis(500);
+
 /// Destinations of every name over the FIB's versions.
 struct History {
-    /// Per name: `(version, destination)` from version 0, versions rising.
-    dest: Vec<Mutex<Vec<(u64, u8)>>>,
+    /// Per name: `(version, destination, published)` from version 0,
+    /// versions rising; `published` is taken before the change is sent.
+    dest: Vec<Mutex<Vec<(u64, u8, Instant)>>>,
 }
 
 impl History {
-    /// The destinations a frame sent under `v` may reach: the one at `v`
-    /// (exact), and in transition the one before it (switches not yet
-    /// updated) and every later one (switches updated while the frame was
-    /// on its way).
-    fn allowed(&self, i: usize, v: u64) -> Option<(u8, Vec<u8>)> {
+    /// The destinations a frame sent under `v` and arriving at `at` may
+    /// reach: the one at `v` (exact), and in transition the one before it
+    /// (switches not yet updated), every later one (switches updated while
+    /// the frame was on its way) and every older one replaced less than
+    /// [`SWITCH_LAG`] before `at` (a switch behind by more than one change
+    /// of this name).
+    fn allowed(&self, i: usize, v: u64, at: Instant) -> Option<(u8, Vec<u8>)> {
         let h = self.dest.get(i)?.lock().unwrap_or_else(|e| e.into_inner());
-        let k = h.iter().rposition(|&(ver, _)| ver <= v)?;
-        let mut near = Vec::new();
-        if k > 0 {
-            near.push(h[k - 1].1);
-        }
-        near.extend(h[k + 1..].iter().map(|&(_, d)| d));
-        Some((h[k].1, near))
+        allowed_in(&h, v, at)
     }
 
     fn last(&self, i: usize) -> u8 {
         let h = self.dest[i].lock().unwrap_or_else(|e| e.into_inner());
-        h.last().map_or(0, |&(_, d)| d)
+        h.last().map_or(0, |&(_, d, _)| d)
     }
+}
+
+/// [`History::allowed`] over one name's history.
+fn allowed_in(h: &[(u64, u8, Instant)], v: u64, at: Instant) -> Option<(u8, Vec<u8>)> {
+    let k = h.iter().rposition(|&(ver, _, _)| ver <= v)?;
+    let mut near = Vec::new();
+    // Older destinations, newest first: entry j was replaced when entry
+    // j + 1 was published, and those instants fall with j.
+    for j in (0..k).rev() {
+        if j + 1 == k || at.saturating_duration_since(h[j + 1].2) < SWITCH_LAG {
+            near.push(h[j].1);
+        } else {
+            break;
+        }
+    }
+    near.extend(h[k + 1..].iter().map(|&(_, d, _)| d));
+    Some((h[k].1, near))
 }
 
 #[derive(Default)]
@@ -342,21 +365,23 @@ fn sink_loop(sh: &Shared, ns: &str, s: usize) -> Result<()> {
                 let i = lf.idx as usize;
                 let named = i < sh.final_seen.len() && lf.dst == name(i);
                 match (lf.phase, named) {
-                    (PHASE_TRAFFIC, true) => match sh.history.allowed(i, u64::from(lf.tag)) {
-                        Some((d, _)) if usize::from(d) == s => {
-                            st.exact.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Some((_, near)) if near.iter().any(|&d| usize::from(d) == s) => {
-                            st.transition.fetch_add(1, Ordering::Relaxed);
-                        }
-                        other => {
-                            st.misforwarded.fetch_add(1, Ordering::Relaxed);
-                            sh.example(format!(
+                    (PHASE_TRAFFIC, true) => {
+                        match sh.history.allowed(i, u64::from(lf.tag), Instant::now()) {
+                            Some((d, _)) if usize::from(d) == s => {
+                                st.exact.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Some((_, near)) if near.iter().any(|&d| usize::from(d) == s) => {
+                                st.transition.fetch_add(1, Ordering::Relaxed);
+                            }
+                            other => {
+                                st.misforwarded.fetch_add(1, Ordering::Relaxed);
+                                sh.example(format!(
                             "name #{i} sent under version {} reached sink {s}; allowed {other:?}",
                             lf.tag
                         ));
+                            }
                         }
-                    },
+                    }
                     (PHASE_FINAL, true) => {
                         st.final_frames.fetch_add(1, Ordering::Relaxed);
                         sh.final_seen[i].fetch_or(1 << s, Ordering::Relaxed);
@@ -595,7 +620,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         history: History {
             dest: dests
                 .iter()
-                .map(|&d| Mutex::new(vec![(0, d as u8)]))
+                .map(|&d| Mutex::new(vec![(0, d as u8, Instant::now())]))
                 .collect(),
         },
         sinks: (0..nd).map(|_| SinkCounts::default()).collect(),
@@ -647,7 +672,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 sh.history.dest[i]
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push((ctl.version() + 1, d as u8));
+                    .push((ctl.version() + 1, d as u8, Instant::now()));
                 ctl.apply_lined(&[(1, &ch)])
                     .map_err(|e| anyhow!("controller: {e}"))?;
                 for (c, (a, b)) in before.iter().zip(&after).enumerate() {
@@ -817,4 +842,32 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         say!("  hop          {h}");
     }
     super::finish_summary(&hop_mismatch, &summary, pass, o.json, &out, "network")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_may_reach_older_destinations_only_within_the_switch_lag() {
+        let t = Instant::now();
+        let ms = |m| t + Duration::from_millis(m);
+        // Name moved 0 -> 1 (v3, at 100 ms) -> 2 (v5, at 200 ms) -> 3 (v9, at 1 s).
+        let h = [
+            (0, 0, t),
+            (3, 1, ms(100)),
+            (5, 2, ms(200)),
+            (9, 3, ms(1000)),
+        ];
+        // Sent under v5, arriving at 250 ms: exact 2; 1 just before; 0
+        // replaced 150 ms ago; 3 later.
+        assert_eq!(allowed_in(&h, 5, ms(250)), Some((2, vec![1, 0, 3])));
+        // Arriving at 700 ms: 0 was replaced 600 ms ago, past the lag; the
+        // one just before v5 stays allowed whatever the time.
+        assert_eq!(allowed_in(&h, 5, ms(700)), Some((2, vec![1, 3])));
+        assert_eq!(allowed_in(&h, 6, ms(5000)), Some((2, vec![1, 3])));
+        assert_eq!(allowed_in(&h, 9, ms(1100)), Some((3, vec![2])));
+        assert_eq!(allowed_in(&h, 0, ms(0)), Some((0, vec![1, 2, 3])));
+        assert_eq!(allowed_in(&[], 0, t), None);
+    }
 }
