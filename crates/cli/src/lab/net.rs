@@ -505,7 +505,11 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let key = write_key(&key_path)?;
     let mut ccfg = RedisControllerConfig::new(url.as_str(), FIB);
     ccfg.log = false;
-    ccfg.lease = Duration::from_secs(10);
+    // The lab's controller is the only one (no standby waits for its
+    // lease), and it renews the lease only once the traffic runs: the
+    // lease must outlast the switches' start, which on a loaded machine
+    // took 10 s (each switch may take up to 60 s).
+    ccfg.lease = Duration::from_secs(300);
     ccfg.changes_per_delta = o.changes_per_delta;
     let mut ctl = RedisController::<[u8; 6], NetworkFib<[u8; 6]>>::acquire(
         &key,
