@@ -10,13 +10,18 @@
 mod lab_common;
 
 use lab_common::{is_root, lab_out as lab};
+use serde_json::Value;
 
-#[test]
-fn four_switches_forward_every_frame_to_the_sink_of_its_version() {
+/// `nexthop lab ARGS --names 150 --duration 2 --update-rate 40 --rate
+/// 2000 --json` in a temporary out directory. Without root: checks that
+/// the lab refuses and gives `None`. As root: checks what every network
+/// lab must say (PASS, nothing misforwarded, the final wave exactly at the
+/// final sinks, no per-hop mismatch, `summary.json` written) and gives the
+/// summary.
+fn network_lab(args: &[&str]) -> Option<Value> {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let args = [
-        "--switches",
-        "4",
+    let mut all = args.to_vec();
+    all.extend([
         "--names",
         "150",
         "--duration",
@@ -26,35 +31,54 @@ fn four_switches_forward_every_frame_to_the_sink_of_its_version() {
         "--rate",
         "2000",
         "--json",
-    ];
-    let (ok, stdout, stderr) = lab(&args, tmp.path());
+    ]);
+    let (ok, stdout, stderr) = lab(&all, tmp.path());
     if !is_root() {
         assert!(!ok && stderr.contains("need root"), "{stderr}");
-        return;
+        return None;
     }
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let s: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
+    let s: Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
     assert_eq!(s["result"], "PASS", "{s:#}");
-    assert_eq!(s["switches"], 4);
     assert_eq!(s["misforwarded"], 0, "{s:#}");
-    assert!(s["received_exact"].as_u64().unwrap() > 1000, "{s:#}");
     assert_eq!(s["final_wave"]["received"], 150, "{s:#}");
     assert_eq!(s["final_wave"]["wrong_or_missing"], 0, "{s:#}");
-    assert_eq!(s["changes"], 80, "{s:#}");
-    assert_eq!(s["version"], 80, "{s:#}");
+    assert!(
+        s["per_hop_mismatches"].as_array().unwrap().is_empty(),
+        "{s:#}"
+    );
+    assert!(tmp.path().join("summary.json").exists());
+    Some(s)
+}
+
+/// Field `k` of `v` as a number.
+fn n(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+#[test]
+fn four_switches_forward_every_frame_to_the_sink_of_its_version() {
+    let Some(s) = network_lab(&["--switches", "4"]) else {
+        return;
+    };
+    assert_eq!(s["switches"], 4);
+    assert!(n(&s, "received_exact") > 1000, "{s:#}");
+    // 40 changes/s for 2 s: 80, fewer where a loaded machine lags (the
+    // changes stop with the traffic); one version per change.
+    let changes = n(&s, "changes");
+    assert!((1..=80).contains(&changes), "{s:#}");
+    assert_eq!(n(&s, "version"), changes, "{s:#}");
     // A move between two sinks changes the next hop of some switches
     // only: each change is a delta at 1 to 4 of them.
     let deltas: u64 = s["column_deltas"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d.as_u64().unwrap())
+        .map(|d| d.as_u64().expect("a count"))
         .sum();
-    assert!((80..=320).contains(&deltas), "{s:#}");
+    assert!((changes..=4 * changes).contains(&deltas), "{s:#}");
     let hops = s["per_hop"].as_array().unwrap();
     assert_eq!(hops.len(), 4);
-    assert!(s["per_hop_mismatches"].as_array().unwrap().is_empty());
-    let n = |h: &serde_json::Value, k: &str| h[k].as_u64().unwrap();
     for (i, h) in hops.iter().enumerate() {
         let from_left = if i == 0 {
             n(&s, "sent")
@@ -65,8 +89,7 @@ fn four_switches_forward_every_frame_to_the_sink_of_its_version() {
         assert_eq!(n(h, "frames_in"), from_left + from_right, "{s:#}");
     }
     // Traffic reached the far end of the line.
-    assert!(hops[3]["to_sink"].as_u64().unwrap() > 0, "{s:#}");
-    assert!(tmp.path().join("summary.json").exists());
+    assert!(n(&hops[3], "to_sink") > 0, "{s:#}");
 }
 
 #[test]
@@ -86,39 +109,14 @@ fn a_network_lab_of_fewer_than_four_switches_is_refused() {
 /// every spine's is what the leaves sent up.
 #[test]
 fn a_leaf_spine_network_forwards_every_frame_to_the_sink_of_its_version() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let args = [
-        "--switches",
-        "6",
-        "--topology",
-        "leaf-spine",
-        "--names",
-        "150",
-        "--duration",
-        "2",
-        "--update-rate",
-        "40",
-        "--rate",
-        "2000",
-        "--json",
-    ];
-    let (ok, stdout, stderr) = lab(&args, tmp.path());
-    if !is_root() {
-        assert!(!ok && stderr.contains("need root"), "{stderr}");
+    let Some(s) = network_lab(&["--switches", "6", "--topology", "leaf-spine"]) else {
         return;
-    }
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let s: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
-    assert_eq!(s["result"], "PASS", "{s:#}");
+    };
     assert_eq!(s["topology"], "leaf-spine");
-    assert_eq!(s["misforwarded"], 0, "{s:#}");
-    assert_eq!(s["final_wave"]["wrong_or_missing"], 0, "{s:#}");
-    assert!(s["per_hop_mismatches"].as_array().unwrap().is_empty());
     let hops = s["per_hop"].as_array().unwrap();
     let roles: Vec<&str> = hops.iter().map(|h| h["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["leaf", "leaf", "leaf", "leaf", "spine", "spine"]);
-    let n = |h: &serde_json::Value, k: &str| h[k].as_u64().unwrap();
-    let tx = |h: &serde_json::Value, p: u16| h["tx"][p.to_string()].as_u64().unwrap_or(0);
+    let tx = |h: &Value, p: u16| h["tx"][p.to_string()].as_u64().unwrap_or(0);
     // Leaf l reaches spine j on port 1 + j; spine j reaches leaf l on
     // port 1 + l; the source enters leaf 0.
     for (l, h) in hops.iter().enumerate().take(4) {

@@ -35,7 +35,7 @@
 
 use crate::textio::say;
 use std::fs;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread;
@@ -45,15 +45,16 @@ use anyhow::{anyhow, bail, Context, Result};
 use nexthop_dataplane::afpacket::TxPort;
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::metrics::MetricsSnapshot;
-use nexthop_dataplane::netns::{self, Namespaces};
+use nexthop_dataplane::netns;
 use nexthop_othello::cluster::{self, node_of};
 use nexthop_othello::fib::{Action, KeyType};
 use nexthop_othello::Config;
 use rand::{Rng, SeedableRng};
 
 use super::frame::{parse_frame, write_frame, FRAME_LEN, PHASE_TRAFFIC};
-use super::live::{field, ChildGuard};
+use super::live::field;
 use super::sink::{read_sink, wait_ready};
+use super::topo::{At, LabNet};
 use super::{step, LabOpts};
 
 /// Fewest and most nodes.
@@ -318,34 +319,21 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     );
 
     // Namespaces and links.
-    let tag = format!("nhcl{}", std::process::id());
-    let mut ns = Namespaces::new();
-    let (src, snk) = (format!("{tag}-src"), format!("{tag}-snk"));
-    let nd: Vec<String> = (0..n).map(|k| format!("{tag}-n{k}")).collect();
-    for x in [&src, &snk].into_iter().chain(&nd) {
-        ns.create(x)?;
-    }
-    for (k, x) in nd.iter().enumerate() {
-        ns.veth(&src, &format!("e{k}"), x, "in", None)?;
+    let net = LabNet::create("nhcl", "n", n)?;
+    for k in 0..n {
+        net.link(At::Src, &format!("e{k}"), At::Node(k), "in")?;
         for p in OUT {
-            ns.veth(x, &format!("o{p}"), &snk, &format!("k{k}p{p}"), None)?;
+            net.link(At::Node(k), &format!("o{p}"), At::Snk, &format!("k{k}p{p}"))?;
         }
-        for (j, y) in nd.iter().enumerate().skip(k + 1) {
-            ns.veth(x, &format!("c{j}"), y, &format!("c{k}"), None)?;
+        for j in k + 1..n {
+            net.link(At::Node(k), &format!("c{j}"), At::Node(j), &format!("c{k}"))?;
         }
     }
 
     // The nodes.
     let exe = std::env::current_exe().context("locating the nexthop binary")?;
-    let mut fwds = Vec::new();
-    for (k, x) in nd.iter().enumerate() {
-        let err = out.join(format!("node{k}.err"));
-        let outf = out.join(format!("node{k}.out"));
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", x])
-            .arg(&exe)
-            .args(["cluster", "run"]);
-        cmd.arg("--cluster")
+    let mut fwds = net.start(&exe, &out, "node", "node", stop, |k, cmd| {
+        cmd.args(["cluster", "run", "--cluster"])
             .arg(&dir)
             .args(["--node", &k.to_string(), "--in", &IN.to_string(), "--quiet"])
             .args(["--metrics", METRICS_ADDR])
@@ -362,18 +350,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 &format!("{j}={pp}"),
             ]);
         }
-        cmd.stdin(Stdio::null())
-            .stdout(fs::File::create(&outf)?)
-            .stderr(fs::File::create(&err)?);
-        fwds.push((
-            ChildGuard(Some(cmd.spawn().context("starting a cluster node")?)),
-            err,
-            outf,
-        ));
-    }
-    for (k, (g, err, _)) in fwds.iter_mut().enumerate() {
-        g.wait_forwarding(err, &format!("node {k}"), stop)?;
-    }
+    })?;
     step(
         "nodes",
         t,
@@ -401,12 +378,12 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         let _stop = StopOnDrop(&sh);
         let sinks: Vec<_> = (0..n * OUT.len())
             .map(|x| {
-                let (sh, snk) = (&sh, snk.as_str());
+                let (sh, snk) = (&sh, net.snk.as_str());
                 sc.spawn(move || sink_loop(sh, snk, x / OUT.len(), x % OUT.len()))
             })
             .collect();
         wait_ready(&sh.sinks_ready, n * OUT.len());
-        let (shr, srcr) = (&sh, src.as_str());
+        let (shr, srcr) = (&sh, net.src.as_str());
         sc.spawn(move || source_loop(shr, srcr, rate))
             .join()
             .map_err(|_| anyhow!("source panicked"))??;
@@ -425,7 +402,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
 
     // Every node's metrics endpoint counts the frames it handed over.
     let mut node_mismatch = Vec::new();
-    for (k, x) in nd.iter().enumerate() {
+    for (k, x) in net.nodes.iter().enumerate() {
         let expected = (0..o.names)
             .filter(|&i| usize::from(sh.owner[i]) != k)
             .count() as u64;
@@ -438,8 +415,10 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let mut per_node = Vec::new();
     let mut handed_total = 0u64;
     let mut from_cluster_total = 0u64;
-    for (k, (g, _, outf)) in fwds.iter_mut().enumerate() {
-        let Some(c) = g.0.as_mut() else { continue };
+    for (k, node) in fwds.iter_mut().enumerate() {
+        let Some(c) = node.child.0.as_mut() else {
+            continue;
+        };
         let _ = Command::new("kill")
             .args(["-TERM", &c.id().to_string()])
             .status();
@@ -447,7 +426,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         while c.try_wait()?.is_none() && Instant::now() < end {
             thread::sleep(Duration::from_millis(20));
         }
-        let text = fs::read_to_string(&*outf).unwrap_or_default();
+        let text = fs::read_to_string(&node.out).unwrap_or_default();
         let num = |key: &str| field(&text, key).and_then(|v| v.parse::<u64>().ok());
         let (Some(frames_in), Some(handed), Some(from_cluster), Some(forwarded)) = (
             num("frames_in"),
@@ -521,7 +500,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     });
     fs::write(out.join("summary.json"), format!("{summary:#}\n"))?;
     drop(fwds);
-    drop(ns);
+    drop(net);
     say!("nexthop lab summary (a FIB split over {n} nodes)");
     say!(
         "  traffic      {sent} of {frames} frames sent: {ok} left the owner on the name's port, \

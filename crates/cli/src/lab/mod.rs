@@ -33,8 +33,8 @@
 //! metrics helpers). `nexthop lab --cluster N` runs [`cluster`] instead: a
 //! FIB split over N live nodes (`nexthop cluster run`), every frame sent
 //! into every node and checked at its owner's port (it uses `frame` and
-//! `live`'s process helpers). Every live lab reads its sinks with
-//! [`sink`].
+//! `live`'s process helpers). Both build their namespaces, links and node
+//! processes with [`topo`]. Every live lab reads its sinks with [`sink`].
 
 use crate::textio::say;
 
@@ -50,6 +50,7 @@ mod phases;
 mod plan;
 mod sink;
 mod summary;
+mod topo;
 
 use std::fs;
 use std::path::PathBuf;

@@ -57,7 +57,7 @@ use nexthop_control::{RedisController, RedisControllerConfig};
 use nexthop_dataplane::afpacket::TxPort;
 use nexthop_dataplane::live::StopFlag;
 use nexthop_dataplane::metrics::MetricsSnapshot;
-use nexthop_dataplane::netns::{self, Namespaces};
+use nexthop_dataplane::netns;
 use nexthop_othello::fib::Action;
 use nexthop_othello::fib_net::{NetworkChange, NetworkFib};
 use nexthop_othello::Config;
@@ -67,6 +67,7 @@ use super::frame::{parse_frame, write_frame, FRAME_LEN, PHASE_FINAL, PHASE_TRAFF
 use super::live::{settled_metrics, ChildGuard};
 use super::plan::write_key;
 use super::sink::{read_sink, wait_ready};
+use super::topo::{At, LabNet};
 use super::{step, LabOpts};
 
 /// Fewest and most switches.
@@ -529,7 +530,11 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let key = write_key(&key_path)?;
     let mut ccfg = RedisControllerConfig::new(url.as_str(), FIB);
     ccfg.log = false;
-    ccfg.lease = Duration::from_secs(10);
+    // The lab's controller is the only one (no standby waits for its
+    // lease), and it renews the lease only once the traffic runs: the
+    // lease must outlast the switches' start, which on a loaded machine
+    // took 10 s (each switch may take up to 60 s).
+    ccfg.lease = Duration::from_secs(300);
     ccfg.changes_per_delta = o.changes_per_delta;
     let mut ctl = RedisController::<[u8; 6], NetworkFib<[u8; 6]>>::acquire(
         &key,
@@ -545,44 +550,35 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         format_args!("{url}: FIB {FIB}, {n} columns, snapshot published"),
     );
 
-    // Namespaces and links.
-    let tag = format!("nhnet{}", std::process::id());
-    let mut ns = Namespaces::new();
-    let (src, snk) = (format!("{tag}-src"), format!("{tag}-snk"));
-    let sw: Vec<String> = (0..n).map(|s| format!("{tag}-sw{s}")).collect();
-    for x in [&src, &snk].into_iter().chain(&sw) {
-        ns.create(x)?;
-    }
-    // Interface `p{P}` is a switch's port P; the sinks are `k{D}` and
-    // the tails `t{S}p{P}` in the sink namespace.
-    ns.veth(
-        &src,
-        "src0",
-        &sw[net.entry().0],
-        &format!("p{}", net.entry().1),
-        None,
-    )?;
+    // Namespaces and links. Interface `p{P}` is a switch's port P; the
+    // sinks are `k{D}` and the tails `t{S}p{P}` in the sink namespace.
+    let lnet = LabNet::create("nhnet", "sw", n)?;
+    let (entry, entry_port) = net.entry();
+    lnet.link(At::Src, "src0", At::Node(entry), &format!("p{entry_port}"))?;
     for (a, pa, b, pb) in net.links() {
-        ns.veth(&sw[a], &format!("p{pa}"), &sw[b], &format!("p{pb}"), None)?;
+        lnet.link(
+            At::Node(a),
+            &format!("p{pa}"),
+            At::Node(b),
+            &format!("p{pb}"),
+        )?;
     }
-    for (s, x) in sw.iter().enumerate() {
+    for s in 0..n {
         for (p, what) in net.ports(s) {
-            match what {
-                Port::Sink(d) => ns.veth(x, &format!("p{p}"), &snk, &format!("k{d}"), None)?,
-                Port::Tail => ns.veth(x, &format!("p{p}"), &snk, &format!("t{s}p{p}"), None)?,
-                Port::Link(..) | Port::Source => {}
-            }
+            let sink = match what {
+                Port::Sink(d) => format!("k{d}"),
+                Port::Tail => format!("t{s}p{p}"),
+                Port::Link(..) | Port::Source => continue,
+            };
+            lnet.link(At::Node(s), &format!("p{p}"), At::Snk, &sink)?;
         }
     }
 
     // The switches.
     let exe = std::env::current_exe().context("locating the nexthop binary")?;
-    let mut fwds = Vec::new();
-    for (s, x) in sw.iter().enumerate() {
-        let err = out.join(format!("sw{s}.err"));
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", x]).arg(&exe).arg("run");
+    let fwds = lnet.start(&exe, &out, "sw", "switch", stop, |s, cmd| {
         cmd.args([
+            "run",
             "--redis",
             &url,
             "--fib",
@@ -597,17 +593,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
                 cmd.args(["--in", &p.to_string()]);
             }
         }
-        cmd.stdin(Stdio::null())
-            .stdout(fs::File::create(out.join(format!("sw{s}.out")))?)
-            .stderr(fs::File::create(&err)?);
-        fwds.push((
-            ChildGuard(Some(cmd.spawn().context("starting a switch")?)),
-            err,
-        ));
-    }
-    for (s, (g, err)) in fwds.iter_mut().enumerate() {
-        g.wait_forwarding(err, &format!("switch {s}"), stop)?;
-    }
+    })?;
     step(
         "switches",
         t,
@@ -642,13 +628,13 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         let _stop = StopOnDrop(&sh);
         let sinks: Vec<_> = (0..nd)
             .map(|s| {
-                let (sh, snk) = (&sh, snk.as_str());
+                let (sh, snk) = (&sh, lnet.snk.as_str());
                 sc.spawn(move || sink_loop(sh, snk, s))
             })
             .collect();
         wait_ready(&sh.sinks_ready, nd);
         let source = {
-            let (sh, src) = (&sh, src.as_str());
+            let (sh, src) = (&sh, lnet.src.as_str());
             sc.spawn(move || source_loop(sh, src, PHASE_TRAFFIC, None, rate, o.seed ^ 0x5eed))
         };
         // Live changes: move a random name to another sink, one change at
@@ -698,7 +684,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
         // Every switch has the last change well within this.
         thread::sleep(Duration::from_millis(1500));
         sh.stop_source.store(false, Ordering::Release);
-        let (shr, srcr) = (&sh, src.as_str());
+        let (shr, srcr) = (&sh, lnet.src.as_str());
         sc.spawn(move || source_loop(shr, srcr, PHASE_FINAL, Some(o.names), rate.max(10_000.0), 0))
             .join()
             .map_err(|_| anyhow!("source panicked"))??;
@@ -712,12 +698,13 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
 
     // Per-hop counts from the switches' metrics, checked against the sinks.
     let metrics: Vec<MetricsSnapshot> = thread::scope(|sc| {
-        let hs: Vec<_> = sw
+        let hs: Vec<_> = lnet
+            .nodes
             .iter()
             .map(|x| sc.spawn(move || settled_metrics(x, METRICS)))
             .collect();
         hs.into_iter()
-            .zip(&sw)
+            .zip(&lnet.nodes)
             .map(|(h, x)| {
                 h.join()
                     .ok()
@@ -824,7 +811,7 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     fs::write(out.join("summary.json"), format!("{summary:#}\n"))?;
     ctl.release();
     drop(fwds);
-    drop(ns);
+    drop(lnet);
     say!(
         "nexthop lab summary ({n} switches, {}, FIB through Redis)",
         o.topology.name()
