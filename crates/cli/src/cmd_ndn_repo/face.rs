@@ -103,10 +103,20 @@ fn new_timeout(set: Option<Duration>, wait: Duration) -> Option<Duration> {
 /// Write all of `packets` to `w`, back to back, in as few `writev` calls
 /// as the socket takes.
 fn write_packets(w: &mut impl Write, packets: &[Vec<u8>]) -> io::Result<()> {
-    // The first packet not wholly written and how much of it was.
-    let (mut i, mut off) = (0, 0);
+    // The first packet not wholly written, how much of it was, and the
+    // bytes the last call took that are not counted yet.
+    let (mut i, mut off, mut n) = (0, 0, 0);
     let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(packets.len().min(MAX_IOV));
-    while i < packets.len() {
+    loop {
+        while i < packets.len() && n >= packets[i].len() - off {
+            n -= packets[i].len() - off;
+            i += 1;
+            off = 0;
+        }
+        off += n;
+        if i == packets.len() {
+            return Ok(());
+        }
         iov.clear();
         iov.push(IoSlice::new(&packets[i][off..]));
         iov.extend(
@@ -115,20 +125,13 @@ fn write_packets(w: &mut impl Write, packets: &[Vec<u8>]) -> io::Result<()> {
                 .take(MAX_IOV - 1)
                 .map(|p| IoSlice::new(p)),
         );
-        let mut n = match w.write_vectored(&iov) {
+        n = match w.write_vectored(&iov) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
             Err(e) => return Err(e),
         };
-        while i < packets.len() && n >= packets[i].len() - off {
-            n -= packets[i].len() - off;
-            i += 1;
-            off = 0;
-        }
-        off += n;
     }
-    Ok(())
 }
 
 /// The network packet in a received packet and its wire bytes (a Data is
@@ -472,6 +475,9 @@ mod tests {
         };
         write_packets(&mut w, &many).unwrap();
         assert_eq!(w.got, many.concat());
+        assert_eq!(w.calls, 3);
+        // Empty packets alone: nothing to write, no call, no error.
+        write_packets(&mut w, &[Vec::new(), Vec::new()]).unwrap();
         assert_eq!(w.calls, 3);
     }
 
