@@ -863,7 +863,7 @@ fn app_thread(
     let mut faults = 0u64;
     let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
     let mut decided: Vec<Decided> = Vec::with_capacity(APP_BATCH);
-    let mut outgoing: Vec<(usize, Sender<Vec<Response>>, Vec<Response>)> = Vec::new();
+    let mut outgoing: Vec<Outgoing> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
         me.queue.pop_batch(wait, APP_BATCH, &mut batch);
         // One clock read per batch: the app's `now` is the batch's start.
@@ -918,6 +918,9 @@ fn app_thread(
 /// answer.
 type Decided = (HeaderKey, usize, Sender<Vec<Response>>, Response);
 
+/// One stage's answers of a batch: its number, its channel, the answers.
+type Outgoing = (usize, Sender<Vec<Response>>, Vec<Response>);
+
 /// Install a batch's decisions under one lock of the cache, publish the
 /// app side's counters, and answer each stage once for the batch.
 ///
@@ -930,7 +933,7 @@ fn answer_batch(
     me: &SliceShared,
     side: &mut AppSide,
     decided: &mut Vec<Decided>,
-    outgoing: &mut Vec<(usize, Sender<Vec<Response>>, Vec<Response>)>,
+    outgoing: &mut Vec<Outgoing>,
 ) {
     {
         let mut cache = lock(&me.cache);
