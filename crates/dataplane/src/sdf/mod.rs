@@ -843,9 +843,9 @@ impl Drop for SdfRuntime {
     }
 }
 
-/// Slice `slice`'s app thread: take each request (control first, by
-/// weight), decide it, install the decision, answer the worker; tick the
-/// app every `tick_every`.
+/// Slice `slice`'s app thread: take a batch of requests (control first,
+/// by weight), decide each, install the batch's decisions and answer each
+/// worker once ([`answer_batch`]); tick the app every `tick_every`.
 fn app_thread(
     mut app: Box<dyn App>,
     shared: &Shared,
