@@ -23,7 +23,17 @@
 //!
 //! * One app thread per slice owns its app and calls it, one packet at a
 //!   time; it locks its slice's cache only to issue or remove state ids
-//!   and to install a decision, never while the app computes.
+//!   and, once per batch of requests it took, to install the batch's
+//!   decisions, never while the app computes.
+//! * The hand-over is paid once per batch, not per decision: a worker
+//!   stages a group's misses and hands them to each slice's queues under
+//!   one lock with at most one wake-up (those beyond the queue's room are
+//!   dropped, counted); the app thread takes up to 64 requests under one
+//!   lock, decides them, installs their decisions under one cache lock
+//!   and answers each worker with one message. A decision whose state id
+//!   a later call of the batch removed is not installed (the cache refuses
+//!   a decision that registers a removed id). An app that hangs holds back
+//!   the answers of its batch until their flows time out.
 //! * Each worker owns its stage and pending-miss table; it locks each
 //!   slice's cache once per group (for that slice's frames) for the
 //!   batched lookups and the hits' actions. A slow, hung or panicking app
@@ -421,20 +431,26 @@ impl AppQueue {
         }
     }
 
-    fn push(&self, req: Request, control: bool) -> Result<(), Refused> {
+    /// Queue a worker's batch: as many of `control`'s and `data`'s
+    /// requests (in order) as their queues have room for, under one lock
+    /// and with at most one wake-up. The requests refused stay in
+    /// `control` and `data` (the accepted ones are taken out); `Err` when
+    /// the app thread is gone (all refused).
+    fn push_batch(
+        &self,
+        control: &mut Vec<Request>,
+        data: &mut Vec<Request>,
+    ) -> Result<(), Refused> {
         let mut q = lock(&self.q);
         if q.closed {
             return Err(Refused::Gone);
         }
-        let (queue, cap) = if control {
-            (&mut q.control, self.control_cap)
-        } else {
-            (&mut q.data, self.data_cap)
-        };
-        if queue.len() >= cap {
-            return Err(Refused::Full);
-        }
-        queue.push_back(req);
+        let room = self.control_cap.saturating_sub(q.control.len());
+        let n = room.min(control.len());
+        q.control.extend(control.drain(..n));
+        let room = self.data_cap.saturating_sub(q.data.len());
+        let n = room.min(data.len());
+        q.data.extend(data.drain(..n));
         let wake = q.asleep;
         drop(q);
         if wake {
@@ -537,7 +553,9 @@ struct Request {
     token: u64,
     in_port: u16,
     frame: Vec<u8>,
-    reply: Sender<Response>,
+    /// The requesting stage's number (its answers travel together).
+    worker: usize,
+    reply: Sender<Vec<Response>>,
 }
 
 struct Response {
@@ -695,6 +713,7 @@ impl SdfRuntime {
             shared: self.shared.clone(),
             reply_tx,
             reply_rx,
+            outbox: (0..nslices).map(|_| Outbox::default()).collect(),
             cfg: self.cfg.clone(),
             ports,
             pending: HashMap::default(),
@@ -824,9 +843,9 @@ impl Drop for SdfRuntime {
     }
 }
 
-/// Slice `slice`'s app thread: take each request (control first, by
-/// weight), decide it, install the decision, answer the worker; tick the
-/// app every `tick_every`.
+/// Slice `slice`'s app thread: take a batch of requests (control first,
+/// by weight), decide each, install the batch's decisions and answer each
+/// worker once ([`answer_batch`]); tick the app every `tick_every`.
 fn app_thread(
     mut app: Box<dyn App>,
     shared: &Shared,
@@ -843,6 +862,8 @@ fn app_thread(
     let wait = cfg.tick_every.min(Duration::from_millis(20));
     let mut faults = 0u64;
     let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
+    let mut decided: Vec<Decided> = Vec::with_capacity(APP_BATCH);
+    let mut outgoing: Vec<Outgoing> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
         me.queue.pop_batch(wait, APP_BATCH, &mut batch);
         // One clock read per batch: the app's `now` is the batch's start.
@@ -869,24 +890,20 @@ fn app_thread(
                     );
                 }
             }
-            // Installed before the app decides the next packet, so a
-            // `removed` in that call revokes this decision too.
-            if let Some(d) = &reply.decision {
-                if lock(&me.cache).install(&key, d).is_err() {
-                    side.counters.install_errors += 1;
-                }
-            }
-            // Answered at once (an app that hangs on a later request of
-            // the batch holds no answer back), counted first: a worker
-            // that has its answer finds it counted.
-            *lock(&me.app) = side;
-            // A worker that went away does not need its answer.
-            let _ = req.reply.send(Response {
-                token: req.token,
-                emits: reply.emits,
-                decision: reply.decision,
-                drop: reply.drop,
-            });
+            decided.push((
+                key,
+                req.worker,
+                req.reply,
+                Response {
+                    token: req.token,
+                    emits: reply.emits,
+                    decision: reply.decision,
+                    drop: reply.drop,
+                },
+            ));
+        }
+        if !decided.is_empty() {
+            answer_batch(me, &mut side, &mut decided, &mut outgoing);
         }
         if t >= next_tick {
             let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
@@ -897,9 +914,62 @@ fn app_thread(
     }
 }
 
+/// A decided request: its key, its stage's number and reply channel, the
+/// answer.
+type Decided = (HeaderKey, usize, Sender<Vec<Response>>, Response);
+
+/// One stage's answers of a batch: its number, its channel, the answers.
+type Outgoing = (usize, Sender<Vec<Response>>, Vec<Response>);
+
+/// Install a batch's decisions under one lock of the cache, publish the
+/// app side's counters, and answer each stage once for the batch.
+///
+/// The installs come after the whole batch was decided, so a decision
+/// whose state id a later call of the batch removed (`removed`) is not
+/// cached: the cache's install refuses a decision registering a removed
+/// id ([`nexthop_sdf::NotCached::StaleState`]), as it refuses one whose
+/// id went while the worker's copy of it waited.
+fn answer_batch(
+    me: &SliceShared,
+    side: &mut AppSide,
+    decided: &mut Vec<Decided>,
+    outgoing: &mut Vec<Outgoing>,
+) {
+    {
+        let mut cache = lock(&me.cache);
+        for (key, _, _, r) in decided.iter() {
+            if let Some(d) = &r.decision {
+                if cache.install(key, d).is_err() {
+                    side.counters.install_errors += 1;
+                }
+            }
+        }
+    }
+    // Counted before the answers go: a worker that has its answer finds
+    // it counted.
+    *lock(&me.app) = *side;
+    for (_, worker, reply, r) in decided.drain(..) {
+        match outgoing.iter_mut().find(|(w, _, _)| *w == worker) {
+            Some((_, _, rs)) => rs.push(r),
+            None => outgoing.push((worker, reply, vec![r])),
+        }
+    }
+    for (_, reply, rs) in outgoing.drain(..) {
+        // A worker that went away does not need its answers.
+        let _ = reply.send(rs);
+    }
+}
+
 /// Requests an app thread takes from its queues at once (one lock and one
 /// clock read per batch).
 const APP_BATCH: usize = 64;
+/// A stage's requests to one slice's app not yet handed over.
+#[derive(Default)]
+struct Outbox {
+    control: Vec<Request>,
+    data: Vec<Request>,
+}
+
 /// A request in flight, with the frames of its flow that wait for it.
 struct Pending {
     /// The flow (its exact header key).
@@ -923,8 +993,10 @@ pub struct SdfStage {
     slot: usize,
     /// When the counters were last published.
     published: Instant,
-    reply_tx: Sender<Response>,
-    reply_rx: Receiver<Response>,
+    reply_tx: Sender<Vec<Response>>,
+    reply_rx: Receiver<Vec<Response>>,
+    /// Requests staged per slice, handed over by [`Self::send_staged`].
+    outbox: Vec<Outbox>,
     cfg: SdfConfig,
     ports: Vec<u16>,
     /// Requests in flight by token.
@@ -1151,6 +1223,7 @@ impl SdfStage {
                 }
             }
         }
+        self.send_staged();
     }
 
     /// A miss: wait for the flow's decision in flight, or ask the app.
@@ -1222,7 +1295,10 @@ impl SdfStage {
     }
 
     /// Queue `frame` to slice `slice`'s app (its control queue with
-    /// `control`).
+    /// `control`), staged: [`Self::send_staged`] hands the stage's staged
+    /// requests over, one batch per slice. The caller records the flow as
+    /// pending under the token; a request the queue then refuses takes its
+    /// flow (and the frames that waited for it meanwhile) with it.
     fn request(
         &mut self,
         slice: usize,
@@ -1231,31 +1307,76 @@ impl SdfStage {
         frame: Vec<u8>,
     ) -> Result<u64, Refused> {
         let token = self.next_token;
+        let Some(out) = self.outbox.get_mut(slice) else {
+            return Err(Refused::Gone);
+        };
         let req = Request {
             token,
             in_port,
             frame,
+            worker: self.slot,
             reply: self.reply_tx.clone(),
         };
-        let Some(s) = self.shared.slices.get(slice) else {
-            return Err(Refused::Gone);
-        };
-        s.queue.push(req, control)?;
+        if control {
+            out.control.push(req);
+        } else {
+            out.data.push(req);
+        }
         self.next_token += 1;
-        self.bump(slice, |c| {
-            c.app_requests += 1;
-            c.control_requests += u64::from(control);
-        });
         Ok(token)
+    }
+
+    /// Hand the staged requests over: one lock and at most one wake-up of
+    /// the app thread per slice. Requests beyond a queue's room are
+    /// dropped (counted as full), with the frames waiting for them.
+    fn send_staged(&mut self) {
+        let shared = self.shared.clone();
+        for (s, slice) in shared.slices.iter().enumerate() {
+            let Some(out) = self.outbox.get_mut(s) else {
+                break;
+            };
+            if out.control.is_empty() && out.data.is_empty() {
+                continue;
+            }
+            let (nc, nd) = (out.control.len() as u64, out.data.len() as u64);
+            let why = match slice.queue.push_batch(&mut out.control, &mut out.data) {
+                Ok(()) => Refused::Full,
+                Err(why) => why,
+            };
+            let (rc, rd) = (out.control.len() as u64, out.data.len() as u64);
+            let mut refused = std::mem::take(&mut out.control);
+            let mut data = std::mem::take(&mut out.data);
+            self.bump(s, |c| {
+                c.app_requests += (nc - rc) + (nd - rd);
+                c.control_requests += nc - rc;
+            });
+            for (control, reqs) in [(true, &mut refused), (false, &mut data)] {
+                for r in reqs.drain(..) {
+                    if let Some(p) = self.pending.remove(&r.token) {
+                        self.forget(&p.key, r.token);
+                        self.waiting_total -= p.waiting.len();
+                        self.refused(s, control, why, 1 + p.waiting.len() as u64);
+                    }
+                }
+            }
+            // The vectors go back (emptied), keeping their room.
+            if let Some(out) = self.outbox.get_mut(s) {
+                out.control = refused;
+                out.data = data;
+            }
+        }
     }
 
     /// Send what the app answered since the last call, and drop flows it
     /// has not answered within `pending_timeout`.
     pub fn poll(&mut self, sink: &mut impl Sink) {
         self.now = Instant::now();
-        while let Ok(r) = self.reply_rx.try_recv() {
-            self.answer(r, sink);
+        while let Ok(batch) = self.reply_rx.try_recv() {
+            for r in batch {
+                self.answer(r, sink);
+            }
         }
+        self.send_staged();
         self.expire(self.now);
     }
 
@@ -1274,7 +1395,12 @@ impl SdfStage {
                 .reply_rx
                 .recv_timeout((deadline - now).min(Duration::from_millis(10)))
             {
-                Ok(r) => self.answer(r, sink),
+                Ok(batch) => {
+                    for r in batch {
+                        self.answer(r, sink);
+                    }
+                    self.send_staged();
+                }
                 Err(_) => self.expire(Instant::now()),
             }
         }

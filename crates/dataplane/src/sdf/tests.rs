@@ -657,3 +657,149 @@ fn the_default_control_filter_is_arp_under_at_most_one_tag() {
     assert!(!own.matches(&eth_to(8, 0x0806)));
     assert!(!ControlFilter::none().matches(&eth_to(1, 0x0806)));
 }
+
+/// Byte 0 picks the behaviour, marked: 0 issues the state id `S` (kept in
+/// `state`); 1 registers `S`; 2 removes `S`; each forwards to port 1.
+/// Blocks while `closed` and counts its calls, as [`Gated`].
+struct Stateful {
+    calls: Arc<AtomicU64>,
+    closed: Arc<AtomicBool>,
+    state: Option<nexthop_sdf::StateId>,
+}
+
+impl App for Stateful {
+    fn name(&self) -> &str {
+        "stateful"
+    }
+
+    fn on_packet(&mut self, pkt: &mut InPkt, ctl: &mut Control<'_>) -> Result<(), AppError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        while self.closed.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut out = pkt.new_out_pkt();
+        match pkt.field(0, 8)? {
+            0 => self.state = Some(ctl.new_state_id()?),
+            1 => {
+                if let Some(s) = self.state {
+                    out.register(s);
+                }
+            }
+            _ => {
+                if let Some(s) = self.state {
+                    ctl.removed(s);
+                }
+            }
+        }
+        out.add_destination(1);
+        pkt.send(out, true)?;
+        Ok(())
+    }
+}
+
+/// Wait until `calls` reaches `n` (the app took that many requests).
+fn wait_calls(calls: &AtomicU64, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while calls.load(Ordering::SeqCst) < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the app never took it"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_decision_whose_state_a_later_call_of_its_batch_removed_is_never_installed() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let closed = Arc::new(AtomicBool::new(true));
+    let app = Stateful {
+        calls: calls.clone(),
+        closed: closed.clone(),
+        state: None,
+    };
+    let rt = SdfRuntime::start(Box::new(app), cfg()).unwrap();
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    // The app takes the first request alone and blocks on it, so the
+    // next three are queued meanwhile and decided as one batch: register
+    // `S`, remove `S`, register `S` again (a removed id: not cached).
+    let (issue, reg, rm) = (frame(0, 0), frame(1, 0), frame(2, 0));
+    stage.process(0, &[&issue[..]], &[], &mut sink);
+    wait_calls(&calls, 1);
+    let reg2 = frame(1, 9);
+    stage.process(0, &[&reg[..], &rm[..], &reg2[..]], &[], &mut sink);
+    assert_eq!(rt.queued(0), Some((0, 3)), "one batch of three queued");
+    closed.store(false, Ordering::SeqCst);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert_eq!(sink.0[&1].len(), 4, "every decided frame went out");
+    let stats = rt.stats();
+    assert_eq!(
+        stats.cache.not_cached_stale, 2,
+        "both decisions registering the removed id were refused: {stats:?}"
+    );
+    assert_eq!(stats.app.install_errors, 0);
+    // Cached: the issuing and the removing decisions; the registering
+    // ones miss again and reach the app.
+    assert_eq!(stats.entries, 2);
+    stage.process(0, &[&issue[..], &rm[..], &reg[..]], &[], &mut sink);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    let c = *stage.sdf_counters();
+    assert_eq!((c.hits, c.misses), (2, 5), "{c:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+}
+
+#[test]
+fn a_batch_larger_than_the_queue_room_queues_what_fits_and_counts_the_rest() {
+    let (rt, calls, closed) = gated(SdfConfig { queue: 4, ..cfg() });
+    let mut stage = rt.stage();
+    let mut sink = Collect::default();
+    closed.store(true, Ordering::SeqCst);
+    let first = frame(4, 0);
+    stage.process(0, &[&first[..]], &[], &mut sink);
+    wait_calls(&calls, 1);
+    // Ten new flows, the first with a second frame waiting for it; the
+    // queue has room for four: the first four flows go (five frames), the
+    // last six are dropped as full.
+    let flows: Vec<Vec<u8>> = (0..10u8).map(|i| frame(8 + i, 0)).collect();
+    let mut refs: Vec<&[u8]> = flows.iter().map(|f| &f[..]).collect();
+    refs.insert(1, &flows[0][..]);
+    stage.process(0, &refs, &[], &mut sink);
+    assert_eq!(rt.queued(0), Some((0, 4)));
+    let c = *stage.sdf_counters();
+    assert_eq!((c.app_requests, c.pending_waits), (5, 1), "{c:?}");
+    assert_eq!(c.drops.queue_full, 6);
+    closed.store(false, Ordering::SeqCst);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        sink.total(),
+        6,
+        "the first, four flows and the waiting frame"
+    );
+    assert_eq!(stage.pending_flows(), 0);
+    assert_eq!(stage.waiting_frames(), 0);
+    assert!(stage.counters().is_consistent());
+
+    // The queue full again, a refused flow's waiting frames go with it.
+    closed.store(true, Ordering::SeqCst);
+    let hold = frame(30, 0);
+    stage.process(0, &[&hold[..]], &[], &mut sink);
+    wait_calls(&calls, 6);
+    let more: Vec<Vec<u8>> = (0..5u8).map(|i| frame(40 + i, 0)).collect();
+    let mut refs: Vec<&[u8]> = more.iter().map(|f| &f[..]).collect();
+    refs.push(&more[4][..]);
+    refs.push(&more[4][..]);
+    stage.process(0, &refs, &[], &mut sink);
+    let c = *stage.sdf_counters();
+    assert_eq!(
+        c.drops.queue_full,
+        6 + 3,
+        "the fifth flow and its two waiting"
+    );
+    assert_eq!(stage.waiting_frames(), 0);
+    closed.store(false, Ordering::SeqCst);
+    assert!(stage.flush(&mut sink, Duration::from_secs(10)));
+    assert!(stage.counters().is_consistent());
+}
