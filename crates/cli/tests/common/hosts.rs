@@ -1,4 +1,4 @@
-//! Hosts of the SDF namespace tests (`tests/sdf.rs`, `tests/sdf_ovs.rs`,
+//! Hosts of the SDF namespace tests (`tests/sdf.rs`, `tests/sdf_ovs/`,
 //! which include this file as `mod hosts` next to `mod common`): host `i`
 //! is namespace `hI` with interface `hI`; the tests send frames from a
 //! host ([`send`]) and capture what arrives on each one ([`capture`],

@@ -220,18 +220,23 @@ mod tests {
         assert!(!line.contains("  "), "{line}");
     }
 
-    #[test]
-    fn the_ready_line_names_inputs_outputs_io_and_workers() {
-        let (ifaces, inputs) = live_ports(&[(1, "a"), (2, "b")], &[2]).unwrap();
-        let config = PortsConfig {
-            workers: 3,
+    /// AF_PACKET ports with `workers` workers, every other setting default.
+    fn afpacket_ports(workers: usize) -> PortsConfig {
+        PortsConfig {
+            workers,
             io: crate::engine::IoMode::Afpacket,
             xdp_attach: crate::engine::XdpAttach::Auto,
             xdp_queue: 0,
             ring: Default::default(),
             fanout: crate::afpacket::FanoutMode::Hash,
             fanout_group_base: 1,
-        };
+        }
+    }
+
+    #[test]
+    fn the_ready_line_names_inputs_outputs_io_and_workers() {
+        let (ifaces, inputs) = live_ports(&[(1, "a"), (2, "b")], &[2]).unwrap();
+        let config = afpacket_ports(3);
         let ports = SdfLivePorts {
             ifaces: &ifaces,
             inputs: &inputs,
@@ -271,15 +276,7 @@ mod tests {
         .expect("runtime");
         let ifaces = BTreeMap::from([(1u16, "nexthop-no-such-if0")]);
         let inputs = BTreeSet::from([1u16]);
-        let ports = PortsConfig {
-            workers: 1,
-            io: crate::engine::IoMode::Afpacket,
-            xdp_attach: crate::engine::XdpAttach::Auto,
-            xdp_queue: 0,
-            ring: Default::default(),
-            fanout: crate::afpacket::FanoutMode::Hash,
-            fanout_group_base: 1,
-        };
+        let ports = afpacket_ports(1);
         let mut ready = false;
         let r = run_live(
             &rt,

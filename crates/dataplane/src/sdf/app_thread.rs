@@ -1,0 +1,265 @@
+//! The app side of an SDF slice: the bounded queues workers hand their
+//! misses to, and the app thread that takes them in batches, decides each,
+//! installs the batch's decisions under one lock and answers each worker
+//! once.
+
+use super::*;
+
+/// What the app thread counts besides the app's own counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct AppSide {
+    pub(super) counters: AppCounters,
+    pub(super) control_calls: u64,
+    pub(super) data_calls: u64,
+}
+
+/// The two bounded queues to one slice's app thread.
+pub(super) struct Queues {
+    pub(super) control: VecDeque<Request>,
+    pub(super) data: VecDeque<Request>,
+    /// Control requests served since the last data request.
+    pub(super) streak: u32,
+    /// The app thread is gone: nothing will be served.
+    pub(super) closed: bool,
+    /// The app thread waits on `ready` (a push wakes it only then: a
+    /// wake-up is a system call, and a busy app thread needs none).
+    pub(super) asleep: bool,
+}
+
+/// Why a request was not queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    Full,
+    Gone,
+}
+
+pub(super) struct AppQueue {
+    pub(super) q: Mutex<Queues>,
+    pub(super) ready: Condvar,
+    pub(super) data_cap: usize,
+    pub(super) control_cap: usize,
+    pub(super) weight: u32,
+}
+
+impl AppQueue {
+    pub(super) fn new(cfg: &SdfConfig) -> AppQueue {
+        AppQueue {
+            q: Mutex::new(Queues {
+                control: VecDeque::new(),
+                data: VecDeque::new(),
+                streak: 0,
+                closed: false,
+                asleep: false,
+            }),
+            ready: Condvar::new(),
+            data_cap: cfg.queue,
+            control_cap: cfg.control_queue,
+            weight: cfg.control_weight,
+        }
+    }
+
+    /// Queue a worker's batch: as many of `control`'s and `data`'s
+    /// requests (in order) as their queues have room for, under one lock
+    /// and with at most one wake-up. The requests refused stay in
+    /// `control` and `data` (the accepted ones are taken out); `Err` when
+    /// the app thread is gone (all refused).
+    pub(super) fn push_batch(
+        &self,
+        control: &mut Vec<Request>,
+        data: &mut Vec<Request>,
+    ) -> Result<(), Refused> {
+        let mut q = lock(&self.q);
+        if q.closed {
+            return Err(Refused::Gone);
+        }
+        let room = self.control_cap.saturating_sub(q.control.len());
+        let n = room.min(control.len());
+        q.control.extend(control.drain(..n));
+        let room = self.data_cap.saturating_sub(q.data.len());
+        let n = room.min(data.len());
+        q.data.extend(data.drain(..n));
+        let wake = q.asleep;
+        drop(q);
+        if wake {
+            self.ready.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Take up to `max` requests (each with whether it is control) into
+    /// `out`, in the order the app serves them: up to `weight` control
+    /// requests for each data request while both queues hold some. Waits
+    /// at most `wait` when both are empty. One lock for the whole batch.
+    pub(super) fn pop_batch(&self, wait: Duration, max: usize, out: &mut Vec<(Request, bool)>) {
+        let mut q = lock(&self.q);
+        if q.control.is_empty() && q.data.is_empty() {
+            q.asleep = true;
+            q = self
+                .ready
+                .wait_timeout(q, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            q.asleep = false;
+        }
+        while out.len() < max {
+            let control_turn =
+                !q.control.is_empty() && (q.streak < self.weight || q.data.is_empty());
+            let next = if control_turn {
+                q.streak = q.streak.saturating_add(1);
+                q.control.pop_front().map(|r| (r, true))
+            } else {
+                q.streak = 0;
+                q.data.pop_front().map(|r| (r, false))
+            };
+            match next {
+                Some(r) => out.push(r),
+                None => break,
+            }
+        }
+    }
+
+    /// Requests queued now: (control, data).
+    pub(super) fn lens(&self) -> (usize, usize) {
+        let q = lock(&self.q);
+        (q.control.len(), q.data.len())
+    }
+
+    pub(super) fn close(&self) {
+        let mut q = lock(&self.q);
+        q.closed = true;
+        q.control.clear();
+        q.data.clear();
+    }
+}
+
+/// Closes its slice's queues when the app thread ends, however it ends.
+pub(super) struct CloseOnExit(pub(super) Arc<Shared>, pub(super) usize);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.slices.get(self.1) {
+            s.queue.close();
+        }
+    }
+}
+
+/// Slice `slice`'s app thread: take a batch of requests (control first,
+/// by weight), decide each, install the batch's decisions and answer each
+/// worker once ([`answer_batch`]); tick the app every `tick_every`.
+pub(super) fn app_thread(
+    mut app: Box<dyn App>,
+    shared: &Shared,
+    slice: usize,
+    mut ports: Ports,
+    cfg: &SdfConfig,
+) {
+    let Some(me) = shared.slices.get(slice) else {
+        return;
+    };
+    let mut side = AppSide::default();
+    let start = Instant::now();
+    let mut next_tick = start + cfg.tick_every;
+    let wait = cfg.tick_every.min(Duration::from_millis(20));
+    let mut faults = 0u64;
+    let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
+    let mut decided: Vec<Decided> = Vec::with_capacity(APP_BATCH);
+    let mut outgoing: Vec<Outgoing> = Vec::new();
+    while !shared.stop.load(Ordering::Acquire) {
+        me.queue.pop_batch(wait, APP_BATCH, &mut batch);
+        // One clock read per batch: the app's `now` is the batch's start.
+        let t = Instant::now();
+        let now = t.duration_since(start);
+        for (req, control) in batch.drain(..) {
+            if control {
+                side.control_calls += 1;
+            } else {
+                side.data_calls += 1;
+            }
+            let key = HeaderKey::from_frame(&req.frame, req.in_port);
+            let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
+            let reply = decide(app.as_mut(), &mut ctl, req.frame, req.in_port);
+            if let (Some(r), Some(msg)) = (reply.drop, &reply.message) {
+                faults += 1;
+                if faults <= LOG_FIRST || faults.is_multiple_of(LOG_EVERY) {
+                    tracing::warn!(
+                        app = app.name(),
+                        slice = me.name.as_str(),
+                        reason = r.name(),
+                        faults,
+                        "sdf app fault, packet dropped: {msg}"
+                    );
+                }
+            }
+            decided.push((
+                key,
+                req.worker,
+                req.reply,
+                Response {
+                    token: req.token,
+                    emits: reply.emits,
+                    decision: reply.decision,
+                    drop: reply.drop,
+                },
+            ));
+        }
+        if !decided.is_empty() {
+            answer_batch(me, &mut side, &mut decided, &mut outgoing);
+        }
+        if t >= next_tick {
+            let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
+            app.on_tick(&mut ctl);
+            *lock(&me.app) = side;
+            next_tick = Instant::now() + cfg.tick_every;
+        }
+    }
+}
+
+/// A decided request: its key, its stage's number and reply channel, the
+/// answer.
+pub(super) type Decided = (HeaderKey, usize, Sender<Vec<Response>>, Response);
+
+/// One stage's answers of a batch: its number, its channel, the answers.
+pub(super) type Outgoing = (usize, Sender<Vec<Response>>, Vec<Response>);
+
+/// Install a batch's decisions under one lock of the cache, publish the
+/// app side's counters, and answer each stage once for the batch.
+///
+/// The installs come after the whole batch was decided, so a decision
+/// whose state id a later call of the batch removed (`removed`) is not
+/// cached: the cache's install refuses a decision registering a removed
+/// id ([`nexthop_sdf::NotCached::StaleState`]), as it refuses one whose
+/// id went while the worker's copy of it waited.
+fn answer_batch(
+    me: &SliceShared,
+    side: &mut AppSide,
+    decided: &mut Vec<Decided>,
+    outgoing: &mut Vec<Outgoing>,
+) {
+    {
+        let mut cache = lock(&me.cache);
+        for (key, _, _, r) in decided.iter() {
+            if let Some(d) = &r.decision {
+                if cache.install(key, d).is_err() {
+                    side.counters.install_errors += 1;
+                }
+            }
+        }
+    }
+    // Counted before the answers go: a worker that has its answer finds
+    // it counted.
+    *lock(&me.app) = *side;
+    for (_, worker, reply, r) in decided.drain(..) {
+        match outgoing.iter_mut().find(|(w, _, _)| *w == worker) {
+            Some((_, _, rs)) => rs.push(r),
+            None => outgoing.push((worker, reply, vec![r])),
+        }
+    }
+    for (_, reply, rs) in outgoing.drain(..) {
+        // A worker that went away does not need its answers.
+        let _ = reply.send(rs);
+    }
+}
+
+/// Requests an app thread takes from its queues at once (one lock and one
+/// clock read per batch).
+const APP_BATCH: usize = 64;
