@@ -134,10 +134,71 @@ impl Stream {
             Stream::Unix(s) => s.read(b),
         }
     }
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+    /// One `writev` of both halves of a face's queue.
+    fn write_queued(&mut self, q: &VecDeque<u8>) -> io::Result<usize> {
+        let (a, b) = q.as_slices();
+        let bufs = [io::IoSlice::new(a), io::IoSlice::new(b)];
         match self {
-            Stream::Tcp(s) => s.write(b),
-            Stream::Unix(s) => s.write(b),
+            Stream::Tcp(s) => s.write_vectored(&bufs),
+            Stream::Unix(s) => s.write_vectored(&bufs),
+        }
+    }
+}
+
+/// A stream face's queue is written once it holds this many bytes, and
+/// at the end of each batch: fewer `write`s than one per packet, while
+/// the peer can start on the first packets of a large batch before the
+/// forwarder is through with the rest (a Repo behind the forwarder reads
+/// 1.3x faster than with either one write per packet or one per batch;
+/// docs/benchmarks.md).
+const STREAM_WRITE_CHUNK: usize = 4096;
+
+/// Write what a stream face has queued until the socket would block;
+/// `false` when the face failed.
+fn write_stream(s: &mut Stream, wbuf: &mut VecDeque<u8>) -> bool {
+    while !wbuf.is_empty() {
+        match s.write_queued(wbuf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                wbuf.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// The length of the whole TLV at the start of `b`: `Ok(None)` while its
+/// header or value is still incomplete, `Err(())` when it claims more
+/// than [`MAX_PACKET`] bytes.
+fn tlv_frame(b: &[u8]) -> Result<Option<usize>, ()> {
+    let Ok((_, tl)) = read_var_number(b, 0) else {
+        return Ok(None);
+    };
+    let Ok((len, ll)) = read_var_number(b, tl) else {
+        return Ok(None);
+    };
+    let total = (tl + ll) as u64 + len;
+    if total > MAX_PACKET as u64 {
+        return Err(());
+    }
+    Ok((b.len() >= total as usize).then_some(total as usize))
+}
+
+/// Split `b` into whole TLVs: their ranges go to `out`; returns how many
+/// bytes they cover, and whether a TLV claimed more than [`MAX_PACKET`].
+fn split_frames(b: &[u8], out: &mut Vec<std::ops::Range<usize>>) -> (usize, bool) {
+    let mut at = 0;
+    loop {
+        match tlv_frame(&b[at..]) {
+            Ok(Some(n)) => {
+                out.push(at..at + n);
+                at += n;
+            }
+            Ok(None) => return (at, false),
+            Err(()) => return (at, true),
         }
     }
 }
@@ -975,60 +1036,69 @@ impl Daemon {
             return;
         }
         let mut closed = false;
-        let mut packets = Vec::new();
         let mut oversized = false;
-        let local = match self.faces.get_mut(&id) {
+        let mut frames = Vec::new();
+        // The face's partial packet, taken out while its packets go
+        // through the core (which needs `self`); whole packets are read
+        // straight from `buf`, without a copy.
+        let (local, mut rbuf, n) = match self.faces.get_mut(&id) {
             Some(Face {
                 io: Io::Stream { s, rbuf, .. },
                 local,
                 last_rx,
                 ..
             }) => {
-                match s.read(buf) {
-                    Ok(0) => closed = true,
+                let n = match s.read(buf) {
+                    Ok(0) => {
+                        closed = true;
+                        0
+                    }
                     Ok(n) => {
                         *last_rx = Instant::now();
-                        rbuf.extend_from_slice(&buf[..n]);
-                        // Frame by TLV length.
-                        let mut at = 0;
-                        loop {
-                            let rest = &rbuf[at..];
-                            let Ok((_, tl)) = read_var_number(rest, 0) else {
-                                break;
-                            };
-                            let Ok((len, ll)) = read_var_number(rest, tl) else {
-                                break;
-                            };
-                            let total = (tl + ll) as u64 + len;
-                            if total > MAX_PACKET as u64 {
-                                oversized = true;
-                                break;
-                            }
-                            let total = total as usize;
-                            if rest.len() < total {
-                                break;
-                            }
-                            packets.push(rest[..total].to_vec());
-                            at += total;
-                        }
-                        rbuf.drain(..at);
-                        // A header that cannot parse in 18 bytes is bad.
-                        if rbuf.len() > MAX_PACKET {
-                            oversized = true;
-                        }
+                        n
                     }
                     Err(e)
                         if e.kind() == io::ErrorKind::WouldBlock
-                            || e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => closed = true,
-                }
-                *local
+                            || e.kind() == io::ErrorKind::Interrupted =>
+                    {
+                        0
+                    }
+                    Err(_) => {
+                        closed = true;
+                        0
+                    }
+                };
+                (*local, std::mem::take(rbuf), n)
             }
             _ => return,
         };
         let now = self.now();
-        for p in packets {
-            self.take_in(id, local, &p, now, send);
+        if rbuf.is_empty() {
+            let (used, over) = split_frames(&buf[..n], &mut frames);
+            for r in frames.drain(..) {
+                self.take_in(id, local, &buf[r], now, send);
+            }
+            rbuf.extend_from_slice(&buf[used..n]);
+            oversized |= over;
+        } else {
+            rbuf.extend_from_slice(&buf[..n]);
+            let (used, over) = split_frames(&rbuf, &mut frames);
+            for r in frames.drain(..) {
+                self.take_in(id, local, &rbuf[r], now, send);
+            }
+            rbuf.drain(..used);
+            oversized |= over;
+        }
+        // A header that cannot parse in 18 bytes is bad.
+        if rbuf.len() > MAX_PACKET {
+            oversized = true;
+        }
+        if let Some(Face {
+            io: Io::Stream { rbuf: slot, .. },
+            ..
+        }) = self.faces.get_mut(&id)
+        {
+            *slot = rbuf;
         }
         self.flush_workers(send);
         if oversized {
@@ -1043,6 +1113,14 @@ impl Daemon {
 
     /// Send what the core produced.
     fn flush_sends(&mut self, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        if send.is_empty() {
+            return;
+        }
+        // Stream faces queue their packets and are written each
+        // `STREAM_WRITE_CHUNK` bytes and at the end; faces that failed
+        // are closed after.
+        let mut dirty: Vec<FaceId> = Vec::new();
+        let mut failed: Vec<FaceId> = Vec::new();
         for (id, bytes) in send.drain(..) {
             let Some(f) = self.faces.get_mut(&id) else {
                 self.counters.send_no_face += 1;
@@ -1079,17 +1157,37 @@ impl Daemon {
                         }
                     }
                 }
-                Io::Stream { wbuf, .. } => {
+                Io::Stream { s, wbuf, .. } => {
+                    // A full queue is written out before a packet is
+                    // refused.
+                    if wbuf.len() + bytes.len() > self.cfg.stream_out_cap && !write_stream(s, wbuf)
+                    {
+                        failed.push(id);
+                        continue;
+                    }
                     if wbuf.len() + bytes.len() > self.cfg.stream_out_cap {
                         self.counters.send_drops += 1;
                         continue;
                     }
                     wbuf.extend(bytes);
-                    if !self.flush_stream(id) {
-                        self.close_face(id);
+                    if wbuf.len() >= STREAM_WRITE_CHUNK {
+                        if !write_stream(s, wbuf) {
+                            failed.push(id);
+                        }
+                    } else if !dirty.contains(&id) {
+                        dirty.push(id);
                     }
                 }
             }
+        }
+        // The rest of each stream face's batch in one write.
+        for &id in &dirty {
+            if !failed.contains(&id) && !self.flush_stream(id) {
+                failed.push(id);
+            }
+        }
+        for id in failed {
+            self.close_face(id);
         }
     }
 
@@ -1117,19 +1215,7 @@ impl Daemon {
         else {
             return true;
         };
-        while !wbuf.is_empty() {
-            let (a, _) = wbuf.as_slices();
-            match s.write(a) {
-                Ok(0) => return false,
-                Ok(n) => {
-                    wbuf.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return false,
-            }
-        }
-        true
+        write_stream(s, wbuf)
     }
 }
 

@@ -531,3 +531,138 @@ fn stress_many_consumers_random_names_and_changing_routes() {
     assert_eq!(d.core.total_counters().commands, commands + 2);
     assert!(d.thread_packets().iter().all(|&n| n > 0));
 }
+
+/// A daemon with a Unix stream listener (and a UDP one for the
+/// producer), the socket path in a fresh temporary directory.
+fn spawn_unix() -> (SocketAddr, PathBuf, Arc<AtomicBool>, JoinHandle<Daemon>) {
+    let dir = std::env::temp_dir().join(format!(
+        "ndnd-stream-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fw.sock");
+    let mut d = Daemon::bind(NdndConfig {
+        unix: Some(path.clone()),
+        ..udp_config()
+    })
+    .unwrap();
+    let addr = d.udp.as_ref().unwrap().local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let h = std::thread::spawn(move || {
+        d.run(|| s.load(Ordering::Relaxed)).unwrap();
+        d
+    });
+    (addr, path, stop, h)
+}
+
+/// Whole TLVs from `s` until `want` of them came or 10 s passed.
+fn read_tlvs(s: &mut UnixStream, want: usize) -> Vec<Vec<u8>> {
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    let (mut buf, mut out) = (Vec::new(), Vec::new());
+    let mut chunk = [0u8; 4096];
+    while out.len() < want && Instant::now() < end {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => continue,
+        }
+        let mut ranges = Vec::new();
+        let (used, over) = split_frames(&buf, &mut ranges);
+        assert!(!over);
+        out.extend(ranges.into_iter().map(|r| buf[r].to_vec()));
+        buf.drain(..used);
+    }
+    out
+}
+
+#[test]
+fn a_stream_face_takes_packets_split_and_joined_across_reads_and_answers_each() {
+    let (addr, path, stop, daemon) = spawn_unix();
+    let (pstop, prod) = spawn_producer(addr, "/s", b"payload", 0);
+    let mut c = UnixStream::connect(&path).unwrap();
+    // Wait for the producer's route: one Interest answered.
+    let mut first = false;
+    for i in 0..100 {
+        c.write_all(&interest("/s/probe", 1_000_000 + i)).unwrap();
+        if read_tlvs(&mut c, 1)
+            .iter()
+            .any(|p| matches!(decode_received(p), Ok(Received::Data(..))))
+        {
+            first = true;
+            break;
+        }
+    }
+    assert!(first, "the producer's route never came up");
+
+    // 300 Interests as one byte stream, written in pieces that cut
+    // packets (and their TLV headers) anywhere: many packets per read,
+    // and packets split across reads.
+    const N: usize = 300;
+    let mut blob = Vec::new();
+    let mut want = HashSet::new();
+    for i in 0..N {
+        let uri = format!("/s/x/{i}");
+        blob.extend(interest(&uri, i as u32));
+        want.insert(uri);
+    }
+    for (k, piece) in blob.chunks(977).enumerate() {
+        if k % 2 == 0 {
+            c.write_all(piece).unwrap();
+        } else {
+            // One byte alone, then the rest: a header cut in two.
+            c.write_all(&piece[..1]).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+            c.write_all(&piece[1..]).unwrap();
+        }
+    }
+    let got: HashSet<String> = read_tlvs(&mut c, N)
+        .iter()
+        .map(|p| match decode_received(p) {
+            Ok(Received::Data(d, _)) => d.name.to_string(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    // A TLV that claims more than MAX_PACKET closes the face.
+    let mut bad = UnixStream::connect(&path).unwrap();
+    bad.write_all(&[0x05, 0xFE, 0x00, 0x10, 0x00, 0x00])
+        .unwrap();
+    let mut one = [0u8; 1];
+    bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(bad.read(&mut one).unwrap(), 0, "the face was closed");
+
+    pstop.store(true, Ordering::Relaxed);
+    prod.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let d = daemon.join().unwrap();
+    assert_eq!(d.counters.oversized_frames, 1);
+    assert_eq!(d.counters.send_drops, 0);
+    std::fs::remove_dir_all(path.parent().unwrap()).ok();
+}
+
+#[test]
+fn write_stream_sends_both_halves_of_a_wrapped_queue_and_reports_a_gone_peer() {
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    let mut s = Stream::Unix(a);
+    let mut q: VecDeque<u8> = VecDeque::new();
+    q.extend(std::iter::repeat_n(7u8, 5000));
+    // Make the queue wrap so it has two halves.
+    q.drain(..1000);
+    q.extend(std::iter::repeat_n(8u8, 1000));
+    assert!(write_stream(&mut s, &mut q));
+    assert!(q.is_empty());
+    let mut b = b;
+    let mut got = vec![0u8; 5000];
+    b.read_exact(&mut got).unwrap();
+    assert!(got[..4000].iter().all(|&x| x == 7) && got[4000..].iter().all(|&x| x == 8));
+    // The peer gone: a write fails and says so.
+    drop(b);
+    q.extend([1u8; 10]);
+    assert!(!write_stream(&mut s, &mut q));
+}
