@@ -390,7 +390,7 @@ fn forward(a: &ForwardArgs) -> Result<()> {
         0.0
     };
     let hops: u64 = per_node.iter().map(|p| p.handed_over).sum();
-    let out_list = crate::cmd_forward::out_list(&c);
+    let out_list = c.out_list();
     let mut stdout = io::stdout().lock();
     if a.json {
         let v = serde_json::json!({

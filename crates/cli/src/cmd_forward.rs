@@ -179,19 +179,11 @@ fn frames(n: u64) -> String {
 /// `frames_in=N forwarded=N out=PORT:N,... dropped=N punted=N malformed=N misses=N mpps=X`.
 fn summary_line(run: &PcapRun) -> String {
     let c = &run.counters;
-    let out: Vec<String> = c
-        .tx_ports()
-        .map(|(p, pc)| format!("{p}:{}", pc.frames))
-        .collect();
     format!(
         "frames_in={} forwarded={} out={} dropped={} punted={} malformed={} misses={} mpps={:.3}",
         c.frames_in,
         c.forwarded,
-        if out.is_empty() {
-            "-".to_string()
-        } else {
-            out.join(",")
-        },
+        c.out_list(),
         c.dropped,
         c.punted,
         c.malformed.total(),
@@ -211,27 +203,13 @@ fn summary_line_ip(run: &PcapRun) -> String {
         "frames_in={} forwarded={} out={} dropped={} no_route={} ttl_expired={} malformed={} mpps={:.3}",
         c.frames_in,
         c.forwarded,
-        out_list(&run.counters),
+        c.out_list(),
         c.dropped,
         c.misses,
         c.ttl_expired,
         c.malformed.total(),
         run.mpps()
     )
-}
-
-/// `PORT:FRAMES,...` for the output ports that sent frames, `-` for none
-/// (the summary lines of `forward` and `sdf run`).
-pub(crate) fn out_list(counters: &nexthop_dataplane::Counters) -> String {
-    let out: Vec<String> = counters
-        .tx_ports()
-        .map(|(p, pc)| format!("{p}:{}", pc.frames))
-        .collect();
-    if out.is_empty() {
-        "-".to_string()
-    } else {
-        out.join(",")
-    }
 }
 
 fn ports_json(

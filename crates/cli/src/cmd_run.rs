@@ -578,22 +578,8 @@ impl Settings {
 /// # Errors
 /// A port or an interface mapped twice, named.
 pub(crate) fn port_table(ports: &[PortMap]) -> Result<BTreeMap<u16, &str>> {
-    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
-    let mut by_iface: BTreeMap<&str, u16> = BTreeMap::new();
-    for m in ports {
-        if by_port.insert(m.port, &m.iface).is_some() {
-            bail!("--port {}: port {} is mapped twice", m.port, m.port);
-        }
-        if let Some(p) = by_iface.insert(&m.iface, m.port) {
-            bail!(
-                "--port {}={}: interface {} is already port {p}",
-                m.port,
-                m.iface,
-                m.iface
-            );
-        }
-    }
-    Ok(by_port)
+    nexthop_dataplane::live::port_map(ports.iter().map(|m| (m.port, m.iface.as_str())))
+        .map_err(|e| anyhow!(e))
 }
 
 /// `nexthop run`.

@@ -161,6 +161,18 @@ impl Counters {
         nonzero(&self.tx)
     }
 
+    /// `PORT:FRAMES,...` of the input ports that received frames, `-`
+    /// for none (the summary lines' `in=`).
+    pub fn in_list(&self) -> String {
+        crate::engine::port_list(self.rx_ports().map(|(p, pc)| (p, pc.frames)))
+    }
+
+    /// `PORT:FRAMES,...` of the output ports that sent frames, `-` for
+    /// none (the summary lines' `out=`).
+    pub fn out_list(&self) -> String {
+        crate::engine::port_list(self.tx_ports().map(|(p, pc)| (p, pc.frames)))
+    }
+
     /// Whether every frame was counted exactly once under forwarded,
     /// dropped or punted and under one hit kind, miss or malformed reason.
     pub fn is_consistent(&self) -> bool {
@@ -214,6 +226,19 @@ fn nonzero(v: &[PortCounter]) -> impl Iterator<Item = (u16, PortCounter)> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_lists_name_the_ports_with_frames_in_order_or_a_dash() {
+        let mut c = Counters::default();
+        assert_eq!((c.in_list().as_str(), c.out_list().as_str()), ("-", "-"));
+        c.tx = vec![PortCounter::default(); 4];
+        c.tx[3].frames = 1;
+        c.tx[1].frames = 2;
+        c.rx = vec![PortCounter::default(); 1];
+        c.rx[0].frames = 3;
+        assert_eq!(c.out_list(), "1:2,3:1");
+        assert_eq!(c.in_list(), "0:3");
+    }
 
     #[test]
     fn merge_adds_every_counter_and_grows_port_tables() {

@@ -11,7 +11,7 @@
 //! ([`PortStats`]), the progress reports ([`Progress`]) and the outcome
 //! ([`LiveRun`]).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +22,27 @@ use crate::afpacket::{Block, RxRing, SendOutcome, TxPort};
 #[cfg(feature = "afxdp")]
 use crate::afxdp::{XskBatch, XskRx, XskTx};
 use crate::counters::Counters;
+
+/// Switch port -> interface from the `--port N=IFACE` maps of a live run,
+/// refusing a port or an interface mapped twice (the error names the map
+/// and, for an interface, the port it already is).
+pub fn port_map<'a>(
+    maps: impl IntoIterator<Item = (u16, &'a str)>,
+) -> Result<BTreeMap<u16, &'a str>, String> {
+    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
+    let mut by_iface: BTreeMap<&str, u16> = BTreeMap::new();
+    for (port, iface) in maps {
+        if by_port.insert(port, iface).is_some() {
+            return Err(format!("--port {port}: port {port} is mapped twice"));
+        }
+        if let Some(p) = by_iface.insert(iface, port) {
+            return Err(format!(
+                "--port {port}={iface}: interface {iface} is already port {p}"
+            ));
+        }
+    }
+    Ok(by_port)
+}
 
 /// The most frames a [`MemoryRx`] hands over at once (one "block").
 pub const MEMORY_BATCH: usize = 512;

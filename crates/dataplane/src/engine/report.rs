@@ -79,8 +79,8 @@ pub fn summary_line(run: &LiveRun) -> String {
         "frames_in={} in={} out={} forwarded={} dropped={} drops={} punted={} misses={} \
          tx_failed={} ring_drops={} rx_truncated={} stopped_by={} seconds={:.3} mpps={:.3}",
         c.frames_in,
-        port_list(c.rx_ports().map(|(p, pc)| (p, pc.frames))),
-        port_list(c.tx_ports().map(|(p, pc)| (p, pc.frames))),
+        c.in_list(),
+        c.out_list(),
         c.forwarded,
         c.dropped,
         drop_reasons(c),

@@ -65,18 +65,7 @@ pub fn live_ports<'a>(
     maps: &[(u16, &'a str)],
     inputs: &[u16],
 ) -> Result<(BTreeMap<u16, &'a str>, BTreeSet<u16>), String> {
-    let mut by_port: BTreeMap<u16, &str> = BTreeMap::new();
-    let mut ifaces: BTreeSet<&str> = BTreeSet::new();
-    for &(port, iface) in maps {
-        if by_port.insert(port, iface).is_some() {
-            return Err(format!("--port {port}: port {port} is mapped twice"));
-        }
-        if !ifaces.insert(iface) {
-            return Err(format!(
-                "--port {port}={iface}: interface {iface} is mapped twice"
-            ));
-        }
-    }
+    let by_port = crate::live::port_map(maps.iter().copied())?;
     let inputs: BTreeSet<u16> = if inputs.is_empty() {
         by_port.keys().copied().collect()
     } else {
@@ -259,7 +248,7 @@ mod tests {
         let e = live_ports(&[(1, "a"), (1, "b")], &[]).unwrap_err();
         assert!(e.contains("port 1 is mapped twice"), "{e}");
         let e = live_ports(&[(1, "a"), (2, "a")], &[]).unwrap_err();
-        assert!(e.contains("interface a is mapped twice"), "{e}");
+        assert!(e.contains("interface a is already port 1"), "{e}");
         let e = live_ports(&[(1, "a")], &[3]).unwrap_err();
         assert!(e.contains("--in 3: port 3 has no interface"), "{e}");
     }

@@ -77,21 +77,13 @@ impl SdfRuntime {
 /// control_calls=N no_slice=N`, then [`slice_fields`].
 pub fn pcap_summary_line(run: &SdfPcapRun, stats: &SdfStats, slices: &[SliceReport]) -> String {
     let c = &run.counters;
-    let out: Vec<String> = c
-        .tx_ports()
-        .map(|(p, pc)| format!("{p}:{}", pc.frames))
-        .collect();
     format!(
         "frames_in={} forwarded={} out={} dropped={} punted={} hits={} misses={} app_calls={} \
          pending_waits={} installs={} revocations={} entries={} masks={} app_drops={} \
          control_calls={} no_slice={}{}",
         c.frames_in,
         c.forwarded,
-        if out.is_empty() {
-            "-".to_string()
-        } else {
-            out.join(",")
-        },
+        c.out_list(),
         c.dropped,
         c.punted,
         run.sdf.hits,
