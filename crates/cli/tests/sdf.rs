@@ -376,7 +376,7 @@ fn live_and_offline_flags_exclude_each_other() {
         ])
         .assert()
         .failure()
-        .stderr(predicates::str::contains("mapped twice"));
+        .stderr(predicates::str::contains("interface a is already port 1"));
     nexthop()
         .args([
             "sdf", "run", "--app", "l2switch", "--port", "1=a", "--in", "2",
