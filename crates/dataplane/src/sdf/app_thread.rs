@@ -4,6 +4,7 @@
 //! once.
 
 use super::*;
+use std::sync::atomic::AtomicUsize;
 
 /// What the app thread counts besides the app's own counters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -35,6 +36,9 @@ pub(super) enum Refused {
 
 pub(super) struct AppQueue {
     pub(super) q: Mutex<Queues>,
+    /// Requests in both queues, kept beside them (under `q`'s lock) so
+    /// the app thread can watch for work without taking the lock.
+    pub(super) queued: AtomicUsize,
     pub(super) ready: Condvar,
     pub(super) data_cap: usize,
     pub(super) control_cap: usize,
@@ -51,6 +55,7 @@ impl AppQueue {
                 closed: false,
                 asleep: false,
             }),
+            queued: AtomicUsize::new(0),
             ready: Condvar::new(),
             data_cap: cfg.queue,
             control_cap: cfg.control_queue,
@@ -78,6 +83,8 @@ impl AppQueue {
         let room = self.data_cap.saturating_sub(q.data.len());
         let n = room.min(data.len());
         q.data.extend(data.drain(..n));
+        self.queued
+            .store(q.control.len() + q.data.len(), Ordering::Release);
         let wake = q.asleep;
         drop(q);
         if wake {
@@ -91,6 +98,23 @@ impl AppQueue {
     /// requests for each data request while both queues hold some. Waits
     /// at most `wait` when both are empty. One lock for the whole batch.
     pub(super) fn pop_batch(&self, wait: Duration, max: usize, out: &mut Vec<(Request, bool)>) {
+        // A worker that is handing over misses usually has more within
+        // microseconds: watch for them a short while before sleeping (a
+        // sleep and its wake-up are two system calls per batch).
+        if self.queued.load(Ordering::Acquire) == 0 {
+            let until = Instant::now() + SPIN_BEFORE_SLEEP;
+            'spin: loop {
+                for _ in 0..64 {
+                    if self.queued.load(Ordering::Acquire) > 0 {
+                        break 'spin;
+                    }
+                    std::hint::spin_loop();
+                }
+                if Instant::now() >= until {
+                    break;
+                }
+            }
+        }
         let mut q = lock(&self.q);
         if q.control.is_empty() && q.data.is_empty() {
             q.asleep = true;
@@ -116,6 +140,8 @@ impl AppQueue {
                 None => break,
             }
         }
+        self.queued
+            .store(q.control.len() + q.data.len(), Ordering::Release);
     }
 
     /// Requests queued now: (control, data).
@@ -129,6 +155,7 @@ impl AppQueue {
         q.closed = true;
         q.control.clear();
         q.data.clear();
+        self.queued.store(0, Ordering::Release);
     }
 }
 
@@ -259,6 +286,10 @@ fn answer_batch(
         let _ = reply.send(rs);
     }
 }
+
+/// How long an app thread with nothing to do watches its queues before
+/// it sleeps.
+const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(50);
 
 /// Requests an app thread takes from its queues at once (one lock and one
 /// clock read per batch).
