@@ -530,11 +530,10 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     let key = write_key(&key_path)?;
     let mut ccfg = RedisControllerConfig::new(url.as_str(), FIB);
     ccfg.log = false;
-    // The lab's controller is the only one (no standby waits for its
-    // lease), and it renews the lease only once the traffic runs: the
-    // lease must outlast the switches' start, which on a loaded machine
-    // took 10 s (each switch may take up to 60 s).
-    ccfg.lease = Duration::from_secs(300);
+    // The lease is renewed while the switches start (a thread, below)
+    // and every 500 ms while the traffic runs; this leaves room for a
+    // step between the two on a loaded machine.
+    ccfg.lease = Duration::from_secs(30);
     ccfg.changes_per_delta = o.changes_per_delta;
     let mut ctl = RedisController::<[u8; 6], NetworkFib<[u8; 6]>>::acquire(
         &key,
@@ -576,24 +575,26 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
 
     // The switches.
     let exe = std::env::current_exe().context("locating the nexthop binary")?;
-    let fwds = lnet.start(&exe, &out, "sw", "switch", stop, |s, cmd| {
-        cmd.args([
-            "run",
-            "--redis",
-            &url,
-            "--fib",
-            &format!("{FIB}/{s}"),
-            "--key-file",
-        ])
-        .arg(&key_path)
-        .args(["--metrics", METRICS, "--quiet", "--workers", "1"]);
-        for (p, what) in net.ports(s) {
-            cmd.args(["--port", &format!("{p}=p{p}")]);
-            if matches!(what, Port::Link(..) | Port::Source) {
-                cmd.args(["--in", &p.to_string()]);
+    let fwds = renewing(&mut ctl, Duration::from_secs(1), || {
+        lnet.start(&exe, &out, "sw", "switch", stop, |s, cmd| {
+            cmd.args([
+                "run",
+                "--redis",
+                &url,
+                "--fib",
+                &format!("{FIB}/{s}"),
+                "--key-file",
+            ])
+            .arg(&key_path)
+            .args(["--metrics", METRICS, "--quiet", "--workers", "1"]);
+            for (p, what) in net.ports(s) {
+                cmd.args(["--port", &format!("{p}=p{p}")]);
+                if matches!(what, Port::Link(..) | Port::Source) {
+                    cmd.args(["--in", &p.to_string()]);
+                }
             }
-        }
-    })?;
+        })
+    })??;
     step(
         "switches",
         t,
@@ -831,9 +832,85 @@ pub(crate) fn run(o: &LabOpts, stop: &StopFlag) -> Result<()> {
     super::finish_summary(&hop_mismatch, &summary, pass, o.json, &out, "network")
 }
 
+/// Run `f` while a thread renews `ctl`'s lease every `every` (the switches
+/// of the network lab take seconds to start, each up to 60 s); an error
+/// when a renewal failed (another controller holds the lease).
+fn renewing<T: Send>(
+    ctl: &mut RedisController<[u8; 6], NetworkFib<[u8; 6]>>,
+    every: Duration,
+    f: impl FnOnce() -> T,
+) -> Result<T> {
+    let done = AtomicBool::new(false);
+    thread::scope(|sc| {
+        let renewer = sc.spawn(|| -> Result<()> {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Acquire) {
+                thread::sleep(Duration::from_millis(20));
+                if last.elapsed() >= every {
+                    ctl.renew().map_err(|e| anyhow!("controller: {e}"))?;
+                    last = Instant::now();
+                }
+            }
+            Ok(())
+        });
+        let r = f();
+        done.store(true, Ordering::Release);
+        renewer
+            .join()
+            .map_err(|_| anyhow!("controller: the lease renewal thread panicked"))??;
+        Ok(r)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lease_is_renewed_while_a_long_step_runs_and_lost_without_it() {
+        let dir = std::env::temp_dir().join(format!("nh-lab-lease-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (_redis, url) = start_redis(&dir).unwrap();
+        let key = write_key(&dir.join("controller.key")).unwrap();
+        let fib = || {
+            let routes = vec![(1, name(0), vec![Action::Port(1), Action::Port(2)])];
+            NetworkFib::build(
+                Config {
+                    columns: 2,
+                    ..Config::default()
+                },
+                &routes,
+            )
+            .unwrap()
+        };
+        let acquire = |prefix: &str| {
+            let mut c = RedisControllerConfig::new(url.as_str(), prefix);
+            c.log = false;
+            c.lease = Duration::from_millis(600);
+            RedisController::<[u8; 6], NetworkFib<[u8; 6]>>::acquire(
+                &key,
+                c,
+                fib(),
+                0,
+                &AtomicBool::new(false),
+            )
+            .unwrap()
+        };
+        // A step three leases long: renewed meanwhile, the lease is still
+        // ours after it.
+        let mut ctl = acquire("renewed");
+        let r = renewing(&mut ctl, Duration::from_millis(150), || {
+            thread::sleep(Duration::from_millis(1800));
+            7
+        });
+        assert_eq!(r.unwrap(), 7);
+        ctl.renew().unwrap();
+        // The same step without renewal: the lease ran out.
+        let mut lapsed = acquire("lapsed");
+        thread::sleep(Duration::from_millis(1800));
+        assert!(lapsed.renew().is_err());
+        fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn a_frame_may_reach_older_destinations_only_within_the_switch_lag() {
