@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nexthop_wire::ndn::name::component_type;
-use nexthop_wire::ndn::tlv::{self, read_var_number};
+use nexthop_wire::ndn::tlv;
 use nexthop_wire::ndn::{Data, Interest, Name, NameComponent, Packet};
 
-use crate::config::MAX_PACKET;
 use crate::dataset::{FaceStatus, FibEntry, GeneralStatus, StrategyChoiceEntry};
 use crate::mgmt::{self, ControlParameters};
 
@@ -314,17 +313,8 @@ impl Client {
 }
 
 /// The length of the TLV packet at the start of `buf`, once its header is
-/// there; an error for a length over [`MAX_PACKET`].
+/// there; an error for a length over
+/// [`MAX_PACKET`](crate::config::MAX_PACKET).
 fn frame_len(buf: &[u8]) -> Result<Option<usize>, ClientError> {
-    let Ok((_, tl)) = read_var_number(buf, 0) else {
-        return Ok(None);
-    };
-    let Ok((len, ll)) = read_var_number(buf, tl) else {
-        return Ok(None);
-    };
-    let total = (tl + ll) as u64 + len;
-    if total > MAX_PACKET as u64 {
-        return Err(malformed(format!("a {total}-byte packet")));
-    }
-    Ok(Some(total as usize))
+    crate::stream::frame_len(buf).map_err(|total| malformed(format!("a {total}-byte packet")))
 }

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nexthop_ndn::pit::{FaceId, Millis};
-use nexthop_wire::ndn::tlv::read_var_number;
 
 use crate::config::{NdndConfig, MAX_PACKET};
 use crate::core::{Core, FaceInfo};
@@ -18,6 +17,7 @@ use crate::dataset::FaceStatus;
 use crate::ether::{self, EtherSocket};
 use crate::frag::Fragmenter;
 use crate::input::{self, Inputs};
+use crate::stream;
 use crate::threads::Workers;
 use crate::udp::{self, RecvBatch, BATCH};
 
@@ -170,35 +170,18 @@ fn write_stream(s: &mut Stream, wbuf: &mut VecDeque<u8>) -> bool {
     true
 }
 
-/// The length of the whole TLV at the start of `b`: `Ok(None)` while its
-/// header or value is still incomplete, `Err(())` when it claims more
-/// than [`MAX_PACKET`] bytes.
-fn tlv_frame(b: &[u8]) -> Result<Option<usize>, ()> {
-    let Ok((_, tl)) = read_var_number(b, 0) else {
-        return Ok(None);
-    };
-    let Ok((len, ll)) = read_var_number(b, tl) else {
-        return Ok(None);
-    };
-    let total = (tl + ll) as u64 + len;
-    if total > MAX_PACKET as u64 {
-        return Err(());
-    }
-    Ok((b.len() >= total as usize).then_some(total as usize))
-}
-
 /// Split `b` into whole TLVs: their ranges go to `out`; returns how many
 /// bytes they cover, and whether a TLV claimed more than [`MAX_PACKET`].
 fn split_frames(b: &[u8], out: &mut Vec<std::ops::Range<usize>>) -> (usize, bool) {
     let mut at = 0;
     loop {
-        match tlv_frame(&b[at..]) {
-            Ok(Some(n)) => {
+        match stream::frame_len(&b[at..]) {
+            Ok(Some(n)) if b.len() - at >= n => {
                 out.push(at..at + n);
                 at += n;
             }
-            Ok(None) => return (at, false),
-            Err(()) => return (at, true),
+            Ok(_) => return (at, false),
+            Err(_) => return (at, true),
         }
     }
 }

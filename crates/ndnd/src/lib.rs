@@ -31,6 +31,7 @@ pub mod frag;
 pub mod input;
 pub mod mgmt;
 pub mod reasm;
+pub mod stream;
 pub mod threads;
 pub mod tools;
 pub mod udp;

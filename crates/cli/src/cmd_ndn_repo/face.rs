@@ -25,7 +25,6 @@ use nexthop_ndnd::client::Target;
 use nexthop_ndnd::config::MAX_PACKET;
 use nexthop_ndnd::mgmt;
 use nexthop_ndnd::tools::{command_interest, rand_nonce};
-use nexthop_wire::ndn::tlv::read_var_number;
 use nexthop_wire::ndn::{Name, NetPacket, Packet};
 
 /// Bytes read from a Unix stream at once (the face's buffer; a partial
@@ -60,20 +59,12 @@ pub struct Face {
 /// an error for a packet over [`MAX_PACKET`] (the stream cannot be
 /// resynchronised after it).
 fn frame_len(buf: &[u8]) -> io::Result<Option<usize>> {
-    let Ok((_, tl)) = read_var_number(buf, 0) else {
-        return Ok(None);
-    };
-    let Ok((len, ll)) = read_var_number(buf, tl) else {
-        return Ok(None);
-    };
-    let total = (tl + ll) as u64 + len;
-    if total > MAX_PACKET as u64 {
-        return Err(io::Error::new(
+    nexthop_ndnd::stream::frame_len(buf).map_err(|total| {
+        io::Error::new(
             io::ErrorKind::InvalidData,
             format!("a {total}-byte packet on the face"),
-        ));
-    }
-    Ok(Some(total as usize))
+        )
+    })
 }
 
 /// Push to `out` the whole packets at the front of `bytes`; returns how
