@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use crate::action::{Actions, Outcome};
 use crate::key::{HeaderKey, Mask, PortId, KEY_BYTES, KEY_WORDS};
+use crate::seeded::SeededHash;
 
 /// Keys per group in [`DecisionCache::lookup_batch`].
 pub const BATCH: usize = 32;
@@ -417,8 +418,8 @@ pub struct DecisionCache {
     free_subtables: Vec<u16>,
     /// Subtable ids, most hit first.
     rank: Vec<u16>,
-    mask_index: HashMap<Mask, u16>,
-    candidates: HashMap<Mask, u32>,
+    mask_index: HashMap<Mask, u16, SeededHash>,
+    candidates: HashMap<Mask, u32, SeededHash>,
     front: Vec<FrontSlot>,
     front_buckets_mask: usize,
     states: Vec<StateSlot>,
@@ -449,8 +450,8 @@ impl DecisionCache {
             subtables: Vec::new(),
             free_subtables: Vec::new(),
             rank: Vec::new(),
-            mask_index: HashMap::new(),
-            candidates: HashMap::new(),
+            mask_index: HashMap::default(),
+            candidates: HashMap::default(),
             front: vec![FrontSlot::default(); front_len],
             front_buckets_mask: (front_len / FRONT_WAYS).saturating_sub(1),
             states: Vec::new(),

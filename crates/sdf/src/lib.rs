@@ -62,6 +62,7 @@ pub mod action;
 pub mod app;
 pub mod cache;
 pub mod key;
+mod seeded;
 
 pub use action::{ActionError, Actions, Outcome, Primitive, SetBytes, MAX_PORTS};
 pub use cache::{

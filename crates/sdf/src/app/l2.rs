@@ -20,12 +20,12 @@
 //! uncached.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use super::{App, AppError, Control, InPkt};
 use crate::cache::StateId;
 use crate::key::PortId;
+use crate::seeded::SeededHash;
 
 /// An [`L2Switch`]'s settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ struct Binding {
 #[derive(Debug, Default)]
 pub struct L2Switch {
     cfg: L2Config,
-    macs: HashMap<[u8; 6], Binding, MacHash>,
+    macs: HashMap<[u8; 6], Binding, SeededHash>,
     learned: u64,
     moves: u64,
     expired: u64,
@@ -120,42 +120,6 @@ impl L2Switch {
             },
         );
         Some(id)
-    }
-}
-
-/// The MAC table's hash: seeded XXH3 under a random per-switch seed
-/// (source MACs are the sender's choice, so the seed is secret), a few
-/// nanoseconds where SipHash cost a tenth of a decision.
-#[derive(Clone, Debug)]
-struct MacHash(u64);
-
-impl Default for MacHash {
-    fn default() -> Self {
-        MacHash(std::collections::hash_map::RandomState::new().hash_one(0x12u8))
-    }
-}
-
-impl BuildHasher for MacHash {
-    type Hasher = MacHasher;
-
-    fn build_hasher(&self) -> MacHasher {
-        MacHasher(self.0)
-    }
-}
-
-struct MacHasher(u64);
-
-impl Hasher for MacHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = nexthop_hash::hash64(bytes, self.0);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 ^= n as u64;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
