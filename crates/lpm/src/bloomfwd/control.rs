@@ -582,10 +582,12 @@ impl<A: GroupKey> BloomfwdControl<A> {
     }
 }
 
-/// The direct slot of a group key of `level` bits (`level > d`).
+/// The direct slot of a group key of `level` bits (`level > d`): its first
+/// `d` bits (none, slot 0, for `d = 0` at `level = 128`, where a plain
+/// shift would overflow).
 #[inline]
 fn slot_of<A: Address>(key: A, level: u8, d: u8) -> usize {
-    (key.to_u128() >> (level - d)) as usize
+    key.to_u128().checked_shr(u32::from(level - d)).unwrap_or(0) as usize
 }
 
 /// The `slot_groups` key of (direct slot, group `gi`'s mask bit).
@@ -597,7 +599,9 @@ fn slot_group_key(slot: usize, gi: usize) -> u64 {
 /// bits.
 #[inline]
 fn fine_of<A: Address>(key: A, level: u8, fd: u8) -> usize {
-    (key.to_u128() >> (level - fd)) as usize
+    key.to_u128()
+        .checked_shr(u32::from(level - fd))
+        .unwrap_or(0) as usize
 }
 
 /// The `fine_groups` key of (sub-slot, group `gi`'s mask bit).
