@@ -28,8 +28,9 @@
 //! * The hand-over is paid once per batch, not per decision: a worker
 //!   stages a group's misses and hands them to each slice's queues under
 //!   one lock with at most one wake-up (those beyond the queue's room are
-//!   dropped, counted); the app thread takes up to 64 requests under one
-//!   lock, decides them, installs their decisions under one cache lock
+//!   dropped, counted; an app thread that found its queues empty watches
+//!   them 50 us before it sleeps, so a busy one needs no wake-up); the app
+//!   thread takes up to 64 requests under one lock, decides them, installs their decisions under one cache lock
 //!   and answers each worker with one message. A decision whose state id
 //!   a later call of the batch removed is not installed (the cache refuses
 //!   a decision that registers a removed id). An app that hangs holds back
