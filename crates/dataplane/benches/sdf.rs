@@ -33,9 +33,11 @@
 //! 1024, so nothing is dropped; the bench asserts it). Times are wall
 //! time of the worker loop (two threads: the worker and the app), medians
 //! of `--rounds`. The app thread's CPU time per decision (its
-//! `/proc/self/task/*/schedstat`, Linux) is printed beside: it is the
-//! bottleneck's cost, and a loaded machine moves it far less than the
-//! wall rate.
+//! `/proc/self/task/*/schedstat`, Linux) and the worker's (this thread's)
+//! are printed beside: they say which thread is the bottleneck (the app
+//! thread's includes its 50 us watch of an empty queue), and a loaded
+//! machine moves them far less than the wall rate. The bench runs on the
+//! `nexthop` binary's allocator (mimalloc).
 
 use nexthop_testutil::args::count_or_exit;
 use std::time::{Duration, Instant};
@@ -142,6 +144,12 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
     None
 }
 
+/// CPU nanoseconds this thread has run so far (Linux).
+fn own_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
 /// `flows` new flows from flow number `first`, `per_flow` frames each:
 /// wall seconds, app calls and frames sent.
 fn run(
@@ -150,18 +158,15 @@ fn run(
     o: &Opts,
     first: usize,
     per_flow: usize,
-) -> (f64, u64, u64, Option<u64>) {
+) -> (f64, u64, u64, Option<u64>, Option<u64>) {
     let flows_per_batch = BATCH / per_flow;
-    let calls0 = stage.sdf_counters().app_requests;
-    let sent0 = sink.frames;
-    let cpu0 = thread_cpu_ns("sdf-app");
-    let t = Instant::now();
+    // The frames are made before the clock starts (as `inline`'s are):
+    // batches of flows of one source (one ingress port).
+    let mut batches: Vec<(u16, Vec<Vec<u8>>)> = Vec::new();
     let mut n = first;
     let end = first + o.flows;
-    let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
     while n < end {
-        // One batch: flows of one source (one ingress port).
-        frames.clear();
+        let mut frames = Vec::with_capacity(BATCH);
         let (s, _) = pair(n, o.hosts);
         while frames.len() < BATCH && n < end && pair(n, o.hosts).0 == s {
             let f = eth(mac(pair(n, o.hosts).1), mac(s));
@@ -173,8 +178,18 @@ fn run(
                 break;
             }
         }
-        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-        stage.process(port_of(s), &refs, &[], sink);
+        batches.push((port_of(s), frames));
+    }
+    let calls0 = stage.sdf_counters().app_requests;
+    let sent0 = sink.frames;
+    let cpu0 = thread_cpu_ns("sdf-app");
+    let w0 = own_cpu_ns();
+    let t = Instant::now();
+    let mut refs: Vec<&[u8]> = Vec::with_capacity(BATCH);
+    for (port, frames) in &batches {
+        refs.clear();
+        refs.extend(frames.iter().map(|f| &f[..]));
+        stage.process(*port, &refs, &[], sink);
         while stage.pending_flows() >= IN_FLIGHT {
             stage.poll(sink);
             std::thread::yield_now();
@@ -182,6 +197,7 @@ fn run(
     }
     assert!(stage.flush(sink, Duration::from_secs(30)), "decisions lost");
     let secs = t.elapsed().as_secs_f64();
+    let worker_ns = own_cpu_ns().zip(w0).map(|(b, a)| b.saturating_sub(a));
     let app_ns = thread_cpu_ns("sdf-app")
         .zip(cpu0)
         .map(|(b, a)| b.saturating_sub(a));
@@ -190,6 +206,7 @@ fn run(
         stage.sdf_counters().app_requests - calls0,
         sink.frames - sent0,
         app_ns,
+        worker_ns,
     )
 }
 
@@ -242,6 +259,15 @@ fn bench_inline(o: &Opts) {
     );
 }
 
+/// The median of per-decision CPU figures, or "-" without any.
+fn per_decision(ns: &[f64]) -> String {
+    if ns.is_empty() {
+        "-".to_string()
+    } else {
+        format!("{:.0}", median(ns))
+    }
+}
+
 /// Both variants, `o.rounds` times, with the pending-miss table on or off.
 fn bench_table(o: &Opts, table: bool) {
     println!(
@@ -291,11 +317,15 @@ fn bench_table(o: &Opts, table: bool) {
     let mut pps = vec![Vec::new(); variants.len()];
     let mut calls_per_flow = vec![Vec::new(); variants.len()];
     let mut app_ns = vec![Vec::new(); variants.len()];
+    let mut worker_ns = vec![Vec::new(); variants.len()];
     for _ in 0..o.rounds {
         for (j, &(_, per)) in variants.iter().enumerate() {
-            let (secs, calls, sent, cpu) = run(&mut stage, &mut sink, o, take(o.flows), per);
+            let (secs, calls, sent, cpu, wcpu) = run(&mut stage, &mut sink, o, take(o.flows), per);
             if let Some(ns) = cpu {
                 app_ns[j].push(ns as f64 / calls.max(1) as f64);
+            }
+            if let Some(ns) = wcpu {
+                worker_ns[j].push(ns as f64 / calls.max(1) as f64);
             }
             rates[j].push(calls as f64 / secs);
             pps[j].push(sent as f64 / secs);
@@ -310,16 +340,13 @@ fn bench_table(o: &Opts, table: bool) {
     for (j, (name, _)) in variants.iter().enumerate() {
         let r = median(&rates[j]);
         println!(
-            "miss path, pending table {on_off}, {name}  {:>6.3} M decisions/s  {:>6.3} M frames sent/s  app calls per flow {:.2}  target >= 1 M decisions/s: {:.2}x  app thread CPU {} ns/decision",
+            "miss path, pending table {on_off}, {name}  {:>6.3} M decisions/s  {:>6.3} M frames sent/s  app calls per flow {:.2}  target >= 1 M decisions/s: {:.2}x  app thread CPU {} ns/decision  worker CPU {} ns/decision",
             r / 1e6,
             median(&pps[j]) / 1e6,
             median(&calls_per_flow[j]),
             r / 1e6,
-            if app_ns[j].is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.0}", median(&app_ns[j]))
-            }
+            per_decision(&app_ns[j]),
+            per_decision(&worker_ns[j]),
         );
     }
     println!(
@@ -339,3 +366,9 @@ fn bench_table(o: &Opts, table: bool) {
         c.drops
     );
 }
+
+/// The `nexthop` binary's allocator, so the bench measures what
+/// `nexthop sdf run` runs (glibc's malloc locks an arena to free a block
+/// another thread allocated: frames and decisions cross threads here).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

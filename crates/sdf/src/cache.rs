@@ -1105,18 +1105,17 @@ impl DecisionCache {
     fn front_insert(&mut self, h: u64, idx: u32) {
         let b = self.front_bucket(h);
         let gen = self.entries[idx as usize].gen;
-        let entries = &self.entries;
         let ways = &mut self.front[b..b + FRONT_WAYS];
+        // The same key's slot, else an empty one, else the way the hash
+        // picks. Slots of freed or revoked entries are not looked for:
+        // that reads each way's entry (a cache line apiece, cold in a
+        // churning cache, whose front holds the newest installs) for a
+        // slot that is rarely dead; a stale slot never answers (its
+        // generation is checked) and goes when its way is picked.
         let w = ways
             .iter()
             .position(|s| s.gen != 0 && s.hash == h)
             .or_else(|| ways.iter().position(|s| s.gen == 0))
-            .or_else(|| {
-                ways.iter().position(|s| {
-                    let e = &entries[s.idx as usize];
-                    !e.live || e.revoked || e.gen != s.gen
-                })
-            })
             .unwrap_or((h as usize) % FRONT_WAYS);
         ways[w] = FrontSlot { hash: h, idx, gen };
     }

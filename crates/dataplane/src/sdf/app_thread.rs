@@ -191,11 +191,20 @@ pub(super) fn app_thread(
     let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
     let mut decided: Vec<Decided> = Vec::with_capacity(APP_BATCH);
     let mut outgoing: Vec<Outgoing> = Vec::new();
+    let mut replies: Vec<Sender<Vec<Response>>> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
         me.queue.pop_batch(wait, APP_BATCH, &mut batch);
         // One clock read per batch: the app's `now` is the batch's start.
         let t = Instant::now();
         let now = t.duration_since(start);
+        // The frames were written on the workers' cores: ask for the
+        // batch's header lines at once (the key reads 128 bytes of each)
+        // instead of missing on them one request after another.
+        for (req, _) in &batch {
+            let p = req.frame.as_ptr();
+            nexthop_mem::prefetch(p);
+            nexthop_mem::prefetch(p.wrapping_add(nexthop_mem::CACHE_LINE));
+        }
         for (req, control) in batch.drain(..) {
             if control {
                 side.control_calls += 1;
@@ -220,17 +229,24 @@ pub(super) fn app_thread(
             decided.push((
                 key,
                 req.worker,
-                req.reply,
+                reply.decision,
                 Response {
                     token: req.token,
                     emits: reply.emits,
-                    decision: reply.decision,
+                    same: None,
                     drop: reply.drop,
                 },
             ));
         }
         if !decided.is_empty() {
-            answer_batch(me, &mut side, &mut decided, &mut outgoing);
+            answer_batch(
+                shared,
+                me,
+                &mut side,
+                &mut decided,
+                &mut outgoing,
+                &mut replies,
+            );
         }
         if t >= next_tick {
             let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
@@ -241,15 +257,18 @@ pub(super) fn app_thread(
     }
 }
 
-/// A decided request: its key, its stage's number and reply channel, the
-/// answer.
-pub(super) type Decided = (HeaderKey, usize, Sender<Vec<Response>>, Response);
+/// A decided request: its key, its stage's number, the decision to
+/// install, the answer.
+pub(super) type Decided = (HeaderKey, usize, Option<Decision>, Response);
 
-/// One stage's answers of a batch: its number, its channel, the answers.
-pub(super) type Outgoing = (usize, Sender<Vec<Response>>, Vec<Response>);
+/// One stage's answers of a batch: its number, the answers.
+pub(super) type Outgoing = (usize, Vec<Response>);
 
-/// Install a batch's decisions under one lock of the cache, publish the
-/// app side's counters, and answer each stage once for the batch.
+/// Install a batch's decisions (under the cache's lock, taken once per
+/// [`INSTALL_CHUNK`] of them), publish the app side's counters, and
+/// answer each stage once for the batch, on its channel (`replies`, this
+/// thread's copy of [`Shared::replies`], refreshed when a stage it does
+/// not know yet asks).
 ///
 /// The installs come after the whole batch was decided, so a decision
 /// whose state id a later call of the batch removed (`removed`) is not
@@ -257,15 +276,20 @@ pub(super) type Outgoing = (usize, Sender<Vec<Response>>, Vec<Response>);
 /// id ([`nexthop_sdf::NotCached::StaleState`]), as it refuses one whose
 /// id went while the worker's copy of it waited.
 fn answer_batch(
+    shared: &Shared,
     me: &SliceShared,
     side: &mut AppSide,
     decided: &mut Vec<Decided>,
     outgoing: &mut Vec<Outgoing>,
+    replies: &mut Vec<Sender<Vec<Response>>>,
 ) {
-    {
+    // The workers look frames up under the same lock: it is let go
+    // between chunks, so a worker waits for a few installs at most (and
+    // spins for them rather than sleeping: `lock_spinning`).
+    for chunk in decided.chunks(INSTALL_CHUNK) {
         let mut cache = lock(&me.cache);
-        for (key, _, _, r) in decided.iter() {
-            if let Some(d) = &r.decision {
+        for (key, _, d, _) in chunk {
+            if let Some(d) = d {
                 if cache.install(key, d).is_err() {
                     side.counters.install_errors += 1;
                 }
@@ -275,17 +299,45 @@ fn answer_batch(
     // Counted before the answers go: a worker that has its answer finds
     // it counted.
     *lock(&me.app) = *side;
-    for (_, worker, reply, r) in decided.drain(..) {
-        match outgoing.iter_mut().find(|(w, _, _)| *w == worker) {
-            Some((_, _, rs)) => rs.push(r),
-            None => outgoing.push((worker, reply, vec![r])),
+    let n = decided.len();
+    // In place (an element is a few hundred bytes): only the answer and
+    // the decision's actions move out; the rest is dropped where it lies.
+    for (_, worker, d, r) in decided.iter_mut() {
+        let worker = *worker;
+        let mut r = std::mem::replace(r, Response::none());
+        // A decision with no marks and no state was not cached: the frames
+        // that waited for it go back to the app one by one.
+        r.same = match d {
+            Some(d) if !(d.mask.is_empty() && d.states.is_empty()) => {
+                Some(std::mem::take(&mut d.actions))
+            }
+            _ => None,
+        };
+        match outgoing.iter_mut().find(|(w, _)| *w == worker) {
+            Some((_, rs)) => rs.push(r),
+            None => {
+                // Sized for the whole batch: one allocation per worker's
+                // answers, not one per doubling.
+                let mut rs = Vec::with_capacity(n);
+                rs.push(r);
+                outgoing.push((worker, rs));
+            }
         }
     }
-    for (_, reply, rs) in outgoing.drain(..) {
+    decided.clear();
+    for (worker, rs) in outgoing.drain(..) {
+        if worker >= replies.len() {
+            replies.clone_from(&lock(&shared.replies));
+        }
         // A worker that went away does not need its answers.
-        let _ = reply.send(rs);
+        if let Some(reply) = replies.get(worker) {
+            let _ = reply.send(rs);
+        }
     }
 }
+
+/// Decisions installed per hold of the cache's lock.
+const INSTALL_CHUNK: usize = 16;
 
 /// How long an app thread with nothing to do watches its queues before
 /// it sleeps.

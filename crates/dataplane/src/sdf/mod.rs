@@ -30,14 +30,18 @@
 //!   one lock with at most one wake-up (those beyond the queue's room are
 //!   dropped, counted; an app thread that found its queues empty watches
 //!   them 50 us before it sleeps, so a busy one needs no wake-up); the app
-//!   thread takes up to 64 requests under one lock, decides them, installs their decisions under one cache lock
-//!   and answers each worker with one message. A decision whose state id
+//!   thread takes up to 64 requests under one lock (prefetching their
+//!   frames' header lines), decides them, installs their decisions under
+//!   the cache's lock taken once per 16 installs, and answers each worker
+//!   with one message on that worker's channel (a request carries only
+//!   its worker's number). A decision whose state id
 //!   a later call of the batch removed is not installed (the cache refuses
 //!   a decision that registers a removed id). An app that hangs holds back
 //!   the answers of its batch until their flows time out.
 //! * Each worker owns its stage and pending-miss table; it locks each
 //!   slice's cache once per group (for that slice's frames) for the
-//!   batched lookups and the hits' actions. A slow, hung or panicking app
+//!   batched lookups and the hits' actions, spinning up to 20 us for it
+//!   before sleeping (an app thread holds it for at most 16 installs). A slow, hung or panicking app
 //!   never blocks a worker: the request queues are bounded (a lock held
 //!   only to push or pop) and full means a counted drop; a pending flow
 //!   not answered within `pending_timeout` is dropped, counted.
@@ -101,7 +105,9 @@ use nexthop_sdf::app::{
     decide, plan_slices, AppCounters, Control, ControlFilter, DropReason, Emit, Ports, SliceDemux,
     SliceError, SliceSpec,
 };
-use nexthop_sdf::{Config, ConfigError, Counters as CacheCounters, Decision, DecisionCache};
+use nexthop_sdf::{
+    Actions, Config, ConfigError, Counters as CacheCounters, Decision, DecisionCache,
+};
 use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
 
@@ -406,6 +412,11 @@ struct Shared {
     /// stage's number), so another thread can read them while the
     /// workers run and after their stages are gone.
     stages: Mutex<Vec<Published>>,
+    /// Each stage's reply channel (slot = the stage's number): an app
+    /// thread answers a request's stage through it, so a request carries
+    /// only its stage's number (no channel handle cloned and dropped per
+    /// request, two atomic updates of a line both threads write).
+    replies: Mutex<Vec<Sender<Vec<Response>>>>,
     stop: AtomicBool,
 }
 
@@ -415,20 +426,63 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Lock `m`, spinning up to [`LOCK_SPIN`] before sleeping on it: a
+/// worker whose cache an app thread is installing into waits a few
+/// microseconds (one chunk of installs), and a sleep would cost it and the
+/// app thread (which must wake it) a system call each.
+fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    let mut until = None;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return g,
+            Err(std::sync::TryLockError::Poisoned(e)) => return e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
+        let now = Instant::now();
+        match until {
+            None => until = Some(now + LOCK_SPIN),
+            Some(t) if now >= t => return lock(m),
+            Some(_) => {}
+        }
+        for _ in 0..32 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// How long a worker spins for a slice's cache before it sleeps on it.
+const LOCK_SPIN: Duration = Duration::from_micros(20);
+
 struct Request {
     token: u64,
     in_port: u16,
     frame: Vec<u8>,
-    /// The requesting stage's number (its answers travel together).
+    /// The requesting stage's number: its answers travel together, on
+    /// its channel in [`Shared::replies`].
     worker: usize,
-    reply: Sender<Vec<Response>>,
 }
 
 struct Response {
     token: u64,
     emits: Vec<Emit>,
-    decision: Option<Decision>,
+    /// The actions a hit on the installed decision would apply, when the
+    /// decision could be cached (it marked bits or registered state): the
+    /// frames of the flow that waited for it get them. Only the actions
+    /// travel back (the mask and state ids stay with the app thread).
+    same: Option<Actions>,
     drop: Option<DropReason>,
+}
+
+impl Response {
+    /// An answer to nothing (what a moved-out answer leaves behind).
+    fn none() -> Response {
+        Response {
+            token: 0,
+            emits: Vec::new(),
+            same: None,
+            drop: None,
+        }
+    }
 }
 
 /// The app's thread and the cache it shares with the workers (one of
@@ -525,6 +579,7 @@ impl SdfRuntime {
             slices: parts,
             demux,
             stages: Mutex::new(Vec::new()),
+            replies: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
         let mut rt = SdfRuntime {
@@ -571,13 +626,14 @@ impl SdfRuntime {
                 total: SdfCounters::default(),
                 slices: vec![SdfCounters::default(); nslices],
             });
+            // Under the stages' lock: the two vectors grow together.
+            lock(&self.shared.replies).push(reply_tx);
             stages.len() - 1
         };
         SdfStage {
             slot,
             published: Instant::now(),
             shared: self.shared.clone(),
-            reply_tx,
             reply_rx,
             outbox: (0..nslices).map(|_| Outbox::default()).collect(),
             cfg: self.cfg.clone(),
@@ -720,6 +776,9 @@ struct Outbox {
 struct Pending {
     /// The flow (its exact header key).
     key: HeaderKey,
+    /// `key`'s hash under the stage's flow seed (its pending-miss table
+    /// key), kept so answering does not hash the key again.
+    hash: u64,
     /// Its slice.
     slice: usize,
     /// Whether it went to the control queue.
@@ -739,7 +798,7 @@ pub struct SdfStage {
     slot: usize,
     /// When the counters were last published.
     published: Instant,
-    reply_tx: Sender<Vec<Response>>,
+    /// Its answers (the sending side is in [`Shared::replies`]).
     reply_rx: Receiver<Vec<Response>>,
     /// Requests staged per slice, handed over by [`Self::send_staged`].
     outbox: Vec<Outbox>,
@@ -914,7 +973,7 @@ impl SdfStage {
                         .iter()
                         .take_while(|&&i| self.slice_at[i] == s)
                         .count();
-                let mut cache = lock(&shared.slices[s].cache);
+                let mut cache = lock_spinning(&shared.slices[s].cache);
                 cache.lookup_batch(&self.keys[run..end], &mut self.hits[run..end]);
                 for (j, missed) in miss.iter_mut().enumerate().take(end).skip(run) {
                     let i = self.order[j];
@@ -1015,6 +1074,7 @@ impl SdfStage {
                     token,
                     Pending {
                         key,
+                        hash: h,
                         slice,
                         control,
                         since: self.now,
@@ -1061,7 +1121,6 @@ impl SdfStage {
             in_port,
             frame,
             worker: self.slot,
-            reply: self.reply_tx.clone(),
         };
         if control {
             out.control.push(req);
@@ -1099,7 +1158,7 @@ impl SdfStage {
             for (control, reqs) in [(true, &mut refused), (false, &mut data)] {
                 for r in reqs.drain(..) {
                     if let Some(p) = self.pending.remove(&r.token) {
-                        self.forget(&p.key, r.token);
+                        self.forget(p.hash, r.token);
                         self.waiting_total -= p.waiting.len();
                         self.refused(s, control, why, 1 + p.waiting.len() as u64);
                     }
@@ -1169,7 +1228,7 @@ impl SdfStage {
             .collect();
         for t in old {
             if let Some(p) = self.pending.remove(&t) {
-                self.forget(&p.key, t);
+                self.forget(p.hash, t);
                 let n = 1 + p.waiting.len() as u64;
                 self.waiting_total -= p.waiting.len();
                 self.bump(p.slice, |c| c.drops.app_timeout += n);
@@ -1185,7 +1244,7 @@ impl SdfStage {
             return;
         };
         let s = p.slice;
-        self.forget(&p.key, r.token);
+        self.forget(p.hash, r.token);
         self.waiting_total -= p.waiting.len();
         // The frame the app decided.
         if r.drop.is_some() {
@@ -1197,15 +1256,15 @@ impl SdfStage {
         if p.waiting.is_empty() {
             return;
         }
-        match (&r.decision, r.drop) {
+        match (&r.same, r.drop) {
             // Same header, same port: the same decision, as a hit would
             // have answered had it been cached before they came.
-            (Some(d), None) if !(d.mask.is_empty() && d.states.is_empty()) => {
+            (Some(actions), None) => {
                 for (mut f, stamp) in std::mem::take(&mut p.waiting) {
                     self.bump(s, |c| c.pending_resolved += 1);
-                    match d.actions.apply(&mut f) {
+                    match actions.apply(&mut f) {
                         Outcome::Forward => {
-                            let (ports, ctl) = (d.actions.ports(), d.actions.controller());
+                            let (ports, ctl) = (actions.ports(), actions.controller());
                             count_out(&mut self.counters, ports, ctl, f.len());
                             sink.emit(ports, ctl, &f, stamp);
                         }
@@ -1231,7 +1290,7 @@ impl SdfStage {
                 match self.request(s, p.control, p.in_port, frame) {
                     Ok(token) => {
                         self.waiting_total += p.waiting.len();
-                        let h = p.key.hash_exact(self.flow_seed);
+                        let h = p.hash;
                         if self.cfg.pending_table && !self.by_key.contains_key(&h) {
                             self.by_key.insert(h, token);
                         }
@@ -1248,10 +1307,9 @@ impl SdfStage {
         }
     }
 
-    /// Take `key` out of the pending-miss table if `token` is its
-    /// request there.
-    fn forget(&mut self, key: &HeaderKey, token: u64) {
-        let h = key.hash_exact(self.flow_seed);
+    /// Take the flow hashed `h` out of the pending-miss table if `token`
+    /// is its request there.
+    fn forget(&mut self, h: u64, token: u64) {
         if self.by_key.get(&h) == Some(&token) {
             self.by_key.remove(&h);
         }

@@ -803,3 +803,59 @@ fn a_batch_larger_than_the_queue_room_queues_what_fits_and_counts_the_rest() {
     assert!(stage.flush(&mut sink, Duration::from_secs(10)));
     assert!(stage.counters().is_consistent());
 }
+
+#[test]
+fn each_stage_gets_its_own_answers_when_one_app_batch_holds_several_stages_requests() {
+    let (rt, calls, closed) = gated(cfg());
+    let mut stages: Vec<SdfStage> = (0..3).map(|_| rt.stage()).collect();
+    let mut sinks: Vec<Collect> = (0..3).map(|_| Collect::default()).collect();
+    // The app is stuck on the first request while the three stages hand
+    // theirs over: the next batch it takes mixes the stages' requests.
+    closed.store(true, Ordering::SeqCst);
+    for (k, stage) in stages.iter_mut().enumerate() {
+        // Stage k: flows whose byte 0 is 4j + k + 1 (port (k + 1) % 4).
+        let frames: Vec<Vec<u8>> = (0..10u8).map(|j| frame(4 * j + k as u8 + 1, 9)).collect();
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        stage.process(0, &refs, &[], &mut sinks[k]);
+    }
+    closed.store(false, Ordering::SeqCst);
+    for (stage, sink) in stages.iter_mut().zip(sinks.iter_mut()) {
+        assert!(stage.flush(sink, Duration::from_secs(10)));
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 30);
+    for (k, (stage, sink)) in stages.iter().zip(&sinks).enumerate() {
+        let port = ((k + 1) % 4) as u16;
+        assert_eq!(sink.total(), 10, "stage {k}: its 10 answers, no other's");
+        let got: Vec<u8> = sink.0[&port].iter().map(|f| f[0]).collect();
+        let want: Vec<u8> = (0..10u8).map(|j| 4 * j + k as u8 + 1).collect();
+        assert_eq!(got, want, "stage {k}");
+        assert_eq!(stage.sdf_counters().late_replies, 0);
+    }
+}
+
+#[test]
+fn lock_spinning_waits_for_a_holder_past_its_spin_and_takes_a_poisoned_lock() {
+    let m = Arc::new(Mutex::new(0u32));
+    // Held for far longer than the spin: the waiter sleeps on the lock
+    // and gets it once the holder lets go.
+    let held = lock(&m);
+    let m2 = m.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut g = lock_spinning(&m2);
+        *g += 1;
+    });
+    std::thread::sleep(LOCK_SPIN * 50);
+    assert_eq!(*held, 0, "the waiter cannot have it yet");
+    drop(held);
+    waiter.join().unwrap();
+    assert_eq!(*lock(&m), 1);
+    // A thread that panicked holding it: the value is taken as it is.
+    let m3 = m.clone();
+    let _ = std::thread::spawn(move || {
+        let _g = m3.lock().unwrap();
+        panic!("poison it");
+    })
+    .join();
+    assert!(m.is_poisoned());
+    assert_eq!(*lock_spinning(&m), 1);
+}
