@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fib -- [--smoke] [--n 1e6,1e7] [--k 7,15]
 //!     [--lookups 2e6] [--rounds 5] [--fht-n 1e7] [--no-real] [--only fib|fht|real]
+//!     [--phase N]
 //! ```
 //!
 //! * Synthetic FIBs: the worst-case two-phase set of §3.4.1 (`n` rules;
@@ -21,6 +22,10 @@
 //!   linear vs binary with level pulling (T = 64).
 //! * Fingerprint hash table: `--fht-n` random 30-byte names, 16-bit
 //!   fingerprints: bytes per name, collision table size, lookups/s.
+//!
+//! `--phase N` times only the N-th of the synthetic FIB's 16 variants
+//! (the others print NaN), to profile one of them: 12 is the raw TLV batch
+//! with every level prefetched.
 
 use nexthop_testutil::args::count_or_exit;
 use std::hint::black_box;
@@ -43,6 +48,8 @@ struct Opts {
     only: Option<String>,
     control: bool,
     one_strategy: bool,
+    /// Only this one of the 16 timed variants per FIB (for `perf`).
+    phase: Option<usize>,
 }
 
 fn opts() -> Opts {
@@ -57,6 +64,7 @@ fn opts() -> Opts {
         only: None,
         control: false,
         one_strategy: false,
+        phase: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -78,6 +86,7 @@ fn opts() -> Opts {
             "--k" => o.k = v.split(',').map(count_or_exit).collect(),
             "--lookups" => o.lookups = count_or_exit(&v),
             "--rounds" => o.rounds = count_or_exit(&v),
+            "--phase" => o.phase = Some(count_or_exit(&v)),
             "--fht-n" => o.fht_n = count_or_exit(&v),
             "--only" => o.only = Some(v),
             "--control" => {
@@ -330,6 +339,9 @@ fn bench_fib(o: &Opts) {
                 for round in 0..o.rounds {
                     for j in 0..M {
                         let m = (j + round) % M;
+                        if o.phase.is_some_and(|p| p != m) {
+                            continue;
+                        }
                         let r = match m {
                             0 => rate(&names, |ns| {
                                 ns.iter().filter(|q| fib.lookup(*q).is_some()).count()

@@ -236,7 +236,10 @@ pub enum Prefetch {
     None,
     /// Prefetch the first-visited (root level) bucket of every name.
     First,
-    /// Prefetch the home bucket of every level a name can visit.
+    /// Prefetch the home bucket of every level a name can visit; in
+    /// [`Fib::lookup_batch`] and [`Fib::lookup_batch_tlv`] also, once the
+    /// group's buckets were asked for, the entry of every home-bucket slot
+    /// whose fingerprint matches (what the string checks read).
     All,
 }
 
@@ -877,11 +880,30 @@ impl Fib {
             return;
         }
         let e = self.effective_len(name.len());
-        for (l, &h) in name.prefix_hashes()[1..=e].iter().enumerate() {
-            let t = &self.tables[l];
+        self.prefetch_entries_hashed(&name.prefix_hashes()[1..=e]);
+    }
+
+    /// [`Self::prefetch_name_entries`] on a name's prefix hashes
+    /// (`hashes[i]` for `i + 1` components).
+    #[inline(always)]
+    fn prefetch_entries_hashed(&self, hashes: &[u64]) {
+        // The search's own path as the home buckets' fingerprints predict
+        // it (a match turns right, as a verified one would): only the
+        // entries the search will read are loaded, 3 at k = 7 rather than
+        // one per level.
+        let e = hashes.len();
+        let mut node = self.tree.root as usize;
+        while node != 0 {
+            if node > e {
+                node = self.tree.left[node] as usize;
+                continue;
+            }
+            let t = &self.tables[node - 1];
+            let h = hashes[node - 1];
             let bk = &t.buckets[t.home_of(h)];
             let fp = fingerprint(h) as u16;
             let mut occ = bk.occupied();
+            let mut hit = None;
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
@@ -889,8 +911,14 @@ impl Fib {
                     if let Some(w) = self.entries.get(bk.refs[s] as usize) {
                         nexthop_mem::prefetch(w);
                     }
+                    hit = Some(bk.leaf() >> s & 1 == 1);
                 }
             }
+            node = match hit {
+                Some(true) => break,
+                Some(false) => self.tree.right[node] as usize,
+                None => self.tree.left[node] as usize,
+            };
         }
     }
 
@@ -1017,6 +1045,17 @@ impl Fib {
             let e = self.effective_len(n.component_count());
             self.hasher.hash_prefixes(n, &mut hashes[i][..e]);
             self.prefetch_hashed(&hashes[i][..e], prefetch);
+        }
+        if prefetch == Prefetch::All && !linear {
+            // The group's bucket lines have had the group's hashing to
+            // arrive: read them and load the entries their fingerprints
+            // point at along the path the search will take (the string
+            // checks and the answer read those), so the entry misses
+            // overlap too instead of coming one search at a time.
+            for (i, n) in gn.iter().enumerate() {
+                let e = self.effective_len(n.component_count());
+                self.prefetch_entries_hashed(&hashes[i][..e]);
+            }
         }
         for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
             let e = self.effective_len(n.component_count());
