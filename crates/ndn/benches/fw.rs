@@ -3,8 +3,11 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
 //!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
-//!     [--cbp-every 0]
+//!     [--cbp-every 0] [--only TEXT]
 //! ```
+//!
+//! `--only TEXT` runs only the rows whose mode and calls contain TEXT
+//! (`"core batch+prefetch all"`, `edge`, `process`, ...), to profile one.
 //!
 //! A FIB of `fib` two-component rules (`/s<k>/d<k mod 16>`, next hop face
 //! 2) and `pit` pending Interests (long lifetime, never answered) are set
@@ -49,6 +52,8 @@ struct Opts {
     rounds: usize,
     cs: usize,
     cbp_every: usize,
+    /// Only the rows whose mode and calls contain this.
+    only: Option<String>,
 }
 
 fn opts() -> Opts {
@@ -61,6 +66,7 @@ fn opts() -> Opts {
         rounds: 3,
         cs: 65536,
         cbp_every: 0,
+        only: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -83,6 +89,7 @@ fn opts() -> Opts {
             "--rounds" => o.rounds = count_or_exit(&v()),
             "--cs" => o.cs = count_or_exit(&v()),
             "--cbp-every" => o.cbp_every = count_or_exit(&v()),
+            "--only" => o.only = Some(v()),
             "--bench" => {
                 i += 1;
                 continue;
@@ -268,6 +275,10 @@ fn main() {
             ("batch+prefetch all", true, Prefetch::All),
         ];
         for (style, batched, prefetch) in styles {
+            let name = format!("{} {style}", if core { "core" } else { "edge" });
+            if o.only.as_ref().is_some_and(|w| !name.contains(w.as_str())) {
+                continue;
+            }
             let mut rates = Vec::new();
             let mut extra = 0;
             for round in 0..o.rounds {

@@ -488,6 +488,26 @@ struct BatchScratch {
     names: Vec<Name>,
 }
 
+impl BatchScratch {
+    /// A decoded packet's name and, for an Interest, its CanBePrefix and
+    /// MustBeFresh (what the tables' prefetches key on).
+    fn key(&self, item: &BatchItem) -> Option<(&Name, Option<(bool, bool)>)> {
+        match *item {
+            BatchItem::Interest { slot, .. } => {
+                let i = self.interests.get(slot)?;
+                Some((&i.name, Some((i.can_be_prefix, i.must_be_fresh))))
+            }
+            BatchItem::Data { slot, .. } => Some((self.names.get(slot)?, None)),
+            _ => None,
+        }
+    }
+}
+
+/// Packets between a packet's first prefetch stage and its second, and
+/// between its second and its processing, in
+/// [`Forwarder::process_batch`].
+const PIPELINE_AHEAD: usize = 4;
+
 /// The forwarding pipeline of one forwarding thread. See the module docs.
 #[derive(Debug)]
 pub struct Forwarder {
@@ -775,55 +795,23 @@ impl Forwarder {
             let item = self.decode_into(f, w, &mut b);
             b.items.push(item);
         }
-        // Issue the loads of every packet's table lines first (FIB buckets
-        // on the names' cached prefix hashes, Content Store candidates,
-        // fingerprint PIT candidates), so their misses overlap; then run
-        // the pipeline packet by packet.
-        let key = |item: &BatchItem| match *item {
-            BatchItem::Interest { slot, .. } => {
-                let i = &b.interests[slot];
-                Some((&i.name, Some((i.can_be_prefix, i.must_be_fresh))))
-            }
-            BatchItem::Data { slot, .. } => Some((&b.names[slot], None)),
-            _ => None,
-        };
-        for (item, &(face, _)) in b.items.iter().zip(batch) {
-            let Some((name, flags)) = key(item) else {
-                continue;
-            };
-            let interest = flags.is_some();
-            if interest {
-                fib.prefetch_name(name, self.cfg.batch_prefetch);
-            }
-            if let Some(cs) = &self.cs {
-                cs.prefetch(name, !interest);
-            }
-            match &self.pit {
-                Pit::Fp(pit) => pit.prefetch_name(name.value(), interest.then_some(face)),
-                Pit::Exact(pit) => pit.prefetch(name, flags),
-            }
-        }
-        // The first pass's lines have had time to arrive: load what they
-        // point to, the exact PIT's first chain slots and (with `All`) the
-        // FIB entries whose fingerprints the Interests' buckets hold.
-        let entries = self.cfg.batch_prefetch == Prefetch::All;
-        let exact = match &self.pit {
-            Pit::Exact(pit) => Some(pit),
-            Pit::Fp(_) => None,
-        };
-        if entries || exact.is_some() {
-            for item in &b.items {
-                if let Some((name, flags)) = key(item) {
-                    if let Some(pit) = exact {
-                        pit.prefetch_slot(name, flags);
-                    }
-                    if entries && flags.is_some() {
-                        fib.prefetch_name_entries(name);
-                    }
-                }
+        // Software-pipelined: the loads of packet k + 2 * AHEAD's table
+        // lines are issued ([`Self::prefetch_first`]), then what packet
+        // k + AHEAD's lines point to is loaded ([`Self::prefetch_second`]),
+        // then packet k is run. Each line so has AHEAD packets' work (a few
+        // microseconds) to arrive: a miss not prefetched in time costs
+        // ~300 ns here (docs/benchmarks.md, "NDN forwarding pipeline"), and
+        // issuing a whole batch's loads at once queues them behind each
+        // other.
+        for k in 0..2 * PIPELINE_AHEAD {
+            self.prefetch_first(fib, &b, batch, k);
+            if k >= PIPELINE_AHEAD {
+                self.prefetch_second(fib, &b, k - PIPELINE_AHEAD);
             }
         }
         for (k, &(face, wire)) in batch.iter().enumerate() {
+            self.prefetch_first(fib, &b, batch, k + 2 * PIPELINE_AHEAD);
+            self.prefetch_second(fib, &b, k + PIPELINE_AHEAD);
             match b.items[k] {
                 BatchItem::Bad(r) => self.drop_pkt(face, r, out),
                 BatchItem::Interest { slot, token, frag } => {
@@ -843,6 +831,49 @@ impl Forwarder {
             }
         }
         self.batch = b;
+    }
+
+    /// The first prefetch stage of [`Self::process_batch`] for its `k`-th
+    /// packet (nothing past the batch or for a packet that is not an
+    /// Interest or Data): the FIB buckets on the name's cached prefix
+    /// hashes (Interests), the Content Store candidates, the PIT
+    /// candidates.
+    #[inline(always)]
+    fn prefetch_first(&self, fib: &Fib, b: &BatchScratch, batch: &[(FaceId, &[u8])], k: usize) {
+        let (Some(item), Some(&(face, _))) = (b.items.get(k), batch.get(k)) else {
+            return;
+        };
+        let Some((name, flags)) = b.key(item) else {
+            return;
+        };
+        let interest = flags.is_some();
+        if interest {
+            fib.prefetch_name(name, self.cfg.batch_prefetch);
+        }
+        if let Some(cs) = &self.cs {
+            cs.prefetch(name, !interest);
+        }
+        match &self.pit {
+            Pit::Fp(pit) => pit.prefetch_name(name.value(), interest.then_some(face)),
+            Pit::Exact(pit) => pit.prefetch(name, flags),
+        }
+    }
+
+    /// The second prefetch stage (once the first's lines had time to
+    /// arrive): what they point to, the exact PIT's first chain slots and,
+    /// with [`Prefetch::All`], the FIB entries along the path the buckets'
+    /// fingerprints predict.
+    #[inline(always)]
+    fn prefetch_second(&self, fib: &Fib, b: &BatchScratch, k: usize) {
+        let Some((name, flags)) = b.items.get(k).and_then(|i| b.key(i)) else {
+            return;
+        };
+        if let Pit::Exact(pit) = &self.pit {
+            pit.prefetch_slot(name, flags);
+        }
+        if self.cfg.batch_prefetch == Prefetch::All && flags.is_some() {
+            fib.prefetch_name_entries(name);
+        }
     }
 
     /// Process an Interest already decoded (from `face`, with the PitToken
