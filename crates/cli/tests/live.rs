@@ -545,14 +545,7 @@ fn run_stops_cleanly_on_sigterm() {
         .output()
         .expect("run nexthop stats");
     assert!(prom.status.success());
-    let pid = lab.children[fwd].id().to_string();
-    let st = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("run kill");
-    assert!(st.success());
-    let (ok, out, err) = lab.wait(fwd, "fwd", Duration::from_secs(5));
-    assert!(ok, "nexthop run failed after SIGTERM:\n{out}\n{err}");
+    let (out, _) = lab.terminate(fwd, "fwd", Duration::from_secs(5));
     let s = fields(out.lines().next().unwrap_or_default());
     assert_eq!(field(&s, "stopped_by"), "signal", "{out}");
     assert_eq!(field(&s, "frames_in"), "0", "{out}");

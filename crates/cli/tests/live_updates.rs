@@ -25,7 +25,6 @@ use std::fmt::Write as _;
 use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -469,14 +468,7 @@ fn wait_send(lab: &mut Lab, i: usize, name: &str, count: usize) -> String {
 /// SIGTERM the forwarder, stop the capture; the forwarder's summary.
 fn finish(lab: &mut Lab, fwd: usize, capture: usize) -> BTreeMap<String, String> {
     sleep(Duration::from_millis(200));
-    let pid = lab.children[fwd].id().to_string();
-    let st = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("run kill");
-    assert!(st.success());
-    let (ok, out, err) = lab.wait(fwd, "fwd", Duration::from_secs(10));
-    assert!(ok, "nexthop run failed:\n{out}\n{err}");
+    let (out, _) = lab.terminate(fwd, "fwd", Duration::from_secs(10));
     fs::write(lab.file("capture.stop"), "stop\n").expect("write stop");
     let (ok, cout, cerr) = lab.wait(capture, "capture", Duration::from_secs(10));
     assert!(ok, "capture failed:\n{cout}\n{cerr}");

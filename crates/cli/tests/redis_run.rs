@@ -433,14 +433,7 @@ fn redis_fed_forwarder_forwards_follows_and_survives_a_partition() {
 
     // The forwarder's summary, then the frames.
     sleep(Duration::from_millis(200));
-    let pid = lab.children[fwd].id().to_string();
-    let st = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("run kill");
-    assert!(st.success());
-    let (ok, out, err) = lab.wait(fwd, "fwd", Duration::from_secs(10));
-    assert!(ok, "nexthop run failed:\n{out}\n{err}");
+    let (out, err) = lab.terminate(fwd, "fwd", Duration::from_secs(10));
     fs::write(lab.file("capture.stop"), "stop\n").expect("write stop");
     let (ok, cout, cerr) = lab.wait(capture, "capture", Duration::from_secs(10));
     assert!(ok, "capture failed:\n{cout}\n{cerr}");

@@ -12,11 +12,12 @@ mod common;
 mod fixture;
 #[path = "common/hosts.rs"]
 mod hosts;
+#[path = "common/pcapio.rs"]
+mod pcapio;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -24,40 +25,15 @@ use common::{lab_or_skip, Lab, NEXTHOP};
 use fixture::{nexthop, stdout, Fixture};
 use hosts::host_mac;
 use nexthop_dataplane::metrics::MetricsSnapshot;
+use pcapio::frames_of;
 
-/// A little-endian microsecond pcap file of `frames`, each with its time
-/// (seconds).
+/// A pcap file of `frames`, each with its time in seconds.
 fn pcap(frames: &[(u32, Vec<u8>)]) -> Vec<u8> {
-    let mut v = Vec::new();
-    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    v.extend_from_slice(&[0; 8]);
-    v.extend_from_slice(&65535u32.to_le_bytes());
-    v.extend_from_slice(&1u32.to_le_bytes());
-    for (t, f) in frames {
-        v.extend_from_slice(&t.to_le_bytes());
-        v.extend_from_slice(&0u32.to_le_bytes());
-        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        v.extend_from_slice(f);
-    }
-    v
-}
-
-/// The frames of a pcap file written by the forwarder (little-endian).
-fn frames_of(path: &Path) -> Vec<Vec<u8>> {
-    let Ok(b) = fs::read(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= b.len() {
-        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(b[at + 16..at + 16 + len].to_vec());
-        at += 16 + len;
-    }
-    out
+    let timed: Vec<(u64, Vec<u8>)> = frames
+        .iter()
+        .map(|(t, f)| (u64::from(*t) * 1_000_000, f.clone()))
+        .collect();
+    pcapio::pcap_usec(&timed)
 }
 
 fn mac(i: u8) -> [u8; 6] {
@@ -613,16 +589,8 @@ fn live_l2switch_learns_and_delivers_between_three_namespaces() {
 
     // The counters, as `nexthop stats` reads them.
     let snap = stats_when(&mut lab, METRICS, |s| s.frames_in >= 24);
-    // Stop on SIGTERM (`ip netns exec` runs the forwarder in its own
-    // process).
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    // Stop on SIGTERM.
+    let (out, _) = lab.terminate(sw, "sw", Duration::from_secs(10));
     caps.finish(&mut lab);
 
     // What each host received, in order.
@@ -724,14 +692,7 @@ fn live_slice_keeps_floods_in_its_ports_and_drops_frames_of_other_ports() {
     send_from(&mut lab, 3, std::slice::from_ref(&bcast), 23);
 
     let snap = stats_when(&mut lab, METRICS, |s| s.frames_in >= 24);
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
+    let (out, _) = lab.terminate(sw, "sw", Duration::from_secs(10));
     caps.finish(&mut lab);
     let got = |i: u8| hosts::received(&lab, i);
     let mut want_h2 = vec![first, one];

@@ -7,47 +7,14 @@
 //! refused.
 
 mod fixture;
+#[path = "common/pcapio.rs"]
+mod pcapio;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
 
 use fixture::{nexthop, stdout, Fixture};
-
-/// A little-endian microsecond pcap file of `frames`, each with its time
-/// (microseconds).
-fn pcap(frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut v = Vec::new();
-    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    v.extend_from_slice(&[0; 8]);
-    v.extend_from_slice(&65535u32.to_le_bytes());
-    v.extend_from_slice(&1u32.to_le_bytes());
-    for (t, f) in frames {
-        v.extend_from_slice(&((t / 1_000_000) as u32).to_le_bytes());
-        v.extend_from_slice(&((t % 1_000_000) as u32).to_le_bytes());
-        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        v.extend_from_slice(f);
-    }
-    v
-}
-
-/// The frames of a pcap file written by the forwarder (little-endian).
-fn frames_of(path: &Path) -> Vec<Vec<u8>> {
-    let Ok(b) = fs::read(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= b.len() {
-        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(b[at + 16..at + 16 + len].to_vec());
-        at += 16 + len;
-    }
-    out
-}
+use pcapio::{frames_of, pcap_usec as pcap};
 
 fn mac(i: u32) -> [u8; 6] {
     let b = i.to_be_bytes();

@@ -139,6 +139,21 @@ impl Lab {
         let _ = self.children[i].wait();
     }
 
+    /// Stop child `i` with SIGTERM (`kill`: under `ip netns exec` the
+    /// process is its own) and wait for it (at most `limit`); it must exit
+    /// successfully. Its stdout and stderr.
+    pub fn terminate(&mut self, i: usize, name: &str, limit: Duration) -> (String, String) {
+        let pid = self.children[i].id().to_string();
+        let st = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(st.success(), "kill -TERM {pid} ({name}) failed");
+        let (ok, out, err) = self.wait(i, name, limit);
+        assert!(ok, "{name} failed after SIGTERM:\n{out}\n{err}");
+        (out, err)
+    }
+
     /// Wait for child `i` to exit (at most `limit`); its stdout and stderr.
     pub fn wait(&mut self, i: usize, name: &str, limit: Duration) -> (bool, String, String) {
         let t = Instant::now();

@@ -25,6 +25,8 @@
 mod common;
 #[path = "../common/hosts.rs"]
 mod hosts;
+#[path = "../common/pcapio.rs"]
+mod pcapio;
 
 use std::fs;
 use std::path::Path;
@@ -183,15 +185,7 @@ fn start_backend(lab: &mut Lab, ovs: &Ovs, args: &[&str], ports: &str) -> usize 
 
 /// Stop child `sw` (SIGTERM) and wait for it: its stdout and stderr.
 fn stop_backend(lab: &mut Lab, sw: usize) -> (String, String) {
-    let pid = lab.children[sw].id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let (ok, out, err) = lab.wait(sw, "sw", Duration::from_secs(10));
-    assert!(ok, "nexthop sdf run failed:\n{out}\n{err}");
-    (out, err)
+    lab.terminate(sw, "sw", Duration::from_secs(10))
 }
 
 const TABLE_MISS: &str = "priority=0,actions=CONTROLLER:65535";

@@ -528,25 +528,6 @@ fn revocation_latency_to_the_last_old_decision_frame() {
     assert!(changes.iter().all(|c| !c.old_after_new), "{changes:?}");
 }
 
-/// `frames` (received on port 1) as a pcap file.
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&4u16.to_le_bytes());
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
-        b.extend_from_slice(&(i as u32).to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(f);
-    }
-    b
-}
-
 /// `ovs-appctl dpif-netdev/pmd-stats-show`, summed over the datapath's
 /// threads: counter name (`packets received`, `emc hits`, `megaflow hits`,
 /// `miss with success upcall`, ...) -> value.
@@ -660,7 +641,7 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
     // The same frames through nexthop's own cache.
     fs::write(&routes, table(host_mac(2))).expect("write routes");
     let file = lab.file("traffic.pcap");
-    fs::write(&file, pcap(&frames)).expect("write pcap");
+    fs::write(&file, pcapio::pcap_seq(&frames)).expect("write pcap");
     let out_dir = lab.file("out");
     let ifaces = router_ifaces();
     let route_file = routes.display().to_string();
@@ -684,18 +665,6 @@ fn router_megaflow_hit_rate_against_the_nexthop_cache() {
     assert!(cached > upcalls, "OVS's caches answered most frames");
 }
 
-/// The frames of a pcap file written by `nexthop sdf run --out-dir`.
-fn pcap_frames(b: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= b.len() {
-        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(b[at + 16..at + 16 + len].to_vec());
-        at += 16 + len;
-    }
-    out
-}
-
 #[test]
 fn the_router_runs_unchanged_on_the_nexthop_backend() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -714,7 +683,7 @@ fn the_router_runs_unchanged_on_the_nexthop_backend() {
         udp_frame([198, 51, 100, 2], 4),
     ];
     let input = dir.path().join("in.pcap");
-    fs::write(&input, pcap(&frames)).expect("write pcap");
+    fs::write(&input, pcapio::pcap_seq(&frames)).expect("write pcap");
     let out_dir = dir.path().join("out");
     let mut c = Command::new(NEXTHOP);
     c.args(["sdf", "run", "--app", "router"])
@@ -730,7 +699,7 @@ fn the_router_runs_unchanged_on_the_nexthop_backend() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Routed with the next hop's MAC and TTL 63; no route and TTL 1:
     // dropped.
-    let got = pcap_frames(&fs::read(out_dir.join("port-2.pcap")).expect("port-2.pcap"));
+    let got = pcapio::frames_in(&fs::read(out_dir.join("port-2.pcap")).expect("port-2.pcap"));
     let want: Vec<Vec<u8>> = [0, 1, 4]
         .iter()
         .map(|&i| routed(&frames[i], host_mac(2)))
