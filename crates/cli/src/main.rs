@@ -30,14 +30,6 @@ mod threadcpu;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// mimalloc: the forwarders hand frames, requests and decisions from one
-/// thread to another (SDF workers and app threads, the NDN forwarder's
-/// input and forwarding threads), and glibc's malloc takes an arena lock
-/// to free a block another thread allocated (the SDF miss path ran 1.5x
-/// faster on mimalloc; docs/benchmarks.md, "SDF decision cache").
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::{Args, Parser, Subcommand};
 use nexthop_othello::fib::KeyType;
 use nexthop_othello::Sizing;

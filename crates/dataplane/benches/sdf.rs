@@ -36,8 +36,7 @@
 //! `/proc/self/task/*/schedstat`, Linux) and the worker's (this thread's)
 //! are printed beside: they say which thread is the bottleneck (the app
 //! thread's includes its 50 us watch of an empty queue), and a loaded
-//! machine moves them far less than the wall rate. The bench runs on the
-//! `nexthop` binary's allocator (mimalloc).
+//! machine moves them far less than the wall rate.
 
 use nexthop_testutil::args::count_or_exit;
 use std::time::{Duration, Instant};
@@ -366,9 +365,3 @@ fn bench_table(o: &Opts, table: bool) {
         c.drops
     );
 }
-
-/// The `nexthop` binary's allocator, so the bench measures what
-/// `nexthop sdf run` runs (glibc's malloc locks an arena to free a block
-/// another thread allocated: frames and decisions cross threads here).
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

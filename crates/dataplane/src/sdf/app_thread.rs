@@ -232,7 +232,7 @@ pub(super) fn app_thread(
                 reply.decision,
                 Response {
                     token: req.token,
-                    emits: reply.emits,
+                    emits: reply.emits.into_iter().collect(),
                     same: None,
                     drop: reply.drop,
                 },

@@ -110,6 +110,7 @@ use nexthop_sdf::{
 };
 use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use app_thread::{app_thread, AppQueue, AppSide, CloseOnExit, Refused};
 
@@ -464,7 +465,11 @@ struct Request {
 
 struct Response {
     token: u64,
-    emits: Vec<Emit>,
+    /// The frames to send, inline when there is one (most decisions): the
+    /// app's vector of them is freed on the app thread that allocated it,
+    /// not on the worker (a block freed by another thread than allocated
+    /// it costs the allocator's shared lock).
+    emits: SmallVec<[Emit; 1]>,
     /// The actions a hit on the installed decision would apply, when the
     /// decision could be cached (it marked bits or registered state): the
     /// frames of the flow that waited for it get them. Only the actions
@@ -478,7 +483,7 @@ impl Response {
     fn none() -> Response {
         Response {
             token: 0,
-            emits: Vec::new(),
+            emits: SmallVec::new(),
             same: None,
             drop: None,
         }
