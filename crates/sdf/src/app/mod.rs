@@ -283,7 +283,8 @@ pub struct InPkt {
     frame: Vec<u8>,
     in_port: PortId,
     mask: Mask,
-    outs: Vec<OutPkt>,
+    /// Inline for the usual one (no allocation per decision).
+    outs: SmallVec<[OutPkt; 1]>,
     final_sent: bool,
     poisoned: Option<DropReason>,
 }
@@ -295,7 +296,7 @@ impl InPkt {
             frame,
             in_port,
             mask: Mask::new(),
-            outs: Vec::new(),
+            outs: SmallVec::new(),
             final_sent: false,
             poisoned: None,
         }
@@ -435,7 +436,7 @@ impl InPkt {
         OutPkt {
             raw: None,
             actions: Actions::drop(),
-            states: Vec::new(),
+            states: SmallVec::new(),
             poisoned: None,
         }
     }
@@ -458,7 +459,8 @@ impl InPkt {
 pub struct OutPkt {
     raw: Option<Vec<u8>>,
     actions: Actions,
-    states: Vec<StateId>,
+    /// Inline up to 4 (no allocation per decision).
+    states: SmallVec<[StateId; 4]>,
     poisoned: Option<DropReason>,
 }
 
@@ -469,7 +471,7 @@ impl OutPkt {
         OutPkt {
             raw: Some(frame),
             actions: Actions::drop(),
-            states: Vec::new(),
+            states: SmallVec::new(),
             poisoned: None,
         }
     }
