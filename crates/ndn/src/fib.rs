@@ -238,8 +238,8 @@ pub enum Prefetch {
     First,
     /// Prefetch the home bucket of every level a name can visit; in
     /// [`Fib::lookup_batch`] and [`Fib::lookup_batch_tlv`] also, once the
-    /// group's buckets were asked for, the entry of every home-bucket slot
-    /// whose fingerprint matches (what the string checks read).
+    /// group's buckets were asked for, the entries along the path the
+    /// home buckets' fingerprints predict (what the string checks read).
     All,
 }
 
@@ -868,10 +868,10 @@ impl Fib {
 
     /// The second step after [`Self::prefetch_name`] with
     /// [`Prefetch::All`] (once its bucket lines have had time to arrive):
-    /// read the home bucket of every level `name` can visit and hint the
-    /// CPU to load the entry of each slot whose fingerprint matches (the
-    /// entry the search will read for its string check and value), so
-    /// those misses overlap too. Overflow buckets are not followed.
+    /// walk the search's path as the home buckets' fingerprints predict it
+    /// and hint the CPU to load the entry of each matching slot (the entry
+    /// the search will read for its string check and value), so those
+    /// misses overlap too. Overflow buckets are not followed.
     /// Changes nothing; does nothing when this FIB cannot use the cached
     /// hashes (see [`Self::lookup_name`]).
     #[inline]
@@ -887,12 +887,31 @@ impl Fib {
     /// (`hashes[i]` for `i + 1` components).
     #[inline(always)]
     fn prefetch_entries_hashed(&self, hashes: &[u64]) {
-        // The search's own path as the home buckets' fingerprints predict
-        // it (a match turns right, as a verified one would): only the
-        // entries the search will read are loaded, 3 at k = 7 rather than
-        // one per level.
+        // Only the entries the search will read are loaded (3 at k = 7),
+        // not one per level.
+        self.walk_fingerprints(hashes, false, |eref| {
+            if let Some(w) = self.entries.get(eref as usize) {
+                nexthop_mem::prefetch(w);
+            }
+        });
+    }
+
+    /// The binary search's path as the fingerprints predict it, every
+    /// fingerprint match taken as true (a match turns right, as a verified
+    /// one would; no string is compared): `seen` gets the entry of each
+    /// matching slot of each level visited (the home bucket only, or its
+    /// overflow chain too with `chain`). The last level matched and its
+    /// first match's entry, if any.
+    #[inline(always)]
+    fn walk_fingerprints(
+        &self,
+        hashes: &[u64],
+        chain: bool,
+        mut seen: impl FnMut(u64),
+    ) -> Option<(usize, u64)> {
         let e = hashes.len();
         let mut node = self.tree.root as usize;
+        let mut best = None;
         while node != 0 {
             if node > e {
                 node = self.tree.left[node] as usize;
@@ -900,26 +919,38 @@ impl Fib {
             }
             let t = &self.tables[node - 1];
             let h = hashes[node - 1];
-            let bk = &t.buckets[t.home_of(h)];
             let fp = fingerprint(h) as u16;
-            let mut occ = bk.occupied();
+            let mut b = t.home_of(h);
             let mut hit = None;
-            while occ != 0 {
-                let s = occ.trailing_zeros() as usize;
-                occ &= occ - 1;
-                if bk.fps[s] == fp {
-                    if let Some(w) = self.entries.get(bk.refs[s] as usize) {
-                        nexthop_mem::prefetch(w);
+            loop {
+                let bk = &t.buckets[b];
+                let mut occ = bk.occupied();
+                while occ != 0 {
+                    let s = occ.trailing_zeros() as usize;
+                    occ &= occ - 1;
+                    if bk.fps[s] == fp {
+                        let eref = bk.refs[s] as u64;
+                        seen(eref);
+                        hit.get_or_insert((eref, bk.leaf() >> s & 1 == 1));
                     }
-                    hit = Some(bk.leaf() >> s & 1 == 1);
+                }
+                b = bk.next();
+                if !chain || b == 0 {
+                    break;
                 }
             }
             node = match hit {
-                Some(true) => break,
-                Some(false) => self.tree.right[node] as usize,
+                Some((eref, leaf)) => {
+                    best = Some((node, eref));
+                    if leaf {
+                        break;
+                    }
+                    self.tree.right[node] as usize
+                }
                 None => self.tree.left[node] as usize,
             };
         }
+        best
     }
 
     /// Prefetch for a later [`Self::lookup_name`] of `name`, on the prefix
@@ -1075,47 +1106,8 @@ impl Fib {
     /// positive), i.e. the bucket reads of a lookup alone.
     #[doc(hidden)]
     pub fn search_fingerprints_only(&self, hashes: &[u64]) -> usize {
-        let mut node = self.tree.root as usize;
-        let e = hashes.len();
-        let mut best = 0usize;
-        while node != 0 {
-            if node > e {
-                node = self.tree.left[node] as usize;
-                continue;
-            }
-            let t = &self.tables[node - 1];
-            let h = hashes[node - 1];
-            let fp = fingerprint(h) as u16;
-            let mut b = t.home_of(h);
-            let mut hit = None;
-            'chain: loop {
-                let bk = &t.buckets[b];
-                let mut occ = bk.occupied();
-                while occ != 0 {
-                    let s = occ.trailing_zeros() as usize;
-                    occ &= occ - 1;
-                    if bk.fps[s] == fp {
-                        hit = Some((bk.refs[s] as usize, bk.leaf() >> s & 1 == 1));
-                        break 'chain;
-                    }
-                }
-                b = bk.next();
-                if b == 0 {
-                    break;
-                }
-            }
-            match hit {
-                Some((eref, leaf)) => {
-                    best = eref;
-                    if leaf {
-                        break;
-                    }
-                    node = self.tree.right[node] as usize;
-                }
-                None => node = self.tree.left[node] as usize,
-            }
-        }
-        best
+        self.walk_fingerprints(hashes, true, |_| {})
+            .map_or(0, |(_, eref)| eref as usize)
     }
 
     /// Time-split helper for benchmarks: only parse-and-hash `name`,
@@ -1145,6 +1137,50 @@ fn bytemuck_words(w: &[u64]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fingerprint_walk_follows_the_verified_search_to_its_level() {
+        // Dense random rules over three components: matches end at every
+        // depth, so the search turns both ways. The walk (every
+        // fingerprint match taken as true) ends where the verifying search
+        // does unless a fingerprint collides in a bucket (about 9 slots in
+        // 2^16 per probe).
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(29);
+        let name = |rng: &mut rand_xoshiro::Xoshiro256PlusPlus| {
+            let l = rng.gen_range(1..=7);
+            crate::NameBuf::from_components((0..l).map(|_| ["a", "b", "c"][rng.gen_range(0..3)]))
+                .unwrap()
+        };
+        let rules: Vec<crate::NameBuf> = (0..400).map(|_| name(&mut rng)).collect();
+        let hop = [NextHop { face: 1, cost: 0 }];
+        let (fib, _) = Fib::build(
+            Config {
+                max_components: 7,
+                ..Config::default()
+            },
+            rules.iter().map(|r| (r, hop)),
+        )
+        .unwrap();
+        let (mut same, mut total) = (0, 0);
+        let mut levels = std::collections::BTreeSet::new();
+        for _ in 0..3000 {
+            let q = name(&mut rng);
+            let hashes = fib.prefix_hashes(&q);
+            let verified = fib.search_verified(&q, &hashes, &mut Trace::default());
+            let walked = fib.walk_fingerprints(&hashes, true, |_| {});
+            if let Some((l, _)) = verified {
+                levels.insert(l);
+            }
+            total += 1;
+            same += usize::from(walked.map(|w| w.0) == verified.map(|v| v.0));
+        }
+        assert!(levels.len() >= 5, "matches at too few depths: {levels:?}");
+        assert!(
+            same * 100 >= total * 99,
+            "{same} of {total} walks ended where the verified search did"
+        );
+    }
 
     #[test]
     fn search_tree_of_seven_levels_is_figure_3_1() {
