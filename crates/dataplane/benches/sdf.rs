@@ -33,7 +33,7 @@
 //! 1024, so nothing is dropped; the bench asserts it). Times are wall
 //! time of the worker loop (two threads: the worker and the app), medians
 //! of `--rounds`. The app thread's CPU time per decision (its
-//! `/proc/self/task/*/schedstat`, Linux) and the worker's (this thread's)
+//! `/proc/self/task/*/schedstat`, Linux) and the worker's (this thread's CPU clock)
 //! are printed beside: they say which thread is the bottleneck (the app
 //! thread's includes its 50 us watch of an empty queue), and a loaded
 //! machine moves them far less than the wall rate.
@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use nexthop_dataplane::sdf::{SdfConfig, SdfRuntime, SdfStage, Sink, Stamp};
 use nexthop_sdf::app::{L2Config, L2Switch, Ports, Switch};
 use nexthop_testutil::bench::{self, median};
+use nexthop_testutil::clock::thread_cpu_secs;
 
 const PORTS: [u16; 4] = [0, 1, 2, 3];
 const IN_FLIGHT: usize = 256;
@@ -143,12 +144,6 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
     None
 }
 
-/// CPU nanoseconds this thread has run so far (Linux).
-fn own_cpu_ns() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    stat.split_whitespace().next()?.parse().ok()
-}
-
 /// `flows` new flows from flow number `first`, `per_flow` frames each:
 /// wall seconds, app calls and frames sent.
 fn run(
@@ -157,7 +152,7 @@ fn run(
     o: &Opts,
     first: usize,
     per_flow: usize,
-) -> (f64, u64, u64, Option<u64>, Option<u64>) {
+) -> (f64, u64, u64, Option<u64>, u64) {
     let flows_per_batch = BATCH / per_flow;
     // The frames are made before the clock starts (as `inline`'s are):
     // batches of flows of one source (one ingress port).
@@ -182,7 +177,7 @@ fn run(
     let calls0 = stage.sdf_counters().app_requests;
     let sent0 = sink.frames;
     let cpu0 = thread_cpu_ns("sdf-app");
-    let w0 = own_cpu_ns();
+    let w0 = thread_cpu_secs();
     let t = Instant::now();
     let mut refs: Vec<&[u8]> = Vec::with_capacity(BATCH);
     for (port, frames) in &batches {
@@ -196,7 +191,7 @@ fn run(
     }
     assert!(stage.flush(sink, Duration::from_secs(30)), "decisions lost");
     let secs = t.elapsed().as_secs_f64();
-    let worker_ns = own_cpu_ns().zip(w0).map(|(b, a)| b.saturating_sub(a));
+    let worker_ns = ((thread_cpu_secs() - w0) * 1e9) as u64;
     let app_ns = thread_cpu_ns("sdf-app")
         .zip(cpu0)
         .map(|(b, a)| b.saturating_sub(a));
@@ -323,9 +318,7 @@ fn bench_table(o: &Opts, table: bool) {
             if let Some(ns) = cpu {
                 app_ns[j].push(ns as f64 / calls.max(1) as f64);
             }
-            if let Some(ns) = wcpu {
-                worker_ns[j].push(ns as f64 / calls.max(1) as f64);
-            }
+            worker_ns[j].push(wcpu as f64 / calls.max(1) as f64);
             rates[j].push(calls as f64 / secs);
             pps[j].push(sent as f64 / secs);
             calls_per_flow[j].push(calls as f64 / o.flows as f64);
