@@ -2,7 +2,8 @@
 //! over a large array, one at a time (each read's address depends on the
 //! last: the latency of a miss) and in batches whose lines are all
 //! prefetched before any is read (the throughput of overlapped misses),
-//! on 4 KiB pages and on huge pages ([`HugeBox`]).
+//! on 4 KiB pages and on huge pages ([`HugeBox`]). Times are the thread's
+//! CPU time.
 //!
 //! ```text
 //! cargo bench -p nexthop-mem --bench lines -- [--smoke] [--mib 1024] [--reads 2e7]
@@ -15,8 +16,10 @@
 
 use nexthop_mem::{prefetch, HugeBox};
 use nexthop_testutil::args::count_or_exit;
+use nexthop_testutil::clock::thread_cpu_secs;
+use rand::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use std::hint::black_box;
-use std::time::Instant;
 
 /// One cache line.
 #[derive(Clone, Copy)]
@@ -57,39 +60,31 @@ fn opts() -> Opts {
     o
 }
 
-/// xorshift64: the random line numbers (no table lookups of its own).
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
 /// Nanoseconds per line read with each address depending on the last.
 fn dependent(a: &[Line], reads: usize) -> f64 {
-    let n = a.len() as u64;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let n = a.len();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
     let mut p = 0u64;
-    let t = Instant::now();
+    let t = thread_cpu_secs();
     for _ in 0..reads {
-        p = (a[(p ^ next(&mut x)) as usize % n as usize].0[0] ^ p).wrapping_add(1);
+        p = (a[(p ^ rng.next_u64()) as usize % n].0[0] ^ p).wrapping_add(1);
     }
     black_box(p);
-    t.elapsed().as_secs_f64() * 1e9 / reads as f64
+    (thread_cpu_secs() - t) * 1e9 / reads as f64
 }
 
 /// Million lines per second read in batches of `b`, every line of a batch
 /// prefetched before the first is read.
 fn batched(a: &[Line], reads: usize, b: usize) -> f64 {
     let n = a.len();
-    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
     let mut idx = vec![0usize; b];
     let mut sum = 0u64;
-    let t = Instant::now();
+    let t = thread_cpu_secs();
     let mut done = 0;
     while done < reads {
         for i in idx.iter_mut() {
-            *i = next(&mut x) as usize % n;
+            *i = rng.next_u64() as usize % n;
             prefetch(&a[*i]);
         }
         for &i in &idx {
@@ -98,7 +93,7 @@ fn batched(a: &[Line], reads: usize, b: usize) -> f64 {
         done += b;
     }
     black_box(sum);
-    done as f64 / t.elapsed().as_secs_f64() / 1e6
+    done as f64 / (thread_cpu_secs() - t) / 1e6
 }
 
 fn report(what: &str, a: &[Line], o: &Opts) {
