@@ -34,17 +34,18 @@
 //!   frames' header lines), decides them, installs their decisions under
 //!   the cache's lock taken once per 16 installs, and answers each worker
 //!   with one message on that worker's channel (a request carries only
-//!   its worker's number). A decision whose state id
-//!   a later call of the batch removed is not installed (the cache refuses
-//!   a decision that registers a removed id). An app that hangs holds back
+//!   its worker's number). A decision whose state id a later call of the
+//!   batch removed is not installed (the cache refuses a decision that
+//!   registers a removed id). An app that hangs holds back
 //!   the answers of its batch until their flows time out.
 //! * Each worker owns its stage and pending-miss table; it locks each
 //!   slice's cache once per group (for that slice's frames) for the
 //!   batched lookups and the hits' actions, spinning up to 20 us for it
-//!   before sleeping (an app thread holds it for at most 16 installs). A slow, hung or panicking app
-//!   never blocks a worker: the request queues are bounded (a lock held
-//!   only to push or pop) and full means a counted drop; a pending flow
-//!   not answered within `pending_timeout` is dropped, counted.
+//!   before sleeping (an app thread holds it for at most 16 installs). A
+//!   slow, hung or panicking app never blocks a worker: the request queues
+//!   are bounded (a lock held only to push or pop) and full means a
+//!   counted drop; a pending flow not answered within `pending_timeout` is
+//!   dropped, counted.
 //! * Replies go back on a per-worker channel; they are bounded by the
 //!   worker's pending flows (one reply per request in flight).
 //!
