@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let regs: Vec<_> = states.iter().rev().take(usize::from(op >> 5 & 1) + usize::from(b & 1)).copied().collect();
-        let d = Decision { mask, states: regs, actions: actions.clone() };
+        let d = Decision { mask, states: regs.into(), actions: actions.clone() };
         if let Ok(Installed::Cached(id)) = c.install(&key, &d) {
             assert_eq!(c.lookup(&key), Some(id));
         }

@@ -257,7 +257,7 @@ fn rewrites(a: &Actions, ipv4: bool, out: &mut Vec<Action>) -> Result<bool, Inex
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nexthop_sdf::{DecisionCache, StateId};
+    use nexthop_sdf::{DecisionCache, StateIds};
 
     fn ipv4_frame() -> Vec<u8> {
         let mut f = vec![0u8; 60];
@@ -272,7 +272,7 @@ mod tests {
         f
     }
 
-    fn ids(n: usize) -> Vec<StateId> {
+    fn ids(n: usize) -> StateIds {
         let mut c = DecisionCache::new(Default::default()).unwrap();
         (0..n).map(|_| c.new_state_id().unwrap()).collect()
     }

@@ -34,7 +34,9 @@
 //! Times are thread CPU time (the machines are shared; time spent
 //! descheduled is not counted): medians of `--rounds` rounds.
 
-use nexthop_sdf::{Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, BATCH};
+use nexthop_sdf::{
+    Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, StateIds, BATCH,
+};
 use nexthop_testutil::args::count_or_exit;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -202,7 +204,7 @@ fn front(o: &Opts) {
         let k = HeaderKey::from_frame(&f, 1);
         let d = Decision {
             mask: mask.clone(),
-            states: vec![s],
+            states: StateIds::from_slice(&[s]),
             actions: Actions::output(2),
         };
         if let Ok(Installed::Cached(_)) = c.install(&k, &d) {
@@ -258,7 +260,7 @@ fn wildcard(o: &Opts, masks: usize, skew: bool) {
         let k = HeaderKey::from_frame(&f, 0);
         let d = Decision {
             mask: mask.clone(),
-            states: vec![],
+            states: StateIds::new(),
             actions: Actions::output(m as u16),
         };
         if let Ok(Installed::Cached(_)) = c.install(&k, &d) {
@@ -365,7 +367,7 @@ fn revocation(o: &Opts) {
             let f = frame(&mut r, (4 + i % 4) as u8);
             let d = Decision {
                 mask: masks[i % 4].clone(),
-                states: vec![others[i % 64]],
+                states: StateIds::from_slice(&[others[i % 64]]),
                 actions: Actions::output(1),
             };
             let k = HeaderKey::from_frame(&f, 0);
@@ -410,7 +412,7 @@ fn revocation(o: &Opts) {
                 let f = frame(&mut r, (n % 4) as u8);
                 let d = Decision {
                     mask: masks[n % 4].clone(),
-                    states: vec![s, others[n % 64]],
+                    states: StateIds::from_slice(&[s, others[n % 64]]),
                     actions: Actions::output(2),
                 };
                 let _ = c.install(&HeaderKey::from_frame(&f, 0), &d);
@@ -515,7 +517,7 @@ impl Tse {
             let f = frame(&mut r, (i % 4) as u8);
             let d = Decision {
                 mask: mask.clone(),
-                states: vec![],
+                states: StateIds::new(),
                 actions: Actions::output(1),
             };
             if let Ok(Installed::Cached(_)) = cache.install(&HeaderKey::from_frame(&f, 0), &d) {
@@ -531,7 +533,7 @@ impl Tse {
         let decisions = (0..ATTACK_MASKS)
             .map(|a| Decision {
                 mask: attack_mask(a),
-                states: vec![],
+                states: StateIds::new(),
                 actions: Actions::drop(),
             })
             .collect();

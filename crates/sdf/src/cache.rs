@@ -82,6 +82,11 @@ pub struct EntryId {
     gen: u32,
 }
 
+/// A decision's state ids: inline up to four (no allocation per decision
+/// for the usual one or two); build one with `smallvec![...]`,
+/// `StateIds::new()` or `vec.into()`.
+pub type StateIds = SmallVec<[StateId; 4]>;
+
 /// What an app decided for one packet, as the cache stores it: the bits
 /// (and whether the ingress port) it looked at, the state it used, and the
 /// actions. Built by the API layer from an `InPkt`'s marks and an
@@ -90,8 +95,9 @@ pub struct EntryId {
 pub struct Decision {
     /// Marked header bits.
     pub mask: Mask,
-    /// Registered state ids.
-    pub states: Vec<StateId>,
+    /// Registered state ids (inline up to four: a decision usually
+    /// registers one or two, and this is made once per app call).
+    pub states: StateIds,
     /// Outputs, rewrites, primitives.
     pub actions: Actions,
 }
@@ -793,7 +799,7 @@ impl DecisionCache {
         if needed > got {
             return Err(InstallError::ActionBeyondFrame { needed, got });
         }
-        let mut states: SmallVec<[StateId; 4]> = decision.states.iter().copied().collect();
+        let mut states: StateIds = decision.states.clone();
         states.sort_unstable();
         states.dedup();
         if states.len() > self.cfg.max_states_per_entry {
@@ -1220,7 +1226,7 @@ mod tests {
             let key = HeaderKey::from_frame(&v.to_be_bytes()[2..], 0);
             let d = Decision {
                 mask: mask.clone(),
-                states: vec![s],
+                states: StateIds::from_slice(&[s]),
                 actions: Actions::output(1),
             };
             assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));
@@ -1245,7 +1251,11 @@ mod tests {
             let mut mask = Mask::new();
             mask.mark_bytes(2 * m, 2).unwrap();
             mask.mark_bytes(15, 1).unwrap();
-            let states = if v % 2 == 0 { vec![s, other] } else { vec![s] };
+            let states = if v % 2 == 0 {
+                StateIds::from_slice(&[s, other])
+            } else {
+                StateIds::from_slice(&[s])
+            };
             let d = Decision {
                 mask,
                 states,
@@ -1333,7 +1343,7 @@ mod tests {
             mask.mark_bytes(0, 2).unwrap();
             let d = Decision {
                 mask,
-                states: vec![s],
+                states: StateIds::from_slice(&[s]),
                 actions: Actions::output(1),
             };
             assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));
@@ -1377,7 +1387,7 @@ mod tests {
             mask.mark_bytes(14, 1).unwrap();
             let d = Decision {
                 mask,
-                states: vec![keep],
+                states: StateIds::from_slice(&[keep]),
                 actions: Actions::output(2),
             };
             assert!(matches!(c.install(&key, &d), Ok(Installed::Cached(_))));

@@ -32,7 +32,7 @@
 //! with no marks and no state is not cached.
 //!
 //! ```
-//! use nexthop_sdf::{Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask};
+//! use nexthop_sdf::{Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, StateIds};
 //!
 //! let mut cache = DecisionCache::new(Config::default()).unwrap();
 //! let route = cache.new_state_id().unwrap();
@@ -43,7 +43,7 @@
 //! // The app looked at the destination MAC only and used one route.
 //! let mut mask = Mask::new();
 //! mask.mark_bytes(0, 6).unwrap();
-//! let d = Decision { mask, states: vec![route], actions: Actions::output(3) };
+//! let d = Decision { mask, states: StateIds::from_slice(&[route]), actions: Actions::output(3) };
 //! let Installed::Cached(_) = cache.install(&key, &d).unwrap() else { panic!() };
 //!
 //! // Any frame with that destination MAC now hits, whatever else it holds.
@@ -67,6 +67,6 @@ mod seeded;
 pub use action::{ActionError, Actions, Outcome, Primitive, SetBytes, MAX_PORTS};
 pub use cache::{
     Config, ConfigError, Counters, Decision, DecisionCache, EntryId, InstallError, Installed,
-    NotCached, StateError, StateId, BATCH,
+    NotCached, StateError, StateId, StateIds, BATCH,
 };
 pub use key::{HeaderKey, MarkError, Mask, PortId, KEY_BITS, KEY_BYTES, KEY_WORDS};

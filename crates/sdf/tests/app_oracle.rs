@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use nexthop_sdf::{
     Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, NotCached, Outcome,
-    Primitive, StateId,
+    Primitive, StateId, StateIds,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -43,7 +43,7 @@ impl App {
     /// decision as the API layer would build it.
     fn decide(&self, frame: &[u8], in_port: u16) -> Decision {
         let mut mask = Mask::new();
-        let mut states = Vec::new();
+        let mut states = StateIds::new();
         if frame.len() < 24 {
             // Depends on the length, which cannot be marked: not cached.
             return Decision {

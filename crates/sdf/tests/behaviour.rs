@@ -28,7 +28,7 @@ fn byte_mask(bytes: &[usize]) -> Mask {
 fn decide(mask: Mask, states: Vec<StateId>, port: u16) -> Decision {
     Decision {
         mask,
-        states,
+        states: states.into(),
         actions: Actions::output(port),
     }
 }
@@ -157,7 +157,7 @@ fn marks_and_actions_past_the_frame_are_refused() {
     actions.set_bytes(10, &[1]).unwrap();
     let d = Decision {
         mask: byte_mask(&[0]),
-        states: vec![],
+        states: Default::default(),
         actions,
     };
     assert_eq!(

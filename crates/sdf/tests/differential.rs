@@ -5,6 +5,7 @@
 
 use nexthop_sdf::{
     Actions, Config, Decision, DecisionCache, EntryId, HeaderKey, Installed, Mask, StateId,
+    StateIds,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -104,7 +105,7 @@ fn run(seed: u64, steps: usize, capacity: usize, front_slots: usize) -> nexthop_
                 if mask.min_len() > key.len() {
                     let d = Decision {
                         mask,
-                        states: vec![],
+                        states: StateIds::new(),
                         actions: Actions::drop(),
                     };
                     assert!(cache.install(&key, &d).is_err());
@@ -119,7 +120,7 @@ fn run(seed: u64, steps: usize, capacity: usize, front_slots: usize) -> nexthop_
                 let min_len = mask.min_len().max(actions.min_len());
                 let d = Decision {
                     mask: mask.clone(),
-                    states: states.clone(),
+                    states: StateIds::from_slice(&states),
                     actions: actions.clone(),
                 };
                 let Installed::Cached(id) = cache.install(&key, &d).unwrap() else {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use nexthop_sdf::app::{Emit, L2Config, L2Switch, Ports, Switch};
+use nexthop_sdf::app::{Emits, L2Config, L2Switch, Ports, Switch};
 use nexthop_sdf::Config;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -82,8 +82,8 @@ fn run_oracle(seed: u64, cfg: Config, l2: L2Config, packets: usize) -> (Switch<L
         cached.tick(now);
         plain.tick(now);
         let (in_port, f) = packet(&mut rng, &hosts);
-        let a: Vec<Emit> = cached.process(in_port, &f);
-        let b: Vec<Emit> = plain.process(in_port, &f);
+        let a: Emits = cached.process(in_port, &f);
+        let b: Emits = plain.process(in_port, &f);
         assert_eq!(
             a, b,
             "packet {i} (seed {seed}) from port {in_port}: {f:02x?}"

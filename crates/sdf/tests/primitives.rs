@@ -186,7 +186,7 @@ fn a_cached_router_decision_marks_only_the_destination_and_still_fixes_ttl_and_c
     actions.set_bytes(0, &[0x02, 0xaa, 0, 0, 0, 9]).unwrap();
     let d = Decision {
         mask,
-        states: vec![route],
+        states: [route].as_slice().into(),
         actions,
     };
     let key = HeaderKey::from_frame(&first, 0);

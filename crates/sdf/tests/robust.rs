@@ -3,7 +3,8 @@
 //! positions come back as errors.
 
 use nexthop_sdf::{
-    Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, Primitive, KEY_BITS,
+    Actions, Config, Decision, DecisionCache, HeaderKey, Installed, Mask, Primitive, StateIds,
+    KEY_BITS,
 };
 use proptest::prelude::*;
 
@@ -60,7 +61,7 @@ proptest! {
                 states.push(c.new_state_id().unwrap());
             }
             let regs: Vec<_> = states.iter().rev().take(usize::from(sel % 3)).copied().collect();
-            let d = Decision { mask, states: regs, actions: actions.clone() };
+            let d = Decision { mask, states: regs.into(), actions: actions.clone() };
             match c.install(&key, &d) {
                 Ok(Installed::Cached(id)) => {
                     prop_assert_eq!(c.lookup(&key), Some(id));
@@ -93,7 +94,7 @@ proptest! {
         for (i, f) in frames.iter().enumerate().take(10) {
             let mut m = Mask::new();
             let _ = m.mark_bytes(i % 3, 1 + i % 2);
-            let d = Decision { mask: m, states: vec![], actions: Actions::output(i as u16) };
+            let d = Decision { mask: m, states: StateIds::new(), actions: Actions::output(i as u16) };
             let k = HeaderKey::from_frame(f, 0);
             let a = c.install(&k, &d);
             let b = c2.install(&k, &d);

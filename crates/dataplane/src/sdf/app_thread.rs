@@ -189,6 +189,8 @@ pub(super) fn app_thread(
     let wait = cfg.tick_every.min(Duration::from_millis(20));
     let mut faults = 0u64;
     let mut batch: Vec<(Request, bool)> = Vec::with_capacity(APP_BATCH);
+    // One slot per request of a batch, kept from batch to batch: each
+    // decision is built in its slot and installed from there.
     let mut decided: Vec<Decided> = Vec::with_capacity(APP_BATCH);
     let mut outgoing: Vec<Outgoing> = Vec::new();
     let mut replies: Vec<Sender<Vec<Response>>> = Vec::new();
@@ -205,16 +207,30 @@ pub(super) fn app_thread(
             nexthop_mem::prefetch(p);
             nexthop_mem::prefetch(p.wrapping_add(nexthop_mem::CACHE_LINE));
         }
+        let n = batch.len();
+        let mut used = 0;
         for (req, control) in batch.drain(..) {
             if control {
                 side.control_calls += 1;
             } else {
                 side.data_calls += 1;
             }
-            let key = HeaderKey::from_frame(&req.frame, req.in_port);
+            if used == decided.len() {
+                decided.push(Decided::default());
+            }
+            let dd = &mut decided[used];
+            used += 1;
+            dd.key.fill(&req.frame);
+            dd.key.set_in_port(req.in_port);
             let mut ctl = Control::shared(&me.cache, &mut ports, &mut side.counters, now);
-            let reply = decide(app.as_mut(), &mut ctl, req.frame, req.in_port);
-            if let (Some(r), Some(msg)) = (reply.drop, &reply.message) {
+            decide_into(
+                app.as_mut(),
+                &mut ctl,
+                req.frame,
+                req.in_port,
+                &mut dd.reply,
+            );
+            if let (Some(r), Some(msg)) = (dd.reply.drop, &dd.reply.message) {
                 faults += 1;
                 if faults <= LOG_FIRST || faults.is_multiple_of(LOG_EVERY) {
                     tracing::warn!(
@@ -226,24 +242,31 @@ pub(super) fn app_thread(
                     );
                 }
             }
-            decided.push((
-                key,
-                req.worker,
-                reply.decision,
-                Response {
-                    token: req.token,
-                    emits: reply.emits.into_iter().collect(),
-                    same: None,
-                    drop: reply.drop,
-                },
-            ));
+            // The answer goes straight into its worker's vector (sized for
+            // the batch: one allocation per worker and batch); the decision
+            // stays in its slot until the batch's installs are done.
+            let slot = match outgoing.iter().position(|(w, _)| *w == req.worker) {
+                Some(i) => i,
+                None => {
+                    outgoing.push((req.worker, Vec::with_capacity(n)));
+                    outgoing.len() - 1
+                }
+            };
+            let rs = &mut outgoing[slot].1;
+            rs.push(Response {
+                token: req.token,
+                emits: std::mem::take(&mut dd.reply.emits),
+                same: None,
+                drop: dd.reply.drop,
+            });
+            dd.answer = (slot, rs.len() - 1);
         }
-        if !decided.is_empty() {
+        if used > 0 {
             answer_batch(
                 shared,
                 me,
                 &mut side,
-                &mut decided,
+                &mut decided[..used],
                 &mut outgoing,
                 &mut replies,
             );
@@ -257,9 +280,24 @@ pub(super) fn app_thread(
     }
 }
 
-/// A decided request: its key, its stage's number, the decision to
-/// install, the answer.
-pub(super) type Decided = (HeaderKey, usize, Option<Decision>, Response);
+/// A decided request: its key, the app's reply (its decision to install),
+/// and where its answer is in the batch's [`Outgoing`] (which worker's
+/// vector, which answer in it).
+pub(super) struct Decided {
+    key: HeaderKey,
+    reply: Reply,
+    answer: (usize, usize),
+}
+
+impl Default for Decided {
+    fn default() -> Decided {
+        Decided {
+            key: HeaderKey::empty(0),
+            reply: Reply::default(),
+            answer: (0, 0),
+        }
+    }
+}
 
 /// One stage's answers of a batch: its number, the answers.
 pub(super) type Outgoing = (usize, Vec<Response>);
@@ -279,7 +317,7 @@ fn answer_batch(
     shared: &Shared,
     me: &SliceShared,
     side: &mut AppSide,
-    decided: &mut Vec<Decided>,
+    decided: &mut [Decided],
     outgoing: &mut Vec<Outgoing>,
     replies: &mut Vec<Sender<Vec<Response>>>,
 ) {
@@ -288,9 +326,9 @@ fn answer_batch(
     // spins for them rather than sleeping: `lock_spinning`).
     for chunk in decided.chunks(INSTALL_CHUNK) {
         let mut cache = lock(&me.cache);
-        for (key, _, d, _) in chunk {
-            if let Some(d) = d {
-                if cache.install(key, d).is_err() {
+        for dd in chunk {
+            if let Some(d) = &dd.reply.decision {
+                if cache.install(&dd.key, d).is_err() {
                     side.counters.install_errors += 1;
                 }
             }
@@ -299,32 +337,20 @@ fn answer_batch(
     // Counted before the answers go: a worker that has its answer finds
     // it counted.
     *lock(&me.app) = *side;
-    let n = decided.len();
-    // In place (an element is a few hundred bytes): only the answer and
-    // the decision's actions move out; the rest is dropped where it lies.
-    for (_, worker, d, r) in decided.iter_mut() {
-        let worker = *worker;
-        let mut r = std::mem::replace(r, Response::none());
+    // Only the decision's actions move into the answer; the rest (the
+    // mask, the ids) is dropped here, on the thread that allocated it.
+    for dd in decided.iter_mut() {
         // A decision with no marks and no state was not cached: the frames
         // that waited for it go back to the app one by one.
-        r.same = match d {
-            Some(d) if !(d.mask.is_empty() && d.states.is_empty()) => {
-                Some(std::mem::take(&mut d.actions))
-            }
-            _ => None,
-        };
-        match outgoing.iter_mut().find(|(w, _)| *w == worker) {
-            Some((_, rs)) => rs.push(r),
-            None => {
-                // Sized for the whole batch: one allocation per worker's
-                // answers, not one per doubling.
-                let mut rs = Vec::with_capacity(n);
-                rs.push(r);
-                outgoing.push((worker, rs));
+        if let Some(d) = &mut dd.reply.decision {
+            if !(d.mask.is_empty() && d.states.is_empty()) {
+                let (slot, at) = dd.answer;
+                if let Some(r) = outgoing.get_mut(slot).and_then(|(_, rs)| rs.get_mut(at)) {
+                    r.same = Some(std::mem::take(&mut d.actions));
+                }
             }
         }
     }
-    decided.clear();
     for (worker, rs) in outgoing.drain(..) {
         if worker >= replies.len() {
             replies.clone_from(&lock(&shared.replies));

@@ -89,6 +89,7 @@ mod live;
 mod metrics;
 mod pcap;
 mod report;
+mod spare;
 #[cfg(target_os = "linux")]
 mod stage;
 #[cfg(test)]
@@ -103,17 +104,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nexthop_sdf::app::{
-    decide, plan_slices, AppCounters, Control, ControlFilter, DropReason, Emit, Ports, SliceDemux,
-    SliceError, SliceSpec,
+    decide_into, plan_slices, AppCounters, Control, ControlFilter, DropReason, Emit, Ports, Reply,
+    SliceDemux, SliceError, SliceSpec,
 };
-use nexthop_sdf::{
-    Actions, Config, ConfigError, Counters as CacheCounters, Decision, DecisionCache,
-};
+use nexthop_sdf::{Actions, Config, ConfigError, Counters as CacheCounters, DecisionCache};
 use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
 use smallvec::SmallVec;
 
 use app_thread::{app_thread, AppQueue, AppSide, CloseOnExit, Refused};
+use spare::{Spares, SPARE_FRAMES, SPARE_FRAME_BYTES, SPARE_LISTS};
 
 #[cfg(target_os = "linux")]
 pub use live::{
@@ -479,18 +479,6 @@ struct Response {
     drop: Option<DropReason>,
 }
 
-impl Response {
-    /// An answer to nothing (what a moved-out answer leaves behind).
-    fn none() -> Response {
-        Response {
-            token: 0,
-            emits: SmallVec::new(),
-            same: None,
-            drop: None,
-        }
-    }
-}
-
 /// The app's thread and the cache it shares with the workers (one of
 /// each per slice).
 pub struct SdfRuntime {
@@ -655,6 +643,8 @@ impl SdfRuntime {
             keys: Vec::with_capacity(BATCH),
             hits: vec![None; BATCH],
             buf: Vec::new(),
+            frames: Spares::new(SPARE_FRAMES, SPARE_FRAME_BYTES),
+            lists: Spares::new(SPARE_LISTS, self.cfg.max_waiting.next_power_of_two()),
             counters: Counters::with_tx_ports(max_port),
             sdf: SdfCounters::default(),
             slice_sdf: vec![SdfCounters::default(); nslices],
@@ -827,6 +817,11 @@ pub struct SdfStage {
     keys: Vec<HeaderKey>,
     hits: Vec<Option<nexthop_sdf::EntryId>>,
     buf: Vec<u8>,
+    /// Buffers for the copies of missed frames (requests and waiting
+    /// frames), given back once sent.
+    frames: Spares<u8>,
+    /// Lists of waiting frames, given back once their flow is answered.
+    lists: Spares<(Vec<u8>, Stamp)>,
     counters: Counters,
     sdf: SdfCounters,
     /// Each slice's share of `sdf` (`no_slice` drops are only in `sdf`).
@@ -1055,7 +1050,10 @@ impl SdfStage {
                     self.counters.dropped += 1;
                     return;
                 }
-                p.waiting.push((frame.to_vec(), stamp));
+                if p.waiting.capacity() == 0 {
+                    p.waiting = self.lists.take();
+                }
+                p.waiting.push((self.frames.copy(frame), stamp));
                 self.waiting_total += 1;
                 self.bump(slice, |c| c.pending_waits += 1);
                 return;
@@ -1071,7 +1069,8 @@ impl SdfStage {
             .slices
             .get(slice)
             .is_some_and(|s| s.filter.matches(frame));
-        match self.request(slice, control, in_port, frame.to_vec()) {
+        let copy = self.frames.copy(frame);
+        match self.request(slice, control, in_port, copy) {
             Ok(token) => {
                 if self.cfg.pending_table && !collides {
                     self.by_key.insert(h, token);
@@ -1259,6 +1258,10 @@ impl SdfStage {
         } else {
             self.emit_all(&r.emits, p.stamp, sink);
         }
+        // Sent: their buffers serve the next misses.
+        for e in r.emits {
+            self.frames.give(e.bytes);
+        }
         if p.waiting.is_empty() {
             return;
         }
@@ -1266,7 +1269,8 @@ impl SdfStage {
             // Same header, same port: the same decision, as a hit would
             // have answered had it been cached before they came.
             (Some(actions), None) => {
-                for (mut f, stamp) in std::mem::take(&mut p.waiting) {
+                let mut waiting = std::mem::take(&mut p.waiting);
+                for (mut f, stamp) in waiting.drain(..) {
                     self.bump(s, |c| c.pending_resolved += 1);
                     match actions.apply(&mut f) {
                         Outcome::Forward => {
@@ -1279,7 +1283,9 @@ impl SdfStage {
                             self.counters.dropped += 1;
                         }
                     }
+                    self.frames.give(f);
                 }
+                self.lists.give(waiting);
             }
             // The app dropped the packet for a fault of its own: the same
             // header meets the same fault.

@@ -22,6 +22,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
 use super::{App, AppError, Control, InPkt};
 use crate::cache::StateId;
 use crate::key::PortId;
@@ -123,6 +125,10 @@ impl L2Switch {
     }
 }
 
+/// A decision's output ports: inline for a learned destination (one
+/// port) and for a flood over a few ports.
+type Dests = SmallVec<[PortId; 4]>;
+
 fn is_group(mac: &[u8; 6]) -> bool {
     mac[0] & 1 != 0
 }
@@ -143,7 +149,8 @@ impl App for L2Switch {
         let mut src = [0u8; 6];
         src.copy_from_slice(pkt.bytes(6, 6)?);
         let in_port = pkt.mark_ingress();
-        let mut states = Vec::with_capacity(2);
+        // Inline (no allocation per decision): at most the two bindings.
+        let mut states: SmallVec<[StateId; 2]> = SmallVec::new();
         let mut cacheable = true;
 
         // Learn the source.
@@ -165,13 +172,13 @@ impl App for L2Switch {
         }
 
         // Forward to the destination.
-        let flood = |ctl: &Control<'_>| -> Vec<PortId> {
+        let flood = |ctl: &Control<'_>| -> Dests {
             ctl.get_ports()
                 .into_iter()
                 .filter(|&p| p != in_port)
                 .collect()
         };
-        let dests: Vec<PortId> = if is_group(&dst) {
+        let dests: Dests = if is_group(&dst) {
             flood(ctl)
         } else {
             match self.macs.get(&dst).copied() {
@@ -179,8 +186,8 @@ impl App for L2Switch {
                     states.push(b.id);
                     match b.port {
                         // Same segment: the frame already reached it.
-                        Some(p) if p == in_port => Vec::new(),
-                        Some(p) => vec![p],
+                        Some(p) if p == in_port => Dests::new(),
+                        Some(p) => smallvec::smallvec![p],
                         None => flood(ctl),
                     }
                 }

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::{App, Emit, Ports, Switch};
+use super::{App, Emits, Ports, Switch};
 use crate::cache::{Config, ConfigError};
 use crate::key::PortId;
 
@@ -422,12 +422,12 @@ impl<A: App> SlicedSwitch<A> {
 
     /// Forward `frame` received on `in_port` through its slice: the
     /// frames to send (none when no slice owns it).
-    pub fn process(&mut self, in_port: PortId, frame: &[u8]) -> Vec<Emit> {
+    pub fn process(&mut self, in_port: PortId, frame: &[u8]) -> Emits {
         match self.slice_of(in_port, frame) {
             Some(i) => self.slices[i].switch.process(in_port, frame),
             None => {
                 self.unmatched += 1;
-                Vec::new()
+                Emits::new()
             }
         }
     }

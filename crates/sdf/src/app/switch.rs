@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::App;
-use super::{apply_cached, decide, AppCounters, Control, DropCounts, Emit, Ports, Stats};
+use super::{apply_cached, decide, AppCounters, Control, DropCounts, Emits, Ports, Stats};
 use crate::cache::{Config, ConfigError, DecisionCache, Installed};
 use crate::key::{HeaderKey, PortId};
 
@@ -121,7 +121,7 @@ impl<A: App> Switch<A> {
     }
 
     /// Forward `frame` received on `in_port`: the frames to send.
-    pub fn process(&mut self, in_port: PortId, frame: &[u8]) -> Vec<Emit> {
+    pub fn process(&mut self, in_port: PortId, frame: &[u8]) -> Emits {
         self.counters.packets += 1;
         let key = HeaderKey::from_frame(frame, in_port);
         if self.caching {
@@ -132,7 +132,7 @@ impl<A: App> Switch<A> {
                         Ok(e) => e.into_iter().collect(),
                         Err(r) => {
                             self.counters.hit_drops.add(r);
-                            Vec::new()
+                            Emits::new()
                         }
                     };
                 }

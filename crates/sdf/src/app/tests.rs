@@ -293,3 +293,80 @@ fn proactive_decision_is_installed_without_sending() {
     pkt.send(out, true).unwrap();
     assert_eq!(ctl.push(pkt), Err(ApiError::UnknownPort(99)));
 }
+
+#[test]
+fn decide_into_a_reused_reply_answers_as_a_fresh_decide() {
+    // Frame byte 0 picks the app's answer: cacheable with a state, a
+    // rewrite and two ports; an error; not cacheable (two outputs with
+    // different rewrites); cacheable with one mark, one port and nothing
+    // else. Each kind follows each other kind in one reused `Reply`, so a
+    // leftover of any earlier decision (ports, rewrites, ids, emits, drop,
+    // message) would show.
+    let mut id = None;
+    let mut app = Fn(move |pkt: &mut InPkt, ctl: &mut Control<'_>| {
+        let s = match id {
+            Some(s) => s,
+            None => *id.insert(ctl.new_state_id().unwrap()),
+        };
+        match pkt.field(0, 8)? {
+            1 => {
+                let mut out = pkt.new_out_pkt();
+                out.add_destination(1);
+                out.add_destination(2);
+                out.register(s);
+                out.set_bytes(20, &[9, 9])?;
+                pkt.send(out, true)?;
+            }
+            2 => return Err(AppError("no".into())),
+            3 => {
+                let mut a = pkt.new_out_pkt();
+                a.add_destination(1);
+                a.set_bytes(20, &[1])?;
+                pkt.send(a, false)?;
+                let mut b = pkt.new_out_pkt();
+                b.add_destination(2);
+                pkt.send(b, true)?;
+            }
+            _ => {
+                pkt.field(8, 8)?;
+                let mut out = pkt.new_out_pkt();
+                out.add_destination(0);
+                pkt.send(out, true)?;
+            }
+        }
+        Ok(())
+    });
+    let cache = Mutex::new(DecisionCache::new(Config::default()).unwrap());
+    let mut ports = Ports::physical(&[0, 1, 2, 3]);
+    let mut counters = AppCounters::default();
+    let mut reused = Reply::default();
+    let kinds = [1u8, 2, 3, 4, 1, 3, 2, 4, 4, 1, 1, 4, 2, 2, 3, 3, 1];
+    for &k in &kinds {
+        let mut ctl = Control::shared(&cache, &mut ports, &mut counters, Duration::ZERO);
+        let fresh = decide(&mut app, &mut ctl, frame(k), 0);
+        decide_into(&mut app, &mut ctl, frame(k), 0, &mut reused);
+        assert_eq!(reused.emits, fresh.emits, "kind {k}");
+        assert_eq!(reused.decision, fresh.decision, "kind {k}");
+        assert_eq!(reused.drop, fresh.drop, "kind {k}");
+        assert_eq!(reused.message, fresh.message, "kind {k}");
+        assert_eq!(reused.bad_port, fresh.bad_port, "kind {k}");
+        match k {
+            1 => {
+                let d = reused.decision.as_ref().expect("cacheable");
+                assert_eq!(d.actions.ports(), &[1, 2]);
+                assert_eq!(d.states.len(), 1);
+                assert_eq!(d.actions.rewrites().len(), 1);
+            }
+            2 => assert_eq!(reused.drop, Some(DropReason::AppError)),
+            3 => {
+                assert!(reused.decision.is_none());
+                assert_eq!(reused.emits.len(), 2);
+            }
+            _ => {
+                let d = reused.decision.as_ref().expect("cacheable");
+                assert_eq!(d.actions.ports(), &[0]);
+                assert!(d.states.is_empty() && d.actions.rewrites().is_empty());
+            }
+        }
+    }
+}
