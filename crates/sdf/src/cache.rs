@@ -799,7 +799,10 @@ impl DecisionCache {
         if needed > got {
             return Err(InstallError::ActionBeyondFrame { needed, got });
         }
-        let mut states: StateIds = decision.states.clone();
+        // Filled in place (a clone returned by value is built on the stack
+        // and then moved: a store-forwarding stall per install).
+        let mut states = StateIds::new();
+        states.extend_from_slice(&decision.states);
         states.sort_unstable();
         states.dedup();
         if states.len() > self.cfg.max_states_per_entry {

@@ -281,13 +281,23 @@ impl Mask {
             .filter(|&e| e <= KEY_BITS)
             .ok_or(MarkError::BeyondKey { bit_pos, len })?;
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.words);
-        for bit in bit_pos..end {
+        // Whole bytes at once (a field is usually whole bytes: an app
+        // marks addresses and ports), the ragged ends bit by bit.
+        let mut bit = bit_pos;
+        while bit < end {
+            if bit % 8 == 0 && end - bit >= 8 {
+                let (from, to) = (bit / 8, end / 8);
+                bytes[from..to].fill(if on { 0xff } else { 0 });
+                bit = to * 8;
+                continue;
+            }
             let m = 0x80u8 >> (bit % 8);
             if on {
                 bytes[bit / 8] |= m;
             } else {
                 bytes[bit / 8] &= !m;
             }
+            bit += 1;
         }
         Ok(())
     }
@@ -323,6 +333,36 @@ mod tests {
         assert_eq!(&b[..3], &[0x80, 0x01, 0x80]);
         assert_eq!(m.min_len(), 3);
         assert!(m.is_marked(0) && m.is_marked(15) && m.is_marked(16) && !m.is_marked(17));
+    }
+
+    #[test]
+    fn marks_of_any_position_and_length_set_exactly_their_bits() {
+        // Against a bit-by-bit reference: every start bit of the first
+        // three bytes and every length up to five bytes, marked over a
+        // mask that already holds other bits, then unmarked.
+        let reference = |m: &Mask, on: &[(usize, usize, bool)]| {
+            let mut want = [false; KEY_BITS];
+            for &(p, l, set) in on {
+                for b in &mut want[p..p + l] {
+                    *b = set;
+                }
+            }
+            let bytes: &[u8] = bytemuck::cast_slice(&m.words);
+            (0..KEY_BITS).all(|i| ((bytes[i / 8] >> (7 - i % 8)) & 1 == 1) == want[i])
+        };
+        for pos in 0..24 {
+            for len in 0..=40 {
+                let mut m = Mask::new();
+                m.mark(3, 9).unwrap();
+                m.mark(pos, len).unwrap();
+                assert!(reference(&m, &[(3, 9, true), (pos, len, true)]), "{pos} {len}");
+                m.unmark(pos, len).unwrap();
+                assert!(
+                    reference(&m, &[(3, 9, true), (pos, len, false)]),
+                    "unmark {pos} {len}"
+                );
+            }
+        }
     }
 
     #[test]
