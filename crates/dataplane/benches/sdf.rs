@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo bench -p nexthop-dataplane --bench sdf -- [--smoke] [--flows 2e5]
-//!     [--rounds 5] [--hosts 1024]
+//!     [--rounds 5] [--hosts 1024] [--table on|off] [--frames 1|4]
 //! ```
+//!
+//! `--table` and `--frames` run only that pending-table setting or that
+//! variant (and skip `inline` unless `--frames 1`), to time or profile
+//! one.
 //!
 //! `--hosts` hosts on 4 ports each say hello once (so the switch knows
 //! them all); then every frame is a new flow (a source/destination pair
@@ -54,6 +58,10 @@ struct Opts {
     flows: usize,
     rounds: usize,
     hosts: usize,
+    /// Only this pending-table setting.
+    table: Option<bool>,
+    /// Only this many frames per flow.
+    frames: Option<usize>,
 }
 
 fn opts() -> Opts {
@@ -61,6 +69,8 @@ fn opts() -> Opts {
         flows: 200_000,
         rounds: 5,
         hosts: 1024,
+        table: None,
+        frames: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -77,6 +87,26 @@ fn opts() -> Opts {
             "--flows" => o.flows = count_or_exit(&v).max(BATCH),
             "--rounds" => o.rounds = count_or_exit(&v).max(1),
             "--hosts" => o.hosts = count_or_exit(&v).clamp(2, 1 << 15),
+            "--table" => {
+                o.table = Some(match v.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => {
+                        eprintln!("--table takes on or off, not {v:?}");
+                        std::process::exit(2);
+                    }
+                })
+            }
+            "--frames" => {
+                o.frames = Some(match v.as_str() {
+                    "1" => 1,
+                    "4" => 4,
+                    _ => {
+                        eprintln!("--frames takes 1 or 4, not {v:?}");
+                        std::process::exit(2);
+                    }
+                })
+            }
             "--bench" => {
                 i += 1;
                 continue;
@@ -207,9 +237,13 @@ fn run(
 fn main() {
     let o = opts();
     for table in [true, false] {
-        bench_table(&o, table);
+        if o.table.is_none_or(|t| t == table) {
+            bench_table(&o, table);
+        }
     }
-    bench_inline(&o);
+    if o.frames.is_none_or(|f| f == 1) {
+        bench_inline(&o);
+    }
 }
 
 /// The upper bound: the same new flows through the in-process switch
@@ -306,7 +340,10 @@ fn bench_table(o: &Opts, table: bool) {
         next = (next + k) % total_pairs.max(1);
         f
     };
-    let variants = [("1 frame/flow ", 1usize), ("4 frames/flow", 4)];
+    let variants: Vec<(&str, usize)> = [("1 frame/flow ", 1usize), ("4 frames/flow", 4)]
+        .into_iter()
+        .filter(|&(_, per)| o.frames.is_none_or(|f| f == per))
+        .collect();
     let mut rates = vec![Vec::new(); variants.len()];
     let mut pps = vec![Vec::new(); variants.len()];
     let mut calls_per_flow = vec![Vec::new(); variants.len()];
