@@ -285,7 +285,7 @@ impl Mask {
         // marks addresses and ports), the ragged ends bit by bit.
         let mut bit = bit_pos;
         while bit < end {
-            if bit % 8 == 0 && end - bit >= 8 {
+            if bit.is_multiple_of(8) && end - bit >= 8 {
                 let (from, to) = (bit / 8, end / 8);
                 bytes[from..to].fill(if on { 0xff } else { 0 });
                 bit = to * 8;
@@ -355,7 +355,10 @@ mod tests {
                 let mut m = Mask::new();
                 m.mark(3, 9).unwrap();
                 m.mark(pos, len).unwrap();
-                assert!(reference(&m, &[(3, 9, true), (pos, len, true)]), "{pos} {len}");
+                assert!(
+                    reference(&m, &[(3, 9, true), (pos, len, true)]),
+                    "{pos} {len}"
+                );
                 m.unmark(pos, len).unwrap();
                 assert!(
                     reference(&m, &[(3, 9, true), (pos, len, false)]),

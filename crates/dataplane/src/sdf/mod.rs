@@ -640,7 +640,7 @@ impl SdfRuntime {
             waiting_total: 0,
             next_token: 1,
             next_scan: Instant::now(),
-            keys: Vec::with_capacity(BATCH),
+            keys: vec![HeaderKey::empty(0); BATCH],
             hits: vec![None; BATCH],
             buf: Vec::new(),
             frames: Spares::new(SPARE_FRAMES, SPARE_FRAME_BYTES),
@@ -960,9 +960,11 @@ impl SdfStage {
                 let at = &self.slice_at;
                 self.order.sort_by_key(|&i| at[i]);
             }
-            self.keys.clear();
-            for &i in &self.order {
-                self.keys.push(HeaderKey::from_frame(chunk[i], in_port));
+            // Filled in place (a key is 136 bytes: built elsewhere and
+            // moved in, it would be copied twice per frame).
+            for (k, &i) in self.keys.iter_mut().zip(&self.order) {
+                k.fill(chunk[i]);
+                k.set_in_port(in_port);
             }
             let n = self.order.len();
             let mut miss = [false; BATCH];
@@ -1018,29 +1020,32 @@ impl SdfStage {
                 }
                 run = end;
             }
+            // The keys are lent out (not copied) while the misses are
+            // handled.
+            let keys = std::mem::take(&mut self.keys);
             for (j, &missed) in miss.iter().enumerate().take(n) {
                 if missed {
                     let i = self.order[j];
                     let s = self.slice_at[i];
                     self.counters.misses += 1;
                     self.bump(s, |c| c.misses += 1);
-                    let key = std::mem::replace(&mut self.keys[j], HeaderKey::empty(0));
-                    self.miss(s, key, in_port, chunk[i], stamp(c * BATCH + i));
+                    self.miss(s, &keys[j], in_port, chunk[i], stamp(c * BATCH + i));
                 }
             }
+            self.keys = keys;
         }
         self.send_staged();
     }
 
     /// A miss: wait for the flow's decision in flight, or ask the app.
-    fn miss(&mut self, slice: usize, key: HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
+    fn miss(&mut self, slice: usize, key: &HeaderKey, in_port: u16, frame: &[u8], stamp: Stamp) {
         let h = key.hash_exact(self.flow_seed);
         let waits_for = self.by_key.get(&h).copied();
         // A different flow under the same hash (a 2^-64 chance) neither
         // waits for it nor takes its place: it is a request of its own.
         let mut collides = false;
         if let Some(p) = waits_for.and_then(|t| self.pending.get_mut(&t)) {
-            if p.key != key {
+            if p.key != *key {
                 collides = true;
             } else {
                 if p.waiting.len() >= self.cfg.max_waiting
@@ -1078,7 +1083,7 @@ impl SdfStage {
                 self.pending.insert(
                     token,
                     Pending {
-                        key,
+                        key: key.clone(),
                         hash: h,
                         slice,
                         control,
