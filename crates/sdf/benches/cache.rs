@@ -24,7 +24,7 @@
 //!   wait for the lock, while a second thread runs batched lookups of the
 //!   other entries under the same lock (as the pipeline's workers do).
 //! * Tuple-space explosion (`tse`): legitimate wildcard hits (`--entries`
-//!   decisions over 4 masks) with one packet in 100 an attack packet that
+//!   decisions over 4 masks, looked up in a random order) with one packet in 100 an attack packet that
 //!   misses and is decided with a new mask (1024 distinct, as the TSE
 //!   paper's crafted packets make the classifier do), against the same
 //!   traffic without attack, alternating in each round: legitimate
@@ -491,6 +491,12 @@ const ATTACK_MASKS: usize = 1024;
 struct Tse {
     cache: DecisionCache,
     keys: Vec<HeaderKey>,
+    /// The order the legitimate keys are looked up in: random, made
+    /// ahead (a fixed cycle through `keys` would walk the cache's LRU list
+    /// in step, so each hit's LRU neighbours were the lines just touched,
+    /// and any other lookup, an attack packet's or not, broke that
+    /// pattern: the baseline measured the cycle, not the traffic).
+    order: Vec<u32>,
     next_attack: usize,
     r: Xoshiro256PlusPlus,
     /// The app's decision for each attack mask (made ahead: the app's
@@ -524,11 +530,14 @@ impl Tse {
                 made.push((f, mask));
             }
         }
-        let keys = (0..o.entries.max(4096))
+        let keys: Vec<HeaderKey> = (0..o.entries.max(4096))
             .map(|_| {
                 let (f, m) = &made[r.gen_range(0..made.len())];
                 HeaderKey::from_frame(&vary(&mut r, f, m), 0)
             })
+            .collect();
+        let order = (0..1 << 16)
+            .map(|_| r.gen_range(0..keys.len()) as u32)
             .collect();
         let decisions = (0..ATTACK_MASKS)
             .map(|a| Decision {
@@ -540,6 +549,7 @@ impl Tse {
         Tse {
             cache,
             keys,
+            order,
             next_attack: 0,
             r,
             decisions,
@@ -585,9 +595,9 @@ impl Tse {
                     batch.push(attacks[ai].0.clone());
                     ai += 1;
                 } else {
-                    batch.push(self.keys[ki].clone());
+                    batch.push(self.keys[self.order[ki] as usize].clone());
                     ki += 1;
-                    if ki == self.keys.len() {
+                    if ki == self.order.len() {
                         ki = 0;
                     }
                     legit += 1;
