@@ -352,6 +352,19 @@ def run_pcap(
     slices: list[tuple[str, object | None]] | None = None,
     mac_timeout: float = 300.0,
     max_macs: int = 65536,
+    queue: int = 1024,
+    control_queue: int = 256,
+    control_weight: int = 4,
+    pending_table: bool = True,
+) -> dict[str, Any]: ...
+def run_frames(
+    app: object,
+    frames: list[tuple[int, bytes]],
+    ports: list[int] | None = None,
+    capacity: int | None = None,
+    max_masks: int | None = None,
+    pending_table: bool = True,
+    in_flight: int = 256,
 ) -> dict[str, Any]: ...
 def run_live(
     app: object | None,
@@ -372,6 +385,10 @@ def run_live(
     slices: list[tuple[str, object | None]] | None = None,
     mac_timeout: float = 300.0,
     max_macs: int = 65536,
+    queue: int = 1024,
+    control_queue: int = 256,
+    control_weight: int = 4,
+    pending_table: bool = True,
 ) -> dict[str, Any]: ...
 def run_ovs(
     app: object,

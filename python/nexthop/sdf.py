@@ -23,7 +23,10 @@ pipeline, as ``python -m nexthop.sdf run --app APP.py --in-pcap [PORT=]FILE
 --out-dir DIR`` and ``nexthop sdf run --app APP.py ...`` do;
 :func:`run_live` runs it over live interfaces (the forwarder engine of
 ``nexthop sdf run --port``), as ``python -m nexthop.sdf run --app APP.py
---port N=IFACE ...`` does. Both take ``slices`` instead of an app: several
+--port N=IFACE ...`` does; :func:`run_frames` runs it over frames in
+memory as a live worker does (no wait for the app between batches, a
+bound on flows in flight; the miss-path benchmark's driver). ``run_pcap``
+and ``run_live`` take ``slices`` instead of an app: several
 apps on one switch, each a list item ``(spec, app)`` with ``spec`` as for
 ``nexthop sdf run --slice`` (``NAME:APP:ports=P,..|vlan=V[:share=N]``) and
 ``app`` the app object of that slice, or None for the built-in Rust app
@@ -57,6 +60,7 @@ from ._nexthop import (
     StateId,
     Switch,
     drop_reasons,
+    run_frames,
     run_live,
     run_ovs,
     run_pcap,
@@ -71,6 +75,7 @@ __all__ = [
     "Switch",
     "drop_reasons",
     "load_app",
+    "run_frames",
     "run_live",
     "run_ovs",
     "run_pcap",
@@ -120,6 +125,17 @@ def _port_map(s: str) -> "tuple[int, str]":
     return int(port), iface
 
 
+def _count(s: str) -> int:
+    """A positive integer flag value (a bound: 0 would refuse everything)."""
+    try:
+        n = int(s)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected a whole number from 1 to {2**32 - 1}")
+    return n
+
+
 def _run(f: Any, *args: Any, **kwargs: Any) -> "Optional[dict[str, Any]]":
     """``f(*args, **kwargs)`` (a run that installs its own SIGINT/SIGTERM
     handlers), Python's handlers restored after; its OSError or ValueError
@@ -158,11 +174,22 @@ def _live(a: argparse.Namespace, app: Any, slices: Any) -> int:
         slices=slices,
         mac_timeout=a.mac_timeout,
         max_macs=a.max_macs,
+        **_queues(a),
         )
     if s is None:
         return 1
     print(s["summary"], flush=True)
     return 0
+
+
+def _queues(a: argparse.Namespace) -> "dict[str, Any]":
+    """The pipeline's queue bounds and pending-miss table from the flags."""
+    return {
+        "queue": a.queue,
+        "control_queue": a.control_queue,
+        "control_weight": a.control_weight,
+        "pending_table": not a.no_pending_table,
+    }
 
 
 def _tunnel(s: str) -> "tuple[str, str]":
@@ -243,6 +270,14 @@ def main(argv: Optional["list[str]"] = None) -> int:
     r.add_argument("--ports", type=_ports, default=[0, 1, 2, 3], metavar="LIST")
     r.add_argument("--cache-capacity", type=int, default=None)
     r.add_argument("--max-masks", type=int, default=None)
+    r.add_argument("--queue", type=_count, default=1024, metavar="N",
+                   help="data misses queued to the app at most (per slice)")
+    r.add_argument("--control-queue", type=_count, default=256, metavar="N",
+                   help="control misses (ARP) queued to the app at most (per slice)")
+    r.add_argument("--control-weight", type=_count, default=4, metavar="W",
+                   help="control requests served for each data request while both wait")
+    r.add_argument("--no-pending-table", action="store_true",
+                   help="every miss is an app call, even of a flow whose decision is in flight")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.add_argument("--backend", choices=("nexthop", "ovs"), default="nexthop",
                    help="ovs: Open vSwitch forwards, the app decides its misses (--ovs-*)")
@@ -294,7 +329,7 @@ def main(argv: Optional["list[str]"] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     s = _run(run_pcap, app, a.in_pcap, a.out_dir, a.ports, a.cache_capacity, a.max_masks,
-             slices=slices, mac_timeout=a.mac_timeout, max_macs=a.max_macs)
+             slices=slices, mac_timeout=a.mac_timeout, max_macs=a.max_macs, **_queues(a))
     if s is None:
         return 1
     if a.json:

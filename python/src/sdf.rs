@@ -529,6 +529,7 @@ impl App for PyApp {
     }
 
     fn on_packet(&mut self, pkt: &mut InPkt, ctl: &mut Control<'_>) -> Result<(), AppError> {
+        keep_thread_state();
         Python::with_gil(|py| call_app(py, &self.obj, "on_packet", Some(pkt), ctl))
     }
 
@@ -536,6 +537,7 @@ impl App for PyApp {
         if !self.has_tick {
             return;
         }
+        keep_thread_state();
         Python::with_gil(|py| {
             if let Err(e) = call_app(py, &self.obj, "on_tick", None, ctl) {
                 // on_tick has no packet to drop: report the error the way
@@ -548,6 +550,64 @@ impl App for PyApp {
     fn control_filter(&self) -> ControlFilter {
         self.filter.clone()
     }
+}
+
+/// A Python thread state made for a thread Python did not start (an SDF
+/// app thread), kept while the thread lives; released when it ends.
+struct KeptThreadState(*mut pyo3::ffi::PyThreadState);
+
+impl Drop for KeptThreadState {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is this thread's thread state, made by the
+        // `PyGILState_Ensure` in `keep_thread_state` on this thread and
+        // not current (the GIL let go with `PyEval_SaveThread`, and every
+        // `with_gil` since let it go again). Restoring it takes the GIL;
+        // the `Release` matching that `Ensure` then deletes it and lets
+        // the GIL go. The runtimes stop their app threads (joined inside
+        // `allow_threads`) before the interpreter can finalize.
+        unsafe {
+            if pyo3::ffi::Py_IsInitialized() != 0 {
+                pyo3::ffi::PyEval_RestoreThread(self.0);
+                pyo3::ffi::PyGILState_Release(pyo3::ffi::PyGILState_STATE::PyGILState_UNLOCKED);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Whether `keep_thread_state` ran on this thread, and the thread
+    /// state it keeps (none on Python's own threads).
+    static KEPT: std::cell::RefCell<Option<Option<KeptThreadState>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// On a thread Python did not start, give it a thread state that lives
+/// as long as the thread, the GIL let go: each `Python::with_gil` after it
+/// finds that state and only takes the GIL. Without it every call made a
+/// thread state and tore it down, which mapped and unmapped its frame
+/// stack: an `munmap` (a TLB shootdown of the other cores) per decision,
+/// nine tenths of an app thread's time.
+fn keep_thread_state() {
+    KEPT.with(|k| {
+        if k.borrow().is_some() {
+            return;
+        }
+        // SAFETY: the interpreter is initialized (this module is loaded);
+        // `PyGILState_GetThisThreadState` only reads this thread's slot.
+        // With none, `PyGILState_Ensure` makes this thread's state and
+        // takes the GIL, and `PyEval_SaveThread` lets the GIL go at once
+        // (no Python object is touched in between); the state is released
+        // by `KeptThreadState`'s drop when the thread ends.
+        let kept = unsafe {
+            if pyo3::ffi::PyGILState_GetThisThreadState().is_null() {
+                let _ = pyo3::ffi::PyGILState_Ensure();
+                Some(KeptThreadState(pyo3::ffi::PyEval_SaveThread()))
+            } else {
+                None
+            }
+        };
+        *k.borrow_mut() = Some(kept);
+    });
 }
 
 /// A Python app or one of the crate's built-in Rust apps.
@@ -712,5 +772,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(drop_reasons, m)?)?;
     m.add_function(wrap_pyfunction!(run::run_pcap, m)?)?;
     m.add_function(wrap_pyfunction!(run::run_live, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run_frames, m)?)?;
     Ok(())
 }

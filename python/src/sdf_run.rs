@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nexthop_dataplane::afpacket::{FanoutMode, RingConfig};
 use nexthop_dataplane::engine::{EngineConfig, IoMode, PortsConfig, XdpAttach};
@@ -18,14 +18,14 @@ use nexthop_dataplane::pcap::{PcapIn, PcapPorts};
 use nexthop_dataplane::sdf::{
     forward_pcap_sdf, live_ports, pcap_summary_line, ready_line, run_live as run_sdf_live,
     sdf_progress_line, sdf_snapshot, PcapInput, SdfConfig, SdfCounters, SdfLivePorts, SdfRuntime,
-    SdfStats, SliceReport,
+    SdfStats, Sink, SliceReport, Stamp,
 };
 use nexthop_dataplane::Counters;
 use nexthop_sdf::app::{App, L2Config, L2Switch, SliceSpec, Stats};
 use nexthop_sdf::PortId;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::{api_err, config, stats_dict, PyApp};
 
@@ -112,6 +112,24 @@ fn start_runtime(
     }
 }
 
+/// The pipeline's queue bounds and pending-miss table (as `nexthop sdf
+/// run`'s `--queue`, `--control-queue`, `--control-weight` and
+/// `--no-pending-table`); the runtime refuses a bound of 0.
+fn queues(
+    queue: usize,
+    control_queue: usize,
+    control_weight: u32,
+    pending_table: bool,
+) -> SdfConfig {
+    SdfConfig {
+        queue,
+        control_queue,
+        control_weight,
+        pending_table,
+        ..SdfConfig::default()
+    }
+}
+
 /// Each slice's report as a list of dicts (the JSON summary's `slices`).
 fn slices_list<'py>(py: Python<'py>, slices: &[SliceReport]) -> PyResult<Bound<'py, PyList>> {
     let loads = py.import("json")?.getattr("loads")?;
@@ -130,12 +148,16 @@ fn slices_list<'py>(py: Python<'py>, slices: &[SliceReport]) -> PyResult<Bound<'
 /// of `(spec, app)`: `spec` is `NAME:APP:ports=P,..|vlan=V[:share=N]` as
 /// for `nexthop sdf run --slice`, `app` the object that runs the slice, or
 /// None for the built-in app `APP` names (`l2switch`, with `mac_timeout`
-/// seconds and `max_macs` bindings). Returns the counters, `summary` (the
+/// seconds and `max_macs` bindings). `queue`, `control_queue` and
+/// `control_weight` bound the app's queues and weigh control misses, and
+/// `pending_table = False` turns the pending-miss table off, as `nexthop
+/// sdf run`'s flags of those names do. Returns the counters, `summary` (the
 /// line `nexthop sdf run` prints) and `slices` (each slice's counters).
 #[pyfunction]
 #[pyo3(signature = (
     app, in_pcaps, out_dir, ports = None, capacity = None, max_masks = None, slices = None,
-    mac_timeout = 300.0, max_macs = 65536
+    mac_timeout = 300.0, max_macs = 65536, queue = 1024, control_queue = 256,
+    control_weight = 4, pending_table = true
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_pcap<'py>(
@@ -149,6 +171,10 @@ pub fn run_pcap<'py>(
     slices: Option<Vec<PySlice<'py>>>,
     mac_timeout: f64,
     max_macs: usize,
+    queue: usize,
+    control_queue: usize,
+    control_weight: u32,
+    pending_table: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if in_pcaps.is_empty() {
         return Err(PyValueError::new_err(
@@ -169,7 +195,7 @@ pub fn run_pcap<'py>(
     let cfg = SdfConfig {
         cache: config(capacity, max_masks),
         ports: all_ports,
-        ..SdfConfig::default()
+        ..queues(queue, control_queue, control_weight, pending_table)
     };
     let l2 = L2Settings {
         timeout: mac_timeout,
@@ -270,6 +296,115 @@ where
         .map_err(|e| PyValueError::new_err(format!("{what} {s}: {e}")))
 }
 
+/// Counts what the pipeline sends; keeps nothing.
+struct CountSink {
+    frames: u64,
+}
+
+impl Sink for CountSink {
+    fn emit(&mut self, _ports: &[u16], _controller: bool, _frame: &[u8], _stamp: Stamp) {
+        self.frames += 1;
+    }
+}
+
+/// Flows a worker may have in flight at most in [`run_frames`].
+const MAX_IN_FLIGHT: usize = 4096;
+
+/// Run `app` over in-memory `frames` (`(port, bytes)` in arrival order)
+/// through the data plane's SDF pipeline as a live worker runs it: groups
+/// of up to 32 consecutive frames of one ingress port, without waiting
+/// for the app between groups (unlike `run_pcap`, which waits for every
+/// decision of a group before the next, so its output is reproducible),
+/// at most `in_flight` flows pending (the worker polls for answers while
+/// at the bound), then every answer awaited (10 s at most). What is sent
+/// is counted, not kept. The miss-path benchmark's driver
+/// (`python/examples/sdf_miss_bench.py --pipeline`): returns the counters
+/// (as `run_pcap`'s) with `elapsed_s` (wall time from the first group to
+/// the last answer), `frames_out` and `unanswered`.
+#[pyfunction]
+#[pyo3(signature = (
+    app, frames, ports = None, capacity = None, max_masks = None, pending_table = true,
+    in_flight = 256
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn run_frames<'py>(
+    py: Python<'py>,
+    app: Bound<'py, PyAny>,
+    frames: Vec<(PortId, Bound<'py, PyBytes>)>,
+    ports: Option<Vec<PortId>>,
+    capacity: Option<usize>,
+    max_masks: Option<usize>,
+    pending_table: bool,
+    in_flight: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    if !(1..=MAX_IN_FLIGHT).contains(&in_flight) {
+        return Err(PyValueError::new_err(format!(
+            "in_flight {in_flight}: expected 1 to {MAX_IN_FLIGHT}"
+        )));
+    }
+    let mut all_ports = ports.unwrap_or_else(|| vec![0, 1, 2, 3]);
+    all_ports.extend(frames.iter().map(|(p, _)| *p));
+    all_ports.sort_unstable();
+    all_ports.dedup();
+    let owned: Vec<(PortId, Vec<u8>)> = frames
+        .iter()
+        .map(|(p, b)| (*p, b.as_bytes().to_vec()))
+        .collect();
+    let cfg = SdfConfig {
+        cache: config(capacity, max_masks),
+        ports: all_ports,
+        pending_table,
+        ..SdfConfig::default()
+    };
+    let l2 = L2Settings {
+        timeout: 300.0,
+        max_macs: 65536,
+    };
+    let rt = start_runtime(Some(app), None, &l2, cfg)?;
+    let (counters, sdf, stats, elapsed, sent, unanswered) = py.allow_threads(move || {
+        let mut stage = rt.stage();
+        let mut sink = CountSink { frames: 0 };
+        let mut refs: Vec<&[u8]> = Vec::with_capacity(nexthop_sdf::BATCH);
+        let t = Instant::now();
+        let mut i = 0;
+        while i < owned.len() {
+            let port = owned[i].0;
+            refs.clear();
+            while i < owned.len() && owned[i].0 == port && refs.len() < nexthop_sdf::BATCH {
+                refs.push(&owned[i].1);
+                i += 1;
+            }
+            stage.process(port, &refs, &[], &mut sink);
+            while stage.pending_flows() >= in_flight {
+                stage.poll(&mut sink);
+                std::thread::yield_now();
+            }
+        }
+        let unanswered = if stage.flush(&mut sink, Duration::from_secs(10)) {
+            0
+        } else {
+            stage.pending_flows()
+        };
+        let elapsed = t.elapsed();
+        let counters = stage.take_counters();
+        let sdf = *stage.sdf_counters();
+        drop(stage);
+        (
+            counters,
+            sdf,
+            rt.shutdown(),
+            elapsed,
+            sink.frames,
+            unanswered,
+        )
+    });
+    let d = pipeline_dict(py, &stats, &counters, &sdf)?;
+    d.set_item("elapsed_s", elapsed.as_secs_f64())?;
+    d.set_item("frames_out", sent)?;
+    d.set_item("unanswered", unanswered)?;
+    Ok(d)
+}
+
 /// Run `app`, or one app per slice (`slices`, `mac_timeout`, `max_macs`
 /// as for [`run_pcap`]), over live interfaces through the data plane's
 /// SDF pipeline (the forwarder engine of `nexthop sdf run --port`, one
@@ -286,13 +421,15 @@ where
 /// loopback unless `metrics_allow_remote`) the run serves its counters,
 /// the SDF ones (each slice's too) included, on `http://ADDR/metrics` and
 /// `/stats.json` (`nexthop stats --addr ADDR`), refreshed every second,
-/// as `nexthop sdf run --metrics` does.
+/// as `nexthop sdf run --metrics` does. `queue`, `control_queue`,
+/// `control_weight` and `pending_table` as for [`run_pcap`].
 #[pyfunction]
 #[pyo3(signature = (
     app, ports, inputs = None, workers = 1, io = "afpacket", fanout = "hash",
     xdp_mode = "auto", xdp_queue = 0, duration = None, quiet = false, capacity = None,
     max_masks = None, label = None, metrics = None, metrics_allow_remote = false,
-    slices = None, mac_timeout = 300.0, max_macs = 65536
+    slices = None, mac_timeout = 300.0, max_macs = 65536, queue = 1024, control_queue = 256,
+    control_weight = 4, pending_table = true
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_live<'py>(
@@ -315,6 +452,10 @@ pub fn run_live<'py>(
     slices: Option<Vec<PySlice<'py>>>,
     mac_timeout: f64,
     max_macs: usize,
+    queue: usize,
+    control_queue: usize,
+    control_weight: u32,
+    pending_table: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     const MAX_WORKERS: usize = 64;
     let metrics: Option<SocketAddr> = metrics.map(|m| parse("--metrics", m)).transpose()?;
@@ -355,7 +496,7 @@ pub fn run_live<'py>(
     let cfg = SdfConfig {
         cache,
         ports: by_port.keys().copied().collect(),
-        ..SdfConfig::default()
+        ..queues(queue, control_queue, control_weight, pending_table)
     };
     let l2 = L2Settings {
         timeout: mac_timeout,

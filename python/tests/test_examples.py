@@ -63,3 +63,11 @@ def test_sdf_miss_bench_runs():
     assert r.returncode == 0, r.stderr
     assert "python L2 app, in-process Switch:" in r.stdout
     assert "python / rust:" in r.stdout
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "python" / "examples" / "sdf_miss_bench.py"),
+         "--hosts", "64", "--flows", "2000", "--rounds", "1", "--pipeline"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stdout.splitlines() if x.startswith("python L2 app, pipeline (run_frames)")]
+    assert len(lines) == 4, r.stdout

@@ -366,6 +366,85 @@ def test_run_pcap_and_module_cli_match_the_in_process_switch(tmp_path):
     assert bad.returncode == 1 and "error:" in bad.stderr
 
 
+def bursts(flows: int, per_flow: int) -> "list[bytes]":
+    """Hosts 1..flows say hello (a broadcast each), then each sends
+    `per_flow` frames in a row to host 0: every burst is a new flow whose
+    frames arrive together."""
+    hello = [eth(b"\xff" * 6, mac(h)) for h in range(flows + 1)]
+    return hello + [eth(mac(0), mac(h)) for h in range(1, flows + 1) for _ in range(per_flow)]
+
+
+def test_run_pcap_pending_table_and_queue_bounds(tmp_path):
+    from nexthop.sdf import run_pcap
+
+    frames = bursts(40, 4)
+    write_pcap(tmp_path / "in.pcap", frames)
+    on = run_pcap(L2Switch(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "on"))
+    off = run_pcap(L2Switch(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "off"),
+                   pending_table=False)
+    # With the table a burst's later frames wait for its one decision;
+    # without it each frame that misses is an app call of its own.
+    assert on["pending_waits"] > 0 and off["pending_waits"] == 0
+    assert on["app_calls"] <= 41 + 40 < off["app_calls"]
+    # The same frames leave either way.
+    for k in on["outputs"]:
+        assert read_pcap(tmp_path / "on" / k) == read_pcap(tmp_path / "off" / k)
+    assert on["outputs"] == off["outputs"]
+    for kw in ({"queue": 0}, {"control_queue": 0}, {"control_weight": 0}):
+        with pytest.raises(ValueError, match="must be at least 1"):
+            run_pcap(L2Switch(), [(0, str(tmp_path / "in.pcap"))], str(tmp_path / "bad"), **kw)
+
+
+def test_run_frames_runs_the_pipeline_without_waiting_between_batches():
+    from nexthop.sdf import run_frames
+
+    frames = [(1 + i % 2, f) for i, f in enumerate(bursts(40, 4))]
+    # Bursts stay on one port (a run of one ingress port is one batch).
+    frames = frames[:41] + [(3, f) for _, f in frames[41:]]
+    on = run_frames(L2Switch(), frames)
+    off = run_frames(L2Switch(), frames, pending_table=False)
+    assert on["frames_in"] == off["frames_in"] == len(frames)
+    assert on["unanswered"] == off["unanswered"] == 0
+    assert on["pending_waits"] > 0 and off["pending_waits"] == 0
+    assert on["app_calls"] <= 81 < off["app_calls"]
+    # Every frame is decided the same way (flooded or sent to host 0's
+    # port) whichever way it was decided.
+    assert on["frames_out"] == off["frames_out"] == on["forwarded"] > 0
+    assert on["elapsed_s"] > 0
+    one = run_frames(L2Switch(), frames, in_flight=1)
+    assert one["frames_out"] == on["frames_out"] and one["unanswered"] == 0
+    for bad in (0, 4097):
+        with pytest.raises(ValueError, match="in_flight"):
+            run_frames(L2Switch(), frames, in_flight=bad)
+
+
+def test_an_apps_thread_keeps_its_python_thread_state_between_calls():
+    import threading
+
+    from nexthop.sdf import run_frames
+
+    class Counting:
+        """Counts its calls in a threading.local: the count lives in the
+        thread's Python thread state, so it only grows if the app thread
+        keeps one thread state from call to call (it used to get a new one
+        per call, which also cost an munmap each)."""
+
+        def __init__(self):
+            self.local = threading.local()
+            self.seen = []
+
+        def on_packet(self, pkt, ctl):
+            self.local.n = getattr(self.local, "n", 0) + 1
+            self.seen.append((threading.get_ident(), self.local.n))
+
+    app = Counting()
+    frames = [(1, eth(mac(0), mac(h))) for h in range(1, 200)]
+    s = run_frames(app, frames)
+    assert s["app_calls"] == len(app.seen) == 199
+    assert len({t for t, _ in app.seen}) == 1
+    assert [n for _, n in app.seen] == list(range(1, 200))
+
+
 def test_nexthop_sdf_run_with_a_py_app_runs_it_through_the_package(tmp_path):
     import os
     import subprocess
@@ -391,6 +470,22 @@ def test_nexthop_sdf_run_with_a_py_app_runs_it_through_the_package(tmp_path):
     r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "NEXTHOP_PYTHON": "false"})
     assert r.returncode != 0
     assert "Python apps need the nexthop Python package" in r.stderr
+    # The pipeline's flags reach the Python run: the pending-miss table off
+    # makes more app calls on bursts; a queue of 0 is refused.
+    write_pcap(tmp_path / "bursts.pcap", bursts(40, 4))
+    env = {**os.environ, "NEXTHOP_PYTHON": sys.executable}
+    calls = {}
+    for extra in ([], ["--no-pending-table"]):
+        r = subprocess.run([str(exe), "sdf", "run", "--app", l2.__file__, "--in-pcap",
+                            str(tmp_path / "bursts.pcap"), "--out-dir", str(tmp_path / "b"),
+                            "--json", *extra], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        calls[bool(extra)] = json.loads(r.stdout)["app_calls"]
+    assert calls[False] <= 81 < calls[True]
+    r = subprocess.run([str(exe), "sdf", "run", "--app", l2.__file__, "--in-pcap",
+                        str(tmp_path / "bursts.pcap"), "--out-dir", str(tmp_path / "b"),
+                        "--queue", "0"], capture_output=True, text=True, env=env)
+    assert r.returncode != 0 and "queue" in r.stderr
 
 
 def test_on_tick_errors_are_reported_not_raised(monkeypatch):

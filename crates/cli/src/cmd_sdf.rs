@@ -407,6 +407,12 @@ fn run_python(a: &RunArgs) -> Result<()> {
     }
     cmd.args(["--cache-capacity", &a.cache_capacity.to_string()]);
     cmd.args(["--max-masks", &a.max_masks.to_string()]);
+    cmd.args(["--queue", &a.queue.to_string()]);
+    cmd.args(["--control-queue", &a.control_queue.to_string()]);
+    cmd.args(["--control-weight", &a.control_weight.to_string()]);
+    if a.no_pending_table {
+        cmd.arg("--no-pending-table");
+    }
     if a.json {
         cmd.arg("--json");
     }
