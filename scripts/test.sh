@@ -60,6 +60,8 @@ if ! "$PY_TEST_VENV/bin/python" -c 'import numpy, pytest, ndn' >/dev/null 2>&1; 
     python3 -m venv "$PY_TEST_VENV"
     "$PY_TEST_VENV/bin/pip" install --quiet --disable-pip-version-check numpy pytest "python-ndn==0.5.2"
 fi
+# The package's crate is outside the workspace: its own clippy run.
+(cd python && CARGO_TARGET_DIR="$PWD/../target" cargo clippy --all-targets --release -- -D warnings)
 rm -rf target/wheels/nexthop-*.whl
 (cd python && CARGO_TARGET_DIR="$PWD/../target" "$PY_BUILD_VENV/bin/maturin" build --release \
     -i "$PY_TEST_VENV/bin/python" -o ../target/wheels)

@@ -58,8 +58,9 @@ enum InPktRef {
     /// The packet of the running `on_packet` call.
     Borrowed(*mut InPkt, Rc<Cell<bool>>),
     /// A synthetic packet for a proactive decision (`Control.new_in_pkt`);
-    /// `None` once pushed.
-    Owned(Option<InPkt>),
+    /// `None` once pushed. Boxed: a packet is several hundred bytes, the
+    /// borrowed case two pointers.
+    Owned(Option<Box<InPkt>>),
 }
 
 /// The packet the app decides for (the paper's InPkt).
@@ -334,7 +335,7 @@ impl PyControl {
     /// a proactive decision: decide on it, then `push` it.
     fn new_in_pkt(&mut self, in_port: PortId, header: &[u8]) -> PyResult<PyInPkt> {
         let p = self.with(|c| c.new_in_pkt(in_port, header.to_vec()))?;
-        Ok(PyInPkt(InPktRef::Owned(Some(p))))
+        Ok(PyInPkt(InPktRef::Owned(Some(Box::new(p)))))
     }
 
     /// Install the decision made on a synthetic packet; returns whether it
@@ -350,7 +351,7 @@ impl PyControl {
                 ))
             }
         };
-        self.with(|c| c.push(p))?.map_err(api_err)
+        self.with(|c| c.push(*p))?.map_err(api_err)
     }
 }
 
