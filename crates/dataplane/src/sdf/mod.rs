@@ -104,13 +104,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nexthop_sdf::app::{
-    decide_into, plan_slices, AppCounters, Control, ControlFilter, DropReason, Emit, Ports, Reply,
-    SliceDemux, SliceError, SliceSpec,
+    decide_into, plan_slices, AppCounters, Control, ControlFilter, DropReason, Emit, Emits, Ports,
+    Reply, SliceDemux, SliceError, SliceSpec,
 };
 use nexthop_sdf::{Actions, Config, ConfigError, Counters as CacheCounters, DecisionCache};
 use nexthop_sdf::{HeaderKey, Outcome, BATCH};
 use serde::Serialize;
-use smallvec::SmallVec;
 
 use app_thread::{app_thread, AppQueue, AppSide, CloseOnExit, Refused};
 use spare::{Spares, SPARE_FRAMES, SPARE_FRAME_BYTES, SPARE_LISTS};
@@ -470,7 +469,7 @@ struct Response {
     /// app's vector of them is freed on the app thread that allocated it,
     /// not on the worker (a block freed by another thread than allocated
     /// it costs the allocator's shared lock).
-    emits: SmallVec<[Emit; 1]>,
+    emits: Emits,
     /// The actions a hit on the installed decision would apply, when the
     /// decision could be cached (it marked bits or registered state): the
     /// frames of the flow that waited for it get them. Only the actions
