@@ -4,6 +4,7 @@
 //! cargo bench -p nexthop-ndn --bench fib -- [--smoke] [--n 1e6,1e7] [--k 7,15]
 //!     [--lookups 2e6] [--rounds 5] [--fht-n 1e7] [--no-real] [--only fib|fht|real]
 //!     [--phase N]
+//!     (PERF_CTL_FIFO=F: see `testutil::bench::perf_ctl`)
 //! ```
 //!
 //! * Synthetic FIBs: the worst-case two-phase set of §3.4.1 (`n` rules;
@@ -28,6 +29,7 @@
 //! with every level prefetched.
 
 use nexthop_testutil::args::count_or_exit;
+use nexthop_testutil::bench::perf_ctl;
 use std::hint::black_box;
 
 use nexthop_ndn::fht::{Fht, FhtConfig};
@@ -126,9 +128,12 @@ fn cpu_since(t: f64) -> f64 {
 
 /// Lookups per second of `f` over `names` (returns Mops).
 fn rate(names: &[NameBuf], mut f: impl FnMut(&[NameBuf]) -> usize) -> f64 {
+    perf_ctl("enable");
     let t = cpu_now();
     black_box(f(names));
-    names.len() as f64 / cpu_since(t) / 1e6
+    let dt = cpu_since(t);
+    perf_ctl("disable");
+    names.len() as f64 / dt / 1e6
 }
 
 fn stream(trace: &[NameBuf], lookups: usize) -> Vec<NameBuf> {
@@ -454,7 +459,9 @@ fn bench_fib(o: &Opts) {
                 let mut mixed_bb = Vec::new();
                 let mut mixed_lb = Vec::new();
                 let mut mout = vec![None::<Match>; mixed.len()];
-                for _ in 0..o.rounds {
+                // `--phase` times one variant of the main stream alone.
+                let mixed_rounds = if o.phase.is_some() { 0 } else { o.rounds };
+                for _ in 0..mixed_rounds {
                     mixed_bb.push(rate(&mixed, |ns| {
                         fib.lookup_batch(ns, &mut mout, Prefetch::All)
                     }));

@@ -38,6 +38,7 @@ use nexthop_ndn::fib::{Config, Fib, Prefetch};
 use nexthop_ndn::fw::{Actions, Forwarder, FwConfig, PitMode};
 use nexthop_ndn::nexthop::NextHop;
 use nexthop_ndn::pit::{ExactPitConfig, FingerprintPitConfig};
+use nexthop_testutil::bench::perf_ctl;
 use nexthop_testutil::clock::thread_cpu_secs;
 use nexthop_wire::ndn::{Data, Interest, LpPacket, Name, NameComponent};
 use rand::{Rng, SeedableRng};
@@ -232,17 +233,6 @@ fn run(
         "every Interest forwarded and answered"
     );
     (2.0 * ex.len() as f64 / dt, sent - 2 * ex.len())
-}
-
-/// With `PERF_CTL_FIFO` set (`perf record -D -1 --control fifo:PATH`),
-/// profile only the timed runs.
-fn perf_ctl(cmd: &str) {
-    if let Ok(p) = std::env::var("PERF_CTL_FIFO") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(p) {
-            let _ = writeln!(f, "{cmd}");
-        }
-    }
 }
 
 fn main() {

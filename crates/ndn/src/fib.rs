@@ -206,11 +206,24 @@ pub(crate) struct Pull {
 /// Names per group of the batched lookups.
 pub const BATCH: usize = 16;
 
+/// One group's prefix hashes (`[i][l - 1]`: name `i`, `l` components).
+type GroupHashes = [[u64; MAX_LEVELS]; BATCH];
+
 /// Reused buffers of [`Fib::lookup_batch_tlv`]: the component end offsets
-/// of one group of names.
-#[derive(Clone, Debug, Default)]
+/// and prefix hashes of one group of names.
+#[derive(Clone, Debug)]
 pub struct BatchScratch {
     ends: [Vec<u32>; BATCH],
+    hashes: Box<GroupHashes>,
+}
+
+impl Default for BatchScratch {
+    fn default() -> BatchScratch {
+        BatchScratch {
+            ends: Default::default(),
+            hashes: Box::new([[0; MAX_LEVELS]; BATCH]),
+        }
+    }
 }
 
 impl BatchScratch {
@@ -549,13 +562,10 @@ impl Fib {
         loop {
             let bk = &t.buckets[b];
             tr.bucket_reads += 1;
-            let mut occ = bk.occupied();
-            while occ != 0 {
-                let s = occ.trailing_zeros() as usize;
-                occ &= occ - 1;
-                if bk.fps[s] != fp {
-                    continue;
-                }
+            let mut m = bk.matches(fp);
+            while m != 0 {
+                let s = m.trailing_zeros() as usize;
+                m &= m - 1;
                 let eref = bk.refs[s] as u64;
                 let leaf = bk.leaf() >> s & 1 == 1;
                 if verify || bk.collided() >> s & 1 == 1 {
@@ -880,25 +890,39 @@ impl Fib {
             return;
         }
         let e = self.effective_len(name.len());
-        self.prefetch_entries_hashed(&name.prefix_hashes()[1..=e]);
+        self.prefetch_entries_hashed(name, &name.prefix_hashes()[1..=e]);
     }
 
     /// [`Self::prefetch_name_entries`] on a name's prefix hashes
     /// (`hashes[i]` for `i + 1` components).
     #[inline(always)]
-    fn prefetch_entries_hashed(&self, hashes: &[u64]) {
+    fn prefetch_entries_hashed<N: NameView + ?Sized>(&self, name: &N, hashes: &[u64]) {
         // Only the entries the search will read are loaded (3 at k = 7),
-        // not one per level.
-        self.walk_fingerprints(hashes, false, |eref| {
+        // not one per level; of each, the lines up to the end of the
+        // string the check compares (header, at most one role per tree
+        // level, then `level` components: a deep entry spans two lines).
+        // (The tree's depth is ceil(log2(k + 1)), the bit length of k.)
+        let depth = (usize::BITS - self.cfg.max_components.leading_zeros()) as usize;
+        let roles = entry::ROLES_BYTE + 4 * depth;
+        self.walk_fingerprints(hashes, false, |level, eref| {
             if let Some(w) = self.entries.get(eref as usize) {
-                nexthop_mem::prefetch(w);
+                let start = (w as *const u64).cast::<u8>();
+                let end = roles + name.prefix_end(level);
+                let mut off = 0;
+                while off < end {
+                    nexthop_mem::prefetch(start.wrapping_add(off));
+                    off += nexthop_mem::CACHE_LINE;
+                }
+                // The string's last line when `end` falls past a line
+                // boundary the stride skipped.
+                nexthop_mem::prefetch(start.wrapping_add(end - 1));
             }
         });
     }
 
     /// The binary search's path as the fingerprints predict it, every
     /// fingerprint match taken as true (a match turns right, as a verified
-    /// one would; no string is compared): `seen` gets the entry of each
+    /// one would; no string is compared): `seen` gets the level and entry of each
     /// matching slot of each level visited (the home bucket only, or its
     /// overflow chain too with `chain`). The last level matched and its
     /// first match's entry, if any.
@@ -907,7 +931,7 @@ impl Fib {
         &self,
         hashes: &[u64],
         chain: bool,
-        mut seen: impl FnMut(u64),
+        mut seen: impl FnMut(usize, u64),
     ) -> Option<(usize, u64)> {
         let e = hashes.len();
         let mut node = self.tree.root as usize;
@@ -924,15 +948,13 @@ impl Fib {
             let mut hit = None;
             loop {
                 let bk = &t.buckets[b];
-                let mut occ = bk.occupied();
-                while occ != 0 {
-                    let s = occ.trailing_zeros() as usize;
-                    occ &= occ - 1;
-                    if bk.fps[s] == fp {
-                        let eref = bk.refs[s] as u64;
-                        seen(eref);
-                        hit.get_or_insert((eref, bk.leaf() >> s & 1 == 1));
-                    }
+                let mut m = bk.matches(fp);
+                while m != 0 {
+                    let s = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let eref = bk.refs[s] as u64;
+                    seen(node, eref);
+                    hit.get_or_insert((eref, bk.leaf() >> s & 1 == 1));
                 }
                 b = bk.next();
                 if !chain || b == 0 {
@@ -979,8 +1001,9 @@ impl Fib {
             "lookup_batch: names and out differ in length"
         );
         let mut hits = 0;
+        let mut hashes = [[0; MAX_LEVELS]; BATCH];
         for (gn, go) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            hits += self.lookup_group(gn, go, prefetch);
+            hits += self.lookup_group(gn, go, prefetch, &mut hashes);
         }
         hits
     }
@@ -999,8 +1022,9 @@ impl Fib {
             "lookup_linear_batch: names and out differ in length"
         );
         let mut hits = 0;
+        let mut hashes = [[0; MAX_LEVELS]; BATCH];
         for (gn, go) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            hits += self.lookup_group_with(gn, go, prefetch, true);
+            hits += self.lookup_group_with(gn, go, prefetch, true, &mut hashes);
         }
         hits
     }
@@ -1025,7 +1049,16 @@ impl Fib {
             "lookup_batch_tlv: names and out differ in length"
         );
         let mut r = BatchResult::default();
-        for (gn, go) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+        for (g, (gn, go)) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)).enumerate() {
+            // The next group's names arrive while this group is searched
+            // (a name read straight from a large batch is a miss).
+            for n in names.iter().skip((g + 1) * BATCH).take(BATCH) {
+                let n = n.as_ref();
+                nexthop_mem::prefetch(n.as_ptr());
+                if n.len() > nexthop_mem::CACHE_LINE {
+                    nexthop_mem::prefetch(n.as_ptr().wrapping_add(nexthop_mem::CACHE_LINE));
+                }
+            }
             let mut ok = [false; BATCH];
             for (i, n) in gn.iter().enumerate() {
                 let n = n.as_ref();
@@ -1039,7 +1072,7 @@ impl Fib {
                 Some(n) if ok[i] => NameSlice::from_parts(n.as_ref(), &scratch.ends[i]),
                 _ => NameSlice::from_parts(&[], &[]),
             });
-            self.lookup_group(&views[..gn.len()], go, prefetch);
+            self.lookup_group(&views[..gn.len()], go, prefetch, &mut scratch.hashes);
             for (i, o) in go.iter_mut().enumerate() {
                 if !ok[i] {
                     *o = None;
@@ -1058,8 +1091,9 @@ impl Fib {
         gn: &[N],
         go: &mut [Option<Match>],
         prefetch: Prefetch,
+        hashes: &mut GroupHashes,
     ) -> usize {
-        self.lookup_group_with(gn, go, prefetch, false)
+        self.lookup_group_with(gn, go, prefetch, false, hashes)
     }
 
     #[inline(always)]
@@ -1069,8 +1103,8 @@ impl Fib {
         go: &mut [Option<Match>],
         prefetch: Prefetch,
         linear: bool,
+        hashes: &mut GroupHashes,
     ) -> usize {
-        let mut hashes = [[0u64; MAX_LEVELS]; BATCH];
         let mut hits = 0;
         for (i, n) in gn.iter().enumerate() {
             let e = self.effective_len(n.component_count());
@@ -1085,7 +1119,7 @@ impl Fib {
             // overlap too instead of coming one search at a time.
             for (i, n) in gn.iter().enumerate() {
                 let e = self.effective_len(n.component_count());
-                self.prefetch_entries_hashed(&hashes[i][..e]);
+                self.prefetch_entries_hashed(n, &hashes[i][..e]);
             }
         }
         for (i, (n, o)) in gn.iter().zip(go.iter_mut()).enumerate() {
@@ -1106,7 +1140,7 @@ impl Fib {
     /// positive), i.e. the bucket reads of a lookup alone.
     #[doc(hidden)]
     pub fn search_fingerprints_only(&self, hashes: &[u64]) -> usize {
-        self.walk_fingerprints(hashes, true, |_| {})
+        self.walk_fingerprints(hashes, true, |_, _| {})
             .map_or(0, |(_, eref)| eref as usize)
     }
 
@@ -1168,7 +1202,7 @@ mod tests {
             let q = name(&mut rng);
             let hashes = fib.prefix_hashes(&q);
             let verified = fib.search_verified(&q, &hashes, &mut Trace::default());
-            let walked = fib.walk_fingerprints(&hashes, true, |_| {});
+            let walked = fib.walk_fingerprints(&hashes, true, |_, _| {});
             if let Some((l, _)) = verified {
                 levels.insert(l);
             }

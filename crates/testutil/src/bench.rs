@@ -117,6 +117,18 @@ fn quote(s: &str) -> String {
     out
 }
 
+/// Profile only a bench's timed region: with `PERF_CTL_FIFO` set to the
+/// control FIFO of `perf record --delay=-1 --control=fifo:PATH`, write
+/// `cmd` (`"enable"` / `"disable"`) to it; without it, nothing.
+pub fn perf_ctl(cmd: &str) {
+    if let Ok(p) = std::env::var("PERF_CTL_FIFO") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(p) {
+            let _ = writeln!(f, "{cmd}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
