@@ -157,7 +157,14 @@ impl FibBuilder {
             return Ok(());
         }
         let e = self.fib.entries.len() as u64;
-        self.fib.entries.resize(self.fib.entries.len() + words, 0);
+        let need = self.fib.entries.len() + words;
+        if need > self.fib.entries.capacity() {
+            // Doubling, as a Vec grows, into allocations advised onto
+            // huge pages when large (lookups read random entries).
+            let cap = need.max(2 * self.fib.entries.capacity());
+            nexthop_mem::reserve_huge(&mut self.fib.entries, cap);
+        }
+        self.fib.entries.resize(need, 0);
         {
             let ents = &mut self.fib.entries[e as usize..e as usize + words];
             ents[entry::HDR] = tlv.len() as u64 | (path_len as u64) << 16 | (l as u64) << 24;
@@ -233,6 +240,8 @@ impl FibBuilder {
         if self.free_words > 0 {
             fib.compact_in_place();
         }
+        // (The allocator shrinks a large block in place: it stays on the
+        // huge pages it was advised onto.)
         fib.entries.shrink_to_fit();
         let fill = fib.cfg.bucket_fill as f64 * 0.9;
         for l in 1..=k {

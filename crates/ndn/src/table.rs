@@ -124,7 +124,9 @@ impl Table {
         // Room for overflow buckets (about 8% of home buckets at the
         // default fill of 6 keys per 9 slots), so the first overflow push
         // does not double the allocation.
-        let mut buckets = Vec::with_capacity(home + home / 8 + 1);
+        // On huge pages when large: lookups read random buckets.
+        let mut buckets = Vec::new();
+        nexthop_mem::reserve_huge(&mut buckets, home + home / 8 + 1);
         buckets.resize(home, Bucket::default());
         Table {
             buckets,
