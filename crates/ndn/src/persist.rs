@@ -87,6 +87,12 @@ fn try_vec<T>(n: usize, what: &'static str) -> Result<Vec<T>, FormatError> {
             what,
             bytes: n.saturating_mul(std::mem::size_of::<T>()),
         })?;
+    // Loaded tables are read at random as built ones are: huge pages when
+    // large (advised before the first write).
+    nexthop_mem::advise_huge(
+        v.as_ptr() as usize,
+        n.saturating_mul(std::mem::size_of::<T>()),
+    );
     Ok(v)
 }
 
