@@ -308,8 +308,9 @@ fn name_offset(wire: &[u8], name: &[u8]) -> Option<usize> {
 pub struct ContentStore {
     cfg: CsConfig,
     buckets_per_sub: u32,
-    table: Vec<Bucket>,
-    keys: Vec<Keys>,
+    /// The table and its keys are on huge pages when large.
+    table: nexthop_mem::HugeBox<Bucket>,
+    keys: nexthop_mem::HugeBox<Keys>,
     pkts: Vec<Packet>,
     free: Vec<u32>,
     /// The CanBePrefix index, kept while `index_live`.
@@ -349,8 +350,8 @@ impl ContentStore {
         Ok(ContentStore {
             cfg,
             buckets_per_sub: per_sub as u32,
-            table: vec![Bucket::default(); per_sub * cfg.subtables],
-            keys: vec![Keys::default(); per_sub * cfg.subtables],
+            table: nexthop_mem::HugeBox::new(per_sub * cfg.subtables, Bucket::default()),
+            keys: nexthop_mem::HugeBox::new(per_sub * cfg.subtables, Keys::default()),
             pkts: Vec::new(),
             free: Vec::new(),
             index: BTreeMap::new(),

@@ -286,7 +286,8 @@ pub struct FingerprintPitStats {
 #[derive(Clone, Debug)]
 struct Segment {
     /// `d` subtables of `B` buckets, back to back.
-    buckets: Vec<Bucket>,
+    /// On huge pages when large (lookups read random buckets).
+    buckets: nexthop_mem::HugeBox<Bucket>,
     overflow: HashMap<u64, u64>,
 }
 
@@ -323,7 +324,7 @@ impl FingerprintPit {
         }
         let segs = (0..cfg.segments)
             .map(|_| Segment {
-                buckets: vec![Bucket::default(); cfg.subtables * g.buckets],
+                buckets: nexthop_mem::HugeBox::new(cfg.subtables * g.buckets, Bucket::default()),
                 overflow: HashMap::new(),
             })
             .collect();
