@@ -328,10 +328,27 @@ pub fn prefetch<T>(p: *const T) {
 /// lines, such as a cuckoo bucket).
 #[inline(always)]
 pub fn prefetch_lines<T>(t: &T) {
-    let base = (t as *const T).cast::<u8>();
-    for off in (0..std::mem::size_of::<T>()).step_by(CACHE_LINE) {
-        prefetch(base.wrapping_add(off));
+    prefetch_range((t as *const T).cast::<u8>(), std::mem::size_of::<T>());
+}
+
+/// [`prefetch`] every cache line that bytes `[p, p + len)` touch (a
+/// record whose length is known before it is read, such as a name or the
+/// prefix of a table entry a compare will read). A hint: `p` need not be
+/// valid.
+#[inline(always)]
+pub fn prefetch_range(p: *const u8, len: usize) {
+    for line in line_span(p as usize, len) {
+        prefetch((line * CACHE_LINE) as *const u8);
     }
+}
+
+/// The cache lines (address / [`CACHE_LINE`]) that bytes `[addr, addr +
+/// len)` touch; empty when `len` is 0.
+fn line_span(addr: usize, len: usize) -> std::ops::Range<usize> {
+    if len == 0 {
+        return 0..0;
+    }
+    addr / CACHE_LINE..addr.wrapping_add(len - 1) / CACHE_LINE + 1
 }
 
 /// Run a batch in two stages over groups of `G` keys: `first` (hash and
@@ -370,6 +387,18 @@ pub fn two_stage<const G: usize, K, S: Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_touches_every_line_from_its_first_byte_to_its_last() {
+        assert_eq!(line_span(128, 0), 0..0);
+        assert_eq!(line_span(128, 1), 2..3);
+        assert_eq!(line_span(128, 64), 2..3);
+        assert_eq!(line_span(128, 65), 2..4);
+        // 8 bytes before a boundary, 130 long: three lines, not the two a
+        // stride of 64 from the start would visit.
+        assert_eq!(line_span(184, 130), 2..5);
+        assert_eq!(line_span(191, 2), 2..4);
+    }
 
     /// Every group goes through both stages once, in order, with its own
     /// state; group g + 1's first stage runs before group g's second.

@@ -505,24 +505,6 @@ impl ContentStore {
         }
     }
 
-    /// After [`Self::prefetch`] with `insert` (once its lines had time to
-    /// arrive): when the store is full, hint the CPU to load the record of
-    /// the packet an insert of `name` would evict now (the eviction reads
-    /// and rewrites it, and the new packet reuses it). Changes nothing.
-    #[inline]
-    pub fn prefetch_victim<N: NameView + ?Sized>(&self, name: &N) {
-        if self.len < self.cfg.capacity_packets
-            && self.bytes + self.cfg.max_packet_bytes <= self.cfg.capacity_bytes
-        {
-            return;
-        }
-        if let Some(v) = self.local_victim(self.name_key(name.name_hash())) {
-            if let Some(pk) = self.pkts.get(v as usize) {
-                nexthop_mem::prefetch(pk);
-            }
-        }
-    }
-
     /// Find a packet for an Interest; returns its wire bytes. A hit
     /// refreshes the packet's LRU/LFU statistics.
     pub fn lookup<N: NameView + ?Sized>(

@@ -907,15 +907,7 @@ impl Fib {
         self.walk_fingerprints(hashes, false, |level, eref| {
             if let Some(w) = self.entries.get(eref as usize) {
                 let start = (w as *const u64).cast::<u8>();
-                let end = roles + name.prefix_end(level);
-                let mut off = 0;
-                while off < end {
-                    nexthop_mem::prefetch(start.wrapping_add(off));
-                    off += nexthop_mem::CACHE_LINE;
-                }
-                // The string's last line when `end` falls past a line
-                // boundary the stride skipped.
-                nexthop_mem::prefetch(start.wrapping_add(end - 1));
+                nexthop_mem::prefetch_range(start, roles + name.prefix_end(level));
             }
         });
     }
@@ -1052,12 +1044,11 @@ impl Fib {
         for (g, (gn, go)) in names.chunks(BATCH).zip(out.chunks_mut(BATCH)).enumerate() {
             // The next group's names arrive while this group is searched
             // (a name read straight from a large batch is a miss).
+            // (At most two lines of each: the start of a long name is what
+            // the parse reads first.)
             for n in names.iter().skip((g + 1) * BATCH).take(BATCH) {
                 let n = n.as_ref();
-                nexthop_mem::prefetch(n.as_ptr());
-                if n.len() > nexthop_mem::CACHE_LINE {
-                    nexthop_mem::prefetch(n.as_ptr().wrapping_add(nexthop_mem::CACHE_LINE));
-                }
+                nexthop_mem::prefetch_range(n.as_ptr(), n.len().min(2 * nexthop_mem::CACHE_LINE));
             }
             let mut ok = [false; BATCH];
             for (i, n) in gn.iter().enumerate() {

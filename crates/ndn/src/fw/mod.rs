@@ -860,10 +860,9 @@ impl Forwarder {
     }
 
     /// The second prefetch stage (once the first's lines had time to
-    /// arrive): what they point to, the exact PIT's first chain slots,
-    /// with [`Prefetch::All`] the FIB entries along the path the buckets'
-    /// fingerprints predict, and for a Data the record of the packet the
-    /// Content Store would evict for it.
+    /// arrive): what they point to, the exact PIT's first chain slots and,
+    /// with [`Prefetch::All`], the FIB entries along the path the buckets'
+    /// fingerprints predict.
     #[inline(always)]
     fn prefetch_second(&self, fib: &Fib, b: &BatchScratch, k: usize) {
         let Some((name, flags)) = b.items.get(k).and_then(|i| b.key(i)) else {
@@ -874,9 +873,6 @@ impl Forwarder {
         }
         if self.cfg.batch_prefetch == Prefetch::All && flags.is_some() {
             fib.prefetch_name_entries(name);
-        }
-        if let (Some(cs), None) = (&self.cs, flags) {
-            cs.prefetch_victim(name);
         }
     }
 
