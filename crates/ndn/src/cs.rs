@@ -52,6 +52,65 @@ struct Bucket([u64; E]);
 
 const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
 
+impl Bucket {
+    /// The occupied entries whose fingerprint is `fp` (the high 32 bits
+    /// of an entry; an occupied entry is never 0), as a bit mask: the
+    /// compares are made without a branch (a loop that stops at the match
+    /// mispredicts once per bucket).
+    #[inline(always)]
+    fn matches(&self, fp: u64) -> u32 {
+        let mut m = 0u32;
+        for (i, &e) in self.0.iter().enumerate() {
+            m |= ((((e >> 32) == fp) & (e != 0)) as u32) << i;
+        }
+        m
+    }
+
+    /// The occupied entries, as a bit mask.
+    #[inline(always)]
+    fn occupied(&self) -> u32 {
+        let mut m = 0u32;
+        for (i, &e) in self.0.iter().enumerate() {
+            m |= ((e != 0) as u32) << i;
+        }
+        m
+    }
+
+    /// The smallest of `keys` over the occupied entries (`u64::MAX` when
+    /// none is), as a tree of minimums without a branch.
+    #[inline(always)]
+    fn min_key(&self, keys: &Keys) -> u64 {
+        let k: [u64; E] =
+            std::array::from_fn(|i| keys.0[i] | ((self.0[i] == 0) as u64).wrapping_neg());
+        let a = [
+            k[0].min(k[1]),
+            k[2].min(k[3]),
+            k[4].min(k[5]),
+            k[6].min(k[7]),
+        ];
+        a[0].min(a[1]).min(a[2].min(a[3]))
+    }
+}
+
+/// Most subtables.
+const MAX_D: usize = 8;
+
+/// A name's candidate entries: its fingerprint and its bucket in each of
+/// the `d` subtables, computed once per operation.
+#[derive(Clone, Copy)]
+struct Cands {
+    fp: u64,
+    at: [usize; MAX_D],
+    d: usize,
+}
+
+impl Cands {
+    #[inline(always)]
+    fn buckets(&self) -> &[usize] {
+        &self.at[..self.d]
+    }
+}
+
 /// Replacement keys of a bucket's entries (smaller = evicted first): LRU,
 /// the logical time of the last use; LFU, `uses << 40 | last use` (uses
 /// saturate at `2^24 - 1`, times count modulo `2^40`).
@@ -233,6 +292,12 @@ impl Packet {
     /// a Data carries it, else appended).
     fn store(&mut self, name: &[u8], wire: &[u8]) {
         self.buf.clear();
+        if self.buf.capacity() < wire.len() {
+            // A fresh buffer (not a realloc copying the old bytes), a
+            // whole number of lines, so the next packet a few bytes
+            // longer fits too.
+            self.buf = Vec::with_capacity(wire.len().next_multiple_of(nexthop_mem::CACHE_LINE));
+        }
         self.buf.extend_from_slice(wire);
         self.wire_len = wire.len() as u32;
         self.name_len = name.len() as u32;
@@ -405,24 +470,37 @@ impl ContentStore {
         mix64(name_hash ^ self.cfg.seed)
     }
 
+    /// The candidates of a name keyed `h`: the fingerprint is `h`'s high
+    /// half; the buckets come from one more mix per two subtables (a
+    /// 32-bit half each).
     #[inline(always)]
-    fn bucket(&self, h: u64, j: usize) -> usize {
-        let r = mix64(h ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        j * self.buckets_per_sub as usize
-            + nexthop_hash::reduce((r >> 32) as u32, self.buckets_per_sub) as usize
+    fn cands(&self, h: u64) -> Cands {
+        let n = self.buckets_per_sub;
+        let mut at = [0usize; MAX_D];
+        for pair in 0..self.cfg.subtables.div_ceil(2) {
+            let r = mix64(h ^ (pair as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let (j, k) = (2 * pair, 2 * pair + 1);
+            at[j] = j * n as usize + nexthop_hash::reduce(r as u32, n) as usize;
+            at[k] = k * n as usize + nexthop_hash::reduce((r >> 32) as u32, n) as usize;
+        }
+        Cands {
+            fp: h >> 32,
+            at,
+            d: self.cfg.subtables,
+        }
     }
 
-    fn find(&self, name: &[u8], h: u64) -> Option<u32> {
-        let fp = h >> 32;
-        for j in 0..self.cfg.subtables {
-            let b = &self.table[self.bucket(h, j)];
-            for &e in &b.0 {
-                if e != 0 && e >> 32 == fp {
-                    let p = (e as u32) - 1;
-                    if self.pkts[p as usize].name() == name {
-                        return Some(p);
-                    }
+    fn find(&self, name: &[u8], c: &Cands) -> Option<u32> {
+        for &bi in c.buckets() {
+            let b = &self.table[bi];
+            let mut m = b.matches(c.fp);
+            while m != 0 {
+                let e = b.0[m.trailing_zeros() as usize];
+                let p = (e as u32) - 1;
+                if self.pkts[p as usize].name() == name {
+                    return Some(p);
                 }
+                m &= m - 1;
             }
         }
         None
@@ -495,13 +573,36 @@ impl ContentStore {
     /// replacement keys when `insert`: a Data about to be stored). Changes
     /// nothing.
     pub fn prefetch<N: NameView + ?Sized>(&self, name: &N, insert: bool) {
-        let h = self.name_key(name.name_hash());
-        for j in 0..self.cfg.subtables {
-            let bi = self.bucket(h, j);
+        let c = self.cands(self.name_key(name.name_hash()));
+        for &bi in c.buckets() {
             nexthop_mem::prefetch(&self.table[bi]);
             if insert {
                 nexthop_mem::prefetch(&self.keys[bi]);
             }
+        }
+    }
+
+    /// The second prefetch stage of a Data about to be inserted (once
+    /// [`Self::prefetch`]'s lines arrived): the record of the packet the
+    /// insertion will evict (or the free record it will take). Changes
+    /// nothing.
+    #[inline]
+    pub fn prefetch_record<N: NameView + ?Sized>(&self, name: &N, wire_len: usize) {
+        let c = self.cands(self.name_key(name.name_hash()));
+        if let Some(p) = self.record_for(&c, wire_len) {
+            nexthop_mem::prefetch(&self.pkts[p as usize]);
+        }
+    }
+
+    /// The third stage (once [`Self::prefetch_record`]'s line arrived):
+    /// the buffer the Data will be copied into, its first `wire_len`
+    /// bytes. Changes nothing.
+    #[inline]
+    pub fn prefetch_buffer<N: NameView + ?Sized>(&self, name: &N, wire_len: usize) {
+        let c = self.cands(self.name_key(name.name_hash()));
+        if let Some(p) = self.record_for(&c, wire_len) {
+            let buf = &self.pkts[p as usize].buf;
+            nexthop_mem::prefetch_range(buf.as_ptr(), wire_len.min(buf.capacity()));
         }
     }
 
@@ -519,7 +620,7 @@ impl ContentStore {
         let found = if let Some((at, dg)) = split_implicit_digest(tlv, last_start(q.name)) {
             let base = &tlv[..at];
             let h = self.name_key(q.name.prefix_hash(q.name.component_count() - 1));
-            match self.find(base, h) {
+            match self.find(base, &self.cands(h)) {
                 Some(p) if self.digest_of(p) == *dg => {
                     if fresh_ok(&self.pkts[p as usize]) {
                         Some(p)
@@ -555,7 +656,7 @@ impl ContentStore {
             hit
         } else {
             let h = self.name_key(q.name.name_hash());
-            match self.find(tlv, h) {
+            match self.find(tlv, &self.cands(h)) {
                 Some(p) if fresh_ok(&self.pkts[p as usize]) => Some(p),
                 Some(_) => {
                     stale = true;
@@ -599,21 +700,40 @@ impl ContentStore {
         self.stats.evicted += 1;
     }
 
-    /// The local-search victim among the candidates of hash `h`: the
-    /// smallest replacement key (the first of equal ones), read from the
-    /// key lines of the `d` candidate buckets.
-    fn local_victim(&self, h: u64) -> Option<u32> {
-        let mut v: Option<(u64, u64)> = None;
-        for j in 0..self.cfg.subtables {
-            let bi = self.bucket(h, j);
+    /// The local-search victim among candidates `c`: the smallest
+    /// replacement key (the first of equal ones), read from the key lines
+    /// of the `d` candidate buckets. Two passes without a branch per entry
+    /// (a running minimum with a branch mispredicts about once per
+    /// bucket): the smallest key, then the first occupied entry holding it.
+    fn local_victim(&self, c: &Cands) -> Option<u32> {
+        let mut min = u64::MAX;
+        for &bi in c.buckets() {
+            min = min.min(self.table[bi].min_key(&self.keys[bi]));
+        }
+        for &bi in c.buckets() {
             let (b, k) = (&self.table[bi].0, &self.keys[bi].0);
+            let mut m = 0u32;
             for i in 0..E {
-                if b[i] != 0 && v.is_none_or(|(vk, _)| k[i] < vk) {
-                    v = Some((k[i], b[i]));
-                }
+                m |= (((k[i] == min) & (b[i] != 0)) as u32) << i;
+            }
+            if m != 0 {
+                return Some(b[m.trailing_zeros() as usize] as u32 - 1);
             }
         }
-        v.map(|(_, e)| e as u32 - 1)
+        None
+    }
+
+    /// The packet record an insertion of a new name with candidates `c`
+    /// writes into: the local victim when the store is full, else the
+    /// free record it takes (`None`: a new record, or no victim).
+    #[inline]
+    fn record_for(&self, c: &Cands, wire_len: usize) -> Option<u32> {
+        if self.len >= self.cfg.capacity_packets || self.bytes + wire_len > self.cfg.capacity_bytes
+        {
+            self.local_victim(c)
+        } else {
+            self.free.last().copied()
+        }
     }
 
     fn hand_victim(&mut self) -> Option<u32> {
@@ -646,7 +766,8 @@ impl ContentStore {
         }
         let h = self.name_key(name.name_hash());
         let fresh_until = now.saturating_add(freshness_ms.unwrap_or(0));
-        if let Some(p) = self.find(tlv, h) {
+        let c = self.cands(h);
+        if let Some(p) = self.find(tlv, &c) {
             let pk = &mut self.pkts[p as usize];
             self.bytes = self.bytes - pk.wire_len as usize + wire.len();
             pk.store(tlv, wire);
@@ -666,7 +787,7 @@ impl ContentStore {
         while self.len >= self.cfg.capacity_packets
             || self.bytes + wire.len() > self.cfg.capacity_bytes
         {
-            let v = match self.local_victim(h) {
+            let v = match self.local_victim(&c) {
                 Some(v) => v,
                 None => match self.hand_victim() {
                     Some(v) => v,
@@ -675,22 +796,20 @@ impl ContentStore {
             };
             self.evict(v);
         }
-        let mut best: Option<(usize, usize, usize)> = None;
-        for j in 0..self.cfg.subtables {
-            let bi = self.bucket(h, j);
-            let b = &self.table[bi];
-            let used = b.0.iter().filter(|&&e| e != 0).count();
-            if let Some(i) = b.0.iter().position(|&e| e == 0) {
-                if best.is_none_or(|(_, _, u)| used < u) {
-                    best = Some((bi, i, used));
-                }
+        // The first free entry of the least used candidate bucket.
+        let mut best: Option<(usize, usize, u32)> = None;
+        for &bi in c.buckets() {
+            let occ = self.table[bi].occupied();
+            let used = occ.count_ones();
+            if used < E as u32 && best.is_none_or(|(_, _, u)| used < u) {
+                best = Some((bi, (!occ).trailing_zeros() as usize, used));
             }
         }
         let (bi, i) = match best {
             Some((bi, i, _)) => (bi, i),
             None => {
                 // All d x E candidates full: evict the local victim.
-                let v = self.local_victim(h).unwrap_or(0);
+                let v = self.local_victim(&c).unwrap_or(0);
                 let at = self.pkts[v as usize].at as usize;
                 self.evict(v);
                 (at / E, at % E)
@@ -1016,12 +1135,16 @@ mod tests {
         assert_eq!(name_offset(&wire, nm(&["a", "c"]).tlv()), None);
         assert_eq!(name_offset(&[6], a.tlv()), None);
         c.insert(&a, &wire, Some(1000), 1, 0);
-        let p = c.find(a.tlv(), c.name_key(a.name_hash())).unwrap();
+        let p = c
+            .find(a.tlv(), &c.cands(c.name_key(a.name_hash())))
+            .unwrap();
         assert_eq!(c.pkts[p as usize].buf.len(), wire.len());
         // Bytes without the name in place: the name is kept after them.
         let b = nm(&["b"]);
         c.insert(&b, b"opaque", Some(1000), 1, 0);
-        let p = c.find(b.tlv(), c.name_key(b.name_hash())).unwrap();
+        let p = c
+            .find(b.tlv(), &c.cands(c.name_key(b.name_hash())))
+            .unwrap();
         assert_eq!(c.pkts[p as usize].buf.len(), 6 + b.tlv().len());
         assert_eq!(c.lookup(&q(&a, false, true), 1), Some(&wire[..]));
         assert_eq!(c.lookup(&q(&b, false, true), 1), Some(&b"opaque"[..]));
@@ -1128,7 +1251,10 @@ mod tests {
         for _ in 0..5 {
             c.lookup(&q(&a, false, false), 1);
         }
-        let at = c.pkts[c.find(a.tlv(), c.name_key(a.name_hash())).unwrap() as usize].at as usize;
+        let at = c.pkts[c
+            .find(a.tlv(), &c.cands(c.name_key(a.name_hash())))
+            .unwrap() as usize]
+            .at as usize;
         let k = c.keys[at / E].0[at % E];
         assert_eq!(k >> LFU_TIME_BITS, 6);
         assert_eq!(k & ((1 << LFU_TIME_BITS) - 1), c.clock);

@@ -803,15 +803,22 @@ impl Forwarder {
         // ~300 ns here (docs/benchmarks.md, "NDN forwarding pipeline"), and
         // issuing a whole batch's loads at once queues them behind each
         // other.
-        for k in 0..2 * PIPELINE_AHEAD {
+        const FIRST: usize = 2 * PIPELINE_AHEAD;
+        const SECOND: usize = PIPELINE_AHEAD;
+        const THIRD: usize = PIPELINE_AHEAD / 2;
+        for k in 0..FIRST {
             self.prefetch_first(fib, &b, batch, k);
-            if k >= PIPELINE_AHEAD {
-                self.prefetch_second(fib, &b, k - PIPELINE_AHEAD);
+            if let Some(k) = (k + SECOND).checked_sub(FIRST) {
+                self.prefetch_second(fib, &b, k);
+            }
+            if let Some(k) = (k + THIRD).checked_sub(FIRST) {
+                self.prefetch_third(&b, k);
             }
         }
         for (k, &(face, wire)) in batch.iter().enumerate() {
-            self.prefetch_first(fib, &b, batch, k + 2 * PIPELINE_AHEAD);
-            self.prefetch_second(fib, &b, k + PIPELINE_AHEAD);
+            self.prefetch_first(fib, &b, batch, k + FIRST);
+            self.prefetch_second(fib, &b, k + SECOND);
+            self.prefetch_third(&b, k + THIRD);
             match b.items[k] {
                 BatchItem::Bad(r) => self.drop_pkt(face, r, out),
                 BatchItem::Interest { slot, token, frag } => {
@@ -865,7 +872,10 @@ impl Forwarder {
     /// fingerprints predict.
     #[inline(always)]
     fn prefetch_second(&self, fib: &Fib, b: &BatchScratch, k: usize) {
-        let Some((name, flags)) = b.items.get(k).and_then(|i| b.key(i)) else {
+        let Some(item) = b.items.get(k) else {
+            return;
+        };
+        let Some((name, flags)) = b.key(item) else {
             return;
         };
         if let Pit::Exact(pit) = &self.pit {
@@ -873,6 +883,22 @@ impl Forwarder {
         }
         if self.cfg.batch_prefetch == Prefetch::All && flags.is_some() {
             fib.prefetch_name_entries(name);
+        }
+        if let (Some(cs), BatchItem::Data { frag, .. }) = (&self.cs, item) {
+            cs.prefetch_record(name, frag.1 - frag.0);
+        }
+    }
+
+    /// The third stage, for a Data: the Content Store buffer it will be
+    /// copied into (the record the second stage loaded says where).
+    #[inline(always)]
+    fn prefetch_third(&self, b: &BatchScratch, k: usize) {
+        let (Some(cs), Some(&BatchItem::Data { slot, frag, .. })) = (&self.cs, b.items.get(k))
+        else {
+            return;
+        };
+        if let Some(name) = b.names.get(slot) {
+            cs.prefetch_buffer(name, frag.1 - frag.0);
         }
     }
 
