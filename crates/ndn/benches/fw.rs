@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
 //!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
-//!     [--cbp-every 0] [--only TEXT]
+//!     [--cbp-every 0] [--cs-d 4] [--only TEXT]
 //! ```
 //!
 //! `--only TEXT` runs only the rows whose mode and calls contain TEXT
@@ -53,6 +53,8 @@ struct Opts {
     rounds: usize,
     cs: usize,
     cbp_every: usize,
+    /// Content Store subtables (`d`; 0: the default).
+    cs_d: usize,
     /// Only the rows whose mode and calls contain this.
     only: Option<String>,
 }
@@ -67,6 +69,7 @@ fn opts() -> Opts {
         rounds: 3,
         cs: 65536,
         cbp_every: 0,
+        cs_d: 0,
         only: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -90,6 +93,7 @@ fn opts() -> Opts {
             "--rounds" => o.rounds = count_or_exit(&v()),
             "--cs" => o.cs = count_or_exit(&v()),
             "--cbp-every" => o.cbp_every = count_or_exit(&v()),
+            "--cs-d" => o.cs_d = count_or_exit(&v()),
             "--only" => o.only = Some(v()),
             "--bench" => {
                 i += 1;
@@ -163,6 +167,11 @@ fn forwarder(core: bool, prefetch: Prefetch, o: &Opts) -> Forwarder {
     let cs = (o.cs > 0).then(|| CsConfig {
         capacity_packets: o.cs,
         prefix_index: !core,
+        subtables: if o.cs_d > 0 {
+            o.cs_d
+        } else {
+            CsConfig::default().subtables
+        },
         ..CsConfig::default()
     });
     Forwarder::new(FwConfig {

@@ -50,6 +50,8 @@ struct Opts {
     fp_bits: Vec<u32>,
     catalog: usize,
     cs: usize,
+    /// Content Store subtables (`d`).
+    cs_d: usize,
     requests: usize,
     zipf: Vec<f64>,
     rounds: usize,
@@ -69,6 +71,7 @@ fn opts() -> Opts {
         fp_bits: vec![8, 12, 16],
         catalog: 1_000_000,
         cs: 100_000,
+        cs_d: CsConfig::default().subtables,
         requests: 4_000_000,
         zipf: vec![0.8, 1.0],
         rounds: 3,
@@ -101,6 +104,7 @@ fn opts() -> Opts {
             "--fp-bits" => o.fp_bits = v.split(',').map(|x| count_or_exit(x) as u32).collect(),
             "--catalog" => o.catalog = count_or_exit(&v),
             "--cs" => o.cs = count_or_exit(&v),
+            "--cs-d" => o.cs_d = count_or_exit(&v),
             "--requests" => o.requests = count_or_exit(&v),
             "--zipf" => {
                 o.zipf = v
@@ -395,6 +399,7 @@ fn bench_cs(o: &Opts) {
                 policy,
                 admit_after: admit,
                 prefix_index: false,
+                subtables: o.cs_d,
                 ..CsConfig::default()
             })
             .expect("config");

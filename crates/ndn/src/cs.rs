@@ -146,7 +146,10 @@ pub struct CsConfig {
     pub policy: Policy,
     /// Admit a Data after this many requests (`0` or `1`: always; up to 255).
     pub admit_after: u32,
-    /// Subtables `d` (`1..=8`).
+    /// Subtables `d` (`1..=8`; default 2: the local search sees 16
+    /// candidates, and a lookup reads 2 lines, an insertion 4; 4 kept the
+    /// Zipf hit rates within 0.002 of 2 at twice the lines,
+    /// docs/benchmarks.md "NDN PIT and Content Store").
     pub subtables: usize,
     /// Keep the ordered name index for CanBePrefix (edge routers).
     pub prefix_index: bool,
@@ -166,7 +169,7 @@ impl Default for CsConfig {
             max_packet_bytes: 1 << 16,
             policy: Policy::Lru,
             admit_after: 0,
-            subtables: 4,
+            subtables: 2,
             prefix_index: true,
             prefix_scan_limit: 64,
             seed: 0x4353_5f73_6565_6400,
