@@ -508,6 +508,11 @@ impl BatchScratch {
 /// [`Forwarder::process_batch`].
 const PIPELINE_AHEAD: usize = 4;
 
+/// Bytes of a packet [`Forwarder::process_batch`] prefetches before
+/// decoding it (the headers the decoder walks; a Data's Content is copied,
+/// not read).
+const DECODE_PREFETCH_BYTES: usize = 256;
+
 /// The forwarding pipeline of one forwarding thread. See the module docs.
 #[derive(Debug)]
 pub struct Forwarder {
@@ -791,7 +796,12 @@ impl Forwarder {
         }
         let mut b = std::mem::take(&mut self.batch);
         b.items.clear();
-        for &(f, w) in batch {
+        for (k, &(f, w)) in batch.iter().enumerate() {
+            // The packet after next, while this one is decoded (a batch
+            // read from a ring or a socket need not be in cache).
+            if let Some(&(_, next)) = batch.get(k + 2) {
+                nexthop_mem::prefetch_range(next.as_ptr(), next.len().min(DECODE_PREFETCH_BYTES));
+            }
             let item = self.decode_into(f, w, &mut b);
             b.items.push(item);
         }
