@@ -371,6 +371,12 @@ fn name_offset(wire: &[u8], name: &[u8]) -> Option<usize> {
     (wire.get(at..at.checked_add(name.len())?)? == name).then_some(at)
 }
 
+/// A packet record [`ContentStore::prefetch_record`] loaded: what
+/// [`ContentStore::prefetch_buffer`] loads next. Only a hint: the record
+/// may be reused in between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CsRecord(u32);
+
 /// The Content Store. See the module docs.
 #[derive(Clone, Debug)]
 pub struct ContentStore {
@@ -587,25 +593,28 @@ impl ContentStore {
 
     /// The second prefetch stage of a Data about to be inserted (once
     /// [`Self::prefetch`]'s lines arrived): the record of the packet the
-    /// insertion will evict (or the free record it will take). Changes
-    /// nothing.
+    /// insertion will evict (or the free record it will take), returned
+    /// for [`Self::prefetch_buffer`]. Changes nothing.
     #[inline]
-    pub fn prefetch_record<N: NameView + ?Sized>(&self, name: &N, wire_len: usize) {
+    pub fn prefetch_record<N: NameView + ?Sized>(
+        &self,
+        name: &N,
+        wire_len: usize,
+    ) -> Option<CsRecord> {
         let c = self.cands(self.name_key(name.name_hash()));
-        if let Some(p) = self.record_for(&c, wire_len) {
-            nexthop_mem::prefetch(&self.pkts[p as usize]);
-        }
+        let p = self.record_for(&c, wire_len)?;
+        nexthop_mem::prefetch(&self.pkts[p as usize]);
+        Some(CsRecord(p))
     }
 
     /// The third stage (once [`Self::prefetch_record`]'s line arrived):
-    /// the buffer the Data will be copied into, its first `wire_len`
-    /// bytes. Changes nothing.
+    /// the first `wire_len` bytes of the buffer of record `r`, which the
+    /// Data will be copied into. A record reused since only loads other
+    /// lines. Changes nothing.
     #[inline]
-    pub fn prefetch_buffer<N: NameView + ?Sized>(&self, name: &N, wire_len: usize) {
-        let c = self.cands(self.name_key(name.name_hash()));
-        if let Some(p) = self.record_for(&c, wire_len) {
-            let buf = &self.pkts[p as usize].buf;
-            nexthop_mem::prefetch_range(buf.as_ptr(), wire_len.min(buf.capacity()));
+    pub fn prefetch_buffer(&self, r: CsRecord, wire_len: usize) {
+        if let Some(pk) = self.pkts.get(r.0 as usize) {
+            nexthop_mem::prefetch_range(pk.buf.as_ptr(), wire_len.min(pk.buf.capacity()));
         }
     }
 

@@ -55,7 +55,7 @@ use nexthop_wire::ndn::{
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::cs::{ContentStore, CsConfig, CsQuery};
+use crate::cs::{ContentStore, CsConfig, CsQuery, CsRecord};
 use crate::fib::{Fib, Prefetch, Trace};
 use crate::pit::{
     check_range, ConfigError, DataMatch, Downstream, ExactPit, ExactPitConfig, FaceId,
@@ -486,6 +486,9 @@ struct BatchScratch {
     items: Vec<BatchItem>,
     interests: Vec<Interest>,
     names: Vec<Name>,
+    /// Per Data (by its `names` slot): the Content Store record the second
+    /// prefetch stage loaded, for the third.
+    records: Vec<Option<CsRecord>>,
 }
 
 impl BatchScratch {
@@ -669,7 +672,9 @@ impl Forwarder {
                 let slot = b.items.len();
                 if b.names.len() <= slot {
                     b.names.resize_with(slot + 1, Name::default);
+                    b.records.resize(slot + 1, None);
                 }
+                b.records[slot] = None;
                 b.names[slot].assign(v.name);
                 BatchItem::Data {
                     slot,
@@ -819,7 +824,7 @@ impl Forwarder {
         for k in 0..FIRST {
             self.prefetch_first(fib, &b, batch, k);
             if let Some(k) = (k + SECOND).checked_sub(FIRST) {
-                self.prefetch_second(fib, &b, k);
+                self.prefetch_second(fib, &mut b, k);
             }
             if let Some(k) = (k + THIRD).checked_sub(FIRST) {
                 self.prefetch_third(&b, k);
@@ -827,7 +832,7 @@ impl Forwarder {
         }
         for (k, &(face, wire)) in batch.iter().enumerate() {
             self.prefetch_first(fib, &b, batch, k + FIRST);
-            self.prefetch_second(fib, &b, k + SECOND);
+            self.prefetch_second(fib, &mut b, k + SECOND);
             self.prefetch_third(&b, k + THIRD);
             match b.items[k] {
                 BatchItem::Bad(r) => self.drop_pkt(face, r, out),
@@ -881,7 +886,7 @@ impl Forwarder {
     /// with [`Prefetch::All`], the FIB entries along the path the buckets'
     /// fingerprints predict.
     #[inline(always)]
-    fn prefetch_second(&self, fib: &Fib, b: &BatchScratch, k: usize) {
+    fn prefetch_second(&self, fib: &Fib, b: &mut BatchScratch, k: usize) {
         let Some(item) = b.items.get(k) else {
             return;
         };
@@ -894,8 +899,16 @@ impl Forwarder {
         if self.cfg.batch_prefetch == Prefetch::All && flags.is_some() {
             fib.prefetch_name_entries(name);
         }
-        if let (Some(cs), BatchItem::Data { frag, .. }) = (&self.cs, item) {
-            cs.prefetch_record(name, frag.1 - frag.0);
+        let record = match (&self.cs, *item) {
+            (Some(cs), BatchItem::Data { slot, frag, .. }) => {
+                Some((slot, cs.prefetch_record(name, frag.1 - frag.0)))
+            }
+            _ => None,
+        };
+        if let Some((slot, r)) = record {
+            if let Some(v) = b.records.get_mut(slot) {
+                *v = r;
+            }
         }
     }
 
@@ -907,8 +920,8 @@ impl Forwarder {
         else {
             return;
         };
-        if let Some(name) = b.names.get(slot) {
-            cs.prefetch_buffer(name, frag.1 - frag.0);
+        if let Some(&Some(r)) = b.records.get(slot) {
+            cs.prefetch_buffer(r, frag.1 - frag.0);
         }
     }
 
@@ -1295,8 +1308,11 @@ impl Forwarder {
             }
             Pit::Fp(pit) => {
                 let s = pit.satisfy(name.value(), now);
-                for f in 0..64u32 {
-                    if s.faces >> f & 1 != 0 && f != face {
+                let mut faces = s.faces;
+                while faces != 0 {
+                    let f = faces.trailing_zeros();
+                    faces &= faces - 1;
+                    if f != face {
                         downs.push(Downstream {
                             face: f,
                             token: None,
