@@ -450,7 +450,9 @@ impl ExactPit {
         };
         let s = self.heads[self.head(self.key_hash(name.name_hash(), flags))];
         if let Some(sl) = self.slots.get(s as usize) {
-            nexthop_mem::prefetch(sl);
+            // Every line: a slot spans two or three, and the walk reads
+            // its hash and link wherever the compiler put them.
+            nexthop_mem::prefetch_lines(sl);
         }
     }
 
