@@ -827,6 +827,31 @@ mod tests {
     }
 
     #[test]
+    fn an_expired_entry_is_cleared_not_matched_by_a_new_interest() {
+        let mut p = FingerprintPit::new(tiny()).unwrap();
+        assert!(matches!(
+            p.insert(b"a", 3, Some(10), 0),
+            FpInsert::Forward {
+                collided: false,
+                ..
+            }
+        ));
+        // Past its expiry, before the sweep reaches its bucket (13 ticks
+        // of a 408-tick sweep over 2 buckets) and before the whole table
+        // would be cleared (101 ticks), the same name is new again.
+        let later = 10 + 3 * p.cfg.tick_ms;
+        assert_eq!(
+            p.insert(b"a", 5, Some(10_000), later),
+            FpInsert::Forward {
+                collided: false,
+                overflow: false
+            }
+        );
+        assert_eq!(p.len(), 1);
+        assert_eq!(p.satisfy(b"a", later).faces, 1 << 5);
+    }
+
+    #[test]
     fn unique_name_is_deleted_by_its_data() {
         let mut p = FingerprintPit::new(tiny()).unwrap();
         assert_eq!(
