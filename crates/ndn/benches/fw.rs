@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
 //!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
-//!     [--cbp-every 0] [--cs-d 4] [--only TEXT]
+//!     [--cbp-every 0] [--cs-d 2] [--only TEXT]
 //! ```
 //!
 //! `--only TEXT` runs only the rows whose mode and calls contain TEXT

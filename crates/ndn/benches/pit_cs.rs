@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p nexthop-ndn --bench pit_cs -- [--smoke] [--n 1e6,16e6]
-//!     [--exact-n 1e6,16e6] [--fp-bits 8,12,16] [--catalog 1e6] [--cs 1e5]
+//!     [--exact-n 1e6,16e6] [--fp-bits 8,12,16] [--catalog 1e6] [--cs 1e5] [--cs-d 2]
 //!     [--requests 4e6] [--zipf 0.8,1.0] [--rounds 3] [--only pit|fpr|cs]
 //! ```
 //!

@@ -90,6 +90,16 @@ impl Bucket {
         ];
         a[0].min(a[1]).min(a[2].min(a[3]))
     }
+
+    /// The occupied entries whose key is `key`, as a bit mask.
+    #[inline(always)]
+    fn keyed(&self, keys: &Keys, key: u64) -> u32 {
+        let mut m = 0u32;
+        for (i, (&e, &k)) in self.0.iter().zip(&keys.0).enumerate() {
+            m |= (((k == key) & (e != 0)) as u32) << i;
+        }
+        m
+    }
 }
 
 /// Most subtables.
@@ -148,7 +158,7 @@ pub struct CsConfig {
     pub admit_after: u32,
     /// Subtables `d` (`1..=8`; default 2: the local search sees 16
     /// candidates, and a lookup reads 2 lines, an insertion 4; 4 kept the
-    /// Zipf hit rates within 0.002 of 2 at twice the lines,
+    /// Zipf hit rates within 0.0012 of 2 at twice the lines,
     /// docs/benchmarks.md "NDN PIT and Content Store").
     pub subtables: usize,
     /// Keep the ordered name index for CanBePrefix (edge routers).
@@ -723,16 +733,20 @@ impl ContentStore {
             min = min.min(self.table[bi].min_key(&self.keys[bi]));
         }
         for &bi in c.buckets() {
-            let (b, k) = (&self.table[bi].0, &self.keys[bi].0);
-            let mut m = 0u32;
-            for i in 0..E {
-                m |= (((k[i] == min) & (b[i] != 0)) as u32) << i;
-            }
+            let b = &self.table[bi];
+            let m = b.keyed(&self.keys[bi], min);
             if m != 0 {
-                return Some(b[m.trailing_zeros() as usize] as u32 - 1);
+                return Some(b.0[m.trailing_zeros() as usize] as u32 - 1);
             }
         }
         None
+    }
+
+    /// Whether storing `wire_len` more bytes must evict first (the store
+    /// is full in packets, or in bytes for it).
+    #[inline]
+    fn must_evict(&self, wire_len: usize) -> bool {
+        self.len >= self.cfg.capacity_packets || self.bytes + wire_len > self.cfg.capacity_bytes
     }
 
     /// The packet record an insertion of a new name with candidates `c`
@@ -740,8 +754,7 @@ impl ContentStore {
     /// free record it takes (`None`: a new record, or no victim).
     #[inline]
     fn record_for(&self, c: &Cands, wire_len: usize) -> Option<u32> {
-        if self.len >= self.cfg.capacity_packets || self.bytes + wire_len > self.cfg.capacity_bytes
-        {
+        if self.must_evict(wire_len) {
             self.local_victim(c)
         } else {
             self.free.last().copied()
@@ -796,9 +809,7 @@ impl ContentStore {
             }
         }
         // Make room: packets, bytes, then a free candidate entry.
-        while self.len >= self.cfg.capacity_packets
-            || self.bytes + wire.len() > self.cfg.capacity_bytes
-        {
+        while self.must_evict(wire.len()) {
             let v = match self.local_victim(&c) {
                 Some(v) => v,
                 None => match self.hand_victim() {
@@ -1250,6 +1261,58 @@ mod tests {
         assert!(fits_record(max - 132, 100));
         assert!(!fits_record(max - 131, 100));
         assert!(!fits_record(usize::MAX, 1));
+    }
+
+    #[test]
+    fn the_prefetched_record_is_the_one_the_insertion_writes() {
+        let mut c = cs(CsConfig {
+            capacity_packets: 8,
+            ..CsConfig::default()
+        });
+        let names: Vec<NameBuf> = (0..40).map(|i| nm(&["r", &i.to_string()])).collect();
+        for (i, n) in names.iter().enumerate() {
+            // Not full: a new record (none to prefetch); full: the victim.
+            let r = c.prefetch_record(n, 10);
+            assert_eq!(r.is_some(), i >= 8, "{i}");
+            c.insert(n, &[i as u8; 10], Some(1000), 1, i as u64);
+            if let Some(r) = r {
+                let p = c.find(n.tlv(), &c.cands(c.name_key(n.name_hash())));
+                assert_eq!(p, Some(r.0), "{i}");
+            }
+        }
+        c.check_invariants().unwrap();
+        // Not full, with a free record (a byte cap evicted two packets
+        // for one): that record is taken.
+        let mut c = cs(CsConfig {
+            capacity_packets: 8,
+            capacity_bytes: 85,
+            max_packet_bytes: 85,
+            ..CsConfig::default()
+        });
+        for n in &names[..8] {
+            c.insert(n, &[0u8; 10], Some(1000), 1, 0);
+        }
+        c.insert(&names[8], &[0u8; 20], Some(1000), 1, 0);
+        assert_eq!((c.len(), c.bytes()), (7, 80));
+        let r = c.prefetch_record(&names[9], 5);
+        assert!(r.is_some());
+        c.insert(&names[9], &[0u8; 5], Some(1000), 1, 0);
+        let p = c.find(names[9].tlv(), &c.cands(c.name_key(names[9].name_hash())));
+        assert_eq!(p, r.map(|r| r.0));
+        c.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_record_too_small_for_a_packet_gets_a_whole_number_of_lines() {
+        let mut pk = Packet::default();
+        pk.store(b"", &[1u8; 100]);
+        let cap = pk.buf.capacity();
+        assert_eq!(cap % nexthop_mem::CACHE_LINE, 0);
+        assert!(cap >= 100);
+        // A packet a few bytes longer reuses the buffer.
+        pk.store(b"", &[2u8; 101]);
+        assert_eq!(pk.buf.capacity(), cap);
+        assert_eq!(pk.wire(), &[2u8; 101][..]);
     }
 
     #[test]

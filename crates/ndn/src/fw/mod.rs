@@ -35,7 +35,9 @@
 //! Batches: [`Forwarder::process_batch`] with [`FwConfig::batch_prefetch`]
 //! set decodes a batch, prefetches the table lines of all its packets (FIB
 //! buckets on the names' cached prefix hashes, Content Store and
-//! fingerprint PIT candidate buckets), then runs the pipeline packet by
+//! fingerprint PIT candidate buckets, then what those point to: FIB
+//! entries, exact PIT slots, the Content Store record and buffer a Data
+//! will overwrite), then runs the pipeline packet by
 //! packet in arrival order (prefetching changes no state, so results equal
 //! one call per packet). The default is [`Prefetch::All`], the fastest in
 //! the crate README's figures; [`Prefetch::None`] processes packet by
@@ -813,7 +815,9 @@ impl Forwarder {
         // Software-pipelined: the loads of packet k + 2 * AHEAD's table
         // lines are issued ([`Self::prefetch_first`]), then what packet
         // k + AHEAD's lines point to is loaded ([`Self::prefetch_second`]),
-        // then packet k is run. Each line so has AHEAD packets' work (a few
+        // then, for a Data k + AHEAD / 2, the Content Store buffer the
+        // second stage's record points to ([`Self::prefetch_third`]), then
+        // packet k is run. Each line so has AHEAD packets' work (a few
         // microseconds) to arrive: a miss not prefetched in time costs
         // ~300 ns here (docs/benchmarks.md, "NDN forwarding pipeline"), and
         // issuing a whole batch's loads at once queues them behind each
@@ -887,10 +891,10 @@ impl Forwarder {
     /// fingerprints predict.
     #[inline(always)]
     fn prefetch_second(&self, fib: &Fib, b: &mut BatchScratch, k: usize) {
-        let Some(item) = b.items.get(k) else {
+        let Some(&item) = b.items.get(k) else {
             return;
         };
-        let Some((name, flags)) = b.key(item) else {
+        let Some((name, flags)) = b.key(&item) else {
             return;
         };
         if let Pit::Exact(pit) = &self.pit {
@@ -899,13 +903,8 @@ impl Forwarder {
         if self.cfg.batch_prefetch == Prefetch::All && flags.is_some() {
             fib.prefetch_name_entries(name);
         }
-        let record = match (&self.cs, *item) {
-            (Some(cs), BatchItem::Data { slot, frag, .. }) => {
-                Some((slot, cs.prefetch_record(name, frag.1 - frag.0)))
-            }
-            _ => None,
-        };
-        if let Some((slot, r)) = record {
+        if let (Some(cs), BatchItem::Data { slot, frag, .. }) = (&self.cs, item) {
+            let r = cs.prefetch_record(name, frag.1 - frag.0);
             if let Some(v) = b.records.get_mut(slot) {
                 *v = r;
             }
