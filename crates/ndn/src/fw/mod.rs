@@ -39,8 +39,8 @@
 //! entries, exact PIT slots, the Content Store record and buffer a Data
 //! will overwrite), then runs the pipeline packet by
 //! packet in arrival order (prefetching changes no state, so results equal
-//! one call per packet). The default is [`Prefetch::All`], the fastest in
-//! the crate README's figures; [`Prefetch::None`] processes packet by
+//! one call per packet). The default is [`Prefetch::All`](crate::fib::Prefetch::All), the fastest in
+//! the crate README's figures; [`Prefetch::None`](crate::fib::Prefetch::None) processes packet by
 //! packet.
 //!
 //! Untrusted input never panics: a packet that does not decode, an
@@ -48,359 +48,30 @@
 //! the face's job), a face id out of range, PIT caps, unmatched Data and
 //! Nacks are each dropped and counted by [`DropReason`].
 
+mod actions;
+mod batch;
+mod config;
 pub mod strategy;
 
+pub use actions::{Action, ActionKind, Actions};
+pub use config::{DropCounters, DropReason, FaceCounters, FwConfig, FwCounters, PitMode};
+
 use nexthop_wire::ndn::{
-    implicit_digest, Data, DataView, Interest, InterestView, LpWrap, Nack, NackReason, Name,
-    NdnError, NetPacketView, PacketView,
+    implicit_digest, Data, DataView, Interest, InterestView, NackReason, Name, NetPacketView,
+    PacketView,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::cs::{ContentStore, CsConfig, CsQuery, CsRecord};
-use crate::fib::{Fib, Prefetch, Trace};
+use crate::cs::{ContentStore, CsQuery};
+use crate::fib::{Fib, Trace};
 use crate::pit::{
-    check_range, ConfigError, DataMatch, Downstream, ExactPit, ExactPitConfig, FaceId,
-    FingerprintPit, FingerprintPitConfig, FpInsert, InsertOutcome, InterestIn, Millis, PitId,
-    PitToken,
+    ConfigError, DataMatch, Downstream, ExactPit, FaceId, FingerprintPit, FpInsert, InsertOutcome,
+    InterestIn, Millis, PitId, PitToken,
 };
+use batch::BatchScratch;
 use strategy::{after_nack, best_route, multicast, Decision};
 pub use strategy::{Strategy, StrategyChoice};
-
-/// Which PIT the forwarder runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PitMode {
-    /// Edge router: names, aggregation, nonces, tokens (NFD).
-    Exact(ExactPitConfig),
-    /// Core router: fingerprint-only entries (dissertation §5.4); face ids
-    /// must be below its `faces`.
-    Fingerprint(FingerprintPitConfig),
-}
-
-/// Forwarder configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FwConfig {
-    /// The PIT and its configuration.
-    pub pit: PitMode,
-    /// The Content Store (`None`: no caching).
-    pub cs: Option<CsConfig>,
-    /// The strategy for `/` until the strategy-choice table says otherwise.
-    pub default_strategy: Strategy,
-    /// Initial retransmission suppression interval (`0..=60000` ms): a
-    /// retransmission or another downstream's Interest sooner than this
-    /// after the last upstream send is aggregated without being sent
-    /// again. Each retransmission that is forwarded doubles the entry's
-    /// interval up to [`Self::retx_suppression_max_ms`] (NFD's
-    /// RetxSuppressionExponential: 10 ms, x2, 250 ms); the fingerprint
-    /// PIT keeps no entry state and uses the initial interval.
-    pub retx_suppression_ms: Millis,
-    /// Largest suppression interval (`retx_suppression_ms..=60000` ms;
-    /// equal to it: a fixed interval).
-    pub retx_suppression_max_ms: Millis,
-    /// Faces `0..max_faces` are accepted (`1..=2^20`); per-face counters
-    /// are kept for each.
-    pub max_faces: u32,
-    /// Store unsolicited Data in the Content Store instead of only
-    /// dropping them (NFD's default policy drops them).
-    pub cache_unsolicited: bool,
-    /// The PitToken put on Interests sent upstream (the threads layer puts
-    /// its thread id here so Data and Nacks come back to this partition).
-    pub upstream_token: Option<PitToken>,
-    /// Seed of the generator of Nonces for Interests that carry none.
-    pub nonce_seed: u64,
-    /// How [`Forwarder::process_batch`] runs: [`Prefetch::None`]
-    /// processes packet by packet; `First`/`All` decode the batch,
-    /// prefetch every packet's Content Store and PIT lines and its
-    /// Interests' first (`First`) or every (`All`, the default: 1.7x
-    /// `process` at 10^6 FIB rules and PIT entries, see the crate README)
-    /// FIB bucket, on the prefix hashes the decoder cached, then run the
-    /// pipeline packet by packet. Every value is valid; the results are
-    /// the same for all three.
-    pub batch_prefetch: Prefetch,
-}
-
-impl Default for FwConfig {
-    fn default() -> FwConfig {
-        FwConfig {
-            pit: PitMode::Exact(ExactPitConfig::default()),
-            cs: Some(CsConfig::default()),
-            default_strategy: Strategy::BestRoute,
-            retx_suppression_ms: 10,
-            retx_suppression_max_ms: 250,
-            max_faces: 4096,
-            cache_unsolicited: false,
-            upstream_token: None,
-            nonce_seed: 0x6677_5f6e_6f6e_6365,
-            batch_prefetch: Prefetch::All,
-        }
-    }
-}
-
-impl FwConfig {
-    /// Check every field (and the PIT's and CS's configurations).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_range(
-            "retx_suppression_ms",
-            self.retx_suppression_ms,
-            0,
-            60_000,
-            "0..=60000 ms",
-        )?;
-        check_range(
-            "retx_suppression_max_ms",
-            self.retx_suppression_max_ms,
-            self.retx_suppression_ms,
-            60_000,
-            "retx_suppression_ms..=60000 ms",
-        )?;
-        check_range("max_faces", self.max_faces as u64, 1, 1 << 20, "1..=2^20")?;
-        match &self.pit {
-            PitMode::Exact(c) => c.validate()?,
-            PitMode::Fingerprint(c) => c.validate()?,
-        }
-        if let Some(c) = &self.cs {
-            c.validate()?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a packet was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DropReason {
-    /// TLV ends early or a length exceeds the buffer.
-    Truncated,
-    /// An unknown critical TLV-TYPE.
-    UnknownCritical,
-    /// Any other decoding error.
-    Malformed,
-    /// An Interest or Data whose name has no component.
-    ZeroComponentName,
-    /// A piece of a fragmented LpPacket (the face reassembles) or an
-    /// LpPacket without a Fragment (IDLE).
-    NotWhole,
-    /// A face id at or above `max_faces` (or the fingerprint PIT's faces).
-    BadFace,
-    /// An Interest that arrived with HopLimit 0.
-    HopLimitZero,
-    /// An Interest not sent upstream because its HopLimit reached 0.
-    HopLimitExhausted,
-    /// A looping Interest (duplicate or dead nonce; Nack Duplicate sent).
-    DuplicateNonce,
-    /// The PIT is full.
-    PitFull,
-    /// The PIT entry holds its most in-records.
-    PitRecordsFull,
-    /// No route (Nack NoRoute sent).
-    NoRoute,
-    /// A Data that matches no PIT entry.
-    UnsolicitedData,
-    /// A Nack that matches no PIT entry or out-record.
-    UnmatchedNack,
-    /// The exact PIT's index chain for the new entry holds its most
-    /// entries ([`ExactPitConfig::max_chain`]).
-    PitChainFull,
-}
-
-impl DropReason {
-    /// Every reason, in [`DropCounters`] order.
-    pub const ALL: [DropReason; 15] = [
-        DropReason::Truncated,
-        DropReason::UnknownCritical,
-        DropReason::Malformed,
-        DropReason::ZeroComponentName,
-        DropReason::NotWhole,
-        DropReason::BadFace,
-        DropReason::HopLimitZero,
-        DropReason::HopLimitExhausted,
-        DropReason::DuplicateNonce,
-        DropReason::PitFull,
-        DropReason::PitRecordsFull,
-        DropReason::NoRoute,
-        DropReason::UnsolicitedData,
-        DropReason::UnmatchedNack,
-        DropReason::PitChainFull,
-    ];
-
-    /// A stable snake_case name (metric labels).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DropReason::Truncated => "truncated",
-            DropReason::UnknownCritical => "unknown_critical",
-            DropReason::Malformed => "malformed",
-            DropReason::ZeroComponentName => "zero_component_name",
-            DropReason::NotWhole => "not_whole",
-            DropReason::BadFace => "bad_face",
-            DropReason::HopLimitZero => "hop_limit_zero",
-            DropReason::HopLimitExhausted => "hop_limit_exhausted",
-            DropReason::DuplicateNonce => "duplicate_nonce",
-            DropReason::PitFull => "pit_full",
-            DropReason::PitRecordsFull => "pit_records_full",
-            DropReason::NoRoute => "no_route",
-            DropReason::UnsolicitedData => "unsolicited_data",
-            DropReason::UnmatchedNack => "unmatched_nack",
-            DropReason::PitChainFull => "pit_chain_full",
-        }
-    }
-
-    fn of(e: &NdnError) -> DropReason {
-        match e {
-            NdnError::Truncated { .. } | NdnError::LengthExceedsBuffer { .. } => {
-                DropReason::Truncated
-            }
-            NdnError::UnknownCritical { .. } => DropReason::UnknownCritical,
-            _ => DropReason::Malformed,
-        }
-    }
-}
-
-/// Drops per reason (indexed like [`DropReason::ALL`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DropCounters(pub [u64; 15]);
-
-impl DropCounters {
-    /// The count for `r`.
-    pub fn get(&self, r: DropReason) -> u64 {
-        self.0[r as usize]
-    }
-    /// All drops.
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-}
-
-/// Per-face counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FaceCounters {
-    /// Interests received.
-    pub in_interests: u64,
-    /// Data received.
-    pub in_data: u64,
-    /// Nacks received.
-    pub in_nacks: u64,
-    /// Interests sent.
-    pub out_interests: u64,
-    /// Data sent.
-    pub out_data: u64,
-    /// Nacks sent.
-    pub out_nacks: u64,
-    /// Packets from this face that were dropped.
-    pub dropped: u64,
-}
-
-/// Forwarder-wide counters (plain integers; the caller exports them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FwCounters {
-    /// Drops by reason.
-    pub drops: DropCounters,
-    /// Interests answered from the Content Store.
-    pub cs_hits: u64,
-    /// Interests that missed the Content Store.
-    pub cs_misses: u64,
-    /// Data that satisfied at least one PIT entry.
-    pub satisfied: u64,
-    /// Interests aggregated into a pending entry and not sent again.
-    pub suppressed: u64,
-    /// Interests sent again to another next hop after a Nack.
-    pub nack_retries: u64,
-    /// Nonces assigned to Interests that carried none.
-    pub nonces_assigned: u64,
-}
-
-/// What an [`Action`] sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ActionKind {
-    /// An Interest.
-    Interest,
-    /// A Data.
-    Data,
-    /// A Nack with this reason; the packet is the Interest it refuses.
-    Nack(NackReason),
-}
-
-/// Send a network-layer packet on a face.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Action {
-    /// The face.
-    pub face: FaceId,
-    /// What it is.
-    pub kind: ActionKind,
-    /// The PitToken to put in the LpPacket (`None`: no token).
-    pub token: Option<PitToken>,
-    start: u32,
-    end: u32,
-}
-
-/// The output of one call: packets to send (their bytes in one buffer
-/// reused across calls) and the drops. Clear it between calls or let
-/// actions accumulate over a batch.
-#[derive(Clone, Debug, Default)]
-pub struct Actions {
-    list: Vec<Action>,
-    bytes: Vec<u8>,
-    drops: Vec<(FaceId, DropReason)>,
-}
-
-impl Actions {
-    /// Empty.
-    pub fn new() -> Actions {
-        Actions::default()
-    }
-    /// Forget every action and drop, keeping the buffers.
-    pub fn clear(&mut self) {
-        self.list.clear();
-        self.bytes.clear();
-        self.drops.clear();
-    }
-    /// The sends, in order.
-    pub fn sends(&self) -> &[Action] {
-        &self.list
-    }
-    /// The drops `(incoming face, reason)`, in order.
-    pub fn drops(&self) -> &[(FaceId, DropReason)] {
-        &self.drops
-    }
-    /// The encoded Interest or Data of `a` (for a Nack: the Interest).
-    pub fn packet(&self, a: &Action) -> &[u8] {
-        self.bytes
-            .get(a.start as usize..a.end as usize)
-            .unwrap_or(&[])
-    }
-    /// `a` as a whole NDNLPv2 LpPacket (PitToken and Nack header set), or
-    /// the bare packet when it needs neither.
-    pub fn to_wire(&self, a: &Action) -> Vec<u8> {
-        let p = self.packet(a);
-        let nack = match a.kind {
-            ActionKind::Nack(r) => Some(Nack { reason: Some(r) }),
-            _ => None,
-        };
-        if a.token.is_none() && nack.is_none() {
-            return p.to_vec();
-        }
-        LpWrap {
-            pit_token: a.token.as_ref().map(PitToken::as_bytes),
-            nack,
-            incoming_face_id: None,
-        }
-        .to_wire(p)
-    }
-    /// Append encoded bytes; returns their range.
-    fn push_bytes(&mut self, f: impl FnOnce(&mut Vec<u8>)) -> (u32, u32) {
-        let start = self.bytes.len() as u32;
-        f(&mut self.bytes);
-        (start, self.bytes.len() as u32)
-    }
-    fn push(&mut self, face: FaceId, kind: ActionKind, token: Option<PitToken>, r: (u32, u32)) {
-        self.list.push(Action {
-            face,
-            kind,
-            token,
-            start: r.0,
-            end: r.1,
-        });
-    }
-}
 
 #[derive(Debug)]
 enum Pit {
@@ -451,72 +122,6 @@ impl<'a> Parsed<'a> {
         }
     }
 }
-
-/// One packet of a [`Forwarder::process_batch`] call, decoded into the
-/// forwarder's reused pools: `slot` indexes the Interest pool (Interest,
-/// Nack) or the name pool (Data); `frag` is the byte range of the
-/// network-layer packet inside the batch entry's bytes.
-#[derive(Clone, Copy, Debug)]
-enum BatchItem {
-    Interest {
-        slot: usize,
-        token: Option<PitToken>,
-        frag: (usize, usize),
-    },
-    Data {
-        slot: usize,
-        fresh: Option<u64>,
-        frag: (usize, usize),
-    },
-    Nack {
-        slot: usize,
-        reason: Option<NackReason>,
-    },
-    Bad(DropReason),
-}
-
-/// The byte range of `part` (a sub-slice of `whole`) inside `whole`.
-fn range_in(whole: &[u8], part: &[u8]) -> (usize, usize) {
-    let start = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize);
-    (start, start + part.len())
-}
-
-/// Decoded packets of a batch, kept across calls so that a steady stream
-/// of batches allocates nothing: the pools only grow to the largest batch.
-#[derive(Debug, Default)]
-struct BatchScratch {
-    items: Vec<BatchItem>,
-    interests: Vec<Interest>,
-    names: Vec<Name>,
-    /// Per Data (by its `names` slot): the Content Store record the second
-    /// prefetch stage loaded, for the third.
-    records: Vec<Option<CsRecord>>,
-}
-
-impl BatchScratch {
-    /// A decoded packet's name and, for an Interest, its CanBePrefix and
-    /// MustBeFresh (what the tables' prefetches key on).
-    fn key(&self, item: &BatchItem) -> Option<(&Name, Option<(bool, bool)>)> {
-        match *item {
-            BatchItem::Interest { slot, .. } => {
-                let i = self.interests.get(slot)?;
-                Some((&i.name, Some((i.can_be_prefix, i.must_be_fresh))))
-            }
-            BatchItem::Data { slot, .. } => Some((self.names.get(slot)?, None)),
-            _ => None,
-        }
-    }
-}
-
-/// Packets between a packet's first prefetch stage and its second, and
-/// between its second and its processing, in
-/// [`Forwarder::process_batch`].
-const PIPELINE_AHEAD: usize = 4;
-
-/// Bytes of a packet [`Forwarder::process_batch`] prefetches before
-/// decoding it (the headers the decoder walks; a Data's Content is copied,
-/// not read).
-const DECODE_PREFETCH_BYTES: usize = 256;
 
 /// The forwarding pipeline of one forwarding thread. See the module docs.
 #[derive(Debug)]
@@ -624,7 +229,7 @@ impl Forwarder {
         if face < self.cfg.max_faces {
             self.face_mut(face).dropped += 1;
         }
-        out.drops.push((face, r));
+        out.push_drop(face, r);
     }
 
     fn emit(
@@ -642,53 +247,6 @@ impl Forwarder {
             ActionKind::Nack(_) => fc.out_nacks += 1,
         }
         out.push(face, kind, token, r);
-    }
-
-    /// A packet of a batch into the batch pools: the Interest's name with
-    /// its prefix hashes (what the prefetch reads), the Data's name only
-    /// (Content and signature stay in `wire`). Allocates nothing once the
-    /// pools have grown.
-    fn decode_into(&self, face: FaceId, wire: &[u8], b: &mut BatchScratch) -> BatchItem {
-        if face >= self.cfg.max_faces {
-            return BatchItem::Bad(DropReason::BadFace);
-        }
-        let parsed = PacketView::parse(wire)
-            .map_err(|e| DropReason::of(&e))
-            .and_then(|v| Parsed::of(v, wire));
-        let interest_slot = |b: &mut BatchScratch, v: &InterestView<'_>| {
-            let slot = b.items.len();
-            if b.interests.len() <= slot {
-                b.interests.resize_with(slot + 1, Interest::default);
-            }
-            v.write_into(&mut b.interests[slot]);
-            slot
-        };
-        match parsed {
-            Err(r) => BatchItem::Bad(r),
-            Ok(Parsed::Interest(v, token, w)) => BatchItem::Interest {
-                slot: interest_slot(b, &v),
-                token,
-                frag: range_in(wire, w),
-            },
-            Ok(Parsed::Data(v, w)) => {
-                let slot = b.items.len();
-                if b.names.len() <= slot {
-                    b.names.resize_with(slot + 1, Name::default);
-                    b.records.resize(slot + 1, None);
-                }
-                b.records[slot] = None;
-                b.names[slot].assign(v.name);
-                BatchItem::Data {
-                    slot,
-                    fresh: v.freshness_period_ms,
-                    frag: range_in(wire, w),
-                }
-            }
-            Ok(Parsed::Nack(v, reason)) => BatchItem::Nack {
-                slot: interest_slot(b, &v),
-                reason,
-            },
-        }
     }
 
     /// Process one packet received on `face`.
@@ -783,145 +341,6 @@ impl Forwarder {
         name.assign(v.name);
         self.on_data(face, &name, v.freshness_period_ms, wire, now, out);
         self.name_scratch = Some(name);
-    }
-
-    /// Process a batch of packets `(face, bytes)` in order, with their
-    /// table lines prefetched first when [`FwConfig::batch_prefetch`] is
-    /// set. Results equal one [`Self::process`] call per packet.
-    pub fn process_batch(
-        &mut self,
-        fib: &Fib,
-        batch: &[(FaceId, &[u8])],
-        now: Millis,
-        out: &mut Actions,
-    ) {
-        if self.cfg.batch_prefetch == Prefetch::None {
-            for &(face, wire) in batch {
-                self.process(fib, face, wire, now, out);
-            }
-            return;
-        }
-        let mut b = std::mem::take(&mut self.batch);
-        b.items.clear();
-        for (k, &(f, w)) in batch.iter().enumerate() {
-            // The packet after next, while this one is decoded (a batch
-            // read from a ring or a socket need not be in cache).
-            if let Some(&(_, next)) = batch.get(k + 2) {
-                nexthop_mem::prefetch_range(next.as_ptr(), next.len().min(DECODE_PREFETCH_BYTES));
-            }
-            let item = self.decode_into(f, w, &mut b);
-            b.items.push(item);
-        }
-        // Software-pipelined: the loads of packet k + 2 * AHEAD's table
-        // lines are issued ([`Self::prefetch_first`]), then what packet
-        // k + AHEAD's lines point to is loaded ([`Self::prefetch_second`]),
-        // then, for a Data k + AHEAD / 2, the Content Store buffer the
-        // second stage's record points to ([`Self::prefetch_third`]), then
-        // packet k is run. Each line so has AHEAD packets' work (a few
-        // microseconds) to arrive: a miss not prefetched in time costs
-        // ~300 ns here (docs/benchmarks.md, "NDN forwarding pipeline"), and
-        // issuing a whole batch's loads at once queues them behind each
-        // other.
-        const FIRST: usize = 2 * PIPELINE_AHEAD;
-        const SECOND: usize = PIPELINE_AHEAD;
-        const THIRD: usize = PIPELINE_AHEAD / 2;
-        for k in 0..FIRST {
-            self.prefetch_first(fib, &b, batch, k);
-            if let Some(k) = (k + SECOND).checked_sub(FIRST) {
-                self.prefetch_second(fib, &mut b, k);
-            }
-            if let Some(k) = (k + THIRD).checked_sub(FIRST) {
-                self.prefetch_third(&b, k);
-            }
-        }
-        for (k, &(face, wire)) in batch.iter().enumerate() {
-            self.prefetch_first(fib, &b, batch, k + FIRST);
-            self.prefetch_second(fib, &mut b, k + SECOND);
-            self.prefetch_third(&b, k + THIRD);
-            match b.items[k] {
-                BatchItem::Bad(r) => self.drop_pkt(face, r, out),
-                BatchItem::Interest { slot, token, frag } => {
-                    self.face_mut(face).in_interests += 1;
-                    let w = wire.get(frag.0..frag.1);
-                    self.on_interest(fib, face, &mut b.interests[slot], w, token, now, out);
-                }
-                BatchItem::Data { slot, fresh, frag } => {
-                    self.face_mut(face).in_data += 1;
-                    let w = wire.get(frag.0..frag.1).unwrap_or(wire);
-                    self.on_data(face, &b.names[slot], fresh, w, now, out);
-                }
-                BatchItem::Nack { slot, reason } => {
-                    self.face_mut(face).in_nacks += 1;
-                    self.on_nack(fib, face, &mut b.interests[slot], reason, now, out);
-                }
-            }
-        }
-        self.batch = b;
-    }
-
-    /// The first prefetch stage of [`Self::process_batch`] for its `k`-th
-    /// packet (nothing past the batch or for a packet that is not an
-    /// Interest or Data): the FIB buckets on the name's cached prefix
-    /// hashes (Interests), the Content Store candidates, the PIT
-    /// candidates.
-    #[inline(always)]
-    fn prefetch_first(&self, fib: &Fib, b: &BatchScratch, batch: &[(FaceId, &[u8])], k: usize) {
-        let (Some(item), Some(&(face, _))) = (b.items.get(k), batch.get(k)) else {
-            return;
-        };
-        let Some((name, flags)) = b.key(item) else {
-            return;
-        };
-        let interest = flags.is_some();
-        if interest {
-            fib.prefetch_name(name, self.cfg.batch_prefetch);
-        }
-        if let Some(cs) = &self.cs {
-            cs.prefetch(name, !interest);
-        }
-        match &self.pit {
-            Pit::Fp(pit) => pit.prefetch_name(name.value(), interest.then_some(face)),
-            Pit::Exact(pit) => pit.prefetch(name, flags),
-        }
-    }
-
-    /// The second prefetch stage (once the first's lines had time to
-    /// arrive): what they point to, the exact PIT's first chain slots and,
-    /// with [`Prefetch::All`], the FIB entries along the path the buckets'
-    /// fingerprints predict.
-    #[inline(always)]
-    fn prefetch_second(&self, fib: &Fib, b: &mut BatchScratch, k: usize) {
-        let Some(&item) = b.items.get(k) else {
-            return;
-        };
-        let Some((name, flags)) = b.key(&item) else {
-            return;
-        };
-        if let Pit::Exact(pit) = &self.pit {
-            pit.prefetch_slot(name, flags);
-        }
-        if self.cfg.batch_prefetch == Prefetch::All && flags.is_some() {
-            fib.prefetch_name_entries(name);
-        }
-        if let (Some(cs), BatchItem::Data { slot, frag, .. }) = (&self.cs, item) {
-            let r = cs.prefetch_record(name, frag.1 - frag.0);
-            if let Some(v) = b.records.get_mut(slot) {
-                *v = r;
-            }
-        }
-    }
-
-    /// The third stage, for a Data: the Content Store buffer it will be
-    /// copied into (the record the second stage loaded says where).
-    #[inline(always)]
-    fn prefetch_third(&self, b: &BatchScratch, k: usize) {
-        let (Some(cs), Some(&BatchItem::Data { slot, frag, .. })) = (&self.cs, b.items.get(k))
-        else {
-            return;
-        };
-        if let Some(&Some(r)) = b.records.get(slot) {
-            cs.prefetch_buffer(r, frag.1 - frag.0);
-        }
     }
 
     /// Process an Interest already decoded (from `face`, with the PitToken
@@ -1071,7 +490,7 @@ impl Forwarder {
                     InsertOutcome::DuplicateNonce { .. } => {
                         self.counters.drops.0[DropReason::DuplicateNonce as usize] += 1;
                         self.face_mut(face).dropped += 1;
-                        out.drops.push((face, DropReason::DuplicateNonce));
+                        out.push_drop(face, DropReason::DuplicateNonce);
                         self.nack_back(face, i, NackReason::Duplicate, token, out);
                         self.faces_scratch = faces;
                         return;
@@ -1426,35 +845,4 @@ fn hop_limit_at(wire: &[u8]) -> Option<usize> {
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_refuses_out_of_range_fields() {
-        let c = FwConfig {
-            max_faces: 0,
-            ..FwConfig::default()
-        };
-        assert!(Forwarder::new(c).is_err());
-        let c = FwConfig {
-            retx_suppression_ms: 60_001,
-            ..FwConfig::default()
-        };
-        assert!(Forwarder::new(c).is_err());
-        assert!(Forwarder::new(FwConfig::default()).is_ok());
-    }
-
-    #[test]
-    fn drop_reasons_index_their_counters() {
-        for (k, r) in DropReason::ALL.iter().enumerate() {
-            assert_eq!(*r as usize, k);
-        }
-        let mut c = DropCounters::default();
-        c.0[DropReason::PitFull as usize] = 3;
-        assert_eq!(c.get(DropReason::PitFull), 3);
-        assert_eq!(c.total(), 3);
-    }
 }
