@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench -p nexthop-ndn --bench fw -- [--smoke] [--fib 1e6] [--pit 1e6]
 //!     [--exchanges 5e5] [--group 32] [--rounds 3] [--cs 65536]
-//!     [--cbp-every 0] [--cs-d 2] [--only TEXT]
+//!     [--cbp-every 0] [--cs-d 2] [--pit-d 4] [--only TEXT]
 //! ```
 //!
 //! `--only TEXT` runs only the rows whose mode and calls contain TEXT
@@ -55,6 +55,8 @@ struct Opts {
     cbp_every: usize,
     /// Content Store subtables (`d`; 0: the default).
     cs_d: usize,
+    /// Fingerprint PIT subtables (`d`; 0: the default).
+    pit_d: usize,
     /// Only the rows whose mode and calls contain this.
     only: Option<String>,
 }
@@ -70,6 +72,7 @@ fn opts() -> Opts {
         cs: 65536,
         cbp_every: 0,
         cs_d: 0,
+        pit_d: 0,
         only: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -94,6 +97,7 @@ fn opts() -> Opts {
             "--cs" => o.cs = count_or_exit(&v()),
             "--cbp-every" => o.cbp_every = count_or_exit(&v()),
             "--cs-d" => o.cs_d = count_or_exit(&v()),
+            "--pit-d" => o.pit_d = count_or_exit(&v()),
             "--only" => o.only = Some(v()),
             "--bench" => {
                 i += 1;
@@ -153,6 +157,11 @@ fn forwarder(core: bool, prefetch: Prefetch, o: &Opts) -> Forwarder {
         PitMode::Fingerprint(FingerprintPitConfig {
             capacity: (o.pit * 4 / 3).max(1024),
             max_lifetime_ms: 16_000,
+            subtables: if o.pit_d > 0 {
+                o.pit_d
+            } else {
+                FingerprintPitConfig::default().subtables
+            },
             ..FingerprintPitConfig::default()
         })
     } else {

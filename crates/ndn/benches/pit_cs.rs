@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p nexthop-ndn --bench pit_cs -- [--smoke] [--n 1e6,16e6]
-//!     [--exact-n 1e6,16e6] [--fp-bits 8,12,16] [--catalog 1e6] [--cs 1e5] [--cs-d 2]
+//!     [--exact-n 1e6,16e6] [--fp-bits 8,12,16] [--pit-d 2] [--catalog 1e6] [--cs 1e5] [--cs-d 2]
 //!     [--requests 4e6] [--zipf 0.8,1.0] [--rounds 3] [--only pit|fpr|cs]
 //! ```
 //!
@@ -12,8 +12,9 @@
 //!   Reported: operation pairs per second (one core; the median of
 //!   `rounds` consecutive timed phases on the same table), bytes per entry.
 //!   Fingerprint mode, one call per packet and batched (16 Interests then
-//!   16 Data, candidate buckets prefetched, hashing included): w = 16, t = 12, 16 ms ticks, 16 faces, d = 4,
-//!   buckets sized for 75% load (rounded up to powers of two). Exact mode:
+//!   16 Data, candidate buckets prefetched, hashing included): w = 16, t = 12, 16 ms ticks, 16 faces,
+//!   `d` = `--pit-d` (the default config's unless given), buckets sized for 75% load, an overflow
+//!   table of up to 1/32 of the capacity; `overflow` is its size at the end. Exact mode:
 //!   one in-record with a PIT token and one out-record per entry.
 //! * False matches (§5.4.5): at steady state with `n` pending names, the
 //!   fraction of new unique Interests that hit an existing fingerprint
@@ -52,6 +53,8 @@ struct Opts {
     cs: usize,
     /// Content Store subtables (`d`).
     cs_d: usize,
+    /// Fingerprint PIT subtables (`d`).
+    pit_d: usize,
     requests: usize,
     zipf: Vec<f64>,
     rounds: usize,
@@ -72,6 +75,7 @@ fn opts() -> Opts {
         catalog: 1_000_000,
         cs: 100_000,
         cs_d: CsConfig::default().subtables,
+        pit_d: FingerprintPitConfig::default().subtables,
         requests: 4_000_000,
         zipf: vec![0.8, 1.0],
         rounds: 3,
@@ -105,6 +109,7 @@ fn opts() -> Opts {
             "--catalog" => o.catalog = count_or_exit(&v),
             "--cs" => o.cs = count_or_exit(&v),
             "--cs-d" => o.cs_d = count_or_exit(&v),
+            "--pit-d" => o.pit_d = count_or_exit(&v),
             "--requests" => o.requests = count_or_exit(&v),
             "--zipf" => {
                 o.zipf = v
@@ -148,9 +153,12 @@ impl NameGen {
     }
 }
 
-fn fp_config(n: usize, fp_bits: u32) -> FingerprintPitConfig {
+fn fp_config(n: usize, fp_bits: u32, d: usize) -> FingerprintPitConfig {
+    let capacity = (n as f64 / 0.75) as usize;
     FingerprintPitConfig {
-        capacity: (n as f64 / 0.75) as usize,
+        capacity,
+        subtables: d,
+        overflow_cap: capacity / 32,
         fp_bits,
         timer_bits: 12,
         tick_ms: 16,
@@ -168,13 +176,24 @@ fn now_of(i: u64) -> u64 {
 }
 
 fn bench_fp_pit(o: &Opts) {
-    println!("\n== fingerprint PIT: insert + satisfy at n pending (w = 16, d = 4, E = 8)");
     println!(
-        "{:>10} {:>10} {:>8} {:>10} {:>12} {:>10} {:>12} {:>10}",
-        "n", "capacity", "load", "B/entry", "pairs/s", "ns/pair", "batch16/s", "ns/pair"
+        "\n== fingerprint PIT: insert + satisfy at n pending (w = 16, d = {}, E = 8)",
+        o.pit_d
+    );
+    println!(
+        "{:>10} {:>10} {:>8} {:>10} {:>12} {:>10} {:>12} {:>10} {:>9}",
+        "n",
+        "capacity",
+        "load",
+        "B/entry",
+        "pairs/s",
+        "ns/pair",
+        "batch16/s",
+        "ns/pair",
+        "overflow"
     );
     for &n in &o.n {
-        let mut p = FingerprintPit::new(fp_config(n, 16)).expect("config");
+        let mut p = FingerprintPit::new(fp_config(n, 16, o.pit_d)).expect("config");
         let mut g = NameGen::new();
         let life = Some(16_000);
         for i in 0..n as u64 {
@@ -234,7 +253,7 @@ fn bench_fp_pit(o: &Opts) {
         }
         let dtb = median(dts);
         println!(
-            "{:>10} {:>10} {:>8.3} {:>10.1} {:>12.0} {:>10.1} {:>12.0} {:>10.1}",
+            "{:>10} {:>10} {:>8.3} {:>10.1} {:>12.0} {:>10.1} {:>12.0} {:>10.1} {:>9}",
             n,
             p.capacity(),
             p.len() as f64 / p.capacity() as f64,
@@ -242,7 +261,8 @@ fn bench_fp_pit(o: &Opts) {
             ops as f64 / dt,
             dt * 1e9 / ops as f64,
             ops as f64 / dtb,
-            dtb * 1e9 / ops as f64
+            dtb * 1e9 / ops as f64,
+            p.overflow_len()
         );
     }
 }
@@ -323,13 +343,16 @@ fn bench_exact_pit(o: &Opts) {
 
 fn bench_false_matches(o: &Opts) {
     let n = if o.smoke { 20_000 } else { 1_000_000 };
-    println!("\n== fingerprint PIT false matches at n = {n} pending (d = 4, E = 8)");
+    println!(
+        "\n== fingerprint PIT false matches at n = {n} pending (d = {}, E = 8)",
+        o.pit_d
+    );
     println!(
         "{:>4} {:>8} {:>14} {:>14} {:>14} {:>14}",
         "w", "load", "interest coll", "data false", "pending/B2^w", "E*d*ld/2^w"
     );
     for &w in &o.fp_bits {
-        let mut p = FingerprintPit::new(fp_config(n, w)).expect("config");
+        let mut p = FingerprintPit::new(fp_config(n, w, o.pit_d)).expect("config");
         let mut g = NameGen::new();
         for i in 0..n as u64 {
             p.insert(g.bytes(i), 0, Some(16_000), 0);
@@ -351,9 +374,10 @@ fn bench_false_matches(o: &Opts) {
             }
         }
         let load = p.len() as f64 / p.capacity() as f64;
-        let buckets = p.capacity() as f64 / 4.0 / 8.0;
+        let d = o.pit_d as f64;
+        let buckets = p.capacity() as f64 / d / 8.0;
         let predicted = p.len() as f64 / (buckets * 2f64.powi(w as i32));
-        let paper = 8.0 * 4.0 * load / 2f64.powi(w as i32);
+        let paper = 8.0 * d * load / 2f64.powi(w as i32);
         println!(
             "{:>4} {:>8.3} {:>14.3e} {:>14.3e} {:>14.3e} {:>14.3e}",
             w,

@@ -59,7 +59,11 @@ pub struct FingerprintPitConfig {
     /// up to whole buckets (`8..=2^34`). Size it as pending Interests /
     /// target load (the dissertation: 75%).
     pub capacity: usize,
-    /// Subtables `d` (`1..=8`).
+    /// Subtables `d` (`1..=8`): an operation reads `d` bucket lines. The
+    /// dissertation (§5.6.2, Table 5.4) measures `d = 2` with half the
+    /// latency and half the false-match rate of `d = 4`, and an overflow
+    /// table holding about 0.8% of the names at 75% load (`d = 4` never
+    /// overflowed); 0.77% here at 10^6 (docs/benchmarks.md).
     pub subtables: usize,
     /// Fingerprint bits `w` (`1..=32`; tiny widths force collisions).
     pub fp_bits: u32,
@@ -74,7 +78,8 @@ pub struct FingerprintPitConfig {
     pub faces: u32,
     /// Segregated PITs `s` (`1..=faces`; 1 = one PIT).
     pub segments: u32,
-    /// Most entries in each segment's overflow table.
+    /// Most entries in each segment's overflow table: with `d = 2`, size
+    /// it to a few percent of `capacity` (the default: 1/32).
     pub overflow_cap: usize,
     /// Hash seed.
     pub seed: u64,
@@ -84,14 +89,14 @@ impl Default for FingerprintPitConfig {
     fn default() -> FingerprintPitConfig {
         FingerprintPitConfig {
             capacity: 1 << 20,
-            subtables: 4,
+            subtables: 2,
             fp_bits: 16,
             timer_bits: 12,
             tick_ms: 16,
             max_lifetime_ms: 16_000,
             faces: 16,
             segments: 1,
-            overflow_cap: 1 << 14,
+            overflow_cap: 1 << 15,
             seed: 0x4650_5f50_4954_0001,
         }
     }
