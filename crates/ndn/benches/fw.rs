@@ -11,8 +11,9 @@
 //!
 //! A FIB of `fib` two-component rules (`/s<k>/d<k mod 16>`, next hop face
 //! 2) and `pit` pending Interests (long lifetime, never answered) are set
-//! up first; the Content Store holds `cs` packets (LRU, full after the
-//! first `cs` exchanges; 0: no Content Store, to measure its share). Then every exchange is an Interest from face 1
+//! up first, and the Content Store is filled with `cs` packets by as many
+//! exchanges (LRU; 0: no Content Store, to measure its share), so the timed
+//! run is in steady state: every Data evicts one. Then every exchange is an Interest from face 1
 //! (LpPacket with an 8-byte PitToken, a unique four-component name under a
 //! random rule, so it misses the CS, inserts in the PIT, looks up the FIB
 //! and is forwarded to face 2) and the Data for it from face 2 (PIT match,
@@ -129,10 +130,11 @@ struct Exchange {
     data: Vec<u8>,
 }
 
-fn exchanges(o: &Opts, tag: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<Exchange> {
-    (0..o.exchanges)
+/// `count` exchanges whose names are numbered from `first`.
+fn exchanges(o: &Opts, count: usize, first: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<Exchange> {
+    (0..count)
         .map(|j| {
-            let n = leaf(rng.gen_range(0..o.fib), tag * o.exchanges + j);
+            let n = leaf(rng.gen_range(0..o.fib), first + j);
             let mut i = Interest::new(n.clone());
             i.nonce = Some(rng.gen());
             i.lifetime_ms = Some(4000);
@@ -192,7 +194,8 @@ fn forwarder(core: bool, prefetch: Prefetch, o: &Opts) -> Forwarder {
     .expect("valid config")
 }
 
-/// Fill the PIT with `o.pit` Interests that are never answered.
+/// Fill the PIT with `o.pit` Interests that are never answered, then the
+/// Content Store with `o.cs` exchanges.
 fn prefill(fw: &mut Forwarder, fib: &Fib, o: &Opts, rng: &mut Xoshiro256PlusPlus) {
     let mut out = Actions::new();
     for j in 0..o.pit {
@@ -203,6 +206,17 @@ fn prefill(fw: &mut Forwarder, fib: &Fib, o: &Opts, rng: &mut Xoshiro256PlusPlus
         out.clear();
     }
     assert!(fw.pit_len() >= o.pit * 99 / 100, "PIT prefill fell short");
+    // Fill the Content Store: a long-running forwarder's store is full, so
+    // the timed exchanges evict (and reuse buffers) from the first one.
+    let pit = fw.pit_len();
+    for e in exchanges(o, o.cs, 1 << 40, rng) {
+        fw.process(fib, 1, &e.interest, 0, &mut out);
+        fw.process(fib, 2, &e.data, 0, &mut out);
+        out.clear();
+    }
+    let cs = fw.content_store().map_or(0, |c| c.len());
+    assert!(cs >= o.cs * 99 / 100, "CS prefill fell short: {cs}");
+    assert_eq!(fw.pit_len(), pit, "CS prefill left PIT entries");
 }
 
 /// Run every exchange in groups of `group` Interests then their Data
@@ -292,7 +306,7 @@ fn main() {
             for round in 0..o.rounds {
                 let mut fw = forwarder(core, prefetch, &o);
                 prefill(&mut fw, &fib, &o, &mut rng);
-                let ex = exchanges(&o, round + 1, &mut rng);
+                let ex = exchanges(&o, o.exchanges, (round + 1) * o.exchanges, &mut rng);
                 let (r, x) = run(&mut fw, &fib, &ex, o.group, batched, 1);
                 rates.push(r / 1e6);
                 extra += x;

@@ -83,9 +83,12 @@ impl Forwarder {
         if face >= self.cfg.max_faces {
             return BatchItem::Bad(DropReason::BadFace);
         }
-        let parsed = PacketView::parse(wire)
-            .map_err(|e| DropReason::of(&e))
-            .and_then(|v| Parsed::of(v, wire));
+        // Matched step by step, not chained through `map_err`/`and_then`:
+        // each combinator moved the whole view (a memcpy call).
+        let parsed = match PacketView::parse(wire) {
+            Ok(v) => Parsed::of(v, wire),
+            Err(e) => Err(DropReason::of(&e)),
+        };
         let interest_slot = |b: &mut BatchScratch, v: &InterestView<'_>| {
             let slot = b.items.len();
             if b.interests.len() <= slot {

@@ -102,6 +102,7 @@ enum Parsed<'a> {
 
 impl<'a> Parsed<'a> {
     /// `view` is `PacketView::parse(wire)`'s result.
+    #[inline]
     fn of(view: PacketView<'a>, wire: &'a [u8]) -> Result<Parsed<'a>, DropReason> {
         let (frag, token, nack) = match view {
             PacketView::Interest(v) => return Ok(Parsed::Interest(v, None, wire)),

@@ -331,11 +331,13 @@ impl Iterator for PrefixHashes<'_> {
     }
 }
 
-/// Validate a name TLV-VALUE and return its component count.
+/// Validate a name TLV-VALUE and return its component count;
+/// `on_component` gets each component's end offset and TLV-TYPE.
+#[inline]
 fn validate_value(
     value: &[u8],
     base: usize,
-    mut on_component: impl FnMut(usize),
+    mut on_component: impl FnMut(usize, u16),
 ) -> Result<usize, NdnError> {
     if value.len() > u32::MAX as usize {
         return Err(NdnError::Malformed("Name longer than 2^32 - 1 bytes"));
@@ -344,8 +346,8 @@ fn validate_value(
     let mut n = 0;
     while !r.is_empty() {
         let e = r.read()?;
-        check_component(e.typ, e.value.len())?;
-        on_component(e.at - base + e.tlv.len());
+        let t = check_component(e.typ, e.value.len())?;
+        on_component(e.at - base + e.tlv.len(), t);
         n += 1;
     }
     Ok(n)
@@ -358,7 +360,7 @@ fn validate_value(
 /// Returns the component count.
 pub fn component_ends_into(value: &[u8], ends: &mut Vec<u32>) -> Result<usize, NdnError> {
     ends.clear();
-    let r = validate_value(value, 0, |end| ends.push(end as u32));
+    let r = validate_value(value, 0, |end, _| ends.push(end as u32));
     if r.is_err() {
         ends.clear();
     }
@@ -379,13 +381,22 @@ pub struct NameRef<'a> {
 impl<'a> NameRef<'a> {
     /// View a Name TLV-VALUE (the concatenated component TLVs).
     pub fn from_value(value: &'a [u8]) -> Result<Self, NdnError> {
-        let len = validate_value(value, 0, |_| {})?;
+        Self::from_value_with(value, |_| {})
+    }
+    /// [`Self::from_value`], telling `on_type` every component's TLV-TYPE
+    /// (what a packet decoder checks without a second walk).
+    #[inline]
+    pub(crate) fn from_value_with(
+        value: &'a [u8],
+        mut on_type: impl FnMut(u16),
+    ) -> Result<Self, NdnError> {
+        let len = validate_value(value, 0, |_, t| on_type(t))?;
         Ok(NameRef { value, len })
     }
     /// View a whole Name element (TLV-TYPE 7); the buffer must hold exactly it.
     pub fn from_wire(wire: &'a [u8]) -> Result<Self, NdnError> {
         let e = tlv::read_single(wire, tt::NAME)?;
-        let len = validate_value(e.value, e.value_at, |_| {})?;
+        let len = validate_value(e.value, e.value_at, |_, _| {})?;
         Ok(NameRef {
             value: e.value,
             len,

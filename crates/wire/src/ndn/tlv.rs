@@ -244,6 +244,17 @@ impl<'a> TlvReader<'a> {
     /// the end.
     #[inline]
     pub fn peek_type(&self) -> Result<Option<u32>, NdnError> {
+        // A one-byte TLV-TYPE inline, as in `read`; the rest out of line.
+        match self.buf.get(self.pos) {
+            None => Ok(None),
+            Some(&t) if t != 0 && t < 253 => Ok(Some(t as u32)),
+            Some(_) => self.peek_type_general(),
+        }
+    }
+
+    /// [`Self::peek_type`] for any TLV-TYPE encoding, and errors.
+    #[inline(never)]
+    fn peek_type_general(&self) -> Result<Option<u32>, NdnError> {
         if self.is_empty() {
             return Ok(None);
         }
@@ -391,6 +402,26 @@ mod tests {
                     break;
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The inline one-byte path of `peek_type` gives what the general
+        /// path gives, at any position.
+        #[test]
+        fn peek_fast_path_agrees_with_the_general_path(
+            buf in proptest::collection::vec(
+                proptest::prop_oneof![0u8..8, 250u8..=255, proptest::num::u8::ANY],
+                0..24,
+            ),
+            skip in 0usize..4,
+            base in 0usize..1000,
+        ) {
+            let mut r = TlvReader::with_base(&buf, base);
+            for _ in 0..skip {
+                let _ = r.read();
+            }
+            proptest::prop_assert_eq!(r.peek_type(), r.peek_type_general());
         }
     }
 

@@ -21,28 +21,38 @@ use super::name::{component_type as ct, ComponentRef, NameRef};
 use super::tlv::{self, Element, TlvReader};
 use super::{tt, Data, Interest, LpPacket, NetPacket, Packet};
 
-/// Order of the known Interest elements after Name (as the owned decoder).
-const INTEREST_ORDER: [u32; 9] = [
-    tt::CAN_BE_PREFIX,
-    tt::MUST_BE_FRESH,
-    tt::FORWARDING_HINT,
-    tt::NONCE,
-    tt::INTEREST_LIFETIME,
-    tt::HOP_LIMIT,
-    tt::APPLICATION_PARAMETERS,
-    tt::INTEREST_SIGNATURE_INFO,
-    tt::INTEREST_SIGNATURE_VALUE,
-];
+/// Place of a known Interest element after Name in the order the owned
+/// decoder requires (CanBePrefix, MustBeFresh, ForwardingHint, Nonce,
+/// InterestLifetime, HopLimit, ApplicationParameters,
+/// InterestSignatureInfo, InterestSignatureValue); `None`: not one.
+#[inline]
+fn interest_order(t: u32) -> Option<usize> {
+    Some(match t {
+        tt::CAN_BE_PREFIX => 0,
+        tt::MUST_BE_FRESH => 1,
+        tt::FORWARDING_HINT => 2,
+        tt::NONCE => 3,
+        tt::INTEREST_LIFETIME => 4,
+        tt::HOP_LIMIT => 5,
+        tt::APPLICATION_PARAMETERS => 6,
+        tt::INTEREST_SIGNATURE_INFO => 7,
+        tt::INTEREST_SIGNATURE_VALUE => 8,
+        _ => return None,
+    })
+}
 
-/// Read the next element and check it is the Name that must come first.
+/// Read the next element and check it is the Name that must come first;
+/// `on_type` gets every component's TLV-TYPE.
+#[inline]
 fn read_leading_name_ref<'a>(
     r: &mut TlvReader<'a>,
     context: &'static str,
+    on_type: impl FnMut(u16),
 ) -> Result<NameRef<'a>, NdnError> {
     match r.peek_type()? {
         Some(tt::NAME) => {
             let e = r.read()?;
-            NameRef::from_value(e.value)
+            NameRef::from_value_with(e.value, on_type)
         }
         _ => Err(NdnError::Missing {
             context,
@@ -109,8 +119,11 @@ impl<'a> InterestView<'a> {
         const CX: &str = "Interest";
         let e = tlv::read_single(wire, tt::INTEREST)?;
         let mut r = TlvReader::with_base(e.value, e.value_at);
+        let mut params_digests = 0usize;
         let mut i = InterestView {
-            name: read_leading_name_ref(&mut r, CX)?,
+            name: read_leading_name_ref(&mut r, CX, |t| {
+                params_digests += usize::from(t == ct::PARAMETERS_SHA256_DIGEST)
+            })?,
             can_be_prefix: false,
             must_be_fresh: false,
             forwarding_hint_value: None,
@@ -126,7 +139,7 @@ impl<'a> InterestView<'a> {
         let mut next = 0usize;
         while !r.is_empty() {
             let e = r.read()?;
-            let pos = INTEREST_ORDER.iter().position(|&t| t == e.typ);
+            let pos = interest_order(e.typ);
             let Some(idx) = pos.filter(|&p| p >= next) else {
                 unrecognized(e.typ, pos.is_some() || e.typ == tt::NAME, CX)?;
                 continue;
@@ -190,13 +203,7 @@ impl<'a> InterestView<'a> {
                 "InterestSignatureInfo and InterestSignatureValue must come together",
             ));
         }
-        let want = usize::from(i.app_parameters.is_some());
-        let have = i
-            .name
-            .components()
-            .filter(|c| c.typ() == ct::PARAMETERS_SHA256_DIGEST)
-            .count();
-        if have != want {
+        if params_digests != usize::from(i.app_parameters.is_some()) {
             return Err(NdnError::Malformed(
                 "Interest name must hold one ParametersSha256DigestComponent iff it has ApplicationParameters",
             ));
@@ -306,7 +313,7 @@ impl<'a> DataView<'a> {
         let e = tlv::read_single(wire, tt::DATA)?;
         let mut r = e.reader();
         let mut d = DataView {
-            name: read_leading_name_ref(&mut r, CX)?,
+            name: read_leading_name_ref(&mut r, CX, |_| {})?,
             has_meta_info: false,
             content_type: None,
             freshness_period_ms: None,
@@ -634,6 +641,7 @@ pub enum NetPacketView<'a> {
 
 impl<'a> NetPacketView<'a> {
     /// View an Interest or Data element ([`NetPacket::decode`]'s rules).
+    #[inline]
     pub fn parse(wire: &'a [u8]) -> Result<Self, NdnError> {
         match TlvReader::new(wire).peek_type()? {
             Some(tt::INTEREST) => InterestView::parse(wire).map(NetPacketView::Interest),
@@ -667,6 +675,7 @@ pub enum PacketView<'a> {
 
 impl<'a> PacketView<'a> {
     /// View by the outer TLV-TYPE ([`Packet::decode`]'s rules).
+    #[inline]
     pub fn parse(wire: &'a [u8]) -> Result<Self, NdnError> {
         match TlvReader::new(wire).peek_type()? {
             Some(tt::LP_PACKET) => LpView::parse(wire).map(PacketView::Lp),
