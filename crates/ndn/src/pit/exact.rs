@@ -6,15 +6,19 @@
 //! in-record per downstream face (nonce, PIT token, expiry) and one
 //! out-record per upstream face (nonce, when sent, expiry, Nack state).
 //!
-//! Storage: a slab of slots (recycled with their buffers, so a steady
-//! state allocates nothing) chained from an array of chain heads indexed
+//! Storage: a slab of 256-byte slots, each holding its name (up to 64
+//! bytes inline), first in-record and first out-record (longer names and
+//! more records spill to the heap), recycled with their buffers so a
+//! steady state allocates nothing, chained from an array of chain heads indexed
 //! by the low bits of a 64-bit hash of name and flags (a power of two,
 //! doubled when the live entries reach half of it: a new name's walk reads
 //! every slot of its chain, on average 0.03 to 0.11 slots beyond the first
 //! one a batch prefetches at a load of 1/4 to 1/2, against 0.11 to 0.37 at
 //! 1/2 to 1; [`ExactPit::prefetch`]
-//! loads a name's head line ahead of a batch); a lazy min-heap of
-//! expiries; a [`DeadNonceList`].
+//! loads a name's head line ahead of a batch, [`ExactPit::prefetch_slot`]
+//! the slot it points to); slab and heads on huge pages once large (a
+//! random head and slot per packet: on 4 KiB pages, two TLB misses); a
+//! lazy min-heap of expiries; a [`DeadNonceList`].
 //! Data matching probes the exact name (both MustBeFresh values), each
 //! prefix of the Data name with CanBePrefix set (only while such entries
 //! exist) and the name plus its implicit digest (only while entries with a
@@ -25,6 +29,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use nexthop_wire::ndn::extend_prefix_hash;
+use smallvec::SmallVec;
 
 use super::{
     check_range, split_implicit_digest, ConfigError, DeadNonceList, FaceId, Millis, PitToken,
@@ -160,22 +165,30 @@ pub struct OutRecord {
     pub nack_code: u64,
 }
 
-/// A pending Interest (read-only view).
+/// Name bytes an entry keeps inline (longer names go to the heap).
+const NAME_INLINE: usize = 64;
+
+/// A pending Interest (read-only view). The name and the first in- and
+/// out-record live in the entry itself: a lookup or insertion touches the
+/// slot's adjacent lines instead of three separate heap blocks. Laid out
+/// (with [`Slot`]'s link first) so that a chain walk past another name
+/// reads the first line only, a name comparison the first two.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct PitEntry {
-    name: Vec<u8>,
-    flags: u8,
-    has_digest: bool,
     /// The chain key: [`ExactPit::key_hash`] of `name_hash` and `flags`.
     hash: u64,
     /// The name's [`NameView::name_hash`] (the dead-nonce list's key).
     name_hash: u64,
-    in_records: Vec<InRecord>,
-    out_records: Vec<OutRecord>,
+    flags: u8,
+    has_digest: bool,
     expiry: Millis,
     /// The retransmission suppression interval the strategy applies next
     /// (0: the configured initial one; see [`ExactPit::set_retx_interval`]).
     retx_interval: Millis,
+    name: SmallVec<[u8; NAME_INLINE]>,
+    in_records: SmallVec<[InRecord; 1]>,
+    out_records: SmallVec<[OutRecord; 1]>,
 }
 
 impl PitEntry {
@@ -214,13 +227,21 @@ impl PitEntry {
     }
 }
 
+/// Four whole cache lines, so a slot's lines are its own.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 struct Slot {
+    next: u32,
     gen: u32,
     live: bool,
-    next: u32,
     e: PitEntry,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 4 * nexthop_mem::CACHE_LINE);
+/// Bytes of a slot a chain walk and a name comparison read: the link,
+/// hash, flags and the inline name.
+const SLOT_PROBE_BYTES: usize =
+    std::mem::offset_of!(Slot, e) + std::mem::offset_of!(PitEntry, in_records);
 
 /// An incoming Interest, as the PIT needs it.
 #[derive(Clone, Copy, Debug)]
@@ -329,7 +350,9 @@ pub struct ExactPit {
     /// Chain heads: `heads[h & (len - 1)]` is the first slot whose key
     /// hash `h` ends in those bits (`NONE`: none); the length is a power
     /// of two, more than twice the live entries.
-    heads: Vec<u32>,
+    /// On huge pages once large: every Interest and Data reads a random
+    /// head, a TLB miss per packet on 4 KiB pages.
+    heads: nexthop_mem::HugeBox<u32>,
     heap: BinaryHeap<Reverse<(Millis, u32, u32)>>,
     dnl: DeadNonceList,
     live: usize,
@@ -343,9 +366,9 @@ pub struct ExactPit {
     stats: ExactPitStats,
 }
 
-/// Grow a record list by doubling from 1 (most entries hold one record;
-/// `Vec`'s default first step of 4 would quadruple their size).
-fn grow_exact<T>(v: &mut Vec<T>) {
+/// Grow a record list by doubling (most entries hold one record, inline;
+/// a spilled list's default first step of 4 would quadruple its size).
+fn grow_exact<A: smallvec::Array>(v: &mut SmallVec<A>) {
     if v.len() == v.capacity() {
         v.reserve_exact(v.len().max(1));
     }
@@ -368,7 +391,7 @@ impl ExactPit {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            heads: vec![NONE; MIN_HEADS],
+            heads: nexthop_mem::HugeBox::new(MIN_HEADS, NONE),
             heap: BinaryHeap::new(),
             dnl: DeadNonceList::new(
                 cfg.max_dead_nonces,
@@ -402,9 +425,7 @@ impl ExactPit {
 
     /// Double the chain heads and re-thread every live slot.
     fn grow_heads(&mut self) {
-        let n = self.heads.len() * 2;
-        self.heads.clear();
-        self.heads.resize(n, NONE);
+        self.heads = nexthop_mem::HugeBox::new(self.heads.len() * 2, NONE);
         for s in 0..self.slots.len() {
             if self.slots[s].live {
                 let i = self.head(self.slots[s].e.hash);
@@ -450,9 +471,15 @@ impl ExactPit {
         };
         let s = self.heads[self.head(self.key_hash(name.name_hash(), flags))];
         if let Some(sl) = self.slots.get(s as usize) {
-            // Every line: a slot spans two or three, and the walk reads
-            // its hash and link wherever the compiler put them.
-            nexthop_mem::prefetch_lines(sl);
+            if interest_flags.is_some() {
+                // An Interest walks past other names (the first line) or
+                // compares its own (the second): its records are read
+                // only on a match, a retransmission or aggregation.
+                nexthop_mem::prefetch_range((sl as *const Slot).cast(), SLOT_PROBE_BYTES);
+            } else {
+                // A Data's match reads its records too.
+                nexthop_mem::prefetch_lines(sl);
+            }
         }
     }
 
@@ -460,7 +487,7 @@ impl ExactPit {
         let mut s = self.heads[self.head(h)];
         while s != NONE {
             let sl = &self.slots[s as usize];
-            if sl.e.hash == h && sl.e.flags == flags && sl.e.name == name {
+            if sl.e.hash == h && sl.e.flags == flags && sl.e.name[..] == *name {
                 return Some(s);
             }
             s = sl.next;
@@ -555,13 +582,17 @@ impl ExactPit {
         use std::mem::size_of;
         let mut b = self.slots.capacity() * size_of::<Slot>()
             + self.free.capacity() * 4
-            + self.heads.capacity() * 4
+            + self.heads.len() * 4
             + self.heap.capacity() * size_of::<(Millis, u32, u32)>()
             + self.dnl.len() * (size_of::<(u64, Millis)>() + size_of::<(u64, u32)>() + 1);
+        // Spilled lists only: inline ones are inside the slot.
         for s in &self.slots {
-            b += s.e.name.capacity()
-                + s.e.in_records.capacity() * size_of::<InRecord>()
-                + s.e.out_records.capacity() * size_of::<OutRecord>();
+            let e = &s.e;
+            b += e.name.spilled() as usize * e.name.capacity()
+                + e.in_records.spilled() as usize * e.in_records.capacity() * size_of::<InRecord>()
+                + e.out_records.spilled() as usize
+                    * e.out_records.capacity()
+                    * size_of::<OutRecord>();
         }
         b
     }
@@ -709,6 +740,12 @@ impl ExactPit {
                 let s = match self.free.pop() {
                     Some(s) => s,
                     None => {
+                        if self.slots.len() == self.slots.capacity() {
+                            // Doubling onto huge pages once large (a
+                            // random slot per packet, as for the heads).
+                            let n = (2 * self.slots.len()).max(16);
+                            nexthop_mem::reserve_huge(&mut self.slots, n);
+                        }
                         self.slots.push(Slot {
                             next: NONE,
                             ..Slot::default()

@@ -483,3 +483,48 @@ fn slots_are_recycled_without_growth() {
     assert_eq!(p.slots.len(), 100);
     assert!(p.is_empty());
 }
+
+/// Names longer than the inline bytes and entries with more than one in-
+/// or out-record spill to the heap: they match, aggregate and satisfy as
+/// inline ones do, `memory_bytes` counts the spilled blocks, and a slot
+/// reused by a short name after them keeps working.
+#[test]
+fn long_names_and_several_records_spill_and_still_match() {
+    let mut p = pit();
+    let long = "x".repeat(2 * NAME_INLINE);
+    let a = nm(&["long", &long]);
+    assert!(a.tlv().len() > NAME_INLINE);
+    let before = p.memory_bytes();
+    let id = match p.insert(&interest(&a, 1, 10), 0) {
+        InsertOutcome::New(id) => id,
+        o => panic!("{o:?}"),
+    };
+    assert_eq!(p.entry(id).unwrap().name(), a.tlv());
+    for (face, nonce) in [(2, 11), (3, 12)] {
+        assert_eq!(
+            p.insert(&interest(&a, face, nonce), 1),
+            InsertOutcome::Aggregated(id)
+        );
+    }
+    p.add_out_record(id, 7, 20, Some(1000), 1);
+    p.add_out_record(id, 8, 21, Some(1000), 1);
+    let e = p.entry(id).unwrap();
+    assert_eq!((e.in_records().len(), e.out_records().len()), (3, 2));
+    let grown = p.memory_bytes() - before;
+    assert!(
+        grown >= std::mem::size_of::<Slot>() + a.tlv().len() + 3 * std::mem::size_of::<InRecord>(),
+        "spilled blocks counted: {grown}"
+    );
+    let faces: Vec<FaceId> = data(&mut p, &a, 2).iter().map(|d| d.face).collect();
+    assert_eq!(faces, [1, 2, 3]);
+    assert!(p.is_empty());
+    // The freed slot (its spilled buffers kept) serves a short name.
+    let b = nm(&["b"]);
+    let id = match p.insert(&interest(&b, 1, 30), 3) {
+        InsertOutcome::New(id) => id,
+        o => panic!("{o:?}"),
+    };
+    assert_eq!(p.entry(id).unwrap().name(), b.tlv());
+    assert_eq!(p.entry(id).unwrap().in_records().len(), 1);
+    assert_eq!(data(&mut p, &b, 4).len(), 1);
+}
