@@ -52,16 +52,23 @@ struct Bucket([u64; E]);
 
 const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
 
+/// Index of an entry's high (fingerprint) half among a bucket's 32-bit
+/// words.
+const FP_WORD: usize = if cfg!(target_endian = "little") { 1 } else { 0 };
+
 impl Bucket {
-    /// The occupied entries whose fingerprint is `fp` (the high 32 bits
-    /// of an entry; an occupied entry is never 0), as a bit mask: the
-    /// compares are made without a branch (a loop that stops at the match
-    /// mispredicts once per bucket).
+    /// The entries whose fingerprint is `fp` (the high 32 bits of an
+    /// entry; fingerprints are odd, so an empty entry, 0, never matches),
+    /// as a bit mask: 32-bit compares of the high halves without a branch,
+    /// which the compiler turns into vector compares (a loop that stops at
+    /// the match mispredicts once per bucket; 64-bit compares have no
+    /// SSE2 instruction).
     #[inline(always)]
-    fn matches(&self, fp: u64) -> u32 {
+    fn matches(&self, fp: u32) -> u32 {
+        let w: &[u32; 2 * E] = bytemuck::cast_ref(&self.0);
         let mut m = 0u32;
-        for (i, &e) in self.0.iter().enumerate() {
-            m |= ((((e >> 32) == fp) & (e != 0)) as u32) << i;
+        for i in 0..E {
+            m |= ((w[2 * i + FP_WORD] == fp) as u32) << i;
         }
         m
     }
@@ -76,29 +83,24 @@ impl Bucket {
         m
     }
 
-    /// The smallest of `keys` over the occupied entries (`u64::MAX` when
-    /// none is), as a tree of minimums without a branch.
+    /// The occupied entry with the smallest of `keys` and that key (the
+    /// lowest index among equal keys; `u64::MAX` when none is occupied,
+    /// and occupied keys count as at most `u64::MAX - 1`), as a tree of
+    /// compares without a branch.
     #[inline(always)]
-    fn min_key(&self, keys: &Keys) -> u64 {
-        let k: [u64; E] =
-            std::array::from_fn(|i| keys.0[i] | ((self.0[i] == 0) as u64).wrapping_neg());
+    fn min_entry(&self, keys: &Keys) -> (u64, usize) {
+        let k: [(u64, usize); E] = std::array::from_fn(|i| {
+            let empty = ((self.0[i] == 0) as u64).wrapping_neg();
+            (keys.0[i].min(u64::MAX - 1) | empty, i)
+        });
+        let min = |a: (u64, usize), b: (u64, usize)| if b.0 < a.0 { b } else { a };
         let a = [
-            k[0].min(k[1]),
-            k[2].min(k[3]),
-            k[4].min(k[5]),
-            k[6].min(k[7]),
+            min(k[0], k[1]),
+            min(k[2], k[3]),
+            min(k[4], k[5]),
+            min(k[6], k[7]),
         ];
-        a[0].min(a[1]).min(a[2].min(a[3]))
-    }
-
-    /// The occupied entries whose key is `key`, as a bit mask.
-    #[inline(always)]
-    fn keyed(&self, keys: &Keys, key: u64) -> u32 {
-        let mut m = 0u32;
-        for (i, (&e, &k)) in self.0.iter().zip(&keys.0).enumerate() {
-            m |= (((k == key) & (e != 0)) as u32) << i;
-        }
-        m
+        min(min(a[0], a[1]), min(a[2], a[3]))
     }
 }
 
@@ -109,7 +111,8 @@ const MAX_D: usize = 8;
 /// the `d` subtables, computed once per operation.
 #[derive(Clone, Copy)]
 struct Cands {
-    fp: u64,
+    /// The high half of the key, made odd (never 0, an empty entry).
+    fp: u32,
     at: [usize; MAX_D],
     d: usize,
 }
@@ -506,7 +509,7 @@ impl ContentStore {
             at[k] = k * n as usize + nexthop_hash::reduce((r >> 32) as u32, n) as usize;
         }
         Cands {
-            fp: h >> 32,
+            fp: (h >> 32) as u32 | 1,
             at,
             d: self.cfg.subtables,
         }
@@ -731,18 +734,15 @@ impl ContentStore {
     /// (a running minimum with a branch mispredicts about once per
     /// bucket): the smallest key, then the first occupied entry holding it.
     fn local_victim(&self, c: &Cands) -> Option<u32> {
-        let mut min = u64::MAX;
+        // One pass: each bucket's least entry, the first bucket's on a tie.
+        let (mut key, mut at) = (u64::MAX, 0);
         for &bi in c.buckets() {
-            min = min.min(self.table[bi].min_key(&self.keys[bi]));
-        }
-        for &bi in c.buckets() {
-            let b = &self.table[bi];
-            let m = b.keyed(&self.keys[bi], min);
-            if m != 0 {
-                return Some(b.0[m.trailing_zeros() as usize] as u32 - 1);
+            let (k, i) = self.table[bi].min_entry(&self.keys[bi]);
+            if k < key {
+                (key, at) = (k, bi * E + i);
             }
         }
-        None
+        (key != u64::MAX).then(|| self.table[at / E].0[at % E] as u32 - 1)
     }
 
     /// Whether storing `wire_len` more bytes must evict first (the store
@@ -855,7 +855,7 @@ impl ContentStore {
         pk.store(tlv, wire);
         pk.fresh_until = fresh_until;
         pk.at = (bi * E + i) as u32;
-        self.table[bi].0[i] = (h >> 32) << 32 | (p as u64 + 1);
+        self.table[bi].0[i] = (c.fp as u64) << 32 | (p as u64 + 1);
         self.keys[bi].0[i] = key;
         if self.index_live {
             self.since_prefix_lookup += 1;
@@ -898,7 +898,7 @@ impl ContentStore {
             bytes += pk.wire_len as usize;
             let e = self.table[pk.at as usize / E].0[pk.at as usize % E];
             let h = tlv_name_hash(pk.name()).map(|nh| self.name_key(nh));
-            if e as u32 != i as u32 + 1 || h.map(|h| h >> 32) != Some(e >> 32) {
+            if e as u32 != i as u32 + 1 || h.map(|h| self.cands(h).fp as u64) != Some(e >> 32) {
                 return Err(format!(
                     "packet {i}: table entry {e:#x} does not point back"
                 ));
