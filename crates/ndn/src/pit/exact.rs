@@ -171,7 +171,7 @@ const NAME_INLINE: usize = 64;
 /// A pending Interest (read-only view). The name and the first in- and
 /// out-record live in the entry itself: a lookup or insertion touches the
 /// slot's adjacent lines instead of three separate heap blocks. Laid out
-/// (with [`Slot`]'s link first) so that a chain walk past another name
+/// (after the slot's chain link) so that a chain walk past another name
 /// reads the first line only, a name comparison the first two.
 #[derive(Clone, Debug, Default)]
 #[repr(C)]

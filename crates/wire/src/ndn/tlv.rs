@@ -375,16 +375,22 @@ pub fn read_single(buf: &[u8], expected: u32) -> Result<Element<'_>, NdnError> {
 mod tests {
     use super::*;
 
+    /// TLV bytes rich in the edge cases of VAR-NUMBER: 0, small numbers and
+    /// the 253-255 prefixes.
+    fn tlv_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            proptest::prop_oneof![0u8..8, 250u8..=255, proptest::num::u8::ANY],
+            0..24,
+        )
+    }
+
     proptest::proptest! {
         /// The inline one-byte path of `read` gives exactly what the
         /// general path gives (element or error, and the cursor after),
         /// for any bytes at any position and base.
         #[test]
         fn read_fast_path_agrees_with_the_general_path(
-            buf in proptest::collection::vec(
-                proptest::prop_oneof![0u8..8, 250u8..=255, proptest::num::u8::ANY],
-                0..24,
-            ),
+            buf in tlv_bytes(),
             skip in 0usize..4,
             base in 0usize..1000,
         ) {
@@ -403,17 +409,12 @@ mod tests {
                 }
             }
         }
-    }
 
-    proptest::proptest! {
         /// The inline one-byte path of `peek_type` gives what the general
         /// path gives, at any position.
         #[test]
         fn peek_fast_path_agrees_with_the_general_path(
-            buf in proptest::collection::vec(
-                proptest::prop_oneof![0u8..8, 250u8..=255, proptest::num::u8::ANY],
-                0..24,
-            ),
+            buf in tlv_bytes(),
             skip in 0usize..4,
             base in 0usize..1000,
         ) {
