@@ -934,6 +934,22 @@ mod tests {
     use super::*;
     use crate::name::NameBuf;
 
+    /// Fingerprints are odd for every key, zero and all-ones halves
+    /// included, so an empty entry (0) never matches one.
+    #[test]
+    fn fingerprints_are_odd_and_never_match_an_empty_entry() {
+        let cs = ContentStore::new(CsConfig::default()).unwrap();
+        let empty = Bucket::default();
+        for h in [0, u64::MAX, 1 << 32, 0xFFFF_FFFF, 0x1234_5678_9abc_def0] {
+            let c = cs.cands(h);
+            assert_eq!(c.fp & 1, 1, "key {h:#x}");
+            assert_eq!(empty.matches(c.fp), 0, "key {h:#x}");
+        }
+        let mut b = Bucket::default();
+        b.0[3] = (cs.cands(7).fp as u64) << 32 | 9;
+        assert_eq!(b.matches(cs.cands(7).fp), 1 << 3);
+    }
+
     fn nm(c: &[&str]) -> NameBuf {
         NameBuf::from_components(c).unwrap()
     }

@@ -350,6 +350,7 @@ pub struct ExactPit {
     /// Chain heads: `heads[h & (len - 1)]` is the first slot whose key
     /// hash `h` ends in those bits (`NONE`: none); the length is a power
     /// of two, more than twice the live entries.
+    ///
     /// On huge pages once large: every Interest and Data reads a random
     /// head, a TLB miss per packet on 4 KiB pages.
     heads: nexthop_mem::HugeBox<u32>,
