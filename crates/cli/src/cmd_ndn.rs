@@ -108,7 +108,7 @@ pub struct RunArgs {
     /// cs_packets, cs_policy, cs_admit_after, pit, max_faces,
     /// udp_idle_secs, udp_mtu, udp_socket_buffer, metrics, threads) and
     /// stream_out_cap, reasm_max_partial, reasm_timeout_ms, ndt_prefix,
-    /// ndt_bits, thread_queue, udp_input_threads.
+    /// ndt_bits, thread_queue, udp_input_threads, udp_gso.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Content Store capacity in packets (0: none).
@@ -158,6 +158,13 @@ pub struct RunArgs {
     /// socket are in the exit summary (`udp_input_packets=`).
     #[arg(long, value_name = "N")]
     udp_input_threads: Option<usize>,
+    /// No UDP segmentation offload: one `sendmmsg` entry per datagram and
+    /// no `UDP_GRO` on the listening socket (TOML `udp_gso = false`). By
+    /// default equal-sized datagrams to one endpoint go as one GSO
+    /// message and coalesced runs are taken whole; receivers see the same
+    /// datagrams either way.
+    #[arg(long)]
+    no_udp_gso: bool,
 }
 
 /// `--cs-policy`.
@@ -307,6 +314,9 @@ fn ndn_run(a: RunArgs) -> Result<()> {
     cfg.metrics = a.metrics.or(cfg.metrics);
     cfg.threads = a.threads.unwrap_or(cfg.threads);
     cfg.udp_input_threads = a.udp_input_threads.unwrap_or(cfg.udp_input_threads);
+    if a.no_udp_gso {
+        cfg.udp_gso = false;
+    }
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
     let stop = StopFlag::install().map_err(|e| anyhow!("installing signal handlers: {e}"))?;
     let metrics_addr = cfg.metrics;

@@ -95,6 +95,14 @@ pub struct NdndConfig {
     /// `1..=64`: the polling thread reads the first, an input thread each
     /// of the others (see the crate README's threading contract).
     pub udp_input_threads: usize,
+    /// UDP segmentation offload (default on): datagrams of equal size to
+    /// one endpoint leave in one `sendmmsg` message with `UDP_SEGMENT`,
+    /// and the listening sockets take coalesced runs with `UDP_GRO`
+    /// (split again before decoding). Receivers see the same datagrams
+    /// either way; over loopback each run costs the kernel one packet
+    /// instead of one per datagram. Turned off for a socket whose route
+    /// refuses it (counted, `udp_gso_refused`).
+    pub udp_gso: bool,
 }
 
 impl Default for NdndConfig {
@@ -121,6 +129,7 @@ impl Default for NdndConfig {
             ndt_bits: 8,
             thread_queue: 1024,
             udp_input_threads: 1,
+            udp_gso: true,
         }
     }
 }

@@ -21,6 +21,11 @@ use crate::stream;
 use crate::threads::Workers;
 use crate::udp::{self, RecvBatch, BATCH};
 
+/// Datagrams queued for one flush of the UDP socket: one `sendmmsg` of
+/// [`BATCH`] datagrams without GSO; with it, up to [`BATCH`] messages of
+/// up to 64 segments, so a poll round's output goes in one call.
+const UDP_OUT: usize = BATCH * 16;
+
 /// Face-layer counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct FaceLayerCounters {
@@ -45,6 +50,13 @@ pub struct FaceLayerCounters {
     pub packets_out: u64,
     /// Bytes of those packets.
     pub bytes_out: u64,
+    /// Messages the UDP sockets took in (a datagram each, or with GRO a
+    /// coalesced run).
+    pub udp_messages_in: u64,
+    /// Messages `sendmmsg` sent (a datagram each, or with GSO a run).
+    pub udp_messages_out: u64,
+    /// Times the kernel refused a GSO message (GSO is then off).
+    pub udp_gso_refused: u64,
 }
 
 /// A copy of the forwarder's counters for a metrics exporter
@@ -216,10 +228,14 @@ pub struct Daemon {
     udp: Option<UdpSocket>,
     /// Receive and send buffer bytes the kernel granted the UDP socket.
     udp_buffers: (usize, usize),
-    /// Datagrams waiting for the next `sendmmsg` (at most [`BATCH`]), and
+    /// Datagrams waiting for the next `sendmmsg` (at most [`UDP_OUT`]), and
     /// their destinations.
     udp_out: Vec<Vec<u8>>,
     udp_out_to: Vec<SocketAddr>,
+    /// The UDP listening sockets have `UDP_GRO` on.
+    udp_gro: bool,
+    /// Sends use `UDP_SEGMENT` (`udp_gso`, until the kernel refuses).
+    udp_gso: bool,
     tcp: Option<TcpListener>,
     unix: Option<(UnixListener, PathBuf)>,
     /// The Ethernet sockets (one per `--ether` interface) and the
@@ -239,6 +255,14 @@ pub struct Daemon {
     inputs: Option<Inputs>,
     /// Datagrams the polling thread read from its own UDP socket.
     udp_own_rx: u64,
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
 }
 
 fn is_loopback(a: &SocketAddr) -> bool {
@@ -265,10 +289,19 @@ impl Daemon {
         };
         let mut udp_buffers = (0, 0);
         let mut inputs = None;
+        // GRO where asked and the kernel has it (each socket of the
+        // address alike).
+        let mut udp_gro = cfg.udp_gso;
+        let mut gro = |s: &UdpSocket| {
+            if udp_gro && udp::enable_gro(s).is_err() {
+                udp_gro = false;
+            }
+        };
         let udp = match cfg.udp {
             Some(a) if cfg.udp_input_threads > 1 => {
                 let s = input::bind_reuseport(a)?;
                 udp_buffers = udp::set_buffers(&s, cfg.udp_socket_buffer)?;
+                gro(&s);
                 // The others bind the port the first one got (`a` may ask
                 // for any).
                 let at = s.local_addr()?;
@@ -276,16 +309,18 @@ impl Daemon {
                     .map(|_| {
                         let o = input::bind_reuseport(at)?;
                         udp::set_buffers(&o, cfg.udp_socket_buffer)?;
+                        gro(&o);
                         Ok(o)
                     })
                     .collect::<io::Result<Vec<_>>>()?;
-                inputs = Some(Inputs::start(others).map_err(io::Error::other)?);
+                inputs = Some(Inputs::start(others, udp_gro).map_err(io::Error::other)?);
                 Some(s)
             }
             Some(a) => {
                 let s = UdpSocket::bind(a)?;
                 s.set_nonblocking(true)?;
                 udp_buffers = udp::set_buffers(&s, cfg.udp_socket_buffer)?;
+                gro(&s);
                 Some(s)
             }
             None => None,
@@ -330,8 +365,10 @@ impl Daemon {
             core,
             udp,
             udp_buffers,
-            udp_out: Vec::with_capacity(BATCH),
-            udp_out_to: Vec::with_capacity(BATCH),
+            udp_out: Vec::with_capacity(UDP_OUT),
+            udp_out_to: Vec::with_capacity(UDP_OUT),
+            udp_gro,
+            udp_gso: cfg.udp_gso,
             tcp,
             unix,
             ether: Vec::new(),
@@ -410,7 +447,8 @@ impl Daemon {
              reasm_completed={} reasm_bad={} reasm_timeouts={} reasm_cap_drops={} \
              face_cap_drops={} send_drops={} fragmented={} frag_failed={} \
              udp_rcvbuf={} udp_sndbuf={} threads={} thread_packets={} \
-             dispatch_drops={} return_drops={} udp_input_packets={} udp_input_waits={}",
+             dispatch_drops={} return_drops={} udp_input_packets={} udp_input_waits={} \
+             udp_messages_in={} udp_messages_out={} udp_gso={} udp_gro={} udp_gso_refused={}",
             l.faces_opened,
             l.faces_closed,
             c.packets_in,
@@ -445,6 +483,11 @@ impl Daemon {
                 .collect::<Vec<_>>()
                 .join(","),
             self.udp_input_waits(),
+            l.udp_messages_in,
+            l.udp_messages_out,
+            on_off(self.udp_gso),
+            on_off(self.udp_gro),
+            l.udp_gso_refused,
         )
     }
 
@@ -562,6 +605,21 @@ impl Daemon {
                 ),
                 ("ndn_faces_opened_total", "Faces opened", l.faces_opened),
                 ("ndn_faces_closed_total", "Faces closed", l.faces_closed),
+                (
+                    "ndn_udp_messages_in_total",
+                    "Messages the UDP sockets took (with GRO a message may hold a run of datagrams)",
+                    l.udp_messages_in,
+                ),
+                (
+                    "ndn_udp_messages_out_total",
+                    "Messages sent on the UDP socket (with GSO a message may hold a run of datagrams)",
+                    l.udp_messages_out,
+                ),
+                (
+                    "ndn_udp_gso_refused_total",
+                    "Times the kernel refused a GSO message (GSO then off)",
+                    l.udp_gso_refused,
+                ),
             ],
             gauges: vec![
                 ("ndn_pit_entries", "PIT entries", pit),
@@ -675,7 +733,7 @@ impl Daemon {
         report: &mut dyn FnMut(&Daemon),
     ) -> io::Result<()> {
         let mut buf = vec![0u8; 65536];
-        let mut rx = RecvBatch::default();
+        let mut rx = RecvBatch::new(self.udp_gro);
         let mut send = Vec::new();
         let mut last_tick = Instant::now();
         let mut last_report = Instant::now();
@@ -810,6 +868,7 @@ impl Daemon {
 
     /// The datagrams of one `recvmmsg` batch, each into its UDP face.
     fn take_udp_batch(&mut self, rx: &RecvBatch, send: &mut Vec<(FaceId, Vec<u8>)>) {
+        self.counters.udp_messages_in += rx.messages() as u64;
         let now = self.now();
         for k in 0..rx.len() {
             let Some(from) = rx.source(k) else {
@@ -1121,7 +1180,7 @@ impl Daemon {
                     for d in datagrams {
                         self.udp_out.push(d);
                         self.udp_out_to.push(a);
-                        if self.udp_out.len() >= BATCH {
+                        if self.udp_out.len() >= UDP_OUT {
                             self.flush_udp();
                         }
                     }
@@ -1174,17 +1233,29 @@ impl Daemon {
         }
     }
 
-    /// Send the queued datagrams with `sendmmsg`; each one the socket
+    /// Send the queued datagrams with `sendmmsg` (with GSO: equal-sized
+    /// runs to one endpoint as one message each); each one the socket
     /// refuses (a full send buffer) is a `send_drops`.
     fn flush_udp(&mut self) {
         if self.udp_out.is_empty() {
             return;
         }
-        let failed = match self.udp.as_ref() {
-            Some(s) => udp::send_batch(s, &self.udp_out, &self.udp_out_to).failed,
-            None => self.udp_out.len(),
+        let o = match self.udp.as_ref() {
+            Some(s) if self.udp_gso => {
+                udp::send_batch_gso(s, &self.udp_out, &self.udp_out_to, None)
+            }
+            Some(s) => udp::send_batch(s, &self.udp_out, &self.udp_out_to),
+            None => udp::SendOutcome {
+                failed: self.udp_out.len(),
+                ..Default::default()
+            },
         };
-        self.counters.send_drops += failed as u64;
+        if o.gso_refused {
+            self.udp_gso = false;
+            self.counters.udp_gso_refused += 1;
+        }
+        self.counters.udp_messages_out += o.messages as u64;
+        self.counters.send_drops += o.failed as u64;
         self.udp_out.clear();
         self.udp_out_to.clear();
     }

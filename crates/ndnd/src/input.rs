@@ -96,7 +96,9 @@ pub struct Inputs {
 
 impl Inputs {
     /// One input thread per socket of `socks`.
-    pub fn start(socks: Vec<UdpSocket>) -> Result<Inputs, String> {
+    /// With `gro`, each socket already has UDP GRO on ([`udp::enable_gro`])
+    /// and its batches split coalesced runs.
+    pub fn start(socks: Vec<UdpSocket>, gro: bool) -> Result<Inputs, String> {
         let wake = Wake::new().map_err(|e| format!("eventfd: {e}"))?;
         let (filled_tx, filled) = mpsc::sync_channel(QUEUE);
         let mut ins = Inputs {
@@ -120,6 +122,7 @@ impl Inputs {
                 stop: ins.stop.clone(),
                 received: received.clone(),
                 waits: ins.waits.clone(),
+                gro,
             };
             let h = std::thread::Builder::new()
                 .name(format!("ndn-udp-in{k}"))
@@ -195,11 +198,12 @@ struct InputThread {
     stop: Arc<AtomicBool>,
     received: Arc<AtomicU64>,
     waits: Arc<AtomicU64>,
+    gro: bool,
 }
 
 impl InputThread {
     fn run(self) {
-        let mut batch = Box::<RecvBatch>::default();
+        let mut batch = Box::new(RecvBatch::new(self.gro));
         while !self.stop.load(Ordering::Relaxed) {
             let mut pfd = libc::pollfd {
                 fd: self.sock.as_raw_fd(),
@@ -221,7 +225,10 @@ impl InputThread {
                 match self.filled.try_send(filled) {
                     Ok(()) => {
                         Wake::signal(self.wake);
-                        break self.free.try_recv().unwrap_or_default();
+                        break self
+                            .free
+                            .try_recv()
+                            .unwrap_or_else(|_| Box::new(RecvBatch::new(self.gro)));
                     }
                     Err(TrySendError::Full(f)) if !self.stop.load(Ordering::Relaxed) => {
                         self.waits.fetch_add(1, Ordering::Relaxed);

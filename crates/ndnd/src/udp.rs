@@ -148,37 +148,122 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<So
     }
 }
 
-/// Buffers for up to [`BATCH`] received datagrams and their sources.
+/// Bytes of one receive slot with UDP GRO on: the kernel hands a run of
+/// coalesced datagrams over as one message of up to 64 KiB, which must
+/// not be cut. (The buffer is allocated zeroed, so only the pages a
+/// message touches become resident.)
+const GRO_SLOT: usize = 1 << 16;
+
+/// Bytes of control buffer per message: room for one `int` cmsg (the GRO
+/// segment size), 8-byte aligned.
+const CMSG_BUF: usize = 32;
+
+/// Ask the kernel to hand runs of datagrams from one sender that arrive
+/// as one GSO packet (or that a NIC coalesced) to `sock` as one message
+/// (`UDP_GRO`, Linux 5.0): [`RecvBatch::with_gro`] splits them again.
+/// Errors when the kernel lacks the option; the socket then gets one
+/// datagram per message as before.
+pub fn enable_gro(sock: &UdpSocket) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: (1) the fd is an open socket owned by `sock`; (2) the option
+    // value points at a live c_int and its exact size is given.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            (&one as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One datagram of a [`RecvBatch`]: where its bytes are and which message
+/// (and so which source) it came in.
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    start: u32,
+    len: u32,
+    msg: u16,
+}
+
+/// Buffers for up to [`BATCH`] received messages and their sources; each
+/// message is one datagram, or with [`RecvBatch::with_gro`] a run of up to
+/// 64 that the kernel coalesced, split again here.
 pub struct RecvBatch {
     buf: Vec<u8>,
-    lens: [usize; BATCH],
+    slot: usize,
+    gro: bool,
+    ctrl: Vec<[u64; CMSG_BUF / 8]>,
     from: [Option<SocketAddr>; BATCH],
-    n: usize,
+    segs: Vec<Seg>,
+    /// Messages the last [`RecvBatch::recv`] took.
+    messages: usize,
+    /// Messages that arrived as a coalesced run (counted since creation).
+    coalesced: u64,
 }
 
 impl std::fmt::Debug for RecvBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecvBatch").field("n", &self.n).finish()
+        f.debug_struct("RecvBatch")
+            .field("n", &self.segs.len())
+            .field("gro", &self.gro)
+            .finish()
     }
 }
 
 impl Default for RecvBatch {
     fn default() -> Self {
-        RecvBatch {
-            buf: vec![0u8; BATCH * SLOT],
-            lens: [0; BATCH],
-            from: [None; BATCH],
-            n: 0,
-        }
+        RecvBatch::new(false)
     }
 }
 
 impl RecvBatch {
-    /// Take up to [`BATCH`] datagrams waiting on `sock` with one
-    /// `recvmmsg` that does not block. Returns how many (0 when none
-    /// waited); [`RecvBatch::packet`] and [`RecvBatch::source`] read them.
+    /// Buffers for a socket with UDP GRO on ([`enable_gro`]): 64 KiB
+    /// slots and the segment size read from each message's control data.
+    pub fn with_gro() -> Self {
+        RecvBatch::new(true)
+    }
+
+    /// [`RecvBatch::with_gro`] when `gro`, else [`RecvBatch::default`].
+    pub fn new(gro: bool) -> Self {
+        let slot = if gro { GRO_SLOT } else { SLOT };
+        RecvBatch {
+            buf: vec![0u8; BATCH * slot],
+            slot,
+            gro,
+            ctrl: vec![[0u64; CMSG_BUF / 8]; if gro { BATCH } else { 0 }],
+            from: [None; BATCH],
+            segs: Vec::with_capacity(if gro { BATCH * GSO_SEGMENTS } else { BATCH }),
+            messages: 0,
+            coalesced: 0,
+        }
+    }
+
+    /// Messages that arrived as a run of coalesced datagrams since this
+    /// batch was made.
+    pub fn coalesced(&self) -> u64 {
+        self.coalesced
+    }
+
+    /// Messages the last [`RecvBatch::recv`] took (each one datagram, or
+    /// with GRO a coalesced run of them).
+    pub fn messages(&self) -> usize {
+        self.messages
+    }
+
+    /// Take up to [`BATCH`] messages waiting on `sock` with one `recvmmsg`
+    /// that does not block. Returns how many datagrams they held (0 when
+    /// none waited); [`RecvBatch::packet`] and [`RecvBatch::source`] read
+    /// them.
     pub fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
-        self.n = 0;
+        self.segs.clear();
+        self.messages = 0;
+        let slot = self.slot;
         let mut iov: [libc::iovec; BATCH] = [libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
@@ -188,21 +273,26 @@ impl RecvBatch {
         // SAFETY: mmsghdr is plain old data; all-zero is a valid value
         // (null pointers, zero lengths).
         let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (k, chunk) in self.buf.chunks_exact_mut(SLOT).enumerate() {
+        for (k, chunk) in self.buf.chunks_exact_mut(slot).enumerate() {
             iov[k].iov_base = chunk.as_mut_ptr().cast();
-            iov[k].iov_len = SLOT;
+            iov[k].iov_len = slot;
             hdrs[k].msg_hdr.msg_iov = &mut iov[k];
             hdrs[k].msg_hdr.msg_iovlen = 1;
             hdrs[k].msg_hdr.msg_name = (&mut names[k] as *mut libc::sockaddr_storage).cast();
             hdrs[k].msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            if let Some(c) = self.ctrl.get_mut(k) {
+                hdrs[k].msg_hdr.msg_control = c.as_mut_ptr().cast();
+                hdrs[k].msg_hdr.msg_controllen = CMSG_BUF as _;
+            }
         }
         let r = loop {
             // SAFETY: (1) each of the BATCH headers points at its own
-            // iovec, which points at a distinct SLOT-byte slice of
-            // `self.buf`, and at its own sockaddr_storage with that size,
-            // all alive and not otherwise borrowed during the call; (2) no
-            // control buffer is given; (3) MSG_DONTWAIT keeps the call
-            // from blocking; (4) a null timeout is allowed.
+            // iovec, which points at a distinct `slot`-byte slice of
+            // `self.buf`, at its own sockaddr_storage with that size and
+            // (GRO) at its own CMSG_BUF-byte, 8-aligned control buffer,
+            // all alive and not otherwise borrowed during the call; (2)
+            // MSG_DONTWAIT keeps the call from blocking; (3) a null
+            // timeout is allowed.
             let r = unsafe {
                 libc::recvmmsg(
                     sock.as_raw_fd(),
@@ -223,41 +313,83 @@ impl RecvBatch {
             }
         };
         let n = r as usize;
+        self.messages = n;
         for (k, h) in hdrs.iter().take(n).enumerate() {
-            self.lens[k] = (h.msg_len as usize).min(SLOT);
+            let len = (h.msg_len as usize).min(slot);
             self.from[k] = from_sockaddr(&names[k], h.msg_hdr.msg_namelen);
+            let seg = if self.gro { gro_segment(&h.msg_hdr) } else { 0 };
+            let base = k * slot;
+            if seg == 0 || seg >= len {
+                self.segs.push(Seg {
+                    start: base as u32,
+                    len: len as u32,
+                    msg: k as u16,
+                });
+                continue;
+            }
+            self.coalesced += 1;
+            let mut at = 0;
+            while at < len {
+                let l = seg.min(len - at);
+                self.segs.push(Seg {
+                    start: (base + at) as u32,
+                    len: l as u32,
+                    msg: k as u16,
+                });
+                at += l;
+            }
         }
-        self.n = n;
-        Ok(n)
+        Ok(self.segs.len())
     }
 
     /// How many datagrams the last [`RecvBatch::recv`] took.
     pub fn len(&self) -> usize {
-        self.n
+        self.segs.len()
     }
 
     /// Whether the last [`RecvBatch::recv`] took none.
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.segs.is_empty()
     }
 
     /// Datagram `i` of the last [`RecvBatch::recv`] (empty past its count).
-    /// One longer than [`MAX_PACKET`] is cut to `MAX_PACKET + 1` bytes.
+    /// Without GRO one longer than [`MAX_PACKET`] is cut to
+    /// `MAX_PACKET + 1` bytes; the caller sees either way that it is too
+    /// long.
     pub fn packet(&self, i: usize) -> &[u8] {
-        if i >= self.n {
-            return &[];
+        match self.segs.get(i) {
+            Some(s) => &self.buf[s.start as usize..(s.start + s.len) as usize],
+            None => &[],
         }
-        &self.buf[i * SLOT..i * SLOT + self.lens[i]]
     }
 
     /// The sender of datagram `i` (`None` past the count or for an address
     /// family other than IPv4 and IPv6).
     pub fn source(&self, i: usize) -> Option<SocketAddr> {
-        if i >= self.n {
-            return None;
-        }
-        self.from[i]
+        self.segs.get(i).and_then(|s| self.from[s.msg as usize])
     }
+}
+
+/// The `UDP_GRO` segment size in a received message's control data (0:
+/// none, one datagram).
+fn gro_segment(h: &libc::msghdr) -> usize {
+    if h.msg_control.is_null() {
+        return 0;
+    }
+    // SAFETY: `h` is a header recvmmsg filled: msg_control points at a
+    // live control buffer of msg_controllen bytes (the kernel shrank the
+    // length to what it wrote), which the CMSG macros walk within.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                return usize::try_from(v).unwrap_or(0);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    0
 }
 
 /// What [`send_batch`] did.
@@ -269,6 +401,13 @@ pub struct SendOutcome {
     pub failed: usize,
     /// The first error it refused one with.
     pub error: Option<io::Error>,
+    /// Messages the kernel took ([`send_batch_gso`]: a message may carry
+    /// several datagrams; [`send_batch`]: one each).
+    pub messages: usize,
+    /// [`send_batch_gso`] only: the kernel refused a GSO message (sent
+    /// again as single datagrams); the caller should stop using GSO on
+    /// this socket.
+    pub gso_refused: bool,
 }
 
 /// Send `pkts`, datagram `k` to `to[k]` (`to` empty: the socket is
@@ -326,6 +465,7 @@ pub fn send_batch<P: AsRef<[u8]>>(sock: &UdpSocket, pkts: &[P], to: &[SocketAddr
         };
         if r > 0 {
             out.sent += r as usize;
+            out.messages += r as usize;
             at += r as usize;
             continue;
         }
@@ -340,6 +480,218 @@ pub fn send_batch<P: AsRef<[u8]>>(sock: &UdpSocket, pkts: &[P], to: &[SocketAddr
         // The first datagram of the chunk was refused: skip it.
         out.failed += 1;
         out.error.get_or_insert(e);
+        at += 1;
+    }
+    out
+}
+
+/// Most datagrams one GSO message carries (the kernel's
+/// `UDP_MAX_SEGMENTS`).
+const GSO_SEGMENTS: usize = 64;
+
+/// Most bytes one GSO message carries (under the 65,507-byte UDP payload
+/// limit of IPv4).
+const GSO_BYTES: usize = 60 << 10;
+
+/// Longest datagram sent as a GSO segment to `dest`: the segment size
+/// plus headers must fit the route's MTU or the kernel refuses the whole
+/// message. Loopback's MTU is 64 KiB; anything else is held to a
+/// 1500-byte Ethernet frame (a smaller MTU makes the kernel refuse, and
+/// the sender falls back, [`SendOutcome::gso_refused`]).
+pub fn gso_segment_max(dest: &SocketAddr) -> usize {
+    match dest {
+        _ if dest.ip().is_loopback() => MAX_PACKET,
+        SocketAddr::V4(_) => 1500 - 20 - 8,
+        SocketAddr::V6(_) => 1500 - 40 - 8,
+    }
+}
+
+/// One message of [`send_batch_gso`]: `count` datagrams from position
+/// `first` of the send order, `seg` bytes each but the last (0: one
+/// datagram, no GSO).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    first: usize,
+    count: usize,
+    seg: usize,
+}
+
+/// Group `pkts` into GSO runs: datagrams to one destination back to back
+/// (`order` sorted by destination, stable, so each destination keeps its
+/// order), each run of equal sizes with at most a shorter last one, at
+/// most [`GSO_SEGMENTS`] datagrams and [`GSO_BYTES`] bytes.
+fn gso_runs<P: AsRef<[u8]>>(
+    pkts: &[P],
+    to: &[SocketAddr],
+    peer: Option<SocketAddr>,
+    order: &[usize],
+) -> Vec<Run> {
+    let dest = |i: usize| to.get(i).copied().or(peer);
+    let mut runs = Vec::new();
+    let mut at = 0;
+    while at < order.len() {
+        let i = order[at];
+        let seg = pkts[i].as_ref().len();
+        let max = dest(i).map_or(0, |d| gso_segment_max(&d));
+        let mut count = 1;
+        if seg > 0 && seg <= max {
+            let mut total = seg;
+            while at + count < order.len() && count < GSO_SEGMENTS {
+                let j = order[at + count];
+                let l = pkts[j].as_ref().len();
+                if dest(j) != dest(i) || l == 0 || l > seg || total + l > GSO_BYTES {
+                    break;
+                }
+                count += 1;
+                total += l;
+                if l < seg {
+                    break;
+                }
+            }
+        }
+        runs.push(Run {
+            first: at,
+            count,
+            seg: if count > 1 { seg } else { 0 },
+        });
+        at += count;
+    }
+    runs
+}
+
+/// [`send_batch`] with UDP generic segmentation offload (`UDP_SEGMENT`,
+/// Linux 4.18): the datagrams to one destination go as few messages of up
+/// to [`GSO_SEGMENTS`] equal-sized segments, each of which the kernel
+/// carries as one packet as far as it can (over loopback to a receiver
+/// with [`enable_gro`], all the way) and splits into the same datagrams
+/// otherwise, so receivers see exactly what [`send_batch`] sends.
+/// Datagrams to different destinations may leave in another order than
+/// given; to each destination the order is kept. `peer` is the connected
+/// destination when `to` is empty (it sets the segment limit,
+/// [`gso_segment_max`]; `None`: no GSO). A message the kernel refuses
+/// for GSO (EIO, EINVAL: no checksum offload on the route, an MTU below
+/// the segment) goes again as single datagrams and sets
+/// [`SendOutcome::gso_refused`], so the caller can stop asking.
+pub fn send_batch_gso<P: AsRef<[u8]>>(
+    sock: &UdpSocket,
+    pkts: &[P],
+    to: &[SocketAddr],
+    peer: Option<SocketAddr>,
+) -> SendOutcome {
+    let mut out = SendOutcome::default();
+    if !to.is_empty() && to.len() != pkts.len() {
+        out.failed = pkts.len();
+        out.error = Some(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "one address per datagram",
+        ));
+        return out;
+    }
+    let mut order: Vec<usize> = (0..pkts.len()).collect();
+    if !to.is_empty() {
+        order.sort_by_key(|&i| to[i]);
+    }
+    let runs = gso_runs(pkts, to, peer, &order);
+    let mut iov: Vec<libc::iovec> = order
+        .iter()
+        .map(|&i| {
+            let p = pkts[i].as_ref();
+            libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            }
+        })
+        .collect();
+    let mut at = 0;
+    while at < runs.len() {
+        let chunk = &runs[at..runs.len().min(at + BATCH)];
+        // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+        let mut names: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: mmsghdr is plain old data; all-zero is a valid value
+        // (null pointers, zero lengths).
+        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        let mut ctrl = [[0u64; CMSG_BUF / 8]; BATCH];
+        for (k, run) in chunk.iter().enumerate() {
+            let h = &mut hdrs[k].msg_hdr;
+            h.msg_iov = iov[run.first..].as_mut_ptr();
+            h.msg_iovlen = run.count as _;
+            if let Some(a) = to.get(order[run.first]) {
+                let (ss, len) = to_sockaddr(a);
+                names[k] = ss;
+                h.msg_name = (&mut names[k] as *mut libc::sockaddr_storage).cast();
+                h.msg_namelen = len;
+            }
+            if run.seg > 0 {
+                h.msg_control = ctrl[k].as_mut_ptr().cast();
+                h.msg_controllen = CMSG_BUF as _;
+                // SAFETY: msg_control points at this message's own live,
+                // 8-aligned CMSG_BUF-byte buffer, which holds
+                // CMSG_SPACE(2) bytes; the first header and its data lie
+                // inside it, and msg_controllen is then cut to exactly
+                // that one message.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(h);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), run.seg as u16);
+                    h.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as _;
+                }
+            }
+        }
+        // SAFETY: (1) `hdrs[..chunk.len()]` are initialised headers whose
+        // iovec ranges lie inside `iov` (each run's `count` entries from
+        // `first`), pointing into `pkts`' buffers, whose names point into
+        // `names` and whose control data into `ctrl`, all alive and
+        // unmoved for the call; (2) the kernel only reads them (it writes
+        // `msg_len`, inside `hdrs`).
+        let r = unsafe {
+            libc::sendmmsg(
+                sock.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                chunk.len() as libc::c_uint,
+                0,
+            )
+        };
+        if r > 0 {
+            out.sent += chunk[..r as usize].iter().map(|r| r.count).sum::<usize>();
+            out.messages += r as usize;
+            at += r as usize;
+            continue;
+        }
+        let e = if r < 0 {
+            io::Error::last_os_error()
+        } else {
+            io::Error::new(io::ErrorKind::WriteZero, "sendmmsg sent nothing")
+        };
+        if e.kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        let run = chunk[0];
+        let refused = matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL));
+        if run.seg > 0 && refused {
+            // Not for GSO: the same datagrams one by one.
+            out.gso_refused = true;
+            let one: Vec<&[u8]> = order[run.first..run.first + run.count]
+                .iter()
+                .map(|&i| pkts[i].as_ref())
+                .collect();
+            let dests: Vec<SocketAddr> = order[run.first..run.first + run.count]
+                .iter()
+                .filter_map(|&i| to.get(i).copied())
+                .collect();
+            let o = send_batch(sock, &one, &dests);
+            out.sent += o.sent;
+            out.messages += o.sent;
+            out.failed += o.failed;
+            if let Some(e) = o.error {
+                out.error.get_or_insert(e);
+            }
+        } else {
+            // The first message of the chunk was refused: skip it.
+            out.failed += run.count;
+            out.error.get_or_insert(e);
+        }
         at += 1;
     }
     out
@@ -433,6 +785,147 @@ mod tests {
         let o = send_batch(&tx, &pkts, &[a]);
         assert_eq!((o.sent, o.failed), (0, 3));
         assert_eq!(o.error.map(|e| e.kind()), Some(io::ErrorKind::InvalidInput));
+    }
+
+    /// Sizes 40..=43 in runs, so the GSO path builds equal-sized runs,
+    /// shorter last ones and breaks.
+    fn mixed(n: u32) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut p = i.to_be_bytes().to_vec();
+                p.resize(40 + (i as usize / 20) % 4, 0xab);
+                p
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gso_runs_group_by_destination_equal_sizes_and_caps() {
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        let far: SocketAddr = "192.0.2.1:6363".parse().unwrap();
+        let pkts: Vec<Vec<u8>> = [10, 10, 10, 7, 10, 12, 12, 3, 3]
+            .iter()
+            .map(|&l| vec![0u8; l])
+            .collect();
+        let to = [a, b, a, a, a, b, b, far, far];
+        let mut order: Vec<usize> = (0..pkts.len()).collect();
+        order.sort_by_key(|&i| to[i]);
+        let runs = gso_runs(&pkts, &to, None, &order);
+        let got: Vec<(Vec<usize>, usize)> = runs
+            .iter()
+            .map(|r| (order[r.first..r.first + r.count].to_vec(), r.seg))
+            .collect();
+        // a: 10,10,7 (shorter last ends the run), then 10 alone; b: 10,
+        // then 12,12; the far address: 3,3 (under its 1472-byte limit).
+        assert_eq!(
+            got,
+            vec![
+                (vec![0, 2, 3], 10),
+                (vec![4], 0),
+                (vec![1], 0),
+                (vec![5, 6], 12),
+                (vec![7, 8], 3),
+            ]
+        );
+        // At most 64 segments per message; a segment over the far limit
+        // goes alone.
+        let many = vec![vec![1u8; 100]; 130];
+        let order: Vec<usize> = (0..130).collect();
+        let runs = gso_runs(&many, &[], Some(a), &order);
+        assert_eq!(
+            runs.iter().map(|r| r.count).collect::<Vec<_>>(),
+            vec![64, 64, 2]
+        );
+        let big = vec![vec![1u8; 1500]; 3];
+        let runs = gso_runs(&big, &[far; 3], None, &[0, 1, 2]);
+        assert!(runs.iter().all(|r| r.count == 1 && r.seg == 0));
+        // No destination known: no GSO.
+        let runs = gso_runs(&many[..3], &[], None, &[0, 1, 2]);
+        assert_eq!(runs.len(), 3);
+    }
+
+    /// Send `pkts` with GSO to `rx1`/`rx2` alternately and check that each
+    /// receiver gets its datagrams, whole and in order.
+    fn gso_round_trip(tx: &UdpSocket, rx: [&UdpSocket; 2], gro: bool) -> [u64; 2] {
+        let pkts = mixed(300);
+        let addrs = [rx[0].local_addr().unwrap(), rx[1].local_addr().unwrap()];
+        let to: Vec<SocketAddr> = (0..pkts.len()).map(|i| addrs[i % 2]).collect();
+        let o = send_batch_gso(tx, &pkts, &to, None);
+        assert_eq!((o.sent, o.failed), (300, 0), "{:?}", o.error);
+        let mut coalesced = [0; 2];
+        for (k, r) in rx.iter().enumerate() {
+            let mut rb = RecvBatch::new(gro);
+            let mut got = Vec::new();
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while got.len() < 150 && std::time::Instant::now() < end {
+                let n = rb.recv(r).unwrap();
+                for i in 0..n {
+                    assert_eq!(rb.source(i), Some(tx.local_addr().unwrap()));
+                    got.push(rb.packet(i).to_vec());
+                }
+            }
+            let want: Vec<Vec<u8>> = pkts.iter().skip(k).step_by(2).cloned().collect();
+            assert_eq!(got, want, "receiver {k}");
+            coalesced[k] = rb.coalesced();
+        }
+        coalesced
+    }
+
+    #[test]
+    fn gso_datagrams_arrive_whole_and_in_order_with_and_without_gro() {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (r1, r2) = pair();
+        set_buffers(&r1, 1 << 20).unwrap();
+        set_buffers(&r2, 1 << 20).unwrap();
+        // Plain receivers: the kernel splits each GSO packet.
+        assert_eq!(gso_round_trip(&tx, [&r1, &r2], false), [0, 0]);
+        // GRO receivers: runs arrive as one message each and are split
+        // here (where the kernel has UDP_GRO).
+        if enable_gro(&r1).is_ok() && enable_gro(&r2).is_ok() {
+            let c = gso_round_trip(&tx, [&r1, &r2], true);
+            assert!(c[0] > 0 && c[1] > 0, "no coalesced message: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_gso_message_the_kernel_refuses_goes_again_one_by_one() {
+        let (tx, rx) = pair();
+        // SO_NO_CHECK (no UDP checksum) makes the kernel refuse GSO with
+        // EINVAL.
+        let one: libc::c_int = 1;
+        // SAFETY: the fd is an open socket owned by `tx`; the value points
+        // at a live c_int of the size given.
+        let r = unsafe {
+            libc::setsockopt(
+                tx.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NO_CHECK,
+                (&one as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+        let a = rx.local_addr().unwrap();
+        let pkts = vec![vec![5u8; 50]; 10];
+        let o = send_batch_gso(&tx, &pkts, &[a; 10], None);
+        assert_eq!((o.sent, o.failed), (10, 0), "{:?}", o.error);
+        assert!(o.gso_refused);
+        assert_eq!(recv_all(&rx, 10).len(), 10);
+        // An oversized datagram alone is refused (EMSGSIZE), not a GSO
+        // refusal; the others still go.
+        let (tx, rx) = pair();
+        let a = rx.local_addr().unwrap();
+        let pkts = vec![
+            vec![1u8; 20],
+            vec![1u8; 20],
+            vec![0u8; 70000],
+            vec![2u8; 20],
+        ];
+        let o = send_batch_gso(&tx, &pkts, &[a; 4], None);
+        assert_eq!((o.sent, o.failed), (3, 1), "{:?}", o.error);
+        assert!(!o.gso_refused);
+        assert_eq!(recv_all(&rx, 3).len(), 3);
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub struct BenchArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Plain `sendmmsg`/`recvmmsg` only: no UDP GSO/GRO in our consumer,
+    /// producer and (when started here) forwarder.
+    #[arg(long)]
+    no_gso: bool,
 }
 
 struct PyRate {
@@ -93,6 +97,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         None => Some(ForwarderThread::start(NdndConfig {
             udp: Some("127.0.0.1:0".parse()?),
             cs_packets: a.cs_packets,
+            udp_gso: !a.no_gso,
             ..NdndConfig::default()
         })?),
     };
@@ -100,16 +105,18 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         Some(f) => f.udp,
         None => a.forwarder.ok_or_else(|| anyhow!("no forwarder address"))?,
     };
-    let producer = ProducerThread::start(
+    let producer = ProducerThread::start_with(
         addr,
         prefix.clone(),
         Content::Sized(DataTemplate::new(&vec![0x5a; a.payload], 10_000)),
+        !a.no_gso,
     )?;
     let cfg = ConsumerConfig {
         window: a.window,
         lifetime_ms: 2000,
         rto: Duration::from_millis(1000),
         max_retries: 0,
+        gso: !a.no_gso,
         ..ConsumerConfig::default()
     };
     cfg.validate().map_err(|e| anyhow!("{e}"))?;
@@ -122,26 +129,31 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     // The consumers start together once the first CPU sample is taken
     // (a thread must exist in both samples to be counted).
     let go = std::sync::Arc::new(std::sync::Barrier::new(a.consumers + 1));
+    // The consumers stay alive until the closing CPU sample is taken (a
+    // fast window drains in well under a millisecond).
+    let hold = std::sync::Arc::new(std::sync::Barrier::new(a.consumers + 1));
     let mut handles = Vec::new();
     for (k, mut c) in consumers.into_iter().enumerate() {
         let p = prefix.clone();
-        let go = go.clone();
+        let (go, hold) = (go.clone(), hold.clone());
         handles.push(
             std::thread::Builder::new()
                 .name(format!("ndn-consumer-{k}"))
                 .spawn(move || {
                     go.wait();
-                    c.bench(&p, duration)
+                    let r = c.bench(&p, duration);
+                    hold.wait();
+                    r
                 })?,
         );
     }
     let cpu0 = threadcpu::sample(&[me]);
     go.wait();
     let t0 = Instant::now();
-    // The CPU sample closes at the end of the measured time, while the
-    // consumers (draining their window) are still alive.
+    // The CPU sample closes at the end of the measured time.
     std::thread::sleep((t0 + duration).saturating_duration_since(Instant::now()));
     let cpu = threadcpu::between(&cpu0, &threadcpu::sample(&[me]));
+    hold.wait();
     let mut stats = ConsumerStats::default();
     for h in handles {
         let s = h

@@ -92,7 +92,17 @@ impl ProducerThread {
     /// Register `prefix` with the forwarder at `fwd` (waits for the
     /// answer), then serve `content` on a thread.
     pub fn start(fwd: SocketAddr, prefix: Name, content: Content) -> Result<ProducerThread> {
-        let mut p = Producer::start(fwd, prefix.clone(), content)
+        ProducerThread::start_with(fwd, prefix, content, true)
+    }
+
+    /// [`ProducerThread::start`], with UDP GSO and GRO only when `gso`.
+    pub fn start_with(
+        fwd: SocketAddr,
+        prefix: Name,
+        content: Content,
+        gso: bool,
+    ) -> Result<ProducerThread> {
+        let mut p = Producer::start_with(fwd, prefix.clone(), content, gso)
             .map_err(|e| anyhow!("producer for {prefix}: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();

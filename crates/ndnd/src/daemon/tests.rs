@@ -54,15 +54,46 @@ fn spawn_producer(
 
 #[test]
 fn bursts_from_several_udp_endpoints_each_get_their_own_data_back() {
-    let (addr, stop, daemon) = spawn(udp_config());
+    let d = bursts(true);
+    // Runs of equal-sized datagrams went as one GSO message each (to the
+    // producer and to each consumer) and came in as one GRO message each
+    // (from the two GSO consumers and the producer).
+    assert_eq!((d.udp_gso, d.udp_gro), (true, true));
+    assert!(
+        d.counters.udp_messages_out < d.counters.packets_out / 4,
+        "{:?}",
+        d.counters
+    );
+    assert!(d.counters.udp_messages_in < d.core.counters().packets_in / 2);
+    assert_eq!(d.counters.udp_gso_refused, 0);
+}
+
+#[test]
+fn without_gso_every_datagram_is_its_own_message() {
+    let d = bursts(false);
+    assert_eq!((d.udp_gso, d.udp_gro), (false, false));
+    assert_eq!(d.counters.udp_messages_out, d.counters.packets_out);
+    assert_eq!(d.counters.udp_messages_in, d.core.counters().packets_in);
+}
+
+/// Three consumers (two with GSO/GRO, one plain) each send a burst of
+/// Interests at once to a forwarder with `udp_gso` as given; every
+/// consumer gets exactly its own Data. Returns the stopped daemon.
+fn bursts(gso: bool) -> Daemon {
+    let (addr, stop, daemon) = spawn(NdndConfig {
+        udp_gso: gso,
+        ..udp_config()
+    });
     let (pstop, prod) = spawn_producer(addr, "/p", b"payload", 1000);
 
     // Three consumers, each with a burst of several recvmmsg batches
     // in flight at once, all through the one listener socket.
     const BURST: usize = 300;
-    let mut faces: Vec<UdpFace> = (0..3).map(|_| UdpFace::connect(addr).unwrap()).collect();
+    let mut faces: Vec<UdpFace> = (0..3)
+        .map(|j| UdpFace::connect_with(addr, j < 2).unwrap())
+        .collect();
     let mut want: Vec<HashSet<String>> = Vec::new();
-    for (j, f) in faces.iter().enumerate() {
+    for (j, f) in faces.iter_mut().enumerate() {
         let mut names = HashSet::new();
         let pkts: Vec<Vec<u8>> = (0..BURST)
             .map(|i| {
@@ -112,6 +143,7 @@ fn bursts_from_several_udp_endpoints_each_get_their_own_data_back() {
     // the rib/register reply (more than one if a retry crossed it).
     let out = d.counters.packets_out - 2 * 3 * BURST as u64;
     assert!((1..=10).contains(&out), "{out}");
+    d
 }
 
 #[test]

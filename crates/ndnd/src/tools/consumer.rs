@@ -37,6 +37,9 @@ pub struct ConsumerConfig {
     /// Most segments a fetched object may announce (its FinalBlockId),
     /// checked before anything is allocated for them.
     pub max_segments: u64,
+    /// Send with UDP GSO and receive with GRO where the kernel has them
+    /// ([`crate::udp::send_batch_gso`]); the datagrams are the same.
+    pub gso: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -47,6 +50,7 @@ impl Default for ConsumerConfig {
             rto: Duration::from_millis(1000),
             max_retries: 3,
             max_segments: 1 << 20,
+            gso: true,
         }
     }
 }
@@ -175,7 +179,7 @@ impl Consumer {
     pub fn connect(forwarder: SocketAddr, cfg: ConsumerConfig) -> Result<Consumer, ToolError> {
         cfg.validate()?;
         Ok(Consumer {
-            face: UdpFace::connect(forwarder)?,
+            face: UdpFace::connect_with(forwarder, cfg.gso)?,
             cfg,
             nonce: rand_nonce(),
             stats: ConsumerStats::default(),

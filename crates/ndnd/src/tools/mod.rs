@@ -74,17 +74,26 @@ impl From<NdnError> for ToolError {
 }
 
 /// One UDP socket connected to a forwarder, moving datagrams in batches
-/// ([`crate::udp`]).
+/// ([`crate::udp`]), with UDP GSO/GRO unless turned off.
 #[derive(Debug)]
 pub struct UdpFace {
     sock: UdpSocket,
     rx: RecvBatch,
+    /// The forwarder, for GSO's segment limit (`None`: GSO off).
+    gso_peer: Option<SocketAddr>,
 }
 
 impl UdpFace {
     /// A socket on the forwarder's address family, connected to it, with
-    /// 4 MiB socket buffers (so a window of Interests fits).
+    /// 4 MiB socket buffers (so a window of Interests fits), sending runs
+    /// of equal-sized datagrams with GSO and taking coalesced runs with
+    /// GRO where the kernel has them.
     pub fn connect(forwarder: SocketAddr) -> io::Result<UdpFace> {
+        UdpFace::connect_with(forwarder, true)
+    }
+
+    /// [`UdpFace::connect`], with GSO and GRO only when `gso`.
+    pub fn connect_with(forwarder: SocketAddr, gso: bool) -> io::Result<UdpFace> {
         let local: SocketAddr = if forwarder.is_ipv4() {
             (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
         } else {
@@ -94,9 +103,11 @@ impl UdpFace {
         sock.connect(forwarder)?;
         // A failure leaves the default size, which only costs drops.
         let _ = udp::set_buffers(&sock, 4 << 20);
+        let gro = gso && udp::enable_gro(&sock).is_ok();
         Ok(UdpFace {
             sock,
-            rx: RecvBatch::default(),
+            rx: RecvBatch::new(gro),
+            gso_peer: gso.then_some(forwarder),
         })
     }
 
@@ -108,17 +119,25 @@ impl UdpFace {
     /// Send `pkts` (each at most [`crate::config::MAX_PACKET`] bytes) with as few
     /// `sendmmsg` calls as it takes. Returns how many were sent; the rest
     /// failed with an error the socket reported (e.g. ECONNREFUSED when no
-    /// forwarder listens), which is returned when nothing was sent.
-    pub fn send_batch(&self, pkts: &[Vec<u8>]) -> io::Result<usize> {
-        let o = udp::send_batch(&self.sock, pkts, &[]);
+    /// forwarder listens), which is returned when nothing was sent. A
+    /// kernel that refuses GSO turns it off for this face.
+    pub fn send_batch(&mut self, pkts: &[Vec<u8>]) -> io::Result<usize> {
+        let o = match self.gso_peer {
+            Some(p) => udp::send_batch_gso(&self.sock, pkts, &[], Some(p)),
+            None => udp::send_batch(&self.sock, pkts, &[]),
+        };
+        if o.gso_refused {
+            self.gso_peer = None;
+        }
         match o.error {
             Some(e) if o.sent == 0 => Err(e),
             _ => Ok(o.sent),
         }
     }
 
-    /// Wait up to `timeout` for datagrams, then take up to [`BATCH`] of
-    /// them with one `recvmmsg`. Returns how many ([`UdpFace::packet`]
+    /// Wait up to `timeout` for datagrams, then take up to [`BATCH`]
+    /// messages (with GRO, each may be a run of datagrams) with one
+    /// `recvmmsg`. Returns how many ([`UdpFace::packet`]
     /// reads them); 0 when none came in time.
     pub fn recv_batch(&mut self, timeout: Duration) -> io::Result<usize> {
         let mut pfd = libc::pollfd {

@@ -182,7 +182,17 @@ impl Producer {
         prefix: Name,
         content: Content,
     ) -> Result<Producer, ToolError> {
-        let mut face = UdpFace::connect(forwarder)?;
+        Producer::start_with(forwarder, prefix, content, true)
+    }
+
+    /// [`Producer::start`], with UDP GSO and GRO only when `gso`.
+    pub fn start_with(
+        forwarder: std::net::SocketAddr,
+        prefix: Name,
+        content: Content,
+        gso: bool,
+    ) -> Result<Producer, ToolError> {
+        let mut face = UdpFace::connect_with(forwarder, gso)?;
         register_prefix(&mut face, &prefix, Duration::from_secs(5))?;
         Ok(Producer {
             face,
