@@ -55,21 +55,7 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
     }
     // SAFETY: `fd` is a fresh descriptor that nothing else owns.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let one: libc::c_int = 1;
-    // SAFETY: passes a pointer to `one` and its size; `one` outlives the
-    // call and the kernel only reads it.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_REUSEPORT,
-            (&one as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    udp::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
     let (ss, len) = udp::to_sockaddr(&addr);
     // SAFETY: `ss` holds a socket address of `len` bytes for `addr`'s
     // family (written by `to_sockaddr`), alive for the call, only read.

@@ -30,8 +30,9 @@ pub fn set_buffers(sock: &UdpSocket, bytes: usize) -> io::Result<(usize, usize)>
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
         (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
     ] {
-        if setsockopt_int(sock, force, v).is_err() {
-            setsockopt_int(sock, plain, v)?;
+        let fd = sock.as_raw_fd();
+        if setsockopt_int(fd, libc::SOL_SOCKET, force, v).is_err() {
+            setsockopt_int(fd, libc::SOL_SOCKET, plain, v)?;
         }
     }
     Ok((
@@ -40,13 +41,21 @@ pub fn set_buffers(sock: &UdpSocket, bytes: usize) -> io::Result<(usize, usize)>
     ))
 }
 
-fn setsockopt_int(sock: &UdpSocket, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: (1) the fd is an open socket owned by `sock`; (2) the option
-    // value points at a live c_int and its exact size is given.
+/// Set the `int` socket option `level`/`opt` of the open socket `fd`.
+pub(crate) fn setsockopt_int(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: (1) setsockopt on a descriptor that is not an open socket
+    // fails with EBADF/ENOTSOCK, nothing else; (2) the option value points
+    // at a live c_int and its exact size is given; the kernel only reads
+    // it.
     let r = unsafe {
         libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
+            fd,
+            level,
             opt,
             (&v as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
@@ -164,22 +173,7 @@ const CMSG_BUF: usize = 32;
 /// Errors when the kernel lacks the option; the socket then gets one
 /// datagram per message as before.
 pub fn enable_gro(sock: &UdpSocket) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: (1) the fd is an open socket owned by `sock`; (2) the option
-    // value points at a live c_int and its exact size is given.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_GRO,
-            (&one as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1)
 }
 
 /// One datagram of a [`RecvBatch`]: where its bytes are and which message
@@ -417,72 +411,7 @@ pub struct SendOutcome {
 /// `to` must be empty or as long as `pkts`, else nothing is sent and the
 /// outcome holds an `InvalidInput` error.
 pub fn send_batch<P: AsRef<[u8]>>(sock: &UdpSocket, pkts: &[P], to: &[SocketAddr]) -> SendOutcome {
-    let mut out = SendOutcome::default();
-    if !to.is_empty() && to.len() != pkts.len() {
-        out.failed = pkts.len();
-        out.error = Some(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "one address per datagram",
-        ));
-        return out;
-    }
-    let mut at = 0;
-    while at < pkts.len() {
-        let chunk = &pkts[at..pkts.len().min(at + BATCH)];
-        let mut iov: [libc::iovec; BATCH] = [libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        }; BATCH];
-        // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
-        let mut names: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: mmsghdr is plain old data; all-zero is a valid value
-        // (null pointers, zero lengths).
-        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (k, p) in chunk.iter().enumerate() {
-            let p = p.as_ref();
-            iov[k].iov_base = p.as_ptr() as *mut libc::c_void;
-            iov[k].iov_len = p.len();
-            hdrs[k].msg_hdr.msg_iov = &mut iov[k];
-            hdrs[k].msg_hdr.msg_iovlen = 1;
-            if let Some(a) = to.get(at + k) {
-                let (ss, len) = to_sockaddr(a);
-                names[k] = ss;
-                hdrs[k].msg_hdr.msg_name = (&mut names[k] as *mut libc::sockaddr_storage).cast();
-                hdrs[k].msg_hdr.msg_namelen = len;
-            }
-        }
-        // SAFETY: (1) `hdrs[..chunk.len()]` are initialised headers whose
-        // iovecs point into `chunk`'s buffers and whose names point into
-        // `names`, all alive and unmoved for the call; (2) the kernel only
-        // reads them (it writes `msg_len`, inside `hdrs`).
-        let r = unsafe {
-            libc::sendmmsg(
-                sock.as_raw_fd(),
-                hdrs.as_mut_ptr(),
-                chunk.len() as libc::c_uint,
-                0,
-            )
-        };
-        if r > 0 {
-            out.sent += r as usize;
-            out.messages += r as usize;
-            at += r as usize;
-            continue;
-        }
-        let e = if r < 0 {
-            io::Error::last_os_error()
-        } else {
-            io::Error::new(io::ErrorKind::WriteZero, "sendmmsg sent nothing")
-        };
-        if e.kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        // The first datagram of the chunk was refused: skip it.
-        out.failed += 1;
-        out.error.get_or_insert(e);
-        at += 1;
-    }
-    out
+    send(sock, pkts, to, None, false)
 }
 
 /// Most datagrams one GSO message carries (the kernel's
@@ -561,7 +490,7 @@ fn gso_runs<P: AsRef<[u8]>>(
 
 /// [`send_batch`] with UDP generic segmentation offload (`UDP_SEGMENT`,
 /// Linux 4.18): the datagrams to one destination go as few messages of up
-/// to [`GSO_SEGMENTS`] equal-sized segments, each of which the kernel
+/// to 64 equal-sized segments, each of which the kernel
 /// carries as one packet as far as it can (over loopback to a receiver
 /// with [`enable_gro`], all the way) and splits into the same datagrams
 /// otherwise, so receivers see exactly what [`send_batch`] sends.
@@ -578,6 +507,18 @@ pub fn send_batch_gso<P: AsRef<[u8]>>(
     to: &[SocketAddr],
     peer: Option<SocketAddr>,
 ) -> SendOutcome {
+    send(sock, pkts, to, peer, true)
+}
+
+/// [`send_batch_gso`] when `gso`, else [`send_batch`] (in the order given,
+/// a message per datagram).
+fn send<P: AsRef<[u8]>>(
+    sock: &UdpSocket,
+    pkts: &[P],
+    to: &[SocketAddr],
+    peer: Option<SocketAddr>,
+    gso: bool,
+) -> SendOutcome {
     let mut out = SendOutcome::default();
     if !to.is_empty() && to.len() != pkts.len() {
         out.failed = pkts.len();
@@ -588,10 +529,20 @@ pub fn send_batch_gso<P: AsRef<[u8]>>(
         return out;
     }
     let mut order: Vec<usize> = (0..pkts.len()).collect();
-    if !to.is_empty() {
-        order.sort_by_key(|&i| to[i]);
-    }
-    let runs = gso_runs(pkts, to, peer, &order);
+    let runs = if gso {
+        if !to.is_empty() {
+            order.sort_by_key(|&i| to[i]);
+        }
+        gso_runs(pkts, to, peer, &order)
+    } else {
+        (0..pkts.len())
+            .map(|first| Run {
+                first,
+                count: 1,
+                seg: 0,
+            })
+            .collect()
+    };
     let mut iov: Vec<libc::iovec> = order
         .iter()
         .map(|&i| {
@@ -680,7 +631,7 @@ pub fn send_batch_gso<P: AsRef<[u8]>>(
                 .iter()
                 .filter_map(|&i| to.get(i).copied())
                 .collect();
-            let o = send_batch(sock, &one, &dests);
+            let o = send(sock, &one, &dests, None, false);
             out.sent += o.sent;
             out.messages += o.sent;
             out.failed += o.failed;
@@ -688,7 +639,8 @@ pub fn send_batch_gso<P: AsRef<[u8]>>(
                 out.error.get_or_insert(e);
             }
         } else {
-            // The first message of the chunk was refused: skip it.
+            // The first message of the chunk was refused (a full buffer,
+            // ECONNREFUSED, EMSGSIZE): skip its datagrams.
             out.failed += run.count;
             out.error.get_or_insert(e);
         }
@@ -893,19 +845,7 @@ mod tests {
         let (tx, rx) = pair();
         // SO_NO_CHECK (no UDP checksum) makes the kernel refuse GSO with
         // EINVAL.
-        let one: libc::c_int = 1;
-        // SAFETY: the fd is an open socket owned by `tx`; the value points
-        // at a live c_int of the size given.
-        let r = unsafe {
-            libc::setsockopt(
-                tx.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_NO_CHECK,
-                (&one as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0);
+        setsockopt_int(tx.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).unwrap();
         let a = rx.local_addr().unwrap();
         let pkts = vec![vec![5u8; 50]; 10];
         let o = send_batch_gso(&tx, &pkts, &[a; 10], None);
