@@ -4,7 +4,8 @@
 //! when it is absent): a producer registered with rib/register over the
 //! Unix socket and one over UDP, consumers over Unix, UDP and TCP, Nack NoRoute without
 //! a route, bad datagrams counted and dropped while forwarding goes on,
-//! `--udp-socket-buffer` granted as asked, `--cs-admit-after`,
+//! `--udp-socket-buffer` granted as asked, UDP GSO/GRO on by default and
+//! off by `--no-udp-gso` or `udp_gso = false`, `--cs-admit-after`,
 //! `--cs-policy` and `--pit fingerprint` reaching the forwarder,
 //! and a clean stop on SIGTERM; the status datasets read by python-ndn's
 //! `nfd_mgmt` (`tests/ndn_run/mgmt.py`) and `nexthop ndn route|face|
@@ -265,6 +266,45 @@ fn the_udp_socket_buffer_flag_reaches_the_forwarder() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The `key=word` of a summary line.
+fn word<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split(' ')
+        .find_map(|f| f.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
+}
+
+#[test]
+fn udp_gso_is_on_by_default_and_off_by_flag_or_config_and_answers_either_way() {
+    let dir = TempDir::new().unwrap();
+    let cfg = dir.path().join("nogso.toml");
+    std::fs::write(&cfg, "udp_gso = false\n").unwrap();
+    for (args, want) in [
+        (vec![], "on"),
+        (vec!["--no-udp-gso"], "off"),
+        (vec!["--config", cfg.to_str().unwrap()], "off"),
+    ] {
+        let mut f = start_forwarder_with(&args);
+        // A plain socket's Interest for an unrouted name: the Nack comes
+        // back as one datagram either way.
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        sock.connect(&f.udp).unwrap();
+        let mut i = Interest::new(Name::from_uri("/no/route/here").unwrap());
+        i.nonce = Some(7);
+        sock.send(&i.to_wire()).unwrap();
+        let mut buf = [0u8; 9000];
+        let n = sock.recv(&mut buf).expect("a Nack");
+        assert!(n > 0);
+        let (ok, line) = stop(&mut f);
+        assert!(ok, "{line}");
+        assert_eq!(word(&line, "udp_gso"), want, "{args:?}: {line}");
+        assert_eq!(word(&line, "udp_gro"), want, "{args:?}: {line}");
+        assert_eq!(field(&line, "udp_gso_refused"), 0, "{line}");
+        assert!(field(&line, "udp_messages_in") >= 1, "{line}");
+        assert!(field(&line, "udp_messages_out") >= 1, "{line}");
+    }
 }
 
 /// Send an Interest for `name` (no MustBeFresh, a fresh nonce each time)
