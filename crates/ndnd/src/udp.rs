@@ -267,6 +267,9 @@ impl RecvBatch {
         // SAFETY: mmsghdr is plain old data; all-zero is a valid value
         // (null pointers, zero lengths).
         let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        // One pointer for every message's control buffer (`self.ctrl` is
+        // not touched again until the call returns).
+        let (ctrl_base, ctrl_len) = (self.ctrl.as_mut_ptr(), self.ctrl.len());
         for (k, chunk) in self.buf.chunks_exact_mut(slot).enumerate() {
             iov[k].iov_base = chunk.as_mut_ptr().cast();
             iov[k].iov_len = slot;
@@ -274,8 +277,8 @@ impl RecvBatch {
             hdrs[k].msg_hdr.msg_iovlen = 1;
             hdrs[k].msg_hdr.msg_name = (&mut names[k] as *mut libc::sockaddr_storage).cast();
             hdrs[k].msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            if let Some(c) = self.ctrl.get_mut(k) {
-                hdrs[k].msg_hdr.msg_control = c.as_mut_ptr().cast();
+            if k < ctrl_len {
+                hdrs[k].msg_hdr.msg_control = ctrl_base.wrapping_add(k).cast();
                 hdrs[k].msg_hdr.msg_controllen = CMSG_BUF as _;
             }
         }
@@ -553,6 +556,9 @@ fn send<P: AsRef<[u8]>>(
             }
         })
         .collect();
+    // One pointer for every header's iovec range (`iov` is not touched
+    // again): each run's `first < iov.len()`, so the ranges lie inside it.
+    let iov_base = iov.as_mut_ptr();
     let mut at = 0;
     while at < runs.len() {
         let chunk = &runs[at..runs.len().min(at + BATCH)];
@@ -564,7 +570,7 @@ fn send<P: AsRef<[u8]>>(
         let mut ctrl = [[0u64; CMSG_BUF / 8]; BATCH];
         for (k, run) in chunk.iter().enumerate() {
             let h = &mut hdrs[k].msg_hdr;
-            h.msg_iov = iov[run.first..].as_mut_ptr();
+            h.msg_iov = iov_base.wrapping_add(run.first);
             h.msg_iovlen = run.count as _;
             if let Some(a) = to.get(order[run.first]) {
                 let (ss, len) = to_sockaddr(a);
