@@ -21,9 +21,10 @@ use crate::stream;
 use crate::threads::Workers;
 use crate::udp::{self, RecvBatch, BATCH};
 
-/// Datagrams queued for one flush of the UDP socket: one `sendmmsg` of
-/// [`BATCH`] datagrams without GSO; with it, up to [`BATCH`] messages of
-/// up to 64 segments, so a poll round's output goes in one call.
+/// Datagrams queued for one flush of the UDP socket (sent with one
+/// `sendmmsg` per [`BATCH`] messages: without GSO a datagram each, with
+/// it runs of up to 64, so a poll round's output usually goes in one
+/// call).
 const UDP_OUT: usize = BATCH * 16;
 
 /// Face-layer counters.

@@ -169,7 +169,7 @@ const CMSG_BUF: usize = 32;
 
 /// Ask the kernel to hand runs of datagrams from one sender that arrive
 /// as one GSO packet (or that a NIC coalesced) to `sock` as one message
-/// (`UDP_GRO`, Linux 5.0): [`RecvBatch::with_gro`] splits them again.
+/// (`UDP_GRO`, Linux 5.0): [`RecvBatch::new`]`(true)` splits them again.
 /// Errors when the kernel lacks the option; the socket then gets one
 /// datagram per message as before.
 pub fn enable_gro(sock: &UdpSocket) -> io::Result<()> {
@@ -186,12 +186,12 @@ struct Seg {
 }
 
 /// Buffers for up to [`BATCH`] received messages and their sources; each
-/// message is one datagram, or with [`RecvBatch::with_gro`] a run of up to
+/// message is one datagram, or with GRO ([`RecvBatch::new`]) a run of up to
 /// 64 that the kernel coalesced, split again here.
 pub struct RecvBatch {
     buf: Vec<u8>,
     slot: usize,
-    gro: bool,
+    /// One control buffer per message with GRO; empty without.
     ctrl: Vec<[u64; CMSG_BUF / 8]>,
     from: [Option<SocketAddr>; BATCH],
     segs: Vec<Seg>,
@@ -205,7 +205,7 @@ impl std::fmt::Debug for RecvBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecvBatch")
             .field("n", &self.segs.len())
-            .field("gro", &self.gro)
+            .field("gro", &!self.ctrl.is_empty())
             .finish()
     }
 }
@@ -217,19 +217,14 @@ impl Default for RecvBatch {
 }
 
 impl RecvBatch {
-    /// Buffers for a socket with UDP GRO on ([`enable_gro`]): 64 KiB
-    /// slots and the segment size read from each message's control data.
-    pub fn with_gro() -> Self {
-        RecvBatch::new(true)
-    }
-
-    /// [`RecvBatch::with_gro`] when `gro`, else [`RecvBatch::default`].
+    /// Buffers for a socket with UDP GRO on ([`enable_gro`]) when `gro`:
+    /// 64 KiB slots and the segment size read from each message's control
+    /// data; else [`RecvBatch::default`].
     pub fn new(gro: bool) -> Self {
         let slot = if gro { GRO_SLOT } else { SLOT };
         RecvBatch {
             buf: vec![0u8; BATCH * slot],
             slot,
-            gro,
             ctrl: vec![[0u64; CMSG_BUF / 8]; if gro { BATCH } else { 0 }],
             from: [None; BATCH],
             segs: Vec::with_capacity(if gro { BATCH * GSO_SEGMENTS } else { BATCH }),
@@ -314,7 +309,7 @@ impl RecvBatch {
         for (k, h) in hdrs.iter().take(n).enumerate() {
             let len = (h.msg_len as usize).min(slot);
             self.from[k] = from_sockaddr(&names[k], h.msg_hdr.msg_namelen);
-            let seg = if self.gro { gro_segment(&h.msg_hdr) } else { 0 };
+            let seg = gro_segment(&h.msg_hdr);
             let base = k * slot;
             if seg == 0 || seg >= len {
                 self.segs.push(Seg {
